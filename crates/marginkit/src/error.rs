@@ -1,0 +1,249 @@
+//! Error types, one enum per concern, with structured fields.
+
+use thiserror::Error;
+
+/// Inconsistent or invalid in-memory data.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum DataError {
+    /// An array has the wrong length.
+    #[error("{what}: expected {expected} entries, found {found}")]
+    Shape {
+        /// Which array.
+        what: &'static str,
+        /// Expected length.
+        expected: usize,
+        /// Actual length.
+        found: usize,
+    },
+    /// A CSR matrix is malformed.
+    #[error("malformed sparse matrix: {reason}")]
+    BadCsr {
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// NaN or infinity in labels or features.
+    #[error("non-finite {what} in row {row} (0-based)")]
+    NonFinite {
+        /// "label" or "feature".
+        what: &'static str,
+        /// 0-based row.
+        row: usize,
+    },
+    /// A negative or non-finite sample weight.
+    #[error("sample weight {value} in row {row} (0-based) must be finite and >= 0")]
+    BadWeight {
+        /// 0-based row.
+        row: usize,
+        /// The weight.
+        value: f64,
+    },
+    /// The data set has no samples.
+    #[error("the data set is empty")]
+    Empty,
+    /// Classification needs at least two classes.
+    #[error("the training data has a single class ({label}); at least two are needed")]
+    SingleClass {
+        /// The only label.
+        label: f64,
+    },
+    /// Too many classes.
+    #[error("{found} classes exceed the limit of {limit}")]
+    TooManyClasses {
+        /// Number of classes found.
+        found: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The test data has more features than the model knows.
+    #[error("the data has {found} features but the model was trained on {expected}")]
+    FeatureMismatch {
+        /// Features the model knows.
+        expected: usize,
+        /// Features in the data.
+        found: usize,
+    },
+    /// A precomputed-kernel row is malformed.
+    #[error("precomputed kernel: {reason} (row {row}, 0-based)")]
+    Precomputed {
+        /// 0-based row.
+        row: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// nu is infeasible for this data (LIBSVM's nu-SVC check).
+    #[error("specified nu is infeasible")]
+    InfeasibleNu,
+}
+
+/// A syntax or limit error in a text file, with its position.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[error("line {line}, column {column}: {kind}")]
+pub struct ParseError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (character position in the line) where the problem starts.
+    pub column: usize,
+    /// What went wrong.
+    pub kind: ParseErrorKind,
+}
+
+/// What went wrong while parsing.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ParseErrorKind {
+    /// A token could not be read as the expected thing.
+    #[error("expected {expected}, found {found:?}")]
+    Expected {
+        /// What was expected.
+        expected: &'static str,
+        /// What was found (truncated).
+        found: String,
+    },
+    /// Feature indices must be >= 1 (>= 0 for precomputed kernels).
+    #[error("feature index {index} is out of range (indices start at {min})")]
+    IndexTooSmall {
+        /// The index.
+        index: u64,
+        /// The smallest allowed.
+        min: u64,
+    },
+    /// Feature indices must increase along a line.
+    #[error("feature index {index} does not increase (previous {previous})")]
+    NonIncreasingIndex {
+        /// The index.
+        index: u64,
+        /// The index before it.
+        previous: u64,
+    },
+    /// NaN or infinity.
+    #[error("{what} is not a finite number")]
+    NonFinite {
+        /// "label", "value", ...
+        what: &'static str,
+    },
+    /// A named limit was exceeded.
+    #[error("{what} exceeds the limit of {limit}")]
+    Limit {
+        /// Which limit.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
+    /// The input has no data lines.
+    #[error("no data")]
+    Empty,
+    /// A line has a different number of fields than the header.
+    #[error("expected {expected} fields, found {found}")]
+    FieldCount {
+        /// Expected fields.
+        expected: usize,
+        /// Fields found.
+        found: usize,
+    },
+    /// A model-file keyword or value is wrong.
+    #[error("{0}")]
+    Model(String),
+    /// The input is not UTF-8 text.
+    #[error("invalid UTF-8")]
+    Utf8,
+}
+
+/// An invalid parameter.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ParamError {
+    /// Must be finite and > 0.
+    #[error("{name} must be finite and > 0, got {value}")]
+    NotPositive {
+        /// Parameter name.
+        name: &'static str,
+        /// The value.
+        value: f64,
+    },
+    /// Must be finite and >= 0.
+    #[error("{name} must be finite and >= 0, got {value}")]
+    Negative {
+        /// Parameter name.
+        name: &'static str,
+        /// The value.
+        value: f64,
+    },
+    /// Outside its range.
+    #[error("{name} = {value} is outside {range}")]
+    OutOfRange {
+        /// Parameter name.
+        name: &'static str,
+        /// The value.
+        value: f64,
+        /// The allowed range, as text.
+        range: &'static str,
+    },
+    /// A combination that does not make sense.
+    #[error("{0}")]
+    Incompatible(&'static str),
+}
+
+/// Numerical breakdown inside a solver (not non-convergence, which is a status).
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SolveError {
+    /// NaN or infinity appeared in the gradient or objective.
+    #[error("numerical breakdown: non-finite {what}")]
+    NonFinite {
+        /// Where.
+        what: &'static str,
+    },
+    /// The problem is infeasible (e.g. equality constraint unreachable within the bounds).
+    #[error("infeasible problem: {0}")]
+    Infeasible(&'static str),
+    /// Inconsistent problem dimensions.
+    #[error("problem arrays disagree: {0}")]
+    Dimensions(&'static str),
+}
+
+/// Anything that can go wrong in `fit`.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FitError {
+    /// Invalid parameters.
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// Invalid data.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// Solver breakdown.
+    #[error(transparent)]
+    Solve(#[from] SolveError),
+}
+
+/// Reading or writing a data or model file.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum IoError {
+    /// The OS failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Syntax or limit error.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// Data consistency.
+    #[error(transparent)]
+    Data(#[from] DataError),
+}
+
+pub(crate) fn positive(name: &'static str, v: f64) -> Result<f64, ParamError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(ParamError::NotPositive { name, value: v })
+    }
+}
+
+pub(crate) fn non_negative(name: &'static str, v: f64) -> Result<f64, ParamError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(ParamError::Negative { name, value: v })
+    }
+}

@@ -1,0 +1,1 @@
+//! SVM models (in progress).
