@@ -1,1 +1,16 @@
-//! SVM models (in progress).
+//! SVM models with LIBSVM's semantics (C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR) and
+//! LIBLINEAR-class linear models.
+//!
+//! Every kernel formulation is turned into a [`crate::solver::BoxQp`] by [`train`] and solved by
+//! [`crate::solver::smo`]; multiclass classification is one-vs-one as in LIBSVM.
+
+pub mod grid;
+pub mod model;
+pub mod model_io;
+pub mod params;
+pub mod probability;
+pub mod train;
+
+pub use model::SvmModel;
+pub use params::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
+pub use train::{FitReport, SubproblemReport};

@@ -1,0 +1,275 @@
+//! Command-line syntax: LIBSVM's short flags plus long flags for everything new.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+
+/// marginkit: large-margin learning at scale (LIBSVM/LIBLINEAR-compatible).
+#[derive(Debug, Parser)]
+#[command(name = "marginkit", version, about, propagate_version = true)]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Train a model (svm-train; with --linear, LIBLINEAR's train).
+    Train(TrainArgs),
+    /// Predict with a model (svm-predict / LIBLINEAR's predict).
+    Predict(PredictArgs),
+    /// Scale features (svm-scale).
+    Scale(ScaleArgs),
+    /// Grid search over (C, gamma) by cross-validation (LIBSVM's grid.py).
+    Grid(GridArgs),
+    /// Train and evaluate on a small built-in data set (heart_scale).
+    Demo(DemoArgs),
+}
+
+/// Options shared by every command that reads a data file.
+#[derive(Debug, Args, Clone)]
+pub struct InputArgs {
+    /// Read the data as CSV instead of LIBSVM text.
+    #[arg(long)]
+    pub csv: bool,
+    /// CSV label column: first, last, a 0-based index or a header name.
+    #[arg(long, default_value = "first", requires = "csv")]
+    pub label_column: String,
+    /// CSV field delimiter.
+    #[arg(long, default_value = ",", requires = "csv")]
+    pub delimiter: char,
+}
+
+/// Model parameters of `train` and `grid` (LIBSVM's and LIBLINEAR's flags).
+#[derive(Debug, Args, Clone)]
+pub struct ModelArgs {
+    /// svm_type (LIBSVM): 0 C-SVC, 1 nu-SVC, 2 one-class, 3 epsilon-SVR, 4 nu-SVR.
+    /// With --linear (LIBLINEAR): 1 L2-loss dual SVC, 3 L1-loss dual SVC, 12 L2-loss dual SVR, 13 L1-loss dual SVR.
+    #[arg(short = 's')]
+    pub svm_type: Option<u8>,
+    /// kernel_type: 0 linear, 1 polynomial, 2 RBF, 3 sigmoid, 4 precomputed.
+    #[arg(short = 't', default_value_t = 2)]
+    pub kernel_type: u8,
+    /// degree of the polynomial kernel.
+    #[arg(short = 'd', default_value_t = 3)]
+    pub degree: u32,
+    /// gamma of the kernel (default 1/num_features).
+    #[arg(short = 'g', allow_negative_numbers = true)]
+    pub gamma: Option<f64>,
+    /// coef0 of the polynomial and sigmoid kernels.
+    #[arg(short = 'r', default_value_t = 0.0, allow_negative_numbers = true)]
+    pub coef0: f64,
+    /// C of C-SVC, epsilon-SVR, nu-SVR and the linear models.
+    #[arg(short = 'c', default_value_t = 1.0, allow_negative_numbers = true)]
+    pub cost: f64,
+    /// nu of nu-SVC, one-class and nu-SVR.
+    #[arg(short = 'n', default_value_t = 0.5, allow_negative_numbers = true)]
+    pub nu: f64,
+    /// epsilon of the epsilon-insensitive loss (SVR).
+    #[arg(short = 'p', default_value_t = 0.1, allow_negative_numbers = true)]
+    pub epsilon: f64,
+    /// Cache size in MB.
+    #[arg(short = 'm', default_value_t = 200.0, allow_negative_numbers = true)]
+    pub cache_mb: f64,
+    /// Stopping tolerance (default 0.001; LIBLINEAR's 0.1 with --linear).
+    #[arg(short = 'e', allow_negative_numbers = true)]
+    pub eps: Option<f64>,
+    /// Shrinking heuristics: 1 on, 0 off.
+    #[arg(short = 'h', default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub shrinking: u8,
+    /// Probability estimates: 1 fit a probability model, 0 not.
+    #[arg(short = 'b', default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub probability: u8,
+    /// Class weight, LABEL:WEIGHT (LIBSVM's `-wLABEL WEIGHT` is also accepted).
+    #[arg(long = "class-weight", value_name = "LABEL:WEIGHT", allow_hyphen_values = true)]
+    pub class_weights: Vec<String>,
+    /// Linear model (LIBLINEAR's solvers and numbering for -s).
+    #[arg(long)]
+    pub linear: bool,
+    /// Bias term of linear models: B > 0 appends a constant feature B; -1 none.
+    #[arg(short = 'B', default_value_t = -1.0, allow_negative_numbers = true)]
+    pub bias: f64,
+    /// Iteration limit of the solver.
+    #[arg(long)]
+    pub max_iter: Option<u64>,
+    /// Time limit of each solve, in seconds.
+    #[arg(long)]
+    pub time_limit: Option<f64>,
+    /// Seed of every random choice (folds, permutations).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Worker threads for kernel computations (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// `marginkit train`.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// n-fold cross-validation instead of training a model.
+    #[arg(short = 'v')]
+    pub folds: Option<usize>,
+    /// Quiet: no progress and no solver summary.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Print one JSON object with the results on stdout at the end.
+    #[arg(long)]
+    pub json: bool,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Training data (LIBSVM format, `.gz` or `-` for stdin).
+    pub train_file: PathBuf,
+    /// Model file to write (default: TRAIN's file name + ".model").
+    pub model_file: Option<PathBuf>,
+}
+
+/// `marginkit predict`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// Output probability estimates: 1 yes, 0 no.
+    #[arg(short = 'b', default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub probability: u8,
+    /// Quiet.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Print one JSON object with the results on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Test data.
+    pub test_file: PathBuf,
+    /// Model file (LIBSVM or LIBLINEAR format).
+    pub model_file: PathBuf,
+    /// Where to write one prediction per line.
+    pub output_file: PathBuf,
+}
+
+/// `marginkit scale`.
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// Lower bound of the scaled features.
+    #[arg(short = 'l', default_value_t = -1.0, allow_negative_numbers = true)]
+    pub lower: f64,
+    /// Upper bound of the scaled features.
+    #[arg(short = 'u', default_value_t = 1.0, allow_negative_numbers = true)]
+    pub upper: f64,
+    /// Scale the labels too, to [Y_LOWER, Y_UPPER].
+    #[arg(short = 'y', num_args = 2, value_names = ["Y_LOWER", "Y_UPPER"], allow_negative_numbers = true)]
+    pub y_range: Option<Vec<f64>>,
+    /// Save the scaling parameters to this file.
+    #[arg(short = 's')]
+    pub save: Option<PathBuf>,
+    /// Restore the scaling parameters from this file.
+    #[arg(short = 'r', conflicts_with = "save")]
+    pub restore: Option<PathBuf>,
+    /// Write the scaled data here instead of stdout.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Data to scale.
+    pub data_file: PathBuf,
+}
+
+/// `marginkit grid`.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct GridArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// log2(C) range: begin,end,step.
+    #[arg(long = "log2c", default_value = "-5,15,2", allow_hyphen_values = true)]
+    pub log2c: String,
+    /// log2(gamma) range: begin,end,step.
+    #[arg(long = "log2g", default_value = "3,-15,-2", allow_hyphen_values = true)]
+    pub log2g: String,
+    /// Folds of the cross-validation.
+    #[arg(short = 'v', default_value_t = 5)]
+    pub folds: usize,
+    /// Quiet: only the final line.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Print one JSON object with every grid point on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Training data.
+    pub train_file: PathBuf,
+}
+
+/// `marginkit demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Print one JSON object with the results.
+    #[arg(long)]
+    pub json: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// Rewrites LIBSVM's `-wLABEL WEIGHT` (label glued to the flag) into `--class-weight LABEL:WEIGHT`.
+pub fn rewrite_libsvm_weights(argv: Vec<OsString>) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut it = argv.into_iter();
+    while let Some(a) = it.next() {
+        match a.to_str() {
+            Some(s) if s.starts_with("-w") && s.len() > 2 => {
+                let label = &s[2..];
+                match it.next() {
+                    Some(w) => {
+                        out.push(OsString::from("--class-weight"));
+                        let mut v = OsString::from(format!("{label}:"));
+                        v.push(w);
+                        out.push(v);
+                    }
+                    None => out.push(a.clone()),
+                }
+            }
+            _ => out.push(a),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libsvm_weight_syntax_is_rewritten() {
+        let v: Vec<OsString> = ["marginkit", "train", "-w-1", "0.5", "-w1", "2", "f"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let r = rewrite_libsvm_weights(v);
+        let r: Vec<&str> = r.iter().map(|s| s.to_str().unwrap()).collect();
+        assert_eq!(
+            r,
+            [
+                "marginkit",
+                "train",
+                "--class-weight",
+                "-1:0.5",
+                "--class-weight",
+                "1:2",
+                "f"
+            ]
+        );
+    }
+}

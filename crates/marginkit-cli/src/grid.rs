@@ -1,0 +1,109 @@
+//! `marginkit grid`: (C, gamma) grid search by cross-validation, like LIBSVM's grid.py.
+
+use marginkit::svm::grid::{grid_search, GridPoint};
+use marginkit::svm::KernelKind;
+use serde_json::json;
+
+use crate::args::GridArgs;
+use crate::input::read_data;
+use crate::predict::fmt_g;
+use crate::train::{init_threads, svm_params};
+use crate::{CliError, CliResult};
+
+/// Parses grid.py's `begin,end,step` into the exponents it covers (inclusive).
+pub fn parse_range(flag: &str, s: &str) -> CliResult<Vec<f64>> {
+    let parts: Vec<f64> = s
+        .split(',')
+        .map(|t| t.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| CliError(format!("{flag} '{s}': expected begin,end,step")))?;
+    let [begin, end, step] = parts[..] else {
+        return Err(CliError(format!("{flag} '{s}': expected begin,end,step")));
+    };
+    if !(begin.is_finite() && end.is_finite() && step.is_finite())
+        || step == 0.0
+        || (end - begin) * step < 0.0
+    {
+        return Err(CliError(format!(
+            "{flag} '{s}': step must be non-zero and go from begin towards end"
+        )));
+    }
+    let n = ((end - begin) / step + 1e-9).floor() as usize + 1;
+    if n > 10_000 {
+        return Err(CliError(format!("{flag} '{s}': more than 10000 values")));
+    }
+    Ok((0..n).map(|k| begin + k as f64 * step).collect())
+}
+
+pub fn run(a: GridArgs) -> CliResult {
+    init_threads(a.model.threads)?;
+    if a.model.linear {
+        return Err(CliError("grid searches kernel models; for linear models use train --linear -v".into()));
+    }
+    if a.folds < 2 {
+        return Err(CliError(format!("-v must be >= 2, got {}", a.folds)));
+    }
+    let params = svm_params(&a.model)?;
+    let log2c = parse_range("--log2c", &a.log2c)?;
+    let uses_gamma = !matches!(params.kernel.kind, KernelKind::Linear | KernelKind::Precomputed);
+    let log2g = if uses_gamma { parse_range("--log2g", &a.log2g)? } else { vec![0.0] };
+    let data = read_data(
+        &a.train_file,
+        &a.input,
+        params.kernel.kind == KernelKind::Precomputed,
+    )?;
+    let regression = params.svm_type.is_regression();
+    let cs: Vec<f64> = log2c.iter().map(|e| e.exp2()).collect();
+    let gs: Vec<f64> = log2g.iter().map(|e| e.exp2()).collect();
+    let mut best: Option<GridPoint> = None;
+    let quiet = a.quiet || a.json;
+    let mut on_point = |p: &GridPoint| {
+        if best.is_none_or(|b| p.better_than(&b, regression)) {
+            best = Some(*p);
+        }
+        if !quiet {
+            let b = best.expect("invariant: set above");
+            println!(
+                "log2c={} log2g={} {}={} (best c={}, g={}, {}={})",
+                fmt_g(p.c.log2()),
+                fmt_g(p.gamma.log2()),
+                if regression { "mse" } else { "rate" },
+                fmt_g(p.score),
+                fmt_g(b.c),
+                fmt_g(b.gamma),
+                if regression { "mse" } else { "rate" },
+                fmt_g(b.score)
+            );
+        }
+    };
+    let points = grid_search(&params, &data, &cs, &gs, a.folds, &mut on_point)?;
+    let b = best.ok_or_else(|| CliError("empty grid".into()))?;
+    if a.json {
+        let pts: Vec<_> = points
+            .iter()
+            .map(|p| json!({ "c": p.c, "gamma": p.gamma, "score": p.score }))
+            .collect();
+        println!(
+            "{}",
+            json!({ "metric": if regression { "mse" } else { "accuracy" }, "folds": a.folds,
+                    "points": pts, "best": { "c": b.c, "gamma": b.gamma, "score": b.score } })
+        );
+    } else {
+        println!("{} {} {}", fmt_g(b.c), fmt_g(b.gamma), fmt_g(b.score));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_range;
+
+    #[test]
+    fn ranges_are_inclusive_and_checked() {
+        assert_eq!(parse_range("x", "-5,15,2").unwrap().len(), 11);
+        assert_eq!(parse_range("x", "3,-15,-2").unwrap().first(), Some(&3.0));
+        assert!(parse_range("x", "1,5,-1").is_err());
+        assert!(parse_range("x", "1,5").is_err());
+        assert!(parse_range("x", "1,5,0").is_err());
+    }
+}

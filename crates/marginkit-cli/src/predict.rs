@@ -1,0 +1,144 @@
+//! `marginkit predict`: LIBSVM's svm-predict (and LIBLINEAR's predict for linear models).
+
+use std::io::Write;
+
+use marginkit::data::write_atomically;
+use marginkit::svm::model_io::{fmt_f64, fmt_label, load_model};
+use marginkit::KernelSpec;
+use serde_json::json;
+
+use crate::args::PredictArgs;
+use crate::input::{io_context, read_data};
+use crate::train::{evaluate, init_threads};
+use crate::{CliError, CliResult};
+
+/// C's `%g` (6 significant digits, trailing zeros removed), as LIBSVM prints figures.
+pub fn fmt_g(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let sci = format!("{v:.5e}");
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mant), exp.abs())
+    } else {
+        trim(&format!("{:.*}", (5 - exp).max(0) as usize, v))
+    }
+}
+
+/// True when the file starts like a LIBLINEAR model.
+pub fn is_linear_model(path: &std::path::Path) -> CliResult<bool> {
+    use std::io::Read;
+    let mut head = [0u8; 11];
+    let mut f = std::fs::File::open(path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let n = f.read(&mut head).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    Ok(&head[..n] == b"solver_type")
+}
+
+pub fn run(a: PredictArgs) -> CliResult {
+    init_threads(a.threads)?;
+    if is_linear_model(&a.model_file)? {
+        return crate::train_linear::predict(a);
+    }
+    let model = load_model(&a.model_file).map_err(|e| io_context(&a.model_file, e))?;
+    let data = read_data(&a.test_file, &a.input, model.kernel == KernelSpec::Precomputed)?;
+    if a.probability == 1 && !model.has_probability() {
+        return Err(CliError(format!(
+            "{}: the model has no probability information (train with -b 1)",
+            a.model_file.display()
+        )));
+    }
+    let regression = model.svm_type.is_regression();
+    let (pred, probs) = if a.probability == 1 && model.svm_type.is_classifier() {
+        let pp = model
+            .predict_probability(&data.x)
+            .map_err(|e| CliError(format!("{}: {e}", a.test_file.display())))?;
+        let pred: Vec<f64> = pp.iter().map(|(l, _)| *l).collect();
+        (pred, Some(pp))
+    } else {
+        let pred = model
+            .predict(&data.x)
+            .map_err(|e| CliError(format!("{}: {e}", a.test_file.display())))?;
+        (pred, None)
+    };
+    write_atomically(&a.output_file, |w| {
+        if let Some(pp) = &probs {
+            let labels: Vec<String> = model.labels.iter().map(|&l| fmt_label(l)).collect();
+            writeln!(w, "labels {}", labels.join(" "))?;
+            for (l, p) in pp {
+                let ps: Vec<String> = p.iter().map(|&v| fmt_g(v)).collect();
+                writeln!(w, "{} {}", fmt_label(*l), ps.join(" "))?;
+            }
+        } else {
+            for &v in &pred {
+                let s = if regression { fmt_f64(v) } else { fmt_label(v) };
+                writeln!(w, "{s}")?;
+            }
+        }
+        Ok(())
+    })
+    .map_err(|e| CliError(format!("{}: {e}", a.output_file.display())))?;
+
+    if regression && a.probability == 1 && !a.quiet {
+        if let Some(sigma) = model.svr_sigma() {
+            eprintln!("Prob. model for test data: target value = predicted value + z,\nz: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma={}", fmt_g(sigma));
+        }
+    }
+    report_metrics(&pred, &data.y, regression, a.quiet, a.json);
+    Ok(())
+}
+
+/// Prints LIBSVM's accuracy or MSE lines (stderr with --json) and the JSON object.
+pub fn report_metrics(pred: &[f64], truth: &[f64], regression: bool, quiet: bool, as_json: bool) {
+    let m = evaluate(pred, truth, regression);
+    let text = if regression {
+        format!(
+            "Mean squared error = {} (regression)\nSquared correlation coefficient = {} (regression)",
+            fmt_g(m["mse"].as_f64().unwrap_or(f64::NAN)),
+            fmt_g(m["r2"].as_f64().unwrap_or(f64::NAN))
+        )
+    } else {
+        format!(
+            "Accuracy = {}% ({}/{}) (classification)",
+            fmt_g(m["accuracy"].as_f64().unwrap_or(f64::NAN)),
+            m["correct"],
+            m["total"]
+        )
+    };
+    if as_json {
+        if !quiet {
+            eprintln!("{text}");
+        }
+        let mut out = json!({ "n_samples": truth.len() });
+        if let (serde_json::Value::Object(o), serde_json::Value::Object(mm)) = (&mut out, m) {
+            o.extend(mm);
+        }
+        println!("{out}");
+    } else if !quiet {
+        println!("{text}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_g;
+
+    #[test]
+    fn fmt_g_matches_c() {
+        assert_eq!(fmt_g(85.18518518), "85.1852");
+        assert_eq!(fmt_g(100.0), "100");
+        assert_eq!(fmt_g(0.0001234567), "0.000123457");
+        assert_eq!(fmt_g(1234567.0), "1.23457e+06");
+        assert_eq!(fmt_g(1e-5), "1e-05");
+        assert_eq!(fmt_g(999999.7), "1e+06");
+    }
+}

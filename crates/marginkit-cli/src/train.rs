@@ -1,0 +1,269 @@
+//! `marginkit train`: LIBSVM's svm-train (and LIBLINEAR's train with `--linear`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use marginkit::solver::Shrinking;
+use marginkit::svm::model_io::save_model;
+use marginkit::svm::params::Probability;
+use marginkit::svm::train::{cross_validation, fit, FitReport};
+use marginkit::svm::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
+use marginkit::Dataset;
+use serde_json::{json, Value};
+
+use crate::args::{ModelArgs, TrainArgs};
+use crate::input::read_data;
+use crate::progress::Progress;
+use crate::{CliError, CliResult};
+
+/// Sets the size of rayon's global pool (default: all cores).
+pub fn init_threads(n: Option<usize>) -> CliResult {
+    if let Some(n) = n {
+        if n == 0 {
+            return Err(CliError("--threads must be at least 1".into()));
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .map_err(|e| CliError(format!("cannot start {n} threads: {e}")))?;
+    }
+    Ok(())
+}
+
+fn parse_class_weights(list: &[String]) -> CliResult<Vec<(f64, f64)>> {
+    list.iter()
+        .map(|s| {
+            let (l, w) = s
+                .rsplit_once(':')
+                .ok_or_else(|| CliError(format!("class weight '{s}': expected LABEL:WEIGHT")))?;
+            let label: f64 = l
+                .parse()
+                .map_err(|_| CliError(format!("class weight '{s}': bad label '{l}'")))?;
+            let weight: f64 = w
+                .parse()
+                .map_err(|_| CliError(format!("class weight '{s}': bad weight '{w}'")))?;
+            Ok((label, weight))
+        })
+        .collect()
+}
+
+/// Kernel-SVM parameters from LIBSVM's flags, validated by the library.
+pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
+    let code = m.svm_type.unwrap_or(0);
+    let svm_type = SvmType::from_code(code)
+        .ok_or_else(|| CliError(format!("unknown svm type -s {code} (expected 0..4)")))?;
+    let kind = KernelKind::from_code(m.kernel_type).ok_or_else(|| {
+        CliError(format!(
+            "unknown kernel type -t {} (expected 0..4)",
+            m.kernel_type
+        ))
+    })?;
+    if !(m.cache_mb.is_finite() && m.cache_mb > 0.0) {
+        return Err(CliError(format!(
+            "cache size -m must be > 0 MB, got {}",
+            m.cache_mb
+        )));
+    }
+    let mut p = SvmParams::new()
+        .svm_type(svm_type)
+        .kernel(KernelParams {
+            kind,
+            gamma: m.gamma.map_or(Gamma::Auto, Gamma::Value),
+            coef0: m.coef0,
+            degree: m.degree,
+        })
+        .c(m.cost)
+        .nu(m.nu)
+        .epsilon(m.epsilon)
+        .tol(m.eps.unwrap_or(1e-3))
+        .cache_bytes((m.cache_mb * 1048576.0) as u64)
+        .shrinking(if m.shrinking == 1 {
+            Shrinking::On
+        } else {
+            Shrinking::Off
+        })
+        .probability(if m.probability == 1 {
+            Probability::On
+        } else {
+            Probability::Off
+        })
+        .seed(m.seed);
+    for (l, w) in parse_class_weights(&m.class_weights)? {
+        p = p.class_weight(l, w);
+    }
+    if let Some(n) = m.max_iter {
+        p = p.max_iter(n);
+    }
+    if let Some(t) = m.time_limit {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(CliError(format!("--time-limit must be > 0 seconds, got {t}")));
+        }
+        p = p.time_limit(Duration::from_secs_f64(t));
+    }
+    Ok(p.check()?)
+}
+
+/// Default model path: the training file's name + ".model" in the current directory.
+pub fn default_model_path(train: &Path) -> PathBuf {
+    let name = train
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "stdin".into());
+    let name = if name == "-" { "stdin".to_string() } else { name };
+    PathBuf::from(format!("{name}.model"))
+}
+
+/// Accuracy (classification) or MSE and squared correlation (regression) of predictions.
+pub fn evaluate(pred: &[f64], truth: &[f64], regression: bool) -> Value {
+    let n = truth.len().max(1) as f64;
+    if regression {
+        let mse = pred.iter().zip(truth).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / n;
+        json!({ "mse": mse, "r2": squared_correlation(pred, truth) })
+    } else {
+        let correct = pred.iter().zip(truth).filter(|(p, y)| p == y).count();
+        json!({ "accuracy": 100.0 * correct as f64 / n, "correct": correct, "total": truth.len() })
+    }
+}
+
+/// Squared correlation coefficient, as LIBSVM reports it for regression.
+pub fn squared_correlation(p: &[f64], y: &[f64]) -> f64 {
+    let n = y.len() as f64;
+    let (sp, sy) = (p.iter().sum::<f64>(), y.iter().sum::<f64>());
+    let spp = p.iter().map(|v| v * v).sum::<f64>();
+    let syy = y.iter().map(|v| v * v).sum::<f64>();
+    let spy = p.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
+    let num = n * spy - sp * sy;
+    let den = (n * spp - sp * sp) * (n * syy - sy * sy);
+    if den > 0.0 {
+        num * num / den
+    } else {
+        f64::NAN
+    }
+}
+
+fn say(json: bool, quiet: bool, text: &str) {
+    if quiet {
+        return;
+    }
+    if json {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+}
+
+/// Human summary of a fit, in LIBSVM's words.
+pub fn describe(report: &FitReport) -> String {
+    let mut s = String::new();
+    for sp in &report.subproblems {
+        if let Some((a, b)) = sp.classes {
+            s.push_str(&format!("classes {a} vs {b}: "));
+        }
+        s.push_str(&format!(
+            "optimization finished, #iter = {} ({})\nobj = {}, rho = {}\nnSV = {}, nBSV = {}\n",
+            sp.iterations,
+            sp.status.as_str(),
+            sp.objective,
+            sp.rho,
+            sp.n_sv,
+            sp.n_bsv
+        ));
+    }
+    s
+}
+
+/// One JSON value per binary subproblem, or a single value for one subproblem.
+fn per_subproblem(report: &FitReport, f: impl Fn(&marginkit::svm::SubproblemReport) -> Value) -> Value {
+    match report.subproblems.as_slice() {
+        [one] => f(one),
+        many => Value::Array(many.iter().map(f).collect()),
+    }
+}
+
+pub fn run(a: TrainArgs) -> CliResult {
+    init_threads(a.model.threads)?;
+    if a.model.linear {
+        return crate::train_linear::run(a);
+    }
+    let params = svm_params(&a.model)?;
+    let precomputed = params.kernel.kind == KernelKind::Precomputed;
+    let data = read_data(&a.train_file, &a.input, precomputed)?;
+    if let Some(k) = a.folds {
+        return run_cv(&params, &data, k, &a);
+    }
+    let mut progress = Progress::new(!a.quiet && !a.json);
+    let t0 = Instant::now();
+    let (model, report) = fit(&params, &data, &mut progress)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    progress.finish();
+    say(a.json, a.quiet, describe(&report).trim_end());
+    say(a.json, a.quiet, &format!("Total nSV = {}", model.total_sv()));
+    for w in &report.warnings {
+        eprintln!("marginkit: warning: {w}");
+    }
+    if report.status() != marginkit::solver::Status::Converged {
+        eprintln!(
+            "marginkit: warning: the solver stopped before convergence ({})",
+            report.status().as_str()
+        );
+    }
+    let path = a
+        .model_file
+        .clone()
+        .unwrap_or_else(|| default_model_path(&a.train_file));
+    save_model(&path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    if a.json {
+        let out = json!({
+            "train_seconds": seconds,
+            "svm_type": params.svm_type.name(),
+            "kernel": model.kernel.libsvm_name(),
+            "n_samples": data.len(),
+            "n_features": data.n_features(),
+            "n_class": model.n_class(),
+            "objective": per_subproblem(&report, |s| json!(s.objective)),
+            "rho": per_subproblem(&report, |s| json!(s.rho)),
+            "n_sv": model.total_sv(),
+            "n_bsv": per_subproblem(&report, |s| json!(s.n_bsv)),
+            "iterations": report.iterations(),
+            "status": report.status().as_str(),
+            "max_violation": per_subproblem(&report, |s| json!(s.max_violation)),
+            "model_file": path.display().to_string(),
+        });
+        println!("{out}");
+    }
+    Ok(())
+}
+
+fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> CliResult {
+    if k < 2 {
+        return Err(CliError(format!("n-fold cross validation: n must be >= 2, got {k}")));
+    }
+    let t0 = Instant::now();
+    let pred = cross_validation(params, data, k, params.seed)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let m = evaluate(&pred, &data.y, params.svm_type.is_regression());
+    if params.svm_type.is_regression() {
+        say(
+            a.json,
+            false,
+            &format!(
+                "Cross Validation Mean squared error = {}\nCross Validation Squared correlation coefficient = {}",
+                m["mse"], m["r2"]
+            ),
+        );
+    } else {
+        say(
+            a.json,
+            false,
+            &format!("Cross Validation Accuracy = {}%", m["accuracy"]),
+        );
+    }
+    if a.json {
+        let mut out = json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed });
+        if let (Value::Object(o), Value::Object(mm)) = (&mut out, m) {
+            o.extend(mm);
+        }
+        println!("{out}");
+    }
+    Ok(())
+}

@@ -1,0 +1,302 @@
+//! A trained kernel SVM with LIBSVM's layout, and prediction.
+//!
+//! Layout (as in LIBSVM's model files): support vectors are grouped by class in label order;
+//! `sv_coef` has `n_class - 1` rows (one row for two classes, regression and one-class); for the
+//! pair of classes (i, j), i < j, the coefficients of class i's SVs are in row `j - 1` and those of
+//! class j's SVs in row `i`; `rho` has one entry per pair in the order (0,1), (0,2), ..., (1,2), ...
+
+use rayon::prelude::*;
+
+use super::params::SvmType;
+use super::probability;
+use crate::data::{ops, Features, Row};
+use crate::error::DataError;
+use crate::kernel::KernelSpec;
+
+/// A trained kernel SVM.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SvmModel {
+    /// Formulation.
+    pub svm_type: SvmType,
+    /// Kernel with resolved parameters.
+    pub kernel: KernelSpec,
+    /// Class labels in LIBSVM's order (first appearance); empty for regression and one-class.
+    pub labels: Vec<f64>,
+    /// Support vectors per class (classification only).
+    pub n_sv: Vec<usize>,
+    /// The support vectors, one row each, grouped by class.
+    pub sv: Features,
+    /// 0-based index of each support vector in the training data (`None` for a loaded model
+    /// whose file does not say).
+    pub sv_indices: Option<Vec<usize>>,
+    /// Coefficients, `n_class - 1` rows of `total_sv` entries.
+    pub sv_coef: Vec<Vec<f64>>,
+    /// Thresholds (`b = -rho`), one per class pair.
+    pub rho: Vec<f64>,
+    /// Platt parameters A per pair (classification with `-b 1`).
+    pub prob_a: Vec<f64>,
+    /// Platt parameters B per pair.
+    pub prob_b: Vec<f64>,
+    /// Squared norms of the support vectors (RBF), computed once.
+    pub(crate) sv_norms: Vec<f64>,
+}
+
+impl SvmModel {
+    /// Assembles a model and precomputes what prediction needs.
+    pub(crate) fn assemble(parts: ModelParts) -> Self {
+        let sv_norms = sv_norms(&parts.sv, &parts.kernel);
+        SvmModel {
+            svm_type: parts.svm_type,
+            kernel: parts.kernel,
+            labels: parts.labels,
+            n_sv: parts.n_sv,
+            sv: parts.sv,
+            sv_indices: parts.sv_indices,
+            sv_coef: parts.sv_coef,
+            rho: parts.rho,
+            prob_a: parts.prob_a,
+            prob_b: parts.prob_b,
+            sv_norms,
+        }
+    }
+
+    /// Number of classes (2 for regression and one-class, as LIBSVM writes).
+    pub fn n_class(&self) -> usize {
+        if self.svm_type.is_classifier() {
+            self.labels.len()
+        } else {
+            2
+        }
+    }
+    /// Total number of support vectors.
+    pub fn total_sv(&self) -> usize {
+        self.sv.n_rows()
+    }
+    /// True when the model carries a probability model.
+    pub fn has_probability(&self) -> bool {
+        if self.svm_type.is_classifier() {
+            !self.prob_a.is_empty()
+        } else {
+            self.svm_type.is_regression() && !self.prob_a.is_empty()
+        }
+    }
+    /// Number of features the support vectors span.
+    pub fn n_features(&self) -> usize {
+        self.sv.n_cols()
+    }
+
+    /// Checks that `x` can be fed to this model.
+    ///
+    /// # Errors
+    /// [`DataError::FeatureMismatch`] when `x` has features the model never saw, or precomputed
+    /// rows that do not have a column for every support vector's serial number.
+    pub fn check_features(&self, x: &Features) -> Result<(), DataError> {
+        if self.kernel == KernelSpec::Precomputed {
+            let need = (0..self.total_sv())
+                .map(|k| self.sv.row(k).get(0) as usize)
+                .max()
+                .unwrap_or(0);
+            if x.n_cols() <= need {
+                return Err(DataError::FeatureMismatch {
+                    expected: need + 1,
+                    found: x.n_cols(),
+                });
+            }
+            return Ok(());
+        }
+        // A feature outside every support vector still moves an RBF or polynomial value, so a
+        // wider test set means the files do not belong together.
+        if x.n_cols() > self.n_features() && has_values_beyond(x, self.n_features()) {
+            return Err(DataError::FeatureMismatch {
+                expected: self.n_features(),
+                found: x.n_cols(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Kernel values `K(x, sv_k)` for all support vectors into `out`.
+    fn kernel_row(&self, x: Row<'_>, out: &mut [f64]) {
+        match self.kernel {
+            KernelSpec::Precomputed => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = x.get(self.sv.row(k).get(0) as usize);
+                }
+            }
+            KernelSpec::Rbf { .. } => {
+                let nx = ops::sq_norm(x);
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = self
+                        .kernel
+                        .from_dot(ops::dot(x, self.sv.row(k)), nx, self.sv_norms[k]);
+                }
+            }
+            kernel => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = kernel.from_dot(ops::dot(x, self.sv.row(k)), 0.0, 0.0);
+                }
+            }
+        }
+    }
+
+    /// Decision values of one row: one per class pair (classification, LIBSVM's pair order) or a
+    /// single value (regression: the prediction; one-class: positive inside).
+    pub fn decision_values_row(&self, x: Row<'_>, kbuf: &mut Vec<f64>) -> Vec<f64> {
+        kbuf.resize(self.total_sv(), 0.0);
+        self.kernel_row(x, kbuf);
+        if !self.svm_type.is_classifier() {
+            let s: f64 = self.sv_coef[0].iter().zip(kbuf.iter()).map(|(a, k)| a * k).sum();
+            return vec![s - self.rho[0]];
+        }
+        let nc = self.labels.len();
+        let mut start = vec![0usize; nc];
+        for c in 1..nc {
+            start[c] = start[c - 1] + self.n_sv[c - 1];
+        }
+        let mut out = Vec::with_capacity(nc * (nc - 1) / 2);
+        let mut p = 0;
+        for i in 0..nc {
+            for j in i + 1..nc {
+                let (si, sj) = (start[i], start[j]);
+                let (ci, cj) = (self.n_sv[i], self.n_sv[j]);
+                let mut s = 0.0;
+                for k in si..si + ci {
+                    s += self.sv_coef[j - 1][k] * kbuf[k];
+                }
+                for k in sj..sj + cj {
+                    s += self.sv_coef[i][k] * kbuf[k];
+                }
+                out.push(s - self.rho[p]);
+                p += 1;
+            }
+        }
+        out
+    }
+
+    /// Prediction from decision values (votes for classification, LIBSVM's tie rule: the first
+    /// class with the most votes).
+    pub fn predict_from_decision(&self, dec: &[f64]) -> f64 {
+        match self.svm_type {
+            SvmType::EpsSvr | SvmType::NuSvr => dec[0],
+            SvmType::OneClass => {
+                if dec[0] > 0.0 {
+                    1.0
+                } else {
+                    -1.0
+                }
+            }
+            SvmType::CSvc | SvmType::NuSvc => {
+                let nc = self.labels.len();
+                let mut votes = vec![0usize; nc];
+                let mut p = 0;
+                for i in 0..nc {
+                    for j in i + 1..nc {
+                        if dec[p] > 0.0 {
+                            votes[i] += 1;
+                        } else {
+                            votes[j] += 1;
+                        }
+                        p += 1;
+                    }
+                }
+                let mut best = 0;
+                for c in 1..nc {
+                    if votes[c] > votes[best] {
+                        best = c;
+                    }
+                }
+                self.labels[best]
+            }
+        }
+    }
+
+    /// Decision values for every row of `x` (parallel over rows; the result does not depend on
+    /// the thread count).
+    pub fn decision_values(&self, x: &Features) -> Vec<Vec<f64>> {
+        (0..x.n_rows())
+            .into_par_iter()
+            .map_init(Vec::new, |buf, i| self.decision_values_row(x.row(i), buf))
+            .collect()
+    }
+
+    /// Predicted label or value for every row of `x`.
+    ///
+    /// # Errors
+    /// [`DataError::FeatureMismatch`] (see [`SvmModel::check_features`]).
+    pub fn predict(&self, x: &Features) -> Result<Vec<f64>, DataError> {
+        self.check_features(x)?;
+        Ok(self
+            .decision_values(x)
+            .iter()
+            .map(|d| self.predict_from_decision(d))
+            .collect())
+    }
+
+    /// Class probabilities (in `labels` order) for every row, with the predicted label.
+    /// Regression models have no class probabilities; use [`SvmModel::svr_sigma`].
+    ///
+    /// # Errors
+    /// [`DataError::FeatureMismatch`].
+    pub fn predict_probability(&self, x: &Features) -> Result<Vec<(f64, Vec<f64>)>, DataError> {
+        self.check_features(x)?;
+        let dec = self.decision_values(x);
+        Ok(dec
+            .iter()
+            .map(|d| {
+                if self.svm_type.is_classifier() && !self.prob_a.is_empty() {
+                    let probs = probability::multiclass_probability(
+                        self.labels.len(),
+                        d,
+                        &self.prob_a,
+                        &self.prob_b,
+                    );
+                    let mut best = 0;
+                    for c in 1..probs.len() {
+                        if probs[c] > probs[best] {
+                            best = c;
+                        }
+                    }
+                    (self.labels[best], probs)
+                } else {
+                    (self.predict_from_decision(d), Vec::new())
+                }
+            })
+            .collect())
+    }
+
+    /// For a regression model with `-b 1`: the scale sigma of the Laplace noise model
+    /// `p(z) = exp(-|z|/sigma) / (2 sigma)` of `y - f(x)`.
+    pub fn svr_sigma(&self) -> Option<f64> {
+        if self.svm_type.is_regression() {
+            self.prob_a.first().copied()
+        } else {
+            None
+        }
+    }
+}
+
+/// The fields [`SvmModel::assemble`] needs.
+pub(crate) struct ModelParts {
+    pub svm_type: SvmType,
+    pub kernel: KernelSpec,
+    pub labels: Vec<f64>,
+    pub n_sv: Vec<usize>,
+    pub sv: Features,
+    pub sv_indices: Option<Vec<usize>>,
+    pub sv_coef: Vec<Vec<f64>>,
+    pub rho: Vec<f64>,
+    pub prob_a: Vec<f64>,
+    pub prob_b: Vec<f64>,
+}
+
+fn sv_norms(sv: &Features, kernel: &KernelSpec) -> Vec<f64> {
+    if kernel.needs_norms() {
+        (0..sv.n_rows()).map(|k| ops::sq_norm(sv.row(k))).collect()
+    } else {
+        Vec::new()
+    }
+}
+
+fn has_values_beyond(x: &Features, n: usize) -> bool {
+    (0..x.n_rows()).any(|i| x.row(i).iter().any(|(k, v)| k >= n && v != 0.0))
+}

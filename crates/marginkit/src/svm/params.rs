@@ -1,0 +1,381 @@
+//! Parameters of the kernel SVMs: an unchecked builder ([`SvmParams`]) and its checked form
+//! ([`SvmValidParams`]), the only one that trains.
+
+use std::time::Duration;
+
+use crate::error::{positive, ParamError};
+use crate::kernel::KernelSpec;
+use crate::solver::{Shrinking, SolverSettings};
+
+/// The five LIBSVM formulations, with LIBSVM's numbering (`-s`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SvmType {
+    /// C-SVC (`-s 0`).
+    CSvc,
+    /// nu-SVC (`-s 1`).
+    NuSvc,
+    /// One-class SVM (`-s 2`).
+    OneClass,
+    /// epsilon-SVR (`-s 3`).
+    EpsSvr,
+    /// nu-SVR (`-s 4`).
+    NuSvr,
+}
+
+impl SvmType {
+    /// From LIBSVM's `-s` number.
+    pub fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            0 => SvmType::CSvc,
+            1 => SvmType::NuSvc,
+            2 => SvmType::OneClass,
+            3 => SvmType::EpsSvr,
+            4 => SvmType::NuSvr,
+            _ => return None,
+        })
+    }
+    /// LIBSVM's name in model files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SvmType::CSvc => "c_svc",
+            SvmType::NuSvc => "nu_svc",
+            SvmType::OneClass => "one_class",
+            SvmType::EpsSvr => "epsilon_svr",
+            SvmType::NuSvr => "nu_svr",
+        }
+    }
+    /// From LIBSVM's name in model files.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            SvmType::CSvc,
+            SvmType::NuSvc,
+            SvmType::OneClass,
+            SvmType::EpsSvr,
+            SvmType::NuSvr,
+        ]
+        .into_iter()
+        .find(|t| t.name() == name)
+    }
+    /// True for C-SVC and nu-SVC.
+    pub fn is_classifier(&self) -> bool {
+        matches!(self, SvmType::CSvc | SvmType::NuSvc)
+    }
+    /// True for the two regressions.
+    pub fn is_regression(&self) -> bool {
+        matches!(self, SvmType::EpsSvr | SvmType::NuSvr)
+    }
+}
+
+/// The kernel family, before data-dependent defaults are resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelKind {
+    /// `u'v`.
+    Linear,
+    /// `(gamma u'v + coef0)^degree`.
+    Poly,
+    /// `exp(-gamma |u-v|^2)`.
+    Rbf,
+    /// `tanh(gamma u'v + coef0)`.
+    Sigmoid,
+    /// Kernel values in the data.
+    Precomputed,
+}
+
+impl KernelKind {
+    /// From LIBSVM's `-t` number.
+    pub fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            0 => KernelKind::Linear,
+            1 => KernelKind::Poly,
+            2 => KernelKind::Rbf,
+            3 => KernelKind::Sigmoid,
+            4 => KernelKind::Precomputed,
+            _ => return None,
+        })
+    }
+}
+
+/// gamma: a value, or LIBSVM's default `1 / n_features`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Gamma {
+    /// `1 / n_features` of the training data (1 when there are no features).
+    Auto,
+    /// A given value (> 0).
+    Value(f64),
+}
+
+/// Kernel parameters before resolution against the data.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KernelParams {
+    /// Family (`-t`, default RBF).
+    pub kind: KernelKind,
+    /// gamma (`-g`, default 1/n_features).
+    pub gamma: Gamma,
+    /// coef0 (`-r`, default 0).
+    pub coef0: f64,
+    /// degree (`-d`, default 3).
+    pub degree: u32,
+}
+
+impl Default for KernelParams {
+    fn default() -> Self {
+        Self {
+            kind: KernelKind::Rbf,
+            gamma: Gamma::Auto,
+            coef0: 0.0,
+            degree: 3,
+        }
+    }
+}
+
+impl KernelParams {
+    /// The concrete kernel for data with `n_features` columns.
+    pub fn resolve(&self, n_features: usize) -> KernelSpec {
+        let gamma = match self.gamma {
+            Gamma::Value(g) => g,
+            Gamma::Auto => 1.0 / n_features.max(1) as f64,
+        };
+        match self.kind {
+            KernelKind::Linear => KernelSpec::Linear,
+            KernelKind::Poly => KernelSpec::Poly {
+                gamma,
+                coef0: self.coef0,
+                degree: self.degree,
+            },
+            KernelKind::Rbf => KernelSpec::Rbf { gamma },
+            KernelKind::Sigmoid => KernelSpec::Sigmoid {
+                gamma,
+                coef0: self.coef0,
+            },
+            KernelKind::Precomputed => KernelSpec::Precomputed,
+        }
+    }
+}
+
+/// Whether to fit Platt/Laplace probability models (`-b`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probability {
+    /// No probability model (`-b 0`).
+    Off,
+    /// Fit one by internal 5-fold cross-validation (`-b 1`).
+    On,
+}
+
+/// Checked parameters of a kernel SVM.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SvmValidParams {
+    /// Formulation (`-s`).
+    pub svm_type: SvmType,
+    /// Kernel (`-t -g -r -d`).
+    pub kernel: KernelParams,
+    /// C (`-c`, default 1) for C-SVC, epsilon-SVR and nu-SVR.
+    pub c: f64,
+    /// nu (`-n`, default 0.5) for nu-SVC, one-class and nu-SVR.
+    pub nu: f64,
+    /// epsilon of the epsilon-insensitive loss (`-p`, default 0.1).
+    pub epsilon: f64,
+    /// Cache budget in bytes (`-m` MB, default 200 MB); 64-bit.
+    pub cache_bytes: u64,
+    /// Stopping tolerance, shrinking and limits (`-e`, `-h`).
+    pub solver: SolverSettings,
+    /// Probability model (`-b`).
+    pub probability: Probability,
+    /// Class weights (`-wLABEL W`): C of class LABEL is multiplied by W.
+    pub class_weights: Vec<(f64, f64)>,
+    /// Seed for every random choice (probability CV folds).
+    pub seed: u64,
+}
+
+/// Unchecked parameters (a consuming builder); [`SvmParams::check`] validates them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SvmParams(SvmValidParams);
+
+impl Default for SvmParams {
+    fn default() -> Self {
+        Self(SvmValidParams {
+            svm_type: SvmType::CSvc,
+            kernel: KernelParams::default(),
+            c: 1.0,
+            nu: 0.5,
+            epsilon: 0.1,
+            cache_bytes: 200 << 20,
+            solver: SolverSettings::default(),
+            probability: Probability::Off,
+            class_weights: Vec::new(),
+            seed: 0,
+        })
+    }
+}
+
+impl SvmParams {
+    /// LIBSVM's defaults: C-SVC, RBF, gamma 1/n_features, C 1, eps 1e-3, 200 MB cache, shrinking.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Formulation.
+    pub fn svm_type(mut self, t: SvmType) -> Self {
+        self.0.svm_type = t;
+        self
+    }
+    /// Kernel parameters.
+    pub fn kernel(mut self, k: KernelParams) -> Self {
+        self.0.kernel = k;
+        self
+    }
+    /// C.
+    pub fn c(mut self, c: f64) -> Self {
+        self.0.c = c;
+        self
+    }
+    /// nu.
+    pub fn nu(mut self, nu: f64) -> Self {
+        self.0.nu = nu;
+        self
+    }
+    /// epsilon of the SVR loss.
+    pub fn epsilon(mut self, p: f64) -> Self {
+        self.0.epsilon = p;
+        self
+    }
+    /// Stopping tolerance.
+    pub fn tol(mut self, tol: f64) -> Self {
+        self.0.solver.tol = tol;
+        self
+    }
+    /// Shrinking on or off.
+    pub fn shrinking(mut self, s: Shrinking) -> Self {
+        self.0.solver.shrinking = s;
+        self
+    }
+    /// Iteration limit.
+    pub fn max_iter(mut self, n: u64) -> Self {
+        self.0.solver.max_iter = Some(n);
+        self
+    }
+    /// Wall-clock limit per solve.
+    pub fn time_limit(mut self, d: Duration) -> Self {
+        self.0.solver.time_limit = Some(d);
+        self
+    }
+    /// Cache budget in bytes.
+    pub fn cache_bytes(mut self, b: u64) -> Self {
+        self.0.cache_bytes = b;
+        self
+    }
+    /// Probability model.
+    pub fn probability(mut self, p: Probability) -> Self {
+        self.0.probability = p;
+        self
+    }
+    /// Adds a class weight.
+    pub fn class_weight(mut self, label: f64, weight: f64) -> Self {
+        self.0.class_weights.push((label, weight));
+        self
+    }
+    /// Seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.0.seed = seed;
+        self
+    }
+    /// Validates every parameter (NaN-safe).
+    ///
+    /// # Errors
+    /// [`ParamError`] naming the first invalid parameter.
+    pub fn check(self) -> Result<SvmValidParams, ParamError> {
+        let p = &self.0;
+        match p.svm_type {
+            SvmType::CSvc | SvmType::EpsSvr | SvmType::NuSvr => {
+                positive("C", p.c)?;
+            }
+            _ => {}
+        }
+        if matches!(p.svm_type, SvmType::NuSvc | SvmType::OneClass | SvmType::NuSvr)
+            && !(p.nu > 0.0 && p.nu <= 1.0)
+        {
+            return Err(ParamError::OutOfRange {
+                name: "nu",
+                value: p.nu,
+                range: "(0, 1]",
+            });
+        }
+        if p.svm_type == SvmType::EpsSvr && !(p.epsilon.is_finite() && p.epsilon >= 0.0) {
+            return Err(ParamError::Negative {
+                name: "epsilon (-p)",
+                value: p.epsilon,
+            });
+        }
+        positive("eps (-e)", p.solver.tol)?;
+        if let Gamma::Value(g) = p.kernel.gamma {
+            positive("gamma", g)?;
+        }
+        if !p.kernel.coef0.is_finite() {
+            return Err(ParamError::OutOfRange {
+                name: "coef0",
+                value: p.kernel.coef0,
+                range: "finite values",
+            });
+        }
+        if p.cache_bytes == 0 {
+            return Err(ParamError::NotPositive {
+                name: "cache size (-m)",
+                value: 0.0,
+            });
+        }
+        for &(label, w) in &p.class_weights {
+            if !label.is_finite() {
+                return Err(ParamError::OutOfRange {
+                    name: "class weight label",
+                    value: label,
+                    range: "finite values",
+                });
+            }
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(ParamError::Negative {
+                    name: "class weight",
+                    value: w,
+                });
+            }
+        }
+        if p.probability == Probability::On && p.svm_type == SvmType::OneClass {
+            // LIBSVM >= 3.3 estimates density marks; not offered here.
+            return Err(ParamError::Incompatible(
+                "probability estimates (-b 1) are not available for one-class SVM",
+            ));
+        }
+        Ok(self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_values_including_nan() {
+        assert!(SvmParams::new().c(0.0).check().is_err());
+        assert!(SvmParams::new().c(f64::NAN).check().is_err());
+        assert!(SvmParams::new()
+            .svm_type(SvmType::NuSvc)
+            .nu(1.5)
+            .check()
+            .is_err());
+        assert!(SvmParams::new()
+            .svm_type(SvmType::NuSvc)
+            .nu(f64::NAN)
+            .check()
+            .is_err());
+        let k = KernelParams {
+            gamma: Gamma::Value(-1.0),
+            ..KernelParams::default()
+        };
+        assert!(SvmParams::new().kernel(k).check().is_err());
+        assert!(SvmParams::new().tol(0.0).check().is_err());
+        assert!(SvmParams::new().check().is_ok());
+    }
+
+    #[test]
+    fn gamma_auto_is_one_over_features() {
+        let spec = KernelParams::default().resolve(13);
+        assert_eq!(spec, KernelSpec::Rbf { gamma: 1.0 / 13.0 });
+    }
+}

@@ -1,0 +1,217 @@
+//! Probability estimates: Platt's sigmoid (fitted by the Newton method with backtracking of
+//! Lin, Lin and Weng, "A note on Platt's probabilistic outputs for support vector machines",
+//! Machine Learning 2007), pairwise coupling for several classes (Wu, Lin and Weng, "Probability
+//! estimates for multi-class classification by pairwise coupling", JMLR 2004, method 2), and a
+//! Laplace noise scale for regression.
+//!
+//! The decision values these are fitted on come from internal cross-validation (see
+//! [`crate::svm::train`]).
+
+/// Fits `P(y = +1 | f) = 1 / (1 + exp(A f + B))` to decision values `dec` and labels
+/// `positive[i]` (true for the +1 class), with Platt's regularized targets. Returns `(A, B)`.
+pub fn sigmoid_train(dec: &[f64], positive: &[bool]) -> (f64, f64) {
+    let n_pos = positive.iter().filter(|&&p| p).count() as f64;
+    let n_neg = positive.len() as f64 - n_pos;
+    let hi = (n_pos + 1.0) / (n_pos + 2.0);
+    let lo = 1.0 / (n_neg + 2.0);
+    let t: Vec<f64> = positive.iter().map(|&p| if p { hi } else { lo }).collect();
+
+    // Negative log-likelihood in a form that never overflows exp().
+    let nll = |a: f64, b: f64| -> f64 {
+        dec.iter()
+            .zip(&t)
+            .map(|(&f, &ti)| {
+                let z = a * f + b;
+                if z >= 0.0 {
+                    ti * z + (-z).exp().ln_1p()
+                } else {
+                    z.exp().ln_1p() - (1.0 - ti) * z
+                }
+            })
+            .sum()
+    };
+    // p = P(y=1|f) = 1/(1+e^z), computed stably.
+    let prob = |z: f64| -> f64 {
+        if z >= 0.0 {
+            let e = (-z).exp();
+            e / (1.0 + e)
+        } else {
+            1.0 / (1.0 + z.exp())
+        }
+    };
+
+    let (mut a, mut b) = (0.0, ((n_neg + 1.0) / (n_pos + 1.0)).ln());
+    let mut fval = nll(a, b);
+    const MAX_ITER: usize = 100;
+    const MIN_STEP: f64 = 1e-10;
+    const SIGMA: f64 = 1e-12; // ridge that keeps the Hessian positive definite
+    const GRAD_TOL: f64 = 1e-5;
+    for _ in 0..MAX_ITER {
+        let (mut h11, mut h22, mut h21, mut g1, mut g2) = (SIGMA, SIGMA, 0.0, 0.0, 0.0);
+        for (&f, &ti) in dec.iter().zip(&t) {
+            let p = prob(a * f + b);
+            let d2 = p * (1.0 - p);
+            h11 += f * f * d2;
+            h22 += d2;
+            h21 += f * d2;
+            let d1 = ti - p;
+            g1 += f * d1;
+            g2 += d1;
+        }
+        if g1.abs() < GRAD_TOL && g2.abs() < GRAD_TOL {
+            break;
+        }
+        let det = h11 * h22 - h21 * h21;
+        let da = -(h22 * g1 - h21 * g2) / det;
+        let db = -(-h21 * g1 + h11 * g2) / det;
+        let gd = g1 * da + g2 * db;
+        let mut step = 1.0;
+        while step >= MIN_STEP {
+            let (na, nb) = (a + step * da, b + step * db);
+            let nf = nll(na, nb);
+            if nf < fval + 1e-4 * step * gd {
+                a = na;
+                b = nb;
+                fval = nf;
+                break;
+            }
+            step /= 2.0;
+        }
+        if step < MIN_STEP {
+            log::warn!("Platt scaling: line search failed");
+            break;
+        }
+    }
+    (a, b)
+}
+
+/// `P(y = +1 | f)` for a fitted sigmoid.
+pub fn sigmoid_predict(f: f64, a: f64, b: f64) -> f64 {
+    let z = f * a + b;
+    if z >= 0.0 {
+        let e = (-z).exp();
+        e / (1.0 + e)
+    } else {
+        1.0 / (1.0 + z.exp())
+    }
+}
+
+/// Class probabilities from pairwise decision values (LIBSVM's pair order) and the pairwise
+/// sigmoids, by pairwise coupling (Wu, Lin and Weng 2004, method 2).
+pub fn multiclass_probability(k: usize, dec: &[f64], prob_a: &[f64], prob_b: &[f64]) -> Vec<f64> {
+    const MIN_PROB: f64 = 1e-7;
+    let mut r = vec![vec![0.0; k]; k];
+    let mut p = 0;
+    for i in 0..k {
+        for j in i + 1..k {
+            let v = sigmoid_predict(dec[p], prob_a[p], prob_b[p]).clamp(MIN_PROB, 1.0 - MIN_PROB);
+            r[i][j] = v;
+            r[j][i] = 1.0 - v;
+            p += 1;
+        }
+    }
+    if k == 2 {
+        return vec![r[0][1], r[1][0]];
+    }
+    couple(&r)
+}
+
+/// Solves `min_p 1/2 p'Qp` s.t. `sum p = 1` with `Q_tt = sum_{j != t} r_jt^2`,
+/// `Q_tj = -r_jt r_tj`, by the fixed-point iteration of Wu, Lin and Weng (2004), section 4.
+fn couple(r: &[Vec<f64>]) -> Vec<f64> {
+    let k = r.len();
+    let mut q = vec![vec![0.0; k]; k];
+    for t in 0..k {
+        for j in 0..k {
+            if j != t {
+                q[t][t] += r[j][t] * r[j][t];
+                q[t][j] = -r[j][t] * r[t][j];
+            }
+        }
+    }
+    let mut p = vec![1.0 / k as f64; k];
+    let mut qp = vec![0.0; k];
+    let eps = 0.005 / k as f64;
+    let max_iter = 100.max(k);
+    for _ in 0..max_iter {
+        let mut pqp = 0.0;
+        for t in 0..k {
+            qp[t] = (0..k).map(|j| q[t][j] * p[j]).sum();
+            pqp += p[t] * qp[t];
+        }
+        let max_err = qp.iter().map(|&v| (v - pqp).abs()).fold(0.0, f64::max);
+        if max_err < eps {
+            break;
+        }
+        for t in 0..k {
+            let diff = (-qp[t] + pqp) / q[t][t];
+            p[t] += diff;
+            pqp = (pqp + diff * (diff * q[t][t] + 2.0 * qp[t])) / (1.0 + diff) / (1.0 + diff);
+            for j in 0..k {
+                qp[j] = (qp[j] + diff * q[t][j]) / (1.0 + diff);
+                p[j] /= 1.0 + diff;
+            }
+        }
+    }
+    p
+}
+
+/// Scale of a Laplace model of regression residuals `y - f(x)` (from cross-validation): the mean
+/// absolute residual after dropping residuals beyond 5 standard deviations of a Laplace fit.
+pub fn laplace_sigma(residuals: &[f64]) -> f64 {
+    let n = residuals.len().max(1) as f64;
+    let mae = residuals.iter().map(|r| r.abs()).sum::<f64>() / n;
+    let std = (2.0 * mae * mae).sqrt();
+    let kept: Vec<f64> = residuals
+        .iter()
+        .map(|r| r.abs())
+        .filter(|&r| r <= 5.0 * std)
+        .collect();
+    if kept.is_empty() {
+        return mae;
+    }
+    kept.iter().sum::<f64>() / kept.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sigmoid_fit_is_a_stationary_point() {
+        let dec: Vec<f64> = (0..40).map(|i| (i as f64 - 20.0) / 7.0).collect();
+        let pos: Vec<bool> = (0..40).map(|i| (i * 7919) % 13 < (i / 4)).collect();
+        let (a, b) = sigmoid_train(&dec, &pos);
+        // Gradient of the NLL at (a, b) must vanish.
+        let n_pos = pos.iter().filter(|&&p| p).count() as f64;
+        let n_neg = 40.0 - n_pos;
+        let (mut g1, mut g2) = (0.0, 0.0);
+        for (&f, &p) in dec.iter().zip(&pos) {
+            let t = if p { (n_pos + 1.0) / (n_pos + 2.0) } else { 1.0 / (n_neg + 2.0) };
+            let pr = sigmoid_predict(f, a, b);
+            g1 += f * (t - pr);
+            g2 += t - pr;
+        }
+        assert!(g1.abs() < 1e-4 && g2.abs() < 1e-4, "{g1} {g2}");
+        assert!(a < 0.0, "larger decision values must mean class +1");
+    }
+
+    #[test]
+    fn coupling_sums_to_one_and_respects_consistent_pairs() {
+        // Consistent pairwise probabilities from p = (0.5, 0.3, 0.2).
+        let p = [0.5, 0.3, 0.2];
+        let mut r = vec![vec![0.0; 3]; 3];
+        for i in 0..3 {
+            for j in 0..3 {
+                if i != j {
+                    r[i][j] = p[i] / (p[i] + p[j]);
+                }
+            }
+        }
+        let est = couple(&r);
+        assert!((est.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        for i in 0..3 {
+            assert!((est[i] - p[i]).abs() < 1e-3, "{est:?}");
+        }
+    }
+}

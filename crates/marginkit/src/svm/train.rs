@@ -1,0 +1,662 @@
+//! Training kernel SVMs: each LIBSVM formulation becomes a [`BoxQp`] solved by [`smo`];
+//! classification with more than two classes trains one binary problem per pair of classes
+//! (one-vs-one), as LIBSVM does.
+//!
+//! | formulation | variables | p | y | upper u_i | equality |
+//! |---|---|---|---|---|---|
+//! | C-SVC | a_i | -1 | y_i | C w_i cw(y_i) | y'a = 0 |
+//! | nu-SVC | a_i | 0 | y_i | w_i | two: sums per class (nu engine) |
+//! | one-class | a_i | 0 | +1 | w_i | e'a = nu sum(w) |
+//! | epsilon-SVR | a_i, a*_i | eps -/+ z_i | +1, -1 | C w_i | y'a = 0 |
+//! | nu-SVR | a_i, a*_i | -/+ z_i | +1, -1 | C w_i | two (nu engine) |
+//!
+//! (`w_i` is the sample weight, `cw` the class weight, `z_i` the regression target.)
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::model::{ModelParts, SvmModel};
+use super::params::{Probability, SvmType, SvmValidParams};
+use super::probability;
+use crate::data::{Dataset, Features};
+use crate::error::{DataError, FitError};
+use crate::kernel::qmatrix::{OneClassQ, SvcQ, SvrQ};
+use crate::kernel::KernelSpec;
+use crate::solver::{smo, BoxQp, Equality, Observer, SolveInfo, Status};
+
+/// Largest number of classes accepted for one-vs-one training.
+pub const MAX_CLASSES: usize = 65_536;
+
+/// What one binary (or regression / one-class) solve reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubproblemReport {
+    /// The pair of class labels (classification), positive first.
+    pub classes: Option<(f64, f64)>,
+    /// Dual objective in LIBSVM's (minimization) sign convention.
+    pub objective: f64,
+    /// rho of the decision function.
+    pub rho: f64,
+    /// Solver iterations.
+    pub iterations: u64,
+    /// How the solve ended.
+    pub status: Status,
+    /// Final maximal KKT violation reported by the engine.
+    pub max_violation: f64,
+    /// Support vectors of this subproblem.
+    pub n_sv: usize,
+    /// Bounded support vectors (at their upper bound).
+    pub n_bsv: usize,
+}
+
+/// What a fit reports besides the model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FitReport {
+    /// One entry per binary subproblem (one for regression and one-class).
+    pub subproblems: Vec<SubproblemReport>,
+    /// Non-fatal warnings (also sent to the `log` facade).
+    pub warnings: Vec<String>,
+}
+
+impl FitReport {
+    /// The worst status over the subproblems (converged only if all converged).
+    pub fn status(&self) -> Status {
+        self.subproblems
+            .iter()
+            .map(|s| s.status)
+            .find(|s| *s != Status::Converged)
+            .unwrap_or(Status::Converged)
+    }
+    /// Total iterations over the subproblems.
+    pub fn iterations(&self) -> u64 {
+        self.subproblems.iter().map(|s| s.iterations).sum()
+    }
+}
+
+/// One solved decision function: signed coefficients per sample of its (sub)problem.
+struct DecisionFunction {
+    coef: Vec<f64>,
+    rho: f64,
+    report: SubproblemReport,
+}
+
+/// Trains a kernel SVM on `data`.
+///
+/// # Errors
+/// [`FitError::Data`] for empty data, a single class, infeasible nu or malformed precomputed
+/// kernels; [`FitError::Solve`] on numerical breakdown. Non-convergence is not an error: it is
+/// the status in the report.
+pub fn fit(
+    params: &SvmValidParams,
+    data: &Dataset,
+    obs: &mut dyn Observer,
+) -> Result<(SvmModel, FitReport), FitError> {
+    if data.is_empty() {
+        return Err(DataError::Empty.into());
+    }
+    let kernel = params.kernel.resolve(data.n_features());
+    let mut report = FitReport::default();
+    let model = match params.svm_type {
+        SvmType::CSvc | SvmType::NuSvc => fit_classifier(params, kernel, data, obs, &mut report)?,
+        SvmType::OneClass | SvmType::EpsSvr | SvmType::NuSvr => {
+            let c: Vec<f64> = (0..data.len()).map(|i| params.c * data.weight(i)).collect();
+            let f = solve_one(params, kernel, &data.x, &data.y, &c, obs)?;
+            report.subproblems.push(f.report.clone());
+            let prob_a = if params.probability == Probability::On && params.svm_type.is_regression()
+            {
+                vec![svr_sigma(params, data)?]
+            } else {
+                Vec::new()
+            };
+            let sv_idx: Vec<usize> = (0..data.len()).filter(|&i| f.coef[i] != 0.0).collect();
+            SvmModel::assemble(ModelParts {
+                svm_type: params.svm_type,
+                kernel,
+                labels: Vec::new(),
+                n_sv: Vec::new(),
+                sv: data.x.select_rows(&sv_idx),
+                sv_coef: vec![sv_idx.iter().map(|&i| f.coef[i]).collect()],
+                sv_indices: Some(sv_idx),
+                rho: vec![f.rho],
+                prob_a,
+                prob_b: Vec::new(),
+            })
+        }
+    };
+    for w in &report.warnings {
+        log::warn!("{w}");
+    }
+    Ok((model, report))
+}
+
+/// LIBSVM's class order: first appearance, except that a binary problem labelled {-1, +1}
+/// puts +1 first.
+pub fn class_order(y: &[f64]) -> Vec<f64> {
+    let mut labels: Vec<f64> = Vec::new();
+    for &v in y {
+        if !labels.contains(&v) {
+            labels.push(v);
+        }
+    }
+    if labels.len() == 2 && labels[0] == -1.0 && labels[1] == 1.0 {
+        labels.swap(0, 1);
+    }
+    labels
+}
+
+/// The product of the `-w` factors given for `label` (1 when none).
+fn class_weight(params: &SvmValidParams, label: f64) -> f64 {
+    params
+        .class_weights
+        .iter()
+        .filter(|(l, _)| *l == label)
+        .map(|(_, w)| w)
+        .product()
+}
+
+fn fit_classifier(
+    params: &SvmValidParams,
+    kernel: KernelSpec,
+    data: &Dataset,
+    obs: &mut dyn Observer,
+    report: &mut FitReport,
+) -> Result<SvmModel, FitError> {
+    let labels = class_order(&data.y);
+    if labels.len() < 2 {
+        return Err(DataError::SingleClass { label: labels[0] }.into());
+    }
+    if labels.len() > MAX_CLASSES {
+        return Err(DataError::TooManyClasses {
+            found: labels.len(),
+            limit: MAX_CLASSES,
+        }
+        .into());
+    }
+    for &(l, _) in &params.class_weights {
+        if !labels.contains(&l) {
+            report
+                .warnings
+                .push(format!("class weight for label {l} not found in the data"));
+        }
+    }
+    let nc = labels.len();
+    // Samples of each class, in data order.
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); nc];
+    for (i, &v) in data.y.iter().enumerate() {
+        let c = labels.iter().position(|&l| l == v).expect("invariant: label listed");
+        members[c].push(i);
+    }
+    let cw: Vec<f64> = labels
+        .iter()
+        .map(|&l| class_weight(params, l))
+        .collect();
+
+    if params.svm_type == SvmType::NuSvc {
+        for i in 0..nc {
+            for j in i + 1..nc {
+                let wi: f64 = members[i].iter().map(|&k| data.weight(k)).sum();
+                let wj: f64 = members[j].iter().map(|&k| data.weight(k)).sum();
+                if params.nu * (wi + wj) / 2.0 > wi.min(wj) {
+                    return Err(DataError::InfeasibleNu.into());
+                }
+            }
+        }
+    }
+
+    let mut nonzero = vec![false; data.len()];
+    let mut funcs: Vec<DecisionFunction> = Vec::with_capacity(nc * (nc - 1) / 2);
+    let mut prob_a = Vec::new();
+    let mut prob_b = Vec::new();
+    for i in 0..nc {
+        for j in i + 1..nc {
+            let idx: Vec<usize> = members[i].iter().chain(&members[j]).copied().collect();
+            let sub = data.subset(&idx);
+            let y: Vec<f64> = (0..idx.len())
+                .map(|k| if k < members[i].len() { 1.0 } else { -1.0 })
+                .collect();
+            let c: Vec<f64> = (0..idx.len())
+                .map(|k| {
+                    let class_w = if y[k] > 0.0 { cw[i] } else { cw[j] };
+                    params.c * class_w * sub.weight(k)
+                })
+                .collect();
+            if params.probability == Probability::On {
+                let (a, b) = binary_probability(params, kernel, &sub.x, &y, &c)?;
+                prob_a.push(a);
+                prob_b.push(b);
+            }
+            let mut f = solve_one(params, kernel, &sub.x, &y, &c, obs)?;
+            f.report.classes = Some((labels[i], labels[j]));
+            for (k, &orig) in idx.iter().enumerate() {
+                if f.coef[k] != 0.0 {
+                    nonzero[orig] = true;
+                }
+            }
+            // Keep the coefficients indexed by original sample.
+            let mut full = vec![0.0; data.len()];
+            for (k, &orig) in idx.iter().enumerate() {
+                full[orig] = f.coef[k];
+            }
+            f.coef = full;
+            report.subproblems.push(f.report.clone());
+            funcs.push(f);
+        }
+    }
+
+    // Support vectors grouped by class in label order.
+    let mut sv_idx = Vec::new();
+    let mut n_sv = vec![0usize; nc];
+    for c in 0..nc {
+        for &k in &members[c] {
+            if nonzero[k] {
+                sv_idx.push(k);
+                n_sv[c] += 1;
+            }
+        }
+    }
+    let mut sv_coef = vec![vec![0.0; sv_idx.len()]; nc - 1];
+    let mut start = vec![0usize; nc];
+    for c in 1..nc {
+        start[c] = start[c - 1] + n_sv[c - 1];
+    }
+    let mut p = 0;
+    let mut rho = Vec::with_capacity(funcs.len());
+    for i in 0..nc {
+        for j in i + 1..nc {
+            let f = &funcs[p];
+            for (pos, &k) in sv_idx[start[i]..start[i] + n_sv[i]].iter().enumerate() {
+                sv_coef[j - 1][start[i] + pos] = f.coef[k];
+            }
+            for (pos, &k) in sv_idx[start[j]..start[j] + n_sv[j]].iter().enumerate() {
+                sv_coef[i][start[j] + pos] = f.coef[k];
+            }
+            rho.push(f.rho);
+            p += 1;
+        }
+    }
+    Ok(SvmModel::assemble(ModelParts {
+        svm_type: params.svm_type,
+        kernel,
+        labels,
+        n_sv,
+        sv: data.x.select_rows(&sv_idx),
+        sv_indices: Some(sv_idx),
+        sv_coef,
+        rho,
+        prob_a,
+        prob_b,
+    }))
+}
+
+fn to_signs(y: &[f64]) -> Vec<i8> {
+    y.iter().map(|&v| if v > 0.0 { 1 } else { -1 }).collect()
+}
+
+fn cache_bytes(params: &SvmValidParams) -> usize {
+    usize::try_from(params.cache_bytes).unwrap_or(usize::MAX)
+}
+
+/// Solves one binary classification, regression or one-class problem on `x` with targets `y`
+/// (+1/-1 for classification) and per-sample costs `c` (for nu-SVC and one-class, `c` holds the
+/// sample weights scaled by C, which those formulations divide out).
+fn solve_one(
+    params: &SvmValidParams,
+    kernel: KernelSpec,
+    x: &Features,
+    y: &[f64],
+    c: &[f64],
+    obs: &mut dyn Observer,
+) -> Result<DecisionFunction, FitError> {
+    let l = y.len();
+    let settings = &params.solver;
+    let cb = cache_bytes(params);
+    let (coef, info, upper_of) = match params.svm_type {
+        SvmType::CSvc => {
+            let signs = to_signs(y);
+            let p = vec![-1.0; l];
+            let qp = BoxQp {
+                p: &p,
+                y: &signs,
+                upper: c,
+                equality: Equality::Sum { delta: 0.0 },
+                fixed: None,
+            };
+            let mut q = SvcQ::new(x, kernel, &signs, cb)?;
+            let mut alpha = vec![0.0; l];
+            let info = smo::solve(&mut q, &qp, &mut alpha, settings, obs)?;
+            let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s).collect();
+            (coef, info, Bounds::new(alpha, c.to_vec()))
+        }
+        SvmType::NuSvc => {
+            let signs = to_signs(y);
+            // Bounds are the sample weights (C plays no role in nu-SVC).
+            let upper: Vec<f64> = c.iter().map(|v| v / params.c).collect();
+            let total: f64 = upper.iter().sum();
+            let mut alpha = vec![0.0; l];
+            for sign in [1i8, -1] {
+                let mut left = params.nu * total / 2.0;
+                for i in 0..l {
+                    if signs[i] == sign {
+                        alpha[i] = upper[i].min(left);
+                        left -= alpha[i];
+                    }
+                }
+            }
+            let p = vec![0.0; l];
+            let qp = BoxQp {
+                p: &p,
+                y: &signs,
+                upper: &upper,
+                equality: Equality::Sum { delta: 0.0 },
+                fixed: None,
+            };
+            let mut q = SvcQ::new(x, kernel, &signs, cb)?;
+            let (mut info, r) = smo::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?;
+            // Rescale to the C-SVC form with C = 1/r (LIBSVM's convention).
+            let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s / r).collect();
+            info.rho /= r;
+            info.objective /= r * r;
+            let scaled: Vec<f64> = alpha.iter().map(|a| a / r).collect();
+            let ub: Vec<f64> = upper.iter().map(|u| u / r).collect();
+            (coef, info, Bounds::new(scaled, ub))
+        }
+        SvmType::OneClass => {
+            let upper: Vec<f64> = c.iter().map(|v| v / params.c).collect();
+            let total: f64 = upper.iter().sum();
+            let mut alpha = vec![0.0; l];
+            let mut left = params.nu * total;
+            for i in 0..l {
+                alpha[i] = upper[i].min(left);
+                left -= alpha[i];
+            }
+            let signs = vec![1i8; l];
+            let p = vec![0.0; l];
+            let qp = BoxQp {
+                p: &p,
+                y: &signs,
+                upper: &upper,
+                equality: Equality::Sum {
+                    delta: params.nu * total,
+                },
+                fixed: None,
+            };
+            let mut q = OneClassQ::new(x, kernel, cb)?;
+            let info = smo::solve(&mut q, &qp, &mut alpha, settings, obs)?;
+            (alpha.clone(), info, Bounds::new(alpha, upper))
+        }
+        SvmType::EpsSvr | SvmType::NuSvr => {
+            let mut signs = vec![1i8; 2 * l];
+            signs[l..].fill(-1);
+            let mut upper = c.to_vec();
+            upper.extend_from_slice(c);
+            let mut alpha = vec![0.0; 2 * l];
+            let (p, info) = if params.svm_type == SvmType::EpsSvr {
+                let p: Vec<f64> = (0..2 * l)
+                    .map(|k| {
+                        if k < l {
+                            params.epsilon - y[k]
+                        } else {
+                            params.epsilon + y[k - l]
+                        }
+                    })
+                    .collect();
+                let qp = BoxQp {
+                    p: &p,
+                    y: &signs,
+                    upper: &upper,
+                    equality: Equality::Sum { delta: 0.0 },
+                    fixed: None,
+                };
+                let mut q = SvrQ::new(x, kernel, cb)?;
+                let info = smo::solve(&mut q, &qp, &mut alpha, settings, obs)?;
+                (p, info)
+            } else {
+                let mut left = params.nu * c.iter().sum::<f64>() / 2.0;
+                for i in 0..l {
+                    let a = c[i].min(left);
+                    alpha[i] = a;
+                    alpha[i + l] = a;
+                    left -= a;
+                }
+                let p: Vec<f64> = (0..2 * l)
+                    .map(|k| if k < l { -y[k] } else { y[k - l] })
+                    .collect();
+                let qp = BoxQp {
+                    p: &p,
+                    y: &signs,
+                    upper: &upper,
+                    equality: Equality::Sum { delta: 0.0 },
+                    fixed: None,
+                };
+                let mut q = SvrQ::new(x, kernel, cb)?;
+                let (info, _r) = smo::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?;
+                (p, info)
+            };
+            let _ = p;
+            let coef: Vec<f64> = (0..l).map(|i| alpha[i] - alpha[i + l]).collect();
+            (coef, info, Bounds::new(alpha, upper))
+        }
+    };
+    check_finite(&info)?;
+    let (n_sv, n_bsv) = upper_of.counts(params.svm_type, &coef);
+    Ok(DecisionFunction {
+        rho: info.rho,
+        report: SubproblemReport {
+            classes: None,
+            objective: info.objective,
+            rho: info.rho,
+            iterations: info.iterations,
+            status: info.status,
+            max_violation: info.max_violation,
+            n_sv,
+            n_bsv,
+        },
+        coef,
+    })
+}
+
+fn check_finite(info: &SolveInfo) -> Result<(), FitError> {
+    if info.objective.is_finite() && info.rho.is_finite() {
+        Ok(())
+    } else {
+        Err(crate::error::SolveError::NonFinite {
+            what: "objective or rho",
+        }
+        .into())
+    }
+}
+
+/// Dual variables with their bounds, to count (bounded) support vectors as LIBSVM does.
+struct Bounds {
+    alpha: Vec<f64>,
+    upper: Vec<f64>,
+}
+
+impl Bounds {
+    fn new(alpha: Vec<f64>, upper: Vec<f64>) -> Self {
+        Self { alpha, upper }
+    }
+    fn counts(&self, t: SvmType, coef: &[f64]) -> (usize, usize) {
+        let n_sv = coef.iter().filter(|c| **c != 0.0).count();
+        let at_upper = |k: usize| self.upper[k] > 0.0 && self.alpha[k] >= self.upper[k];
+        let n_bsv = if t.is_regression() {
+            let l = coef.len();
+            (0..l).filter(|&i| at_upper(i) || at_upper(i + l)).count()
+        } else {
+            (0..self.alpha.len()).filter(|&k| at_upper(k)).count()
+        };
+        (n_sv, n_bsv)
+    }
+}
+
+/// Seeded fold assignment: stratified by label for classification (each class spread over the
+/// folds in a random order), a plain random split otherwise.
+pub fn fold_assignment(y: &[f64], k: usize, stratified: bool, seed: u64) -> Vec<usize> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut fold = vec![0usize; y.len()];
+    if stratified {
+        let labels = class_order(y);
+        let mut next = 0usize;
+        for l in labels {
+            let mut idx: Vec<usize> = (0..y.len()).filter(|&i| y[i] == l).collect();
+            idx.shuffle(&mut rng);
+            for i in idx {
+                fold[i] = next % k;
+                next += 1;
+            }
+        }
+    } else {
+        let mut idx: Vec<usize> = (0..y.len()).collect();
+        idx.shuffle(&mut rng);
+        for (pos, i) in idx.into_iter().enumerate() {
+            fold[i] = pos % k;
+        }
+    }
+    fold
+}
+
+/// Decision values of a binary subproblem on `test`, from coefficients on `train`.
+pub(crate) fn binary_decisions(
+    kernel: KernelSpec,
+    train: &Features,
+    coef: &[f64],
+    rho: f64,
+    test: &Features,
+) -> Vec<f64> {
+    let sv: Vec<usize> = (0..coef.len()).filter(|&k| coef[k] != 0.0).collect();
+    let model = SvmModel::assemble(ModelParts {
+        svm_type: SvmType::EpsSvr,
+        kernel,
+        labels: Vec::new(),
+        n_sv: Vec::new(),
+        sv: train.select_rows(&sv),
+        sv_indices: None,
+        sv_coef: vec![sv.iter().map(|&k| coef[k]).collect()],
+        rho: vec![rho],
+        prob_a: Vec::new(),
+        prob_b: Vec::new(),
+    });
+    model.decision_values(test).into_iter().map(|d| d[0]).collect()
+}
+
+const PROB_FOLDS: usize = 5;
+
+/// Platt sigmoid for one binary subproblem from 5-fold cross-validated decision values.
+fn binary_probability(
+    params: &SvmValidParams,
+    kernel: KernelSpec,
+    x: &Features,
+    y: &[f64],
+    c: &[f64],
+) -> Result<(f64, f64), FitError> {
+    let l = y.len();
+    let folds = fold_assignment(y, PROB_FOLDS.min(l), false, params.seed);
+    let mut dec = vec![0.0; l];
+    let mut quiet = crate::solver::NoObserver;
+    for f in 0..PROB_FOLDS.min(l) {
+        let train: Vec<usize> = (0..l).filter(|&i| folds[i] != f).collect();
+        let test: Vec<usize> = (0..l).filter(|&i| folds[i] == f).collect();
+        let ty: Vec<f64> = train.iter().map(|&i| y[i]).collect();
+        let n_pos = ty.iter().filter(|&&v| v > 0.0).count();
+        if n_pos == 0 || n_pos == ty.len() {
+            // A fold with one class: its decision is that class.
+            let v = if n_pos > 0 { 1.0 } else { -1.0 };
+            for &i in &test {
+                dec[i] = if ty.is_empty() { 0.0 } else { v };
+            }
+            continue;
+        }
+        let tx = x.select_rows(&train);
+        let tc: Vec<f64> = train.iter().map(|&i| c[i]).collect();
+        let sub = SvmValidParams {
+            probability: Probability::Off,
+            ..params.clone()
+        };
+        let fdec = solve_one(&sub, kernel, &tx, &ty, &tc, &mut quiet)?;
+        let d = binary_decisions(kernel, &tx, &fdec.coef, fdec.rho, &x.select_rows(&test));
+        for (pos, &i) in test.iter().enumerate() {
+            dec[i] = d[pos];
+        }
+    }
+    let positive: Vec<bool> = y.iter().map(|&v| v > 0.0).collect();
+    Ok(probability::sigmoid_train(&dec, &positive))
+}
+
+/// Laplace scale of SVR residuals from 5-fold cross-validation.
+fn svr_sigma(params: &SvmValidParams, data: &Dataset) -> Result<f64, FitError> {
+    let sub = SvmValidParams {
+        probability: Probability::Off,
+        ..params.clone()
+    };
+    let pred = cross_validation(&sub, data, PROB_FOLDS, params.seed)?;
+    let res: Vec<f64> = pred.iter().zip(&data.y).map(|(p, y)| y - p).collect();
+    Ok(probability::laplace_sigma(&res))
+}
+
+/// k-fold cross-validation (stratified for classification, seeded): the prediction for every
+/// sample from the model trained without its fold.
+///
+/// # Errors
+/// As [`fit`] for any fold.
+pub fn cross_validation(
+    params: &SvmValidParams,
+    data: &Dataset,
+    k: usize,
+    seed: u64,
+) -> Result<Vec<f64>, FitError> {
+    let n = data.len();
+    if n == 0 {
+        return Err(DataError::Empty.into());
+    }
+    let k = k.clamp(1, n);
+    let folds = fold_assignment(&data.y, k, params.svm_type.is_classifier(), seed);
+    let mut pred = vec![0.0; n];
+    for f in 0..k {
+        let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
+        let test: Vec<usize> = (0..n).filter(|&i| folds[i] == f).collect();
+        if test.is_empty() {
+            continue;
+        }
+        let (model, _) = fit(params, &data.subset(&train), &mut crate::solver::NoObserver)?;
+        let tx = data.x.select_rows(&test);
+        let dec = model.decision_values(&tx);
+        for (pos, &i) in test.iter().enumerate() {
+            pred[i] = if params.probability == Probability::On && model.has_probability() {
+                let probs = probability::multiclass_probability(
+                    model.labels.len(),
+                    &dec[pos],
+                    &model.prob_a,
+                    &model.prob_b,
+                );
+                let best = (0..probs.len())
+                    .fold(0, |b, c| if probs[c] > probs[b] { c } else { b });
+                model.labels[best]
+            } else {
+                model.predict_from_decision(&dec[pos])
+            };
+        }
+    }
+    Ok(pred)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_order_puts_plus_one_first_for_binary() {
+        assert_eq!(class_order(&[-1.0, 1.0, -1.0]), vec![1.0, -1.0]);
+        assert_eq!(class_order(&[2.0, 0.0, 1.0, 0.0]), vec![2.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn folds_are_stratified_and_seeded() {
+        let y: Vec<f64> = (0..30).map(|i| if i % 3 == 0 { 1.0 } else { -1.0 }).collect();
+        let f = fold_assignment(&y, 5, true, 7);
+        assert_eq!(f, fold_assignment(&y, 5, true, 7));
+        for k in 0..5 {
+            let pos = (0..30).filter(|&i| f[i] == k && y[i] > 0.0).count();
+            assert_eq!(pos, 2);
+        }
+    }
+}
