@@ -316,7 +316,10 @@ def run_marginkit(binary, cmd_args, train_path):
             raise RuntimeError(f"{' '.join(cmd)} exited {code}: {open(errf).read().strip()[-500:]}")
         text = out.decode()
         start = text.find("{")
-        rep = json.loads(text[start:] if start >= 0 else text)
+        if start < 0:
+            raise RuntimeError(f"`{' '.join(cmd)}` printed no JSON report on stdout (got {text[:200]!r}); "
+                               "is this binary the real marginkit CLI?")
+        rep = json.loads(text[start:])
         rep["_maxrss_kib"] = ru.ru_maxrss
         rep["_model_text"] = open(model).read() if os.path.exists(model) else None
         return rep
@@ -496,6 +499,20 @@ def tables(results, binary, threads):
         out.append(f"| {r['name']} | {r['n']:,} x {r['d']} | " + " | ".join(mk_cols)
                    + f" | {fmt_s(tm.get('A'))} | {fmt_s(tm.get('B'))} | {', '.join(ratios) or '—'} | {objcol} "
                    f"| {rss} | {size} |")
+    ker = [r for r in results if r["kind"] == "kernel"]
+    if ker:
+        out.append("")
+        out.append("Kernel cases, reference values: dual objective in LIBSVM's min form (1/2 a'Qa - e'a, "
+                   "6 decimals as printed) and nSV.")
+        out.append("")
+        out.append("| case | LIBSVM objective | LIBSVM nSV | sklearn SVC objective | marginkit objective |")
+        out.append("|---|---|---|---|---|")
+        for r in ker:
+            o = r["objs"]
+            mk = next((o.get(f"mk{t}") for t in sorted(threads) if o.get(f"mk{t}") is not None), None)
+            cols = ["—" if v is None else f"{v:.6f}" for v in (o.get("A"), None, o.get("B"), mk)]
+            cols[1] = str(r["extra"].get("A_nsv", "—"))
+            out.append(f"| {r['name']} | " + " | ".join(cols) + " |")
     lin = [r for r in results if r["kind"] != "kernel"]
     if lin:
         out.append("")
