@@ -190,12 +190,10 @@ def parse_libsvm_log(text):
     for line in text.splitlines():
         m = re.match(r"optimization finished, #iter = (\d+)", line)
         if m:
-            cur = {"iterations": int(m.group(1)), "max_iter_warning": False}
+            cur = {"iterations": int(m.group(1))}
             subs.append(cur)
             continue
         if cur is None:
-            if "reaching max number of iterations" in line:
-                pass  # attached below when the subproblem record opens
             continue
         m = re.match(r"obj = " + FLOAT + r", rho = " + FLOAT, line)
         if m:
