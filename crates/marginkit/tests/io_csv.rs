@@ -1,8 +1,19 @@
 //! CSV reader: header detection, label choice, delimiters, quotes, limits and hostile inputs.
 
-use marginkit::data::csv::{read_csv, read_csv_bytes, read_csv_path, CsvOptions, Delimiter, Header, LabelColumn};
+use marginkit::data::csv::{
+    read_csv, read_csv_bytes, read_csv_path, CsvOptions, Delimiter, Header, LabelColumn,
+};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::{Features, IoError, ParseError, ParseErrorKind};
+
+/// A hostile input, the options, the expected 1-based line and column, and a check of the kind.
+type Case = (
+    &'static [u8],
+    CsvOptions,
+    usize,
+    usize,
+    fn(&ParseErrorKind) -> bool,
+);
 
 fn opts(label: LabelColumn) -> CsvOptions {
     CsvOptions {
@@ -113,32 +124,82 @@ fn same_values_as_the_libsvm_file() {
 fn hostile_inputs_give_the_right_variant_and_position() {
     use ParseErrorKind as K;
     let d = CsvOptions::default();
-    let cases: Vec<(&[u8], CsvOptions, usize, usize, fn(&ParseErrorKind) -> bool)> = vec![
-        (b"1,2,3\n4,5\n", d.clone(), 2, 4, |k| *k == K::FieldCount { expected: 3, found: 2 }),
-        (b"1,2\n4,5,6\n", d.clone(), 2, 5, |k| *k == K::FieldCount { expected: 2, found: 3 }),
-        (b"a,b\n1,2\n3,x\n", d.clone(), 3, 3, |k| matches!(k, K::Expected { .. })),
-        (b"1,2\n3,\n", d.clone(), 2, 3, |k| matches!(k, K::Expected { .. })),
+    let cases: Vec<Case> = vec![
+        (b"1,2,3\n4,5\n", d.clone(), 2, 4, |k| {
+            *k == K::FieldCount {
+                expected: 3,
+                found: 2,
+            }
+        }),
+        (b"1,2\n4,5,6\n", d.clone(), 2, 5, |k| {
+            *k == K::FieldCount {
+                expected: 2,
+                found: 3,
+            }
+        }),
+        (b"a,b\n1,2\n3,x\n", d.clone(), 3, 3, |k| {
+            matches!(k, K::Expected { .. })
+        }),
+        (b"1,2\n3,\n", d.clone(), 2, 3, |k| {
+            matches!(k, K::Expected { .. })
+        }),
         // "1" and "nan" both parse as numbers: no header is detected, then NaN is rejected.
-        (b"1,nan\n", d.clone(), 1, 3, |k| *k == K::NonFinite { what: "label" }),
-        (b"a,b\n1,nan\n", d.clone(), 2, 3, |k| *k == K::NonFinite { what: "label" }),
-        (b"a,b\ninf,1\n", d.clone(), 2, 1, |k| *k == K::NonFinite { what: "feature value" }),
-        (b"a,b\n\"1,2\n", d.clone(), 2, 1, |k| matches!(k, K::Expected { .. })),
-        (b"a,b\n\"1\"x,2\n", d.clone(), 2, 4, |k| matches!(k, K::Expected { .. })),
-        (b"1,2\n", opts(LabelColumn::Name("y".into())), 1, 1, |k| matches!(k, K::Expected { .. })),
-        (b"a,b\n1,2\n", opts(LabelColumn::Name("y".into())), 1, 1, |k| matches!(k, K::Expected { .. })),
-        (b"1,2\n", opts(LabelColumn::Index(2)), 1, 4, |k| *k == K::FieldCount { expected: 3, found: 2 }),
+        (b"1,nan\n", d.clone(), 1, 3, |k| {
+            *k == K::NonFinite { what: "label" }
+        }),
+        (b"a,b\n1,nan\n", d.clone(), 2, 3, |k| {
+            *k == K::NonFinite { what: "label" }
+        }),
+        (b"a,b\ninf,1\n", d.clone(), 2, 1, |k| {
+            *k == K::NonFinite {
+                what: "feature value",
+            }
+        }),
+        (b"a,b\n\"1,2\n", d.clone(), 2, 1, |k| {
+            matches!(k, K::Expected { .. })
+        }),
+        (b"a,b\n\"1\"x,2\n", d.clone(), 2, 4, |k| {
+            matches!(k, K::Expected { .. })
+        }),
+        (b"1,2\n", opts(LabelColumn::Name("y".into())), 1, 1, |k| {
+            matches!(k, K::Expected { .. })
+        }),
+        (
+            b"a,b\n1,2\n",
+            opts(LabelColumn::Name("y".into())),
+            1,
+            1,
+            |k| matches!(k, K::Expected { .. }),
+        ),
+        (b"1,2\n", opts(LabelColumn::Index(2)), 1, 4, |k| {
+            *k == K::FieldCount {
+                expected: 3,
+                found: 2,
+            }
+        }),
         (b"", d.clone(), 1, 1, |k| *k == K::Empty),
         (b"a,b,y\n\n", d.clone(), 3, 1, |k| *k == K::Empty),
         (
             b"1,2\n1,2,3,4\n",
-            CsvOptions { max_fields: 3, ..d.clone() },
+            CsvOptions {
+                max_fields: 3,
+                ..d.clone()
+            },
             2,
             7,
-            |k| *k == K::Limit { what: "fields per line", limit: 3 },
+            |k| {
+                *k == K::Limit {
+                    what: "fields per line",
+                    limit: 3,
+                }
+            },
         ),
         (
             b"1,2\n10,20\n",
-            CsvOptions { max_line_len: 4, ..d.clone() },
+            CsvOptions {
+                max_line_len: 4,
+                ..d.clone()
+            },
             2,
             5,
             |k| matches!(k, K::Limit { limit: 4, .. }),

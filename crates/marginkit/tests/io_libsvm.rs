@@ -11,6 +11,9 @@ use marginkit::data::libsvm_fmt::{
 };
 use marginkit::{DataError, Dataset, DenseMatrix, Features, IoError, ParseError, ParseErrorKind};
 
+/// A hostile input, the expected 1-based line and column, and a check of the error kind.
+type Case = (&'static [u8], usize, usize, fn(&ParseErrorKind) -> bool);
+
 fn data_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
@@ -123,25 +126,40 @@ fn writer_prints_labels_like_libsvm() {
     write_libsvm(&mut out, &ds).unwrap();
     let text = String::from_utf8(out).unwrap();
     let first = text.lines().next().unwrap();
-    assert!(first.starts_with("1 1:0.708333 2:1 3:1 4:-0.320755 "), "{first}");
+    assert!(
+        first.starts_with("1 1:0.708333 2:1 3:1 4:-0.320755 "),
+        "{first}"
+    );
     assert!(!first.contains("11:"), "zeros are left out: {first}");
     assert!(text.lines().nth(1).unwrap().starts_with("-1 1:0.583333"));
 }
 
 #[test]
 fn writer_keeps_feature_count_when_last_column_is_all_zero() {
-    let x = Features::Dense(DenseMatrix::new(2, 5, vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.5, 0.0, 0.0, 0.0]).unwrap());
+    let x = Features::Dense(
+        DenseMatrix::new(2, 5, vec![1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.5, 0.0, 0.0, 0.0]).unwrap(),
+    );
     let ds = Dataset::new(x, vec![3.0, -0.5], None).unwrap();
     let mut out = Vec::new();
     write_libsvm(&mut out, &ds).unwrap();
-    assert_eq!(String::from_utf8(out.clone()).unwrap(), "3 1:1 5:0\n-0.5 2:2.5\n");
+    assert_eq!(
+        String::from_utf8(out.clone()).unwrap(),
+        "3 1:1 5:0\n-0.5 2:2.5\n"
+    );
     let back = read_libsvm_bytes(&out, &ReadOptions::default()).unwrap();
     assert_same_values(&ds, &back);
 }
 
 #[test]
 fn writer_extreme_values_round_trip() {
-    let vals = vec![1e-300, -4.9e-324, 1.7976931348623157e308, 0.1, -1e-5, 123456789012345680.0];
+    let vals = vec![
+        1e-300,
+        -4.9e-324,
+        1.7976931348623157e308,
+        0.1,
+        -1e-5,
+        123456789012345680.0,
+    ];
     let n = vals.len();
     let x = Features::Dense(DenseMatrix::new(1, n, vals.clone()).unwrap());
     let ds = Dataset::new(x, vec![-2.0], None).unwrap();
@@ -159,7 +177,10 @@ fn writer_rejects_non_finite_and_supports_printf_g() {
     ds.y[0] = f64::NAN;
     assert!(matches!(
         write_libsvm(Vec::new(), &ds),
-        Err(IoError::Data(DataError::NonFinite { what: "label", row: 0 }))
+        Err(IoError::Data(DataError::NonFinite {
+            what: "label",
+            row: 0
+        }))
     ));
     let x = Features::Dense(DenseMatrix::new(1, 2, vec![1.0 / 3.0, 1234567.0]).unwrap());
     let ds = Dataset::new(x, vec![1.0], None).unwrap();
@@ -169,7 +190,10 @@ fn writer_rejects_non_finite_and_supports_printf_g() {
         ..WriteOptions::default()
     };
     write_libsvm_with(&mut out, &ds, &opts).unwrap();
-    assert_eq!(String::from_utf8(out).unwrap(), "1 1:0.333333 2:1.23457e+06\n");
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "1 1:0.333333 2:1.23457e+06\n"
+    );
 }
 
 #[test]
@@ -252,17 +276,26 @@ fn gzip_is_detected_by_magic_bytes_not_name() {
     let plain = read_libsvm_bytes(&raw, &ReadOptions::default()).unwrap();
     let gz = gzip(&raw);
     assert_eq!(&gz[..2], &[0x1f, 0x8b]);
-    assert_eq!(read_libsvm_bytes(&gz, &ReadOptions::default()).unwrap(), plain);
+    assert_eq!(
+        read_libsvm_bytes(&gz, &ReadOptions::default()).unwrap(),
+        plain
+    );
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("heart.txt"); // no .gz extension on purpose
     std::fs::write(&p, &gz).unwrap();
-    assert_eq!(read_libsvm_path(&p, &ReadOptions::default()).unwrap(), plain);
+    assert_eq!(
+        read_libsvm_path(&p, &ReadOptions::default()).unwrap(),
+        plain
+    );
     // Concatenated gzip members (as `cat a.gz b.gz`) read as one stream.
     let half = raw.len() / 2;
     let cut = half + raw[half..].iter().position(|&b| b == b'\n').unwrap() + 1;
     let mut two = gzip(&raw[..cut]);
     two.extend(gzip(&raw[cut..]));
-    assert_eq!(read_libsvm_bytes(&two, &ReadOptions::default()).unwrap(), plain);
+    assert_eq!(
+        read_libsvm_bytes(&two, &ReadOptions::default()).unwrap(),
+        plain
+    );
     // Corrupt gzip: an I/O error, not a panic.
     let mut bad = gz.clone();
     bad.truncate(gz.len() / 2);
@@ -282,7 +315,7 @@ fn missing_file_is_an_io_error() {
 fn hostile_inputs_give_the_right_variant_and_position() {
     use ParseErrorKind as K;
     let d = ReadOptions::default();
-    let cases: Vec<(&[u8], usize, usize, fn(&ParseErrorKind) -> bool)> = vec![
+    let cases: Vec<Case> = vec![
         (b"1 1:2 x\n", 1, 7, |k| matches!(k, K::Expected { .. })),
         (b"1 a:2\n", 1, 3, |k| matches!(k, K::Expected { .. })),
         (b"1 :2\n", 1, 3, |k| matches!(k, K::Expected { .. })),
@@ -296,20 +329,53 @@ fn hostile_inputs_give_the_right_variant_and_position() {
         (b"1 1:2 qid:3\n", 1, 7, |k| matches!(k, K::Expected { .. })),
         (b"nan 1:2\n", 1, 1, |k| *k == K::NonFinite { what: "label" }),
         (b"-inf\n", 1, 1, |k| *k == K::NonFinite { what: "label" }),
-        (b"1e999 1:1\n", 1, 1, |k| *k == K::NonFinite { what: "label" }),
+        (b"1e999 1:1\n", 1, 1, |k| {
+            *k == K::NonFinite { what: "label" }
+        }),
         (b"1 1:inf\n", 1, 5, |k| matches!(k, K::NonFinite { .. })),
         (b"1 1:NaN\n", 1, 5, |k| matches!(k, K::NonFinite { .. })),
         (b"1 1:-1e400\n", 1, 5, |k| matches!(k, K::NonFinite { .. })),
-        (b"1 2:1 2:3\n", 1, 7, |k| *k == K::NonIncreasingIndex { index: 2, previous: 2 }),
-        (b"1 3:1 2:3\n", 1, 7, |k| *k == K::NonIncreasingIndex { index: 2, previous: 3 }),
-        (b"1 0:1\n", 1, 3, |k| *k == K::IndexTooSmall { index: 0, min: 1 }),
-        (b"1 1:1\n-1 1:x\n", 2, 6, |k| matches!(k, K::Expected { .. })),
-        (b"1 1:1\r\n\r\n-1\t\t1:1 1:2\r\n", 3, 9, |k| matches!(k, K::NonIncreasingIndex { .. })),
-        ("1 1:1 # é\n1 é:2\n".as_bytes(), 2, 3, |k| matches!(k, K::Expected { .. })),
+        (b"1 2:1 2:3\n", 1, 7, |k| {
+            *k == K::NonIncreasingIndex {
+                index: 2,
+                previous: 2,
+            }
+        }),
+        (b"1 3:1 2:3\n", 1, 7, |k| {
+            *k == K::NonIncreasingIndex {
+                index: 2,
+                previous: 3,
+            }
+        }),
+        (b"1 0:1\n", 1, 3, |k| {
+            *k == K::IndexTooSmall { index: 0, min: 1 }
+        }),
+        (b"1 1:1\n-1 1:x\n", 2, 6, |k| {
+            matches!(k, K::Expected { .. })
+        }),
+        (b"1 1:1\r\n\r\n-1\t\t1:1 1:2\r\n", 3, 9, |k| {
+            matches!(k, K::NonIncreasingIndex { .. })
+        }),
+        ("1 1:1 # é\n1 é:2\n".as_bytes(), 2, 3, |k| {
+            matches!(k, K::Expected { .. })
+        }),
         (b"", 1, 1, |k| *k == K::Empty),
         (b"# only a comment\n\n", 3, 1, |k| *k == K::Empty),
-        (b"1 2147483648:1\n", 1, 3, |k| *k == K::Limit { what: "feature index", limit: DEFAULT_MAX_FEATURE_INDEX }),
-        (b"1 99999999999999999999999:1\n", 1, 3, |k| matches!(k, K::Limit { what: "feature index", .. })),
+        (b"1 2147483648:1\n", 1, 3, |k| {
+            *k == K::Limit {
+                what: "feature index",
+                limit: DEFAULT_MAX_FEATURE_INDEX,
+            }
+        }),
+        (b"1 99999999999999999999999:1\n", 1, 3, |k| {
+            matches!(
+                k,
+                K::Limit {
+                    what: "feature index",
+                    ..
+                }
+            )
+        }),
     ];
     for (input, line, column, check) in cases {
         let e = parse_err(input, &d);
@@ -319,7 +385,11 @@ fn hostile_inputs_give_the_right_variant_and_position() {
             "{:?}: {e:?}",
             String::from_utf8_lossy(input)
         );
-        assert!(check(&e.kind), "{:?}: {e:?}", String::from_utf8_lossy(input));
+        assert!(
+            check(&e.kind),
+            "{:?}: {e:?}",
+            String::from_utf8_lossy(input)
+        );
     }
     // The largest default index itself is accepted (kept sparse: 2^31 columns).
     let ds = read_libsvm_bytes(b"1 2147483647:1\n", &d).unwrap();
@@ -335,14 +405,26 @@ fn limit_max_feature_index_is_configurable_and_capped() {
     assert!(read_libsvm_bytes(b"1 10:1\n", &opts).is_ok());
     let e = parse_err(b"1 10:1\n1 5:1 11:1\n", &opts);
     assert_eq!((e.line, e.column), (2, 7));
-    assert_eq!(e.kind, ParseErrorKind::Limit { what: "feature index", limit: 10 });
+    assert_eq!(
+        e.kind,
+        ParseErrorKind::Limit {
+            what: "feature index",
+            limit: 10
+        }
+    );
     // Whatever the option, indices above u32::MAX are refused (columns are u32).
     let opts = ReadOptions {
         max_feature_index: u64::MAX,
         ..ReadOptions::default()
     };
     let e = parse_err(b"1 4294967296:1\n", &opts);
-    assert_eq!(e.kind, ParseErrorKind::Limit { what: "feature index", limit: HARD_MAX_FEATURE_INDEX });
+    assert_eq!(
+        e.kind,
+        ParseErrorKind::Limit {
+            what: "feature index",
+            limit: HARD_MAX_FEATURE_INDEX
+        }
+    );
 }
 
 #[test]
@@ -363,7 +445,11 @@ fn limit_max_line_len() {
     let r = std::io::BufReader::with_capacity(3, &long[..]);
     assert!(matches!(
         read_libsvm(r, &opts),
-        Err(IoError::Parse(ParseError { line: 1, column: 13, kind: ParseErrorKind::Limit { .. } }))
+        Err(IoError::Parse(ParseError {
+            line: 1,
+            column: 13,
+            kind: ParseErrorKind::Limit { .. }
+        }))
     ));
 }
 

@@ -5,7 +5,13 @@ use std::path::PathBuf;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_bytes, read_libsvm_path, ReadOptions, Storage};
 use marginkit::data::scale::{ScaleParams, ScaleReadOptions, DEFAULT_PARAMS_MAX_LINE_LEN};
-use marginkit::{DataError, Dataset, DenseMatrix, Features, FitError, IoError, ParamError, ParseError, ParseErrorKind};
+use marginkit::{
+    DataError, Dataset, DenseMatrix, Features, FitError, IoError, ParamError, ParseError,
+    ParseErrorKind,
+};
+
+/// A hostile input, the expected 1-based line and column, and a check of the error kind.
+type Case = (&'static [u8], usize, usize, fn(&ParseErrorKind) -> bool);
 
 const TRAIN: &[u8] = b"1 1:2 3:5 4:0.30000000000000004\n-1 1:4 2:1 4:-2.5e-7\n2 1:6 3:0.1\n";
 
@@ -18,7 +24,12 @@ fn sparse(bytes: &[u8]) -> Dataset {
 }
 
 fn dense(ds: &Dataset) -> Dataset {
-    Dataset::new(ds.x.clone().densify_if(0.0, usize::MAX), ds.y.clone(), ds.weights.clone()).unwrap()
+    Dataset::new(
+        ds.x.clone().densify_if(0.0, usize::MAX),
+        ds.y.clone(),
+        ds.weights.clone(),
+    )
+    .unwrap()
 }
 
 fn text(p: &ScaleParams, exact: bool) -> String {
@@ -45,7 +56,10 @@ fn fit_counts_missing_sparse_entries_as_zero_and_writes_svm_scale_format() {
         "y\n0 1\n-1 2\nx\n-1 1\n1 2 6\n2 0 1\n3 0 5\n4 -2.5e-7 0.30000000000000004\n"
     );
     // Dense storage gives the same parameters.
-    assert_eq!(ScaleParams::fit(&dense(&ds), -1.0, 1.0, Some((0.0, 1.0))).unwrap(), p);
+    assert_eq!(
+        ScaleParams::fit(&dense(&ds), -1.0, 1.0, Some((0.0, 1.0))).unwrap(),
+        p
+    );
 }
 
 #[test]
@@ -57,7 +71,10 @@ fn apply_maps_end_points_exactly_and_keeps_zeros_out() {
         panic!("sparse in, sparse out")
     };
     // row 0: every column at an end point
-    assert_eq!(m.row(0), (&[0u32, 1, 2, 3][..], &[-1.0, -1.0, 1.0, 1.0][..]));
+    assert_eq!(
+        m.row(0),
+        (&[0u32, 1, 2, 3][..], &[-1.0, -1.0, 1.0, 1.0][..])
+    );
     // row 1: column 0 (4 in [2,6]) scales to exactly 0 and is not stored
     assert_eq!(m.row(1), (&[1u32, 2, 3][..], &[1.0, -1.0, -1.0][..]));
     let (idx, val) = m.row(2);
@@ -149,7 +166,10 @@ fn restored_params_scale_other_data_like_svm_scale_r() {
     let s = params.apply(&test).unwrap();
     assert_eq!(s.n_features(), 5);
     assert_eq!(s.y, vec![7.0, 8.0]);
-    assert_eq!((s.x.row(0).get(0), s.x.row(0).get(1), s.x.row(0).get(2)), (0.5, 0.0, 1.0));
+    assert_eq!(
+        (s.x.row(0).get(0), s.x.row(0).get(1), s.x.row(0).get(2)),
+        (0.5, 0.0, 1.0)
+    );
     assert_eq!(s.x.row(0).get(4), 0.0);
     // Out-of-range values extrapolate, as in svm-scale; the missing column 3 maps 0 -> 0.5.
     assert_eq!((s.x.row(1).get(0), s.x.row(1).get(2)), (2.0, 0.5));
@@ -168,20 +188,43 @@ fn restored_params_scale_other_data_like_svm_scale_r() {
 fn apply_reports_overflow_instead_of_producing_inf() {
     let p = ScaleParams::read(&b"x\n-1 1\n1 0 1e-300\n"[..]).unwrap();
     let ds = sparse(b"1 1:1e300\n");
-    assert_eq!(p.apply(&ds), Err(DataError::NonFinite { what: "feature", row: 0 }));
-    assert_eq!(p.apply(&dense(&ds)), Err(DataError::NonFinite { what: "feature", row: 0 }));
+    assert_eq!(
+        p.apply(&ds),
+        Err(DataError::NonFinite {
+            what: "feature",
+            row: 0
+        })
+    );
+    assert_eq!(
+        p.apply(&dense(&ds)),
+        Err(DataError::NonFinite {
+            what: "feature",
+            row: 0
+        })
+    );
     // y scaling fitted on a single label cannot map another one.
     let one = sparse(b"1 1:1\n1 1:2\n");
     let p = ScaleParams::fit(&one, -1.0, 1.0, Some((0.0, 1.0))).unwrap();
     assert_eq!(p.apply(&one).unwrap().y, vec![0.0, 0.0]);
     let other = sparse(b"1 1:1\n2 1:2\n");
-    assert_eq!(p.apply(&other), Err(DataError::NonFinite { what: "label", row: 1 }));
+    assert_eq!(
+        p.apply(&other),
+        Err(DataError::NonFinite {
+            what: "label",
+            row: 1
+        })
+    );
 }
 
 #[test]
 fn fit_rejects_bad_limits_and_empty_data() {
     let ds = sparse(TRAIN);
-    for (l, u) in [(1.0, 1.0), (1.0, 0.0), (f64::NAN, 1.0), (0.0, f64::INFINITY)] {
+    for (l, u) in [
+        (1.0, 1.0),
+        (1.0, 0.0),
+        (f64::NAN, 1.0),
+        (0.0, f64::INFINITY),
+    ] {
         assert!(matches!(
             ScaleParams::fit(&ds, l, u, None),
             Err(FitError::Param(ParamError::OutOfRange { .. }))
@@ -191,14 +234,22 @@ fn fit_rejects_bad_limits_and_empty_data() {
             Err(FitError::Param(ParamError::OutOfRange { .. }))
         ));
     }
-    let empty = Dataset::new(Features::Dense(DenseMatrix::new(0, 2, vec![]).unwrap()), vec![], None).unwrap();
-    assert!(matches!(ScaleParams::fit(&empty, -1.0, 1.0, None), Err(FitError::Data(DataError::Empty))));
+    let empty = Dataset::new(
+        Features::Dense(DenseMatrix::new(0, 2, vec![]).unwrap()),
+        vec![],
+        None,
+    )
+    .unwrap();
+    assert!(matches!(
+        ScaleParams::fit(&empty, -1.0, 1.0, None),
+        Err(FitError::Data(DataError::Empty))
+    ));
 }
 
 #[test]
 fn hostile_parameter_files() {
     use ParseErrorKind as K;
-    let cases: Vec<(&[u8], usize, usize, fn(&ParseErrorKind) -> bool)> = vec![
+    let cases: Vec<Case> = vec![
         (b"", 1, 1, |k| *k == K::Empty),
         (b"\n\n", 3, 1, |k| *k == K::Empty),
         (b"z\n", 1, 1, |k| matches!(k, K::Expected { .. })),
@@ -206,22 +257,53 @@ fn hostile_parameter_files() {
         (b"x\n1\n", 2, 2, |k| matches!(k, K::Expected { .. })),
         (b"x\n1 0\n", 2, 3, |k| matches!(k, K::Expected { .. })),
         (b"x\n-1 a\n", 2, 4, |k| matches!(k, K::Expected { .. })),
-        (b"x\nnan 1\n", 2, 1, |k| *k == K::NonFinite { what: "lower" }),
-        (b"x\n-1 1\n0 1 2\n", 3, 1, |k| *k == K::IndexTooSmall { index: 0, min: 1 }),
-        (b"x\n-1 1\n2 0 1\n2 0 1\n", 4, 1, |k| *k == K::NonIncreasingIndex { index: 2, previous: 2 }),
-        (b"x\n-1 1\n1 2 1\n", 3, 5, |k| matches!(k, K::Expected { .. })),
-        (b"x\n-1 1\n1 inf 1\n", 3, 3, |k| *k == K::NonFinite { what: "min" }),
-        (b"x\n-1 1\n1 0 1 5\n", 3, 7, |k| matches!(k, K::Expected { .. })),
+        (b"x\nnan 1\n", 2, 1, |k| {
+            *k == K::NonFinite { what: "lower" }
+        }),
+        (b"x\n-1 1\n0 1 2\n", 3, 1, |k| {
+            *k == K::IndexTooSmall { index: 0, min: 1 }
+        }),
+        (b"x\n-1 1\n2 0 1\n2 0 1\n", 4, 1, |k| {
+            *k == K::NonIncreasingIndex {
+                index: 2,
+                previous: 2,
+            }
+        }),
+        (b"x\n-1 1\n1 2 1\n", 3, 5, |k| {
+            matches!(k, K::Expected { .. })
+        }),
+        (b"x\n-1 1\n1 inf 1\n", 3, 3, |k| {
+            *k == K::NonFinite { what: "min" }
+        }),
+        (b"x\n-1 1\n1 0 1 5\n", 3, 7, |k| {
+            matches!(k, K::Expected { .. })
+        }),
         (b"x\n-1 1\n1 0\n", 3, 4, |k| matches!(k, K::Expected { .. })),
-        (b"x\n-1 1\n-1 0 1\n", 3, 1, |k| matches!(k, K::Expected { .. })),
-        (b"x\n-1 1\n2147483648 0 1\n", 3, 1, |k| matches!(k, K::Limit { what: "feature index", .. })),
-        (b"x\n-1 1\n99999999999999999999999 0 1\n", 3, 1, |k| matches!(k, K::Limit { .. })),
+        (b"x\n-1 1\n-1 0 1\n", 3, 1, |k| {
+            matches!(k, K::Expected { .. })
+        }),
+        (b"x\n-1 1\n2147483648 0 1\n", 3, 1, |k| {
+            matches!(
+                k,
+                K::Limit {
+                    what: "feature index",
+                    ..
+                }
+            )
+        }),
+        (b"x\n-1 1\n99999999999999999999999 0 1\n", 3, 1, |k| {
+            matches!(k, K::Limit { .. })
+        }),
         (b"x\n", 2, 1, |k| matches!(k, K::Expected { .. })),
         (b"y\n0 1\n", 3, 1, |k| matches!(k, K::Expected { .. })),
         (b"y\n1 0\n", 2, 3, |k| matches!(k, K::Expected { .. })),
         (b"y\n0 1\n2 1\n", 3, 3, |k| matches!(k, K::Expected { .. })),
-        (b"y\n0 1\n0 1\nz\n", 4, 1, |k| matches!(k, K::Expected { .. })),
-        (b"y\n0 1\n0 1\nx\n0 1\nx\n", 6, 2, |k| matches!(k, K::Expected { .. })),
+        (b"y\n0 1\n0 1\nz\n", 4, 1, |k| {
+            matches!(k, K::Expected { .. })
+        }),
+        (b"y\n0 1\n0 1\nx\n0 1\nx\n", 6, 2, |k| {
+            matches!(k, K::Expected { .. })
+        }),
     ];
     for (input, line, column, check) in cases {
         let shown = String::from_utf8_lossy(input).into_owned();
@@ -245,11 +327,22 @@ fn parameter_reader_limits() {
     let e = ScaleParams::read_with(&b"x\n-1 1\n6 0 1\n"[..], &o).unwrap_err();
     assert!(matches!(
         e,
-        IoError::Parse(ParseError { line: 3, column: 1, kind: ParseErrorKind::Limit { what: "feature index", limit: 5 } })
+        IoError::Parse(ParseError {
+            line: 3,
+            column: 1,
+            kind: ParseErrorKind::Limit {
+                what: "feature index",
+                limit: 5
+            }
+        })
     ));
     let e = ScaleParams::read_with(&b"x\n-1 1\n1 0 1.000000\n"[..], &o).unwrap_err();
     assert!(matches!(
         e,
-        IoError::Parse(ParseError { line: 3, column: 9, kind: ParseErrorKind::Limit { limit: 8, .. } })
+        IoError::Parse(ParseError {
+            line: 3,
+            column: 9,
+            kind: ParseErrorKind::Limit { limit: 8, .. }
+        })
     ));
 }

@@ -290,7 +290,9 @@ pub fn read_csv<R: BufRead>(r: R, opts: &CsvOptions) -> Result<Dataset, IoError>
                 }
                 LabelColumn::Name(name) => {
                     let found = if is_header {
-                        fields.iter().position(|f| field_text(line, f).trim() == name)
+                        fields
+                            .iter()
+                            .position(|f| field_text(line, f).trim() == name)
                     } else {
                         None
                     };

@@ -213,14 +213,66 @@ pub(crate) fn snippet(tok: &[u8]) -> String {
     s
 }
 
-/// Parses a finite-or-not `f64` from ASCII bytes; `None` when it is not a number.
+/// Parses a finite-or-not `f64` from ASCII bytes; `None` when it is not a number. The result is
+/// always exactly what `str::parse::<f64>` gives (correctly rounded).
 #[inline]
 pub(crate) fn parse_f64(tok: &[u8]) -> Option<f64> {
+    if let Some(v) = parse_simple_decimal(tok) {
+        return Some(v);
+    }
     // Numbers are ASCII; anything else is rejected before the (UTF-8) parser sees it.
     if tok.is_empty() || !tok.is_ascii() {
         return None;
     }
     std::str::from_utf8(tok).ok()?.parse::<f64>().ok()
+}
+
+/// Exact powers of ten representable in an `f64` (10^0 ..= 10^22).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Fast path for the common `[+-]digits[.digits]` token (Clinger's fast path): when the digits
+/// form an integer `m <= 2^53` and there are `k <= 22` fraction digits, both `m` and `10^k` are
+/// exact doubles and one IEEE division rounds `m / 10^k` correctly, so the result equals the
+/// correctly rounded `str::parse` result. Anything else returns `None` for the general parser.
+#[inline]
+fn parse_simple_decimal(tok: &[u8]) -> Option<f64> {
+    let (neg, digits) = match tok.first()? {
+        b'-' => (true, &tok[1..]),
+        b'+' => (false, &tok[1..]),
+        _ => (false, tok),
+    };
+    let mut m: u64 = 0;
+    let mut n_digits = 0usize;
+    let mut frac: Option<usize> = None;
+    for &c in digits {
+        if c.is_ascii_digit() {
+            if n_digits >= 19 {
+                return None;
+            }
+            // Leading zeros do not use up precision.
+            if m != 0 || c != b'0' {
+                n_digits += 1;
+            }
+            m = m * 10 + u64::from(c - b'0');
+            if let Some(f) = frac.as_mut() {
+                *f += 1;
+            }
+        } else if c == b'.' && frac.is_none() {
+            frac = Some(0);
+        } else {
+            return None;
+        }
+    }
+    let k = frac.unwrap_or(0);
+    let has_digit = digits.len() > usize::from(frac.is_some());
+    if !has_digit || m > (1u64 << 53) || k >= POW10.len() {
+        return None;
+    }
+    let v = m as f64 / POW10[k];
+    Some(if neg { -v } else { v })
 }
 
 /// Opens `path` ("-" is standard input) and transparently decompresses gzip input, detected by
@@ -754,6 +806,58 @@ mod tests {
         let mut s = String::new();
         fmt_float(&mut s, 1.0, FloatFormat::Shortest);
         assert_eq!(s, "1");
+    }
+
+    #[test]
+    fn fast_decimal_path_agrees_with_std() {
+        for t in [
+            "0",
+            "-0",
+            "+1",
+            "1.",
+            ".5",
+            "-.5",
+            "0.708333",
+            "-0.320755",
+            "9007199254740992",
+            "9007199254740993",
+            "0.1",
+            "123456789.123456",
+            "0.0000000000000000000001",
+            "00000000000000000000000001",
+            "1.2345678901234567",
+            ".",
+            "-",
+            "+",
+            "1..2",
+            "1-2",
+        ] {
+            let fast = parse_simple_decimal(t.as_bytes());
+            let std = t.parse::<f64>().ok();
+            if let Some(v) = fast {
+                assert_eq!(Some(v.to_bits()), std.map(f64::to_bits), "{t}");
+            }
+            assert_eq!(
+                parse_f64(t.as_bytes()).map(f64::to_bits),
+                std.map(f64::to_bits),
+                "{t}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_f64_is_bitwise_std(t in "[+-]?[0-9]{0,22}(\\.[0-9]{0,24})?([eE][+-]?[0-9]{1,3})?") {
+            let std = t.parse::<f64>().ok().map(f64::to_bits);
+            proptest::prop_assert_eq!(parse_f64(t.as_bytes()).map(f64::to_bits), std);
+        }
+
+        #[test]
+        fn parse_f64_of_written_values(bits in proptest::prelude::any::<u64>()) {
+            let v = f64::from_bits(bits);
+            let t = format!("{v}");
+            proptest::prop_assert_eq!(parse_f64(t.as_bytes()).map(f64::to_bits), t.parse::<f64>().ok().map(f64::to_bits));
+        }
     }
 
     #[test]

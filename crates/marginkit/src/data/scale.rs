@@ -298,7 +298,10 @@ impl ScaleParams {
                 for (i, &v) in ds.y.iter().enumerate() {
                     let s = map(v, ys.min, ys.max, ys.lower, ys.upper);
                     if !s.is_finite() {
-                        return Err(DataError::NonFinite { what: "label", row: i });
+                        return Err(DataError::NonFinite {
+                            what: "label",
+                            row: i,
+                        });
                     }
                     out.push(s);
                 }
