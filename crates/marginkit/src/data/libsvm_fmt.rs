@@ -16,8 +16,8 @@
 //! - The number of features is the largest column seen plus one, or [`ReadOptions::min_features`]
 //!   if that is larger.
 //!
-//! Errors carry the 1-based line and the 1-based column (character position) where the offending
-//! token starts. Input that starts with the gzip magic bytes `1f 8b` is decompressed on the fly by
+//! Errors carry the 1-based line and the 1-based column (character position, a tab counting as
+//! one) where the offending token starts. Input that starts with the gzip magic bytes `1f 8b` is decompressed on the fly by
 //! [`read_libsvm_bytes`] and [`read_libsvm_path`] (the file name does not matter).
 //!
 //! The writer prints every number in shortest round-trip form (or C's `%.Ng`, see
