@@ -472,125 +472,117 @@ fn parse_line(
             ParseErrorKind::NonFinite { what: "label" },
         ));
     }
-    let row_start = b.indices.len();
+    // On an error the whole read fails and the builder is dropped, so a half-added row is harmless.
     let mut prev: Option<u64> = None;
     let mut pos = le;
     let mut first = true;
-    let result = (|| {
-        while let Some((ts, te)) = next_token(line, pos) {
-            pos = te;
-            let tok = &line[ts..te];
-            if first && tok.starts_with(b"qid:") {
-                first = false;
-                if parse_index(&tok[4..]).is_err() {
-                    return Err(perr(
-                        full,
-                        line_no,
-                        ts + 4,
-                        ParseErrorKind::Expected {
-                            expected: "a query id (digits) after 'qid:'",
-                            found: snippet(&tok[4..]),
-                        },
-                    ));
-                }
-                continue;
-            }
+    while let Some((ts, te)) = next_token(line, pos) {
+        pos = te;
+        let tok = &line[ts..te];
+        if first && tok.starts_with(b"qid:") {
             first = false;
-            let Some(colon) = tok.iter().position(|&c| c == b':') else {
+            if parse_index(&tok[4..]).is_err() {
+                return Err(perr(
+                    full,
+                    line_no,
+                    ts + 4,
+                    ParseErrorKind::Expected {
+                        expected: "a query id (digits) after 'qid:'",
+                        found: snippet(&tok[4..]),
+                    },
+                ));
+            }
+            continue;
+        }
+        first = false;
+        let Some(colon) = tok.iter().position(|&c| c == b':') else {
+            return Err(perr(
+                full,
+                line_no,
+                ts,
+                ParseErrorKind::Expected {
+                    expected: "index:value",
+                    found: snippet(tok),
+                },
+            ));
+        };
+        let index = match parse_index(&tok[..colon]) {
+            Ok(i) if i <= max_index => i,
+            Ok(_) | Err(true) => {
+                return Err(perr(
+                    full,
+                    line_no,
+                    ts,
+                    ParseErrorKind::Limit {
+                        what: "feature index",
+                        limit: max_index,
+                    },
+                ))
+            }
+            Err(false) => {
                 return Err(perr(
                     full,
                     line_no,
                     ts,
                     ParseErrorKind::Expected {
-                        expected: "index:value",
+                        expected: "a feature index (digits) before ':'",
                         found: snippet(tok),
                     },
-                ));
-            };
-            let index = match parse_index(&tok[..colon]) {
-                Ok(i) if i <= max_index => i,
-                Ok(_) | Err(true) => {
-                    return Err(perr(
-                        full,
-                        line_no,
-                        ts,
-                        ParseErrorKind::Limit {
-                            what: "feature index",
-                            limit: max_index,
-                        },
-                    ))
-                }
-                Err(false) => {
-                    return Err(perr(
-                        full,
-                        line_no,
-                        ts,
-                        ParseErrorKind::Expected {
-                            expected: "a feature index (digits) before ':'",
-                            found: snippet(tok),
-                        },
-                    ))
-                }
-            };
-            let min = match indexing {
-                Indexing::OneBased => 1,
-                Indexing::Precomputed => 0,
-            };
-            if index < min {
+                ))
+            }
+        };
+        let min = match indexing {
+            Indexing::OneBased => 1,
+            Indexing::Precomputed => 0,
+        };
+        if index < min {
+            return Err(perr(
+                full,
+                line_no,
+                ts,
+                ParseErrorKind::IndexTooSmall { index, min },
+            ));
+        }
+        if let Some(p) = prev {
+            if index <= p {
                 return Err(perr(
                     full,
                     line_no,
                     ts,
-                    ParseErrorKind::IndexTooSmall { index, min },
+                    ParseErrorKind::NonIncreasingIndex { index, previous: p },
                 ));
-            }
-            if let Some(p) = prev {
-                if index <= p {
-                    return Err(perr(
-                        full,
-                        line_no,
-                        ts,
-                        ParseErrorKind::NonIncreasingIndex { index, previous: p },
-                    ));
-                }
-            }
-            prev = Some(index);
-            let vtok = &tok[colon + 1..];
-            let value = parse_f64(vtok).ok_or_else(|| {
-                perr(
-                    full,
-                    line_no,
-                    ts + colon + 1,
-                    ParseErrorKind::Expected {
-                        expected: "a feature value (a number) after ':'",
-                        found: snippet(vtok),
-                    },
-                )
-            })?;
-            if !value.is_finite() {
-                return Err(perr(
-                    full,
-                    line_no,
-                    ts + colon + 1,
-                    ParseErrorKind::NonFinite {
-                        what: "feature value",
-                    },
-                ));
-            }
-            // index <= HARD_MAX_FEATURE_INDEX = u32::MAX, so the column fits in u32.
-            let col = (index - min) as u32;
-            b.n_cols = b.n_cols.max(col as usize + 1);
-            if value != 0.0 {
-                b.indices.push(col);
-                b.values.push(value);
             }
         }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        b.indices.truncate(row_start);
-        b.values.truncate(row_start);
-        return Err(e);
+        prev = Some(index);
+        let vtok = &tok[colon + 1..];
+        let value = parse_f64(vtok).ok_or_else(|| {
+            perr(
+                full,
+                line_no,
+                ts + colon + 1,
+                ParseErrorKind::Expected {
+                    expected: "a feature value (a number) after ':'",
+                    found: snippet(vtok),
+                },
+            )
+        })?;
+        if !value.is_finite() {
+            return Err(perr(
+                full,
+                line_no,
+                ts + colon + 1,
+                ParseErrorKind::NonFinite {
+                    what: "feature value",
+                },
+            ));
+        }
+        // index <= HARD_MAX_FEATURE_INDEX = u32::MAX, so the column fits in u32.
+        let col = (index - min) as u32;
+        b.n_cols = b.n_cols.max(col as usize + 1);
+        if value != 0.0 {
+            b.indices.push(col);
+            b.values.push(value);
+        }
     }
     b.y.push(label);
     b.indptr.push(b.indices.len());
