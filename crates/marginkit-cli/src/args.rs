@@ -36,7 +36,7 @@ pub struct InputArgs {
     #[arg(long)]
     pub csv: bool,
     /// CSV label column: first, last, a 0-based index or a header name.
-    #[arg(long, default_value = "first", requires = "csv")]
+    #[arg(long, default_value = "last", requires = "csv")]
     pub label_column: String,
     /// CSV field delimiter.
     #[arg(long, default_value = ",", requires = "csv")]

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use marginkit::data::csv::{read_csv_path, CsvOptions, LabelColumn};
+use marginkit::data::csv::{read_csv_path, CsvOptions, Delimiter, LabelColumn};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::{Dataset, IoError};
 
@@ -30,9 +30,19 @@ pub fn read_data(path: &Path, input: &InputArgs, precomputed: bool) -> Result<Da
                 Err(_) => LabelColumn::Name(s.to_string()),
             },
         };
+        let delimiter = match input.delimiter {
+            ',' => Delimiter::Comma,
+            ';' => Delimiter::Semicolon,
+            '\t' => Delimiter::Tab,
+            other => {
+                return Err(CliError(format!(
+                    "--delimiter '{other}': expected ',', ';' or a tab"
+                )))
+            }
+        };
         let opts = CsvOptions {
             label,
-            delimiter: input.delimiter as u8,
+            delimiter,
             ..CsvOptions::default()
         };
         read_csv_path(path, &opts)
