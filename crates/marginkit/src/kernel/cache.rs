@@ -32,6 +32,9 @@ pub struct ColumnCache {
     col_of: Vec<u32>,
     /// Buffers of evicted columns, reused to avoid allocating.
     spare: Vec<Vec<f32>>,
+    /// Row swaps not yet applied inside the cached columns (`i < j`), applied in order on the
+    /// next request: one streaming pass per column instead of one random access per swap.
+    pending: Vec<(u32, u32)>,
     hits: u64,
     misses: u64,
 }
@@ -74,6 +77,7 @@ impl ColumnCache {
             slot_of: (0..n as u32).collect(),
             col_of: (0..n as u32).collect(),
             spare: Vec::new(),
+            pending: Vec::new(),
             hits: 0,
             misses: 0,
         }
@@ -124,6 +128,9 @@ impl ColumnCache {
     /// column and the number of entries that were already valid: the caller must fill
     /// `[valid..len]`. Column `keep` (if any) is never evicted by this call.
     pub fn request(&mut self, i: usize, len: usize, keep: Option<usize>) -> (&mut [f32], usize) {
+        if !self.pending.is_empty() {
+            self.flush();
+        }
         let s = self.slot_of[i] as usize;
         if self.linked[s] {
             self.unlink(s);
@@ -166,7 +173,7 @@ impl ColumnCache {
     }
 
     /// The first `len` entries of column `i`, which must have been requested with at least
-    /// `len` entries and not evicted since.
+    /// `len` entries and not evicted or swapped since.
     pub fn get(&self, i: usize, len: usize) -> &[f32] {
         &self.data[self.slot_of[i] as usize][..len]
     }
@@ -182,20 +189,35 @@ impl ColumnCache {
         self.slot_of.swap(i, j);
         self.col_of[si as usize] = j as u32;
         self.col_of[sj as usize] = i as u32;
-        // Row entries inside every cached column.
+        // Row entries inside the cached columns: deferred.
+        self.pending.push((i as u32, j as u32));
+    }
+
+    /// Applies the pending row swaps to every cached column.
+    fn flush(&mut self) {
         let mut s = self.next[self.n];
         while s != self.n as u32 {
             let su = s as usize;
             let nxt = self.next[su];
-            let len = self.data[su].len();
-            if len > j {
-                self.data[su].swap(i, j);
-            } else if len > i {
-                // Entry j is missing, so the prefix would be wrong after the swap.
+            let col = &mut self.data[su];
+            let len = col.len();
+            let mut drop = false;
+            for &(i, j) in &self.pending {
+                let (i, j) = (i as usize, j as usize);
+                if len > j {
+                    col.swap(i, j);
+                } else if len > i {
+                    // Entry j is missing, so the prefix would be wrong after the swap.
+                    drop = true;
+                    break;
+                }
+            }
+            if drop {
                 self.evict_slot(su);
             }
             s = nxt;
         }
+        self.pending.clear();
     }
 }
 
@@ -239,7 +261,10 @@ mod tests {
         fill(&mut c, 0, 4, |k| k as f32);
         fill(&mut c, 1, 2, |k| 10.0 + k as f32);
         c.swap_index(0, 3);
+        c.swap_index(1, 2);
+        c.swap_index(1, 2);
         // Column 0's data is now column 3's, with entries 0 and 3 swapped.
+        let _ = c.request(2, 0, None);
         assert_eq!(c.get(3, 4), &[3.0, 1.0, 2.0, 0.0]);
         // Column 1 had length 2: it holds entry 0 but not 3, so it is dropped.
         let (_, valid) = c.request(1, 2, None);

@@ -70,6 +70,13 @@ struct KernelRows<'a> {
 /// Source of inner products between rows `i` and `j` in the current order.
 trait Dots: Sync {
     fn dot(&self, i: usize, j: usize) -> f64;
+    /// `out[k] = dot(i, lo + k)`.
+    #[inline]
+    fn block(&self, i: usize, lo: usize, out: &mut [f64]) {
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = self.dot(i, lo + k);
+        }
+    }
 }
 
 struct DenseDots<'b> {
@@ -82,6 +89,19 @@ impl Dots for DenseDots<'_> {
     fn dot(&self, i: usize, j: usize) -> f64 {
         let d = self.d;
         ops::dense_dot(&self.vals[i * d..i * d + d], &self.vals[j * d..j * d + d])
+    }
+    #[inline]
+    fn block(&self, i: usize, lo: usize, out: &mut [f64]) {
+        let d = self.d;
+        if d == 0 {
+            out.fill(0.0);
+            return;
+        }
+        let xi = &self.vals[i * d..i * d + d];
+        let rows = self.vals[lo * d..(lo + out.len()) * d].chunks_exact(d);
+        for (o, xj) in out.iter_mut().zip(rows) {
+            *o = ops::dense_dot(xi, xj);
+        }
     }
 }
 
@@ -216,9 +236,7 @@ fn fill_blocks<D: Dots, O: Outer>(
         let lo = start + b * BLOCK;
         let mut buf = [0.0f64; BLOCK];
         let buf = &mut buf[..chunk.len()];
-        for (k, v) in buf.iter_mut().enumerate() {
-            *v = dots.dot(i, lo + k);
-        }
+        dots.block(i, lo, buf);
         outer.apply(buf, ni, &norms[lo..lo + chunk.len()]);
         match signs {
             Some(s) => {

@@ -53,6 +53,13 @@ use crate::kernel::qmatrix::QMatrix;
 /// Guard for 2x2 subproblems whose curvature is not positive.
 pub const TAU: f64 = 1e-12;
 
+/// Independent accumulators in the selection scans.
+const LANES: usize = 4;
+/// `flags` bit: the variable is in `I_up`.
+pub(crate) const IN_UP: u8 = 1;
+/// `flags` bit: the variable is in `I_low`.
+pub(crate) const IN_LOW: u8 = 2;
+
 /// Iterations between observer calls and time checks.
 const REPORT_EVERY: u64 = 1000;
 
@@ -80,6 +87,8 @@ pub(crate) struct State {
     pub upper: Vec<f64>,
     pub qd: Vec<f64>,
     pub status: Vec<Bound>,
+    /// [`IN_UP`] / [`IN_LOW`] bits, kept in step with `status` and `y`.
+    pub flags: Vec<u8>,
     /// Original index of the variable at each position.
     pub perm: Vec<usize>,
     /// `1/2 a_X'Q_XX a_X + p_X'a_X` over the fixed variables.
@@ -104,6 +113,7 @@ impl State {
         self.upper.swap(i, j);
         self.qd.swap(i, j);
         self.status.swap(i, j);
+        self.flags.swap(i, j);
         self.perm.swap(i, j);
     }
 
@@ -120,27 +130,28 @@ impl State {
 
     #[inline]
     pub fn update_status(&mut self, i: usize) {
-        self.status[i] = Self::bound_of(self.alpha[i], self.upper[i]);
+        let b = Self::bound_of(self.alpha[i], self.upper[i]);
+        self.status[i] = b;
+        self.flags[i] = Self::flags_of(b, self.y[i]);
+    }
+
+    #[inline]
+    fn flags_of(b: Bound, y: f64) -> u8 {
+        let (inc, dec) = (b != Bound::Upper, b != Bound::Lower);
+        let (up, low) = if y > 0.0 { (inc, dec) } else { (dec, inc) };
+        (if up { IN_UP } else { 0 }) | (if low { IN_LOW } else { 0 })
     }
 
     /// `t` may move so that `y_t a_t` increases.
     #[inline]
     pub fn in_up(&self, t: usize) -> bool {
-        if self.y[t] > 0.0 {
-            self.status[t] != Bound::Upper
-        } else {
-            self.status[t] != Bound::Lower
-        }
+        self.flags[t] & IN_UP != 0
     }
 
     /// `t` may move so that `y_t a_t` decreases.
     #[inline]
     pub fn in_low(&self, t: usize) -> bool {
-        if self.y[t] > 0.0 {
-            self.status[t] != Bound::Lower
-        } else {
-            self.status[t] != Bound::Upper
-        }
+        self.flags[t] & IN_LOW != 0
     }
 
     /// Builds the state: validates, forces fixed variables, permutes them to the end, and
@@ -243,6 +254,7 @@ impl State {
             upper: qp.upper.to_vec(),
             qd: q.diag().to_vec(),
             status: vec![Bound::Lower; n],
+            flags: vec![0; n],
             perm: (0..n).collect(),
             obj_fixed: 0.0,
             delta,
@@ -362,6 +374,9 @@ impl State {
         for i in 0..self.n {
             let (a, u) = (self.alpha[i], self.upper[i]);
             if !(a >= 0.0 && a <= u) || self.status[i] != Self::bound_of(a, u) {
+                return false;
+            }
+            if self.flags[i] != Self::flags_of(self.status[i], self.y[i]) {
                 return false;
             }
         }
@@ -486,8 +501,12 @@ pub(crate) fn pair_step(st: &State, i: usize, j: usize, qij: f64) -> (f64, f64) 
     }
 }
 
-/// WSS3 over the active set. Returns the pair and `Q_ij`, or `None` when `m - M <= tol`; always sets the
-/// violation `m - M` (`-inf` when a side is empty).
+/// WSS3 over the active set. Returns the pair and `Q_ij`, or `None` when `m - M <= tol`;
+/// always sets the violation `m - M` (`-inf` when a side is empty).
+///
+/// Both scans keep [`LANES`] independent running extrema (selects, no data-dependent
+/// branches) so that they pipeline and vectorize; ties go to the larger index, as a single
+/// scan with `>=` / `<=` would do.
 fn select_pair<Q: QMatrix + ?Sized>(
     st: &State,
     q: &mut Q,
@@ -495,63 +514,88 @@ fn select_pair<Q: QMatrix + ?Sized>(
     viol: &mut f64,
 ) -> Option<(usize, usize, f64)> {
     let act = st.active;
-    let mut gmax = f64::NEG_INFINITY;
-    let mut imax = usize::MAX;
-    for t in 0..act {
-        let f = -st.y[t] * st.g[t];
-        if f >= gmax && st.in_up(t) {
-            gmax = f;
-            imax = t;
+    let y = &st.y[..act];
+    let g = &st.g[..act];
+    let flags = &st.flags[..act];
+    let mut mx = [f64::NEG_INFINITY; LANES];
+    let mut mi = [usize::MAX; LANES];
+    let full = act / LANES * LANES;
+    for c in (0..full).step_by(LANES) {
+        for k in 0..LANES {
+            let t = c + k;
+            let f = -y[t] * g[t];
+            let ok = flags[t] & IN_UP != 0 && f >= mx[k];
+            mx[k] = if ok { f } else { mx[k] };
+            mi[k] = if ok { t } else { mi[k] };
         }
     }
-    let i = imax;
+    for t in full..act {
+        let f = -y[t] * g[t];
+        if flags[t] & IN_UP != 0 && f >= mx[0] {
+            mx[0] = f;
+            mi[0] = t;
+        }
+    }
+    let (mut gmax, mut i) = (f64::NEG_INFINITY, usize::MAX);
+    for k in 0..LANES {
+        if mi[k] != usize::MAX
+            && (mx[k] > gmax || (mx[k] == gmax && (i == usize::MAX || mi[k] > i)))
+        {
+            gmax = mx[k];
+            i = mi[k];
+        }
+    }
     if i == usize::MAX {
         *viol = f64::NEG_INFINITY;
         return None;
     }
-    let col = q.column(i, act);
+    let col = &q.column(i, act)[..act];
     let (yi, qdi) = (st.y[i], st.qd[i]);
-    let mut gmin = f64::INFINITY;
-    let mut best = f64::INFINITY;
-    let mut jbest = usize::MAX;
-    let mut qbest = 0.0;
-    let y = &st.y[..act];
-    let g = &st.g[..act];
     let qd = &st.qd[..act];
-    let status = &st.status[..act];
-    for j in 0..act {
-        let yj = y[j];
-        let low = if yj > 0.0 {
-            status[j] != Bound::Lower
-        } else {
-            status[j] != Bound::Upper
-        };
-        if !low {
-            continue;
-        }
-        let f = -yj * g[j];
-        if f < gmin {
-            gmin = f;
-        }
+    let mut mn = [f64::INFINITY; LANES];
+    let mut best = [f64::INFINITY; LANES];
+    let mut bj = [usize::MAX; LANES];
+    let mut step = |t: usize,
+                    k: usize,
+                    mn: &mut [f64; LANES],
+                    best: &mut [f64; LANES],
+                    bj: &mut [usize; LANES]| {
+        let yt = y[t];
+        let f = -yt * g[t];
+        let low = flags[t] & IN_LOW != 0;
+        let fl = if low { f } else { f64::INFINITY };
+        mn[k] = if fl < mn[k] { fl } else { mn[k] };
         let b = gmax - f;
-        if b > 0.0 {
-            let mut quad = qdi + qd[j] - 2.0 * yi * yj * f64::from(col[j]);
-            if quad <= 0.0 {
-                quad = TAU;
-            }
-            let obj = -(b * b) / quad;
-            if obj <= best {
-                best = obj;
-                jbest = j;
-                qbest = col[j];
-            }
+        let quad = qdi + qd[t] - 2.0 * yi * yt * f64::from(col[t]);
+        let quad = if quad > 0.0 { quad } else { TAU };
+        let obj = -(b * b) / quad;
+        let ok = low && b > 0.0 && obj <= best[k];
+        best[k] = if ok { obj } else { best[k] };
+        bj[k] = if ok { t } else { bj[k] };
+    };
+    for c in (0..full).step_by(LANES) {
+        for k in 0..LANES {
+            step(c + k, k, &mut mn, &mut best, &mut bj);
+        }
+    }
+    for t in full..act {
+        step(t, 0, &mut mn, &mut best, &mut bj);
+    }
+    let gmin = mn.iter().copied().fold(f64::INFINITY, f64::min);
+    let (mut ob, mut j) = (f64::INFINITY, usize::MAX);
+    for k in 0..LANES {
+        if bj[k] != usize::MAX
+            && (best[k] < ob || (best[k] == ob && (j == usize::MAX || bj[k] > j)))
+        {
+            ob = best[k];
+            j = bj[k];
         }
     }
     *viol = gmax - gmin;
-    if gmax - gmin < tol || jbest == usize::MAX {
+    if gmax - gmin < tol || j == usize::MAX {
         return None;
     }
-    Some((i, jbest, f64::from(qbest)))
+    Some((i, j, f64::from(col[j])))
 }
 
 /// Single-variable rule (no equality): the KKT violator with the largest clipped-Newton
