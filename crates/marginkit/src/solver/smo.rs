@@ -89,6 +89,12 @@ pub(crate) struct State {
     pub status: Vec<Bound>,
     /// [`IN_UP`] / [`IN_LOW`] bits, kept in step with `status` and `y`.
     pub flags: Vec<u8>,
+    /// 0 if the variable is in `I_up`, else `+inf` (a mask for branch-free scans).
+    pub up_inf: Vec<f64>,
+    /// 0 if the variable is in `I_low`, else `+inf`.
+    pub low_inf: Vec<f64>,
+    /// Work space for the selection scans (not per-variable state; never swapped).
+    pub scratch: Vec<f64>,
     /// Original index of the variable at each position.
     pub perm: Vec<usize>,
     /// `1/2 a_X'Q_XX a_X + p_X'a_X` over the fixed variables.
@@ -114,6 +120,8 @@ impl State {
         self.qd.swap(i, j);
         self.status.swap(i, j);
         self.flags.swap(i, j);
+        self.up_inf.swap(i, j);
+        self.low_inf.swap(i, j);
         self.perm.swap(i, j);
     }
 
@@ -132,7 +140,10 @@ impl State {
     pub fn update_status(&mut self, i: usize) {
         let b = Self::bound_of(self.alpha[i], self.upper[i]);
         self.status[i] = b;
-        self.flags[i] = Self::flags_of(b, self.y[i]);
+        let f = Self::flags_of(b, self.y[i]);
+        self.flags[i] = f;
+        self.up_inf[i] = if f & IN_UP != 0 { 0.0 } else { f64::INFINITY };
+        self.low_inf[i] = if f & IN_LOW != 0 { 0.0 } else { f64::INFINITY };
     }
 
     #[inline]
@@ -255,6 +266,9 @@ impl State {
             qd: q.diag().to_vec(),
             status: vec![Bound::Lower; n],
             flags: vec![0; n],
+            up_inf: vec![0.0; n],
+            low_inf: vec![0.0; n],
+            scratch: vec![0.0; n],
             perm: (0..n).collect(),
             obj_fixed: 0.0,
             delta,
@@ -376,7 +390,11 @@ impl State {
             if !(a >= 0.0 && a <= u) || self.status[i] != Self::bound_of(a, u) {
                 return false;
             }
-            if self.flags[i] != Self::flags_of(self.status[i], self.y[i]) {
+            let f = Self::flags_of(self.status[i], self.y[i]);
+            if self.flags[i] != f
+                || (self.up_inf[i] == 0.0) != (f & IN_UP != 0)
+                || (self.low_inf[i] == 0.0) != (f & IN_LOW != 0)
+            {
                 return false;
             }
         }
@@ -501,100 +519,88 @@ pub(crate) fn pair_step(st: &State, i: usize, j: usize, qij: f64) -> (f64, f64) 
     }
 }
 
+/// Lane-wise minimum of a slice (`+inf` if empty): [`LANES`] independent accumulators, so
+/// the loop vectorizes; the result does not depend on the order.
+#[inline]
+fn lane_min(v: &[f64]) -> f64 {
+    let mut acc = [f64::INFINITY; LANES];
+    let mut chunks = v.chunks_exact(LANES);
+    for c in &mut chunks {
+        for k in 0..LANES {
+            acc[k] = if c[k] < acc[k] { c[k] } else { acc[k] };
+        }
+    }
+    let mut m = f64::INFINITY;
+    for &x in chunks.remainder().iter().chain(acc.iter()) {
+        m = if x < m { x } else { m };
+    }
+    m
+}
+
 /// WSS3 over the active set. Returns the pair and `Q_ij`, or `None` when `m - M <= tol`;
 /// always sets the violation `m - M` (`-inf` when a side is empty).
 ///
-/// Both scans keep [`LANES`] independent running extrema (selects, no data-dependent
-/// branches) so that they pipeline and vectorize; ties go to the larger index, as a single
-/// scan with `>=` / `<=` would do.
+/// Written as branch-free passes over contiguous arrays (masks `up_inf` / `low_inf` are 0 or
+/// `+inf`), which the compiler vectorizes; ties go to the largest index, as a single scan
+/// with `>=` / `<=` would do.
 fn select_pair<Q: QMatrix + ?Sized>(
-    st: &State,
+    st: &mut State,
     q: &mut Q,
     tol: f64,
     viol: &mut f64,
 ) -> Option<(usize, usize, f64)> {
     let act = st.active;
-    let y = &st.y[..act];
-    let g = &st.g[..act];
-    let flags = &st.flags[..act];
-    let mut mx = [f64::NEG_INFINITY; LANES];
-    let mut mi = [usize::MAX; LANES];
-    let full = act / LANES * LANES;
-    for c in (0..full).step_by(LANES) {
-        for k in 0..LANES {
-            let t = c + k;
-            let f = -y[t] * g[t];
-            let ok = flags[t] & IN_UP != 0 && f >= mx[k];
-            mx[k] = if ok { f } else { mx[k] };
-            mi[k] = if ok { t } else { mi[k] };
+    // i = argmax_{I_up} -y g: scratch holds y g + up_inf, so i minimizes it.
+    {
+        let (y, g, up) = (&st.y[..act], &st.g[..act], &st.up_inf[..act]);
+        for (((o, &yt), &gt), &m) in st.scratch[..act].iter_mut().zip(y).zip(g).zip(up) {
+            *o = yt * gt + m;
         }
     }
-    for t in full..act {
-        let f = -y[t] * g[t];
-        if flags[t] & IN_UP != 0 && f >= mx[0] {
-            mx[0] = f;
-            mi[0] = t;
-        }
-    }
-    let (mut gmax, mut i) = (f64::NEG_INFINITY, usize::MAX);
-    for k in 0..LANES {
-        if mi[k] != usize::MAX
-            && (mx[k] > gmax || (mx[k] == gmax && (i == usize::MAX || mi[k] > i)))
-        {
-            gmax = mx[k];
-            i = mi[k];
-        }
-    }
-    if i == usize::MAX {
+    let neg_gmax = lane_min(&st.scratch[..act]);
+    if neg_gmax == f64::INFINITY {
         *viol = f64::NEG_INFINITY;
         return None;
     }
+    let i = st.scratch[..act].iter().rposition(|&v| v == neg_gmax)?;
+    let gmax = -st.y[i] * st.g[i];
     let col = &q.column(i, act)[..act];
     let (yi, qdi) = (st.y[i], st.qd[i]);
-    let qd = &st.qd[..act];
-    let mut mn = [f64::INFINITY; LANES];
-    let mut best = [f64::INFINITY; LANES];
-    let mut bj = [usize::MAX; LANES];
-    let mut step = |t: usize,
-                    k: usize,
-                    mn: &mut [f64; LANES],
-                    best: &mut [f64; LANES],
-                    bj: &mut [usize; LANES]| {
-        let yt = y[t];
-        let f = -yt * g[t];
-        let low = flags[t] & IN_LOW != 0;
-        let fl = if low { f } else { f64::INFINITY };
-        mn[k] = if fl < mn[k] { fl } else { mn[k] };
-        let b = gmax - f;
-        let quad = qdi + qd[t] - 2.0 * yi * yt * f64::from(col[t]);
-        let quad = if quad > 0.0 { quad } else { TAU };
-        let obj = -(b * b) / quad;
-        let ok = low && b > 0.0 && obj <= best[k];
-        best[k] = if ok { obj } else { best[k] };
-        bj[k] = if ok { t } else { bj[k] };
-    };
-    for c in (0..full).step_by(LANES) {
-        for k in 0..LANES {
-            step(c + k, k, &mut mn, &mut best, &mut bj);
+    // M = min_{I_low} -y g.
+    {
+        let (y, g, low) = (&st.y[..act], &st.g[..act], &st.low_inf[..act]);
+        for (((o, &yt), &gt), &m) in st.scratch[..act].iter_mut().zip(y).zip(g).zip(low) {
+            *o = -yt * gt + m;
         }
     }
-    for t in full..act {
-        step(t, 0, &mut mn, &mut best, &mut bj);
-    }
-    let gmin = mn.iter().copied().fold(f64::INFINITY, f64::min);
-    let (mut ob, mut j) = (f64::INFINITY, usize::MAX);
-    for k in 0..LANES {
-        if bj[k] != usize::MAX
-            && (best[k] < ob || (best[k] == ob && (j == usize::MAX || bj[k] > j)))
-        {
-            ob = best[k];
-            j = bj[k];
-        }
-    }
+    let gmin = lane_min(&st.scratch[..act]);
     *viol = gmax - gmin;
-    if gmax - gmin < tol || j == usize::MAX {
+    if gmax - gmin < tol {
         return None;
     }
+    // j = argmin over I_low with -y g < m of -b^2 / quad.
+    {
+        let (y, g, low, qd) = (&st.y[..act], &st.g[..act], &st.low_inf[..act], &st.qd[..act]);
+        let it = st.scratch[..act]
+            .iter_mut()
+            .zip(y)
+            .zip(g)
+            .zip(low)
+            .zip(qd)
+            .zip(col);
+        for (((((o, &yt), &gt), &m), &qdt), &qit) in it {
+            let b = gmax + yt * gt;
+            let quad = qdi + qdt - 2.0 * yi * yt * f64::from(qit);
+            let quad = if quad > 0.0 { quad } else { TAU };
+            let obj = -(b * b) / quad + m;
+            *o = if b > 0.0 { obj } else { f64::INFINITY };
+        }
+    }
+    let best = lane_min(&st.scratch[..act]);
+    if best == f64::INFINITY {
+        return None;
+    }
+    let j = st.scratch[..act].iter().rposition(|&v| v == best)?;
     Some((i, j, f64::from(col[j])))
 }
 
@@ -863,11 +869,11 @@ pub fn solve<Q: QMatrix>(
             }
         }
         if with_eq {
-            let mut sel = select_pair(&st, q, tol, &mut viol);
+            let mut sel = select_pair(&mut st, q, tol, &mut viol);
             if sel.is_none() {
                 if st.active < st.l {
                     st.reconstruct_gradient(q);
-                    sel = select_pair(&st, q, tol, &mut viol);
+                    sel = select_pair(&mut st, q, tol, &mut viol);
                     counter = 1;
                 }
                 if sel.is_none() {
@@ -912,7 +918,7 @@ pub fn solve<Q: QMatrix>(
     if status != Status::Converged {
         // Report the violation of the returned point.
         if with_eq {
-            let _ = select_pair(&st, q, tol, &mut viol);
+            let _ = select_pair(&mut st, q, tol, &mut viol);
         } else {
             let _ = select_single(&st, tol, &mut viol);
         }
