@@ -10,6 +10,7 @@ use clarabel::solver::{
 use marginkit::kernel::qmatrix::{kernel_value, DenseQ, OneClassQ, QMatrix, SvcQ, SvrQ};
 use marginkit::solver::kkt::{check_dense, KktReport};
 use marginkit::solver::smo::solve;
+use marginkit::solver::smo_nu::solve_nu;
 use marginkit::solver::{
     BoxQp, Equality, NoObserver, Shrinking, SolveInfo, SolverSettings, Status, VarFix,
 };
@@ -37,6 +38,15 @@ fn round32(q: &[f64]) -> Vec<f64> {
 
 /// Clarabel's optimum of the box QP (dense Q), or None if it did not solve.
 fn clarabel_opt(q: &[f64], qp: &BoxQp<'_>) -> Option<(f64, Vec<f64>)> {
+    clarabel_opt_eq(q, qp, &[])
+}
+
+/// As [`clarabel_opt`] with extra equality rows `(coefficients, rhs)`.
+fn clarabel_opt_eq(
+    q: &[f64],
+    qp: &BoxQp<'_>,
+    extra: &[(Vec<f64>, f64)],
+) -> Option<(f64, Vec<f64>)> {
     let n = qp.p.len();
     // Upper triangle of Q in CSC.
     let (mut colptr, mut rowval, mut nzval) = (vec![0usize], Vec::new(), Vec::new());
@@ -56,6 +66,10 @@ fn clarabel_opt(q: &[f64], qp: &BoxQp<'_>) -> Option<(f64, Vec<f64>)> {
     let mut n_zero = 0;
     if let Equality::Sum { delta } = qp.equality {
         rows.push(((0..n).map(|i| (i, f64::from(qp.y[i]))).collect(), delta));
+        n_zero += 1;
+    }
+    for (coef, rhs) in extra {
+        rows.push((coef.iter().copied().enumerate().collect(), *rhs));
         n_zero += 1;
     }
     let fixed = |i: usize| qp.fixed.map_or(VarFix::Free, |f| f[i]);
@@ -633,4 +647,80 @@ fn heart_scale_matches_clarabel() {
         info.objective
     );
     assert!(info.objective >= opt - 1e-6 * opt.abs());
+}
+
+#[test]
+fn nu_svc_dual_is_solved() {
+    let (x, y) = blobs(17, 90, 3);
+    let n = y.len();
+    let k = KernelSpec::Rbf { gamma: 0.5 };
+    let q_dense = round32(&svc_dense_q(&x, &y, k));
+    for nu in [0.2, 0.5] {
+        for shrinking in [Shrinking::On, Shrinking::Off] {
+            // LIBSVM's start: each class sum is nu n / 2, filled greedily with bound 1.
+            let (mut sp, mut sn) = (nu * n as f64 / 2.0, nu * n as f64 / 2.0);
+            let mut a = vec![0.0; n];
+            for i in 0..n {
+                let s = if y[i] > 0 { &mut sp } else { &mut sn };
+                a[i] = s.min(1.0);
+                *s -= a[i];
+            }
+            let p = vec![0.0; n];
+            let upper = vec![1.0; n];
+            let delta: f64 = (0..n).map(|i| f64::from(y[i]) * a[i]).sum();
+            let qp = BoxQp {
+                p: &p,
+                y: &y,
+                upper: &upper,
+                equality: Equality::Sum { delta },
+                fixed: None,
+            };
+            let mut q = SvcQ::new(&x, k, &y, 1 << 20).unwrap();
+            let tol = 1e-9;
+            let (info, r) = solve_nu(
+                &mut q,
+                &qp,
+                &mut a,
+                &settings(tol, shrinking),
+                &mut NoObserver,
+            )
+            .unwrap();
+            assert_eq!(info.status, Status::Converged);
+            // Class sums preserved.
+            let sum_c = |c: i8| -> f64 { (0..n).filter(|&i| y[i] == c).map(|i| a[i]).sum() };
+            assert!((sum_c(1) - nu * n as f64 / 2.0).abs() < 1e-9);
+            assert!((sum_c(-1) - nu * n as f64 / 2.0).abs() < 1e-9);
+            // Independent per-class KKT: g = Q a, band of -y g within each class.
+            let g: Vec<f64> = (0..n)
+                .map(|i| (0..n).map(|j| q_dense[i * n + j] * a[j]).sum())
+                .collect();
+            for c in [1i8, -1] {
+                let (mut up, mut low) = (f64::NEG_INFINITY, f64::INFINITY);
+                for i in (0..n).filter(|&i| y[i] == c) {
+                    let f = -f64::from(c) * g[i];
+                    let (at0, at1) = (a[i] <= 0.0, a[i] >= 1.0);
+                    let (inc, dec) = if c > 0 { (!at1, !at0) } else { (!at0, !at1) };
+                    if inc {
+                        up = up.max(f);
+                    }
+                    if dec {
+                        low = low.min(f);
+                    }
+                    // Free variables sit at the class threshold r_c.
+                    if !at0 && !at1 {
+                        let rc = if c > 0 { r + info.rho } else { r - info.rho };
+                        assert!((g[i] - rc).abs() < 1e-6, "g {} vs r_c {rc}", g[i]);
+                    }
+                }
+                assert!(up - low <= tol * 1.01 + 1e-12, "class {c}: {up} - {low}");
+            }
+            let ypos: Vec<f64> = y.iter().map(|&v| if v > 0 { 1.0 } else { 0.0 }).collect();
+            let (opt, _) = clarabel_opt_eq(&q_dense, &qp, &[(ypos, nu * n as f64 / 2.0)]).unwrap();
+            assert!(
+                (opt - info.objective).abs() <= 1e-6 * (1.0 + opt.abs()),
+                "{opt} vs {info:?}"
+            );
+            assert!(r > 0.0);
+        }
+    }
 }

@@ -137,7 +137,16 @@ impl Dots for DenseDots<'_> {
                 }
             }
             let (a, b) = ((p * PANEL).max(lo), ((p + 1) * PANEL).min(hi));
-            out[a - lo..b - lo].copy_from_slice(&acc[a - p * PANEL..b - p * PANEL]);
+            if b - a == PANEL {
+                // Full panel: a fixed-size copy (no memcpy call).
+                if let Ok(dst) = <&mut [f64; PANEL]>::try_from(&mut out[a - lo..b - lo]) {
+                    *dst = acc;
+                }
+            } else {
+                for r in a..b {
+                    out[r - lo] = acc[r - p * PANEL];
+                }
+            }
             p += 1;
         }
     }
@@ -457,7 +466,10 @@ impl<'a> KernelRows<'a> {
             Rows::Dense { panels, d } => {
                 if i != j {
                     let d = *d;
-                    let (bi, bj) = ((i / PANEL) * PANEL * d + i % PANEL, (j / PANEL) * PANEL * d + j % PANEL);
+                    let (bi, bj) = (
+                        (i / PANEL) * PANEL * d + i % PANEL,
+                        (j / PANEL) * PANEL * d + j % PANEL,
+                    );
                     for k in 0..d {
                         panels.swap(bi + k * PANEL, bj + k * PANEL);
                     }

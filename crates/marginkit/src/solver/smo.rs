@@ -580,7 +580,12 @@ fn select_pair<Q: QMatrix + ?Sized>(
     }
     // j = argmin over I_low with -y g < m of -b^2 / quad.
     {
-        let (y, g, low, qd) = (&st.y[..act], &st.g[..act], &st.low_inf[..act], &st.qd[..act]);
+        let (y, g, low, qd) = (
+            &st.y[..act],
+            &st.g[..act],
+            &st.low_inf[..act],
+            &st.qd[..act],
+        );
         let it = st.scratch[..act]
             .iter_mut()
             .zip(y)
@@ -835,11 +840,57 @@ pub fn solve<Q: QMatrix>(
     settings: &SolverSettings,
     obs: &mut dyn Observer,
 ) -> Result<SolveInfo, SolveError> {
+    let mode = match qp.equality {
+        Equality::Sum { .. } => Mode::Sum,
+        Equality::None => Mode::None,
+    };
+    run(q, qp, alpha, settings, obs, mode).map(|(info, _)| info)
+}
+
+/// Which working-set rule, shrinking test and threshold the driver uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// One equality `y'a = delta`: WSS3 pairs.
+    Sum,
+    /// No equality: single variables.
+    None,
+    /// Two equalities (one per sign of `y`): WSS3 pairs within a class (nu-SVM).
+    Nu,
+}
+
+/// What a selection rule asks the driver to do.
+enum Step {
+    Pair(usize, usize, f64),
+    Single(usize, f64),
+}
+
+fn select<Q: QMatrix + ?Sized>(
+    st: &mut State,
+    q: &mut Q,
+    tol: f64,
+    viol: &mut f64,
+    mode: Mode,
+) -> Option<Step> {
+    match mode {
+        Mode::Sum => select_pair(st, q, tol, viol).map(|(i, j, x)| Step::Pair(i, j, x)),
+        Mode::None => select_single(st, tol, viol).map(|(t, d)| Step::Single(t, d)),
+        Mode::Nu => super::smo_nu::select_nu(st, q, tol, viol).map(|(i, j, x)| Step::Pair(i, j, x)),
+    }
+}
+
+/// The SMO driver shared by every mode; returns the info and, for [`Mode::Nu`], LIBSVM's `r`.
+pub(crate) fn run<Q: QMatrix>(
+    q: &mut Q,
+    qp: &BoxQp<'_>,
+    alpha: &mut [f64],
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    mode: Mode,
+) -> Result<(SolveInfo, f64), SolveError> {
     let mut st = State::new(q, qp, alpha)?;
     let lim = Limits::new(settings, st.l);
     let tol = settings.tol;
     let shrinking = settings.shrinking == Shrinking::On;
-    let with_eq = matches!(qp.equality, Equality::Sum { .. });
     let period = st.l.clamp(1, 1000);
     let mut counter = period;
     let mut iter = 0u64;
@@ -854,10 +905,10 @@ pub fn solve<Q: QMatrix>(
         if counter == 0 {
             counter = period;
             if shrinking {
-                if with_eq {
-                    shrink_sum(&mut st, q, tol);
-                } else {
-                    shrink_none(&mut st, q, tol);
+                match mode {
+                    Mode::Sum => shrink_sum(&mut st, q, tol),
+                    Mode::None => shrink_none(&mut st, q, tol),
+                    Mode::Nu => super::smo_nu::shrink_nu(&mut st, q, tol),
                 }
             }
             debug_assert!(st.check_invariants());
@@ -868,45 +919,35 @@ pub fn solve<Q: QMatrix>(
                 break;
             }
         }
-        if with_eq {
-            let mut sel = select_pair(&mut st, q, tol, &mut viol);
+        let mut sel = select(&mut st, q, tol, &mut viol, mode);
+        if sel.is_none() {
+            if st.active < st.l {
+                // Converged on the active set: re-check on the full set.
+                st.reconstruct_gradient(q);
+                sel = select(&mut st, q, tol, &mut viol, mode);
+                counter = 1;
+            }
             if sel.is_none() {
-                if st.active < st.l {
-                    st.reconstruct_gradient(q);
-                    sel = select_pair(&mut st, q, tol, &mut viol);
-                    counter = 1;
-                }
-                if sel.is_none() {
-                    status = Status::Converged;
-                    break;
-                }
+                status = Status::Converged;
+                break;
             }
-            let Some((i, j, qij)) = sel else { break };
-            iter += 1;
-            let (ai, aj) = pair_step(&st, i, j, qij);
-            if !(ai.is_finite() && aj.is_finite()) {
-                return Err(SolveError::NonFinite { what: "alpha" });
-            }
-            apply_pair(&mut st, q, i, j, ai, aj);
-        } else {
-            let mut sel = select_single(&st, tol, &mut viol);
-            if sel.is_none() {
-                if st.active < st.l {
-                    st.reconstruct_gradient(q);
-                    sel = select_single(&st, tol, &mut viol);
-                    counter = 1;
+        }
+        iter += 1;
+        match sel {
+            Some(Step::Pair(i, j, qij)) => {
+                let (ai, aj) = pair_step(&st, i, j, qij);
+                if !(ai.is_finite() && aj.is_finite()) {
+                    return Err(SolveError::NonFinite { what: "alpha" });
                 }
-                if sel.is_none() {
-                    status = Status::Converged;
-                    break;
+                apply_pair(&mut st, q, i, j, ai, aj);
+            }
+            Some(Step::Single(t, d)) => {
+                if !d.is_finite() {
+                    return Err(SolveError::NonFinite { what: "alpha" });
                 }
+                apply_single(&mut st, q, t, d);
             }
-            let Some((t, d)) = sel else { break };
-            iter += 1;
-            if !d.is_finite() {
-                return Err(SolveError::NonFinite { what: "alpha" });
-            }
-            apply_single(&mut st, q, t, d);
+            None => break,
         }
     }
     if st.l == 0 {
@@ -917,22 +958,26 @@ pub fn solve<Q: QMatrix>(
     debug_assert!(st.check_invariants());
     if status != Status::Converged {
         // Report the violation of the returned point.
-        if with_eq {
-            let _ = select_pair(&mut st, q, tol, &mut viol);
-        } else {
-            let _ = select_single(&st, tol, &mut viol);
-        }
+        let _ = select(&mut st, q, tol, &mut viol, mode);
     }
     let objective = st.objective();
     if !objective.is_finite() {
         return Err(SolveError::NonFinite { what: "objective" });
     }
+    let (rho, r) = match mode {
+        Mode::Sum => (st.rho(), 0.0),
+        Mode::None => (0.0, 0.0),
+        Mode::Nu => super::smo_nu::rho_r(&st),
+    };
     st.scatter(alpha);
-    Ok(SolveInfo {
-        status,
-        iterations: iter,
-        objective,
-        rho: if with_eq { st.rho() } else { 0.0 },
-        max_violation: viol.max(0.0),
-    })
+    Ok((
+        SolveInfo {
+            status,
+            iterations: iter,
+            objective,
+            rho,
+            max_violation: viol.max(0.0),
+        },
+        r,
+    ))
 }
