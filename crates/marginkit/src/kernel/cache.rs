@@ -1,1 +1,275 @@
-//! (in progress)
+//! LRU cache of Q columns with a byte budget, f32 storage and partial columns.
+//!
+//! A column `i` stores its first `len` entries, in the solver's *current* (permuted) order; a
+//! request for more entries extends it and the caller fills the new tail. The least recently
+//! used columns are evicted when the budget is exceeded; the budget always holds at least two
+//! full columns, so the two columns of a working pair never evict each other.
+//!
+//! The LRU list is an index-linked list over *slots*: slot `s` holds the data of column
+//! `col_of[s]`; `slot_of[i]` is the slot of column `i`. Following a solver swap of variables
+//! `i` and `j` only exchanges the two slot links and swaps entries `i`, `j` inside every cached
+//! column (a column holding `i` but not `j` is dropped: its prefix is no longer valid).
+//! Every list operation is O(1).
+
+/// Sentinel index of the LRU list head (slot `n`).
+const NONE: u32 = u32::MAX;
+
+/// An LRU cache of partial columns (see the module documentation).
+#[derive(Debug)]
+pub struct ColumnCache {
+    n: usize,
+    /// Floats still available under the budget.
+    free_floats: usize,
+    /// Data per slot (the valid prefix is the whole vector).
+    data: Vec<Vec<f32>>,
+    /// Doubly linked LRU list over slots; index `n` is the sentinel (prev = most recent,
+    /// next = least recent).
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    /// Whether a slot is in the LRU list (holds data).
+    linked: Vec<bool>,
+    slot_of: Vec<u32>,
+    col_of: Vec<u32>,
+    /// Buffers of evicted columns, reused to avoid allocating.
+    spare: Vec<Vec<f32>>,
+    /// Row swaps not yet applied inside the cached columns (`i < j`), applied in order on the
+    /// next request: one streaming pass per column instead of one random access per swap.
+    pending: Vec<(u32, u32)>,
+    hits: u64,
+    misses: u64,
+}
+
+/// Hit and miss counts of a column cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Requests served entirely from the cache.
+    pub hits: u64,
+    /// Requests that needed new entries computed.
+    pub misses: u64,
+}
+
+impl CacheStats {
+    /// Fraction of requests served from the cache (0 when there were none).
+    pub fn hit_rate(&self) -> f64 {
+        let total = self.hits + self.misses;
+        if total == 0 {
+            0.0
+        } else {
+            self.hits as f64 / total as f64
+        }
+    }
+}
+
+impl ColumnCache {
+    /// A cache for `n` columns (each up to `n` long) within `budget_bytes` bytes of column data.
+    /// The budget is raised to two full columns if smaller.
+    pub fn new(n: usize, budget_bytes: u64) -> Self {
+        let floats = usize::try_from(budget_bytes / 4).unwrap_or(usize::MAX);
+        let floats = floats.max(2 * n);
+        let sentinel = n as u32;
+        Self {
+            n,
+            free_floats: floats,
+            data: (0..n).map(|_| Vec::new()).collect(),
+            prev: vec![sentinel; n + 1],
+            next: vec![sentinel; n + 1],
+            linked: vec![false; n],
+            slot_of: (0..n as u32).collect(),
+            col_of: (0..n as u32).collect(),
+            spare: Vec::new(),
+            pending: Vec::new(),
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// Number of columns.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Hit and miss counts so far.
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits,
+            misses: self.misses,
+        }
+    }
+
+    fn unlink(&mut self, s: usize) {
+        let (p, q) = (self.prev[s], self.next[s]);
+        self.next[p as usize] = q;
+        self.prev[q as usize] = p;
+        self.linked[s] = false;
+    }
+
+    /// Inserts slot `s` as the most recently used.
+    fn push_recent(&mut self, s: usize) {
+        let head = self.n;
+        let last = self.prev[head];
+        self.next[last as usize] = s as u32;
+        self.prev[s] = last;
+        self.next[s] = head as u32;
+        self.prev[head] = s as u32;
+        self.linked[s] = true;
+    }
+
+    fn evict_slot(&mut self, s: usize) {
+        self.unlink(s);
+        let mut v = std::mem::take(&mut self.data[s]);
+        self.free_floats += v.len();
+        v.clear();
+        if v.capacity() > 0 {
+            self.spare.push(v);
+        }
+    }
+
+    /// Makes column `i` hold `len` entries and marks it most recently used. Returns the mutable
+    /// column and the number of entries that were already valid: the caller must fill
+    /// `[valid..len]`. Column `keep` (if any) is never evicted by this call.
+    pub fn request(&mut self, i: usize, len: usize, keep: Option<usize>) -> (&mut [f32], usize) {
+        if !self.pending.is_empty() {
+            self.flush();
+        }
+        let s = self.slot_of[i] as usize;
+        if self.linked[s] {
+            self.unlink(s);
+        }
+        let have = self.data[s].len();
+        if have >= len {
+            self.hits += 1;
+            self.push_recent(s);
+            return (&mut self.data[s][..len], len);
+        }
+        self.misses += 1;
+        let need = len - have;
+        let keep_slot = keep.map(|k| self.slot_of[k] as usize);
+        while self.free_floats < need {
+            let victim = self.next[self.n];
+            if victim == self.n as u32 || victim == NONE {
+                break;
+            }
+            let v = victim as usize;
+            if Some(v) == keep_slot {
+                // Move the protected column to the recent end and keep evicting.
+                self.unlink(v);
+                self.push_recent(v);
+                if self.next[self.n] as usize == v {
+                    break;
+                }
+                continue;
+            }
+            self.evict_slot(v);
+        }
+        self.free_floats = self.free_floats.saturating_sub(need);
+        if self.data[s].capacity() == 0 {
+            if let Some(buf) = self.spare.pop() {
+                self.data[s] = buf;
+            }
+        }
+        self.data[s].resize(len, 0.0);
+        self.push_recent(s);
+        (&mut self.data[s][..len], have)
+    }
+
+    /// The first `len` entries of column `i`, which must have been requested with at least
+    /// `len` entries and not evicted or swapped since.
+    pub fn get(&self, i: usize, len: usize) -> &[f32] {
+        &self.data[self.slot_of[i] as usize][..len]
+    }
+
+    /// Follows a solver swap of positions `i` and `j`.
+    pub fn swap_index(&mut self, i: usize, j: usize) {
+        if i == j {
+            return;
+        }
+        let (i, j) = if i < j { (i, j) } else { (j, i) };
+        // Column identities: exchange the slots.
+        let (si, sj) = (self.slot_of[i], self.slot_of[j]);
+        self.slot_of.swap(i, j);
+        self.col_of[si as usize] = j as u32;
+        self.col_of[sj as usize] = i as u32;
+        // Row entries inside the cached columns: deferred.
+        self.pending.push((i as u32, j as u32));
+    }
+
+    /// Applies the pending row swaps to every cached column.
+    fn flush(&mut self) {
+        let mut s = self.next[self.n];
+        while s != self.n as u32 {
+            let su = s as usize;
+            let nxt = self.next[su];
+            let col = &mut self.data[su];
+            let len = col.len();
+            let mut drop = false;
+            for &(i, j) in &self.pending {
+                let (i, j) = (i as usize, j as usize);
+                if len > j {
+                    col.swap(i, j);
+                } else if len > i {
+                    // Entry j is missing, so the prefix would be wrong after the swap.
+                    drop = true;
+                    break;
+                }
+            }
+            if drop {
+                self.evict_slot(su);
+            }
+            s = nxt;
+        }
+        self.pending.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(c: &mut ColumnCache, i: usize, len: usize, val: impl Fn(usize) -> f32) {
+        let (col, valid) = c.request(i, len, None);
+        for (k, v) in col.iter_mut().enumerate().skip(valid) {
+            *v = val(k);
+        }
+    }
+
+    #[test]
+    fn lru_eviction_and_partial_extension() {
+        // Budget: exactly 2 full columns of 4.
+        let mut c = ColumnCache::new(4, 32);
+        fill(&mut c, 0, 4, |k| k as f32);
+        fill(&mut c, 1, 4, |k| 10.0 + k as f32);
+        assert_eq!(c.stats().misses, 2);
+        let (_, valid) = c.request(0, 4, None);
+        assert_eq!(valid, 4);
+        assert_eq!(c.stats().hits, 1);
+        // Column 2 evicts the least recent (1).
+        fill(&mut c, 2, 4, |k| 20.0 + k as f32);
+        assert_eq!(c.get(0, 4), &[0.0, 1.0, 2.0, 3.0]);
+        let (_, valid) = c.request(1, 2, Some(2));
+        assert_eq!(valid, 0);
+        // Partial then extension.
+        let mut c = ColumnCache::new(5, 1000);
+        fill(&mut c, 3, 2, |k| k as f32);
+        let (col, valid) = c.request(3, 5, None);
+        assert_eq!(valid, 2);
+        assert_eq!(col.len(), 5);
+    }
+
+    #[test]
+    fn swap_follows_permutation() {
+        let mut c = ColumnCache::new(4, 1000);
+        fill(&mut c, 0, 4, |k| k as f32);
+        fill(&mut c, 1, 2, |k| 10.0 + k as f32);
+        c.swap_index(0, 3);
+        c.swap_index(1, 2);
+        c.swap_index(1, 2);
+        // Column 0's data is now column 3's, with entries 0 and 3 swapped.
+        let _ = c.request(2, 0, None);
+        assert_eq!(c.get(3, 4), &[3.0, 1.0, 2.0, 0.0]);
+        // Column 1 had length 2: it holds entry 0 but not 3, so it is dropped.
+        let (_, valid) = c.request(1, 2, None);
+        assert_eq!(valid, 0);
+        let (_, valid) = c.request(0, 1, None);
+        assert_eq!(valid, 0);
+    }
+}

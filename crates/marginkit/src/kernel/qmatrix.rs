@@ -1,1 +1,891 @@
-//! (in progress)
+//! The Q matrices the SMO solver reads, column by column, through an LRU cache.
+//!
+//! * [`SvcQ`]: `Q_ij = y_i y_j K(x_i, x_j)` (C-SVC, nu-SVC).
+//! * [`OneClassQ`]: `Q_ij = K(x_i, x_j)` (one-class SVM, SVDD-style duals).
+//! * [`SvrQ`]: `2l` virtual variables over `l` samples (epsilon-SVR, nu-SVR):
+//!   variable `k < l` is `alpha_k` (sign +1), variable `k + l` is `alpha*_k` (sign -1), and
+//!   `Q_ab = s_a s_b K(x_{a mod l}, x_{b mod l})`.
+//!
+//! All of them follow the solver's permutation (`swap_index`), compute the missing entries of a
+//! column in blocks of [`BLOCK`] entries, in parallel on the current rayon pool when the
+//! column is long, and every entry is computed independently of the blocking, so the results
+//! are bit-identical for any number of threads. The kernel is dispatched once per column fill
+//! to a function generic over the row storage and the kernel's outer function.
+//!
+//! The RBF kernel uses `|u - v|^2 = |u|^2 + |v|^2 - 2 u'v` with precomputed squared norms and a
+//! branch-free exponential ([`exp_nonpositive`], relative error below 1e-15) that the
+//! compiler vectorizes; the cache stores f32, so this is far below the storage precision.
+
+use rayon::prelude::*;
+
+use super::cache::{CacheStats, ColumnCache};
+use super::{powi, KernelSpec};
+use crate::data::{ops, CsrMatrix, Features};
+use crate::error::DataError;
+
+/// Entries computed per block (one rayon task when parallel).
+pub const BLOCK: usize = 512;
+/// Columns with fewer missing entries than this are filled serially.
+const PAR_MIN: usize = 4 * BLOCK;
+
+/// A symmetric matrix served column by column to the SMO solver.
+pub trait QMatrix {
+    /// Number of variables.
+    fn n(&self) -> usize;
+    /// The diagonal `Q_ii` in the current order.
+    fn diag(&self) -> &[f64];
+    /// The first `len` entries of column `i` (current order).
+    fn column(&mut self, i: usize, len: usize) -> &[f32];
+    /// The first `len` entries of columns `i` and `j`, both borrowed.
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]);
+    /// Swaps variables `i` and `j` (the solver's permutation).
+    fn swap_index(&mut self, i: usize, j: usize);
+    /// Cache hits and misses so far.
+    fn cache_stats(&self) -> CacheStats;
+}
+
+/// Row storage in the current order.
+#[derive(Debug)]
+enum Rows<'a> {
+    /// A private copy in panel layout (see [`DenseDots`]), permuted along with the solver.
+    Dense { panels: Vec<f64>, d: usize },
+    /// Borrowed CSR rows through a permutation.
+    Sparse { x: &'a CsrMatrix, perm: Vec<u32> },
+    /// Kernel values `k[a * n + b]` in the original order, through a permutation.
+    Pre {
+        k: Vec<f64>,
+        n: usize,
+        perm: Vec<u32>,
+    },
+}
+
+/// Kernel evaluation over a (permutable) set of rows.
+#[derive(Debug)]
+struct KernelRows<'a> {
+    rows: Rows<'a>,
+    norms: Vec<f64>,
+    spec: KernelSpec,
+}
+
+/// Source of inner products between rows `i` and `j` in the current order.
+trait Dots: Sync {
+    fn dot(&self, i: usize, j: usize) -> f64;
+    /// `out[k] = dot(i, lo + k)`.
+    #[inline]
+    fn block(&self, i: usize, lo: usize, out: &mut [f64]) {
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = self.dot(i, lo + k);
+        }
+    }
+}
+
+/// Rows per panel of the dense layout.
+const PANEL: usize = 8;
+
+/// Dense rows stored in panels of [`PANEL`] rows, feature-major inside a panel: feature `k`
+/// of row `r` is at `(r / PANEL) * PANEL * d + k * PANEL + r % PANEL`. A block of inner
+/// products then runs over contiguous lanes (`PANEL` independent accumulators, vectorized);
+/// every inner product is the sequential sum over `k`, the same for any blocking or thread
+/// count, and symmetric in its two rows.
+struct DenseDots<'b> {
+    panels: &'b [f64],
+    d: usize,
+}
+
+impl DenseDots<'_> {
+    #[inline]
+    fn at(&self, r: usize, k: usize) -> f64 {
+        self.panels[(r / PANEL) * PANEL * self.d + k * PANEL + r % PANEL]
+    }
+}
+
+/// Packs row-major values into the panel layout (rows padded with zeros).
+fn pack_panels(vals: &[f64], n: usize, d: usize) -> Vec<f64> {
+    let np = n.div_ceil(PANEL);
+    let mut out = vec![0.0; np * PANEL * d];
+    for r in 0..n {
+        for k in 0..d {
+            out[(r / PANEL) * PANEL * d + k * PANEL + r % PANEL] = vals[r * d + k];
+        }
+    }
+    out
+}
+
+impl Dots for DenseDots<'_> {
+    #[inline]
+    fn dot(&self, i: usize, j: usize) -> f64 {
+        let mut s = 0.0;
+        for k in 0..self.d {
+            s += self.at(i, k) * self.at(j, k);
+        }
+        s
+    }
+    #[inline]
+    fn block(&self, i: usize, lo: usize, out: &mut [f64]) {
+        let d = self.d;
+        let hi = lo + out.len();
+        let pi = &self.panels[(i / PANEL) * PANEL * d..(i / PANEL + 1) * PANEL * d];
+        let ri = i % PANEL;
+        let mut p = lo / PANEL;
+        while p * PANEL < hi {
+            let panel = &self.panels[p * PANEL * d..(p + 1) * PANEL * d];
+            let mut acc = [0.0f64; PANEL];
+            for (xs, lane) in pi.chunks_exact(PANEL).zip(panel.chunks_exact(PANEL)) {
+                let xik = xs[ri];
+                for r in 0..PANEL {
+                    acc[r] += xik * lane[r];
+                }
+            }
+            let (a, b) = ((p * PANEL).max(lo), ((p + 1) * PANEL).min(hi));
+            if b - a == PANEL {
+                // Full panel: a fixed-size copy (no memcpy call).
+                if let Ok(dst) = <&mut [f64; PANEL]>::try_from(&mut out[a - lo..b - lo]) {
+                    *dst = acc;
+                }
+            } else {
+                for r in a..b {
+                    out[r - lo] = acc[r - p * PANEL];
+                }
+            }
+            p += 1;
+        }
+    }
+}
+
+struct SparseDots<'b> {
+    x: &'b CsrMatrix,
+    perm: &'b [u32],
+}
+
+impl Dots for SparseDots<'_> {
+    #[inline]
+    fn dot(&self, i: usize, j: usize) -> f64 {
+        let (ia, va) = self.x.row(self.perm[i] as usize);
+        let (ib, vb) = self.x.row(self.perm[j] as usize);
+        ops::sparse_dot(ia, va, ib, vb)
+    }
+}
+
+struct PreDots<'b> {
+    k: &'b [f64],
+    n: usize,
+    perm: &'b [u32],
+}
+
+impl Dots for PreDots<'_> {
+    #[inline]
+    fn dot(&self, i: usize, j: usize) -> f64 {
+        self.k[self.perm[i] as usize * self.n + self.perm[j] as usize]
+    }
+}
+
+/// The kernel's outer function applied to a block of inner products, in place.
+trait Outer: Sync {
+    fn apply(&self, dots: &mut [f64], ni: f64, nj: &[f64]);
+}
+
+struct Identity;
+impl Outer for Identity {
+    #[inline]
+    fn apply(&self, _: &mut [f64], _: f64, _: &[f64]) {}
+}
+
+struct PolyOuter {
+    gamma: f64,
+    coef0: f64,
+    degree: u32,
+}
+impl Outer for PolyOuter {
+    #[inline]
+    fn apply(&self, dots: &mut [f64], _: f64, _: &[f64]) {
+        for v in dots.iter_mut() {
+            *v = powi(self.gamma * *v + self.coef0, self.degree);
+        }
+    }
+}
+
+struct SigmoidOuter {
+    gamma: f64,
+    coef0: f64,
+}
+impl Outer for SigmoidOuter {
+    #[inline]
+    fn apply(&self, dots: &mut [f64], _: f64, _: &[f64]) {
+        for v in dots.iter_mut() {
+            *v = (self.gamma * *v + self.coef0).tanh();
+        }
+    }
+}
+
+struct RbfOuter {
+    gamma: f64,
+}
+impl Outer for RbfOuter {
+    #[inline]
+    fn apply(&self, dots: &mut [f64], ni: f64, nj: &[f64]) {
+        let g = self.gamma;
+        for (v, &n) in dots.iter_mut().zip(nj) {
+            // Clamp: rounding can make the squared distance slightly negative.
+            let d2 = (ni + n - 2.0 * *v).max(0.0);
+            *v = exp_nonpositive(-g * d2);
+        }
+    }
+}
+
+/// `exp(x)` for `x <= 0` without branches (vectorizable): `x = k ln2 + r`, `|r| <= ln2/2`,
+/// a degree-13 Taylor polynomial for `exp(r)` (Estrin's scheme) and `2^k` built from its bits.
+/// Relative error below 1e-15; arguments below -700 give about 1e-304 (0 in f32).
+#[inline(always)]
+pub fn exp_nonpositive(x: f64) -> f64 {
+    const LOG2E: f64 = std::f64::consts::LOG2_E;
+    const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    // 1.5 * 2^52: adding it rounds to an integer held in the low mantissa bits.
+    const SHIFT: f64 = 6_755_399_441_055_744.0;
+    let x = x.clamp(-700.0, 0.0);
+    let t = x * LOG2E + SHIFT;
+    let kbits = t.to_bits();
+    let k = t - SHIFT;
+    let r = (x - k * LN2_HI) - k * LN2_LO;
+    // Estrin's scheme for sum_{k<=13} r^k / k!: a short dependency chain.
+    let r2 = r * r;
+    let r4 = r2 * r2;
+    let r8 = r4 * r4;
+    let p01 = 1.0 + r;
+    let p23 = 0.5 + r * (1.0 / 6.0);
+    let p45 = 1.0 / 24.0 + r * (1.0 / 120.0);
+    let p67 = 1.0 / 720.0 + r * (1.0 / 5_040.0);
+    let p89 = 1.0 / 40_320.0 + r * (1.0 / 362_880.0);
+    let p1011 = 1.0 / 3_628_800.0 + r * (1.0 / 39_916_800.0);
+    let p1213 = 1.0 / 479_001_600.0 + r * (1.0 / 6_227_020_800.0);
+    let q0 = p01 + r2 * p23;
+    let q1 = p45 + r2 * p67;
+    let q2 = p89 + r2 * p1011;
+    let s0 = q0 + r4 * q1;
+    let s1 = q2 + r4 * p1213;
+    let p = s0 + r8 * s1;
+    // The low 12 bits of kbits hold k (two's complement, |k| <= 1010); shifting them into the
+    // exponent field gives 2^k.
+    let scale = f64::from_bits(kbits.wrapping_add(1023) << 52);
+    p * scale
+}
+
+/// Fills `out[start..]` (entries `start..start + out.len()` of column `i`): kernel values,
+/// negated where `signs[i] != signs[j]`.
+fn fill_blocks<D: Dots, O: Outer>(
+    dots: &D,
+    outer: &O,
+    norms: &[f64],
+    signs: Option<&[i8]>,
+    i: usize,
+    out: &mut [f32],
+    start: usize,
+) {
+    let ni = norms[i];
+    let block = |b: usize, chunk: &mut [f32]| {
+        let lo = start + b * BLOCK;
+        let mut buf = [0.0f64; BLOCK];
+        let buf = &mut buf[..chunk.len()];
+        dots.block(i, lo, buf);
+        outer.apply(buf, ni, &norms[lo..lo + chunk.len()]);
+        match signs {
+            Some(s) => {
+                let si = s[i];
+                for ((o, &v), &sj) in chunk.iter_mut().zip(buf.iter()).zip(&s[lo..]) {
+                    let f = v as f32;
+                    *o = if sj == si { f } else { -f };
+                }
+            }
+            None => {
+                for (o, &v) in chunk.iter_mut().zip(buf.iter()) {
+                    *o = v as f32;
+                }
+            }
+        }
+    };
+    if out.len() >= PAR_MIN && rayon::current_num_threads() > 1 {
+        out.par_chunks_mut(BLOCK)
+            .enumerate()
+            .for_each(|(b, c)| block(b, c));
+    } else {
+        for (b, c) in out.chunks_mut(BLOCK).enumerate() {
+            block(b, c);
+        }
+    }
+}
+
+impl<'a> KernelRows<'a> {
+    fn new(x: &'a Features, spec: KernelSpec) -> Result<Self, DataError> {
+        let n = x.n_rows();
+        let rows = match (spec, x) {
+            (KernelSpec::Precomputed, _) => {
+                let mut serial = Vec::with_capacity(n);
+                for r in 0..n {
+                    let s = x.row(r).get(0);
+                    if !(s.fract() == 0.0 && s >= 1.0 && s <= n as f64) {
+                        return Err(DataError::Precomputed {
+                            row: r,
+                            reason: "the serial number (index 0) must be an integer in 1..=n",
+                        });
+                    }
+                    serial.push(s as usize);
+                }
+                let mut k = vec![0.0; n * n];
+                for a in 0..n {
+                    let row = x.row(a);
+                    for (b, &s) in serial.iter().enumerate() {
+                        k[a * n + b] = row.get(s);
+                    }
+                }
+                Rows::Pre {
+                    k,
+                    n,
+                    perm: (0..n as u32).collect(),
+                }
+            }
+            (_, Features::Dense(m)) => Rows::Dense {
+                panels: pack_panels(m.values(), n, m.n_cols()),
+                d: m.n_cols(),
+            },
+            (_, Features::Sparse(m)) => Rows::Sparse {
+                x: m,
+                perm: (0..n as u32).collect(),
+            },
+        };
+        let mut kr = Self {
+            rows,
+            norms: Vec::new(),
+            spec,
+        };
+        // Norms through the same summation as the inner products, so that the squared
+        // distance of a row to itself is exactly 0.
+        kr.norms = (0..n)
+            .map(|r| match &kr.rows {
+                Rows::Dense { panels, d } => DenseDots { panels, d: *d }.dot(r, r),
+                Rows::Sparse { x, perm } => SparseDots { x, perm }.dot(r, r),
+                Rows::Pre { .. } => 0.0,
+            })
+            .collect();
+        Ok(kr)
+    }
+
+    fn n(&self) -> usize {
+        self.norms.len()
+    }
+
+    /// Entries `start..start + out.len()` of column `i`.
+    fn fill(&self, i: usize, out: &mut [f32], start: usize, signs: Option<&[i8]>) {
+        match &self.rows {
+            Rows::Dense { panels, d } => {
+                self.with_outer(&DenseDots { panels, d: *d }, i, out, start, signs)
+            }
+            Rows::Sparse { x, perm } => {
+                self.with_outer(&SparseDots { x, perm }, i, out, start, signs)
+            }
+            Rows::Pre { k, n, perm } => fill_blocks(
+                &PreDots { k, n: *n, perm },
+                &Identity,
+                &self.norms,
+                signs,
+                i,
+                out,
+                start,
+            ),
+        }
+    }
+
+    fn with_outer<D: Dots>(
+        &self,
+        d: &D,
+        i: usize,
+        out: &mut [f32],
+        start: usize,
+        s: Option<&[i8]>,
+    ) {
+        let nm = &self.norms;
+        match self.spec {
+            KernelSpec::Linear | KernelSpec::Precomputed => {
+                fill_blocks(d, &Identity, nm, s, i, out, start)
+            }
+            KernelSpec::Poly {
+                gamma,
+                coef0,
+                degree,
+            } => fill_blocks(
+                d,
+                &PolyOuter {
+                    gamma,
+                    coef0,
+                    degree,
+                },
+                nm,
+                s,
+                i,
+                out,
+                start,
+            ),
+            KernelSpec::Rbf { gamma } => fill_blocks(d, &RbfOuter { gamma }, nm, s, i, out, start),
+            KernelSpec::Sigmoid { gamma, coef0 } => {
+                fill_blocks(d, &SigmoidOuter { gamma, coef0 }, nm, s, i, out, start)
+            }
+        }
+    }
+
+    /// `K(i, i)` in f64, through the same code path as the columns.
+    fn self_value(&self, i: usize) -> f64 {
+        let mut v = [match &self.rows {
+            Rows::Dense { panels, d } => DenseDots { panels, d: *d }.dot(i, i),
+            Rows::Sparse { x, perm } => SparseDots { x, perm }.dot(i, i),
+            Rows::Pre { k, n, perm } => PreDots { k, n: *n, perm }.dot(i, i),
+        }];
+        let ni = self.norms[i];
+        let nj = [ni];
+        match self.spec {
+            KernelSpec::Linear | KernelSpec::Precomputed => {}
+            KernelSpec::Poly {
+                gamma,
+                coef0,
+                degree,
+            } => PolyOuter {
+                gamma,
+                coef0,
+                degree,
+            }
+            .apply(&mut v, ni, &nj),
+            KernelSpec::Rbf { gamma } => RbfOuter { gamma }.apply(&mut v, ni, &nj),
+            KernelSpec::Sigmoid { gamma, coef0 } => {
+                SigmoidOuter { gamma, coef0 }.apply(&mut v, ni, &nj)
+            }
+        }
+        v[0]
+    }
+
+    fn swap(&mut self, i: usize, j: usize) {
+        self.norms.swap(i, j);
+        match &mut self.rows {
+            Rows::Dense { panels, d } => {
+                if i != j {
+                    let d = *d;
+                    let (bi, bj) = (
+                        (i / PANEL) * PANEL * d + i % PANEL,
+                        (j / PANEL) * PANEL * d + j % PANEL,
+                    );
+                    for k in 0..d {
+                        panels.swap(bi + k * PANEL, bj + k * PANEL);
+                    }
+                }
+            }
+            Rows::Sparse { perm, .. } | Rows::Pre { perm, .. } => perm.swap(i, j),
+        }
+    }
+}
+
+/// `Q_ij = y_i y_j K(x_i, x_j)` with an LRU column cache.
+#[derive(Debug)]
+pub struct SvcQ<'a> {
+    rows: KernelRows<'a>,
+    y: Vec<i8>,
+    cache: ColumnCache,
+    diag: Vec<f64>,
+}
+
+fn check_len(what: &'static str, expected: usize, found: usize) -> Result<(), DataError> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(DataError::Shape {
+            what,
+            expected,
+            found,
+        })
+    }
+}
+
+impl<'a> SvcQ<'a> {
+    /// The C-SVC matrix for features `x`, labels `y` in {-1, +1} and a cache of `cache_bytes`.
+    ///
+    /// # Errors
+    /// [`DataError::Shape`] if `y` has the wrong length, [`DataError::Precomputed`] for bad
+    /// serial numbers with a precomputed kernel.
+    pub fn new(
+        x: &'a Features,
+        kernel: KernelSpec,
+        y: &[i8],
+        cache_bytes: usize,
+    ) -> Result<Self, DataError> {
+        check_len("labels", x.n_rows(), y.len())?;
+        let rows = KernelRows::new(x, kernel)?;
+        let n = rows.n();
+        let diag = (0..n).map(|i| rows.self_value(i)).collect();
+        Ok(Self {
+            rows,
+            y: y.iter().map(|&v| if v > 0 { 1 } else { -1 }).collect(),
+            cache: ColumnCache::new(n, cache_bytes as u64),
+            diag,
+        })
+    }
+}
+
+impl QMatrix for SvcQ<'_> {
+    fn n(&self) -> usize {
+        self.diag.len()
+    }
+    fn diag(&self) -> &[f64] {
+        &self.diag
+    }
+    fn column(&mut self, i: usize, len: usize) -> &[f32] {
+        let (col, valid) = self.cache.request(i, len, None);
+        if valid < len {
+            self.rows.fill(i, &mut col[valid..], valid, Some(&self.y));
+        }
+        col
+    }
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
+        let (col, valid) = self.cache.request(i, len, None);
+        if valid < len {
+            self.rows.fill(i, &mut col[valid..], valid, Some(&self.y));
+        }
+        let (col, valid) = self.cache.request(j, len, Some(i));
+        if valid < len {
+            self.rows.fill(j, &mut col[valid..], valid, Some(&self.y));
+        }
+        (self.cache.get(i, len), self.cache.get(j, len))
+    }
+    fn swap_index(&mut self, i: usize, j: usize) {
+        self.rows.swap(i, j);
+        self.y.swap(i, j);
+        self.diag.swap(i, j);
+        self.cache.swap_index(i, j);
+    }
+    fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+}
+
+/// `Q_ij = K(x_i, x_j)` with an LRU column cache (one-class SVM).
+#[derive(Debug)]
+pub struct OneClassQ<'a> {
+    rows: KernelRows<'a>,
+    cache: ColumnCache,
+    diag: Vec<f64>,
+}
+
+impl<'a> OneClassQ<'a> {
+    /// The kernel matrix of `x` with a cache of `cache_bytes`.
+    ///
+    /// # Errors
+    /// [`DataError::Precomputed`] for bad serial numbers with a precomputed kernel.
+    pub fn new(x: &'a Features, kernel: KernelSpec, cache_bytes: usize) -> Result<Self, DataError> {
+        let rows = KernelRows::new(x, kernel)?;
+        let n = rows.n();
+        let diag = (0..n).map(|i| rows.self_value(i)).collect();
+        Ok(Self {
+            rows,
+            cache: ColumnCache::new(n, cache_bytes as u64),
+            diag,
+        })
+    }
+}
+
+impl QMatrix for OneClassQ<'_> {
+    fn n(&self) -> usize {
+        self.diag.len()
+    }
+    fn diag(&self) -> &[f64] {
+        &self.diag
+    }
+    fn column(&mut self, i: usize, len: usize) -> &[f32] {
+        let (col, valid) = self.cache.request(i, len, None);
+        if valid < len {
+            self.rows.fill(i, &mut col[valid..], valid, None);
+        }
+        col
+    }
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
+        let (col, valid) = self.cache.request(i, len, None);
+        if valid < len {
+            self.rows.fill(i, &mut col[valid..], valid, None);
+        }
+        let (col, valid) = self.cache.request(j, len, Some(i));
+        if valid < len {
+            self.rows.fill(j, &mut col[valid..], valid, None);
+        }
+        (self.cache.get(i, len), self.cache.get(j, len))
+    }
+    fn swap_index(&mut self, i: usize, j: usize) {
+        self.rows.swap(i, j);
+        self.diag.swap(i, j);
+        self.cache.swap_index(i, j);
+    }
+    fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+}
+
+/// The epsilon-SVR / nu-SVR matrix: `2l` variables over `l` samples. Variable `k` has sign
+/// `+1` and sample `k` for `k < l`, sign `-1` and sample `k - l` otherwise (before any swap);
+/// `Q_ab = s_a s_b K(x_a, x_b)`. Kernel columns are cached per sample (full length `l`) and
+/// expanded into two rotating buffers, so a pair stays valid.
+#[derive(Debug)]
+pub struct SvrQ<'a> {
+    rows: KernelRows<'a>,
+    cache: ColumnCache,
+    sign: Vec<i8>,
+    index: Vec<u32>,
+    diag: Vec<f64>,
+    buf: [Vec<f32>; 2],
+}
+
+impl<'a> SvrQ<'a> {
+    /// The SVR matrix for the `l` samples of `x` with a cache of `cache_bytes`.
+    ///
+    /// # Errors
+    /// [`DataError::Precomputed`] for bad serial numbers with a precomputed kernel.
+    pub fn new(x: &'a Features, kernel: KernelSpec, cache_bytes: usize) -> Result<Self, DataError> {
+        let rows = KernelRows::new(x, kernel)?;
+        let l = rows.n();
+        let kd: Vec<f64> = (0..l).map(|i| rows.self_value(i)).collect();
+        let mut diag = kd.clone();
+        diag.extend_from_slice(&kd);
+        let mut sign = vec![1i8; l];
+        sign.extend(std::iter::repeat(-1i8).take(l));
+        let index = (0..l as u32).chain(0..l as u32).collect();
+        Ok(Self {
+            rows,
+            cache: ColumnCache::new(l, cache_bytes as u64),
+            sign,
+            index,
+            diag,
+            buf: [vec![0.0; 2 * l], vec![0.0; 2 * l]],
+        })
+    }
+
+    fn expand(&mut self, which: usize, i: usize, len: usize) {
+        let l = self.rows.n();
+        let real = self.index[i] as usize;
+        let (col, valid) = self.cache.request(real, l, None);
+        if valid < l {
+            self.rows.fill(real, &mut col[valid..], valid, None);
+        }
+        let si = self.sign[i];
+        let buf = &mut self.buf[which][..len];
+        for ((o, &sj), &ix) in buf.iter_mut().zip(&self.sign).zip(&self.index) {
+            let v = col[ix as usize];
+            *o = if sj == si { v } else { -v };
+        }
+    }
+}
+
+impl QMatrix for SvrQ<'_> {
+    fn n(&self) -> usize {
+        self.diag.len()
+    }
+    fn diag(&self) -> &[f64] {
+        &self.diag
+    }
+    fn column(&mut self, i: usize, len: usize) -> &[f32] {
+        self.expand(0, i, len);
+        &self.buf[0][..len]
+    }
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
+        self.expand(0, i, len);
+        self.expand(1, j, len);
+        (&self.buf[0][..len], &self.buf[1][..len])
+    }
+    fn swap_index(&mut self, i: usize, j: usize) {
+        self.sign.swap(i, j);
+        self.index.swap(i, j);
+        self.diag.swap(i, j);
+    }
+    fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+}
+
+/// A dense in-memory Q (row-major, f64 values stored as f32 columns), for tests and small
+/// problems such as the reduced problems of other methods.
+#[derive(Debug, Clone)]
+pub struct DenseQ {
+    n: usize,
+    /// Column-major f32 copy in the current order.
+    cols: Vec<f32>,
+    diag: Vec<f64>,
+}
+
+impl DenseQ {
+    /// From a row-major symmetric `n x n` matrix.
+    ///
+    /// # Errors
+    /// [`DataError::Shape`] if `q.len() != n * n`.
+    pub fn new(n: usize, q: &[f64]) -> Result<Self, DataError> {
+        check_len("dense Q", n * n, q.len())?;
+        Ok(Self {
+            n,
+            cols: q.iter().map(|&v| v as f32).collect(),
+            diag: (0..n).map(|i| q[i * n + i]).collect(),
+        })
+    }
+}
+
+impl QMatrix for DenseQ {
+    fn n(&self) -> usize {
+        self.n
+    }
+    fn diag(&self) -> &[f64] {
+        &self.diag
+    }
+    fn column(&mut self, i: usize, len: usize) -> &[f32] {
+        &self.cols[i * self.n..i * self.n + len]
+    }
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
+        let n = self.n;
+        (
+            &self.cols[i * n..i * n + len],
+            &self.cols[j * n..j * n + len],
+        )
+    }
+    fn swap_index(&mut self, i: usize, j: usize) {
+        if i == j {
+            return;
+        }
+        let n = self.n;
+        for c in 0..n {
+            self.cols.swap(c * n + i, c * n + j);
+        }
+        for r in 0..n {
+            self.cols.swap(i * n + r, j * n + r);
+        }
+        self.diag.swap(i, j);
+    }
+    fn cache_stats(&self) -> CacheStats {
+        CacheStats::default()
+    }
+}
+
+/// `K(x_i, x_j)` for two samples of `x` in the original order, exactly as the Q matrices
+/// compute it (in f64): for tests and independent checks.
+pub fn kernel_value(x: &Features, kernel: KernelSpec, i: usize, j: usize) -> f64 {
+    let (a, b) = (x.row(i), x.row(j));
+    match kernel {
+        KernelSpec::Precomputed => a.get(b.get(0) as usize),
+        KernelSpec::Rbf { gamma } => {
+            let d2 = (ops::sq_norm(a) + ops::sq_norm(b) - 2.0 * ops::dot(a, b)).max(0.0);
+            exp_nonpositive(-gamma * d2)
+        }
+        _ => kernel.from_dot(ops::dot(a, b), 0.0, 0.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::DenseMatrix;
+
+    fn data() -> Features {
+        let v: Vec<f64> = (0..7 * 3)
+            .map(|k| ((k * 37 % 11) as f64) / 7.0 - 0.6)
+            .collect();
+        Features::Dense(DenseMatrix::new(7, 3, v).unwrap())
+    }
+
+    #[test]
+    fn fast_exp_is_accurate() {
+        let mut x = 0.0;
+        while x > -745.0 {
+            let (a, b) = (exp_nonpositive(x), x.exp());
+            if x > -700.0 {
+                assert!((a - b).abs() <= 1e-15 * b, "{x}: {a} vs {b}");
+            }
+            x -= 0.0137;
+        }
+        assert_eq!(exp_nonpositive(0.0), 1.0);
+    }
+
+    #[test]
+    fn svc_columns_match_pointwise_kernel_after_swaps() {
+        let x = data();
+        let y = [1i8, -1, 1, 1, -1, -1, 1];
+        for spec in [
+            KernelSpec::Linear,
+            KernelSpec::Rbf { gamma: 0.7 },
+            KernelSpec::Poly {
+                gamma: 0.5,
+                coef0: 1.0,
+                degree: 3,
+            },
+            KernelSpec::Sigmoid {
+                gamma: 0.3,
+                coef0: 0.1,
+            },
+        ] {
+            let mut q = SvcQ::new(&x, spec, &y, 0).unwrap();
+            let mut perm: Vec<usize> = (0..7).collect();
+            for &(a, b) in &[(0, 6), (2, 3), (1, 5), (0, 3)] {
+                // Request a partial column first, so swaps hit cached data.
+                let _ = q.column(a, 4);
+                q.swap_index(a, b);
+                perm.swap(a, b);
+            }
+            for i in 0..7 {
+                let col = q.column(i, 7).to_vec();
+                for j in 0..7 {
+                    let (oi, oj) = (perm[i], perm[j]);
+                    let want = f64::from(y[oi] * y[oj]) * kernel_value(&x, spec, oi, oj);
+                    assert!((f64::from(col[j]) - want).abs() < 1e-6, "{spec:?}");
+                    assert!(
+                        (spec.eval(x.row(oi), x.row(oj)) * f64::from(y[oi] * y[oj]) - want).abs()
+                            < 1e-12
+                    );
+                }
+                let (oi, d) = (perm[i], q.diag()[i]);
+                assert!((d - kernel_value(&x, spec, oi, oi)).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn precomputed_validates_serials() {
+        let bad =
+            Features::Dense(DenseMatrix::new(2, 3, vec![1.0, 1.0, 0.5, 2.5, 0.5, 1.0]).unwrap());
+        assert!(matches!(
+            OneClassQ::new(&bad, KernelSpec::Precomputed, 0),
+            Err(DataError::Precomputed { row: 1, .. })
+        ));
+        // Rows stored in reverse serial order: K(a, b) = row_a[serial_b].
+        let good =
+            Features::Dense(DenseMatrix::new(2, 3, vec![2.0, 0.5, 3.0, 1.0, 1.0, 0.5]).unwrap());
+        let mut q = OneClassQ::new(&good, KernelSpec::Precomputed, 0).unwrap();
+        assert_eq!(q.diag(), &[3.0, 1.0]);
+        assert_eq!(q.column(0, 2), &[3.0, 0.5]);
+    }
+
+    #[test]
+    fn svr_signs_and_indices() {
+        let x = data();
+        let spec = KernelSpec::Rbf { gamma: 0.4 };
+        let mut q = SvrQ::new(&x, spec, 0).unwrap();
+        q.swap_index(1, 9);
+        let (a, b) = q.pair(1, 2, 14);
+        let (a, b) = (a.to_vec(), b.to_vec());
+        // Position 1 now holds variable 9 = (sample 2, sign -1); position 9 holds (1, +1).
+        let var = |p: usize| -> (usize, f64) {
+            let v = if p == 1 {
+                9
+            } else if p == 9 {
+                1
+            } else {
+                p
+            };
+            (v % 7, if v < 7 { 1.0 } else { -1.0 })
+        };
+        for p in 0..14 {
+            let (s1, g1) = var(1);
+            let (s2, g2) = var(2);
+            let (sp, gp) = var(p);
+            let k1 = g1 * gp * kernel_value(&x, spec, s1, sp);
+            let k2 = g2 * gp * kernel_value(&x, spec, s2, sp);
+            assert!((f64::from(a[p]) - k1).abs() < 1e-6);
+            assert!((f64::from(b[p]) - k2).abs() < 1e-6);
+        }
+    }
+}

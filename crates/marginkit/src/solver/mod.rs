@@ -10,6 +10,7 @@
 pub mod dcd;
 pub mod kkt;
 pub mod smo;
+pub mod smo_nu;
 
 use std::time::Duration;
 
