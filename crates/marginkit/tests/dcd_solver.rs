@@ -3,6 +3,7 @@
 //! Every check recomputes `w`, the dual objective, the primal objective and the projected
 //! gradients from scratch with naive dense loops (independent of the solver's code), and small
 //! problems are cross-checked against clarabel.
+#![allow(clippy::needless_range_loop)] // naive index loops keep the oracles readable
 
 use marginkit::solver::dcd::{solve_svc, solve_svr, DcdResult, LinearDesign, SvcDual, SvrDual};
 use marginkit::solver::{BoxQp, Equality, NoObserver, Shrinking, SolverSettings, Status, VarFix};

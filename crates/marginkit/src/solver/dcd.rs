@@ -311,7 +311,7 @@ fn check_len(what: &'static str, len: usize, n: usize) -> Result<(), SolveError>
 }
 
 fn check_bounds_and_shift(upper: &[f64], shift: &[f64]) -> Result<(), SolveError> {
-    if upper.iter().any(|&u| !(u >= 0.0)) {
+    if upper.iter().any(|&u| u.is_nan() || u < 0.0) {
         return Err(SolveError::Dimensions("upper bounds must be >= 0"));
     }
     if shift.iter().any(|&d| !(d.is_finite() && d >= 0.0)) {
@@ -352,7 +352,7 @@ fn svc_dispatch<R: Rows, O: Observer>(
     for i in 0..n {
         match qp.fixed.map_or(VarFix::Free, |f| f[i]) {
             VarFix::Free => {
-                if !(alpha[i] >= 0.0 && alpha[i] <= qp.upper[i]) || !alpha[i].is_finite() {
+                if !(alpha[i] >= 0.0 && alpha[i] <= qp.upper[i] && alpha[i].is_finite()) {
                     return Err(SolveError::Dimensions("starting point outside [0, u]"));
                 }
             }
@@ -603,8 +603,7 @@ fn svc_sum<R: Rows, O: Observer>(
             let j = rng.gen_range(k..nf);
             index.swap(k, j);
         }
-        for s in 0..nf {
-            let i = index[s];
+        for &i in &index {
             let gi = grad(i, alpha, w);
             let vi = -f64::from(y[i]) * gi;
             let mut best = (0.0, usize::MAX, usize::MAX);
@@ -621,7 +620,7 @@ fn svc_sum<R: Rows, O: Observer>(
                 }
             }
             let (gain, u, l) = best;
-            if !(gain > PG_SKIP) {
+            if gain.is_nan() || gain <= PG_SKIP {
                 continue;
             }
             let curv = qd[u] + qd[l] - 2.0 * rows.dot_rows(u, l);

@@ -1,1 +1,2 @@
 //! SVM models (in progress).
+pub mod linear;
