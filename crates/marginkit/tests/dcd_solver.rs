@@ -70,6 +70,7 @@ fn dotv(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+#[derive(Debug, Clone)]
 struct SvcSpec {
     x: Vec<Vec<f64>>,
     y: Vec<i8>,
@@ -147,7 +148,9 @@ impl SvcSpec {
             Equality::None => {
                 let pg: Vec<f64> = (0..alpha.len())
                     .map(|i| {
-                        if alpha[i] == 0.0 {
+                        if self.upper[i] == 0.0 {
+                            0.0 // pinned: [0, 0] leaves no room
+                        } else if alpha[i] == 0.0 {
                             g[i].min(0.0)
                         } else if alpha[i] == self.upper[i] {
                             g[i].max(0.0)
@@ -675,6 +678,90 @@ fn svr_l1_l2_duality_gap_closes() {
                 "{:?}",
                 r.w
             );
+        }
+    }
+}
+
+mod random_problems {
+    use super::*;
+    use proptest::prelude::{any, prop_assert, prop_assert_eq, proptest, ProptestConfig, Strategy};
+
+    fn problem() -> impl Strategy<Value = (SvcSpec, bool, u64)> {
+        (
+            2usize..25,
+            1usize..5,
+            any::<u64>(),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(n, d, seed, eq, bias)| {
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+                let x: Vec<Vec<f64>> = (0..n)
+                    .map(|_| {
+                        (0..d)
+                            .map(|_| {
+                                if rng.gen_bool(0.2) {
+                                    0.0
+                                } else {
+                                    rng.gen_range(-2.0..2.0)
+                                }
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let mut y: Vec<i8> = (0..n).map(|_| if rng.gen() { 1 } else { -1 }).collect();
+                y[0] = 1;
+                y[1] = -1;
+                // Mixed losses: finite or infinite bounds, zero or positive shifts.
+                let upper: Vec<f64> = (0..n)
+                    .map(|_| match rng.gen_range(0..4) {
+                        0 => f64::INFINITY,
+                        1 => 0.0,
+                        _ => rng.gen_range(0.1..3.0),
+                    })
+                    .collect();
+                let shift: Vec<f64> = upper
+                    .iter()
+                    .map(|u| {
+                        if u.is_infinite() || rng.gen_bool(0.3) {
+                            rng.gen_range(0.05..1.0)
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                let p: Vec<f64> = (0..n).map(|_| -rng.gen_range(0.2..1.5)).collect();
+                let spec = SvcSpec {
+                    x,
+                    y,
+                    p,
+                    upper,
+                    shift,
+                    bias: if bias && !eq { Some(1.5) } else { None },
+                };
+                (spec, eq, seed)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        #[test]
+        fn kkt_and_gap_hold_on_random_problems((spec, eq, seed) in problem()) {
+            let equality = if eq { Equality::Sum { delta: 0.0 } } else { Equality::None };
+            let s = settings(1e-9, if seed % 2 == 0 { Shrinking::On } else { Shrinking::Off });
+            let feats = if seed % 3 == 0 { sparse(&spec.x) } else { dense(&spec.x) };
+            let (alpha, r) = spec.solve(&feats, equality, &s, seed);
+            prop_assert_eq!(r.info.status, Status::Converged);
+            let (_, dual, primal, viol) = spec.check(&alpha, equality);
+            prop_assert!(viol <= 1e-8, "violation {}", viol);
+            prop_assert!(rel(dual, r.info.objective) < 1e-10);
+            let gap = primal + dual;
+            prop_assert!(gap > -1e-8 && gap < 1e-6 * (1.0 + primal.abs()), "gap {}", gap);
+            // Cross-check the objective with clarabel.
+            let q = dense_q(&spec);
+            let (_, obj) = clarabel_qp(&q, &spec.p, &spec.upper, if eq { Some((&spec.y[..], 0.0)) } else { None });
+            prop_assert!(rel(obj, r.info.objective) < 1e-7, "{} vs {}", obj, r.info.objective);
         }
     }
 }

@@ -135,7 +135,9 @@ pub struct DcdResult {
     pub w: Vec<f64>,
     /// Primal objective `P` at `w` (and `b = -rho` with [`Equality::Sum`]).
     pub primal: f64,
-    /// Duality gap `P + f >= 0` (primal minus the dual value `-f`).
+    /// Duality gap `P + f >= 0` (primal minus the dual value `-f`). Fixed variables count as
+    /// ordinary samples in `P`, so this is the gap of the problem without fixings: it is 0 at
+    /// the solution only when the fixings are themselves optimal (as safe screening guarantees).
     pub gap: f64,
 }
 
