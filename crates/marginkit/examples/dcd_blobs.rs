@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example dcd_blobs -- [n] [d] [C] [eps] [seed] [--write data.svm]
+//!     [--no-shrink] [--max-passes N]
 //! ```
 //! Defaults: n = 100000, d = 20, C = 1, eps = 0.1 (LIBLINEAR's default), seed = 1. For each of
 //! L1-loss and L2-loss dual SVC (no bias, as LIBLINEAR's default) it prints the passes, the
@@ -24,6 +25,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let path = args.remove(k + 1);
             args.remove(k);
             Some(path)
+        }
+        _ => None,
+    };
+    let shrinking = match args.iter().position(|a| a == "--no-shrink") {
+        Some(k) => {
+            args.remove(k);
+            Shrinking::Off
+        }
+        None => Shrinking::On,
+    };
+    let max_passes = match args.iter().position(|a| a == "--max-passes") {
+        Some(k) if k + 1 < args.len() => {
+            let v = args.remove(k + 1).parse::<u64>()?;
+            args.remove(k);
+            Some(v)
         }
         _ => None,
     };
@@ -86,8 +102,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let settings = SolverSettings {
             tol: eps,
-            shrinking: Shrinking::On,
-            max_iter: None,
+            shrinking,
+            max_iter: max_passes,
             time_limit: None,
         };
         let mut alpha = vec![0.0; n];

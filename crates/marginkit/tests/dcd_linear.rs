@@ -407,3 +407,31 @@ proptest! {
         let _ = LinearModel::from_bytes(&b);
     }
 }
+
+#[test]
+fn from_parts_validates_and_types_are_send_sync() {
+    fn is_send_sync<T: Send + Sync + 'static>() {}
+    is_send_sync::<LinearModel>();
+    is_send_sync::<LinearParams>();
+    is_send_sync::<marginkit::svm::linear::LinearFit>();
+    let s = LinearSolver::L1LossSvcDual;
+    let m = LinearModel::from_parts(s, vec![1.0, -1.0], 2, Some(1.0), vec![vec![1.0, 0.0, -0.5]])
+        .unwrap();
+    assert_eq!(m.intercept(0), -0.5);
+    let x = Features::Dense(DenseMatrix::new(2, 2, vec![1.0, 9.0, 0.2, 9.0]).unwrap());
+    assert_eq!(m.predict(&x), vec![1.0, -1.0]);
+    assert!(
+        LinearModel::from_parts(s, vec![1.0, -1.0], 2, None, vec![vec![1.0, 0.0, -0.5]]).is_err()
+    );
+    assert!(LinearModel::from_parts(s, vec![1.0], 2, None, vec![vec![1.0, 0.0]]).is_err());
+    assert!(LinearModel::from_parts(s, vec![1.0, 2.0, 3.0], 1, None, vec![vec![1.0]]).is_err());
+    assert!(LinearModel::from_parts(s, vec![1.0, -1.0], 1, None, vec![vec![f64::NAN]]).is_err());
+    assert!(LinearModel::from_parts(
+        LinearSolver::L2LossSvrDual,
+        vec![],
+        1,
+        None,
+        vec![vec![2.0]]
+    )
+    .is_ok());
+}

@@ -765,3 +765,52 @@ mod random_problems {
         }
     }
 }
+
+#[test]
+fn observer_stop_and_time_limit_are_reported() {
+    use marginkit::solver::{Control, IterStats, Observer};
+    struct StopAt(u64, Vec<IterStats>);
+    impl Observer for StopAt {
+        fn on_iter(&mut self, s: &IterStats) -> Control {
+            self.1.push(*s);
+            if s.iterations >= self.0 {
+                Control::Stop
+            } else {
+                Control::Continue
+            }
+        }
+    }
+    let (x, y) = blobs(300, 4, 0.1, 17);
+    let spec = SvcSpec::new(x.clone(), y, &[5.0; 300], false, None);
+    let f = dense(&x);
+    let prob = SvcDual {
+        design: LinearDesign { x: &f, bias: None },
+        qp: BoxQp {
+            p: &spec.p,
+            y: &spec.y,
+            upper: &spec.upper,
+            equality: Equality::None,
+            fixed: None,
+        },
+        diag_shift: &spec.shift,
+    };
+    let s = settings(1e-12, Shrinking::On);
+    let mut obs = StopAt(3, Vec::new());
+    let mut alpha = vec![0.0; 300];
+    let r = solve_svc(&prob, &s, 0, &mut alpha, &mut obs).unwrap();
+    assert_eq!(r.info.status, Status::Interrupted);
+    assert_eq!(r.info.iterations, 3);
+    assert_eq!(obs.1.len(), 3);
+    assert!(obs
+        .1
+        .iter()
+        .all(|st| st.active <= 300 && st.max_violation >= 0.0));
+    let s = SolverSettings {
+        time_limit: Some(std::time::Duration::ZERO),
+        ..s
+    };
+    let mut alpha = vec![0.0; 300];
+    let r = solve_svc(&prob, &s, 0, &mut alpha, &mut NoObserver).unwrap();
+    assert_eq!(r.info.status, Status::TimeLimit);
+    assert_eq!(r.info.iterations, 1);
+}

@@ -129,7 +129,7 @@ pub struct LinearValidParams(LinearParams);
 
 impl LinearParams {
     /// Defaults: `C = 1`, `eps = 0.1`, `p = 0.1`, no bias, no class weights, seed 0, shrinking
-    /// on, at most [`dcd::DEFAULT_MAX_PASSES`] passes, no time limit.
+    /// on, at most [`dcd::DEFAULT_MAX_PASSES`] (10,000) passes, no time limit.
     pub fn new(solver: LinearSolver) -> Self {
         Self {
             solver,
@@ -189,7 +189,7 @@ impl LinearParams {
         self.shrinking = s;
         self
     }
-    /// Most outer passes per subproblem, `>= 1` (default 1000).
+    /// Most outer passes per subproblem, `>= 1` (default [`dcd::DEFAULT_MAX_PASSES`]).
     pub fn max_passes(mut self, m: u64) -> Self {
         self.max_passes = m;
         self
@@ -503,6 +503,95 @@ pub struct LinearModel {
 }
 
 impl LinearModel {
+    /// Builds a model from its parts (e.g. weights computed by another method).
+    ///
+    /// `w` holds one vector per decision function: 1 for regression and binary models (the first
+    /// label positive), else one per label; each has `n_features` entries plus the bias-feature
+    /// weight last when `bias` is set.
+    ///
+    /// # Errors
+    /// [`DataError::Shape`] when the counts disagree, [`DataError::NonFinite`] for a non-finite
+    /// weight, label or bias, [`DataError::TooManyClasses`] above [`MAX_CLASSES`].
+    pub fn from_parts(
+        solver: LinearSolver,
+        labels: Vec<f64>,
+        n_features: usize,
+        bias: Option<f64>,
+        w: Vec<Vec<f64>>,
+    ) -> Result<Self, DataError> {
+        let expected_w = if solver.is_regression() {
+            if !labels.is_empty() {
+                return Err(DataError::Shape {
+                    what: "labels of a regression model",
+                    expected: 0,
+                    found: labels.len(),
+                });
+            }
+            1
+        } else {
+            if labels.len() < 2 {
+                return Err(DataError::Shape {
+                    what: "labels",
+                    expected: 2,
+                    found: labels.len(),
+                });
+            }
+            if labels.len() > MAX_CLASSES {
+                return Err(DataError::TooManyClasses {
+                    found: labels.len(),
+                    limit: MAX_CLASSES,
+                });
+            }
+            if labels.len() == 2 {
+                1
+            } else {
+                labels.len()
+            }
+        };
+        if w.len() != expected_w {
+            return Err(DataError::Shape {
+                what: "weight vectors",
+                expected: expected_w,
+                found: w.len(),
+            });
+        }
+        let len = n_features + usize::from(bias.is_some());
+        for (k, wk) in w.iter().enumerate() {
+            if wk.len() != len {
+                return Err(DataError::Shape {
+                    what: "weight vector",
+                    expected: len,
+                    found: wk.len(),
+                });
+            }
+            if wk.iter().any(|v| !v.is_finite()) {
+                return Err(DataError::NonFinite {
+                    what: "weight",
+                    row: k,
+                });
+            }
+        }
+        if let Some(k) = labels.iter().position(|v| !v.is_finite()) {
+            return Err(DataError::NonFinite {
+                what: "label",
+                row: k,
+            });
+        }
+        if bias.is_some_and(|b| !(b.is_finite() && b >= 0.0)) {
+            return Err(DataError::NonFinite {
+                what: "bias",
+                row: 0,
+            });
+        }
+        Ok(Self {
+            solver,
+            labels,
+            n_features,
+            bias,
+            w,
+        })
+    }
+
     /// The formulation it was trained with.
     pub fn solver(&self) -> LinearSolver {
         self.solver
