@@ -69,8 +69,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let x = Features::Dense(DenseMatrix::new(n, d, values)?);
     if let Some(path) = write {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        for i in 0..n {
-            write!(f, "{}", y[i])?;
+        for (i, yi) in y.iter().enumerate() {
+            write!(f, "{yi}")?;
             for (k, v) in x.row(i).iter() {
                 write!(f, " {}:{}", k + 1, v)?;
             }
