@@ -323,6 +323,16 @@ fn malformed_model_files_give_positioned_errors() {
         ("solver_type L2R_L1LOSS_SVC_DUAL\nnr_class 2\nlabel 1 1\n", 3),
         ("solver_type L2R_L1LOSS_SVC_DUAL\nnr_class 2\nlabel 1 -1\nnr_feature 1\nbias -1\nw\n0.5 \n7 \n", 8),
     ];
+    // A huge declared size with a tiny body must fail at the end, not allocate up front.
+    let mut labels = String::from("label");
+    for k in 0..65_536 {
+        labels += &format!(" {k}");
+    }
+    let huge = format!(
+        "solver_type L2R_L1LOSS_SVC_DUAL\nnr_class 65536\n{labels}\nnr_feature 2147483647\nbias 1\nw\n"
+    );
+    let e = LinearModel::from_bytes(huge.as_bytes()).unwrap_err();
+    assert_eq!(e.line, 7);
     for (text, line) in cases {
         let e = LinearModel::from_bytes(text.as_bytes()).unwrap_err();
         assert_eq!(e.line, *line, "{text:?}: {e}");

@@ -794,25 +794,39 @@ fn fmt_f64(v: f64) -> String {
     }
 }
 
-/// Whitespace-separated tokens with their 1-based character columns.
-fn tokens(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let mut col = 0usize;
-    let mut start: Option<(usize, usize)> = None;
-    let mut out = Vec::new();
-    for (byte, ch) in text.char_indices() {
-        col += 1;
-        if ch.is_whitespace() {
-            if let Some((c0, b0)) = start.take() {
-                out.push((c0, &text[b0..byte]));
+/// Whitespace-separated tokens with their 1-based character columns (lazy: no allocation).
+fn tokens(text: &str) -> Tokens<'_> {
+    Tokens {
+        text,
+        chars: text.char_indices(),
+        col: 0,
+    }
+}
+
+struct Tokens<'a> {
+    text: &'a str,
+    chars: std::str::CharIndices<'a>,
+    col: usize,
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = (usize, &'a str);
+    fn next(&mut self) -> Option<Self::Item> {
+        let (start_col, start_byte) = loop {
+            let (b, ch) = self.chars.next()?;
+            self.col += 1;
+            if !ch.is_whitespace() {
+                break (self.col, b);
             }
-        } else if start.is_none() {
-            start = Some((col, byte));
+        };
+        for (b, ch) in self.chars.by_ref() {
+            self.col += 1;
+            if ch.is_whitespace() {
+                return Some((start_col, &self.text[start_byte..b]));
+            }
         }
+        Some((start_col, &self.text[start_byte..]))
     }
-    if let Some((c0, b0)) = start {
-        out.push((c0, &text[b0..]));
-    }
-    out.into_iter()
 }
 
 fn perr(line: usize, column: usize, kind: ParseErrorKind) -> ParseError {
@@ -958,6 +972,7 @@ impl ModelParser {
             "label" => {
                 dup(self.labels.is_some())?;
                 let mut labels = Vec::new();
+                let mut seen = std::collections::HashSet::new();
                 for (c, tok) in toks {
                     if labels.len() >= MAX_CLASSES {
                         return Err(perr(
@@ -970,7 +985,8 @@ impl ModelParser {
                         ));
                     }
                     let v = parse_f64(ln, c, tok, "label")?;
-                    if labels.contains(&v) {
+                    // -0 and 0 are the same label.
+                    if !seen.insert((v + 0.0).to_bits()) {
                         return Err(model_err(ln, c, format!("duplicate label {v}")));
                     }
                     labels.push(v);
@@ -1036,7 +1052,11 @@ impl ModelParser {
         };
         let rows = nr_feature + usize::from(bias.is_some());
         // Grow with the input rather than trusting the header's size.
-        self.body = Some((rows, nr_w, Vec::with_capacity(rows.min(1 << 16) * nr_w)));
+        self.body = Some((
+            rows,
+            nr_w,
+            Vec::with_capacity(rows.saturating_mul(nr_w).min(1 << 16)),
+        ));
         Ok(())
     }
 
