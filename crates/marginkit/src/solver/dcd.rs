@@ -430,6 +430,28 @@ fn rebuild_w<R: Rows>(rows: &R, y: &[i8], alpha: &[f64], w: &mut [f64]) {
     }
 }
 
+/// Per-variable state of the box loop. The active set is an array of these (not of indices), so
+/// that a step reads its variable's data from one cache line visited in sequence; only the
+/// feature row is fetched at random. Shrinking and shuffling swap whole entries, so this struct
+/// is the single owner of every per-variable quantity in the loop.
+#[derive(Debug, Clone, Copy)]
+struct Coord {
+    /// Original index of the variable (its feature row).
+    i: usize,
+    /// `y_i` as a float.
+    y: f64,
+    /// `alpha_i`.
+    a: f64,
+    /// `Q_ii = |xb_i|^2 + D_ii`.
+    qd: f64,
+    /// `p_i`.
+    p: f64,
+    /// `u_i`.
+    u: f64,
+    /// `D_ii`.
+    d: f64,
+}
+
 /// The no-equality SVC loop (Hsieh et al. 2008, Algorithm 3 with shrinking).
 fn svc_box<R: Rows, O: Observer>(
     ctx: &SvcCtx<'_, '_, R>,
@@ -438,13 +460,38 @@ fn svc_box<R: Rows, O: Observer>(
     obs: &mut O,
 ) -> Result<(Status, u64), SolveError> {
     let (rows, prob, qd, free, settings) = (ctx.rows, ctx.prob, ctx.qd, ctx.free, ctx.settings);
-    let seed = ctx.seed;
     let (p, y, upper, shift) = (prob.qp.p, prob.qp.y, prob.qp.upper, prob.diag_shift);
+    let mut coords: Vec<Coord> = free
+        .iter()
+        .map(|&i| Coord {
+            i,
+            y: f64::from(y[i]),
+            a: alpha[i],
+            qd: qd[i],
+            p: p[i],
+            u: upper[i],
+            d: shift[i],
+        })
+        .collect();
+    let out = svc_box_loop(rows, &mut coords, settings, ctx.seed, w, obs);
+    for c in &coords {
+        alpha[c.i] = c.a;
+    }
+    out
+}
+
+fn svc_box_loop<R: Rows, O: Observer>(
+    rows: &R,
+    coords: &mut [Coord],
+    settings: &SolverSettings,
+    seed: u64,
+    w: &mut [f64],
+    obs: &mut O,
+) -> Result<(Status, u64), SolveError> {
     let shrink = settings.shrinking == Shrinking::On;
     let budget = Budget::new(settings);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let mut index = free.to_vec();
-    let n_free = index.len();
+    let n_free = coords.len();
     let mut active = n_free;
     let (mut pg_max_old, mut pg_min_old) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut passes = 0u64;
@@ -454,31 +501,28 @@ fn svc_box<R: Rows, O: Observer>(
     loop {
         for k in 0..active {
             let j = rng.gen_range(k..active);
-            index.swap(k, j);
+            coords.swap(k, j);
         }
         let (mut pg_max, mut pg_min) = (f64::NEG_INFINITY, f64::INFINITY);
         let mut s = 0;
         while s < active {
-            let i = index[s];
-            let yi = f64::from(y[i]);
-            let ai = alpha[i];
-            let ui = upper[i];
-            let g = yi * rows.dot(i, w) + p[i] + shift[i] * ai;
+            let c = &mut coords[s];
+            let g = c.y * rows.dot(c.i, w) + c.p + c.d * c.a;
             if !g.is_finite() {
                 return Err(SolveError::NonFinite { what: "gradient" });
             }
-            let pg = if ai == 0.0 {
+            let pg = if c.a == 0.0 {
                 if g > pg_max_old {
                     // Strictly satisfied at the lower bound: likely to stay there.
                     active -= 1;
-                    index.swap(s, active);
+                    coords.swap(s, active);
                     continue;
                 }
                 g.min(0.0)
-            } else if ai == ui {
+            } else if c.a == c.u {
                 if g < pg_min_old {
                     active -= 1;
-                    index.swap(s, active);
+                    coords.swap(s, active);
                     continue;
                 }
                 g.max(0.0)
@@ -488,23 +532,23 @@ fn svc_box<R: Rows, O: Observer>(
             pg_max = pg_max.max(pg);
             pg_min = pg_min.min(pg);
             if pg.abs() > PG_SKIP {
-                let new = if qd[i] > 0.0 {
-                    (ai - g / qd[i]).clamp(0.0, ui)
+                let new = if c.qd > 0.0 {
+                    (c.a - g / c.qd).clamp(0.0, c.u)
                 } else if g < 0.0 {
                     // Zero curvature: the objective is linear along this coordinate.
-                    if !ui.is_finite() {
+                    if !c.u.is_finite() {
                         return Err(SolveError::Infeasible(
                             "zero row with an infinite upper bound (primal infeasible)",
                         ));
                     }
-                    ui
+                    c.u
                 } else {
                     0.0
                 };
-                let step = new - ai;
+                let step = new - c.a;
                 if step != 0.0 {
-                    alpha[i] = new;
-                    rows.axpy(i, step * yi, w);
+                    c.a = new;
+                    rows.axpy(c.i, step * c.y, w);
                 }
             }
             s += 1;
