@@ -5,6 +5,7 @@
 //! [`crate::solver::smo`]; multiclass classification is one-vs-one as in LIBSVM.
 
 pub mod grid;
+pub mod linear;
 pub mod model;
 pub mod model_io;
 pub mod params;

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use super::model::{ModelParts, SvmModel};
 use super::params::SvmType;
+use crate::data::libsvm_fmt::LineReader;
 use crate::data::{CsrMatrix, Features};
 use crate::error::{IoError, ParseError, ParseErrorKind};
 use crate::kernel::KernelSpec;
@@ -122,38 +123,29 @@ pub fn save_model(path: &Path, model: &SvmModel) -> std::io::Result<()> {
     crate::data::write_atomically(path, |w| write_model(w, model))
 }
 
+/// Model lines as text, on top of the data reader's bounded line reader.
 struct Lines<R> {
-    r: R,
+    inner: LineReader<R>,
     line_no: usize,
-    buf: Vec<u8>,
 }
 
 impl<R: BufRead> Lines<R> {
     fn next_line(&mut self) -> Result<Option<&str>, IoError> {
-        self.buf.clear();
-        let n = (&mut self.r)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut self.buf)?;
-        if n == 0 {
-            return Ok(None);
+        let line_no = self.inner.line_no() + 1;
+        let line = self.inner.next_line()?;
+        if line.is_some() {
+            self.line_no = line_no;
         }
-        self.line_no += 1;
-        if self.buf.len() > MAX_LINE_BYTES {
-            return Err(self.err(
-                1,
-                ParseErrorKind::Limit {
-                    what: "line length",
-                    limit: MAX_LINE_BYTES as u64,
-                },
-            ));
+        match line {
+            None => Ok(None),
+            Some(b) => std::str::from_utf8(b).map(Some).map_err(|_| {
+                IoError::Parse(ParseError {
+                    line: line_no,
+                    column: 1,
+                    kind: ParseErrorKind::Utf8,
+                })
+            }),
         }
-        let line_no = self.line_no;
-        let s = std::str::from_utf8(&self.buf).map_err(|_| ParseError {
-            line: line_no,
-            column: 1,
-            kind: ParseErrorKind::Utf8,
-        })?;
-        Ok(Some(s.trim_end_matches(['\n', '\r'])))
     }
     fn err(&self, column: usize, kind: ParseErrorKind) -> IoError {
         IoError::Parse(ParseError {
@@ -246,9 +238,8 @@ struct Header {
 /// or inconsistent field, malformed number, a limit exceeded), or an I/O error.
 pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
     let mut lines = Lines {
-        r,
+        inner: LineReader::new(r, MAX_LINE_BYTES),
         line_no: 0,
-        buf: Vec::new(),
     };
     let mut h = Header::default();
     loop {

@@ -23,7 +23,7 @@ use crate::data::{Dataset, Features};
 use crate::error::{DataError, FitError};
 use crate::kernel::qmatrix::{OneClassQ, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
-use crate::solver::{smo, BoxQp, Equality, Observer, SolveInfo, Status};
+use crate::solver::{smo, smo_nu, BoxQp, Equality, Observer, SolveInfo, Status};
 
 /// Largest number of classes accepted for one-vs-one training.
 pub const MAX_CLASSES: usize = 65_536;
@@ -351,7 +351,7 @@ fn solve_one(
                 fixed: None,
             };
             let mut q = SvcQ::new(x, kernel, &signs, cb)?;
-            let (mut info, r) = smo::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?;
+            let (mut info, r) = smo_nu::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?;
             // Rescale to the C-SVC form with C = 1/r (LIBSVM's convention).
             let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s / r).collect();
             info.rho /= r;
@@ -429,7 +429,7 @@ fn solve_one(
                     fixed: None,
                 };
                 let mut q = SvrQ::new(x, kernel, cb)?;
-                let (info, _r) = smo::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?;
+                let (info, _r) = smo_nu::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?;
                 (p, info)
             };
             let _ = p;

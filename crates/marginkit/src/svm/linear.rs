@@ -1,0 +1,1138 @@
+//! Linear SVMs of the LIBLINEAR class: L1/L2-loss SVC (one-vs-rest for more than two classes)
+//! and L1/L2-loss SVR, trained by dual coordinate descent ([`crate::solver::dcd`]), with
+//! LIBLINEAR-compatible model files.
+//!
+//! ```
+//! use marginkit::svm::linear::{LinearParams, LinearSolver};
+//! use marginkit::{Dataset, DenseMatrix, Features};
+//! let x = DenseMatrix::new(4, 1, vec![-2.0, -1.0, 1.0, 2.0]).unwrap();
+//! let data = Dataset::new(Features::Dense(x), vec![-1.0, -1.0, 1.0, 1.0], None).unwrap();
+//! let fit = LinearParams::new(LinearSolver::L2LossSvcDual).c(1.0).bias(1.0).fit(&data).unwrap();
+//! assert_eq!(fit.model.predict(&data.x), vec![-1.0, -1.0, 1.0, 1.0]);
+//! ```
+//!
+//! Conventions follow LIBLINEAR: labels are ordered by first appearance, except that a binary
+//! problem with labels {-1, +1} where -1 comes first is reordered to (+1, -1); the first label of
+//! a binary model is the positive class (decision value > 0). Multiclass models keep one weight
+//! vector per class (one-vs-rest). In a subproblem the positive class gets `C * weight(label)`,
+//! the other samples `C` (binary: each class its own weighted C); per-sample weights multiply.
+//! When a bias value `B` is set, a constant feature `B` is appended and its weight (regularized
+//! like the others) is stored as the last entry of each weight vector.
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use crate::data::{ops, Dataset, Features, Row};
+use crate::error::{
+    non_negative, positive, DataError, FitError, IoError, ParamError, ParseError, ParseErrorKind,
+};
+use crate::solver::dcd::{self, LinearDesign, SvcDual, SvrDual};
+use crate::solver::{BoxQp, Equality, NoObserver, Shrinking, SolverSettings, Status};
+
+/// Most classes a model may have (fit and model files).
+pub const MAX_CLASSES: usize = 65_536;
+/// Most features a model file may declare.
+pub const MAX_FEATURES: usize = i32::MAX as usize;
+/// Longest line accepted in a model file, in bytes.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// The formulation, numbered as LIBLINEAR's `-s`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinearSolver {
+    /// `-s 1`: L2-regularized L2-loss (squared hinge) SVC, dual (`L2R_L2LOSS_SVC_DUAL`).
+    L2LossSvcDual,
+    /// `-s 3`: L2-regularized L1-loss (hinge) SVC, dual (`L2R_L1LOSS_SVC_DUAL`).
+    L1LossSvcDual,
+    /// `-s 12`: L2-regularized L2-loss SVR, dual (`L2R_L2LOSS_SVR_DUAL`).
+    L2LossSvrDual,
+    /// `-s 13`: L2-regularized L1-loss SVR, dual (`L2R_L1LOSS_SVR_DUAL`).
+    L1LossSvrDual,
+}
+
+impl LinearSolver {
+    /// All supported solvers.
+    pub const ALL: [LinearSolver; 4] = [
+        LinearSolver::L2LossSvcDual,
+        LinearSolver::L1LossSvcDual,
+        LinearSolver::L2LossSvrDual,
+        LinearSolver::L1LossSvrDual,
+    ];
+
+    /// LIBLINEAR's `-s` number.
+    pub fn id(self) -> u32 {
+        match self {
+            LinearSolver::L2LossSvcDual => 1,
+            LinearSolver::L1LossSvcDual => 3,
+            LinearSolver::L2LossSvrDual => 12,
+            LinearSolver::L1LossSvrDual => 13,
+        }
+    }
+
+    /// The solver with LIBLINEAR's `-s` number `id`, if supported.
+    pub fn from_id(id: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.id() == id)
+    }
+
+    /// LIBLINEAR's name in model files (`solver_type ...`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LinearSolver::L2LossSvcDual => "L2R_L2LOSS_SVC_DUAL",
+            LinearSolver::L1LossSvcDual => "L2R_L1LOSS_SVC_DUAL",
+            LinearSolver::L2LossSvrDual => "L2R_L2LOSS_SVR_DUAL",
+            LinearSolver::L1LossSvrDual => "L2R_L1LOSS_SVR_DUAL",
+        }
+    }
+
+    /// The solver named `name` in a model file, if supported.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// True for the regression (SVR) solvers.
+    pub fn is_regression(self) -> bool {
+        matches!(
+            self,
+            LinearSolver::L2LossSvrDual | LinearSolver::L1LossSvrDual
+        )
+    }
+
+    /// True for the squared (L2) losses.
+    pub fn is_l2_loss(self) -> bool {
+        matches!(
+            self,
+            LinearSolver::L2LossSvcDual | LinearSolver::L2LossSvrDual
+        )
+    }
+}
+
+/// LIBLINEAR's default stopping tolerance for the dual solvers (`-e 0.1`).
+pub const DEFAULT_EPS: f64 = 0.1;
+
+/// Unchecked parameters of a linear SVM (builder). [`LinearParams::check`] validates them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearParams {
+    solver: LinearSolver,
+    c: f64,
+    eps: f64,
+    p: f64,
+    bias: Option<f64>,
+    class_weights: Vec<(f64, f64)>,
+    seed: u64,
+    shrinking: Shrinking,
+    max_passes: u64,
+    time_limit: Option<Duration>,
+}
+
+/// Validated parameters; only these fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearValidParams(LinearParams);
+
+impl LinearParams {
+    /// Defaults: `C = 1`, `eps = 0.1`, `p = 0.1`, no bias, no class weights, seed 0, shrinking
+    /// on, at most [`dcd::DEFAULT_MAX_PASSES`] (10,000) passes, no time limit.
+    pub fn new(solver: LinearSolver) -> Self {
+        Self {
+            solver,
+            c: 1.0,
+            eps: DEFAULT_EPS,
+            p: 0.1,
+            bias: None,
+            class_weights: Vec::new(),
+            seed: 0,
+            shrinking: Shrinking::On,
+            max_passes: dcd::DEFAULT_MAX_PASSES,
+            time_limit: None,
+        }
+    }
+    /// Sets the formulation.
+    pub fn solver(mut self, solver: LinearSolver) -> Self {
+        self.solver = solver;
+        self
+    }
+    /// Cost `C > 0` (`-c`, default 1).
+    pub fn c(mut self, c: f64) -> Self {
+        self.c = c;
+        self
+    }
+    /// Stopping tolerance `> 0` (`-e`, default 0.1; see [`crate::solver::dcd`] for the rule).
+    pub fn eps(mut self, eps: f64) -> Self {
+        self.eps = eps;
+        self
+    }
+    /// SVR insensitive-tube width `>= 0` (`-p`, default 0.1); ignored by SVC.
+    pub fn p(mut self, p: f64) -> Self {
+        self.p = p;
+        self
+    }
+    /// Appends a constant feature of value `b > 0` (`-B b`).
+    pub fn bias(mut self, b: f64) -> Self {
+        self.bias = Some(b);
+        self
+    }
+    /// No bias feature (LIBLINEAR's default `-B -1`).
+    pub fn no_bias(mut self) -> Self {
+        self.bias = None;
+        self
+    }
+    /// Multiplies C of class `label` by `factor >= 0` (`-wi`); repeated labels multiply.
+    pub fn class_weight(mut self, label: f64, factor: f64) -> Self {
+        self.class_weights.push((label, factor));
+        self
+    }
+    /// Seed of the per-pass permutations (default 0).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+    /// Shrinking heuristic (default on).
+    pub fn shrinking(mut self, s: Shrinking) -> Self {
+        self.shrinking = s;
+        self
+    }
+    /// Most outer passes per subproblem, `>= 1` (default [`dcd::DEFAULT_MAX_PASSES`]).
+    pub fn max_passes(mut self, m: u64) -> Self {
+        self.max_passes = m;
+        self
+    }
+    /// Wall-clock limit per subproblem.
+    pub fn time_limit(mut self, t: Duration) -> Self {
+        self.time_limit = Some(t);
+        self
+    }
+
+    /// Validates the parameters.
+    ///
+    /// # Errors
+    /// [`ParamError`] when `C`, `eps` or a bias value is not finite and `> 0`, `p` or a class
+    /// weight is negative or NaN, a class-weight label is not finite, or `max_passes` is 0.
+    pub fn check(&self) -> Result<LinearValidParams, ParamError> {
+        positive("C", self.c)?;
+        positive("eps", self.eps)?;
+        non_negative("p", self.p)?;
+        if let Some(b) = self.bias {
+            positive("bias", b)?;
+        }
+        for &(label, factor) in &self.class_weights {
+            if !label.is_finite() {
+                return Err(ParamError::OutOfRange {
+                    name: "class weight label",
+                    value: label,
+                    range: "finite numbers",
+                });
+            }
+            non_negative("class weight", factor)?;
+        }
+        if self.max_passes == 0 {
+            return Err(ParamError::OutOfRange {
+                name: "max_passes",
+                value: 0.0,
+                range: "[1, inf)",
+            });
+        }
+        Ok(LinearValidParams(self.clone()))
+    }
+
+    /// Checks the parameters, then fits.
+    ///
+    /// # Errors
+    /// See [`LinearParams::check`] and [`LinearValidParams::fit`].
+    pub fn fit(&self, data: &Dataset) -> Result<LinearFit, FitError> {
+        self.check()?.fit(data)
+    }
+}
+
+/// How one binary or regression subproblem ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubproblemReport {
+    /// The positive class of this subproblem (`None` for regression).
+    pub positive_label: Option<f64>,
+    /// How the solve ended.
+    pub status: Status,
+    /// Outer passes.
+    pub iterations: u64,
+    /// Dual objective in minimisation form (`f`; the dual value is `-f`).
+    pub dual_objective: f64,
+    /// Primal objective.
+    pub primal_objective: f64,
+    /// Duality gap `primal - dual >= 0`.
+    pub gap: f64,
+    /// Final violation (projected-gradient range for SVC, max subgradient violation for SVR).
+    pub max_violation: f64,
+}
+
+/// What a fit reports besides the model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LinearFitReport {
+    /// One entry per weight vector, in model order.
+    pub subproblems: Vec<SubproblemReport>,
+    /// Non-fatal issues (a class weight for an absent label, an iteration limit reached).
+    pub warnings: Vec<String>,
+}
+
+/// A fitted model with its report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearFit {
+    /// The model.
+    pub model: LinearModel,
+    /// Per-subproblem outcome.
+    pub report: LinearFitReport,
+}
+
+impl LinearValidParams {
+    /// The validated parameters.
+    pub fn params(&self) -> &LinearParams {
+        &self.0
+    }
+
+    fn settings(&self) -> SolverSettings {
+        SolverSettings {
+            tol: self.0.eps,
+            shrinking: self.0.shrinking,
+            max_iter: Some(self.0.max_passes),
+            time_limit: self.0.time_limit,
+        }
+    }
+
+    /// Fits a model.
+    ///
+    /// # Errors
+    /// [`DataError::Empty`] without samples, [`DataError::SingleClass`] with one class (SVC),
+    /// [`DataError::TooManyClasses`] above [`MAX_CLASSES`], [`FitError::Solve`] on numerical
+    /// breakdown. Hitting the pass or time limit is not an error: see the report.
+    pub fn fit(&self, data: &Dataset) -> Result<LinearFit, FitError> {
+        if data.is_empty() {
+            return Err(DataError::Empty.into());
+        }
+        if self.0.solver.is_regression() {
+            self.fit_svr(data)
+        } else {
+            self.fit_svc(data)
+        }
+    }
+
+    /// Per-sample (upper bound, diagonal shift) for cost `c_i`.
+    fn bound_and_shift(&self, c_i: f64) -> (f64, f64) {
+        if c_i <= 0.0 {
+            // A zero-weight sample cannot move: pin it at 0 in either loss.
+            (0.0, 0.0)
+        } else if self.0.solver.is_l2_loss() {
+            (f64::INFINITY, 0.5 / c_i)
+        } else {
+            (c_i, 0.0)
+        }
+    }
+
+    fn fit_svc(&self, data: &Dataset) -> Result<LinearFit, FitError> {
+        let prm = &self.0;
+        let mut labels = data.labels_in_order();
+        if labels.len() == 1 {
+            return Err(DataError::SingleClass { label: labels[0] }.into());
+        }
+        if labels.len() > MAX_CLASSES {
+            return Err(DataError::TooManyClasses {
+                found: labels.len(),
+                limit: MAX_CLASSES,
+            }
+            .into());
+        }
+        if labels == [-1.0, 1.0] {
+            labels.swap(0, 1);
+        }
+        let mut warnings = Vec::new();
+        let mut weighted_c = vec![prm.c; labels.len()];
+        for &(label, factor) in &prm.class_weights {
+            match labels.iter().position(|&l| l == label) {
+                Some(k) => weighted_c[k] *= factor,
+                None => warnings.push(format!(
+                    "class weight given for label {label}, which is not in the data"
+                )),
+            }
+        }
+        let n = data.len();
+        let class_of: Vec<usize> = data
+            .y
+            .iter()
+            .map(|v| labels.iter().position(|l| l == v).unwrap_or(0))
+            .collect();
+        let nr_w = if labels.len() == 2 { 1 } else { labels.len() };
+        let settings = self.settings();
+        let design = LinearDesign {
+            x: &data.x,
+            bias: prm.bias,
+        };
+        let p = vec![-1.0; n];
+        let (mut y, mut upper, mut shift) = (vec![0i8; n], vec![0.0; n], vec![0.0; n]);
+        let mut alpha = vec![0.0; n];
+        let mut w_all = Vec::with_capacity(nr_w);
+        let mut reports = Vec::with_capacity(nr_w);
+        for k in 0..nr_w {
+            for i in 0..n {
+                let pos = class_of[i] == k;
+                y[i] = if pos { 1 } else { -1 };
+                let c_class = if nr_w == 1 {
+                    weighted_c[class_of[i]]
+                } else if pos {
+                    weighted_c[k]
+                } else {
+                    prm.c
+                };
+                (upper[i], shift[i]) = self.bound_and_shift(c_class * data.weight(i));
+            }
+            alpha.iter_mut().for_each(|a| *a = 0.0);
+            let prob = SvcDual {
+                design,
+                qp: BoxQp {
+                    p: &p,
+                    y: &y,
+                    upper: &upper,
+                    equality: Equality::None,
+                    fixed: None,
+                },
+                diag_shift: &shift,
+            };
+            let r = dcd::solve_svc(&prob, &settings, prm.seed, &mut alpha, &mut NoObserver)?;
+            if r.info.status != Status::Converged {
+                warnings.push(format!(
+                    "subproblem for label {} stopped early ({}) after {} passes",
+                    labels[k],
+                    r.info.status.as_str(),
+                    r.info.iterations
+                ));
+            }
+            reports.push(SubproblemReport {
+                positive_label: Some(labels[k]),
+                status: r.info.status,
+                iterations: r.info.iterations,
+                dual_objective: r.info.objective,
+                primal_objective: r.primal,
+                gap: r.gap,
+                max_violation: r.info.max_violation,
+            });
+            w_all.push(r.w);
+        }
+        for msg in &warnings {
+            log::warn!("{msg}");
+        }
+        Ok(LinearFit {
+            model: LinearModel {
+                solver: prm.solver,
+                labels,
+                n_features: data.n_features(),
+                bias: prm.bias,
+                w: w_all,
+            },
+            report: LinearFitReport {
+                subproblems: reports,
+                warnings,
+            },
+        })
+    }
+
+    fn fit_svr(&self, data: &Dataset) -> Result<LinearFit, FitError> {
+        let prm = &self.0;
+        let n = data.len();
+        let mut warnings = Vec::new();
+        if !prm.class_weights.is_empty() {
+            warnings.push("class weights are ignored by regression".to_string());
+        }
+        let (mut upper, mut shift) = (vec![0.0; n], vec![0.0; n]);
+        for i in 0..n {
+            (upper[i], shift[i]) = self.bound_and_shift(prm.c * data.weight(i));
+        }
+        let prob = SvrDual {
+            design: LinearDesign {
+                x: &data.x,
+                bias: prm.bias,
+            },
+            target: &data.y,
+            epsilon: prm.p,
+            upper: &upper,
+            diag_shift: &shift,
+        };
+        let mut beta = vec![0.0; n];
+        let r = dcd::solve_svr(
+            &prob,
+            &self.settings(),
+            prm.seed,
+            &mut beta,
+            &mut NoObserver,
+        )?;
+        if r.info.status != Status::Converged {
+            warnings.push(format!(
+                "regression stopped early ({}) after {} passes",
+                r.info.status.as_str(),
+                r.info.iterations
+            ));
+        }
+        for msg in &warnings {
+            log::warn!("{msg}");
+        }
+        Ok(LinearFit {
+            model: LinearModel {
+                solver: prm.solver,
+                labels: Vec::new(),
+                n_features: data.n_features(),
+                bias: prm.bias,
+                w: vec![r.w],
+            },
+            report: LinearFitReport {
+                subproblems: vec![SubproblemReport {
+                    positive_label: None,
+                    status: r.info.status,
+                    iterations: r.info.iterations,
+                    dual_objective: r.info.objective,
+                    primal_objective: r.primal,
+                    gap: r.gap,
+                    max_violation: r.info.max_violation,
+                }],
+                warnings,
+            },
+        })
+    }
+}
+
+/// A fitted linear model (LIBLINEAR layout: one weight vector for binary and regression models,
+/// one per class for one-vs-rest).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearModel {
+    solver: LinearSolver,
+    labels: Vec<f64>,
+    n_features: usize,
+    bias: Option<f64>,
+    w: Vec<Vec<f64>>,
+}
+
+impl LinearModel {
+    /// Builds a model from its parts (e.g. weights computed by another method).
+    ///
+    /// `w` holds one vector per decision function: 1 for regression and binary models (the first
+    /// label positive), else one per label; each has `n_features` entries plus the bias-feature
+    /// weight last when `bias` is set.
+    ///
+    /// # Errors
+    /// [`DataError::Shape`] when the counts disagree, [`DataError::NonFinite`] for a non-finite
+    /// weight, label or bias, [`DataError::TooManyClasses`] above [`MAX_CLASSES`].
+    pub fn from_parts(
+        solver: LinearSolver,
+        labels: Vec<f64>,
+        n_features: usize,
+        bias: Option<f64>,
+        w: Vec<Vec<f64>>,
+    ) -> Result<Self, DataError> {
+        let expected_w = if solver.is_regression() {
+            if !labels.is_empty() {
+                return Err(DataError::Shape {
+                    what: "labels of a regression model",
+                    expected: 0,
+                    found: labels.len(),
+                });
+            }
+            1
+        } else {
+            if labels.len() < 2 {
+                return Err(DataError::Shape {
+                    what: "labels",
+                    expected: 2,
+                    found: labels.len(),
+                });
+            }
+            if labels.len() > MAX_CLASSES {
+                return Err(DataError::TooManyClasses {
+                    found: labels.len(),
+                    limit: MAX_CLASSES,
+                });
+            }
+            if labels.len() == 2 {
+                1
+            } else {
+                labels.len()
+            }
+        };
+        if w.len() != expected_w {
+            return Err(DataError::Shape {
+                what: "weight vectors",
+                expected: expected_w,
+                found: w.len(),
+            });
+        }
+        let len = n_features + usize::from(bias.is_some());
+        for (k, wk) in w.iter().enumerate() {
+            if wk.len() != len {
+                return Err(DataError::Shape {
+                    what: "weight vector",
+                    expected: len,
+                    found: wk.len(),
+                });
+            }
+            if wk.iter().any(|v| !v.is_finite()) {
+                return Err(DataError::NonFinite {
+                    what: "weight",
+                    row: k,
+                });
+            }
+        }
+        if let Some(k) = labels.iter().position(|v| !v.is_finite()) {
+            return Err(DataError::NonFinite {
+                what: "label",
+                row: k,
+            });
+        }
+        if bias.is_some_and(|b| !(b.is_finite() && b >= 0.0)) {
+            return Err(DataError::NonFinite {
+                what: "bias",
+                row: 0,
+            });
+        }
+        Ok(Self {
+            solver,
+            labels,
+            n_features,
+            bias,
+            w,
+        })
+    }
+
+    /// The formulation it was trained with.
+    pub fn solver(&self) -> LinearSolver {
+        self.solver
+    }
+    /// Class labels in model order (empty for regression). For binary models the first label is
+    /// the positive class.
+    pub fn labels(&self) -> &[f64] {
+        &self.labels
+    }
+    /// Number of features (without the bias feature).
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+    /// The bias feature value `B`, if any.
+    pub fn bias(&self) -> Option<f64> {
+        self.bias
+    }
+    /// Number of weight vectors (1 for binary and regression, else the number of classes).
+    pub fn n_weight_vectors(&self) -> usize {
+        self.w.len()
+    }
+    /// Weight vector `k`: `n_features` entries, plus the bias-feature weight last if any.
+    ///
+    /// # Panics
+    /// If `k >= n_weight_vectors()`.
+    pub fn weights(&self, k: usize) -> &[f64] {
+        &self.w[k]
+    }
+    /// Intercept of decision function `k` (`B` times the bias-feature weight; 0 without bias).
+    ///
+    /// # Panics
+    /// If `k >= n_weight_vectors()`.
+    pub fn intercept(&self, k: usize) -> f64 {
+        self.bias.map_or(0.0, |b| b * self.w[k][self.n_features])
+    }
+
+    /// Decision values of one row into `out` (length [`Self::n_weight_vectors`]). Features
+    /// beyond the model's `n_features` are ignored, as LIBLINEAR does.
+    pub fn decision_row_into(&self, row: Row<'_>, out: &mut [f64]) {
+        for (k, o) in out.iter_mut().enumerate().take(self.w.len()) {
+            *o = ops::dot_dense(row, &self.w[k][..self.n_features]) + self.intercept(k);
+        }
+    }
+
+    /// Decision values, row-major: `n_rows * n_weight_vectors()` entries.
+    pub fn decision_values(&self, x: &Features) -> Vec<f64> {
+        let m = self.w.len();
+        let mut out = vec![0.0; x.n_rows() * m];
+        for (i, chunk) in out.chunks_mut(m.max(1)).enumerate().take(x.n_rows()) {
+            self.decision_row_into(x.row(i), chunk);
+        }
+        out
+    }
+
+    /// Prediction for one row: the label (classification) or the value (regression).
+    pub fn predict_row(&self, row: Row<'_>) -> f64 {
+        let mut best = (f64::NEG_INFINITY, 0usize);
+        for k in 0..self.w.len() {
+            let v = ops::dot_dense(row, &self.w[k][..self.n_features]) + self.intercept(k);
+            if self.solver.is_regression() {
+                return v;
+            }
+            if self.w.len() == 1 {
+                return if v > 0.0 {
+                    self.labels[0]
+                } else {
+                    self.labels[1]
+                };
+            }
+            if v > best.0 || k == 0 {
+                best = (v, k);
+            }
+        }
+        self.labels.get(best.1).copied().unwrap_or(f64::NAN)
+    }
+
+    /// Predictions for every row.
+    pub fn predict(&self, x: &Features) -> Vec<f64> {
+        (0..x.n_rows())
+            .map(|i| self.predict_row(x.row(i)))
+            .collect()
+    }
+
+    /// Writes the model in LIBLINEAR's text format. Floats are written in shortest round-trip
+    /// form (plain decimal, or `1.5e-7` style for very small or large magnitudes), which
+    /// LIBLINEAR's reader accepts and which reads back bit-exactly.
+    ///
+    /// # Errors
+    /// I/O errors, and `InvalidData` if a weight or label is not finite.
+    pub fn write<W: Write>(&self, mut out: W) -> std::io::Result<()> {
+        let bad = |what: &str| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("non-finite {what} cannot be written"),
+            )
+        };
+        if self.labels.iter().any(|v| !v.is_finite()) {
+            return Err(bad("label"));
+        }
+        if self.w.iter().flatten().any(|v| !v.is_finite()) {
+            return Err(bad("weight"));
+        }
+        writeln!(out, "solver_type {}", self.solver.name())?;
+        let nr_class = if self.solver.is_regression() {
+            2
+        } else {
+            self.labels.len()
+        };
+        writeln!(out, "nr_class {nr_class}")?;
+        if !self.solver.is_regression() {
+            write!(out, "label")?;
+            for &l in &self.labels {
+                write!(out, " {}", fmt_f64(l))?;
+            }
+            writeln!(out)?;
+        }
+        writeln!(out, "nr_feature {}", self.n_features)?;
+        match self.bias {
+            Some(b) => {
+                if !b.is_finite() {
+                    return Err(bad("bias"));
+                }
+                writeln!(out, "bias {}", fmt_f64(b))?
+            }
+            None => writeln!(out, "bias -1")?,
+        }
+        writeln!(out, "w")?;
+        let rows = self.n_features + usize::from(self.bias.is_some());
+        for j in 0..rows {
+            for wk in &self.w {
+                write!(out, "{} ", fmt_f64(wk[j]))?;
+            }
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+
+    /// Reads a LIBLINEAR model file (for the four supported solver types).
+    ///
+    /// # Errors
+    /// [`IoError::Io`] from the reader; [`IoError::Parse`] with the 1-based line and column on
+    /// malformed input or exceeded limits ([`MAX_CLASSES`], [`MAX_FEATURES`], [`MAX_LINE_BYTES`]).
+    pub fn read<R: BufRead>(mut input: R) -> Result<Self, IoError> {
+        let mut parser = ModelParser::default();
+        let mut buf = Vec::new();
+        let mut line_no = 0usize;
+        loop {
+            buf.clear();
+            let got = std::io::Read::take(&mut input, MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut buf)?;
+            if got == 0 {
+                break;
+            }
+            line_no += 1;
+            if buf.len() > MAX_LINE_BYTES {
+                return Err(ParseError {
+                    line: line_no,
+                    column: MAX_LINE_BYTES + 1,
+                    kind: ParseErrorKind::Limit {
+                        what: "line length in bytes",
+                        limit: MAX_LINE_BYTES as u64,
+                    },
+                }
+                .into());
+            }
+            let text = std::str::from_utf8(&buf).map_err(|e| ParseError {
+                line: line_no,
+                column: e.valid_up_to() + 1,
+                kind: ParseErrorKind::Utf8,
+            })?;
+            parser.line(line_no, text)?;
+        }
+        Ok(parser.finish(line_no)?)
+    }
+
+    /// Reads a LIBLINEAR model file from memory.
+    ///
+    /// # Errors
+    /// As [`LinearModel::read`] (only parse errors can occur).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ParseError> {
+        match Self::read(bytes) {
+            Ok(m) => Ok(m),
+            Err(IoError::Parse(e)) => Err(e),
+            Err(other) => Err(ParseError {
+                line: 0,
+                column: 0,
+                kind: ParseErrorKind::Model(other.to_string()),
+            }),
+        }
+    }
+}
+
+/// Shortest round-trip text of a finite float, never in a form C's `strtod` rejects.
+fn fmt_f64(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || (1e-5..1e16).contains(&a) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// Whitespace-separated tokens with their 1-based character columns (lazy: no allocation).
+fn tokens(text: &str) -> Tokens<'_> {
+    Tokens {
+        text,
+        chars: text.char_indices(),
+        col: 0,
+    }
+}
+
+struct Tokens<'a> {
+    text: &'a str,
+    chars: std::str::CharIndices<'a>,
+    col: usize,
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = (usize, &'a str);
+    fn next(&mut self) -> Option<Self::Item> {
+        let (start_col, start_byte) = loop {
+            let (b, ch) = self.chars.next()?;
+            self.col += 1;
+            if !ch.is_whitespace() {
+                break (self.col, b);
+            }
+        };
+        for (b, ch) in self.chars.by_ref() {
+            self.col += 1;
+            if ch.is_whitespace() {
+                return Some((start_col, &self.text[start_byte..b]));
+            }
+        }
+        Some((start_col, &self.text[start_byte..]))
+    }
+}
+
+fn perr(line: usize, column: usize, kind: ParseErrorKind) -> ParseError {
+    ParseError { line, column, kind }
+}
+
+fn model_err(line: usize, column: usize, msg: impl Into<String>) -> ParseError {
+    perr(line, column, ParseErrorKind::Model(msg.into()))
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(32).collect()
+}
+
+fn parse_f64(line: usize, col: usize, tok: &str, what: &'static str) -> Result<f64, ParseError> {
+    let v: f64 = tok.parse().map_err(|_| {
+        perr(
+            line,
+            col,
+            ParseErrorKind::Expected {
+                expected: "a number",
+                found: truncate(tok),
+            },
+        )
+    })?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(perr(line, col, ParseErrorKind::NonFinite { what }))
+    }
+}
+
+fn parse_count(
+    line: usize,
+    col: usize,
+    tok: &str,
+    what: &'static str,
+    limit: usize,
+) -> Result<usize, ParseError> {
+    let v: u64 = tok.parse().map_err(|_| {
+        perr(
+            line,
+            col,
+            ParseErrorKind::Expected {
+                expected: "a non-negative integer",
+                found: truncate(tok),
+            },
+        )
+    })?;
+    if v > limit as u64 {
+        return Err(perr(
+            line,
+            col,
+            ParseErrorKind::Limit {
+                what,
+                limit: limit as u64,
+            },
+        ));
+    }
+    Ok(v as usize)
+}
+
+#[derive(Default)]
+struct ModelParser {
+    solver: Option<LinearSolver>,
+    nr_class: Option<usize>,
+    labels: Option<Vec<f64>>,
+    nr_feature: Option<usize>,
+    bias: Option<Option<f64>>,
+    /// `Some` once the `w` line was seen: (rows expected, nr_w, values row-major).
+    body: Option<(usize, usize, Vec<f64>)>,
+}
+
+impl ModelParser {
+    fn line(&mut self, ln: usize, text: &str) -> Result<(), ParseError> {
+        let mut toks = tokens(text);
+        let Some((c0, key)) = toks.next() else {
+            return Ok(()); // blank lines are allowed anywhere
+        };
+        if let Some((rows, nr_w, values)) = &mut self.body {
+            let done = values.len() / *nr_w;
+            if done >= *rows {
+                return Err(model_err(ln, c0, "unexpected content after the weights"));
+            }
+            let mut count = 0;
+            for (col, tok) in std::iter::once((c0, key)).chain(toks) {
+                if count == *nr_w {
+                    return Err(model_err(
+                        ln,
+                        col,
+                        format!("more than {nr_w} weights on a row"),
+                    ));
+                }
+                values.push(parse_f64(ln, col, tok, "weight")?);
+                count += 1;
+            }
+            if count != *nr_w {
+                return Err(model_err(
+                    ln,
+                    text.chars().count() + 1,
+                    format!("expected {nr_w} weights on the row, found {count}"),
+                ));
+            }
+            return Ok(());
+        }
+        let dup = |present: bool| -> Result<(), ParseError> {
+            if present {
+                Err(model_err(ln, c0, format!("duplicate keyword {key:?}")))
+            } else {
+                Ok(())
+            }
+        };
+        let one = |toks: &mut dyn Iterator<Item = (usize, &str)>| {
+            let v = toks.next().ok_or_else(|| {
+                model_err(ln, text.chars().count() + 1, format!("{key} needs a value"))
+            })?;
+            if let Some((c, _)) = toks.next() {
+                return Err(model_err(ln, c, format!("{key} takes one value")));
+            }
+            Ok::<(usize, String), ParseError>((v.0, v.1.to_string()))
+        };
+        match key {
+            "solver_type" => {
+                dup(self.solver.is_some())?;
+                let (c, name) = one(&mut toks)?;
+                self.solver = Some(LinearSolver::from_name(&name).ok_or_else(|| {
+                    model_err(
+                        ln,
+                        c,
+                        format!("unsupported solver type {:?}", truncate(&name)),
+                    )
+                })?);
+            }
+            "nr_class" => {
+                dup(self.nr_class.is_some())?;
+                let (c, v) = one(&mut toks)?;
+                let k = parse_count(ln, c, &v, "nr_class", MAX_CLASSES)?;
+                if k < 2 {
+                    return Err(model_err(ln, c, "nr_class must be at least 2"));
+                }
+                self.nr_class = Some(k);
+            }
+            "label" => {
+                dup(self.labels.is_some())?;
+                let mut labels = Vec::new();
+                let mut seen = std::collections::HashSet::new();
+                for (c, tok) in toks {
+                    if labels.len() >= MAX_CLASSES {
+                        return Err(perr(
+                            ln,
+                            c,
+                            ParseErrorKind::Limit {
+                                what: "number of labels",
+                                limit: MAX_CLASSES as u64,
+                            },
+                        ));
+                    }
+                    let v = parse_f64(ln, c, tok, "label")?;
+                    // -0 and 0 are the same label.
+                    if !seen.insert((v + 0.0).to_bits()) {
+                        return Err(model_err(ln, c, format!("duplicate label {v}")));
+                    }
+                    labels.push(v);
+                }
+                self.labels = Some(labels);
+            }
+            "nr_feature" => {
+                dup(self.nr_feature.is_some())?;
+                let (c, v) = one(&mut toks)?;
+                self.nr_feature = Some(parse_count(ln, c, &v, "nr_feature", MAX_FEATURES)?);
+            }
+            "bias" => {
+                dup(self.bias.is_some())?;
+                let (c, v) = one(&mut toks)?;
+                let b = parse_f64(ln, c, &v, "bias")?;
+                self.bias = Some(if b < 0.0 { None } else { Some(b) });
+            }
+            "w" => {
+                if let Some((c, _)) = toks.next() {
+                    return Err(model_err(ln, c, "the w line takes no value"));
+                }
+                self.start_body(ln, c0)?;
+            }
+            other => {
+                return Err(model_err(
+                    ln,
+                    c0,
+                    format!("unknown keyword {:?}", truncate(other)),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn start_body(&mut self, ln: usize, col: usize) -> Result<(), ParseError> {
+        let missing = |what: &str| model_err(ln, col, format!("{what} missing before w"));
+        let solver = self.solver.ok_or_else(|| missing("solver_type"))?;
+        let nr_class = self.nr_class.ok_or_else(|| missing("nr_class"))?;
+        let nr_feature = self.nr_feature.ok_or_else(|| missing("nr_feature"))?;
+        let bias = self.bias.ok_or_else(|| missing("bias"))?;
+        let nr_w = if solver.is_regression() {
+            if nr_class != 2 {
+                return Err(model_err(ln, col, "a regression model has nr_class 2"));
+            }
+            if self.labels.is_some() {
+                return Err(model_err(ln, col, "a regression model has no labels"));
+            }
+            1
+        } else {
+            let labels = self.labels.as_ref().ok_or_else(|| missing("label"))?;
+            if labels.len() != nr_class {
+                return Err(model_err(
+                    ln,
+                    col,
+                    format!("nr_class {nr_class} but {} labels", labels.len()),
+                ));
+            }
+            if nr_class == 2 {
+                1
+            } else {
+                nr_class
+            }
+        };
+        let rows = nr_feature + usize::from(bias.is_some());
+        // Grow with the input rather than trusting the header's size.
+        self.body = Some((
+            rows,
+            nr_w,
+            Vec::with_capacity(rows.saturating_mul(nr_w).min(1 << 16)),
+        ));
+        Ok(())
+    }
+
+    fn finish(self, last_line: usize) -> Result<LinearModel, ParseError> {
+        let eof = last_line + 1;
+        let Some((rows, nr_w, values)) = self.body else {
+            return Err(model_err(eof, 1, "no w section"));
+        };
+        if values.len() != rows * nr_w {
+            return Err(model_err(
+                eof,
+                1,
+                format!(
+                    "expected {rows} weight rows, found {}",
+                    values.len() / nr_w.max(1)
+                ),
+            ));
+        }
+        let mut w = vec![Vec::with_capacity(rows); nr_w];
+        for row in values.chunks(nr_w) {
+            for (k, &v) in row.iter().enumerate() {
+                w[k].push(v);
+            }
+        }
+        let solver = self.solver.ok_or_else(|| model_err(eof, 1, "no solver"))?;
+        Ok(LinearModel {
+            solver,
+            labels: self.labels.unwrap_or_default(),
+            n_features: self.nr_feature.unwrap_or(0),
+            bias: self.bias.flatten(),
+            w,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_format_round_trips_and_avoids_inf() {
+        for v in [
+            0.0,
+            -0.0,
+            1.0,
+            -2.5,
+            0.1,
+            1e-300,
+            -4.9e-324,
+            1.7976931348623157e308,
+            123456789.12345679,
+            1e15,
+            1e16,
+            3.0e-5,
+            9.99e-6,
+        ] {
+            let s = fmt_f64(v);
+            assert!(!s.contains("inf") && !s.contains("NaN"));
+            assert!(s.len() < 30, "{s}");
+            let back: f64 = s.parse().unwrap();
+            assert_eq!(back.to_bits(), v.to_bits(), "{s}");
+        }
+    }
+
+    #[test]
+    fn tokens_report_columns() {
+        let t: Vec<_> = tokens("  ab\tc  d").collect();
+        assert_eq!(t, vec![(3, "ab"), (6, "c"), (9, "d")]);
+    }
+
+    #[test]
+    fn solver_ids_and_names_round_trip() {
+        for s in LinearSolver::ALL {
+            assert_eq!(LinearSolver::from_id(s.id()), Some(s));
+            assert_eq!(LinearSolver::from_name(s.name()), Some(s));
+        }
+        assert_eq!(LinearSolver::from_id(2), None);
+    }
+}
