@@ -84,7 +84,11 @@ pub struct ModelArgs {
     #[arg(short = 'b', default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub probability: u8,
     /// Class weight, LABEL:WEIGHT (LIBSVM's `-wLABEL WEIGHT` is also accepted).
-    #[arg(long = "class-weight", value_name = "LABEL:WEIGHT", allow_hyphen_values = true)]
+    #[arg(
+        long = "class-weight",
+        value_name = "LABEL:WEIGHT",
+        allow_hyphen_values = true
+    )]
     pub class_weights: Vec<String>,
     /// Linear model (LIBLINEAR's solvers and numbering for -s).
     #[arg(long)]

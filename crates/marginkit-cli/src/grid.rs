@@ -38,15 +38,24 @@ pub fn parse_range(flag: &str, s: &str) -> CliResult<Vec<f64>> {
 pub fn run(a: GridArgs) -> CliResult {
     init_threads(a.model.threads)?;
     if a.model.linear {
-        return Err(CliError("grid searches kernel models; for linear models use train --linear -v".into()));
+        return Err(CliError(
+            "grid searches kernel models; for linear models use train --linear -v".into(),
+        ));
     }
     if a.folds < 2 {
         return Err(CliError(format!("-v must be >= 2, got {}", a.folds)));
     }
     let params = svm_params(&a.model)?;
     let log2c = parse_range("--log2c", &a.log2c)?;
-    let uses_gamma = !matches!(params.kernel.kind, KernelKind::Linear | KernelKind::Precomputed);
-    let log2g = if uses_gamma { parse_range("--log2g", &a.log2g)? } else { vec![0.0] };
+    let uses_gamma = !matches!(
+        params.kernel.kind,
+        KernelKind::Linear | KernelKind::Precomputed
+    );
+    let log2g = if uses_gamma {
+        parse_range("--log2g", &a.log2g)?
+    } else {
+        vec![0.0]
+    };
     let data = read_data(
         &a.train_file,
         &a.input,

@@ -11,6 +11,7 @@ mod predict;
 mod progress;
 mod scale;
 mod train;
+mod train_linear;
 
 use std::process::ExitCode;
 

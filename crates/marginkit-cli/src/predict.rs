@@ -39,8 +39,11 @@ pub fn fmt_g(v: f64) -> String {
 pub fn is_linear_model(path: &std::path::Path) -> CliResult<bool> {
     use std::io::Read;
     let mut head = [0u8; 11];
-    let mut f = std::fs::File::open(path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
-    let n = f.read(&mut head).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let mut f =
+        std::fs::File::open(path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let n = f
+        .read(&mut head)
+        .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     Ok(&head[..n] == b"solver_type")
 }
 
@@ -50,7 +53,11 @@ pub fn run(a: PredictArgs) -> CliResult {
         return crate::train_linear::predict(a);
     }
     let model = load_model(&a.model_file).map_err(|e| io_context(&a.model_file, e))?;
-    let data = read_data(&a.test_file, &a.input, model.kernel == KernelSpec::Precomputed)?;
+    let data = read_data(
+        &a.test_file,
+        &a.input,
+        model.kernel == KernelSpec::Precomputed,
+    )?;
     if a.probability == 1 && !model.has_probability() {
         return Err(CliError(format!(
             "{}: the model has no probability information (train with -b 1)",

@@ -10,7 +10,6 @@ use marginkit::solver::{Control, IterStats, Observer};
 /// A solver observer that shows a spinner with the iteration count and the current violation.
 pub struct Progress {
     bar: Option<ProgressBar>,
-    label: String,
 }
 
 impl Progress {
@@ -25,17 +24,7 @@ impl Progress {
             b.enable_steady_tick(Duration::from_millis(120));
             b
         });
-        Self {
-            bar,
-            label: String::new(),
-        }
-    }
-    /// Sets the name of the current stage (e.g. the class pair being solved).
-    pub fn stage(&mut self, label: impl Into<String>) {
-        self.label = label.into();
-        if let Some(b) = &self.bar {
-            b.set_message(self.label.clone());
-        }
+        Self { bar }
     }
     /// Removes the spinner.
     pub fn finish(&self) {
@@ -49,8 +38,8 @@ impl Observer for Progress {
     fn on_iter(&mut self, s: &IterStats) -> Control {
         if let Some(b) = &self.bar {
             b.set_message(format!(
-                "{} iter {} violation {:.3e} active {}",
-                self.label, s.iterations, s.max_violation, s.active
+                "iter {} violation {:.3e} active {}",
+                s.iterations, s.max_violation, s.active
             ));
         }
         Control::Continue

@@ -96,7 +96,9 @@ pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
     }
     if let Some(t) = m.time_limit {
         if !(t.is_finite() && t > 0.0) {
-            return Err(CliError(format!("--time-limit must be > 0 seconds, got {t}")));
+            return Err(CliError(format!(
+                "--time-limit must be > 0 seconds, got {t}"
+            )));
         }
         p = p.time_limit(Duration::from_secs_f64(t));
     }
@@ -109,7 +111,11 @@ pub fn default_model_path(train: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "stdin".into());
-    let name = if name == "-" { "stdin".to_string() } else { name };
+    let name = if name == "-" {
+        "stdin".to_string()
+    } else {
+        name
+    };
     PathBuf::from(format!("{name}.model"))
 }
 
@@ -117,7 +123,12 @@ pub fn default_model_path(train: &Path) -> PathBuf {
 pub fn evaluate(pred: &[f64], truth: &[f64], regression: bool) -> Value {
     let n = truth.len().max(1) as f64;
     if regression {
-        let mse = pred.iter().zip(truth).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / n;
+        let mse = pred
+            .iter()
+            .zip(truth)
+            .map(|(p, y)| (p - y).powi(2))
+            .sum::<f64>()
+            / n;
         json!({ "mse": mse, "r2": squared_correlation(pred, truth) })
     } else {
         let correct = pred.iter().zip(truth).filter(|(p, y)| p == y).count();
@@ -173,7 +184,10 @@ pub fn describe(report: &FitReport) -> String {
 }
 
 /// One JSON value per binary subproblem, or a single value for one subproblem.
-fn per_subproblem(report: &FitReport, f: impl Fn(&marginkit::svm::SubproblemReport) -> Value) -> Value {
+fn per_subproblem(
+    report: &FitReport,
+    f: impl Fn(&marginkit::svm::SubproblemReport) -> Value,
+) -> Value {
     match report.subproblems.as_slice() {
         [one] => f(one),
         many => Value::Array(many.iter().map(f).collect()),
@@ -197,7 +211,11 @@ pub fn run(a: TrainArgs) -> CliResult {
     let seconds = t0.elapsed().as_secs_f64();
     progress.finish();
     say(a.json, a.quiet, describe(&report).trim_end());
-    say(a.json, a.quiet, &format!("Total nSV = {}", model.total_sv()));
+    say(
+        a.json,
+        a.quiet,
+        &format!("Total nSV = {}", model.total_sv()),
+    );
     for w in &report.warnings {
         eprintln!("marginkit: warning: {w}");
     }
@@ -236,7 +254,9 @@ pub fn run(a: TrainArgs) -> CliResult {
 
 fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> CliResult {
     if k < 2 {
-        return Err(CliError(format!("n-fold cross validation: n must be >= 2, got {k}")));
+        return Err(CliError(format!(
+            "n-fold cross validation: n must be >= 2, got {k}"
+        )));
     }
     let t0 = Instant::now();
     let pred = cross_validation(params, data, k, params.seed)?;

@@ -7,7 +7,9 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(name)
 }
 
 fn run(args: &[&str], dir: &Path) -> Output {
@@ -46,7 +48,10 @@ fn train_predict_round_trip_prints_libsvm_lines_and_json() {
     assert!(out.contains("optimization finished"), "{out}");
     assert!(out.contains("Total nSV = "), "{out}");
     let model = std::fs::read_to_string(dir.path().join("m.model")).unwrap();
-    assert!(model.starts_with("svm_type c_svc\nkernel_type rbf\n"), "{model}");
+    assert!(
+        model.starts_with("svm_type c_svc\nkernel_type rbf\n"),
+        "{model}"
+    );
 
     let o = run(
         &["predict", test.to_str().unwrap(), "m.model", "out.txt"],
@@ -55,7 +60,9 @@ fn train_predict_round_trip_prints_libsvm_lines_and_json() {
     assert!(o.status.success(), "{}", stderr(&o));
     let line = stdout(&o);
     assert!(
-        line.starts_with("Accuracy = ") && line.contains("% (") && line.contains("/54) (classification)"),
+        line.starts_with("Accuracy = ")
+            && line.contains("% (")
+            && line.contains("/54) (classification)"),
         "{line}"
     );
     let preds = std::fs::read_to_string(dir.path().join("out.txt")).unwrap();
@@ -68,14 +75,27 @@ fn train_predict_round_trip_prints_libsvm_lines_and_json() {
     );
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
-    for key in ["train_seconds", "objective", "rho", "n_sv", "iterations", "status"] {
+    for key in [
+        "train_seconds",
+        "objective",
+        "rho",
+        "n_sv",
+        "iterations",
+        "status",
+    ] {
         assert!(v.get(key).is_some(), "missing {key} in {v}");
     }
     assert_eq!(v["status"], "converged");
     assert!(v["objective"].as_f64().unwrap() < 0.0);
 
     let o = run(
-        &["predict", "--json", test.to_str().unwrap(), "m2.model", "o2.txt"],
+        &[
+            "predict",
+            "--json",
+            test.to_str().unwrap(),
+            "m2.model",
+            "o2.txt",
+        ],
         dir.path(),
     );
     let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
@@ -86,8 +106,14 @@ fn train_predict_round_trip_prints_libsvm_lines_and_json() {
 fn cross_validation_is_seeded() {
     let dir = tempfile::tempdir().unwrap();
     let train = data("heart_scale.train");
-    let a = run(&["train", "-v", "5", "--seed", "3", train.to_str().unwrap()], dir.path());
-    let b = run(&["train", "-v", "5", "--seed", "3", train.to_str().unwrap()], dir.path());
+    let a = run(
+        &["train", "-v", "5", "--seed", "3", train.to_str().unwrap()],
+        dir.path(),
+    );
+    let b = run(
+        &["train", "-v", "5", "--seed", "3", train.to_str().unwrap()],
+        dir.path(),
+    );
     assert!(a.status.success(), "{}", stderr(&a));
     assert!(stdout(&a).starts_with("Cross Validation Accuracy = "));
     assert_eq!(stdout(&a), stdout(&b));
@@ -98,8 +124,18 @@ fn libsvm_weight_flags_and_flag_order_do_not_matter() {
     let dir = tempfile::tempdir().unwrap();
     let train = data("heart_scale.train");
     let t = train.to_str().unwrap();
-    let a = run(&["train", "-q", "-w1", "2", "-w-1", "0.5", "-c", "2", t, "a.model"], dir.path());
-    let b = run(&["train", "-c", "2", "-w-1", "0.5", "-q", "-w1", "2", t, "b.model"], dir.path());
+    let a = run(
+        &[
+            "train", "-q", "-w1", "2", "-w-1", "0.5", "-c", "2", t, "a.model",
+        ],
+        dir.path(),
+    );
+    let b = run(
+        &[
+            "train", "-c", "2", "-w-1", "0.5", "-q", "-w1", "2", t, "b.model",
+        ],
+        dir.path(),
+    );
     assert!(a.status.success(), "{}", stderr(&a));
     assert!(b.status.success(), "{}", stderr(&b));
     let ma = std::fs::read(dir.path().join("a.model")).unwrap();
@@ -150,7 +186,11 @@ fn single_class_and_bad_parameters_are_errors() {
     ] {
         let o = run(&args, dir.path());
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).starts_with("marginkit: error:"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("marginkit: error:"),
+            "{}",
+            stderr(&o)
+        );
     }
 }
 
@@ -164,18 +204,33 @@ fn corrupt_model_and_feature_mismatch_are_errors_without_output() {
         "svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 2\ntotal_sv 2\nrho 0.1\nlabel 1 -1\nnr_sv 1 1\nSV\n1 1:0.5\n",
     );
     let o = run(
-        &["predict", test.to_str().unwrap(), m.to_str().unwrap(), "out.txt"],
+        &[
+            "predict",
+            test.to_str().unwrap(),
+            m.to_str().unwrap(),
+            "out.txt",
+        ],
         dir.path(),
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("bad.model:"), "{}", stderr(&o));
     assert!(!dir.path().join("out.txt").exists());
 
-    let train = write(dir.path(), "small.txt", "1 1:1 2:0.5\n-1 1:-1 2:0.2\n1 1:0.8\n-1 1:-0.7 2:0.1\n");
-    let o = run(&["train", "-q", train.to_str().unwrap(), "s.model"], dir.path());
+    let train = write(
+        dir.path(),
+        "small.txt",
+        "1 1:1 2:0.5\n-1 1:-1 2:0.2\n1 1:0.8\n-1 1:-0.7 2:0.1\n",
+    );
+    let o = run(
+        &["train", "-q", train.to_str().unwrap(), "s.model"],
+        dir.path(),
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let wide = write(dir.path(), "wide.txt", "1 1:1 2:0.5 7:3\n");
-    let o = run(&["predict", wide.to_str().unwrap(), "s.model", "out.txt"], dir.path());
+    let o = run(
+        &["predict", wide.to_str().unwrap(), "s.model", "out.txt"],
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("features"), "{}", stderr(&o));
     assert!(!dir.path().join("out.txt").exists());
@@ -195,7 +250,14 @@ fn grid_reports_best_point() {
     let train = data("heart_scale.train");
     let o = run(
         &[
-            "grid", "--log2c", "-1,3,2", "--log2g", "-5,-3,2", "-v", "3", "--json",
+            "grid",
+            "--log2c",
+            "-1,3,2",
+            "--log2g",
+            "-5,-3,2",
+            "-v",
+            "3",
+            "--json",
             train.to_str().unwrap(),
         ],
         dir.path(),

@@ -69,7 +69,11 @@ pub fn grid_search(
                 let pred = cross_validation(&pc, data, folds, params.seed)?;
                 let n = data.len() as f64;
                 let score = if regression {
-                    pred.iter().zip(&data.y).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / n
+                    pred.iter()
+                        .zip(&data.y)
+                        .map(|(a, b)| (a - b).powi(2))
+                        .sum::<f64>()
+                        / n
                 } else {
                     100.0 * pred.iter().zip(&data.y).filter(|(a, b)| a == b).count() as f64 / n
                 };
@@ -110,7 +114,11 @@ fn binary_c_path(
             continue;
         }
         let sub = data.subset(&train);
-        let signs: Vec<i8> = sub.y.iter().map(|&v| if v == labels[0] { 1 } else { -1 }).collect();
+        let signs: Vec<i8> = sub
+            .y
+            .iter()
+            .map(|&v| if v == labels[0] { 1 } else { -1 })
+            .collect();
         let y: Vec<f64> = signs.iter().map(|&s| f64::from(s)).collect();
         let test_x = data.x.select_rows(&test);
         if signs.iter().all(|&s| s == signs[0]) {

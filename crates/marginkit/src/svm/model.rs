@@ -145,7 +145,11 @@ impl SvmModel {
         kbuf.resize(self.total_sv(), 0.0);
         self.kernel_row(x, kbuf);
         if !self.svm_type.is_classifier() {
-            let s: f64 = self.sv_coef[0].iter().zip(kbuf.iter()).map(|(a, k)| a * k).sum();
+            let s: f64 = self.sv_coef[0]
+                .iter()
+                .zip(kbuf.iter())
+                .map(|(a, k)| a * k)
+                .sum();
             return vec![s - self.rho[0]];
         }
         let nc = self.labels.len();

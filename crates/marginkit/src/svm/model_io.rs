@@ -265,9 +265,10 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
         match key {
             "svm_type" => {
                 let (c, v) = need_one("name")?;
-                h.svm_type = Some(SvmType::from_name(v).ok_or_else(|| {
-                    model_err(line_no, c, format!("unknown svm_type '{v}'"))
-                })?);
+                h.svm_type = Some(
+                    SvmType::from_name(v)
+                        .ok_or_else(|| model_err(line_no, c, format!("unknown svm_type '{v}'")))?,
+                );
             }
             "kernel_type" => {
                 let (c, v) = need_one("name")?;
@@ -279,9 +280,10 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
             "degree" => {
                 let (c, v) = need_one("integer")?;
                 let d = parse_usize(line_no, c, v, "a degree (integer >= 0)")?;
-                h.degree = Some(u32::try_from(d).map_err(|_| {
-                    model_err(line_no, c, "degree too large".into())
-                })?);
+                h.degree = Some(
+                    u32::try_from(d)
+                        .map_err(|_| model_err(line_no, c, "degree too large".into()))?,
+                );
             }
             "gamma" => {
                 let (c, v) = need_one("number")?;
@@ -345,7 +347,10 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
                 return Err(model_err(
                     line_no,
                     kc,
-                    format!("unknown keyword '{}'", other.chars().take(32).collect::<String>()),
+                    format!(
+                        "unknown keyword '{}'",
+                        other.chars().take(32).collect::<String>()
+                    ),
                 ))
             }
         }
@@ -438,7 +443,10 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
             return Err(model_err(
                 line_no,
                 1,
-                format!("expected {total_sv} support vectors, found {}", indptr.len() - 1),
+                format!(
+                    "expected {total_sv} support vectors, found {}",
+                    indptr.len() - 1
+                ),
             ));
         };
         let toks = tokens(line);
@@ -592,7 +600,15 @@ mod tests {
 
     #[test]
     fn float_format_round_trips() {
-        for v in [0.1, 1e-7, 1e300, -2.5e-308, 123456789.0123, 1.0 / 3.0, 5e-324] {
+        for v in [
+            0.1,
+            1e-7,
+            1e300,
+            -2.5e-308,
+            123456789.0123,
+            1.0 / 3.0,
+            5e-324,
+        ] {
             assert_eq!(fmt_f64(v).parse::<f64>().unwrap(), v);
         }
         assert_eq!(fmt_label(-1.0), "-1");
@@ -612,7 +628,13 @@ mod tests {
         assert_eq!(l, 3);
         let (l, k) = err_line(&SMALL.replace("nr_class 2", "nr_class 1000000"));
         assert_eq!(l, 4);
-        assert!(matches!(k, ParseErrorKind::Limit { what: "nr_class", .. }));
+        assert!(matches!(
+            k,
+            ParseErrorKind::Limit {
+                what: "nr_class",
+                ..
+            }
+        ));
         let (l, _) = err_line(&SMALL.replace("total_sv 3", "total_sv 4"));
         assert_eq!(l, 9);
         let (l, k) = err_line(&SMALL.replace("2:1\n", "2:1 1:3\n"));

@@ -289,8 +289,10 @@ impl SvmParams {
             }
             _ => {}
         }
-        if matches!(p.svm_type, SvmType::NuSvc | SvmType::OneClass | SvmType::NuSvr)
-            && !(p.nu > 0.0 && p.nu <= 1.0)
+        if matches!(
+            p.svm_type,
+            SvmType::NuSvc | SvmType::OneClass | SvmType::NuSvr
+        ) && !(p.nu > 0.0 && p.nu <= 1.0)
         {
             return Err(ParamError::OutOfRange {
                 name: "nu",

@@ -187,7 +187,11 @@ mod tests {
         let n_neg = 40.0 - n_pos;
         let (mut g1, mut g2) = (0.0, 0.0);
         for (&f, &p) in dec.iter().zip(&pos) {
-            let t = if p { (n_pos + 1.0) / (n_pos + 2.0) } else { 1.0 / (n_neg + 2.0) };
+            let t = if p {
+                (n_pos + 1.0) / (n_pos + 2.0)
+            } else {
+                1.0 / (n_neg + 2.0)
+            };
             let pr = sigmoid_predict(f, a, b);
             g1 += f * (t - pr);
             g2 += t - pr;

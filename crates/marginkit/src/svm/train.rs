@@ -183,13 +183,13 @@ fn fit_classifier(
     // Samples of each class, in data order.
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); nc];
     for (i, &v) in data.y.iter().enumerate() {
-        let c = labels.iter().position(|&l| l == v).expect("invariant: label listed");
+        let c = labels
+            .iter()
+            .position(|&l| l == v)
+            .expect("invariant: label listed");
         members[c].push(i);
     }
-    let cw: Vec<f64> = labels
-        .iter()
-        .map(|&l| class_weight(params, l))
-        .collect();
+    let cw: Vec<f64> = labels.iter().map(|&l| class_weight(params, l)).collect();
 
     if params.svm_type == SvmType::NuSvc {
         for i in 0..nc {
@@ -536,7 +536,11 @@ pub(crate) fn binary_decisions(
         prob_a: Vec::new(),
         prob_b: Vec::new(),
     });
-    model.decision_values(test).into_iter().map(|d| d[0]).collect()
+    model
+        .decision_values(test)
+        .into_iter()
+        .map(|d| d[0])
+        .collect()
 }
 
 const PROB_FOLDS: usize = 5;
@@ -628,8 +632,7 @@ pub fn cross_validation(
                     &model.prob_a,
                     &model.prob_b,
                 );
-                let best = (0..probs.len())
-                    .fold(0, |b, c| if probs[c] > probs[b] { c } else { b });
+                let best = (0..probs.len()).fold(0, |b, c| if probs[c] > probs[b] { c } else { b });
                 model.labels[best]
             } else {
                 model.predict_from_decision(&dec[pos])
@@ -651,7 +654,9 @@ mod tests {
 
     #[test]
     fn folds_are_stratified_and_seeded() {
-        let y: Vec<f64> = (0..30).map(|i| if i % 3 == 0 { 1.0 } else { -1.0 }).collect();
+        let y: Vec<f64> = (0..30)
+            .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
+            .collect();
         let f = fold_assignment(&y, 5, true, 7);
         assert_eq!(f, fold_assignment(&y, 5, true, 7));
         for k in 0..5 {
