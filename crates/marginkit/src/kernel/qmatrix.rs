@@ -236,6 +236,7 @@ impl Outer for RbfOuter {
 /// a degree-13 Taylor polynomial for `exp(r)` (Estrin's scheme) and `2^k` built from its bits.
 /// Relative error below 1e-15; arguments below -700 give about 1e-304 (0 in f32).
 #[inline(always)]
+#[allow(clippy::excessive_precision)]
 pub fn exp_nonpositive(x: f64) -> f64 {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
     const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;

@@ -167,6 +167,7 @@ impl State {
 
     /// Builds the state: validates, forces fixed variables, permutes them to the end, and
     /// initializes the gradient from the nonzero entries of the warm start.
+    #[allow(clippy::needless_range_loop)]
     pub fn new<Q: QMatrix + ?Sized>(
         q: &mut Q,
         qp: &BoxQp<'_>,
@@ -328,6 +329,7 @@ impl State {
     }
 
     /// Recomputes the gradient of the shrunk variables from `g_bar` and the free variables.
+    #[allow(clippy::needless_range_loop)]
     pub fn reconstruct_gradient<Q: QMatrix + ?Sized>(&mut self, q: &mut Q) {
         let (act, l) = (self.active, self.l);
         if act == l {
