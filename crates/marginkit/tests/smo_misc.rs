@@ -250,3 +250,79 @@ fn statuses_and_warm_start() {
     assert!(again.iterations <= 2, "{again:?}");
     assert!((again.objective - cold.objective).abs() <= 1e-9 * cold.objective.abs());
 }
+
+mod props {
+    use marginkit::kernel::qmatrix::DenseQ;
+    use marginkit::solver::kkt::check_dense;
+    use marginkit::solver::smo::solve;
+    use marginkit::solver::{BoxQp, Equality, NoObserver, Shrinking, SolverSettings, Status};
+    use proptest::prelude::*;
+
+    /// A small QP: PSD `Q = F F'` (entries exactly representable in f32), p, y, bounds.
+    fn qp_strategy() -> impl Strategy<Value = (usize, Vec<f64>, Vec<f64>, Vec<i8>, Vec<f64>)> {
+        (2usize..12).prop_flat_map(|n| {
+            (
+                Just(n),
+                prop::collection::vec(-4i32..=4, n * 3),
+                prop::collection::vec(-8i32..=4, n),
+                prop::collection::vec(prop::bool::ANY, n),
+                prop::collection::vec(1i32..=8, n),
+            )
+                .prop_map(|(n, f, p, y, u)| {
+                    let mut q = vec![0.0; n * n];
+                    for i in 0..n {
+                        for j in 0..n {
+                            q[i * n + j] = (0..3)
+                                .map(|k| f64::from(f[i * 3 + k] * f[j * 3 + k]))
+                                .sum::<f64>()
+                                / 16.0;
+                        }
+                    }
+                    (
+                        n,
+                        q,
+                        p.iter().map(|&v| f64::from(v) / 4.0).collect(),
+                        y.iter().map(|&b| if b { 1 } else { -1 }).collect(),
+                        u.iter().map(|&v| f64::from(v) / 4.0).collect(),
+                    )
+                })
+        })
+    }
+
+    fn solve_dense(n: usize, q: &[f64], qp: &BoxQp<'_>, shrinking: Shrinking) -> (f64, Vec<f64>) {
+        let mut dq = DenseQ::new(n, q).unwrap();
+        let mut a = vec![0.0; n];
+        let s = SolverSettings {
+            tol: 1e-10,
+            shrinking,
+            ..SolverSettings::default()
+        };
+        let info = solve(&mut dq, qp, &mut a, &s, &mut NoObserver).unwrap();
+        assert_eq!(info.status, Status::Converged);
+        (info.objective, a)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn permutation_and_shrinking_invariance((n, q, p, y, u) in qp_strategy(), eq in prop::bool::ANY, rot in 0usize..12) {
+            let equality = if eq { Equality::Sum { delta: 0.0 } } else { Equality::None };
+            let qp = BoxQp { p: &p, y: &y, upper: &u, equality, fixed: None };
+            let (f_on, a) = solve_dense(n, &q, &qp, Shrinking::On);
+            let (f_off, _) = solve_dense(n, &q, &qp, Shrinking::Off);
+            let scale = 1.0 + f_on.abs();
+            prop_assert!((f_on - f_off).abs() <= 1e-8 * scale);
+            let rep = check_dense(&q, &qp, &a);
+            prop_assert!(rep.max_violation <= 1e-9 && rep.gap <= 1e-7 * scale, "{:?}", rep);
+            // Rotate the variables.
+            let perm: Vec<usize> = (0..n).map(|t| (t + rot) % n).collect();
+            let qr: Vec<f64> = (0..n * n).map(|k| q[perm[k / n] * n + perm[k % n]]).collect();
+            let pr: Vec<f64> = perm.iter().map(|&i| p[i]).collect();
+            let yr: Vec<i8> = perm.iter().map(|&i| y[i]).collect();
+            let ur: Vec<f64> = perm.iter().map(|&i| u[i]).collect();
+            let qpr = BoxQp { p: &pr, y: &yr, upper: &ur, equality, fixed: None };
+            let (f_rot, _) = solve_dense(n, &qr, &qpr, Shrinking::On);
+            prop_assert!((f_rot - f_on).abs() <= 1e-8 * scale);
+        }
+    }
+}
