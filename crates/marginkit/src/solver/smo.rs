@@ -10,7 +10,7 @@
 //! | `alpha`, `C_i`                     | `alpha`, `upper`              |
 //! | `grad f = Q alpha + p`             | `g` (active variables)        |
 //! | `G_bar_i = sum_{j at C} C_j Q_ij`  | `g_bar`                       |
-//! | `I_up`, `I_low`                    | [`State::in_up`], [`State::in_low`] |
+//! | `I_up`, `I_low`                    | `State::in_up`, `State::in_low` |
 //! | `-y_t grad_t f`                    | `f` in comments               |
 //! | `m(a)`, `M(a)`                     | `gmax`, `gmin`                |
 //! | `a_ts`, `b_ts` (WSS3)              | `quad`, `b`                   |
