@@ -51,8 +51,8 @@ fn main() {
     let x = Features::Dense(DenseMatrix::new(n, d, v).expect("shape"));
     if let Some(path) = args.get(6) {
         let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
-        for i in 0..n {
-            write!(f, "{}", y[i]).unwrap();
+        for (i, yi) in y.iter().enumerate() {
+            write!(f, "{yi}").unwrap();
             if let Features::Dense(m) = &x {
                 for (k, val) in m.row(i).iter().enumerate() {
                     write!(f, " {}:{}", k + 1, val).unwrap();

@@ -1,6 +1,7 @@
 //! SMO solver oracles: clarabel on small random QPs, the independent KKT checker on every
 //! solution, shrinking/cache/thread/permutation invariances, duplicated sample == doubled bound,
 //! SVR and one-class duals, and a real data set (heart_scale).
+#![allow(clippy::needless_range_loop)]
 
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
@@ -217,7 +218,6 @@ fn random_qps_match_clarabel() {
                 1 => VarFix::AtUpper,
                 _ => VarFix::Free,
             })
-            .map(|f| f)
             .collect();
         let fixed: Vec<VarFix> = fixed
             .iter()

@@ -51,10 +51,11 @@ enum Rows<'a> {
     Dense { panels: Vec<f64>, d: usize },
     /// Borrowed CSR rows through a permutation.
     Sparse { x: &'a CsrMatrix, perm: Vec<u32> },
-    /// Kernel values `k[a * n + b]` in the original order, through a permutation.
+    /// Borrowed rows of kernel values: `K(a, b) = row_a[serial_b]` (original indices),
+    /// through a permutation.
     Pre {
-        k: Vec<f64>,
-        n: usize,
+        x: &'a Features,
+        serial: Vec<u32>,
         perm: Vec<u32>,
     },
 }
@@ -167,15 +168,25 @@ impl Dots for SparseDots<'_> {
 }
 
 struct PreDots<'b> {
-    k: &'b [f64],
-    n: usize,
+    x: &'b Features,
+    serial: &'b [u32],
     perm: &'b [u32],
 }
 
 impl Dots for PreDots<'_> {
     #[inline]
     fn dot(&self, i: usize, j: usize) -> f64 {
-        self.k[self.perm[i] as usize * self.n + self.perm[j] as usize]
+        let b = self.perm[j] as usize;
+        self.x
+            .row(self.perm[i] as usize)
+            .get(self.serial[b] as usize)
+    }
+    #[inline]
+    fn block(&self, i: usize, lo: usize, out: &mut [f64]) {
+        let row = self.x.row(self.perm[i] as usize);
+        for (o, &pj) in out.iter_mut().zip(&self.perm[lo..]) {
+            *o = row.get(self.serial[pj as usize] as usize);
+        }
     }
 }
 
@@ -236,6 +247,7 @@ impl Outer for RbfOuter {
 /// a degree-13 Taylor polynomial for `exp(r)` (Estrin's scheme) and `2^k` built from its bits.
 /// Relative error below 1e-15; arguments below -700 give about 1e-304 (0 in f32).
 #[inline(always)]
+#[allow(clippy::excessive_precision)]
 pub fn exp_nonpositive(x: f64) -> f64 {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
     const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;
@@ -328,18 +340,11 @@ impl<'a> KernelRows<'a> {
                             reason: "the serial number (index 0) must be an integer in 1..=n",
                         });
                     }
-                    serial.push(s as usize);
-                }
-                let mut k = vec![0.0; n * n];
-                for a in 0..n {
-                    let row = x.row(a);
-                    for (b, &s) in serial.iter().enumerate() {
-                        k[a * n + b] = row.get(s);
-                    }
+                    serial.push(s as u32);
                 }
                 Rows::Pre {
-                    k,
-                    n,
+                    x,
+                    serial,
                     perm: (0..n as u32).collect(),
                 }
             }
@@ -382,8 +387,8 @@ impl<'a> KernelRows<'a> {
             Rows::Sparse { x, perm } => {
                 self.with_outer(&SparseDots { x, perm }, i, out, start, signs)
             }
-            Rows::Pre { k, n, perm } => fill_blocks(
-                &PreDots { k, n: *n, perm },
+            Rows::Pre { x, serial, perm } => fill_blocks(
+                &PreDots { x, serial, perm },
                 &Identity,
                 &self.norms,
                 signs,
@@ -436,7 +441,7 @@ impl<'a> KernelRows<'a> {
         let mut v = [match &self.rows {
             Rows::Dense { panels, d } => DenseDots { panels, d: *d }.dot(i, i),
             Rows::Sparse { x, perm } => SparseDots { x, perm }.dot(i, i),
-            Rows::Pre { k, n, perm } => PreDots { k, n: *n, perm }.dot(i, i),
+            Rows::Pre { x, serial, perm } => PreDots { x, serial, perm }.dot(i, i),
         }];
         let ni = self.norms[i];
         let nj = [ni];

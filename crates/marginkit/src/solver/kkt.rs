@@ -56,6 +56,7 @@ pub fn check_dense(q: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
 }
 
 /// Checks `alpha` against `qp` with `Q_ij = q(i, j)`.
+#[allow(clippy::needless_range_loop)]
 pub fn check_with<F: Fn(usize, usize) -> f64>(q: F, qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
     let n = alpha.len();
     let mut g = qp.p.to_vec();

@@ -10,7 +10,7 @@
 //! | `alpha`, `C_i`                     | `alpha`, `upper`              |
 //! | `grad f = Q alpha + p`             | `g` (active variables)        |
 //! | `G_bar_i = sum_{j at C} C_j Q_ij`  | `g_bar`                       |
-//! | `I_up`, `I_low`                    | [`State::in_up`], [`State::in_low`] |
+//! | `I_up`, `I_low`                    | `State::in_up`, `State::in_low` |
 //! | `-y_t grad_t f`                    | `f` in comments               |
 //! | `m(a)`, `M(a)`                     | `gmax`, `gmin`                |
 //! | `a_ts`, `b_ts` (WSS3)              | `quad`, `b`                   |
@@ -167,6 +167,7 @@ impl State {
 
     /// Builds the state: validates, forces fixed variables, permutes them to the end, and
     /// initializes the gradient from the nonzero entries of the warm start.
+    #[allow(clippy::needless_range_loop)]
     pub fn new<Q: QMatrix + ?Sized>(
         q: &mut Q,
         qp: &BoxQp<'_>,
@@ -328,6 +329,7 @@ impl State {
     }
 
     /// Recomputes the gradient of the shrunk variables from `g_bar` and the free variables.
+    #[allow(clippy::needless_range_loop)]
     pub fn reconstruct_gradient<Q: QMatrix + ?Sized>(&mut self, q: &mut Q) {
         let (act, l) = (self.active, self.l);
         if act == l {

@@ -11,9 +11,9 @@
 //!
 //! | paper (Chang & Lin 2001, LIBSVM sec. 4.2) | code                                    |
 //! |-------------------------------------------|-----------------------------------------|
-//! | `m_+(a), M_+(a)`, `m_-(a), M_-(a)`        | per-class extrema of `-y_t g_t` in [`select_nu`] |
-//! | `r_1, r_2`                                | per-class thresholds in [`rho_r`]       |
-//! | `rho = (r_1 - r_2)/2`, `r = (r_1 + r_2)/2`| [`rho_r`]                               |
+//! | `m_+(a), M_+(a)`, `m_-(a), M_-(a)`        | per-class extrema of `-y_t g_t` in `select_nu` |
+//! | `r_1, r_2`                                | per-class thresholds in `rho_r`       |
+//! | `rho = (r_1 - r_2)/2`, `r = (r_1 + r_2)/2`| `rho_r`                               |
 //!
 //! **Working set**: WSS3 inside each class; the pair with the smaller second-order objective
 //! wins. **Stopping**: `max(m_+ - M_+, m_- - M_-) <= tol`. **Shrinking**: the rule of
