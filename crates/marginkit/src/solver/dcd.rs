@@ -52,7 +52,10 @@
 //! # Cost
 //!
 //! One coordinate step costs two row operations (`w'x_i` and `w += s x_i`): `O(nnz(x_i))`. A pass
-//! costs `O(nnz(X))`; memory is `O(n + d)`. With [`Equality::Sum`] a step pairs `i` with a maximal
+//! costs `O(nnz(X))`; memory is `O(n + d)`. The step is bound by memory latency (rows are visited
+//! in random order), so the box loop keeps each variable's data in one struct of the shuffled
+//! active array (read in sequence), stores a direct handle to its row (no row-pointer lookup)
+//! and reads the row two steps ahead early so that its cache misses overlap the current step. With [`Equality::Sum`] a step pairs `i` with a maximal
 //! violator `j` and costs five row operations. Nothing is allocated inside a pass. At the end, `w` is
 //! recomputed from the dual variables and one extra pass computes the primal objective, the
 //! duality gap and the final violation.
