@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example dcd_blobs -- [n] [d] [C] [eps] [seed] [--write data.svm]
-//!     [--no-shrink] [--max-passes N]
+//!     [--no-shrink] [--max-passes N] [--sparse]
 //! ```
 //! Defaults: n = 100000, d = 20, C = 1, eps = 0.1 (LIBLINEAR's default), seed = 1. For each of
 //! L1-loss and L2-loss dual SVC (no bias, as LIBLINEAR's default) it prints the passes, the
@@ -43,6 +43,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         _ => None,
     };
+    let sparse = match args.iter().position(|a| a == "--sparse") {
+        Some(k) => {
+            args.remove(k);
+            true
+        }
+        None => false,
+    };
     let num = |k: usize, default: f64| -> f64 {
         args.get(k).and_then(|s| s.parse().ok()).unwrap_or(default)
     };
@@ -78,7 +85,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         println!("wrote {path}");
     }
-    println!("n = {n}, d = {d}, C = {c}, eps = {eps}, seed = {seed}");
+    let x = if sparse {
+        // Same values in CSR storage (the layout LIBLINEAR always uses).
+        let (mut indptr, mut idx, mut val) = (vec![0], Vec::new(), Vec::new());
+        for i in 0..n {
+            for (k, v) in x.row(i).iter() {
+                idx.push(k as u32);
+                val.push(v);
+            }
+            indptr.push(idx.len());
+        }
+        Features::Sparse(marginkit::CsrMatrix::new(d, indptr, idx, val)?)
+    } else {
+        x
+    };
+    let storage = if sparse { "sparse" } else { "dense" };
+    println!("n = {n}, d = {d}, C = {c}, eps = {eps}, seed = {seed}, {storage} rows");
     let p = vec![-1.0; n];
     for (name, l2) in [
         ("L1-loss SVC dual (-s 3)", false),

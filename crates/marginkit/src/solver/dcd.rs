@@ -52,7 +52,10 @@
 //! # Cost
 //!
 //! One coordinate step costs two row operations (`w'x_i` and `w += s x_i`): `O(nnz(x_i))`. A pass
-//! costs `O(nnz(X))`; memory is `O(n + d)`. With [`Equality::Sum`] a step pairs `i` with a maximal
+//! costs `O(nnz(X))`; memory is `O(n + d)`. The step is bound by memory latency (rows are visited
+//! in random order), so the box loop keeps each variable's data in one struct of the shuffled
+//! active array (read in sequence), stores a direct handle to its row (no row-pointer lookup)
+//! and reads the row two steps ahead early so that its cache misses overlap the current step. With [`Equality::Sum`] a step pairs `i` with a maximal
 //! violator `j` and costs five row operations. Nothing is allocated inside a pass. At the end, `w` is
 //! recomputed from the dual variables and one extra pass computes the primal objective, the
 //! duality gap and the final violation.
@@ -147,6 +150,14 @@ pub struct DcdResult {
 
 /// Row access specialised per storage, with the bias feature folded in (`w` has `d + 1` slots).
 trait Rows {
+    /// A cheap handle to one row that skips the row-pointer lookup (stored per variable).
+    type Key: Copy;
+    fn key(&self, i: usize) -> Self::Key;
+    fn dot_key(&self, k: Self::Key, w: &[f64]) -> f64;
+    fn axpy_key(&self, k: Self::Key, s: f64, w: &mut [f64]);
+    /// Reads the first and last entries of a row so that the loads of a later step start
+    /// early (a portable stand-in for a prefetch; the result is only fed to `black_box`).
+    fn touch(&self, k: Self::Key) -> f64;
     fn n(&self) -> usize;
     fn dot(&self, i: usize, w: &[f64]) -> f64;
     fn axpy(&self, i: usize, s: f64, w: &mut [f64]);
@@ -165,6 +176,24 @@ struct SparseRows<'a> {
 }
 
 impl Rows for DenseRows<'_> {
+    type Key = usize;
+    #[inline(always)]
+    fn key(&self, i: usize) -> usize {
+        i
+    }
+    #[inline(always)]
+    fn dot_key(&self, k: usize, w: &[f64]) -> f64 {
+        self.dot(k, w)
+    }
+    #[inline(always)]
+    fn axpy_key(&self, k: usize, s: f64, w: &mut [f64]) {
+        self.axpy(k, s, w)
+    }
+    #[inline(always)]
+    fn touch(&self, k: usize) -> f64 {
+        let r = self.m.row(k);
+        r.first().copied().unwrap_or(0.0) + r.last().copied().unwrap_or(0.0)
+    }
     fn n(&self) -> usize {
         self.m.n_rows()
     }
@@ -196,6 +225,43 @@ impl SparseRows<'_> {
 }
 
 impl Rows for SparseRows<'_> {
+    /// The row's range in the CSR index/value arrays.
+    type Key = (usize, usize);
+    #[inline(always)]
+    fn key(&self, i: usize) -> (usize, usize) {
+        let indptr = self.m.parts().0;
+        (indptr[i], indptr[i + 1])
+    }
+    #[inline(always)]
+    fn dot_key(&self, (a, b): (usize, usize), w: &[f64]) -> f64 {
+        let (_, indices, values) = self.m.parts();
+        let d = self.m.n_cols();
+        let row = Row::Sparse {
+            indices: &indices[a..b],
+            values: &values[a..b],
+        };
+        ops::dot_dense(row, &w[..d]) + self.b * w[d]
+    }
+    #[inline(always)]
+    fn touch(&self, (a, b): (usize, usize)) -> f64 {
+        let (_, indices, values) = self.m.parts();
+        if a < b {
+            values[a] + values[b - 1] + f64::from(indices[a]) + f64::from(indices[b - 1])
+        } else {
+            0.0
+        }
+    }
+    #[inline(always)]
+    fn axpy_key(&self, (a, b): (usize, usize), s: f64, w: &mut [f64]) {
+        let (_, indices, values) = self.m.parts();
+        let d = self.m.n_cols();
+        let row = Row::Sparse {
+            indices: &indices[a..b],
+            values: &values[a..b],
+        };
+        ops::axpy(s, row, &mut w[..d]);
+        w[d] += s * self.b;
+    }
     fn n(&self) -> usize {
         self.m.n_rows()
     }
@@ -435,9 +501,11 @@ fn rebuild_w<R: Rows>(rows: &R, y: &[i8], alpha: &[f64], w: &mut [f64]) {
 /// feature row is fetched at random. Shrinking and shuffling swap whole entries, so this struct
 /// is the single owner of every per-variable quantity in the loop.
 #[derive(Debug, Clone, Copy)]
-struct Coord {
-    /// Original index of the variable (its feature row).
+struct Coord<K> {
+    /// Original index of the variable.
     i: usize,
+    /// Handle to its feature row.
+    key: K,
     /// `y_i` as a float.
     y: f64,
     /// `alpha_i`.
@@ -461,10 +529,11 @@ fn svc_box<R: Rows, O: Observer>(
 ) -> Result<(Status, u64), SolveError> {
     let (rows, prob, qd, free, settings) = (ctx.rows, ctx.prob, ctx.qd, ctx.free, ctx.settings);
     let (p, y, upper, shift) = (prob.qp.p, prob.qp.y, prob.qp.upper, prob.diag_shift);
-    let mut coords: Vec<Coord> = free
+    let mut coords: Vec<Coord<R::Key>> = free
         .iter()
         .map(|&i| Coord {
             i,
+            key: rows.key(i),
             y: f64::from(y[i]),
             a: alpha[i],
             qd: qd[i],
@@ -482,7 +551,7 @@ fn svc_box<R: Rows, O: Observer>(
 
 fn svc_box_loop<R: Rows, O: Observer>(
     rows: &R,
-    coords: &mut [Coord],
+    coords: &mut [Coord<R::Key>],
     settings: &SolverSettings,
     seed: u64,
     w: &mut [f64],
@@ -505,9 +574,13 @@ fn svc_box_loop<R: Rows, O: Observer>(
         }
         let (mut pg_max, mut pg_min) = (f64::NEG_INFINITY, f64::INFINITY);
         let mut s = 0;
+        let mut sink = 0.0;
         while s < active {
+            if s + 2 < active {
+                sink += rows.touch(coords[s + 2].key);
+            }
             let c = &mut coords[s];
-            let g = c.y * rows.dot(c.i, w) + c.p + c.d * c.a;
+            let g = c.y * rows.dot_key(c.key, w) + c.p + c.d * c.a;
             if !g.is_finite() {
                 return Err(SolveError::NonFinite { what: "gradient" });
             }
@@ -548,11 +621,12 @@ fn svc_box_loop<R: Rows, O: Observer>(
                 let step = new - c.a;
                 if step != 0.0 {
                     c.a = new;
-                    rows.axpy(c.i, step * c.y, w);
+                    rows.axpy_key(c.key, step * c.y, w);
                 }
             }
             s += 1;
         }
+        std::hint::black_box(sink);
         passes += 1;
         let gap = pg_max - pg_min;
         let converged_here = active == 0 || gap <= settings.tol;
