@@ -141,7 +141,7 @@ fn sample_weights_equal_duplicates_and_class_weights_scale_c() {
     let data = read_svm(&format!("{DATA}iris.scale.svm"));
     let k: Vec<usize> = (0..data.len()).map(|i| 1 + i % 3).collect();
     let idx: Vec<usize> = (0..data.len())
-        .flat_map(|i| std::iter::repeat(i).take(k[i]))
+        .flat_map(|i| std::iter::repeat_n(i, k[i]))
         .collect();
     let dup = data.subset(&idx);
     let weighted = Dataset::new(

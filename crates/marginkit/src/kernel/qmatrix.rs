@@ -653,7 +653,7 @@ impl<'a> SvrQ<'a> {
         let mut diag = kd.clone();
         diag.extend_from_slice(&kd);
         let mut sign = vec![1i8; l];
-        sign.extend(std::iter::repeat(-1i8).take(l));
+        sign.extend(std::iter::repeat_n(-1i8, l));
         let index = (0..l as u32).chain(0..l as u32).collect();
         Ok(Self {
             rows,

@@ -447,7 +447,7 @@ fn svc_dispatch<R: Rows, O: Observer>(
         .collect();
     // Only variables that can move enter the index set (u_i = 0 pins a variable at 0).
     let free: Vec<usize> = (0..n)
-        .filter(|&i| qp.fixed.map_or(true, |f| f[i] == VarFix::Free) && qp.upper[i] > 0.0)
+        .filter(|&i| qp.fixed.is_none_or(|f| f[i] == VarFix::Free) && qp.upper[i] > 0.0)
         .collect();
     let ctx = SvcCtx {
         rows,
@@ -837,7 +837,7 @@ fn finish_svc<R: Rows>(
     let n = rows.n();
     let ww = half_sq(&w);
     let mut dual = ww;
-    let movable = |i: usize| qp.fixed.map_or(true, |f| f[i] == VarFix::Free) && upper[i] > 0.0;
+    let movable = |i: usize| qp.fixed.is_none_or(|f| f[i] == VarFix::Free) && upper[i] > 0.0;
     let mut xw = vec![0.0; n];
     for i in 0..n {
         xw[i] = rows.dot(i, &w);

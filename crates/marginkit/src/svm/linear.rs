@@ -1092,6 +1092,40 @@ impl ModelParser {
     }
 }
 
+/// k-fold cross-validation of a linear model (stratified for classification, seeded): the
+/// prediction for every sample from the model trained without its fold.
+///
+/// # Errors
+/// As [`LinearValidParams::fit`] for any fold.
+pub fn cross_validation(
+    params: &LinearValidParams,
+    data: &Dataset,
+    k: usize,
+    seed: u64,
+) -> Result<Vec<f64>, FitError> {
+    let n = data.len();
+    if n == 0 {
+        return Err(DataError::Empty.into());
+    }
+    let k = k.clamp(1, n);
+    let regression = params.params().solver.is_regression();
+    let folds = super::train::fold_assignment(&data.y, k, !regression, seed);
+    let mut pred = vec![0.0; n];
+    for f in 0..k {
+        let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
+        let test: Vec<usize> = (0..n).filter(|&i| folds[i] == f).collect();
+        if test.is_empty() {
+            continue;
+        }
+        let fit = params.fit(&data.subset(&train))?;
+        let p = fit.model.predict(&data.x.select_rows(&test));
+        for (pos, &i) in test.iter().enumerate() {
+            pred[i] = p[pos];
+        }
+    }
+    Ok(pred)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1135,38 +1169,4 @@ mod tests {
         }
         assert_eq!(LinearSolver::from_id(2), None);
     }
-}
-
-/// k-fold cross-validation of a linear model (stratified for classification, seeded): the
-/// prediction for every sample from the model trained without its fold.
-///
-/// # Errors
-/// As [`LinearValidParams::fit`] for any fold.
-pub fn cross_validation(
-    params: &LinearValidParams,
-    data: &Dataset,
-    k: usize,
-    seed: u64,
-) -> Result<Vec<f64>, FitError> {
-    let n = data.len();
-    if n == 0 {
-        return Err(DataError::Empty.into());
-    }
-    let k = k.clamp(1, n);
-    let regression = params.params().solver.is_regression();
-    let folds = super::train::fold_assignment(&data.y, k, !regression, seed);
-    let mut pred = vec![0.0; n];
-    for f in 0..k {
-        let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
-        let test: Vec<usize> = (0..n).filter(|&i| folds[i] == f).collect();
-        if test.is_empty() {
-            continue;
-        }
-        let fit = params.fit(&data.subset(&train))?;
-        let p = fit.model.predict(&data.x.select_rows(&test));
-        for (pos, &i) in test.iter().enumerate() {
-            pred[i] = p[pos];
-        }
-    }
-    Ok(pred)
 }

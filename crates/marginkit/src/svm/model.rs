@@ -163,13 +163,14 @@ impl SvmModel {
             for j in i + 1..nc {
                 let (si, sj) = (start[i], start[j]);
                 let (ci, cj) = (self.n_sv[i], self.n_sv[j]);
-                let mut s = 0.0;
-                for k in si..si + ci {
-                    s += self.sv_coef[j - 1][k] * kbuf[k];
-                }
-                for k in sj..sj + cj {
-                    s += self.sv_coef[i][k] * kbuf[k];
-                }
+                let dot = |coef: &[f64], range: std::ops::Range<usize>| -> f64 {
+                    coef[range.clone()]
+                        .iter()
+                        .zip(&kbuf[range])
+                        .map(|(a, k)| a * k)
+                        .sum::<f64>()
+                };
+                let s = dot(&self.sv_coef[j - 1], si..si + ci) + dot(&self.sv_coef[i], sj..sj + cj);
                 out.push(s - self.rho[p]);
                 p += 1;
             }

@@ -101,14 +101,11 @@ pub fn sigmoid_predict(f: f64, a: f64, b: f64) -> f64 {
 pub fn multiclass_probability(k: usize, dec: &[f64], prob_a: &[f64], prob_b: &[f64]) -> Vec<f64> {
     const MIN_PROB: f64 = 1e-7;
     let mut r = vec![vec![0.0; k]; k];
-    let mut p = 0;
-    for i in 0..k {
-        for j in i + 1..k {
-            let v = sigmoid_predict(dec[p], prob_a[p], prob_b[p]).clamp(MIN_PROB, 1.0 - MIN_PROB);
-            r[i][j] = v;
-            r[j][i] = 1.0 - v;
-            p += 1;
-        }
+    let pairs = (0..k).flat_map(|i| (i + 1..k).map(move |j| (i, j)));
+    for (p, (i, j)) in pairs.enumerate() {
+        let v = sigmoid_predict(dec[p], prob_a[p], prob_b[p]).clamp(MIN_PROB, 1.0 - MIN_PROB);
+        r[i][j] = v;
+        r[j][i] = 1.0 - v;
     }
     if k == 2 {
         return vec![r[0][1], r[1][0]];
