@@ -1,8 +1,36 @@
 //! # marginkit
 //!
 //! Large-margin learning at scale. Every method reduces to one box-constrained QP
-//! ([`solver::BoxQp`]) solved by an SMO engine for kernel models ([`solver::smo`]) or a dual
-//! coordinate-descent engine for linear models ([`solver::dcd`]).
+//! ([`solver::BoxQp`]):
+//!
+//! ```text
+//! min_a 1/2 a'Qa + p'a   s.t.  y'a = delta (with a bias),  0 <= a_i <= u_i
+//! ```
+//!
+//! solved by an SMO engine for kernel models ([`solver::smo`], [`solver::smo_nu`]) or a dual
+//! coordinate-descent engine for linear models ([`solver::dcd`]), and checked by an independent
+//! KKT / duality-gap checker ([`solver::kkt`]).
+//!
+//! | module | what |
+//! |---|---|
+//! | [`data`] | [`Dataset`] (dense or CSR features, labels, weights); LIBSVM, CSV readers; svm-scale |
+//! | [`kernel`] | [`KernelSpec`]; Q matrices with an LRU column cache, rows computed in parallel blocks |
+//! | [`solver`] | the QP, SMO, nu-SMO, DCD, KKT checker |
+//! | [`svm`] | C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR (LIBSVM semantics and model files), linear SVC/SVR (LIBLINEAR semantics and model files), Platt probabilities, cross-validation, grid search |
+//!
+//! ```
+//! use marginkit::data::libsvm_fmt::{read_libsvm_bytes, ReadOptions};
+//! use marginkit::solver::NoObserver;
+//! use marginkit::svm::{train::fit, SvmParams};
+//!
+//! let text = b"+1 1:0.9 2:0.1\n+1 1:0.8 2:0.3\n-1 1:-0.7 2:0.2\n-1 1:-0.9 2:-0.4\n";
+//! let data = read_libsvm_bytes(text, &ReadOptions::default())?;
+//! let params = SvmParams::new().c(10.0).check()?; // C-SVC, RBF, gamma = 1/n_features
+//! let (model, report) = fit(&params, &data, &mut NoObserver)?;
+//! assert_eq!(report.status(), marginkit::solver::Status::Converged);
+//! assert_eq!(model.predict(&data.x)?, data.y);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
 
 pub mod data;
