@@ -9,6 +9,8 @@
 //! cover permutation invariance, duplicated sample == weight 2, shrinking and cache size, model
 //! write/read round trips, deterministic cross-validation and Platt probabilities.
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

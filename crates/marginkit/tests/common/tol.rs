@@ -128,7 +128,9 @@ pub fn check_decisions(
             ));
         }
         for (k, (&a, &b)) in o.iter().zip(r).enumerate() {
-            if !((a - b).abs() <= decision_tol(b, eps)) {
+            // NaN on either side fails too.
+            let ok = (a - b).abs() <= decision_tol(b, eps);
+            if !ok {
                 bad.push(format!("row {i}[{k}]: {a:.9e} vs {b:.9e}"));
             }
         }
@@ -253,7 +255,8 @@ pub fn check_same_model(
             ));
         }
         for (k, (&a, &b)) in o.iter().zip(r).enumerate() {
-            if !((a - b).abs() <= SAME_MODEL_REL * (1.0 + b.abs())) {
+            let ok = (a - b).abs() <= SAME_MODEL_REL * (1.0 + b.abs());
+            if !ok {
                 return Err(format!("{what}: row {i}[{k}]: {a:.17e} vs {b:.17e}"));
             }
         }
