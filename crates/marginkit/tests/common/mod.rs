@@ -1,0 +1,4 @@
+//! Helpers shared by the oracle tests.
+#![allow(dead_code)]
+
+pub mod tol;
