@@ -514,6 +514,12 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
             }
             prev = Some(idx);
             let v = parse_f64(line_no, c + is.len() + 1, vs, "a feature value")?;
+            if precomputed
+                && idx == 0
+                && !(v >= 1.0 && v <= MAX_FEATURE_INDEX as f64 && v.fract() == 0.0)
+            {
+                return Err(model_err(line_no, c + is.len() + 1, format!("precomputed-kernel serial number 0:{v} must be an integer in 1..={MAX_FEATURE_INDEX}")));
+            }
             let col = if precomputed { idx } else { idx - 1 } as u32;
             indices.push(col);
             values.push(v);
