@@ -144,8 +144,10 @@ pub struct TrainArgs {
     #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,
     /// Training data (LIBSVM format, `.gz` or `-` for stdin).
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub train_file: PathBuf,
     /// Model file to write (default: TRAIN's file name + ".model").
+    #[arg(help_heading = "Arguments", display_order = 2)]
     pub model_file: Option<PathBuf>,
 }
 
@@ -167,11 +169,14 @@ pub struct PredictArgs {
     #[command(flatten)]
     pub input: InputArgs,
     /// Test data (LIBSVM format, `.gz` or `-` for stdin).
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub test_file: PathBuf,
     /// Model file (LIBSVM or LIBLINEAR format).
+    #[arg(help_heading = "Arguments", display_order = 2)]
     pub model_file: PathBuf,
     /// Where to write one prediction per line (`-`: standard output; the summary then goes to
     /// stderr).
+    #[arg(help_heading = "Arguments", display_order = 3)]
     pub output_file: PathBuf,
 }
 
@@ -241,6 +246,7 @@ pub struct GridArgs {
     #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,
     /// Training data.
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub train_file: PathBuf,
 }
 
