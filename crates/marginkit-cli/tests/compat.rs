@@ -797,11 +797,15 @@ fn grid_linear_kernel_and_regression() {
     let v = json(&o);
     let pts = v["points"].as_array().unwrap();
     assert_eq!(pts.len(), 3, "only C varies for -t 0: {v}");
-    let gammas: Vec<f64> = pts.iter().map(|p| p["gamma"].as_f64().unwrap()).collect();
-    assert!(gammas.iter().all(|g| *g == gammas[0]));
+    assert!(
+        pts.iter().all(|p| p["gamma"].is_null()),
+        "no gamma for -t 0: {v}"
+    );
+    let cs: Vec<f64> = pts.iter().map(|p| p["c"].as_f64().unwrap()).collect();
+    assert_eq!(cs, [0.25, 1.0, 4.0]);
     assert_eq!(v["metric"], "accuracy");
 
-    // Text mode: one line per point, the best last as `C gamma score`.
+    // Text mode: one line per point without gamma, the best last as `C score`.
     let o = run(
         &[
             "grid",
@@ -819,7 +823,10 @@ fn grid_linear_kernel_and_regression() {
     let text = out(&o);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{lines:?}");
-    assert_eq!(lines.last().unwrap().split_whitespace().count(), 3);
+    assert!(lines[..3]
+        .iter()
+        .all(|l| l.starts_with("log2c=") && !l.contains("log2g")));
+    assert_eq!(lines.last().unwrap().split_whitespace().count(), 2);
 
     let o = run(
         &[
@@ -847,6 +854,26 @@ fn grid_linear_kernel_and_regression() {
         pts.iter().all(|p| p["score"].as_f64().unwrap() >= best),
         "{v}"
     );
+    assert!(pts.iter().all(|p| p["gamma"].as_f64().is_some()), "{v}");
+    let o = run(
+        &[
+            "grid",
+            "-s",
+            "3",
+            "--log2c",
+            "-1,1,2",
+            "--log2g",
+            "-2,-1,1",
+            "-v",
+            "3",
+            &auto(),
+        ],
+        d,
+    );
+    ok(&o);
+    let text = out(&o);
+    assert!(text.lines().next().unwrap().contains(" mse="), "{text}");
+    assert_eq!(text.lines().last().unwrap().split_whitespace().count(), 3);
     fails(&run(&["grid", "-v", "1", &heart_train()], d), 1, "-v");
 }
 
