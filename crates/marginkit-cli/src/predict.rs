@@ -54,17 +54,17 @@ pub fn run(a: PredictArgs) -> CliResult {
         return crate::train_linear::predict(a);
     }
     let model = load_model(&a.model_file).map_err(|e| io_context(&a.model_file, e))?;
-    let data = read_data(
-        &a.test_file,
-        &a.input,
-        model.kernel == KernelSpec::Precomputed,
-    )?;
     if a.probability == 1 && !model.has_probability() {
         return Err(CliError(format!(
             "{}: the model has no probability information (train with -b 1)",
             a.model_file.display()
         )));
     }
+    let data = read_data(
+        &a.test_file,
+        &a.input,
+        model.kernel == KernelSpec::Precomputed,
+    )?;
     if model.kernel == KernelSpec::Precomputed && !has_serial_column(&data.x) {
         return Err(CliError(format!(
             "{}: the model uses a precomputed kernel, but no row has a 0:ID entry; each test row must read `LABEL 0:ID 1:K(x,x1) ... L:K(x,xL)` with a non-zero ID",
