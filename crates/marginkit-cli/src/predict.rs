@@ -50,6 +50,11 @@ pub fn is_linear_model(path: &std::path::Path) -> CliResult<bool> {
 
 pub fn run(a: PredictArgs) -> CliResult {
     init_threads(a.threads)?;
+    if a.json && is_stdout(&a.output_file) {
+        return Err(CliError(
+            "--json prints its object on stdout: give an OUTPUT file other than `-`".into(),
+        ));
+    }
     if is_linear_model(&a.model_file)? {
         return crate::train_linear::predict(a);
     }

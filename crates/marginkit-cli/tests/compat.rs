@@ -171,6 +171,12 @@ fn stdin_gzip_and_file_input_train_identical_models() {
     ok(&o2);
     assert_eq!(read(d, "p.txt"), out(&o));
     assert_eq!(out(&o2), err(&o));
+    // JSON and predictions cannot share stdout.
+    fails(
+        &run(&["predict", "--json", &heart_test(), "file.model", "-"], d),
+        1,
+        "--json",
+    );
 }
 
 #[test]
