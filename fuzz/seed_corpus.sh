@@ -5,7 +5,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 data="$here/../crates/marginkit/tests/data"
 corpus="$here/corpus"
-mkdir -p "$corpus/fuzz_libsvm" "$corpus/fuzz_csv" "$corpus/fuzz_scale_params"
+golden="$here/../tests/data/golden"
+mkdir -p "$corpus/fuzz_libsvm" "$corpus/fuzz_csv" "$corpus/fuzz_scale_params" \
+  "$corpus/fuzz_svm_model" "$corpus/fuzz_linear_model"
 
 # LIBSVM: heart_scale in chunks of 10 lines, each prefixed by a mode byte (see fuzz_libsvm.rs).
 i=0
@@ -34,4 +36,27 @@ printf '\x02\xef\xbb\xbf1\t2\t3\n4\t5\t6\n' > "$corpus/fuzz_csv/tab_bom"
 printf 'x\n-1 1\n1 29 77\n2 0 1\n4 94 200\n' > "$corpus/fuzz_scale_params/x_only"
 printf 'y\n0 1\n-1 2\nx\n-1 1\n1 2 6\n2 0 1\n3 0 5\n4 -2.5e-07 0.3\n' > "$corpus/fuzz_scale_params/with_y"
 printf 'x\r\n0 1\r\n\r\n1 0 10\r\n3 -5 5\r\n' > "$corpus/fuzz_scale_params/crlf"
+
+# LIBSVM model files: every golden model (all svm types, kernels, weights, multiclass), plus
+# hand-written precomputed / probability / one-class models.
+for f in "$golden"/libsvm/*/*.model; do
+  cp "$f" "$corpus/fuzz_svm_model/$(basename "$(dirname "$f")")_$(basename "$f")"
+done
+printf 'svm_type c_svc\nkernel_type precomputed\nnr_class 2\ntotal_sv 2\nrho 0.5\nlabel 1 -1\nnr_sv 1 1\nSV\n1 0:1 \n-1 0:3 \n' \
+  > "$corpus/fuzz_svm_model/precomputed"
+printf 'svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 3\ntotal_sv 3\nrho 0.1 -0.2 0.3\nlabel 1 2 3\nprobA -1 -2 -3\nprobB 0.1 0.2 0.3\nnr_sv 1 1 1\nSV\n1 0.5 1:1 3:-1 \n-1 0.25 2:0.5 \n-0.5 -0.25 1:-1 2:2 \n' \
+  > "$corpus/fuzz_svm_model/prob3"
+printf 'svm_type epsilon_svr\nkernel_type polynomial\ndegree 2\ngamma 1\ncoef0 1\nnr_class 2\ntotal_sv 2\nrho 0\nprobA 0.7\nSV\n1 1:1 \n-1 2:1 \n' \
+  > "$corpus/fuzz_svm_model/svr_prob"
+printf 'svm_type one_class\nkernel_type sigmoid\ngamma 0.1\ncoef0 -1\nnr_class 2\ntotal_sv 1\nrho 0.2\nSV\n1 1:1e-300 4:1e300 \n' \
+  > "$corpus/fuzz_svm_model/oneclass"
+
+# LIBLINEAR model files (golden ones and the library's test models).
+for f in "$golden"/liblinear/*/*.model "$data"/*.liblinear; do
+  cp "$f" "$corpus/fuzz_linear_model/$(basename "$(dirname "$f")")_$(basename "$f")"
+done
+printf 'solver_type L2R_L2LOSS_SVR_DUAL\nnr_class 2\nnr_feature 2\nbias 1\nw\n0.5 \n-1e-300 \n3 \n' \
+  > "$corpus/fuzz_linear_model/svr_bias"
+printf 'solver_type L2R_L1LOSS_SVC_DUAL\nnr_class 3\nlabel 2 0 -7\nnr_feature 1\nbias -1\nw\n1 2 3 \n' \
+  > "$corpus/fuzz_linear_model/three_class"
 echo "seed corpora written under $corpus"

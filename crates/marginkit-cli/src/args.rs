@@ -5,9 +5,14 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
-/// marginkit: large-margin learning at scale (LIBSVM/LIBLINEAR-compatible).
+/// marginkit: support vector machines, LIBSVM/LIBLINEAR-compatible (flags, data and model files).
 #[derive(Debug, Parser)]
-#[command(name = "marginkit", version, about, propagate_version = true)]
+#[command(
+    name = "marginkit",
+    version,
+    propagate_version = true,
+    after_help = "Examples:\n  marginkit demo\n  marginkit train -c 4 -g 0.5 heart_scale          # writes heart_scale.model\n  marginkit predict heart_scale.t heart_scale.model out.txt\n  marginkit train --linear -s 1 -B 1 data.txt\n  marginkit scale -l -1 -u 1 -s range train.txt > train.scale\n\nRun `marginkit <COMMAND> --help` for the flags of a command."
+)]
 pub struct Cli {
     /// The subcommand.
     #[command(subcommand)]
@@ -31,6 +36,7 @@ pub enum Cmd {
 
 /// Options shared by every command that reads a data file.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Input")]
 pub struct InputArgs {
     /// Read the data as CSV instead of LIBSVM text.
     #[arg(long)]
@@ -45,6 +51,7 @@ pub struct InputArgs {
 
 /// Model parameters of `train` and `grid` (LIBSVM's and LIBLINEAR's flags).
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Model (LIBSVM's flags; LIBLINEAR's with --linear)")]
 pub struct ModelArgs {
     /// svm_type (LIBSVM): 0 C-SVC, 1 nu-SVC, 2 one-class, 3 epsilon-SVR, 4 nu-SVR.
     /// With --linear (LIBLINEAR): 1 L2-loss dual SVC, 3 L1-loss dual SVC, 12 L2-loss dual SVR, 13 L1-loss dual SVR.
@@ -83,7 +90,8 @@ pub struct ModelArgs {
     /// Probability estimates: 1 fit a probability model, 0 not.
     #[arg(short = 'b', default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub probability: u8,
-    /// Class weight, LABEL:WEIGHT (LIBSVM's `-wLABEL WEIGHT` is also accepted).
+    /// Multiply C of class LABEL by WEIGHT; repeatable. LIBSVM's `-wLABEL WEIGHT` (e.g. `-w-1 0.5`)
+    /// is accepted too.
     #[arg(
         long = "class-weight",
         value_name = "LABEL:WEIGHT",
@@ -96,50 +104,57 @@ pub struct ModelArgs {
     /// Bias term of linear models: B > 0 appends a constant feature B; -1 none.
     #[arg(short = 'B', default_value_t = -1.0, allow_negative_numbers = true)]
     pub bias: f64,
-    /// Iteration limit of the solver.
-    #[arg(long)]
+    /// Iteration limit of the solver (passes with --linear); the run then ends with status
+    /// max_iterations and a warning.
+    #[arg(long, help_heading = "Solver and run")]
     pub max_iter: Option<u64>,
     /// Time limit of each solve, in seconds.
-    #[arg(long)]
+    #[arg(long, help_heading = "Solver and run")]
     pub time_limit: Option<f64>,
     /// Seed of every random choice (folds, permutations).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, help_heading = "Solver and run")]
     pub seed: u64,
-    /// Worker threads for kernel computations (default: all cores).
-    #[arg(long)]
+    /// Worker threads for kernel computations (default: all cores); results do not depend on it.
+    #[arg(long, help_heading = "Solver and run")]
     pub threads: Option<usize>,
 }
 
 /// `marginkit train`.
 #[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    override_usage = "marginkit train [OPTIONS] TRAIN_FILE [MODEL_FILE]\n       marginkit train --linear [OPTIONS] TRAIN_FILE [MODEL_FILE]",
+    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nTRAIN_FILE may be `-` (standard input) or gzip-compressed."
+)]
 pub struct TrainArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
     pub input: InputArgs,
-    /// n-fold cross-validation instead of training a model.
-    #[arg(short = 'v')]
+    /// n-fold cross-validation instead of training a model (n >= 2).
+    #[arg(short = 'v', help_heading = "Output")]
     pub folds: Option<usize>,
     /// Quiet: no progress and no solver summary.
-    #[arg(short = 'q')]
+    #[arg(short = 'q', help_heading = "Output")]
     pub quiet: bool,
-    /// Print one JSON object with the results on stdout at the end.
-    #[arg(long)]
+    /// Print one JSON object with the results on stdout at the end (human lines go to stderr).
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// Print help.
-    #[arg(long, action = ArgAction::Help)]
+    #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,
     /// Training data (LIBSVM format, `.gz` or `-` for stdin).
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub train_file: PathBuf,
     /// Model file to write (default: TRAIN's file name + ".model").
+    #[arg(help_heading = "Arguments", display_order = 2)]
     pub model_file: Option<PathBuf>,
 }
 
 /// `marginkit predict`.
 #[derive(Debug, Args)]
 pub struct PredictArgs {
-    /// Output probability estimates: 1 yes, 0 no.
+    /// Output probability estimates: 1 yes, 0 no (the model must be trained with -b 1).
     #[arg(short = 'b', default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub probability: u8,
     /// Quiet.
@@ -153,11 +168,15 @@ pub struct PredictArgs {
     pub threads: Option<usize>,
     #[command(flatten)]
     pub input: InputArgs,
-    /// Test data.
+    /// Test data (LIBSVM format, `.gz` or `-` for stdin).
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub test_file: PathBuf,
     /// Model file (LIBSVM or LIBLINEAR format).
+    #[arg(help_heading = "Arguments", display_order = 2)]
     pub model_file: PathBuf,
-    /// Where to write one prediction per line.
+    /// Where to write one prediction per line (`-`: standard output; the summary then goes to
+    /// stderr).
+    #[arg(help_heading = "Arguments", display_order = 3)]
     pub output_file: PathBuf,
 }
 
@@ -173,46 +192,61 @@ pub struct ScaleArgs {
     /// Scale the labels too, to [Y_LOWER, Y_UPPER].
     #[arg(short = 'y', num_args = 2, value_names = ["Y_LOWER", "Y_UPPER"], allow_negative_numbers = true)]
     pub y_range: Option<Vec<f64>>,
-    /// Save the scaling parameters to this file.
+    /// Save the scaling parameters to this file (svm-scale's format, with exact numbers: `-r` on
+    /// the same data reproduces the output byte for byte).
     #[arg(short = 's')]
     pub save: Option<PathBuf>,
-    /// Restore the scaling parameters from this file.
+    /// Restore the scaling parameters from this file (-l, -u and -y are then taken from it).
     #[arg(short = 'r', conflicts_with = "save")]
     pub restore: Option<PathBuf>,
     /// Write the scaled data here instead of stdout.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// Data to scale.
+    /// Data to scale (`.gz` or `-` for stdin).
     pub data_file: PathBuf,
 }
 
 /// `marginkit grid`.
 #[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nWith -t 0 (linear) or -t 4 (precomputed) only C is searched.\nPrints `C gamma score` of the best point last (score: accuracy in %, or MSE for -s 3/4)."
+)]
 pub struct GridArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
     pub input: InputArgs,
     /// log2(C) range: begin,end,step.
-    #[arg(long = "log2c", default_value = "-5,15,2", allow_hyphen_values = true)]
+    #[arg(
+        long = "log2c",
+        default_value = "-5,15,2",
+        allow_hyphen_values = true,
+        help_heading = "Grid"
+    )]
     pub log2c: String,
-    /// log2(gamma) range: begin,end,step.
-    #[arg(long = "log2g", default_value = "3,-15,-2", allow_hyphen_values = true)]
+    /// log2(gamma) range: begin,end,step (ignored for -t 0 and -t 4).
+    #[arg(
+        long = "log2g",
+        default_value = "3,-15,-2",
+        allow_hyphen_values = true,
+        help_heading = "Grid"
+    )]
     pub log2g: String,
     /// Folds of the cross-validation.
-    #[arg(short = 'v', default_value_t = 5)]
+    #[arg(short = 'v', default_value_t = 5, help_heading = "Grid")]
     pub folds: usize,
     /// Quiet: only the final line.
-    #[arg(short = 'q')]
+    #[arg(short = 'q', help_heading = "Output")]
     pub quiet: bool,
     /// Print one JSON object with every grid point on stdout.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// Print help.
-    #[arg(long, action = ArgAction::Help)]
+    #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,
     /// Training data.
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub train_file: PathBuf,
 }
 

@@ -66,6 +66,21 @@ pub fn run(a: GridArgs) -> CliResult {
     let gs: Vec<f64> = log2g.iter().map(|e| e.exp2()).collect();
     let mut best: Option<GridPoint> = None;
     let quiet = a.quiet || a.json;
+    let metric = if regression { "mse" } else { "rate" };
+    // grid.py's lines; without a gamma (linear, precomputed) only C is shown.
+    let point = |p: &GridPoint, log2: bool| -> String {
+        let (c, g) = if log2 {
+            (fmt_g(p.c.log2()), fmt_g(p.gamma.log2()))
+        } else {
+            (fmt_g(p.c), fmt_g(p.gamma))
+        };
+        let (cn, gn) = if log2 { ("log2c", "log2g") } else { ("c", "g") };
+        if uses_gamma {
+            format!("{cn}={c}, {gn}={g}")
+        } else {
+            format!("{cn}={c}")
+        }
+    };
     let mut on_point = |p: &GridPoint| {
         if best.is_none_or(|b| p.better_than(&b, regression)) {
             best = Some(*p);
@@ -73,32 +88,37 @@ pub fn run(a: GridArgs) -> CliResult {
         if !quiet {
             let b = best.expect("invariant: set above");
             println!(
-                "log2c={} log2g={} {}={} (best c={}, g={}, {}={})",
-                fmt_g(p.c.log2()),
-                fmt_g(p.gamma.log2()),
-                if regression { "mse" } else { "rate" },
+                "{} {metric}={} (best {}, {metric}={})",
+                point(p, true),
                 fmt_g(p.score),
-                fmt_g(b.c),
-                fmt_g(b.gamma),
-                if regression { "mse" } else { "rate" },
+                point(&b, false),
                 fmt_g(b.score)
             );
         }
     };
     let points = grid_search(&params, &data, &cs, &gs, a.folds, &mut on_point)?;
     let b = best.ok_or_else(|| CliError("empty grid".into()))?;
+    let gamma = |p: &GridPoint| {
+        if uses_gamma {
+            json!(p.gamma)
+        } else {
+            json!(null)
+        }
+    };
     if a.json {
         let pts: Vec<_> = points
             .iter()
-            .map(|p| json!({ "c": p.c, "gamma": p.gamma, "score": p.score }))
+            .map(|p| json!({ "c": p.c, "gamma": gamma(p), "score": p.score }))
             .collect();
         println!(
             "{}",
             json!({ "metric": if regression { "mse" } else { "accuracy" }, "folds": a.folds,
-                    "points": pts, "best": { "c": b.c, "gamma": b.gamma, "score": b.score } })
+                    "points": pts, "best": { "c": b.c, "gamma": gamma(&b), "score": b.score } })
         );
-    } else {
+    } else if uses_gamma {
         println!("{} {} {}", fmt_g(b.c), fmt_g(b.gamma), fmt_g(b.score));
+    } else {
+        println!("{} {}", fmt_g(b.c), fmt_g(b.score));
     }
     Ok(())
 }

@@ -1,10 +1,11 @@
 //! `marginkit predict`: LIBSVM's svm-predict (and LIBLINEAR's predict for linear models).
 
 use std::io::Write;
+use std::path::Path;
 
 use marginkit::data::write_atomically;
 use marginkit::svm::model_io::{fmt_f64, fmt_label, load_model};
-use marginkit::KernelSpec;
+use marginkit::{Features, KernelSpec};
 use serde_json::json;
 
 use crate::args::PredictArgs;
@@ -49,22 +50,41 @@ pub fn is_linear_model(path: &std::path::Path) -> CliResult<bool> {
 
 pub fn run(a: PredictArgs) -> CliResult {
     init_threads(a.threads)?;
+    if a.json && is_stdout(&a.output_file) {
+        return Err(CliError(
+            "--json prints its object on stdout: give an OUTPUT file other than `-`".into(),
+        ));
+    }
     if is_linear_model(&a.model_file)? {
         return crate::train_linear::predict(a);
     }
     let model = load_model(&a.model_file).map_err(|e| io_context(&a.model_file, e))?;
-    let data = read_data(
-        &a.test_file,
-        &a.input,
-        model.kernel == KernelSpec::Precomputed,
-    )?;
     if a.probability == 1 && !model.has_probability() {
         return Err(CliError(format!(
             "{}: the model has no probability information (train with -b 1)",
             a.model_file.display()
         )));
     }
+    let data = read_data(
+        &a.test_file,
+        &a.input,
+        model.kernel == KernelSpec::Precomputed,
+    )?;
+    if model.kernel == KernelSpec::Precomputed && !has_serial_column(&data.x) {
+        return Err(CliError(format!(
+            "{}: the model uses a precomputed kernel, but no row has a 0:ID entry; each test row must read `LABEL 0:ID 1:K(x,x1) ... L:K(x,xL)` with a non-zero ID",
+            a.test_file.display()
+        )));
+    }
+    let to_stdout = is_stdout(&a.output_file);
     let regression = model.svm_type.is_regression();
+    if a.probability == 0 && model.has_probability() && model.svm_type.is_classifier() {
+        crate::train::say(
+            a.json || to_stdout,
+            a.quiet,
+            "Model supports probability estimates, but disabled in prediction.",
+        );
+    }
     let (pred, probs) = if a.probability == 1 && model.svm_type.is_classifier() {
         let pp = model
             .predict_probability(&data.x)
@@ -77,7 +97,7 @@ pub fn run(a: PredictArgs) -> CliResult {
             .map_err(|e| CliError(format!("{}: {e}", a.test_file.display())))?;
         (pred, None)
     };
-    write_atomically(&a.output_file, |w| {
+    write_output(&a.output_file, |w| {
         if let Some(pp) = &probs {
             let labels: Vec<String> = model.labels.iter().map(|&l| fmt_label(l)).collect();
             writeln!(w, "labels {}", labels.join(" "))?;
@@ -92,20 +112,54 @@ pub fn run(a: PredictArgs) -> CliResult {
             }
         }
         Ok(())
-    })
-    .map_err(|e| CliError(format!("{}: {e}", a.output_file.display())))?;
+    })?;
 
-    if regression && a.probability == 1 && !a.quiet {
+    if regression && a.probability == 1 {
         if let Some(sigma) = model.svr_sigma() {
-            eprintln!("Prob. model for test data: target value = predicted value + z,\nz: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma={}", fmt_g(sigma));
+            crate::train::say(a.json || to_stdout, a.quiet, &format!("Prob. model for test data: target value = predicted value + z,\nz: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma={}", fmt_g(sigma)));
         }
     }
-    report_metrics(&pred, &data.y, regression, a.quiet, a.json);
+    report_metrics(&pred, &data.y, regression, a.quiet, a.json, to_stdout);
     Ok(())
 }
 
-/// Prints LIBSVM's accuracy or MSE lines (stderr with --json) and the JSON object.
-pub fn report_metrics(pred: &[f64], truth: &[f64], regression: bool, quiet: bool, as_json: bool) {
+/// True for the output name `-` (standard output).
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Writes the predictions to `path` atomically, or to standard output for `-`; errors name the
+/// file.
+pub fn write_output<F>(path: &Path, write: F) -> CliResult
+where
+    F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
+{
+    let result = if is_stdout(path) {
+        let stdout = std::io::stdout();
+        let mut w = std::io::BufWriter::new(stdout.lock());
+        write(&mut w).and_then(|()| w.flush())
+    } else {
+        write_atomically(path, |w| write(w))
+    };
+    result.map_err(|e| CliError(format!("{}: {e}", path.display())))
+}
+
+/// True when some row has a non-zero column 0: the `0:ID` entry of precomputed-kernel rows
+/// (LIBSVM files without it have no column 0 at all).
+fn has_serial_column(x: &Features) -> bool {
+    (0..x.n_rows()).any(|i| x.row(i).get(0) != 0.0)
+}
+
+/// Prints LIBSVM's accuracy or MSE lines (stderr with --json or when the predictions go to
+/// stdout) and the JSON object.
+pub fn report_metrics(
+    pred: &[f64],
+    truth: &[f64],
+    regression: bool,
+    quiet: bool,
+    as_json: bool,
+    to_stdout: bool,
+) {
     let m = evaluate(pred, truth, regression);
     let text = if regression {
         format!(
@@ -121,17 +175,13 @@ pub fn report_metrics(pred: &[f64], truth: &[f64], regression: bool, quiet: bool
             m["total"]
         )
     };
+    crate::train::say(as_json || to_stdout, quiet, &text);
     if as_json {
-        if !quiet {
-            eprintln!("{text}");
-        }
         let mut out = json!({ "n_samples": truth.len() });
         if let (serde_json::Value::Object(o), serde_json::Value::Object(mm)) = (&mut out, m) {
             o.extend(mm);
         }
         println!("{out}");
-    } else if !quiet {
-        println!("{text}");
     }
 }
 

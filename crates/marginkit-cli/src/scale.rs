@@ -25,8 +25,10 @@ pub fn run(a: ScaleArgs) -> CliResult {
     };
     if let Some(s) = &a.save {
         write_atomically(s, |w| {
+            // Shortest round-trip numbers (svm-scale writes %.16g, which can lose the last bit):
+            // restoring this file reproduces the scaled output exactly, and svm-scale reads it.
             params
-                .write(&mut *w)
+                .write_exact(&mut *w)
                 .map_err(|e| std::io::Error::other(e.to_string()))
         })
         .map_err(|e| CliError(format!("{}: {e}", s.display())))?;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use marginkit::solver::Shrinking;
-use marginkit::svm::model_io::save_model;
+use marginkit::svm::model_io::{fmt_label, save_model};
 use marginkit::svm::params::Probability;
 use marginkit::svm::train::{cross_validation, fit, FitReport};
 use marginkit::svm::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::args::{ModelArgs, TrainArgs};
 use crate::input::read_data;
+use crate::predict::fmt_g;
 use crate::progress::Progress;
 use crate::{CliError, CliResult};
 
@@ -30,7 +31,8 @@ pub fn init_threads(n: Option<usize>) -> CliResult {
     Ok(())
 }
 
-fn parse_class_weights(list: &[String]) -> CliResult<Vec<(f64, f64)>> {
+/// Parses `LABEL:WEIGHT` class weights (the label may be negative: the last `:` splits).
+pub fn parse_class_weights(list: &[String]) -> CliResult<Vec<(f64, f64)>> {
     list.iter()
         .map(|s| {
             let (l, w) = s
@@ -152,7 +154,8 @@ pub fn squared_correlation(p: &[f64], y: &[f64]) -> f64 {
     }
 }
 
-fn say(json: bool, quiet: bool, text: &str) {
+/// Prints a human line: stdout, or stderr when stdout carries the JSON object; nothing if quiet.
+pub fn say(json: bool, quiet: bool, text: &str) {
     if quiet {
         return;
     }
@@ -166,9 +169,10 @@ fn say(json: bool, quiet: bool, text: &str) {
 /// Human summary of a fit, in LIBSVM's words.
 pub fn describe(report: &FitReport) -> String {
     let mut s = String::new();
+    let multiclass = report.subproblems.len() > 1;
     for sp in &report.subproblems {
-        if let Some((a, b)) = sp.classes {
-            s.push_str(&format!("classes {a} vs {b}: "));
+        if let (true, Some((a, b))) = (multiclass, sp.classes) {
+            s.push_str(&format!("classes {} vs {}: ", fmt_label(a), fmt_label(b)));
         }
         s.push_str(&format!(
             "optimization finished, #iter = {} ({})\nobj = {}, rho = {}\nnSV = {}, nBSV = {}\n",
@@ -261,29 +265,43 @@ fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> C
     let t0 = Instant::now();
     let pred = cross_validation(params, data, k, params.seed)?;
     let seconds = t0.elapsed().as_secs_f64();
-    let m = evaluate(&pred, &data.y, params.svm_type.is_regression());
-    if params.svm_type.is_regression() {
+    report_cv(
+        &pred,
+        &data.y,
+        params.svm_type.is_regression(),
+        json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed }),
+        a.json,
+    );
+    Ok(())
+}
+
+/// Prints LIBSVM's cross-validation lines (stderr with `--json`, never silenced: they are the
+/// result) and, with `--json`, one object made of `head` and the metrics.
+pub fn report_cv(pred: &[f64], truth: &[f64], regression: bool, head: Value, as_json: bool) {
+    let m = evaluate(pred, truth, regression);
+    let num = |k: &str| fmt_g(m[k].as_f64().unwrap_or(f64::NAN));
+    if regression {
         say(
-            a.json,
+            as_json,
             false,
             &format!(
                 "Cross Validation Mean squared error = {}\nCross Validation Squared correlation coefficient = {}",
-                m["mse"], m["r2"]
+                num("mse"),
+                num("r2")
             ),
         );
     } else {
         say(
-            a.json,
+            as_json,
             false,
-            &format!("Cross Validation Accuracy = {}%", m["accuracy"]),
+            &format!("Cross Validation Accuracy = {}%", num("accuracy")),
         );
     }
-    if a.json {
-        let mut out = json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed });
+    if as_json {
+        let mut out = head;
         if let (Value::Object(o), Value::Object(mm)) = (&mut out, m) {
             o.extend(mm);
         }
         println!("{out}");
     }
-    Ok(())
 }

@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use crate::args::{PredictArgs, TrainArgs};
 use crate::input::{io_context, read_data};
-use crate::predict::report_metrics;
-use crate::train::{default_model_path, evaluate};
+use crate::predict::{is_stdout, report_metrics, write_output};
+use crate::train::{default_model_path, parse_class_weights, report_cv};
 use crate::{CliError, CliResult};
 
 fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> {
@@ -39,16 +39,7 @@ fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> 
     if m.bias >= 0.0 {
         p = p.bias(m.bias);
     }
-    for w in &m.class_weights {
-        let (l, v) = w
-            .rsplit_once(':')
-            .ok_or_else(|| CliError(format!("class weight '{w}': expected LABEL:WEIGHT")))?;
-        let l: f64 = l
-            .parse()
-            .map_err(|_| CliError(format!("class weight '{w}': bad label")))?;
-        let v: f64 = v
-            .parse()
-            .map_err(|_| CliError(format!("class weight '{w}': bad weight")))?;
+    for (l, v) in parse_class_weights(&m.class_weights)? {
         p = p.class_weight(l, v);
     }
     if let Some(n) = m.max_iter {
@@ -69,14 +60,7 @@ pub fn run(a: TrainArgs) -> CliResult {
     let (params, solver) = linear_params(&a)?;
     let data = read_data(&a.train_file, &a.input, false)?;
     let regression = solver.is_regression();
-    let say = |text: &str| {
-        if a.quiet {
-        } else if a.json {
-            eprintln!("{text}");
-        } else {
-            println!("{text}");
-        }
-    };
+    let say = |text: &str| crate::train::say(a.json, a.quiet, text);
     if let Some(k) = a.folds {
         if k < 2 {
             return Err(CliError(format!(
@@ -86,37 +70,30 @@ pub fn run(a: TrainArgs) -> CliResult {
         let t0 = Instant::now();
         let pred = cross_validation(&params, &data, k, a.model.seed)?;
         let secs = t0.elapsed().as_secs_f64();
-        let m = evaluate(&pred, &data.y, regression);
-        if regression {
-            say(&format!(
-                "Cross Validation Mean squared error = {}\nCross Validation Squared correlation coefficient = {}",
-                m["mse"], m["r2"]
-            ));
-        } else {
-            say(&format!("Cross Validation Accuracy = {}%", m["accuracy"]));
-        }
-        if a.json {
-            let mut out = json!({ "cv_folds": k, "cv_seconds": secs });
-            if let (Value::Object(o), Value::Object(mm)) = (&mut out, m) {
-                o.extend(mm);
-            }
-            println!("{out}");
-        }
+        report_cv(
+            &pred,
+            &data.y,
+            regression,
+            json!({ "cv_folds": k, "cv_seconds": secs, "seed": a.model.seed }),
+            a.json,
+        );
         return Ok(());
     }
     let t0 = Instant::now();
     let fit = params.fit(&data)?;
     let secs = t0.elapsed().as_secs_f64();
+    let one_vs_rest = fit.report.subproblems.len() > 1;
     for s in &fit.report.subproblems {
-        let who = s
-            .positive_label
-            .map(|l| format!("class {} vs rest: ", fmt_label(l)))
-            .unwrap_or_default();
+        let who = match (one_vs_rest, s.positive_label) {
+            (true, Some(l)) => format!("class {} vs rest: ", fmt_label(l)),
+            _ => String::new(),
+        };
+        // LIBLINEAR prints the dual objective in minimisation form (negative).
         say(&format!(
             "{who}optimization finished, #iter = {} ({})\nObjective value = {}, primal = {}, duality gap = {:.3e}",
             s.iterations,
             s.status.as_str(),
-            -s.dual_objective,
+            s.dual_objective,
             s.primal_objective,
             s.gap
         ));
@@ -138,6 +115,14 @@ pub fn run(a: TrainArgs) -> CliResult {
     write_atomically(&path, |w| fit.model.write(&mut *w))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     if a.json {
+        // Decision function k is w_k'x - rho_k, as in LIBSVM's files.
+        let rhos: Vec<f64> = (0..fit.model.n_weight_vectors())
+            .map(|k| -fit.model.intercept(k))
+            .collect();
+        let rho = match rhos.as_slice() {
+            [r] => json!(r),
+            many => json!(many),
+        };
         let one = |f: &dyn Fn(&marginkit::svm::linear::SubproblemReport) -> Value| -> Value {
             match fit.report.subproblems.as_slice() {
                 [s] => f(s),
@@ -157,7 +142,7 @@ pub fn run(a: TrainArgs) -> CliResult {
                 "max_violation": one(&|s| json!(s.max_violation)),
                 "iterations": fit.report.subproblems.iter().map(|s| s.iterations).sum::<u64>(),
                 "status": status.as_str(),
-                "rho": 0.0,
+                "rho": rho,
                 "n_sv": Value::Null,
                 "model_file": path.display().to_string(),
             })
@@ -195,14 +180,19 @@ pub fn predict(a: PredictArgs) -> CliResult {
     }
     let pred = model.predict(&data.x);
     let regression = model.solver().is_regression();
-    write_atomically(&a.output_file, |w| {
-        use std::io::Write;
+    write_output(&a.output_file, |w| {
         for &v in &pred {
             writeln!(w, "{}", if regression { fmt_f64(v) } else { fmt_label(v) })?;
         }
         Ok(())
-    })
-    .map_err(|e| CliError(format!("{}: {e}", a.output_file.display())))?;
-    report_metrics(&pred, &data.y, regression, a.quiet, a.json);
+    })?;
+    report_metrics(
+        &pred,
+        &data.y,
+        regression,
+        a.quiet,
+        a.json,
+        is_stdout(&a.output_file),
+    );
     Ok(())
 }

@@ -514,10 +514,22 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
             }
             prev = Some(idx);
             let v = parse_f64(line_no, c + is.len() + 1, vs, "a feature value")?;
+            if precomputed
+                && (idx != 0 || !(1.0..=MAX_FEATURE_INDEX as f64).contains(&v) || v.fract() != 0.0)
+            {
+                return Err(model_err(line_no, c, format!("a precomputed-kernel support vector is `0:ID` with an integer ID in 1..={MAX_FEATURE_INDEX}")));
+            }
             let col = if precomputed { idx } else { idx - 1 } as u32;
             indices.push(col);
             values.push(v);
             n_cols = n_cols.max(col as usize + 1);
+        }
+        if precomputed && prev.is_none() {
+            return Err(model_err(
+                line_no,
+                1,
+                "a precomputed-kernel support vector needs its `0:ID`".into(),
+            ));
         }
         indptr.push(indices.len());
     }
