@@ -334,10 +334,13 @@ impl<'a> KernelRows<'a> {
                 let mut serial = Vec::with_capacity(n);
                 for r in 0..n {
                     let s = x.row(r).get(0);
-                    if !(s.fract() == 0.0 && s >= 1.0 && s <= n as f64) {
+                    // The serial names a column of the kernel rows; it refers to the original
+                    // training set, so a subset (a CV fold, a class pair) keeps serials up to the
+                    // row width rather than up to its own size.
+                    if !(s.fract() == 0.0 && s >= 1.0 && s < x.n_cols() as f64) {
                         return Err(DataError::Precomputed {
                             row: r,
-                            reason: "the serial number (index 0) must be an integer in 1..=n",
+                            reason: "the serial number (index 0) must be an integer naming a column of the kernel row",
                         });
                     }
                     serial.push(s as u32);

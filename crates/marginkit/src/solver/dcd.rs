@@ -632,7 +632,26 @@ fn svc_box_loop<R: Rows, O: Observer>(
         let converged_here = active == 0 || gap <= settings.tol;
         if converged_here {
             if active == n_free {
-                return Ok((Status::Converged, passes));
+                // The pass measured each projected gradient before its own update, so later
+                // updates in the same pass can have moved it again. Re-measure at the final
+                // point (one pass of dot products, no updates) so that "converged" always means
+                // the true violation is within tol.
+                let (mut hi, mut lo) = (f64::NEG_INFINITY, f64::INFINITY);
+                for c in &coords[..n_free] {
+                    let g = c.y * rows.dot_key(c.key, w) + c.p + c.d * c.a;
+                    let pg = if c.a == 0.0 {
+                        g.min(0.0)
+                    } else if c.a == c.u {
+                        g.max(0.0)
+                    } else {
+                        g
+                    };
+                    hi = hi.max(pg);
+                    lo = lo.min(pg);
+                }
+                if hi - lo <= settings.tol {
+                    return Ok((Status::Converged, passes));
+                }
             }
             // Re-check on the full set before declaring convergence.
             active = n_free;
