@@ -298,29 +298,41 @@ def build_marginkit(args):
         print(f"cargo build failed (marginkit will be skipped if no binary exists):\n{tail}", file=sys.stderr)
 
 
+TIME_BIN = "/usr/bin/time"
+
+
 def run_marginkit(binary, cmd_args, train_path):
-    """Run `marginkit train ... --json TRAIN MODEL`; returns the JSON report plus peak RSS (KiB)."""
+    """Run `marginkit train ... --json TRAIN MODEL`; returns the JSON report plus its peak RSS (KiB).
+
+    The peak RSS comes from GNU time (`/usr/bin/time -f %M`), which forks and waits for marginkit
+    itself. wait4() on a child of this script is not used: Linux records the parent's RSS high-water
+    mark in the child's ru_maxrss at exec (the child starts as a copy of this Python process, which
+    holds the data sets and the peers), so it reported 120-380 MB for any run. Without GNU time the
+    RSS is reported as unknown.
+    """
     import json
 
     with tempfile.TemporaryDirectory() as td:
         model = os.path.join(td, "model")
         errf = os.path.join(td, "stderr")
+        rssf = os.path.join(td, "rss")
         cmd = [binary, "train"] + cmd_args + ["--json", train_path, model]
+        full = ([TIME_BIN, "-o", rssf, "-f", "%M"] + cmd) if os.access(TIME_BIN, os.X_OK) else cmd
         with open(errf, "w") as ef:
-            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=ef)
-            out = p.stdout.read()
-            p.stdout.close()
-            _, status, ru = os.wait4(p.pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            raise RuntimeError(f"{' '.join(cmd)} exited {code}: {open(errf).read().strip()[-500:]}")
-        text = out.decode()
+            p = subprocess.run(full, stdout=subprocess.PIPE, stderr=ef)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {open(errf).read().strip()[-500:]}")
+        text = p.stdout.decode()
         start = text.find("{")
         if start < 0:
             raise RuntimeError(f"`{' '.join(cmd)}` printed no JSON report on stdout (got {text[:200]!r}); "
                                "is this binary the real marginkit CLI?")
         rep = json.loads(text[start:])
-        rep["_maxrss_kib"] = ru.ru_maxrss
+        rss = None
+        if os.path.exists(rssf):
+            lines = [ln for ln in open(rssf).read().split() if ln.strip().isdigit()]
+            rss = int(lines[-1]) if lines else None
+        rep["_maxrss_kib"] = rss
         rep["_model_text"] = open(model).read() if os.path.exists(model) else None
         return rep
 
@@ -412,7 +424,8 @@ def bench_case(name, args, binary, threads):
                     times.setdefault(f"mk{t}", []).append(rep.get("train_seconds"))
                     o = rep.get("objective")
                     objs[f"mk{t}"] = o[0] if isinstance(o, list) else o
-                    res["maxrss_kib"] = max(res["maxrss_kib"] or 0, rep["_maxrss_kib"])
+                    if rep["_maxrss_kib"] is not None:
+                        res["maxrss_kib"] = max(res["maxrss_kib"] or 0, rep["_maxrss_kib"])
             r = run_libsvm(x, y, gamma, eps)
             times.setdefault("A", []).append(r["seconds"])
             objs["A"] = r["objective"]
@@ -432,7 +445,8 @@ def bench_case(name, args, binary, threads):
                     if w is not None:
                         pos = pos if pos is not None else y[0]
                         objs["mk1"] = primal_objective(kind, w, x1, np.where(y == pos, 1.0, -1.0))
-                    res["maxrss_kib"] = max(res["maxrss_kib"] or 0, rep["_maxrss_kib"])
+                    if rep["_maxrss_kib"] is not None:
+                        res["maxrss_kib"] = max(res["maxrss_kib"] or 0, rep["_maxrss_kib"])
                 except Exception as e:
                     res["mk_err"] = str(e)
             for key, fn in (("A", run_liblinear), ("B", run_linearsvc)):

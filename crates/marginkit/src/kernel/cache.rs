@@ -18,7 +18,8 @@ const NONE: u32 = u32::MAX;
 #[derive(Debug)]
 pub struct ColumnCache {
     n: usize,
-    /// Floats still available under the budget.
+    /// Floats still available under the budget: the budget minus the *capacity* of every
+    /// buffer held (columns and the spare), so the memory held never exceeds the budget.
     free_floats: usize,
     /// Data per slot (the valid prefix is the whole vector).
     data: Vec<Vec<f32>>,
@@ -30,8 +31,9 @@ pub struct ColumnCache {
     linked: Vec<bool>,
     slot_of: Vec<u32>,
     col_of: Vec<u32>,
-    /// Buffers of evicted columns, reused to avoid allocating.
-    spare: Vec<Vec<f32>>,
+    /// One buffer of an evicted column, kept for the next new column (no allocation, no
+    /// fresh pages to fault in); counted in the budget.
+    spare: Option<Vec<f32>>,
     /// Row swaps not yet applied inside the cached columns (`i < j`), applied in order on the
     /// next request: one streaming pass per column instead of one random access per swap.
     pending: Vec<(u32, u32)>,
@@ -76,7 +78,7 @@ impl ColumnCache {
             linked: vec![false; n],
             slot_of: (0..n as u32).collect(),
             col_of: (0..n as u32).collect(),
-            spare: Vec::new(),
+            spare: None,
             pending: Vec::new(),
             hits: 0,
             misses: 0,
@@ -114,14 +116,26 @@ impl ColumnCache {
         self.linked[s] = true;
     }
 
-    fn evict_slot(&mut self, s: usize) {
+    /// Unlinks slot `s` and takes its buffer (emptied, capacity kept).
+    fn take_slot(&mut self, s: usize) -> Vec<f32> {
         self.unlink(s);
         let mut v = std::mem::take(&mut self.data[s]);
-        self.free_floats += v.len();
         v.clear();
-        if v.capacity() > 0 {
-            self.spare.push(v);
+        v
+    }
+
+    /// Gives a buffer back: kept as the spare if there is none, else freed.
+    fn release(&mut self, v: Vec<f32>) {
+        if self.spare.is_none() && v.capacity() > 0 {
+            self.spare = Some(v);
+        } else {
+            self.free_floats += v.capacity();
         }
+    }
+
+    fn evict_slot(&mut self, s: usize) {
+        let v = self.take_slot(s);
+        self.release(v);
     }
 
     /// Makes column `i` hold `len` entries and marks it most recently used. Returns the mutable
@@ -142,9 +156,18 @@ impl ColumnCache {
             return (&mut self.data[s][..len], len);
         }
         self.misses += 1;
-        let need = len - have;
+        if self.data[s].capacity() == 0 {
+            if let Some(buf) = self.spare.take() {
+                self.data[s] = buf;
+            }
+        }
         let keep_slot = keep.map(|k| self.slot_of[k] as usize);
-        while self.free_floats < need {
+        // Make room for the growth of this column's buffer.
+        while self.free_floats < len.saturating_sub(self.data[s].capacity()) {
+            if let Some(buf) = self.spare.take() {
+                self.free_floats += buf.capacity();
+                continue;
+            }
             let victim = self.next[self.n];
             if victim == self.n as u32 || victim == NONE {
                 break;
@@ -159,15 +182,21 @@ impl ColumnCache {
                 }
                 continue;
             }
-            self.evict_slot(v);
-        }
-        self.free_floats = self.free_floats.saturating_sub(need);
-        if self.data[s].capacity() == 0 {
-            if let Some(buf) = self.spare.pop() {
+            let buf = self.take_slot(v);
+            if self.data[s].capacity() == 0 {
+                // The new column takes over the evicted column's memory.
                 self.data[s] = buf;
+            } else {
+                self.free_floats += buf.capacity();
             }
         }
-        self.data[s].resize(len, 0.0);
+        let col = &mut self.data[s];
+        let before = col.capacity();
+        col.reserve_exact(len - have);
+        self.free_floats = self
+            .free_floats
+            .saturating_sub(col.capacity().saturating_sub(before));
+        col.resize(len, 0.0);
         self.push_recent(s);
         (&mut self.data[s][..len], have)
     }

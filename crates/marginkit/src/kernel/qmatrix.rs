@@ -23,10 +23,14 @@ use super::{powi, KernelSpec};
 use crate::data::{ops, CsrMatrix, Features};
 use crate::error::DataError;
 
-/// Entries computed per block (one rayon task when parallel).
+/// Entries computed per block (the stack buffer of one fill step).
 pub const BLOCK: usize = 512;
-/// Columns with fewer missing entries than this are filled serially.
-const PAR_MIN: usize = 4 * BLOCK;
+/// Columns whose work (entries times [`Dots::entry_cost`] plus [`Outer::COST`], about one
+/// multiply-add each) is below this are filled serially: about 15 us of work, several times
+/// the cost of a rayon dispatch to a waiting worker.
+const PAR_WORK: usize = 48 * 1024;
+/// Work per parallel task.
+const PAR_TASK_WORK: usize = 32 * 1024;
 
 /// A symmetric matrix served column by column to the SMO solver.
 pub trait QMatrix {
@@ -71,6 +75,8 @@ struct KernelRows<'a> {
 /// Source of inner products between rows `i` and `j` in the current order.
 trait Dots: Sync {
     fn dot(&self, i: usize, j: usize) -> f64;
+    /// Rough cost of one entry, in multiply-adds (for the parallel threshold).
+    fn entry_cost(&self) -> usize;
     /// `out[k] = dot(i, lo + k)`.
     #[inline]
     fn block(&self, i: usize, lo: usize, out: &mut [f64]) {
@@ -113,6 +119,9 @@ fn pack_panels(vals: &[f64], n: usize, d: usize) -> Vec<f64> {
 }
 
 impl Dots for DenseDots<'_> {
+    fn entry_cost(&self) -> usize {
+        self.d
+    }
     #[inline]
     fn dot(&self, i: usize, j: usize) -> f64 {
         let mut s = 0.0;
@@ -128,7 +137,30 @@ impl Dots for DenseDots<'_> {
         let pi = &self.panels[(i / PANEL) * PANEL * d..(i / PANEL + 1) * PANEL * d];
         let ri = i % PANEL;
         let mut p = lo / PANEL;
-        while p * PANEL < hi {
+        let p_end = hi.div_ceil(PANEL);
+        // Two panels per pass: twice the independent accumulators (the add latency, not the
+        // arithmetic, bounds one panel), the same sequential sum over k for every entry.
+        while p + 2 <= p_end {
+            let two = &self.panels[p * PANEL * d..(p + 2) * PANEL * d];
+            let (pa, pb) = two.split_at(PANEL * d);
+            let mut acc = [0.0f64; PANEL];
+            let mut acc2 = [0.0f64; PANEL];
+            for ((xs, la), lb) in pi
+                .chunks_exact(PANEL)
+                .zip(pa.chunks_exact(PANEL))
+                .zip(pb.chunks_exact(PANEL))
+            {
+                let xik = xs[ri];
+                for r in 0..PANEL {
+                    acc[r] += xik * la[r];
+                    acc2[r] += xik * lb[r];
+                }
+            }
+            store_panel(out, lo, hi, p, &acc);
+            store_panel(out, lo, hi, p + 1, &acc2);
+            p += 2;
+        }
+        if p < p_end {
             let panel = &self.panels[p * PANEL * d..(p + 1) * PANEL * d];
             let mut acc = [0.0f64; PANEL];
             for (xs, lane) in pi.chunks_exact(PANEL).zip(panel.chunks_exact(PANEL)) {
@@ -137,18 +169,23 @@ impl Dots for DenseDots<'_> {
                     acc[r] += xik * lane[r];
                 }
             }
-            let (a, b) = ((p * PANEL).max(lo), ((p + 1) * PANEL).min(hi));
-            if b - a == PANEL {
-                // Full panel: a fixed-size copy (no memcpy call).
-                if let Ok(dst) = <&mut [f64; PANEL]>::try_from(&mut out[a - lo..b - lo]) {
-                    *dst = acc;
-                }
-            } else {
-                for r in a..b {
-                    out[r - lo] = acc[r - p * PANEL];
-                }
-            }
-            p += 1;
+            store_panel(out, lo, hi, p, &acc);
+        }
+    }
+}
+
+/// Writes the part of panel `p`'s results that falls in `[lo, hi)` to `out` (offset `lo`).
+#[inline(always)]
+fn store_panel(out: &mut [f64], lo: usize, hi: usize, p: usize, acc: &[f64; PANEL]) {
+    let (a, b) = ((p * PANEL).max(lo), ((p + 1) * PANEL).min(hi));
+    if b - a == PANEL {
+        // Full panel: a fixed-size copy (no memcpy call).
+        if let Ok(dst) = <&mut [f64; PANEL]>::try_from(&mut out[a - lo..b - lo]) {
+            *dst = *acc;
+        }
+    } else {
+        for r in a..b {
+            out[r - lo] = acc[r - p * PANEL];
         }
     }
 }
@@ -159,6 +196,10 @@ struct SparseDots<'b> {
 }
 
 impl Dots for SparseDots<'_> {
+    fn entry_cost(&self) -> usize {
+        // A merge of two rows of average length, with branches: about 4 per nonzero.
+        4 * self.x.nnz() / self.x.n_rows().max(1) + 4
+    }
     #[inline]
     fn dot(&self, i: usize, j: usize) -> f64 {
         let (ia, va) = self.x.row(self.perm[i] as usize);
@@ -174,6 +215,9 @@ struct PreDots<'b> {
 }
 
 impl Dots for PreDots<'_> {
+    fn entry_cost(&self) -> usize {
+        2
+    }
     #[inline]
     fn dot(&self, i: usize, j: usize) -> f64 {
         let b = self.perm[j] as usize;
@@ -192,11 +236,14 @@ impl Dots for PreDots<'_> {
 
 /// The kernel's outer function applied to a block of inner products, in place.
 trait Outer: Sync {
+    /// Rough cost per entry, in multiply-adds.
+    const COST: usize;
     fn apply(&self, dots: &mut [f64], ni: f64, nj: &[f64]);
 }
 
 struct Identity;
 impl Outer for Identity {
+    const COST: usize = 1;
     #[inline]
     fn apply(&self, _: &mut [f64], _: f64, _: &[f64]) {}
 }
@@ -207,6 +254,7 @@ struct PolyOuter {
     degree: u32,
 }
 impl Outer for PolyOuter {
+    const COST: usize = 8;
     #[inline]
     fn apply(&self, dots: &mut [f64], _: f64, _: &[f64]) {
         for v in dots.iter_mut() {
@@ -220,6 +268,7 @@ struct SigmoidOuter {
     coef0: f64,
 }
 impl Outer for SigmoidOuter {
+    const COST: usize = 40;
     #[inline]
     fn apply(&self, dots: &mut [f64], _: f64, _: &[f64]) {
         for v in dots.iter_mut() {
@@ -232,6 +281,7 @@ struct RbfOuter {
     gamma: f64,
 }
 impl Outer for RbfOuter {
+    const COST: usize = 24;
     #[inline]
     fn apply(&self, dots: &mut [f64], ni: f64, nj: &[f64]) {
         let g = self.gamma;
@@ -284,6 +334,11 @@ pub fn exp_nonpositive(x: f64) -> f64 {
 
 /// Fills `out[start..]` (entries `start..start + out.len()` of column `i`): kernel values,
 /// negated where `signs[i] != signs[j]`.
+///
+/// Parallel when the column's work (`out.len()` times the cost of one entry) exceeds
+/// [`PAR_WORK`]: the column is cut into one task per [`PAR_TASK_WORK`] units (at most
+/// `4 x threads` tasks, whole panels each). Short or cheap columns stay serial, where a
+/// rayon dispatch would cost more than it saves.
 fn fill_blocks<D: Dots, O: Outer>(
     dots: &D,
     outer: &O,
@@ -294,35 +349,40 @@ fn fill_blocks<D: Dots, O: Outer>(
     start: usize,
 ) {
     let ni = norms[i];
-    let block = |b: usize, chunk: &mut [f32]| {
-        let lo = start + b * BLOCK;
+    // Entries `lo..lo + chunk.len()`, in sub-blocks of at most BLOCK (a stack buffer).
+    let run = |lo0: usize, chunk: &mut [f32]| {
         let mut buf = [0.0f64; BLOCK];
-        let buf = &mut buf[..chunk.len()];
-        dots.block(i, lo, buf);
-        outer.apply(buf, ni, &norms[lo..lo + chunk.len()]);
-        match signs {
-            Some(s) => {
-                let si = s[i];
-                for ((o, &v), &sj) in chunk.iter_mut().zip(buf.iter()).zip(&s[lo..]) {
-                    let f = v as f32;
-                    *o = if sj == si { f } else { -f };
+        for (b, part) in chunk.chunks_mut(BLOCK).enumerate() {
+            let lo = lo0 + b * BLOCK;
+            let buf = &mut buf[..part.len()];
+            dots.block(i, lo, buf);
+            outer.apply(buf, ni, &norms[lo..lo + part.len()]);
+            match signs {
+                Some(s) => {
+                    let si = s[i];
+                    for ((o, &v), &sj) in part.iter_mut().zip(buf.iter()).zip(&s[lo..]) {
+                        let f = v as f32;
+                        *o = if sj == si { f } else { -f };
+                    }
                 }
-            }
-            None => {
-                for (o, &v) in chunk.iter_mut().zip(buf.iter()) {
-                    *o = v as f32;
+                None => {
+                    for (o, &v) in part.iter_mut().zip(buf.iter()) {
+                        *o = v as f32;
+                    }
                 }
             }
         }
     };
-    if out.len() >= PAR_MIN && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(BLOCK)
+    let threads = rayon::current_num_threads();
+    let work = out.len().saturating_mul(dots.entry_cost() + O::COST);
+    if threads > 1 && work >= PAR_WORK {
+        let tasks = (work / PAR_TASK_WORK).clamp(2, 4 * threads);
+        let len = out.len().div_ceil(tasks).next_multiple_of(PANEL);
+        out.par_chunks_mut(len)
             .enumerate()
-            .for_each(|(b, c)| block(b, c));
+            .for_each(|(t, c)| run(start + t * len, c));
     } else {
-        for (b, c) in out.chunks_mut(BLOCK).enumerate() {
-            block(b, c);
-        }
+        run(start, out);
     }
 }
 

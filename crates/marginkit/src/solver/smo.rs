@@ -413,6 +413,19 @@ impl State {
         true
     }
 
+    /// Puts every array and `q` back in the original order with the fewest swaps
+    /// (`n` minus the number of cycles of the permutation): each swap moves one variable to
+    /// its home position. `q`'s cache defers the row swaps and applies them in one pass per
+    /// cached column, so the cached columns stay valid for a following solve on the same `q`.
+    pub fn restore_order<Q: QMatrix + ?Sized>(&mut self, q: &mut Q) {
+        for k in 0..self.n {
+            while self.perm[k] != k {
+                let t = self.perm[k];
+                self.swap(q, k, t);
+            }
+        }
+    }
+
     /// Writes the solution back in the original order.
     pub fn scatter(&self, out: &mut [f64]) {
         for (i, &o) in self.perm.iter().enumerate() {
@@ -890,6 +903,22 @@ pub(crate) fn run<Q: QMatrix>(
     mode: Mode,
 ) -> Result<(SolveInfo, f64), SolveError> {
     let mut st = State::new(q, qp, alpha)?;
+    let out = iterate(&mut st, q, settings, obs, mode);
+    // `q` must leave in the caller's order whatever happened: callers reuse it (warm starts).
+    st.restore_order(q);
+    let (info, r) = out?;
+    st.scatter(alpha);
+    Ok((info, r))
+}
+
+/// The main loop of [`run`] on a built state; leaves `st` in its permuted order.
+fn iterate<Q: QMatrix>(
+    st: &mut State,
+    q: &mut Q,
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    mode: Mode,
+) -> Result<(SolveInfo, f64), SolveError> {
     let lim = Limits::new(settings, st.l);
     let tol = settings.tol;
     let shrinking = settings.shrinking == Shrinking::On;
@@ -908,9 +937,9 @@ pub(crate) fn run<Q: QMatrix>(
             counter = period;
             if shrinking {
                 match mode {
-                    Mode::Sum => shrink_sum(&mut st, q, tol),
-                    Mode::None => shrink_none(&mut st, q, tol),
-                    Mode::Nu => super::smo_nu::shrink_nu(&mut st, q, tol),
+                    Mode::Sum => shrink_sum(st, q, tol),
+                    Mode::None => shrink_none(st, q, tol),
+                    Mode::Nu => super::smo_nu::shrink_nu(st, q, tol),
                 }
             }
             debug_assert!(st.check_invariants());
@@ -921,12 +950,12 @@ pub(crate) fn run<Q: QMatrix>(
                 break;
             }
         }
-        let mut sel = select(&mut st, q, tol, &mut viol, mode);
+        let mut sel = select(st, q, tol, &mut viol, mode);
         if sel.is_none() {
             if st.active < st.l {
                 // Converged on the active set: re-check on the full set.
                 st.reconstruct_gradient(q);
-                sel = select(&mut st, q, tol, &mut viol, mode);
+                sel = select(st, q, tol, &mut viol, mode);
                 counter = 1;
             }
             if sel.is_none() {
@@ -937,17 +966,17 @@ pub(crate) fn run<Q: QMatrix>(
         iter += 1;
         match sel {
             Some(Step::Pair(i, j, qij)) => {
-                let (ai, aj) = pair_step(&st, i, j, qij);
+                let (ai, aj) = pair_step(st, i, j, qij);
                 if !(ai.is_finite() && aj.is_finite()) {
                     return Err(SolveError::NonFinite { what: "alpha" });
                 }
-                apply_pair(&mut st, q, i, j, ai, aj);
+                apply_pair(st, q, i, j, ai, aj);
             }
             Some(Step::Single(t, d)) => {
                 if !d.is_finite() {
                     return Err(SolveError::NonFinite { what: "alpha" });
                 }
-                apply_single(&mut st, q, t, d);
+                apply_single(st, q, t, d);
             }
             None => break,
         }
@@ -960,7 +989,7 @@ pub(crate) fn run<Q: QMatrix>(
     debug_assert!(st.check_invariants());
     if status != Status::Converged {
         // Report the violation of the returned point.
-        let _ = select(&mut st, q, tol, &mut viol, mode);
+        let _ = select(st, q, tol, &mut viol, mode);
     }
     let objective = st.objective();
     if !objective.is_finite() {
@@ -969,9 +998,8 @@ pub(crate) fn run<Q: QMatrix>(
     let (rho, r) = match mode {
         Mode::Sum => (st.rho(), 0.0),
         Mode::None => (0.0, 0.0),
-        Mode::Nu => super::smo_nu::rho_r(&st),
+        Mode::Nu => super::smo_nu::rho_r(st),
     };
-    st.scatter(alpha);
     Ok((
         SolveInfo {
             status,
