@@ -886,7 +886,6 @@ fn grid_linear_kernel_and_regression() {
 /// The grid's score at a point must be the cross-validation score `train -v` gives there (same
 /// folds, same seed).
 #[test]
-#[ignore = "library bug: svm/grid.rs binary_c_path reuses the kernel matrix after smo::solve left it permuted by shrinking (passes with -h 0)"]
 fn grid_scores_equal_train_cross_validation() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -1257,7 +1256,6 @@ fn corrupt_precomputed_serial_in_a_model_is_an_error_not_a_panic() {
 /// Cross-validation, grid search and Platt scaling train on subsets of a precomputed-kernel
 /// file; the serial numbers then still index the full kernel rows, as in LIBSVM.
 #[test]
-#[ignore = "library bug: kernel/qmatrix.rs KernelRows::new bounds the 0:ID serial by the subset's row count instead of the kernel row width (x.n_cols())"]
 fn precomputed_kernel_cross_validation_grid_and_probability() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -74,7 +74,11 @@ fn main() {
         assert!(s.is_finite());
     }
     let f = stats(&mut t_fill);
-    println!("column fill: {:.2} us median, {:.2} us min", f.0 * 1e6, f.1 * 1e6);
+    println!(
+        "column fill: {:.2} us median, {:.2} us min",
+        f.0 * 1e6,
+        f.1 * 1e6
+    );
     if arg(5, 0) == 1 {
         return;
     }
@@ -110,11 +114,7 @@ fn main() {
         drop(out);
     }
     let (info, cs) = last.expect("at least one repeat");
-    let (a, b, c) = (
-        stats(&mut t_new),
-        stats(&mut t_solve),
-        stats(&mut t_fit),
-    );
+    let (a, b, c) = (stats(&mut t_new), stats(&mut t_solve), stats(&mut t_fit));
     println!(
         "n {n} d {d} threads {} | new {:.5} ({:.5}) solve {:.5} ({:.5}) fit {:.5} ({:.5}) s median (min) | iter {} obj {:.6} hit {:.3} misses {}",
         rayon::current_num_threads(),

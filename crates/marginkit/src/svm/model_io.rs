@@ -661,6 +661,20 @@ mod tests {
         let (_, _) = err_line("svm_type c_svc\n");
     }
 
+    #[test]
+    fn precomputed_support_vectors_must_be_a_serial_only() {
+        // Found by fuzz_svm_model: `0:1e300` used to overflow in check_features.
+        for sv in ["0:1e300", "0:-3", "0:2.5", "0:0", "5:1", "", "0:1 2:1"] {
+            let text = format!(
+                "svm_type c_svc\nkernel_type precomputed\nnr_class 2\ntotal_sv 2\nrho 0.5\nlabel 1 -1\nnr_sv 1 1\nSV\n1 {sv}\n-1 0:2\n"
+            );
+            match read_model_bytes(text.as_bytes()) {
+                Err(IoError::Parse(e)) => assert_eq!(e.line, 9, "{sv}"),
+                other => panic!("{sv}: expected a parse error, got {other:?}"),
+            }
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
