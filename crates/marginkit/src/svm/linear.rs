@@ -1110,20 +1110,9 @@ pub fn cross_validation(
     let k = k.clamp(1, n);
     let regression = params.params().solver.is_regression();
     let folds = super::train::fold_assignment(&data.y, k, !regression, seed);
-    let mut pred = vec![0.0; n];
-    for f in 0..k {
-        let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
-        let test: Vec<usize> = (0..n).filter(|&i| folds[i] == f).collect();
-        if test.is_empty() {
-            continue;
-        }
-        let fit = params.fit(&data.subset(&train))?;
-        let p = fit.model.predict(&data.x.select_rows(&test));
-        for (pos, &i) in test.iter().enumerate() {
-            pred[i] = p[pos];
-        }
-    }
-    Ok(pred)
+    super::train::predict_by_folds(data, &folds, k, |train, test_x| {
+        Ok(params.fit(train)?.model.predict(test_x))
+    })
 }
 
 #[cfg(test)]

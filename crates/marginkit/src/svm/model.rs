@@ -42,22 +42,11 @@ pub struct SvmModel {
 }
 
 impl SvmModel {
-    /// Assembles a model and precomputes what prediction needs.
-    pub(crate) fn assemble(parts: ModelParts) -> Self {
-        let sv_norms = sv_norms(&parts.sv, &parts.kernel);
-        SvmModel {
-            svm_type: parts.svm_type,
-            kernel: parts.kernel,
-            labels: parts.labels,
-            n_sv: parts.n_sv,
-            sv: parts.sv,
-            sv_indices: parts.sv_indices,
-            sv_coef: parts.sv_coef,
-            rho: parts.rho,
-            prob_a: parts.prob_a,
-            prob_b: parts.prob_b,
-            sv_norms,
-        }
+    /// Precomputes what prediction needs (squared SV norms for RBF); call after building or
+    /// changing the support vectors.
+    pub(crate) fn with_norms(mut self) -> Self {
+        self.sv_norms = sv_norms(&self.sv, &self.kernel);
+        self
     }
 
     /// Number of classes (2 for regression and one-class, as LIBSVM writes).
@@ -278,20 +267,6 @@ impl SvmModel {
             None
         }
     }
-}
-
-/// The fields [`SvmModel::assemble`] needs.
-pub(crate) struct ModelParts {
-    pub svm_type: SvmType,
-    pub kernel: KernelSpec,
-    pub labels: Vec<f64>,
-    pub n_sv: Vec<usize>,
-    pub sv: Features,
-    pub sv_indices: Option<Vec<usize>>,
-    pub sv_coef: Vec<Vec<f64>>,
-    pub rho: Vec<f64>,
-    pub prob_a: Vec<f64>,
-    pub prob_b: Vec<f64>,
 }
 
 fn sv_norms(sv: &Features, kernel: &KernelSpec) -> Vec<f64> {

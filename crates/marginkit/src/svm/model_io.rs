@@ -9,7 +9,7 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-use super::model::{ModelParts, SvmModel};
+use super::model::SvmModel;
 use super::params::SvmType;
 use crate::data::libsvm_fmt::LineReader;
 use crate::data::{CsrMatrix, Features};
@@ -551,7 +551,7 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
     } else {
         Vec::new()
     };
-    Ok(SvmModel::assemble(ModelParts {
+    Ok(SvmModel {
         svm_type,
         kernel,
         labels: if svm_type.is_classifier() {
@@ -566,7 +566,9 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
         rho: h.rho,
         prob_a: h.prob_a,
         prob_b: h.prob_b,
-    }))
+        sv_norms: Vec::new(),
+    }
+    .with_norms())
 }
 
 /// Reads a model from memory.

@@ -16,7 +16,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::model::{ModelParts, SvmModel};
+use super::model::SvmModel;
 use super::params::{Probability, SvmType, SvmValidParams};
 use super::probability;
 use crate::data::{Dataset, Features};
@@ -109,7 +109,7 @@ pub fn fit(
                 Vec::new()
             };
             let sv_idx: Vec<usize> = (0..data.len()).filter(|&i| f.coef[i] != 0.0).collect();
-            SvmModel::assemble(ModelParts {
+            SvmModel {
                 svm_type: params.svm_type,
                 kernel,
                 labels: Vec::new(),
@@ -120,7 +120,9 @@ pub fn fit(
                 rho: vec![f.rho],
                 prob_a,
                 prob_b: Vec::new(),
-            })
+                sv_norms: Vec::new(),
+            }
+            .with_norms()
         }
     };
     for w in &report.warnings {
@@ -274,7 +276,7 @@ fn fit_classifier(
             p += 1;
         }
     }
-    Ok(SvmModel::assemble(ModelParts {
+    Ok(SvmModel {
         svm_type: params.svm_type,
         kernel,
         labels,
@@ -285,7 +287,9 @@ fn fit_classifier(
         rho,
         prob_a,
         prob_b,
-    }))
+        sv_norms: Vec::new(),
+    }
+    .with_norms())
 }
 
 fn to_signs(y: &[f64]) -> Vec<i8> {
@@ -390,26 +394,10 @@ fn solve_one(
             let mut upper = c.to_vec();
             upper.extend_from_slice(c);
             let mut alpha = vec![0.0; 2 * l];
-            let (p, info) = if params.svm_type == SvmType::EpsSvr {
-                let p: Vec<f64> = (0..2 * l)
-                    .map(|k| {
-                        if k < l {
-                            params.epsilon - y[k]
-                        } else {
-                            params.epsilon + y[k - l]
-                        }
-                    })
-                    .collect();
-                let qp = BoxQp {
-                    p: &p,
-                    y: &signs,
-                    upper: &upper,
-                    equality: Equality::Sum { delta: 0.0 },
-                    fixed: None,
-                };
-                let mut q = SvrQ::new(x, kernel, cb)?;
-                let info = smo::solve(&mut q, &qp, &mut alpha, settings, obs)?;
-                (p, info)
+            // a_i (first l) and a*_i (last l): eps-SVR starts at 0 with p = eps -/+ z; nu-SVR
+            // starts with nu * sum(C) / 2 on each side (its two equalities) and p = -/+ z.
+            let eps = if params.svm_type == SvmType::EpsSvr {
+                params.epsilon
             } else {
                 let mut left = params.nu * c.iter().sum::<f64>() / 2.0;
                 for i in 0..l {
@@ -418,21 +406,24 @@ fn solve_one(
                     alpha[i + l] = a;
                     left -= a;
                 }
-                let p: Vec<f64> = (0..2 * l)
-                    .map(|k| if k < l { -y[k] } else { y[k - l] })
-                    .collect();
-                let qp = BoxQp {
-                    p: &p,
-                    y: &signs,
-                    upper: &upper,
-                    equality: Equality::Sum { delta: 0.0 },
-                    fixed: None,
-                };
-                let mut q = SvrQ::new(x, kernel, cb)?;
-                let (info, _r) = smo_nu::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?;
-                (p, info)
+                0.0
             };
-            let _ = p;
+            let p: Vec<f64> = (0..2 * l)
+                .map(|k| if k < l { eps - y[k] } else { eps + y[k - l] })
+                .collect();
+            let qp = BoxQp {
+                p: &p,
+                y: &signs,
+                upper: &upper,
+                equality: Equality::Sum { delta: 0.0 },
+                fixed: None,
+            };
+            let mut q = SvrQ::new(x, kernel, cb)?;
+            let info = if params.svm_type == SvmType::EpsSvr {
+                smo::solve(&mut q, &qp, &mut alpha, settings, obs)?
+            } else {
+                smo_nu::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?.0
+            };
             let coef: Vec<f64> = (0..l).map(|i| alpha[i] - alpha[i + l]).collect();
             (coef, info, Bounds::new(alpha, upper))
         }
@@ -524,7 +515,7 @@ pub(crate) fn binary_decisions(
     test: &Features,
 ) -> Vec<f64> {
     let sv: Vec<usize> = (0..coef.len()).filter(|&k| coef[k] != 0.0).collect();
-    let model = SvmModel::assemble(ModelParts {
+    let model = SvmModel {
         svm_type: SvmType::EpsSvr,
         kernel,
         labels: Vec::new(),
@@ -535,7 +526,9 @@ pub(crate) fn binary_decisions(
         rho: vec![rho],
         prob_a: Vec::new(),
         prob_b: Vec::new(),
-    });
+        sv_norms: Vec::new(),
+    }
+    .with_norms();
     model
         .decision_values(test)
         .into_iter()
@@ -614,6 +607,39 @@ pub fn cross_validation(
     }
     let k = k.clamp(1, n);
     let folds = fold_assignment(&data.y, k, params.svm_type.is_classifier(), seed);
+    predict_by_folds(data, &folds, k, |train, test_x| {
+        let (model, _) = fit(params, train, &mut crate::solver::NoObserver)?;
+        let dec = model.decision_values(test_x);
+        Ok(dec
+            .iter()
+            .map(|d| {
+                if params.probability == Probability::On && model.has_probability() {
+                    let probs = probability::multiclass_probability(
+                        model.labels.len(),
+                        d,
+                        &model.prob_a,
+                        &model.prob_b,
+                    );
+                    let best =
+                        (0..probs.len()).fold(0, |b, c| if probs[c] > probs[b] { c } else { b });
+                    model.labels[best]
+                } else {
+                    model.predict_from_decision(d)
+                }
+            })
+            .collect())
+    })
+}
+
+/// Trains on all folds but one and predicts the held-out fold, for every fold: the prediction
+/// for each sample comes from `fit_predict(training part, held-out features)`.
+pub(crate) fn predict_by_folds(
+    data: &Dataset,
+    folds: &[usize],
+    k: usize,
+    mut fit_predict: impl FnMut(&Dataset, &Features) -> Result<Vec<f64>, FitError>,
+) -> Result<Vec<f64>, FitError> {
+    let n = data.len();
     let mut pred = vec![0.0; n];
     for f in 0..k {
         let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
@@ -621,22 +647,9 @@ pub fn cross_validation(
         if test.is_empty() {
             continue;
         }
-        let (model, _) = fit(params, &data.subset(&train), &mut crate::solver::NoObserver)?;
-        let tx = data.x.select_rows(&test);
-        let dec = model.decision_values(&tx);
+        let p = fit_predict(&data.subset(&train), &data.x.select_rows(&test))?;
         for (pos, &i) in test.iter().enumerate() {
-            pred[i] = if params.probability == Probability::On && model.has_probability() {
-                let probs = probability::multiclass_probability(
-                    model.labels.len(),
-                    &dec[pos],
-                    &model.prob_a,
-                    &model.prob_b,
-                );
-                let best = (0..probs.len()).fold(0, |b, c| if probs[c] > probs[b] { c } else { b });
-                model.labels[best]
-            } else {
-                model.predict_from_decision(&dec[pos])
-            };
+            pred[i] = p[pos];
         }
     }
     Ok(pred)
