@@ -606,6 +606,11 @@ def main():
     warm_up(args)
     results = []
     for name in names:
+        src = CASES[name][1]
+        if src[0] == "file" and not os.path.exists(os.path.join(args.data_dir, src[1])):
+            print(f"skipping {name}: {os.path.join(args.data_dir, src[1])} not found (see --data-dir)",
+                  file=sys.stderr, flush=True)
+            continue
         print(f"running {name} ...", file=sys.stderr, flush=True)
         results.append(bench_case(name, args, binary, threads))
     text = f"Environment: {environment_line()}\n\n" + tables(results, binary, threads)
