@@ -52,12 +52,12 @@ fn main() {
         .cache_bytes(cache as u64)
         .check()
         .expect("valid parameters");
-    // The binary labels as fit() orders them: the first label seen is +1.
-    let first = data.y[0];
+    // The binary labels as fit() orders them (LIBSVM's class order).
+    let labels = marginkit::svm::train::class_order(&data.y);
     let y: Vec<i8> = data
         .y
         .iter()
-        .map(|&v| if v == first { 1 } else { -1 })
+        .map(|&v| if v == labels[0] { 1 } else { -1 })
         .collect();
     let n = y.len();
     let k = KernelSpec::Rbf { gamma };
@@ -74,12 +74,17 @@ fn main() {
         assert!(s.is_finite());
     }
     let f = stats(&mut t_fill);
-    println!("column fill: {:.2} us median, {:.2} us min", f.0 * 1e6, f.1 * 1e6);
+    println!(
+        "column fill: {:.2} us median, {:.2} us min",
+        f.0 * 1e6,
+        f.1 * 1e6
+    );
     if arg(5, 0) == 1 {
         return;
     }
     let (mut t_new, mut t_solve, mut t_fit) = (Vec::new(), Vec::new(), Vec::new());
     let mut last = None;
+    let mut fit_iter = 0;
     for _ in 0..reps {
         let t0 = Instant::now();
         let mut q = SvcQ::new(&data.x, k, &y, cache).expect("Q matrix");
@@ -107,16 +112,12 @@ fn main() {
         let t0 = Instant::now();
         let out = fit(&params, &data, &mut NoObserver).expect("fit");
         t_fit.push(t0.elapsed().as_secs_f64());
-        drop(out);
+        fit_iter = out.1.iterations();
     }
     let (info, cs) = last.expect("at least one repeat");
-    let (a, b, c) = (
-        stats(&mut t_new),
-        stats(&mut t_solve),
-        stats(&mut t_fit),
-    );
+    let (a, b, c) = (stats(&mut t_new), stats(&mut t_solve), stats(&mut t_fit));
     println!(
-        "n {n} d {d} threads {} | new {:.5} ({:.5}) solve {:.5} ({:.5}) fit {:.5} ({:.5}) s median (min) | iter {} obj {:.6} hit {:.3} misses {}",
+        "n {n} d {d} threads {} | new {:.5} ({:.5}) solve {:.5} ({:.5}) fit {:.5} ({:.5}) s median (min) | iter {} (fit {fit_iter}) obj {:.6} hit {:.3} misses {}",
         rayon::current_num_threads(),
         a.0,
         a.1,

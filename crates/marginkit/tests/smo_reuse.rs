@@ -132,9 +132,7 @@ fn nu_solver_also_restores_the_order() {
     let p = vec![0.0; n];
     let upper = vec![1.0; n];
     let nu_l = 0.2 * n as f64;
-    let start: Vec<f64> = (0..n)
-        .map(|i| (nu_l - i as f64).clamp(0.0, 1.0))
-        .collect();
+    let start: Vec<f64> = (0..n).map(|i| (nu_l - i as f64).clamp(0.0, 1.0)).collect();
     let qp = BoxQp {
         p: &p,
         y: &y,

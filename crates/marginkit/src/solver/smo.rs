@@ -623,7 +623,6 @@ struct PairDelta<'c> {
 /// First pass over positions `base..base + g.len()`, optionally applying a pair step to the
 /// gradient in the same sweep (one read of `g` instead of two). Branch-free lanes of
 /// [`LANES`] accumulators, which the compiler vectorizes.
-#[allow(clippy::too_many_arguments)]
 fn scan_chunk(
     base: usize,
     g: &mut [f64],
@@ -659,7 +658,9 @@ fn scan_chunk(
             None => {
                 for ((((gc, oc), yc), uc), lc) in it {
                     for r in 0..LANES {
-                        scan_one(gc[r], yc[r], uc[r], lc[r], &mut oc[r], &mut mu[r], &mut ml[r]);
+                        scan_one(
+                            gc[r], yc[r], uc[r], lc[r], &mut oc[r], &mut mu[r], &mut ml[r],
+                        );
                     }
                 }
             }
@@ -669,7 +670,9 @@ fn scan_chunk(
         if let Some(d) = upd {
             g[t] += f64::from(d.qi[t]) * d.dai + f64::from(d.qj[t]) * d.daj;
         }
-        scan_one(g[t], y[t], up[t], low[t], &mut sc[t], &mut mu[0], &mut ml[0]);
+        scan_one(
+            g[t], y[t], up[t], low[t], &mut sc[t], &mut mu[0], &mut ml[0],
+        );
     }
     let m = min_of(&mu);
     let at = if m < f64::INFINITY {
@@ -722,6 +725,7 @@ struct SecondPass {
 
 /// Second pass over `base..base + sc.len()`: argmin of `-b^2 / quad` over `I_low` with
 /// `b = m + y_t g_t > 0`.
+#[allow(clippy::too_many_arguments)] // the per-variable slices of one range, all borrowed
 fn second_chunk(
     base: usize,
     sc: &mut [f64],
