@@ -12,7 +12,7 @@ the binary is missing.
 
 What is timed (wall clock, time.perf_counter, medians over --repeats):
 - marginkit: the `train_seconds` field of `marginkit train ... --json` (solver time, excluding reading);
-  its peak RSS comes from wait4() on the child process;
+  its peak RSS comes from GNU time (/usr/bin/time -f %M) wrapped around it;
 - LIBSVM / LIBLINEAR: only the svmutil.svm_train / liblinearutil.train call on a prebuilt problem;
 - scikit-learn: SVC.fit / LinearSVC.fit on a dense float64 array.
 Every solver gets the same problem: C, gamma (= 1/d, passed explicitly), eps (-e / tol), cache 200 MB,

@@ -52,25 +52,39 @@ fn main() {
         .cache_bytes(cache as u64)
         .check()
         .expect("valid parameters");
-    // The binary labels as fit() orders them: the first label seen is +1.
-    let first = data.y[0];
+    // The binary labels as fit() orders them (LIBSVM's class order).
+    let labels = marginkit::svm::train::class_order(&data.y);
     let y: Vec<i8> = data
         .y
         .iter()
-        .map(|&v| if v == first { 1 } else { -1 })
+        .map(|&v| if v == labels[0] { 1 } else { -1 })
         .collect();
     let n = y.len();
     let k = KernelSpec::Rbf { gamma };
     // Kernel fill alone: every request misses (cache of two columns).
     let mut t_fill = Vec::new();
+    // On a pool thread (as after `ThreadPool::install`) unless FILL_OUTSIDE is set: the
+    // calling thread then takes part in the parallel fills instead of waiting for two workers.
+    let inside = std::env::var_os("FILL_OUTSIDE").is_none();
+    let in_pool = |f: &mut (dyn FnMut() + Send)| {
+        if inside {
+            rayon::scope(|_| f());
+        } else {
+            f();
+        }
+    };
     for _ in 0..reps {
         let mut q = SvcQ::new(&data.x, k, &y, 0).expect("Q matrix");
-        let t0 = Instant::now();
         let mut s = 0.0f32;
-        for i in 0..n.min(400) {
-            s += q.column((i * 7919) % n, n)[i];
-        }
-        t_fill.push(t0.elapsed().as_secs_f64() / n.min(400) as f64);
+        let mut dt = 0.0;
+        in_pool(&mut || {
+            let t0 = Instant::now();
+            for i in 0..n.min(400) {
+                s += q.column((i * 7919) % n, n)[i];
+            }
+            dt = t0.elapsed().as_secs_f64() / n.min(400) as f64;
+        });
+        t_fill.push(dt);
         assert!(s.is_finite());
     }
     let f = stats(&mut t_fill);
@@ -84,6 +98,7 @@ fn main() {
     }
     let (mut t_new, mut t_solve, mut t_fit) = (Vec::new(), Vec::new(), Vec::new());
     let mut last = None;
+    let mut fit_iter = 0;
     for _ in 0..reps {
         let t0 = Instant::now();
         let mut q = SvcQ::new(&data.x, k, &y, cache).expect("Q matrix");
@@ -111,12 +126,12 @@ fn main() {
         let t0 = Instant::now();
         let out = fit(&params, &data, &mut NoObserver).expect("fit");
         t_fit.push(t0.elapsed().as_secs_f64());
-        drop(out);
+        fit_iter = out.1.iterations();
     }
     let (info, cs) = last.expect("at least one repeat");
     let (a, b, c) = (stats(&mut t_new), stats(&mut t_solve), stats(&mut t_fit));
     println!(
-        "n {n} d {d} threads {} | new {:.5} ({:.5}) solve {:.5} ({:.5}) fit {:.5} ({:.5}) s median (min) | iter {} obj {:.6} hit {:.3} misses {}",
+        "n {n} d {d} threads {} | new {:.5} ({:.5}) solve {:.5} ({:.5}) fit {:.5} ({:.5}) s median (min) | iter {} (fit {fit_iter}) obj {:.6} hit {:.3} misses {}",
         rayon::current_num_threads(),
         a.0,
         a.1,

@@ -441,6 +441,17 @@ impl<'a> KernelRows<'a> {
         self.norms.len()
     }
 
+    /// Bytes held by this copy of the rows: charged to the cache budget, so that `-m` bounds
+    /// everything the Q matrix holds beyond the caller's data.
+    fn heap_bytes(&self) -> u64 {
+        let rows = match &self.rows {
+            Rows::Dense { panels, .. } => 8 * panels.len(),
+            Rows::Sparse { perm, .. } => 4 * perm.len(),
+            Rows::Pre { serial, perm, .. } => 4 * (serial.len() + perm.len()),
+        };
+        (rows + 16 * self.norms.len()) as u64
+    }
+
     /// Entries `start..start + out.len()` of column `i`.
     fn fill(&self, i: usize, out: &mut [f32], start: usize, signs: Option<&[i8]>) {
         match &self.rows {
@@ -570,7 +581,8 @@ fn check_len(what: &'static str, expected: usize, found: usize) -> Result<(), Da
 }
 
 impl<'a> SvcQ<'a> {
-    /// The C-SVC matrix for features `x`, labels `y` in {-1, +1} and a cache of `cache_bytes`.
+    /// The C-SVC matrix for features `x`, labels `y` in {-1, +1} and a cache of `cache_bytes`
+    /// (which also pays for the matrix's own copy of the rows).
     ///
     /// # Errors
     /// [`DataError::Shape`] if `y` has the wrong length, [`DataError::Precomputed`] for bad
@@ -585,10 +597,11 @@ impl<'a> SvcQ<'a> {
         let rows = KernelRows::new(x, kernel)?;
         let n = rows.n();
         let diag = (0..n).map(|i| rows.self_value(i)).collect();
+        let budget = (cache_bytes as u64).saturating_sub(rows.heap_bytes());
         Ok(Self {
             rows,
             y: y.iter().map(|&v| if v > 0 { 1 } else { -1 }).collect(),
-            cache: ColumnCache::new(n, cache_bytes as u64),
+            cache: ColumnCache::new(n, budget),
             diag,
         })
     }
@@ -639,7 +652,7 @@ pub struct OneClassQ<'a> {
 }
 
 impl<'a> OneClassQ<'a> {
-    /// The kernel matrix of `x` with a cache of `cache_bytes`.
+    /// The kernel matrix of `x` with a cache of `cache_bytes` (rows copy included).
     ///
     /// # Errors
     /// [`DataError::Precomputed`] for bad serial numbers with a precomputed kernel.
@@ -647,9 +660,10 @@ impl<'a> OneClassQ<'a> {
         let rows = KernelRows::new(x, kernel)?;
         let n = rows.n();
         let diag = (0..n).map(|i| rows.self_value(i)).collect();
+        let budget = (cache_bytes as u64).saturating_sub(rows.heap_bytes());
         Ok(Self {
             rows,
-            cache: ColumnCache::new(n, cache_bytes as u64),
+            cache: ColumnCache::new(n, budget),
             diag,
         })
     }
@@ -705,7 +719,8 @@ pub struct SvrQ<'a> {
 }
 
 impl<'a> SvrQ<'a> {
-    /// The SVR matrix for the `l` samples of `x` with a cache of `cache_bytes`.
+    /// The SVR matrix for the `l` samples of `x` with a cache of `cache_bytes` (rows copy and
+    /// expansion buffers included).
     ///
     /// # Errors
     /// [`DataError::Precomputed`] for bad serial numbers with a precomputed kernel.
@@ -718,9 +733,11 @@ impl<'a> SvrQ<'a> {
         let mut sign = vec![1i8; l];
         sign.extend(std::iter::repeat_n(-1i8, l));
         let index = (0..l as u32).chain(0..l as u32).collect();
+        // The two expanded columns (2 x 2l floats) count as well.
+        let budget = (cache_bytes as u64).saturating_sub(rows.heap_bytes() + 16 * l as u64);
         Ok(Self {
             rows,
-            cache: ColumnCache::new(l, cache_bytes as u64),
+            cache: ColumnCache::new(l, budget),
             sign,
             index,
             diag,

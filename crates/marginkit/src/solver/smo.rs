@@ -95,6 +95,10 @@ pub(crate) struct State {
     pub low_inf: Vec<f64>,
     /// Work space for the selection scans (not per-variable state; never swapped).
     pub scratch: Vec<f64>,
+    /// The first WSS3 pass over the current gradient, done by the gradient update of the
+    /// previous iteration (`scratch` holds its `y g + up_inf`); cleared by anything that
+    /// changes the order, the active set or the gradient otherwise.
+    pub(crate) pre: Option<Scan>,
     /// Original index of the variable at each position.
     pub perm: Vec<usize>,
     /// `1/2 a_X'Q_XX a_X + p_X'a_X` over the fixed variables.
@@ -110,6 +114,7 @@ impl State {
         if i == j {
             return;
         }
+        self.pre = None;
         q.swap_index(i, j);
         self.alpha.swap(i, j);
         self.g.swap(i, j);
@@ -270,6 +275,7 @@ impl State {
             up_inf: vec![0.0; n],
             low_inf: vec![0.0; n],
             scratch: vec![0.0; n],
+            pre: None,
             perm: (0..n).collect(),
             obj_fixed: 0.0,
             delta,
@@ -335,6 +341,7 @@ impl State {
         if act == l {
             return;
         }
+        self.pre = None;
         for j in act..l {
             self.g[j] = self.g_bar[j] + self.p[j];
         }
@@ -534,93 +541,305 @@ pub(crate) fn pair_step(st: &State, i: usize, j: usize, qij: f64) -> (f64, f64) 
     }
 }
 
-/// Lane-wise minimum of a slice (`+inf` if empty): [`LANES`] independent accumulators, so
-/// the loop vectorizes; the result does not depend on the order.
-#[inline]
-fn lane_min(v: &[f64]) -> f64 {
-    let mut acc = [f64::INFINITY; LANES];
-    let mut chunks = v.chunks_exact(LANES);
-    for c in &mut chunks {
-        for k in 0..LANES {
-            acc[k] = if c[k] < acc[k] { c[k] } else { acc[k] };
+/// Active sets at least this long are scanned in parallel when the pool has several threads
+/// (shorter scans cost less than a rayon dispatch).
+const PAR_SCAN: usize = 8192;
+
+/// A minimum and the last index attaining it. Minima are exact and ties go to the larger
+/// index, so combining the parts of any split gives the answer of one sequential scan: the
+/// selection does not depend on the thread count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ArgMin {
+    pub v: f64,
+    pub at: usize,
+}
+
+impl ArgMin {
+    const NONE: ArgMin = ArgMin {
+        v: f64::INFINITY,
+        at: 0,
+    };
+    #[inline]
+    fn combine(a: ArgMin, b: ArgMin) -> ArgMin {
+        if b.v < a.v || (b.v == a.v && b.at > a.at) {
+            b
+        } else {
+            a
         }
     }
+}
+
+/// The first WSS3 pass: `i` = argmin of `y g + up_inf` (i.e. argmax over `I_up` of `-y g`)
+/// and `M` = min of `-y g + low_inf`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Scan {
+    pub up: ArgMin,
+    pub low: f64,
+}
+
+impl Scan {
+    const NONE: Scan = Scan {
+        up: ArgMin::NONE,
+        low: f64::INFINITY,
+    };
+    #[inline]
+    fn combine(a: Scan, b: Scan) -> Scan {
+        Scan {
+            up: ArgMin::combine(a.up, b.up),
+            low: if b.low < a.low { b.low } else { a.low },
+        }
+    }
+}
+
+/// Lane-wise minimum of a small array (the order does not matter: minima are exact).
+#[inline]
+fn min_of(acc: &[f64; LANES]) -> f64 {
     let mut m = f64::INFINITY;
-    for &x in chunks.remainder().iter().chain(acc.iter()) {
+    for &x in acc {
         m = if x < m { x } else { m };
     }
     m
 }
 
+/// One position of the first pass: writes `y g + up_inf` and folds both minima.
+#[inline(always)]
+fn scan_one(gt: f64, yt: f64, u: f64, l: f64, o: &mut f64, mu: &mut f64, ml: &mut f64) {
+    let s_up = yt * gt + u;
+    *o = s_up;
+    *mu = if s_up < *mu { s_up } else { *mu };
+    let s_low = -yt * gt + l;
+    *ml = if s_low < *ml { s_low } else { *ml };
+}
+
+/// The gradient change of a pair step on a range: `dai Q_i + daj Q_j`.
+#[derive(Clone, Copy)]
+struct PairDelta<'c> {
+    qi: &'c [f32],
+    qj: &'c [f32],
+    dai: f64,
+    daj: f64,
+}
+
+/// First pass over positions `base..base + g.len()`, optionally applying a pair step to the
+/// gradient in the same sweep (one read of `g` instead of two). Branch-free lanes of
+/// [`LANES`] accumulators, which the compiler vectorizes.
+fn scan_chunk(
+    base: usize,
+    g: &mut [f64],
+    sc: &mut [f64],
+    y: &[f64],
+    up: &[f64],
+    low: &[f64],
+    upd: Option<PairDelta<'_>>,
+) -> Scan {
+    let mut mu = [f64::INFINITY; LANES];
+    let mut ml = [f64::INFINITY; LANES];
+    let full = g.len() - g.len() % LANES;
+    {
+        let it = g[..full]
+            .chunks_exact_mut(LANES)
+            .zip(sc[..full].chunks_exact_mut(LANES))
+            .zip(y[..full].chunks_exact(LANES))
+            .zip(up[..full].chunks_exact(LANES))
+            .zip(low[..full].chunks_exact(LANES));
+        match upd {
+            Some(d) => {
+                let qs = d.qi[..full]
+                    .chunks_exact(LANES)
+                    .zip(d.qj[..full].chunks_exact(LANES));
+                for (((((gc, oc), yc), uc), lc), (ac, bc)) in it.zip(qs) {
+                    for r in 0..LANES {
+                        let gt = gc[r] + (f64::from(ac[r]) * d.dai + f64::from(bc[r]) * d.daj);
+                        gc[r] = gt;
+                        scan_one(gt, yc[r], uc[r], lc[r], &mut oc[r], &mut mu[r], &mut ml[r]);
+                    }
+                }
+            }
+            None => {
+                for ((((gc, oc), yc), uc), lc) in it {
+                    for r in 0..LANES {
+                        scan_one(
+                            gc[r], yc[r], uc[r], lc[r], &mut oc[r], &mut mu[r], &mut ml[r],
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for t in full..g.len() {
+        if let Some(d) = upd {
+            g[t] += f64::from(d.qi[t]) * d.dai + f64::from(d.qj[t]) * d.daj;
+        }
+        scan_one(
+            g[t], y[t], up[t], low[t], &mut sc[t], &mut mu[0], &mut ml[0],
+        );
+    }
+    let m = min_of(&mu);
+    let at = if m < f64::INFINITY {
+        sc.iter().rposition(|&v| v == m).map_or(0, |k| base + k)
+    } else {
+        0
+    };
+    Scan {
+        up: ArgMin { v: m, at },
+        low: min_of(&ml),
+    }
+}
+
+/// The first pass over the active set (with the pair step when `upd` is given), split across
+/// the pool when the set is long. Each part is written by exactly one task and the minima
+/// combine exactly, so the result is the same for any thread count.
+fn scan_active(st: &mut State, upd: Option<PairDelta<'_>>) -> Scan {
+    use rayon::prelude::*;
+    let act = st.active;
+    let (g, sc) = (&mut st.g[..act], &mut st.scratch[..act]);
+    let (y, up, low) = (&st.y[..act], &st.up_inf[..act], &st.low_inf[..act]);
+    let threads = rayon::current_num_threads();
+    if threads > 1 && act >= PAR_SCAN {
+        let len = act.div_ceil(threads).next_multiple_of(LANES);
+        g.par_chunks_mut(len)
+            .zip(sc.par_chunks_mut(len))
+            .enumerate()
+            .map(|(c, (gc, scc))| {
+                let (lo, hi) = (c * len, c * len + gc.len());
+                let part = upd.map(|d| PairDelta {
+                    qi: &d.qi[lo..hi],
+                    qj: &d.qj[lo..hi],
+                    ..d
+                });
+                scan_chunk(lo, gc, scc, &y[lo..hi], &up[lo..hi], &low[lo..hi], part)
+            })
+            .reduce(|| Scan::NONE, Scan::combine)
+    } else {
+        scan_chunk(0, g, sc, y, up, low, upd)
+    }
+}
+
+/// Inputs of the second WSS3 pass that do not vary along the scan.
+#[derive(Clone, Copy)]
+struct SecondPass {
+    gmax: f64,
+    yi: f64,
+    qdi: f64,
+}
+
+/// Second pass over `base..base + sc.len()`: argmin of `-b^2 / quad` over `I_low` with
+/// `b = m + y_t g_t > 0`.
+#[allow(clippy::too_many_arguments)] // the per-variable slices of one range, all borrowed
+fn second_chunk(
+    base: usize,
+    sc: &mut [f64],
+    y: &[f64],
+    g: &[f64],
+    low: &[f64],
+    qd: &[f64],
+    col: &[f32],
+    p: SecondPass,
+) -> ArgMin {
+    let mut acc = [f64::INFINITY; LANES];
+    let one = |o: &mut f64, yt: f64, gt: f64, m: f64, qdt: f64, qit: f32, a: &mut f64| {
+        let b = p.gmax + yt * gt;
+        let quad = p.qdi + qdt - 2.0 * p.yi * yt * f64::from(qit);
+        let quad = if quad > 0.0 { quad } else { TAU };
+        let obj = -(b * b) / quad + m;
+        let v = if b > 0.0 { obj } else { f64::INFINITY };
+        *o = v;
+        *a = if v < *a { v } else { *a };
+    };
+    let full = sc.len() - sc.len() % LANES;
+    let it = sc[..full]
+        .chunks_exact_mut(LANES)
+        .zip(y[..full].chunks_exact(LANES))
+        .zip(g[..full].chunks_exact(LANES))
+        .zip(low[..full].chunks_exact(LANES))
+        .zip(qd[..full].chunks_exact(LANES))
+        .zip(col[..full].chunks_exact(LANES));
+    for (((((oc, yc), gc), lc), qc), cc) in it {
+        for r in 0..LANES {
+            one(&mut oc[r], yc[r], gc[r], lc[r], qc[r], cc[r], &mut acc[r]);
+        }
+    }
+    for t in full..sc.len() {
+        one(&mut sc[t], y[t], g[t], low[t], qd[t], col[t], &mut acc[0]);
+    }
+    let m = min_of(&acc);
+    let at = if m < f64::INFINITY {
+        sc.iter().rposition(|&v| v == m).map_or(0, |k| base + k)
+    } else {
+        0
+    };
+    ArgMin { v: m, at }
+}
+
 /// WSS3 over the active set. Returns the pair and `Q_ij`, or `None` when `m - M <= tol`;
 /// always sets the violation `m - M` (`-inf` when a side is empty).
 ///
-/// Written as branch-free passes over contiguous arrays (masks `up_inf` / `low_inf` are 0 or
-/// `+inf`), which the compiler vectorizes; ties go to the largest index, as a single scan
-/// with `>=` / `<=` would do.
+/// Two passes over contiguous arrays (masks `up_inf` / `low_inf` are 0 or `+inf`); the first
+/// is usually fused into the previous gradient update ([`State::pre`]). Ties go to the
+/// largest index, as a single scan with `>=` / `<=` would do. Long active sets are split
+/// across the rayon pool with an exact, order-independent combination.
 fn select_pair<Q: QMatrix + ?Sized>(
     st: &mut State,
     q: &mut Q,
     tol: f64,
     viol: &mut f64,
 ) -> Option<(usize, usize, f64)> {
+    use rayon::prelude::*;
     let act = st.active;
-    // i = argmax_{I_up} -y g: scratch holds y g + up_inf, so i minimizes it.
-    {
-        let (y, g, up) = (&st.y[..act], &st.g[..act], &st.up_inf[..act]);
-        for (((o, &yt), &gt), &m) in st.scratch[..act].iter_mut().zip(y).zip(g).zip(up) {
-            *o = yt * gt + m;
-        }
-    }
-    let neg_gmax = lane_min(&st.scratch[..act]);
-    if neg_gmax == f64::INFINITY {
+    let first = match st.pre.take() {
+        Some(s) => s,
+        None => scan_active(st, None),
+    };
+    if first.up.v == f64::INFINITY {
         *viol = f64::NEG_INFINITY;
         return None;
     }
-    let i = st.scratch[..act].iter().rposition(|&v| v == neg_gmax)?;
+    let i = first.up.at;
     let gmax = -st.y[i] * st.g[i];
-    let col = &q.column(i, act)[..act];
-    let (yi, qdi) = (st.y[i], st.qd[i]);
-    // M = min_{I_low} -y g.
-    {
-        let (y, g, low) = (&st.y[..act], &st.g[..act], &st.low_inf[..act]);
-        for (((o, &yt), &gt), &m) in st.scratch[..act].iter_mut().zip(y).zip(g).zip(low) {
-            *o = -yt * gt + m;
-        }
-    }
-    let gmin = lane_min(&st.scratch[..act]);
+    let gmin = first.low;
     *viol = gmax - gmin;
     if gmax - gmin < tol {
         return None;
     }
-    // j = argmin over I_low with -y g < m of -b^2 / quad.
-    {
-        let (y, g, low, qd) = (
-            &st.y[..act],
-            &st.g[..act],
-            &st.low_inf[..act],
-            &st.qd[..act],
-        );
-        let it = st.scratch[..act]
-            .iter_mut()
-            .zip(y)
-            .zip(g)
-            .zip(low)
-            .zip(qd)
-            .zip(col);
-        for (((((o, &yt), &gt), &m), &qdt), &qit) in it {
-            let b = gmax + yt * gt;
-            let quad = qdi + qdt - 2.0 * yi * yt * f64::from(qit);
-            let quad = if quad > 0.0 { quad } else { TAU };
-            let obj = -(b * b) / quad + m;
-            *o = if b > 0.0 { obj } else { f64::INFINITY };
-        }
-    }
-    let best = lane_min(&st.scratch[..act]);
-    if best == f64::INFINITY {
+    let col = &q.column(i, act)[..act];
+    let p = SecondPass {
+        gmax,
+        yi: st.y[i],
+        qdi: st.qd[i],
+    };
+    let sc = &mut st.scratch[..act];
+    let (y, g, low, qd) = (
+        &st.y[..act],
+        &st.g[..act],
+        &st.low_inf[..act],
+        &st.qd[..act],
+    );
+    let threads = rayon::current_num_threads();
+    let best = if threads > 1 && act >= PAR_SCAN {
+        let len = act.div_ceil(threads).next_multiple_of(LANES);
+        sc.par_chunks_mut(len)
+            .enumerate()
+            .map(|(c, scc)| {
+                let (lo, hi) = (c * len, c * len + scc.len());
+                second_chunk(
+                    lo,
+                    scc,
+                    &y[lo..hi],
+                    &g[lo..hi],
+                    &low[lo..hi],
+                    &qd[lo..hi],
+                    &col[lo..hi],
+                    p,
+                )
+            })
+            .reduce(|| ArgMin::NONE, ArgMin::combine)
+    } else {
+        second_chunk(0, sc, y, g, low, qd, col, p)
+    };
+    if best.v == f64::INFINITY {
         return None;
     }
-    let j = st.scratch[..act].iter().rposition(|&v| v == best)?;
+    let j = best.at;
     Some((i, j, f64::from(col[j])))
 }
 
@@ -722,6 +941,8 @@ pub(crate) fn shrink_by<Q: QMatrix + ?Sized>(
     q: &mut Q,
     out: impl Fn(&State, usize) -> bool,
 ) {
+    // The active set changes (possibly without a swap).
+    st.pre = None;
     let mut i = 0;
     while i < st.active {
         if out(st, i) {
@@ -739,6 +960,8 @@ pub(crate) fn shrink_by<Q: QMatrix + ?Sized>(
 }
 
 /// Applies the pair update `(i, j) -> (ai, aj)` to alpha, the gradient, status and `g_bar`.
+/// With `scan`, the gradient sweep also does the first pass of the next WSS3 selection
+/// ([`State::pre`]).
 pub(crate) fn apply_pair<Q: QMatrix + ?Sized>(
     st: &mut State,
     q: &mut Q,
@@ -746,21 +969,28 @@ pub(crate) fn apply_pair<Q: QMatrix + ?Sized>(
     j: usize,
     new_ai: f64,
     new_aj: f64,
+    scan: bool,
 ) {
     let act = st.active;
     let dai = new_ai - st.alpha[i];
     let daj = new_aj - st.alpha[j];
     st.alpha[i] = new_ai;
     st.alpha[j] = new_aj;
-    {
-        let (qi, qj) = q.pair(i, j, act);
-        for ((gk, &a), &b) in st.g[..act].iter_mut().zip(qi).zip(qj) {
-            *gk += f64::from(a) * dai + f64::from(b) * daj;
-        }
-    }
     let (was_i, was_j) = (st.status[i] == Bound::Upper, st.status[j] == Bound::Upper);
+    // Status first: the fused scan reads the new masks.
     st.update_status(i);
     st.update_status(j);
+    {
+        let (qi, qj) = q.pair(i, j, act);
+        let d = PairDelta { qi, qj, dai, daj };
+        if scan {
+            st.pre = Some(scan_active(st, Some(d)));
+        } else {
+            for ((gk, &a), &b) in st.g[..act].iter_mut().zip(qi).zip(qj) {
+                *gk += f64::from(a) * dai + f64::from(b) * daj;
+            }
+        }
+    }
     let (now_i, now_j) = (st.status[i] == Bound::Upper, st.status[j] == Bound::Upper);
     if was_i != now_i {
         st.update_g_bar(q, i, if now_i { 1.0 } else { -1.0 });
@@ -970,7 +1200,7 @@ fn iterate<Q: QMatrix>(
                 if !(ai.is_finite() && aj.is_finite()) {
                     return Err(SolveError::NonFinite { what: "alpha" });
                 }
-                apply_pair(st, q, i, j, ai, aj);
+                apply_pair(st, q, i, j, ai, aj, mode == Mode::Sum);
             }
             Some(Step::Single(t, d)) => {
                 if !d.is_finite() {
