@@ -4,6 +4,8 @@
 //! every true margin lies inside every rule's bounds), IT nested inside BT1 and BT2, the screened
 //! path equal to the unscreened path, and the KKT re-check repairing an inexact reference.
 
+#![allow(clippy::needless_range_loop)]
+
 use marginkit::data::Dataset;
 use marginkit::kernel::qmatrix::{kernel_value, DenseQ};
 use marginkit::path::{run_path, Engine, Grid, PathParams, PathResult};

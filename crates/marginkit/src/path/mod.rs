@@ -599,6 +599,7 @@ fn counts(alpha: &[f64], c: f64) -> (usize, usize, usize) {
 
 /// Screened samples that violate the solver's stopping rule on the full problem, freed in `fix`.
 /// `span` selects DCD's rule (projected-gradient span) instead of SMO's (`|PG| <= tol`).
+#[allow(clippy::needless_range_loop)]
 fn free_violators(
     fix: &mut [VarFix],
     g: &[f64],
@@ -843,6 +844,7 @@ fn params_c_max(g: &Grid) -> f64 {
 }
 
 /// The kernel C-SVC model of the dual solution `alpha` (see [`PathResult::svm_model`]).
+#[allow(clippy::needless_range_loop)]
 fn kernel_model(
     engine: Engine,
     bias: Option<f64>,

@@ -358,6 +358,7 @@ impl KernelSketch {
     }
     /// Moves `s` to eq. 25's choice for `(c_ref, c)` at margins `g`, updating `h` with the columns
     /// of the flipped entries. `q` must be in the original sample order.
+    #[allow(clippy::needless_range_loop)]
     pub fn update<Q: QMatrix + ?Sized>(&mut self, q: &mut Q, g: &[f64], c_ref: f64, c: f64) {
         let n = self.s.len();
         let thr = s_threshold(c_ref, c);
@@ -388,6 +389,7 @@ impl KernelSketch {
         &self.s
     }
     /// `(a'h, s'h, 1's)` for the reference `alpha`.
+    #[allow(clippy::needless_range_loop)]
     pub fn scalars(&self, alpha: &[f64]) -> (f64, f64, f64) {
         let mut ah = 0.0;
         let mut sh = 0.0;
