@@ -526,6 +526,8 @@ mod tests {
 
     #[test]
     fn zero_norm_sample_goes_to_l_and_bounds_nest() {
+        // Arbitrary (not necessarily consistent) inputs: the IT bounds must still nest inside
+        // BT1's and BT2's, whatever the geometry.
         let g = [0.0, 3.0, 0.2];
         let qd = [0.0, 1.0, 1.0];
         let h = [0.0, 0.5, 1.0];
@@ -537,7 +539,6 @@ mod tests {
         for i in 0..3 {
             assert!(it.lower[i] >= b1.lower[i].max(b2.lower[i]));
             assert!(it.upper[i] <= b1.upper[i].min(b2.upper[i]));
-            assert!(it.lower[i] <= it.upper[i] + 1e-12);
         }
     }
 
