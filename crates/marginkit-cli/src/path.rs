@@ -104,7 +104,8 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
         })
         .bias((m.bias > 0.0).then_some(m.bias))
         .max_iter(m.max_iter)
-        .seed(m.seed);
+        .seed(m.seed)
+        .keep_solutions(a.save_models.is_some() || a.best_model.is_some());
     if let Some(t) = m.time_limit {
         if !(t.is_finite() && t > 0.0) {
             return Err(CliError(format!(

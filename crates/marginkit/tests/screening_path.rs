@@ -463,6 +463,18 @@ fn bias_models_predict_like_the_dual() {
     let pred = lm.predict(&data.x);
     assert_eq!(pred.len(), data.len());
     assert!(lin.svm_model(0, &data).is_err());
+    // Without kept solutions: same objectives, no models.
+    let light = path(
+        &data,
+        PathParams::kernel(kernel)
+            .grid(Grid::List(vec![0.5, 2.0]))
+            .bias(Some(2.0))
+            .tol(1e-6)
+            .keep_solutions(false),
+    );
+    assert_eq!(light.points[1].objective, r.points[1].objective);
+    assert!(light.points[1].alpha.is_empty());
+    assert!(light.svm_model(1, &data).is_err());
 }
 
 #[test]

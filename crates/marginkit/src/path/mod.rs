@@ -147,6 +147,10 @@ pub struct PathParams {
     pub time_limit: Option<Duration>,
     /// Seed of the DCD permutations.
     pub seed: u64,
+    /// Keep every point's solution (`alpha`, and `w` for linear paths) in the result, as
+    /// [`PathResult::svm_model`] and [`PathResult::linear_model`] need. Without it the points
+    /// carry empty vectors (memory `O(n)` instead of `O(n x points)`).
+    pub keep_solutions: bool,
 }
 
 /// Checked [`PathParams`].
@@ -179,6 +183,7 @@ impl PathParams {
             max_iter: None,
             time_limit: None,
             seed: 0,
+            keep_solutions: true,
         }
     }
     /// A linear path with the same defaults (tolerance 0.1, LIBLINEAR's).
@@ -232,6 +237,11 @@ impl PathParams {
     /// Sets the seed.
     pub fn seed(mut self, s: u64) -> Self {
         self.seed = s;
+        self
+    }
+    /// Keeps (or drops) every point's solution.
+    pub fn keep_solutions(mut self, k: bool) -> Self {
+        self.keep_solutions = k;
         self
     }
 
@@ -331,9 +341,11 @@ pub struct PathPoint {
     pub solver_violation: f64,
     /// Accuracy on the validation set, if one was given.
     pub valid_accuracy: Option<f64>,
-    /// The dual solution (original sample order).
+    /// The dual solution (original sample order); empty without
+    /// [`PathParams::keep_solutions`].
     pub alpha: Vec<f64>,
-    /// Primal weights (linear engine; the bias-feature weight last).
+    /// Primal weights (linear engine, the bias-feature weight last; `None` without
+    /// [`PathParams::keep_solutions`]).
     pub w: Option<Vec<f64>>,
 }
 
@@ -380,6 +392,13 @@ impl PathResult {
     /// is linear.
     pub fn svm_model(&self, k: usize, data: &Dataset) -> Result<SvmModel, DataError> {
         let p = self.point(k)?;
+        if p.alpha.is_empty() {
+            return Err(DataError::Shape {
+                what: "kept solution (PathParams::keep_solutions was off)",
+                expected: data.len(),
+                found: 0,
+            });
+        }
         kernel_model(self.engine, self.bias, self.labels, &p.alpha, data)
     }
 
@@ -830,11 +849,13 @@ fn kernel_path<Q: QMatrix>(
         )?;
         on_point(&point);
         let stop = status == Status::Interrupted;
-        reference = Some(Reference {
-            c,
-            alpha: point.alpha.clone(),
-            g,
-        });
+        let mut point = point;
+        let alpha = if params.keep_solutions {
+            point.alpha.clone()
+        } else {
+            std::mem::take(&mut point.alpha)
+        };
+        reference = Some(Reference { c, alpha, g });
         result.points.push(point);
         if stop {
             break;
@@ -1145,14 +1166,13 @@ fn linear_path(
         point.objective = 0.5 * wn2 - point.alpha.iter().sum::<f64>();
         on_point(&point);
         let stop = status == Status::Interrupted;
-        reference = Some((
-            Reference {
-                c,
-                alpha: point.alpha.clone(),
-                g,
-            },
-            w,
-        ));
+        let alpha = if params.keep_solutions {
+            point.alpha.clone()
+        } else {
+            point.w = None;
+            std::mem::take(&mut point.alpha)
+        };
+        reference = Some((Reference { c, alpha, g }, w));
         result.points.push(point);
         if stop {
             break;
