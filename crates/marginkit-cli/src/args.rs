@@ -32,6 +32,8 @@ pub enum Cmd {
     Grid(GridArgs),
     /// Train and evaluate on a small built-in data set (heart_scale).
     Demo(DemoArgs),
+    /// Regularization path over C with safe sample screening (bias-free SVM).
+    Path(crate::path::PathArgs),
 }
 
 /// Options shared by every command that reads a data file.

@@ -7,6 +7,7 @@ mod args;
 mod demo;
 mod grid;
 mod input;
+mod path;
 mod predict;
 mod progress;
 mod scale;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         args::Cmd::Scale(a) => scale::run(a),
         args::Cmd::Grid(a) => grid::run(a),
         args::Cmd::Demo(a) => demo::run(a),
+        args::Cmd::Path(a) => path::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,6 +16,8 @@
 //! | [`data`] | [`Dataset`] (dense or CSR features, labels, weights); LIBSVM, CSV readers; svm-scale |
 //! | [`kernel`] | [`KernelSpec`]; Q matrices with an LRU column cache, rows computed in parallel blocks |
 //! | [`solver`] | the QP, SMO, nu-SMO, DCD, KKT checker |
+//! | [`screening`], [`path`] | safe sample screening (BT1, BT2, IT) and the regularization path over C with exact re-checks |
+//! | [`plot`] | a minimal SVG line-chart writer |
 //! | [`svm`] | C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR (LIBSVM semantics and model files), linear SVC/SVR (LIBLINEAR semantics and model files), Platt probabilities, cross-validation, grid search |
 //!
 //! ```
@@ -36,6 +38,9 @@
 pub mod data;
 pub mod error;
 pub mod kernel;
+pub mod path;
+pub mod plot;
+pub mod screening;
 pub mod solver;
 pub mod svm;
 

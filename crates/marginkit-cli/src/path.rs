@@ -1,0 +1,361 @@
+//! `marginkit path`: the regularization path over C of the bias-free SVM with safe sample
+//! screening (Ogawa et al. 2014), one table row (or JSON entry) per C.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{ArgAction, Args};
+use indicatif::{ProgressBar, ProgressStyle};
+use marginkit::path::{run_path, Engine, Grid, PathParams, PathPoint, PathResult};
+use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
+use marginkit::screening::Rule;
+use marginkit::solver::{NoObserver, Shrinking};
+use marginkit::svm::model_io::save_model;
+use marginkit::svm::KernelKind;
+use marginkit::Dataset;
+use serde_json::{json, Value};
+
+use crate::args::{InputArgs, ModelArgs};
+use crate::input::read_data;
+use crate::train::{init_threads, svm_params};
+use crate::{CliError, CliResult};
+
+/// `marginkit path`.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct PathArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Validation data: accuracy per C, and the best C for --best-model.
+    #[arg(long)]
+    pub valid: Option<PathBuf>,
+    /// Smallest C of the log grid.
+    #[arg(long, default_value_t = 0.03125)]
+    pub c_min: f64,
+    /// Largest C of the log grid (and of the epsilon path).
+    #[arg(long, default_value_t = 1024.0)]
+    pub c_max: f64,
+    /// Number of log-spaced values of C.
+    #[arg(long = "grid", default_value_t = 31)]
+    pub grid: usize,
+    /// Explicit values of C (comma separated), instead of the log grid.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["grid", "c_min", "eps_path"])]
+    pub c_list: Vec<f64>,
+    /// The paper's epsilon-path from C_min = 1/max(Q1) (eq. 35) with this epsilon (e.g. 0.001).
+    #[arg(long, conflicts_with_all = ["grid", "c_min"])]
+    pub eps_path: Option<f64>,
+    /// Screening rule: none, bt1, bt2 or it.
+    #[arg(long, default_value = "it")]
+    pub screening: String,
+    /// Quiet: no progress and no table.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Print one JSON object with every point on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write an SVG plot of the screening rate and the time per C.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write every point's model to this directory (c_<index>.model).
+    #[arg(long)]
+    pub save_models: Option<PathBuf>,
+    /// Write the model with the best validation accuracy here (needs --valid).
+    #[arg(long, requires = "valid")]
+    pub best_model: Option<PathBuf>,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Training data (two classes).
+    pub train_file: PathBuf,
+}
+
+fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
+    let m = &a.model;
+    if m.svm_type.is_some_and(|s| s != 0 && !(m.linear && s == 3)) {
+        return Err(CliError(
+            "path: only the hinge-loss C-SVC without bias (-s 0, or -s 3 with --linear) has a path"
+                .into(),
+        ));
+    }
+    if !m.class_weights.is_empty() || m.probability == 1 {
+        return Err(CliError(
+            "path: class weights and probability models are not supported".into(),
+        ));
+    }
+    let mut p = if m.linear {
+        PathParams::linear()
+    } else {
+        let sp = svm_params(m)?;
+        PathParams::kernel(sp.kernel.resolve(data.n_features()))
+            .cache_bytes(sp.cache_bytes)
+            .tol(sp.solver.tol)
+    };
+    if let Some(e) = m.eps {
+        p = p.tol(e);
+    }
+    p = p
+        .shrinking(if m.shrinking == 1 {
+            Shrinking::On
+        } else {
+            Shrinking::Off
+        })
+        .bias((m.bias > 0.0).then_some(m.bias))
+        .max_iter(m.max_iter)
+        .seed(m.seed)
+        .keep_solutions(a.save_models.is_some() || a.best_model.is_some());
+    if let Some(t) = m.time_limit {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(CliError(format!(
+                "--time-limit must be > 0 seconds, got {t}"
+            )));
+        }
+        p = p.time_limit(Some(Duration::from_secs_f64(t)));
+    }
+    p =
+        p.screening(match a.screening.as_str() {
+            "none" => None,
+            s => Some(Rule::from_name(s).ok_or_else(|| {
+                CliError(format!("--screening {s}: expected none, bt1, bt2 or it"))
+            })?),
+        });
+    p = p.grid(if !a.c_list.is_empty() {
+        Grid::List(a.c_list.clone())
+    } else if let Some(eps) = a.eps_path {
+        Grid::Epsilon {
+            eps,
+            c_max: a.c_max,
+            max_points: 100_000,
+        }
+    } else {
+        Grid::Log {
+            c_min: a.c_min,
+            c_max: a.c_max,
+            points: a.grid,
+        }
+    });
+    Ok(p)
+}
+
+/// Progress per C on a terminal.
+struct Bar(Option<ProgressBar>);
+
+impl Bar {
+    fn new(enabled: bool, len: Option<usize>) -> Self {
+        Bar((enabled && std::io::stderr().is_terminal()).then(|| {
+            let b = match len {
+                Some(n) => ProgressBar::new(n as u64),
+                None => ProgressBar::new_spinner(),
+            };
+            b.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed} [{bar:30}] {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            b.enable_steady_tick(Duration::from_millis(120));
+            b
+        }))
+    }
+    fn point(&self, p: &PathPoint) {
+        if let Some(b) = &self.0 {
+            b.inc(1);
+            b.set_message(format!(
+                "C {:.4e} nSV {} screened {}",
+                p.c,
+                p.n_sv,
+                p.screened_r + p.screened_l
+            ));
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
+    }
+}
+
+fn point_json(p: &PathPoint) -> Value {
+    let mut v = json!({
+        "c": p.c,
+        "objective": p.objective,
+        "n_sv": p.n_sv,
+        "n_bsv": p.n_bsv,
+        "screened_r": p.screened_r,
+        "screened_l": p.screened_l,
+        "screening_rate": p.screening_rate,
+        "rule_seconds": p.rule_seconds,
+        "solve_seconds": p.solve_seconds,
+        "kkt_violators_freed": p.kkt_violators_freed,
+        "solves": p.solves,
+        "iterations": p.iterations,
+        "status": p.status.as_str(),
+        "max_violation": p.max_violation,
+    });
+    if let (Some(acc), Value::Object(o)) = (p.valid_accuracy, &mut v) {
+        o.insert("valid_accuracy".into(), json!(acc));
+    }
+    v
+}
+
+fn save_point(r: &PathResult, k: usize, data: &Dataset, path: &Path) -> CliResult {
+    let err = |e: std::io::Error| CliError(format!("{}: {e}", path.display()));
+    match r.engine {
+        Engine::Linear => {
+            let m = r.linear_model(k)?;
+            let f = std::fs::File::create(path).map_err(err)?;
+            m.write(std::io::BufWriter::new(f)).map_err(err)
+        }
+        Engine::Kernel(_) => save_model(path, &r.svm_model(k, data)?).map_err(err),
+    }
+}
+
+/// The SVG: screening rate per C, and rule / solve time per C.
+pub fn plot_svg(r: &PathResult, title: &str) -> String {
+    let c_axis = || Axis {
+        label: "C".into(),
+        scale: Scale::Log10,
+    };
+    let rate = LineChart::new(
+        &format!("{title}: screening rate"),
+        c_axis(),
+        Axis {
+            label: "screened / non-SVs".into(),
+            scale: Scale::Linear,
+        },
+    )
+    .add(
+        "screening rate",
+        "#1f77b4",
+        r.points.iter().map(|p| (p.c, p.screening_rate)).collect(),
+    );
+    let time = LineChart::new(
+        &format!("{title}: time per C"),
+        c_axis(),
+        Axis {
+            label: "seconds".into(),
+            scale: Scale::Linear,
+        },
+    )
+    .add(
+        "solve",
+        "#d62728",
+        r.points.iter().map(|p| (p.c, p.solve_seconds)).collect(),
+    )
+    .add(
+        "rule",
+        "#2ca02c",
+        r.points.iter().map(|p| (p.c, p.rule_seconds)).collect(),
+    );
+    stack_svg(&[rate, time])
+}
+
+pub fn run(a: PathArgs) -> CliResult {
+    init_threads(a.model.threads)?;
+    let precomputed = !a.model.linear
+        && KernelKind::from_code(a.model.kernel_type) == Some(KernelKind::Precomputed);
+    let data = read_data(&a.train_file, &a.input, precomputed)?;
+    let valid = match &a.valid {
+        Some(p) => Some(read_data(p, &a.input, precomputed)?),
+        None => None,
+    };
+    let params = params(&a, &data)?.check()?;
+    let len = match &params.grid {
+        Grid::Log { points, .. } => Some(*points),
+        Grid::List(v) => Some(v.len()),
+        Grid::Epsilon { .. } => None,
+    };
+    let bar = Bar::new(!a.quiet && !a.json, len);
+    let result = run_path(
+        &params,
+        &data,
+        valid.as_ref(),
+        &mut |p| bar.point(p),
+        &mut NoObserver,
+    );
+    bar.finish();
+    let result = result?;
+    if !a.quiet && !a.json {
+        println!(
+            "{:>12} {:>14} {:>6} {:>6} {:>6} {:>6} {:>9} {:>9} {:>5}{}",
+            "C",
+            "objective",
+            "nSV",
+            "R",
+            "L",
+            "rate",
+            "rule_s",
+            "solve_s",
+            "freed",
+            if valid.is_some() { "  valid_acc" } else { "" }
+        );
+        for p in &result.points {
+            let acc = p
+                .valid_accuracy
+                .map_or(String::new(), |v| format!("  {:>9.4}", v));
+            println!(
+                "{:>12.6e} {:>14.8e} {:>6} {:>6} {:>6} {:>6.3} {:>9.5} {:>9.5} {:>5}{acc}",
+                p.c,
+                p.objective,
+                p.n_sv,
+                p.screened_r,
+                p.screened_l,
+                p.screening_rate,
+                p.rule_seconds,
+                p.solve_seconds,
+                p.kkt_violators_freed
+            );
+        }
+        println!("total {:.4} s", result.total_seconds);
+    }
+    for p in &result.points {
+        if p.status != marginkit::solver::Status::Converged {
+            eprintln!(
+                "marginkit: warning: C = {} stopped before convergence ({})",
+                p.c,
+                p.status.as_str()
+            );
+        }
+    }
+    if let Some(path) = &a.plot {
+        let title = a
+            .train_file
+            .file_name()
+            .map_or("path".into(), |n| n.to_string_lossy().into_owned());
+        std::fs::write(path, plot_svg(&result, &title))
+            .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    }
+    if let Some(dir) = &a.save_models {
+        std::fs::create_dir_all(dir).map_err(|e| CliError(format!("{}: {e}", dir.display())))?;
+        for k in 0..result.points.len() {
+            save_point(&result, k, &data, &dir.join(format!("c_{k:03}.model")))?;
+        }
+    }
+    let best = result.best_by_validation();
+    if let Some(path) = &a.best_model {
+        let k = best.ok_or_else(|| CliError("no validation accuracy to pick a model".into()))?;
+        save_point(&result, k, &data, path)?;
+        if !a.quiet && !a.json {
+            println!(
+                "best C = {} (validation accuracy {:.4}) written to {}",
+                result.points[k].c,
+                result.points[k].valid_accuracy.unwrap_or(0.0),
+                path.display()
+            );
+        }
+    }
+    if a.json {
+        let mut out = json!({
+            "points": result.points.iter().map(point_json).collect::<Vec<_>>(),
+            "total_seconds": result.total_seconds,
+            "screening": a.screening,
+            "n_samples": data.len(),
+            "c_min_trivial": result.c_min_trivial,
+        });
+        if let (Some(k), Value::Object(o)) = (best, &mut out) {
+            o.insert("best_c".into(), json!(result.points[k].c));
+        }
+        println!("{out}");
+    }
+    Ok(())
+}

@@ -1,0 +1,500 @@
+//! Safe sample screening (BT1, BT2, IT) and the regularization path.
+//!
+//! Oracles: a tightly solved unscreened problem (no sample may be screened into the wrong set,
+//! every true margin lies inside every rule's bounds), IT nested inside BT1 and BT2, the screened
+//! path equal to the unscreened path, and the KKT re-check repairing an inexact reference.
+
+#![allow(clippy::needless_range_loop)]
+
+use marginkit::data::Dataset;
+use marginkit::kernel::qmatrix::{kernel_value, DenseQ};
+use marginkit::path::{run_path, Engine, Grid, PathParams, PathResult};
+use marginkit::screening::{
+    reference_scalars, screen, KernelSketch, LinearDesignRef, LinearSketch, Rule, RuleInputs,
+    Screening, Verdict,
+};
+use marginkit::solver::NoObserver;
+use marginkit::{DenseMatrix, Features, KernelSpec};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Two overlapping Gaussian-ish blobs.
+fn blobs(seed: u64, n: usize, d: usize, sep: f64) -> Dataset {
+    let mut g = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut v = Vec::with_capacity(n * d);
+    let mut y = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = if i % 2 == 0 { 1.0 } else { -1.0 };
+        for _ in 0..d {
+            let z: f64 = (0..4).map(|_| g.gen_range(-1.0..1.0)).sum::<f64>() * 0.8;
+            v.push(z + sep * c);
+        }
+        y.push(c);
+    }
+    Dataset::new(Features::Dense(DenseMatrix::new(n, d, v).unwrap()), y, None).unwrap()
+}
+
+fn signs(data: &Dataset) -> Vec<i8> {
+    data.y
+        .iter()
+        .map(|&v| if v > 0.0 { 1 } else { -1 })
+        .collect()
+}
+
+/// Q (row-major, f64) for the kernel.
+fn q_matrix(data: &Dataset, kernel: KernelSpec) -> Vec<f64> {
+    let n = data.len();
+    let y = signs(data);
+    let mut q = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            q[i * n + j] = f64::from(y[i]) * f64::from(y[j]) * kernel_value(&data.x, kernel, i, j);
+        }
+    }
+    q
+}
+
+/// The bias-free dual at C solved tightly in f64 by exact coordinate descent (independent of the
+/// library's solvers, which store Q in f32).
+fn solve_tight(q: &[f64], y: &[i8], c: f64) -> Vec<f64> {
+    let n = y.len();
+    let mut a = vec![0.0f64; n];
+    let mut g = vec![0.0f64; n];
+    for _sweep in 0..200_000 {
+        let mut viol = 0.0f64;
+        for i in 0..n {
+            let gi = g[i] - 1.0;
+            let pg = if a[i] <= 0.0 {
+                gi.min(0.0)
+            } else if a[i] >= c {
+                gi.max(0.0)
+            } else {
+                gi
+            };
+            viol = viol.max(pg.abs());
+            let qii = q[i * n + i];
+            if pg != 0.0 && qii > 0.0 {
+                let new = (a[i] - gi / qii).clamp(0.0, c);
+                let d = new - a[i];
+                if d != 0.0 {
+                    a[i] = new;
+                    for (k, gk) in g.iter_mut().enumerate() {
+                        *gk += d * q[k * n + i];
+                    }
+                }
+            }
+        }
+        if viol < 1e-12 {
+            return a;
+        }
+    }
+    panic!("the oracle did not converge");
+}
+
+fn matvec(q: &[f64], a: &[f64]) -> Vec<f64> {
+    let n = a.len();
+    (0..n)
+        .map(|i| (0..n).map(|j| q[i * n + j] * a[j]).sum())
+        .collect()
+}
+
+/// The three rules' screenings at C from the exact reference at C_ref (kernel form).
+fn kernel_rules(q: &[f64], alpha_ref: &[f64], c_ref: f64, c: f64) -> [Screening; 3] {
+    let n = alpha_ref.len();
+    let g = matvec(q, alpha_ref);
+    let qd: Vec<f64> = (0..n).map(|i| q[i * n + i]).collect();
+    let mut dq = DenseQ::new(n, q).unwrap();
+    let mut sk = KernelSketch::new(n);
+    sk.update(&mut dq, &g, c_ref, c);
+    // h from f32 columns; recompute it in f64 to keep the oracle exact.
+    let s: Vec<f64> = sk.s().iter().map(|&b| f64::from(u8::from(b))).collect();
+    let h = matvec(q, &s);
+    for (a, b) in h.iter().zip(sk.h()) {
+        assert!(
+            (a - b).abs() <= 1e-5 * (1.0 + a.abs()),
+            "sketch h {a} vs {b}"
+        );
+    }
+    let (a2, hinge) = reference_scalars(alpha_ref, &g);
+    let ah: f64 = alpha_ref.iter().zip(&h).map(|(a, h)| a * h).sum();
+    let sh: f64 = s.iter().zip(&h).map(|(a, h)| a * h).sum();
+    let cnt: f64 = s.iter().sum();
+    let inp = RuleInputs {
+        c_ref,
+        c,
+        g: &g,
+        qd: &qd,
+        h: Some(&h),
+        ref_norm2: a2,
+        ref_dot_s: ah,
+        s_norm2: sh,
+        s_count: cnt,
+        hinge_ref: hinge,
+    };
+    [
+        screen(Rule::Bt1, &inp),
+        screen(Rule::Bt2, &inp),
+        screen(Rule::It, &inp),
+    ]
+}
+
+/// The three rules from the explicit linear form (w_ref, z_s).
+fn linear_rules(data: &Dataset, alpha_ref: &[f64], c_ref: f64, c: f64) -> [Screening; 3] {
+    let y = signs(data);
+    let design = LinearDesignRef {
+        x: &data.x,
+        y: &y,
+        bias: None,
+    };
+    let w = design.weights(alpha_ref);
+    let g = design.margins(&w);
+    let qd = design.sq_norms();
+    let mut sk = LinearSketch::new(&design);
+    sk.update(&design, &g, c_ref, c);
+    let (a2, hinge) = reference_scalars(alpha_ref, &g);
+    let (wz, zz, cnt) = sk.scalars(&w);
+    let inp = RuleInputs {
+        c_ref,
+        c,
+        g: &g,
+        qd: &qd,
+        h: Some(sk.h()),
+        ref_norm2: a2,
+        ref_dot_s: wz,
+        s_norm2: zz,
+        s_count: cnt,
+        hinge_ref: hinge,
+    };
+    [
+        screen(Rule::Bt1, &inp),
+        screen(Rule::Bt2, &inp),
+        screen(Rule::It, &inp),
+    ]
+}
+
+/// Checks safety against the true margins and IT's nesting; returns screened counts.
+fn check_rules(rules: &[Screening; 3], margins: &[f64], alpha: &[f64], c: f64) -> [usize; 3] {
+    const SLACK: f64 = 1e-6;
+    for (k, s) in rules.iter().enumerate() {
+        for i in 0..margins.len() {
+            let m = margins[i];
+            assert!(
+                s.lower[i] <= m + SLACK * (1.0 + m.abs())
+                    && m <= s.upper[i] + SLACK * (1.0 + m.abs()),
+                "rule {k}: margin {m} outside [{}, {}]",
+                s.lower[i],
+                s.upper[i]
+            );
+            match s.verdict[i] {
+                Verdict::R => assert!(
+                    m >= 1.0 - SLACK && alpha[i] <= SLACK * c,
+                    "rule {k}: sample {i} screened into R, margin {m}, alpha {}, lower {} c {c}",
+                    alpha[i],
+                    s.lower[i]
+                ),
+                Verdict::L => assert!(
+                    m <= 1.0 + SLACK && alpha[i] >= c * (1.0 - SLACK),
+                    "rule {k}: sample {i} screened into L, margin {m}, alpha {}",
+                    alpha[i]
+                ),
+                Verdict::Unknown => {}
+            }
+        }
+    }
+    let [b1, b2, it] = rules;
+    for i in 0..margins.len() {
+        assert!(it.lower[i] >= b1.lower[i].max(b2.lower[i]) - 1e-12);
+        assert!(it.upper[i] <= b1.upper[i].min(b2.upper[i]) + 1e-12);
+    }
+    let n1 = b1.n_r + b1.n_l;
+    let n2 = b2.n_r + b2.n_l;
+    let n3 = it.n_r + it.n_l;
+    assert!(n3 >= n1 && n3 >= n2, "IT {n3} < BT1 {n1} or BT2 {n2}");
+    [n1, n2, n3]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn rules_are_safe_and_it_dominates(
+        seed in 0u64..1_000_000,
+        n in 12usize..40,
+        d in 1usize..4,
+        sep in 0.0f64..1.0,
+        c_ref in 0.05f64..5.0,
+        ratio in 0.3f64..0.98,
+        rbf in any::<bool>(),
+    ) {
+        let data = blobs(seed, n, d, sep);
+        let kernel = if rbf { KernelSpec::Rbf { gamma: 0.7 } } else { KernelSpec::Linear };
+        let q = q_matrix(&data, kernel);
+        let y = signs(&data);
+        let c = c_ref / ratio;
+        let a_ref = solve_tight(&q, &y, c_ref);
+        let a = solve_tight(&q, &y, c);
+        let margins = matvec(&q, &a);
+        let rules = kernel_rules(&q, &a_ref, c_ref, c);
+        check_rules(&rules, &margins, &a, c);
+        if !rbf {
+            let lin = linear_rules(&data, &a_ref, c_ref, c);
+            check_rules(&lin, &margins, &a, c);
+            // The kernel and linear forms compute the same bounds.
+            for k in 0..3 {
+                for i in 0..n {
+                    prop_assert!((lin[k].lower[i] - rules[k].lower[i]).abs() <= 1e-6 * (1.0 + rules[k].lower[i].abs()));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rules_screen_a_lot_near_the_reference() {
+    // The paper's toy setting (sec. V-A, smaller): IT screens most non-SVs at C_ref/C = 0.5.
+    let data = blobs(7, 200, 2, 0.5);
+    let q = q_matrix(&data, KernelSpec::Linear);
+    let y = signs(&data);
+    let a_ref = solve_tight(&q, &y, 5.0);
+    let a = solve_tight(&q, &y, 10.0);
+    let margins = matvec(&q, &a);
+    let rules = kernel_rules(&q, &a_ref, 5.0, 10.0);
+    let [n1, _, n3] = check_rules(&rules, &margins, &a, 10.0);
+    let non_sv = a.iter().filter(|&&v| v <= 0.0 || v >= 10.0).count();
+    assert!(
+        n3 as f64 >= 0.5 * non_sv as f64,
+        "IT screened {n3} of {non_sv}"
+    );
+    assert!(n1 > 0);
+}
+
+fn path(data: &Dataset, params: PathParams) -> PathResult {
+    run_path(
+        &params.check().unwrap(),
+        data,
+        None,
+        &mut |_| {},
+        &mut NoObserver,
+    )
+    .unwrap()
+}
+
+fn assert_same_objectives(a: &PathResult, b: &PathResult, rel: f64) {
+    assert_eq!(a.points.len(), b.points.len());
+    for (p, q) in a.points.iter().zip(&b.points) {
+        assert_eq!(p.c, q.c);
+        let d = (p.objective - q.objective).abs();
+        assert!(
+            d <= rel * p.objective.abs().max(1e-12),
+            "C = {}: objective {} vs {} (rel {:e})",
+            p.c,
+            p.objective,
+            q.objective,
+            d / p.objective.abs()
+        );
+    }
+}
+
+#[test]
+fn screened_kernel_path_equals_unscreened() {
+    let data = blobs(11, 150, 3, 0.4);
+    let grid = Grid::Log {
+        c_min: 0.05,
+        c_max: 200.0,
+        points: 13,
+    };
+    for kernel in [KernelSpec::Rbf { gamma: 0.5 }, KernelSpec::Linear] {
+        for bias in [None, Some(1.0)] {
+            let base = PathParams::kernel(kernel)
+                .grid(grid.clone())
+                .bias(bias)
+                .tol(1e-7);
+            let full = path(&data, base.clone().screening(None));
+            for rule in [Rule::Bt1, Rule::Bt2, Rule::It] {
+                let scr = path(&data, base.clone().screening(Some(rule)));
+                assert_same_objectives(&full, &scr, 1e-6);
+                let screened: usize = scr.points.iter().map(|p| p.screened_r + p.screened_l).sum();
+                assert!(screened > 0, "{kernel:?} {rule:?}: nothing screened");
+                for p in &scr.points {
+                    assert!(p.max_violation <= 1e-7, "violation {}", p.max_violation);
+                    assert!(p.screening_rate <= 1.0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn screened_linear_path_equals_unscreened() {
+    let data = blobs(5, 300, 4, 0.3);
+    let grid = Grid::Log {
+        c_min: 0.01,
+        c_max: 10.0,
+        points: 10,
+    };
+    for bias in [None, Some(1.0)] {
+        let base = PathParams::linear().grid(grid.clone()).bias(bias).tol(1e-7);
+        let full = path(&data, base.clone().screening(None));
+        for rule in [Rule::Bt1, Rule::Bt2, Rule::It] {
+            let scr = path(&data, base.clone().screening(Some(rule)));
+            assert_same_objectives(&full, &scr, 1e-6);
+            assert!(scr.points.iter().any(|p| p.screened_r + p.screened_l > 0));
+        }
+        // The linear DCD path and the kernel SMO path with the linear kernel agree.
+        let kern = path(
+            &data,
+            PathParams::kernel(KernelSpec::Linear)
+                .grid(grid.clone())
+                .bias(bias)
+                .tol(1e-8),
+        );
+        assert_same_objectives(&full, &kern, 1e-6);
+    }
+}
+
+#[test]
+fn kkt_recheck_repairs_an_inexact_reference() {
+    // A loose tolerance makes each reference inexact, so BT1/IT may screen wrongly; the re-check
+    // must free those samples and every point must still meet the stopping rule on the full problem.
+    let mut freed_total = 0;
+    for seed in 0..6 {
+        let data = blobs(100 + seed, 200, 2, 0.2);
+        for (engine, tol) in [
+            (Engine::Kernel(KernelSpec::Rbf { gamma: 2.0 }), 0.3),
+            (Engine::Linear, 0.5),
+        ] {
+            let base = match engine {
+                Engine::Kernel(k) => PathParams::kernel(k),
+                Engine::Linear => PathParams::linear(),
+            }
+            .grid(Grid::Log {
+                c_min: 0.1,
+                c_max: 100.0,
+                points: 25,
+            })
+            .tol(tol);
+            for rule in [Rule::Bt1, Rule::It] {
+                let r = path(&data, base.clone().screening(Some(rule)));
+                for p in &r.points {
+                    assert!(
+                        p.max_violation <= tol.max(p.solver_violation) * (1.0 + 1e-9),
+                        "{engine:?} {rule:?} C {}: violation {} status {:?}",
+                        p.c,
+                        p.max_violation,
+                        p.status
+                    );
+                    freed_total += p.kkt_violators_freed;
+                    if p.kkt_violators_freed > 0 {
+                        assert!(p.solves >= 2);
+                    }
+                }
+            }
+        }
+    }
+    assert!(freed_total > 0, "no violator was ever freed");
+}
+
+#[test]
+fn epsilon_path_starts_at_lemma9_and_models_predict() {
+    let data = blobs(3, 120, 2, 0.6);
+    let valid = blobs(4, 80, 2, 0.6);
+    let params = PathParams::kernel(KernelSpec::Rbf { gamma: 0.5 })
+        .grid(Grid::Epsilon {
+            eps: 1e-2,
+            c_max: 50.0,
+            max_points: 500,
+        })
+        .tol(1e-6)
+        .check()
+        .unwrap();
+    let r = run_path(&params, &data, Some(&valid), &mut |_| {}, &mut NoObserver).unwrap();
+    let c0 = r.c_min_trivial.unwrap();
+    assert!(r.points.len() >= 3);
+    assert!(r.points[0].c > c0);
+    for w in r.points.windows(2) {
+        assert!(w[1].c > w[0].c);
+    }
+    // Lemma 9: at C_min every alpha is C, so the first point's objective is close to that.
+    let best = r.best_by_validation().unwrap();
+    let acc = r.points[best].valid_accuracy.unwrap();
+    assert!(acc > 0.7, "validation accuracy {acc}");
+    let model = r.svm_model(best, &data).unwrap();
+    let pred = model.predict(&valid.x).unwrap();
+    let ok = pred.iter().zip(&valid.y).filter(|(a, b)| a == b).count();
+    assert_eq!(ok as f64 / valid.len() as f64, acc);
+    assert_eq!(model.rho, vec![0.0]);
+}
+
+#[test]
+fn bias_models_predict_like_the_dual() {
+    let data = blobs(9, 100, 2, 0.5);
+    let kernel = KernelSpec::Rbf { gamma: 1.0 };
+    let r = path(
+        &data,
+        PathParams::kernel(kernel)
+            .grid(Grid::List(vec![0.5, 2.0]))
+            .bias(Some(2.0))
+            .tol(1e-6),
+    );
+    let p = &r.points[1];
+    let model = r.svm_model(1, &data).unwrap();
+    let dec = model.decision_values(&data.x);
+    let y = signs(&data);
+    for i in 0..data.len() {
+        let f: f64 = (0..data.len())
+            .map(|j| p.alpha[j] * f64::from(y[j]) * (kernel_value(&data.x, kernel, i, j) + 4.0))
+            .sum();
+        assert!(
+            (dec[i][0] - f).abs() < 1e-6 * (1.0 + f.abs()),
+            "{} vs {f}",
+            dec[i][0]
+        );
+    }
+    // Linear engine: the LinearModel reproduces the margins.
+    let lin = path(
+        &data,
+        PathParams::linear()
+            .grid(Grid::List(vec![1.0]))
+            .bias(Some(1.0))
+            .tol(1e-6),
+    );
+    let lm = lin.linear_model(0).unwrap();
+    let pred = lm.predict(&data.x);
+    assert_eq!(pred.len(), data.len());
+    assert!(lin.svm_model(0, &data).is_err());
+    // Without kept solutions: same objectives, no models.
+    let light = path(
+        &data,
+        PathParams::kernel(kernel)
+            .grid(Grid::List(vec![0.5, 2.0]))
+            .bias(Some(2.0))
+            .tol(1e-6)
+            .keep_solutions(false),
+    );
+    assert_eq!(light.points[1].objective, r.points[1].objective);
+    assert!(light.points[1].alpha.is_empty());
+    assert!(light.svm_model(1, &data).is_err());
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let data = blobs(1, 20, 2, 0.5);
+    assert!(PathParams::linear().tol(0.0).check().is_err());
+    assert!(PathParams::linear()
+        .grid(Grid::Log {
+            c_min: 2.0,
+            c_max: 1.0,
+            points: 3
+        })
+        .check()
+        .is_err());
+    assert!(PathParams::linear()
+        .grid(Grid::List(vec![]))
+        .check()
+        .is_err());
+    let mut three = data.clone();
+    three.y[0] = 7.0;
+    let p = PathParams::linear().check().unwrap();
+    assert!(run_path(&p, &three, None, &mut |_| {}, &mut NoObserver).is_err());
+}
