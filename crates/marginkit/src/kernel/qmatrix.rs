@@ -28,7 +28,7 @@ pub const BLOCK: usize = 512;
 /// Columns whose work (entries times [`Dots::entry_cost`] plus [`Outer::COST`], about one
 /// multiply-add each) is below this are filled serially: about 15 us of work, several times
 /// the cost of a rayon dispatch to a waiting worker.
-const PAR_WORK: usize = 48 * 1024;
+const PAR_WORK: usize = 256 * 1024;
 /// Work per parallel task.
 const PAR_TASK_WORK: usize = 32 * 1024;
 

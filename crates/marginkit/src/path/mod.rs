@@ -87,7 +87,7 @@ use crate::solver::{
     smo, BoxQp, Equality, IterStats, Observer, Shrinking, SolverSettings, Status, VarFix,
 };
 use crate::svm::linear::{LinearModel, LinearSolver};
-use crate::svm::model::{ModelParts, SvmModel};
+use crate::svm::model::SvmModel;
 use crate::svm::SvmType;
 
 /// The C values of a path.
@@ -913,7 +913,7 @@ fn kernel_model(
     let coef: Vec<f64> = sv_idx.iter().map(|&i| sign(i) * alpha[i]).collect();
     let b2 = bias.map_or(0.0, |b| b * b);
     let rho = -b2 * coef.iter().sum::<f64>();
-    Ok(SvmModel::assemble(ModelParts {
+    Ok(SvmModel {
         svm_type: SvmType::CSvc,
         kernel,
         labels: labels.to_vec(),
@@ -924,7 +924,9 @@ fn kernel_model(
         rho: vec![rho],
         prob_a: Vec::new(),
         prob_b: Vec::new(),
-    }))
+        sv_norms: Vec::new(),
+    }
+    .with_norms())
 }
 
 /// Builds the point: objective, counts, rate, validation accuracy.

@@ -213,6 +213,9 @@ fn min_gap(
         return (b, gap_at(b, free, g, a, u, y));
     }
     cand.sort_by(f64::total_cmp);
+    // Repeated breakpoints would look like a flat stretch to the bisection below; a convex
+    // function is flat only at its minimum, so distinct candidates keep the search exact.
+    cand.dedup();
     let f = |b: f64| gap_at(b, free, g, a, u, y);
     // First k with gap(c[k+1]) >= gap(c[k]): monotone for a convex function.
     let (mut l, mut r) = (0usize, cand.len() - 1);
@@ -230,6 +233,22 @@ fn min_gap(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_breakpoints_do_not_stop_the_gap_search() {
+        // Q = 0, all y = +1, y'a = 0: a = 0 is the only feasible point and optimal; the gap is
+        // 0 for b >= 1.25, which a search stopped by the repeated breakpoint 0 would miss.
+        let q = [0.0; 25];
+        let qp = BoxQp {
+            p: &[0.0, 0.0, -1.0, -1.0, -1.25],
+            y: &[1, 1, 1, 1, 1],
+            upper: &[0.25; 5],
+            equality: Equality::Sum { delta: 0.0 },
+            fixed: None,
+        };
+        let rep = check_dense(&q, &qp, &[0.0; 5]);
+        assert!(rep.gap.abs() < 1e-12, "{rep:?}");
+    }
 
     #[test]
     fn one_dimensional_cases() {
