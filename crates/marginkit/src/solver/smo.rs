@@ -843,42 +843,79 @@ fn select_pair<Q: QMatrix + ?Sized>(
     Some((i, j, f64::from(col[j])))
 }
 
+/// The clipped Newton step of one variable, its decrease of `f`, and `|PG|` (shared by the
+/// scan and by the step of the selected variable, so both compute the same bits). Written
+/// with plain comparisons (no NaN-aware `min`/`max`) so that the scan vectorizes.
+#[inline(always)]
+fn single_step(g: f64, a: f64, u: f64, qd: f64) -> (f64, f64, f64) {
+    let qtt = if qd > 0.0 { qd } else { TAU };
+    // clamp(-g / qtt, -a, u - a) (-a <= u - a on a feasible point).
+    let n = -g / qtt;
+    let n = if n < -a { -a } else { n };
+    let d = if n > u - a { u - a } else { n };
+    let gain = -(g * d + 0.5 * qtt * d * d);
+    (d, gain, single_pg(g, a, u))
+}
+
+/// `|PG|` of one variable (no equality).
+#[inline(always)]
+fn single_pg(g: f64, a: f64, u: f64) -> f64 {
+    // Bitwise `&` (no short circuit) keeps the selects branch-free.
+    let lo = if (a <= 0.0) & (g > 0.0) { 0.0 } else { g };
+    let pg = if (a >= u) & (lo < 0.0) { 0.0 } else { lo };
+    pg.abs()
+}
+
 /// Single-variable rule (no equality): the KKT violator with the largest clipped-Newton
-/// decrease. Sets the violation `max |PG|`.
-fn select_single(st: &State, tol: f64, viol: &mut f64) -> Option<(usize, f64)> {
+/// decrease (the first one among ties). Sets the violation `max |PG|`. One branch-free pass
+/// of [`LANES`] accumulators writes the decreases to `scratch`, a second finds the first
+/// position of the largest: the result is that of one sequential scan.
+fn select_single(st: &mut State, tol: f64, viol: &mut f64) -> Option<(usize, f64)> {
     let act = st.active;
-    let mut vmax = 0.0f64;
-    let mut best = 0.0f64;
-    let mut tbest = usize::MAX;
-    let mut dbest = 0.0;
-    for t in 0..act {
-        let gt = st.g[t];
-        let pg = match st.status[t] {
-            Bound::Lower => gt.min(0.0),
-            Bound::Upper => gt.max(0.0),
-            Bound::Free => gt,
-        };
-        let apg = pg.abs();
-        if apg > vmax {
-            vmax = apg;
-        }
-        if apg > 0.0 {
-            let qtt = if st.qd[t] > 0.0 { st.qd[t] } else { TAU };
-            let a = st.alpha[t];
-            let d = (-gt / qtt).clamp(-a, st.upper[t] - a);
-            let gain = -(gt * d + 0.5 * qtt * d * d);
-            if gain > best {
-                best = gain;
-                tbest = t;
-                dbest = d;
-            }
+    st.pre = None;
+    let (g, al, up, qd) = (
+        &st.g[..act],
+        &st.alpha[..act],
+        &st.upper[..act],
+        &st.qd[..act],
+    );
+    let sc = &mut st.scratch[..act];
+    // A map (vectorized by the loop vectorizer) then lane-wise maxima (exact in any order).
+    for ((((o, &gt), &a), &u), &q) in sc.iter_mut().zip(g).zip(al).zip(up).zip(qd) {
+        *o = single_step(gt, a, u, q).1;
+    }
+    let mut vmax = [0.0f64; LANES];
+    let mut best = [0.0f64; LANES];
+    let full = act - act % LANES;
+    for (((gc, ac), uc), oc) in g[..full]
+        .chunks_exact(LANES)
+        .zip(al[..full].chunks_exact(LANES))
+        .zip(up[..full].chunks_exact(LANES))
+        .zip(sc[..full].chunks_exact(LANES))
+    {
+        for r in 0..LANES {
+            let apg = single_pg(gc[r], ac[r], uc[r]);
+            vmax[r] = if apg > vmax[r] { apg } else { vmax[r] };
+            best[r] = if oc[r] > best[r] { oc[r] } else { best[r] };
         }
     }
-    *viol = vmax;
-    if vmax <= tol || tbest == usize::MAX {
+    for t in full..act {
+        let apg = single_pg(g[t], al[t], up[t]);
+        vmax[0] = if apg > vmax[0] { apg } else { vmax[0] };
+        best[0] = if sc[t] > best[0] { sc[t] } else { best[0] };
+    }
+    let (mut v, mut b) = (0.0f64, 0.0f64);
+    for r in 0..LANES {
+        v = if vmax[r] > v { vmax[r] } else { v };
+        b = if best[r] > b { best[r] } else { b };
+    }
+    *viol = v;
+    if v <= tol || b <= 0.0 {
         return None;
     }
-    Some((tbest, dbest))
+    let t = sc.iter().position(|&x| x == b)?;
+    let (d, _, _) = single_step(g[t], al[t], up[t], qd[t]);
+    Some((t, d))
 }
 
 /// LIBSVM's shrinking test (equality case): bounded variables whose `-y g` is outside the
