@@ -502,12 +502,12 @@ pub fn run_path(
             let base = SvcQ::new(&train.x, kernel, &ctx.y, params.cache_bytes as usize)?;
             match params.bias {
                 None => {
-                    let mut q = Tracked::new(base);
+                    let mut q = base;
                     kernel_path(&mut ctx, &mut q, &mut result, on_point, obs)?;
                     result.cache = Some(q.cache_stats());
                 }
                 Some(b) => {
-                    let mut q = Tracked::new(Augmented::new(base, &ctx.y, b * b));
+                    let mut q = Augmented::new(base, &ctx.y, b * b);
                     kernel_path(&mut ctx, &mut q, &mut result, on_point, obs)?;
                     result.cache = Some(q.cache_stats());
                 }
@@ -706,7 +706,7 @@ fn accuracy(pred: &[f64], truth: &[f64]) -> f64 {
 
 fn kernel_path<Q: QMatrix>(
     ctx: &mut Ctx<'_>,
-    q: &mut Tracked<Q>,
+    q: &mut Q,
     result: &mut PathResult,
     on_point: &mut dyn FnMut(&PathPoint),
     obs: &mut dyn Observer,
@@ -823,9 +823,9 @@ fn kernel_path<Q: QMatrix>(
                 equality: Equality::None,
                 fixed: Some(&fix),
             };
-            let info = smo::solve(q, &qp, &mut alpha, &ctx.settings, obs);
-            q.restore();
-            let info = info?;
+            // `smo::solve` leaves `q` in the original order (also on error), as the next solve,
+            // the full gradient and the sketch need.
+            let info = smo::solve(q, &qp, &mut alpha, &ctx.settings, obs)?;
             solves += 1;
             iterations += info.iterations;
             let g = full_margins(q, &alpha);
@@ -1181,55 +1181,6 @@ fn linear_path(
         }
     }
     Ok(())
-}
-
-/// Records the solver's permutation of a [`QMatrix`] so that it can be undone after each solve
-/// (the next solve, the full gradient and the sketch all read `Q` in the original order).
-struct Tracked<Q> {
-    inner: Q,
-    /// `perm[k]` = original index at position `k`.
-    perm: Vec<usize>,
-}
-
-impl<Q: QMatrix> Tracked<Q> {
-    fn new(inner: Q) -> Self {
-        let n = inner.n();
-        Self {
-            inner,
-            perm: (0..n).collect(),
-        }
-    }
-    /// Puts every variable back at its original position (cycle by cycle).
-    fn restore(&mut self) {
-        for i in 0..self.perm.len() {
-            while self.perm[i] != i {
-                let j = self.perm[i];
-                self.swap_index(i, j);
-            }
-        }
-    }
-}
-
-impl<Q: QMatrix> QMatrix for Tracked<Q> {
-    fn n(&self) -> usize {
-        self.inner.n()
-    }
-    fn diag(&self) -> &[f64] {
-        self.inner.diag()
-    }
-    fn column(&mut self, i: usize, len: usize) -> &[f32] {
-        self.inner.column(i, len)
-    }
-    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
-        self.inner.pair(i, j, len)
-    }
-    fn swap_index(&mut self, i: usize, j: usize) {
-        self.inner.swap_index(i, j);
-        self.perm.swap(i, j);
-    }
-    fn cache_stats(&self) -> CacheStats {
-        self.inner.cache_stats()
-    }
 }
 
 /// `Q + B^2 y y'`: the kernel `K + B^2` of a constant feature `B` appended to every sample.

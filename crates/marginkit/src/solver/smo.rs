@@ -99,6 +99,12 @@ pub(crate) struct State {
     /// previous iteration (`scratch` holds its `y g + up_inf`); cleared by anything that
     /// changes the order, the active set or the gradient otherwise.
     pub(crate) pre: Option<Scan>,
+    /// Second work space (the single-variable rule's `|PG|`; never swapped).
+    pub scratch2: Vec<f64>,
+    /// The single-variable rule's map over the current gradient is in `scratch` (decreases)
+    /// and `scratch2` (`|PG|`), written by the gradient update of the previous iteration;
+    /// cleared with [`State::pre`].
+    pub(crate) pre_single: bool,
     /// Original index of the variable at each position.
     pub perm: Vec<usize>,
     /// `1/2 a_X'Q_XX a_X + p_X'a_X` over the fixed variables.
@@ -115,6 +121,7 @@ impl State {
             return;
         }
         self.pre = None;
+        self.pre_single = false;
         q.swap_index(i, j);
         self.alpha.swap(i, j);
         self.g.swap(i, j);
@@ -276,21 +283,31 @@ impl State {
             low_inf: vec![0.0; n],
             scratch: vec![0.0; n],
             pre: None,
+            scratch2: vec![0.0; n],
+            pre_single: false,
             perm: (0..n).collect(),
             obj_fixed: 0.0,
             delta,
             unshrunk: false,
         };
-        // Fixed variables to the end (nothing is cached yet, so the swaps are cheap).
+        // Fixed variables to the end with the fewest swaps: those already in the tail stay, and
+        // each swap exchanges a fixed variable of the head with a free one of the tail (every
+        // swap is replayed on the cached columns of a reused `q`).
         let mut l = n;
         let mut i = 0;
-        while i < l {
-            if is_fixed[st.perm[i]] {
+        loop {
+            while l > i && is_fixed[st.perm[l - 1]] {
                 l -= 1;
-                st.swap(q, i, l);
-            } else {
+            }
+            while i < l && !is_fixed[st.perm[i]] {
                 i += 1;
             }
+            if i >= l {
+                break;
+            }
+            l -= 1;
+            st.swap(q, i, l);
+            i += 1;
         }
         st.l = l;
         st.active = l;
@@ -342,6 +359,7 @@ impl State {
             return;
         }
         self.pre = None;
+        self.pre_single = false;
         for j in act..l {
             self.g[j] = self.g_bar[j] + self.p[j];
         }
@@ -873,35 +891,44 @@ fn single_pg(g: f64, a: f64, u: f64) -> f64 {
 fn select_single(st: &mut State, tol: f64, viol: &mut f64) -> Option<(usize, f64)> {
     let act = st.active;
     st.pre = None;
-    let (g, al, up, qd) = (
-        &st.g[..act],
-        &st.alpha[..act],
-        &st.upper[..act],
-        &st.qd[..act],
-    );
-    let sc = &mut st.scratch[..act];
-    // A map (vectorized by the loop vectorizer) then lane-wise maxima (exact in any order).
-    for ((((o, &gt), &a), &u), &q) in sc.iter_mut().zip(g).zip(al).zip(up).zip(qd) {
-        *o = single_step(gt, a, u, q).1;
+    if !st.pre_single {
+        let (g, al, up, qd) = (
+            &st.g[..act],
+            &st.alpha[..act],
+            &st.upper[..act],
+            &st.qd[..act],
+        );
+        let (sc, sp) = (&mut st.scratch[..act], &mut st.scratch2[..act]);
+        // A map (vectorized by the loop vectorizer); the maxima follow, exact in any order.
+        for (((((o, p), &gt), &a), &u), &q) in sc
+            .iter_mut()
+            .zip(sp.iter_mut())
+            .zip(g)
+            .zip(al)
+            .zip(up)
+            .zip(qd)
+        {
+            let (_, gain, apg) = single_step(gt, a, u, q);
+            *o = gain;
+            *p = apg;
+        }
     }
+    st.pre_single = false;
+    let (sc, sp) = (&st.scratch[..act], &st.scratch2[..act]);
     let mut vmax = [0.0f64; LANES];
     let mut best = [0.0f64; LANES];
     let full = act - act % LANES;
-    for (((gc, ac), uc), oc) in g[..full]
+    for (oc, pc) in sc[..full]
         .chunks_exact(LANES)
-        .zip(al[..full].chunks_exact(LANES))
-        .zip(up[..full].chunks_exact(LANES))
-        .zip(sc[..full].chunks_exact(LANES))
+        .zip(sp[..full].chunks_exact(LANES))
     {
         for r in 0..LANES {
-            let apg = single_pg(gc[r], ac[r], uc[r]);
-            vmax[r] = if apg > vmax[r] { apg } else { vmax[r] };
+            vmax[r] = if pc[r] > vmax[r] { pc[r] } else { vmax[r] };
             best[r] = if oc[r] > best[r] { oc[r] } else { best[r] };
         }
     }
     for t in full..act {
-        let apg = single_pg(g[t], al[t], up[t]);
-        vmax[0] = if apg > vmax[0] { apg } else { vmax[0] };
+        vmax[0] = if sp[t] > vmax[0] { sp[t] } else { vmax[0] };
         best[0] = if sc[t] > best[0] { sc[t] } else { best[0] };
     }
     let (mut v, mut b) = (0.0f64, 0.0f64);
@@ -914,7 +941,7 @@ fn select_single(st: &mut State, tol: f64, viol: &mut f64) -> Option<(usize, f64
         return None;
     }
     let t = sc.iter().position(|&x| x == b)?;
-    let (d, _, _) = single_step(g[t], al[t], up[t], qd[t]);
+    let (d, _, _) = single_step(st.g[t], st.alpha[t], st.upper[t], st.qd[t]);
     Some((t, d))
 }
 
@@ -980,6 +1007,7 @@ pub(crate) fn shrink_by<Q: QMatrix + ?Sized>(
 ) {
     // The active set changes (possibly without a swap).
     st.pre = None;
+    st.pre_single = false;
     let mut i = 0;
     while i < st.active {
         if out(st, i) {
@@ -1051,8 +1079,28 @@ fn apply_single<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, t: usize, d: f64
     st.alpha[t] = na;
     {
         let col = q.column(t, act);
-        for (gk, &qv) in st.g[..act].iter_mut().zip(col) {
-            *gk += f64::from(qv) * d;
+        // The gradient update also writes the next selection's map (one sweep, vectorized).
+        let (g, al, up, qd) = (
+            &mut st.g[..act],
+            &st.alpha[..act],
+            &st.upper[..act],
+            &st.qd[..act],
+        );
+        let (sc, sp) = (&mut st.scratch[..act], &mut st.scratch2[..act]);
+        for ((((((gk, &qv), o), p), &a), &u), &qk) in g
+            .iter_mut()
+            .zip(col)
+            .zip(sc.iter_mut())
+            .zip(sp.iter_mut())
+            .zip(al)
+            .zip(up)
+            .zip(qd)
+        {
+            let gt = *gk + f64::from(qv) * d;
+            *gk = gt;
+            let (_, gain, apg) = single_step(gt, a, u, qk);
+            *o = gain;
+            *p = apg;
         }
     }
     let was = st.status[t] == Bound::Upper;
@@ -1061,6 +1109,7 @@ fn apply_single<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, t: usize, d: f64
     if was != now {
         st.update_g_bar(q, t, if now { 1.0 } else { -1.0 });
     }
+    st.pre_single = true;
 }
 
 /// Default iteration limit: LIBSVM's `max(1e7, 100 n)`.
