@@ -587,7 +587,11 @@ fn next_epsilon_c(c0: f64, alpha: &[f64], g: &[f64], eps: f64, c_max: f64) -> Op
         rho_max
     } else {
         let (mut lo, mut hi) = (1.0, rho_max);
+        // Geometric bisection to a relative width of 1e-7 (each step costs O(n)).
         for _ in 0..60 {
+            if hi <= lo * (1.0 + 1e-7) {
+                break;
+            }
             let mid = (lo * hi).sqrt();
             if ok(mid) {
                 lo = mid;
