@@ -721,6 +721,10 @@ fn kernel_path<Q: QMatrix>(
     let mut reference: Option<Reference> = None;
     let mut grid = fixed_grid(&params.grid);
     let mut sketch = KernelSketch::new(n);
+    // `q` stays in the solver's order between solves: position k holds sample perm[k], and
+    // pos is the inverse (sample -> position).
+    let mut perm: Vec<usize> = (0..n).collect();
+    let mut pos: Vec<usize> = (0..n).collect();
     // Lemma 9: for the epsilon path (the only grid that needs C_min; it costs n columns).
     if grid.is_none() {
         let mut q1 = vec![0.0; n];
@@ -785,11 +789,15 @@ fn kernel_path<Q: QMatrix>(
         if let (Some(rule), Some(r)) = (params.screening, reference.as_ref()) {
             if c > r.c {
                 if rule.needs_s() {
-                    sketch.update(q, &r.g, r.c, c);
+                    let mut view = InOrder::new(&mut *q, &perm, &pos);
+                    sketch.update(&mut view, &r.g, r.c, c);
                 }
                 let (a2, hinge) = screening::reference_scalars(&r.alpha, &r.g);
                 let (ah, sh, cnt) = sketch.scalars(&r.alpha);
-                let qd = q.diag().to_vec();
+                let mut qd = vec![0.0; n];
+                for (&o, &d) in perm.iter().zip(q.diag()) {
+                    qd[o] = d;
+                }
                 let s = screening::screen(
                     rule,
                     &RuleInputs {
@@ -827,12 +835,15 @@ fn kernel_path<Q: QMatrix>(
                 equality: Equality::None,
                 fixed: Some(&fix),
             };
-            // `smo::solve` leaves `q` in the original order (also on error), as the next solve,
-            // the full gradient and the sketch need.
-            let info = smo::solve(q, &qp, &mut alpha, &ctx.settings, obs)?;
+            // `q` is left in the solver's order (perm updated, also on error).
+            let info = smo::solve_permuted(q, &qp, &mut alpha, &ctx.settings, obs, &mut perm);
+            for (k, &o) in perm.iter().enumerate() {
+                pos[o] = k;
+            }
+            let info = info?;
             solves += 1;
             iterations += info.iterations;
-            let g = full_margins(q, &alpha);
+            let g = full_margins(q, &alpha, &perm, &pos);
             let f = free_violators(&mut fix, &g, &alpha, c, params.tol, false);
             freed += f;
             if f == 0 || info.status != Status::Converged {
@@ -1002,19 +1013,89 @@ fn finish_point(
     })
 }
 
-/// `g = Qa` over all samples from the columns of the nonzero entries (`q` in original order).
-fn full_margins<Q: QMatrix>(q: &mut Q, alpha: &[f64]) -> Vec<f64> {
+/// `g = Qa` over all samples (original order) from the columns of the nonzero entries; position
+/// `k` of `q` holds sample `perm[k]`, `pos` is the inverse. Each `g_i` sums over `j` ascending
+/// whatever the order of `q`.
+fn full_margins<Q: QMatrix>(q: &mut Q, alpha: &[f64], perm: &[usize], pos: &[usize]) -> Vec<f64> {
     let n = alpha.len();
-    let mut g = vec![0.0; n];
+    // Accumulated in q's order (sequential), scattered once.
+    let mut gq = vec![0.0; n];
     for (j, &a) in alpha.iter().enumerate() {
         if a != 0.0 {
-            let col = q.column(j, n);
-            for (gi, &v) in g.iter_mut().zip(col) {
+            let col = q.column(pos[j], n);
+            for (gi, &v) in gq.iter_mut().zip(col) {
                 *gi += a * f64::from(v);
             }
         }
     }
+    let mut g = vec![0.0; n];
+    for (&o, &v) in perm.iter().zip(&gq) {
+        g[o] = v;
+    }
     g
+}
+
+/// A permuted [`QMatrix`] seen in the original sample order (for the sketch update, which reads
+/// whole columns by sample index). Position `k` of `q` holds sample `perm[k]`; `pos` is the
+/// inverse. Each column costs one gather of `n` entries.
+struct InOrder<'a, Q> {
+    q: &'a mut Q,
+    perm: &'a [usize],
+    pos: &'a [usize],
+    /// The diagonal in the original order.
+    diag: Vec<f64>,
+    buf: Vec<f32>,
+    buf2: Vec<f32>,
+}
+
+impl<'a, Q: QMatrix> InOrder<'a, Q> {
+    fn new(q: &'a mut Q, perm: &'a [usize], pos: &'a [usize]) -> Self {
+        let n = q.n();
+        let mut diag = vec![0.0; n];
+        for (&o, &d) in perm.iter().zip(q.diag()) {
+            diag[o] = d;
+        }
+        Self {
+            q,
+            perm,
+            pos,
+            diag,
+            buf: vec![0.0; n],
+            buf2: vec![0.0; n],
+        }
+    }
+    fn gather(q: &mut Q, perm: &[usize], at: usize, out: &mut [f32]) {
+        let col = q.column(at, perm.len());
+        for (&o, &v) in perm.iter().zip(col) {
+            out[o] = v;
+        }
+    }
+}
+
+impl<Q: QMatrix> QMatrix for InOrder<'_, Q> {
+    fn n(&self) -> usize {
+        self.q.n()
+    }
+    fn diag(&self) -> &[f64] {
+        &self.diag
+    }
+    fn column(&mut self, i: usize, len: usize) -> &[f32] {
+        Self::gather(self.q, self.perm, self.pos[i], &mut self.buf);
+        &self.buf[..len]
+    }
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
+        Self::gather(self.q, self.perm, self.pos[i], &mut self.buf);
+        Self::gather(self.q, self.perm, self.pos[j], &mut self.buf2);
+        (&self.buf[..len], &self.buf2[..len])
+    }
+    fn swap_index(&mut self, i: usize, j: usize) {
+        // A view in the original order has no order of its own to change: swap the samples'
+        // positions in `q` would break `perm`, and nothing that reads the view swaps.
+        debug_assert!(false, "InOrder is a read-only view (swap_index({i}, {j}))");
+    }
+    fn cache_stats(&self) -> CacheStats {
+        self.q.cache_stats()
+    }
 }
 
 /// Forwards a `dyn Observer` to the generic DCD entry point.

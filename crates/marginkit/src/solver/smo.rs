@@ -1189,6 +1189,64 @@ pub fn solve<Q: QMatrix>(
     run(q, qp, alpha, settings, obs, mode).map(|(info, _)| info)
 }
 
+/// [`solve`] on a `q` that is kept permuted between solves (the regularization path): position
+/// `k` of `q` holds original variable `perm[k]`; `qp` and `alpha` are in the original order.
+/// `q` is not restored on exit: it stays in the solver's last order and `perm` is updated to
+/// it (also on error), so the next solve starts with the fixed variables mostly in the tail
+/// already and the cached columns are not permuted back and forth.
+///
+/// # Errors
+/// As [`solve`]; [`SolveError::Dimensions`] when `perm` does not have `q.n()` entries.
+pub(crate) fn solve_permuted<Q: QMatrix>(
+    q: &mut Q,
+    qp: &BoxQp<'_>,
+    alpha: &mut [f64],
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    perm: &mut [usize],
+) -> Result<SolveInfo, SolveError> {
+    let n = q.n();
+    if perm.len() != n
+        || qp.p.len() != n
+        || qp.y.len() != n
+        || qp.upper.len() != n
+        || alpha.len() != n
+        || qp.fixed.is_some_and(|f| f.len() != n)
+    {
+        return Err(SolveError::Dimensions(
+            "perm, p, y, upper, fixed and alpha must all have q.n() entries",
+        ));
+    }
+    let p: Vec<f64> = perm.iter().map(|&o| qp.p[o]).collect();
+    let y: Vec<i8> = perm.iter().map(|&o| qp.y[o]).collect();
+    let upper: Vec<f64> = perm.iter().map(|&o| qp.upper[o]).collect();
+    let fixed: Option<Vec<VarFix>> = qp.fixed.map(|f| perm.iter().map(|&o| f[o]).collect());
+    let local = BoxQp {
+        p: &p,
+        y: &y,
+        upper: &upper,
+        equality: qp.equality,
+        fixed: fixed.as_deref(),
+    };
+    let a0: Vec<f64> = perm.iter().map(|&o| alpha[o]).collect();
+    let mode = match qp.equality {
+        Equality::Sum { .. } => Mode::Sum,
+        Equality::None => Mode::None,
+    };
+    let mut st = State::new(q, &local, &a0)?;
+    let out = iterate(&mut st, q, settings, obs, mode);
+    // `st.perm[k]` is the position (in the order on entry) now at `k`.
+    let old = perm.to_vec();
+    for (k, &s) in st.perm.iter().enumerate() {
+        perm[k] = old[s];
+    }
+    let (info, _) = out?;
+    for (k, &o) in perm.iter().enumerate() {
+        alpha[o] = st.alpha[k];
+    }
+    Ok(info)
+}
+
 /// Which working-set rule, shrinking test and threshold the driver uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -1337,4 +1395,100 @@ fn iterate<Q: QMatrix>(
         },
         r,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::qmatrix::DenseQ;
+    use crate::solver::NoObserver;
+
+    /// A kernel matrix of 1-d points (RBF), signed by the labels.
+    fn problem(n: usize) -> (Vec<f64>, Vec<i8>) {
+        let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 97) as f64 / 10.0).collect();
+        let y: Vec<i8> = (0..n)
+            .map(|i| if (i * 31) % 5 < 2 { 1 } else { -1 })
+            .collect();
+        let mut q = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let d = x[i] - x[j];
+                q[i * n + j] = f64::from(y[i] * y[j]) * (-0.3 * d * d).exp();
+            }
+        }
+        (q, y)
+    }
+
+    /// Successive permuted solves (screened variables, warm starts, q never restored) give the
+    /// same solutions as solves on a fresh matrix in the original order, and `perm` tracks the
+    /// order of `q`.
+    #[test]
+    fn permuted_solves_match_ordered_ones() {
+        let n = 40;
+        let (qv, y) = problem(n);
+        let p = vec![-1.0; n];
+        let settings = SolverSettings {
+            tol: 1e-9,
+            shrinking: Shrinking::On,
+            max_iter: None,
+            time_limit: None,
+        };
+        let mut qp_perm = DenseQ::new(n, &qv).unwrap();
+        let mut perm: Vec<usize> = (0..n).collect();
+        let mut a_perm = vec![0.0; n];
+        let mut a_ref = vec![0.0; n];
+        for (step, c) in [0.5, 1.0, 4.0, 16.0].into_iter().enumerate() {
+            let upper = vec![c; n];
+            let fixed: Vec<VarFix> = (0..n)
+                .map(|i| match (i + step) % 9 {
+                    0 => VarFix::AtZero,
+                    1 => VarFix::AtUpper,
+                    _ => VarFix::Free,
+                })
+                .collect();
+            let qp = BoxQp {
+                p: &p,
+                y: &y,
+                upper: &upper,
+                equality: Equality::None,
+                fixed: Some(&fixed),
+            };
+            let mut fresh = DenseQ::new(n, &qv).unwrap();
+            let r1 = solve(&mut fresh, &qp, &mut a_ref, &settings, &mut NoObserver).unwrap();
+            let r2 = solve_permuted(
+                &mut qp_perm,
+                &qp,
+                &mut a_perm,
+                &settings,
+                &mut NoObserver,
+                &mut perm,
+            )
+            .unwrap();
+            assert_eq!(r1.status, Status::Converged);
+            assert_eq!(r2.status, Status::Converged);
+            assert!((r1.objective - r2.objective).abs() <= 1e-9 * r1.objective.abs().max(1.0));
+            for i in 0..n {
+                assert!(
+                    (a_ref[i] - a_perm[i]).abs() <= 1e-6 * c,
+                    "{i}: {a_ref:?} {a_perm:?}"
+                );
+            }
+            // perm is a permutation and q's entries follow it.
+            let mut seen = vec![false; n];
+            for &o in &perm {
+                seen[o] = true;
+            }
+            assert!(seen.iter().all(|&s| s));
+            assert!(
+                perm.iter().enumerate().any(|(k, &o)| k != o),
+                "q was permuted"
+            );
+            for k in 0..n {
+                let col = qp_perm.column(k, n).to_vec();
+                for (m, &v) in col.iter().enumerate() {
+                    assert_eq!(v, qv[perm[m] * n + perm[k]] as f32);
+                }
+            }
+        }
+    }
 }
