@@ -16,7 +16,10 @@
 //! 1. **Screen** ([`crate::screening`]) from the previous point (`C_ref`): samples provably in R
 //!    are fixed at 0, in L at `C` ([`VarFix`]); the solver folds them into `p`.
 //! 2. **Solve** the screened problem from the previous `alpha` (warm start; feasible since
-//!    `C > C_ref`), with the solver's own shrinking on top.
+//!    `C > C_ref`), with the solver's own shrinking on top. The kernel matrix stays in the
+//!    solver's order between solves (only the permutation is tracked): screened variables are
+//!    then mostly in the solver's tail already, and the cached kernel columns are not permuted
+//!    back after each solve (for millisecond solves that replay dominated the time).
 //! 3. **Exactness**: recompute the full gradient `G = Qa - 1` for every sample and check each
 //!    screened sample against the solver's own stopping rule on the full problem (SMO:
 //!    `|PG_i| <= tol`; DCD: `PG_i` inside `[max PG - tol, min PG + tol]` of the free variables).

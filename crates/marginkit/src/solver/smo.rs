@@ -31,8 +31,15 @@
 //! everything is un-shrunk once (gradient reconstruction from `g_bar` and the free variables)
 //! and on convergence of the active set the full set is re-checked.
 //!
-//! **Fixed variables** (`VarFix`, and any `u_i = 0`) are permuted to the end before iterating;
-//! their columns are folded into `p` and only the first `l` variables are ever touched.
+//! **Fixed variables** (`VarFix`, and any `u_i = 0`) are permuted to the end before iterating
+//! (with the fewest swaps: those already in the tail stay); their columns are folded into `p`
+//! and only the first `l` variables are ever touched. [`solve`] puts `q` back in the caller's
+//! order on exit; the crate-internal `solve_permuted` (regularization path) leaves it permuted
+//! for the next solve, since every swap is replayed on the cached columns.
+//!
+//! **Selection without the equality** is a vectorized map of the clipped-Newton decreases
+//! (written by the previous iteration's gradient update in the same sweep) and lane-wise
+//! maxima; it picks what one sequential scan would.
 //!
 //! **Cost per iteration**: two columns of `Q` over the active set (a cache hit or
 //! `O(active · nnz)` kernel work), plus `O(active)` for the selection and the gradient update.
