@@ -16,7 +16,10 @@
 //! 1. **Screen** ([`crate::screening`]) from the previous point (`C_ref`): samples provably in R
 //!    are fixed at 0, in L at `C` ([`VarFix`]); the solver folds them into `p`.
 //! 2. **Solve** the screened problem from the previous `alpha` (warm start; feasible since
-//!    `C > C_ref`), with the solver's own shrinking on top.
+//!    `C > C_ref`), with the solver's own shrinking on top. The kernel matrix stays in the
+//!    solver's order between solves (only the permutation is tracked): screened variables are
+//!    then mostly in the solver's tail already, and the cached kernel columns are not permuted
+//!    back after each solve (for millisecond solves that replay dominated the time).
 //! 3. **Exactness**: recompute the full gradient `G = Qa - 1` for every sample and check each
 //!    screened sample against the solver's own stopping rule on the full problem (SMO:
 //!    `|PG_i| <= tol`; DCD: `PG_i` inside `[max PG - tol, min PG + tol]` of the free variables).
@@ -502,12 +505,12 @@ pub fn run_path(
             let base = SvcQ::new(&train.x, kernel, &ctx.y, params.cache_bytes as usize)?;
             match params.bias {
                 None => {
-                    let mut q = Tracked::new(base);
+                    let mut q = base;
                     kernel_path(&mut ctx, &mut q, &mut result, on_point, obs)?;
                     result.cache = Some(q.cache_stats());
                 }
                 Some(b) => {
-                    let mut q = Tracked::new(Augmented::new(base, &ctx.y, b * b));
+                    let mut q = Augmented::new(base, &ctx.y, b * b);
                     kernel_path(&mut ctx, &mut q, &mut result, on_point, obs)?;
                     result.cache = Some(q.cache_stats());
                 }
@@ -587,7 +590,11 @@ fn next_epsilon_c(c0: f64, alpha: &[f64], g: &[f64], eps: f64, c_max: f64) -> Op
         rho_max
     } else {
         let (mut lo, mut hi) = (1.0, rho_max);
+        // Geometric bisection to a relative width of 1e-7 (each step costs O(n)).
         for _ in 0..60 {
+            if hi <= lo * (1.0 + 1e-7) {
+                break;
+            }
             let mid = (lo * hi).sqrt();
             if ok(mid) {
                 lo = mid;
@@ -706,7 +713,7 @@ fn accuracy(pred: &[f64], truth: &[f64]) -> f64 {
 
 fn kernel_path<Q: QMatrix>(
     ctx: &mut Ctx<'_>,
-    q: &mut Tracked<Q>,
+    q: &mut Q,
     result: &mut PathResult,
     on_point: &mut dyn FnMut(&PathPoint),
     obs: &mut dyn Observer,
@@ -717,6 +724,10 @@ fn kernel_path<Q: QMatrix>(
     let mut reference: Option<Reference> = None;
     let mut grid = fixed_grid(&params.grid);
     let mut sketch = KernelSketch::new(n);
+    // `q` stays in the solver's order between solves: position k holds sample perm[k], and
+    // pos is the inverse (sample -> position).
+    let mut perm: Vec<usize> = (0..n).collect();
+    let mut pos: Vec<usize> = (0..n).collect();
     // Lemma 9: for the epsilon path (the only grid that needs C_min; it costs n columns).
     if grid.is_none() {
         let mut q1 = vec![0.0; n];
@@ -781,11 +792,15 @@ fn kernel_path<Q: QMatrix>(
         if let (Some(rule), Some(r)) = (params.screening, reference.as_ref()) {
             if c > r.c {
                 if rule.needs_s() {
-                    sketch.update(q, &r.g, r.c, c);
+                    let mut view = InOrder::new(&mut *q, &perm, &pos);
+                    sketch.update(&mut view, &r.g, r.c, c);
                 }
                 let (a2, hinge) = screening::reference_scalars(&r.alpha, &r.g);
                 let (ah, sh, cnt) = sketch.scalars(&r.alpha);
-                let qd = q.diag().to_vec();
+                let mut qd = vec![0.0; n];
+                for (&o, &d) in perm.iter().zip(q.diag()) {
+                    qd[o] = d;
+                }
                 let s = screening::screen(
                     rule,
                     &RuleInputs {
@@ -823,12 +838,15 @@ fn kernel_path<Q: QMatrix>(
                 equality: Equality::None,
                 fixed: Some(&fix),
             };
-            let info = smo::solve(q, &qp, &mut alpha, &ctx.settings, obs);
-            q.restore();
+            // `q` is left in the solver's order (perm updated, also on error).
+            let info = smo::solve_permuted(q, &qp, &mut alpha, &ctx.settings, obs, &mut perm);
+            for (k, &o) in perm.iter().enumerate() {
+                pos[o] = k;
+            }
             let info = info?;
             solves += 1;
             iterations += info.iterations;
-            let g = full_margins(q, &alpha);
+            let g = full_margins(q, &alpha, &perm, &pos);
             let f = free_violators(&mut fix, &g, &alpha, c, params.tol, false);
             freed += f;
             if f == 0 || info.status != Status::Converged {
@@ -998,19 +1016,89 @@ fn finish_point(
     })
 }
 
-/// `g = Qa` over all samples from the columns of the nonzero entries (`q` in original order).
-fn full_margins<Q: QMatrix>(q: &mut Q, alpha: &[f64]) -> Vec<f64> {
+/// `g = Qa` over all samples (original order) from the columns of the nonzero entries; position
+/// `k` of `q` holds sample `perm[k]`, `pos` is the inverse. Each `g_i` sums over `j` ascending
+/// whatever the order of `q`.
+fn full_margins<Q: QMatrix>(q: &mut Q, alpha: &[f64], perm: &[usize], pos: &[usize]) -> Vec<f64> {
     let n = alpha.len();
-    let mut g = vec![0.0; n];
+    // Accumulated in q's order (sequential), scattered once.
+    let mut gq = vec![0.0; n];
     for (j, &a) in alpha.iter().enumerate() {
         if a != 0.0 {
-            let col = q.column(j, n);
-            for (gi, &v) in g.iter_mut().zip(col) {
+            let col = q.column(pos[j], n);
+            for (gi, &v) in gq.iter_mut().zip(col) {
                 *gi += a * f64::from(v);
             }
         }
     }
+    let mut g = vec![0.0; n];
+    for (&o, &v) in perm.iter().zip(&gq) {
+        g[o] = v;
+    }
     g
+}
+
+/// A permuted [`QMatrix`] seen in the original sample order (for the sketch update, which reads
+/// whole columns by sample index). Position `k` of `q` holds sample `perm[k]`; `pos` is the
+/// inverse. Each column costs one gather of `n` entries.
+struct InOrder<'a, Q> {
+    q: &'a mut Q,
+    perm: &'a [usize],
+    pos: &'a [usize],
+    /// The diagonal in the original order.
+    diag: Vec<f64>,
+    buf: Vec<f32>,
+    buf2: Vec<f32>,
+}
+
+impl<'a, Q: QMatrix> InOrder<'a, Q> {
+    fn new(q: &'a mut Q, perm: &'a [usize], pos: &'a [usize]) -> Self {
+        let n = q.n();
+        let mut diag = vec![0.0; n];
+        for (&o, &d) in perm.iter().zip(q.diag()) {
+            diag[o] = d;
+        }
+        Self {
+            q,
+            perm,
+            pos,
+            diag,
+            buf: vec![0.0; n],
+            buf2: vec![0.0; n],
+        }
+    }
+    fn gather(q: &mut Q, perm: &[usize], at: usize, out: &mut [f32]) {
+        let col = q.column(at, perm.len());
+        for (&o, &v) in perm.iter().zip(col) {
+            out[o] = v;
+        }
+    }
+}
+
+impl<Q: QMatrix> QMatrix for InOrder<'_, Q> {
+    fn n(&self) -> usize {
+        self.q.n()
+    }
+    fn diag(&self) -> &[f64] {
+        &self.diag
+    }
+    fn column(&mut self, i: usize, len: usize) -> &[f32] {
+        Self::gather(self.q, self.perm, self.pos[i], &mut self.buf);
+        &self.buf[..len]
+    }
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
+        Self::gather(self.q, self.perm, self.pos[i], &mut self.buf);
+        Self::gather(self.q, self.perm, self.pos[j], &mut self.buf2);
+        (&self.buf[..len], &self.buf2[..len])
+    }
+    fn swap_index(&mut self, i: usize, j: usize) {
+        // A view in the original order has no order of its own to change: swap the samples'
+        // positions in `q` would break `perm`, and nothing that reads the view swaps.
+        debug_assert!(false, "InOrder is a read-only view (swap_index({i}, {j}))");
+    }
+    fn cache_stats(&self) -> CacheStats {
+        self.q.cache_stats()
+    }
 }
 
 /// Forwards a `dyn Observer` to the generic DCD entry point.
@@ -1181,55 +1269,6 @@ fn linear_path(
         }
     }
     Ok(())
-}
-
-/// Records the solver's permutation of a [`QMatrix`] so that it can be undone after each solve
-/// (the next solve, the full gradient and the sketch all read `Q` in the original order).
-struct Tracked<Q> {
-    inner: Q,
-    /// `perm[k]` = original index at position `k`.
-    perm: Vec<usize>,
-}
-
-impl<Q: QMatrix> Tracked<Q> {
-    fn new(inner: Q) -> Self {
-        let n = inner.n();
-        Self {
-            inner,
-            perm: (0..n).collect(),
-        }
-    }
-    /// Puts every variable back at its original position (cycle by cycle).
-    fn restore(&mut self) {
-        for i in 0..self.perm.len() {
-            while self.perm[i] != i {
-                let j = self.perm[i];
-                self.swap_index(i, j);
-            }
-        }
-    }
-}
-
-impl<Q: QMatrix> QMatrix for Tracked<Q> {
-    fn n(&self) -> usize {
-        self.inner.n()
-    }
-    fn diag(&self) -> &[f64] {
-        self.inner.diag()
-    }
-    fn column(&mut self, i: usize, len: usize) -> &[f32] {
-        self.inner.column(i, len)
-    }
-    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
-        self.inner.pair(i, j, len)
-    }
-    fn swap_index(&mut self, i: usize, j: usize) {
-        self.inner.swap_index(i, j);
-        self.perm.swap(i, j);
-    }
-    fn cache_stats(&self) -> CacheStats {
-        self.inner.cache_stats()
-    }
 }
 
 /// `Q + B^2 y y'`: the kernel `K + B^2` of a constant feature `B` appended to every sample.

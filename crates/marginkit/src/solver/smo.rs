@@ -31,8 +31,15 @@
 //! everything is un-shrunk once (gradient reconstruction from `g_bar` and the free variables)
 //! and on convergence of the active set the full set is re-checked.
 //!
-//! **Fixed variables** (`VarFix`, and any `u_i = 0`) are permuted to the end before iterating;
-//! their columns are folded into `p` and only the first `l` variables are ever touched.
+//! **Fixed variables** (`VarFix`, and any `u_i = 0`) are permuted to the end before iterating
+//! (with the fewest swaps: those already in the tail stay); their columns are folded into `p`
+//! and only the first `l` variables are ever touched. [`solve`] puts `q` back in the caller's
+//! order on exit; the crate-internal `solve_permuted` (regularization path) leaves it permuted
+//! for the next solve, since every swap is replayed on the cached columns.
+//!
+//! **Selection without the equality** is a vectorized map of the clipped-Newton decreases
+//! (written by the previous iteration's gradient update in the same sweep) and lane-wise
+//! maxima; it picks what one sequential scan would.
 //!
 //! **Cost per iteration**: two columns of `Q` over the active set (a cache hit or
 //! `O(active · nnz)` kernel work), plus `O(active)` for the selection and the gradient update.
@@ -99,6 +106,12 @@ pub(crate) struct State {
     /// previous iteration (`scratch` holds its `y g + up_inf`); cleared by anything that
     /// changes the order, the active set or the gradient otherwise.
     pub(crate) pre: Option<Scan>,
+    /// Second work space (the single-variable rule's `|PG|`; never swapped).
+    pub scratch2: Vec<f64>,
+    /// The single-variable rule's map over the current gradient is in `scratch` (decreases)
+    /// and `scratch2` (`|PG|`), written by the gradient update of the previous iteration;
+    /// cleared with [`State::pre`].
+    pub(crate) pre_single: bool,
     /// Original index of the variable at each position.
     pub perm: Vec<usize>,
     /// `1/2 a_X'Q_XX a_X + p_X'a_X` over the fixed variables.
@@ -115,6 +128,7 @@ impl State {
             return;
         }
         self.pre = None;
+        self.pre_single = false;
         q.swap_index(i, j);
         self.alpha.swap(i, j);
         self.g.swap(i, j);
@@ -276,21 +290,31 @@ impl State {
             low_inf: vec![0.0; n],
             scratch: vec![0.0; n],
             pre: None,
+            scratch2: vec![0.0; n],
+            pre_single: false,
             perm: (0..n).collect(),
             obj_fixed: 0.0,
             delta,
             unshrunk: false,
         };
-        // Fixed variables to the end (nothing is cached yet, so the swaps are cheap).
+        // Fixed variables to the end with the fewest swaps: those already in the tail stay, and
+        // each swap exchanges a fixed variable of the head with a free one of the tail (every
+        // swap is replayed on the cached columns of a reused `q`).
         let mut l = n;
         let mut i = 0;
-        while i < l {
-            if is_fixed[st.perm[i]] {
+        loop {
+            while l > i && is_fixed[st.perm[l - 1]] {
                 l -= 1;
-                st.swap(q, i, l);
-            } else {
+            }
+            while i < l && !is_fixed[st.perm[i]] {
                 i += 1;
             }
+            if i >= l {
+                break;
+            }
+            l -= 1;
+            st.swap(q, i, l);
+            i += 1;
         }
         st.l = l;
         st.active = l;
@@ -342,6 +366,7 @@ impl State {
             return;
         }
         self.pre = None;
+        self.pre_single = false;
         for j in act..l {
             self.g[j] = self.g_bar[j] + self.p[j];
         }
@@ -843,42 +868,99 @@ fn select_pair<Q: QMatrix + ?Sized>(
     Some((i, j, f64::from(col[j])))
 }
 
+/// The clipped Newton step of one variable, its decrease of `f`, and `|PG|` (shared by the
+/// scan and by the step of the selected variable, so both compute the same bits). Written
+/// with plain comparisons (no NaN-aware `min`/`max`) so that the scan vectorizes.
+#[inline(always)]
+fn single_step(g: f64, a: f64, u: f64, qd: f64) -> (f64, f64, f64) {
+    let qtt = if qd > 0.0 { qd } else { TAU };
+    // clamp(-g / qtt, -a, u - a) (-a <= u - a on a feasible point).
+    let n = -g / qtt;
+    let n = if n < -a { -a } else { n };
+    let d = if n > u - a { u - a } else { n };
+    let gain = -(g * d + 0.5 * qtt * d * d);
+    (d, gain, single_pg(g, a, u))
+}
+
+/// `|PG|` of one variable (no equality).
+#[inline(always)]
+fn single_pg(g: f64, a: f64, u: f64) -> f64 {
+    // Bitwise `&` (no short circuit) keeps the selects branch-free.
+    let lo = if (a <= 0.0) & (g > 0.0) { 0.0 } else { g };
+    let pg = if (a >= u) & (lo < 0.0) { 0.0 } else { lo };
+    pg.abs()
+}
+
+/// First position of `v` in `x`, tested a block of 8 at a time (branch-free within a block).
+fn first_equal(x: &[f64], v: f64) -> Option<usize> {
+    const B: usize = 8;
+    let full = x.len() - x.len() % B;
+    let k = x[..full]
+        .chunks_exact(B)
+        .position(|c| c.iter().fold(false, |acc, &e| acc | (e == v)))
+        .map_or(full, |k| k * B);
+    x[k..].iter().position(|&e| e == v).map(|t| k + t)
+}
+
 /// Single-variable rule (no equality): the KKT violator with the largest clipped-Newton
-/// decrease. Sets the violation `max |PG|`.
-fn select_single(st: &State, tol: f64, viol: &mut f64) -> Option<(usize, f64)> {
+/// decrease (the first one among ties). Sets the violation `max |PG|`. One branch-free pass
+/// of [`LANES`] accumulators writes the decreases to `scratch`, a second finds the first
+/// position of the largest: the result is that of one sequential scan.
+fn select_single(st: &mut State, tol: f64, viol: &mut f64) -> Option<(usize, f64)> {
     let act = st.active;
-    let mut vmax = 0.0f64;
-    let mut best = 0.0f64;
-    let mut tbest = usize::MAX;
-    let mut dbest = 0.0;
-    for t in 0..act {
-        let gt = st.g[t];
-        let pg = match st.status[t] {
-            Bound::Lower => gt.min(0.0),
-            Bound::Upper => gt.max(0.0),
-            Bound::Free => gt,
-        };
-        let apg = pg.abs();
-        if apg > vmax {
-            vmax = apg;
-        }
-        if apg > 0.0 {
-            let qtt = if st.qd[t] > 0.0 { st.qd[t] } else { TAU };
-            let a = st.alpha[t];
-            let d = (-gt / qtt).clamp(-a, st.upper[t] - a);
-            let gain = -(gt * d + 0.5 * qtt * d * d);
-            if gain > best {
-                best = gain;
-                tbest = t;
-                dbest = d;
-            }
+    st.pre = None;
+    if !st.pre_single {
+        let (g, al, up, qd) = (
+            &st.g[..act],
+            &st.alpha[..act],
+            &st.upper[..act],
+            &st.qd[..act],
+        );
+        let (sc, sp) = (&mut st.scratch[..act], &mut st.scratch2[..act]);
+        // A map (vectorized by the loop vectorizer); the maxima follow, exact in any order.
+        for (((((o, p), &gt), &a), &u), &q) in sc
+            .iter_mut()
+            .zip(sp.iter_mut())
+            .zip(g)
+            .zip(al)
+            .zip(up)
+            .zip(qd)
+        {
+            let (_, gain, apg) = single_step(gt, a, u, q);
+            *o = gain;
+            *p = apg;
         }
     }
-    *viol = vmax;
-    if vmax <= tol || tbest == usize::MAX {
+    st.pre_single = false;
+    let (sc, sp) = (&st.scratch[..act], &st.scratch2[..act]);
+    let mut vmax = [0.0f64; LANES];
+    let mut best = [0.0f64; LANES];
+    let full = act - act % LANES;
+    for (oc, pc) in sc[..full]
+        .chunks_exact(LANES)
+        .zip(sp[..full].chunks_exact(LANES))
+    {
+        for r in 0..LANES {
+            vmax[r] = if pc[r] > vmax[r] { pc[r] } else { vmax[r] };
+            best[r] = if oc[r] > best[r] { oc[r] } else { best[r] };
+        }
+    }
+    for t in full..act {
+        vmax[0] = if sp[t] > vmax[0] { sp[t] } else { vmax[0] };
+        best[0] = if sc[t] > best[0] { sc[t] } else { best[0] };
+    }
+    let (mut v, mut b) = (0.0f64, 0.0f64);
+    for r in 0..LANES {
+        v = if vmax[r] > v { vmax[r] } else { v };
+        b = if best[r] > b { best[r] } else { b };
+    }
+    *viol = v;
+    if v <= tol || b <= 0.0 {
         return None;
     }
-    Some((tbest, dbest))
+    let t = first_equal(sc, b)?;
+    let (d, _, _) = single_step(st.g[t], st.alpha[t], st.upper[t], st.qd[t]);
+    Some((t, d))
 }
 
 /// LIBSVM's shrinking test (equality case): bounded variables whose `-y g` is outside the
@@ -943,6 +1025,7 @@ pub(crate) fn shrink_by<Q: QMatrix + ?Sized>(
 ) {
     // The active set changes (possibly without a swap).
     st.pre = None;
+    st.pre_single = false;
     let mut i = 0;
     while i < st.active {
         if out(st, i) {
@@ -1014,8 +1097,28 @@ fn apply_single<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, t: usize, d: f64
     st.alpha[t] = na;
     {
         let col = q.column(t, act);
-        for (gk, &qv) in st.g[..act].iter_mut().zip(col) {
-            *gk += f64::from(qv) * d;
+        // The gradient update also writes the next selection's map (one sweep, vectorized).
+        let (g, al, up, qd) = (
+            &mut st.g[..act],
+            &st.alpha[..act],
+            &st.upper[..act],
+            &st.qd[..act],
+        );
+        let (sc, sp) = (&mut st.scratch[..act], &mut st.scratch2[..act]);
+        for ((((((gk, &qv), o), p), &a), &u), &qk) in g
+            .iter_mut()
+            .zip(col)
+            .zip(sc.iter_mut())
+            .zip(sp.iter_mut())
+            .zip(al)
+            .zip(up)
+            .zip(qd)
+        {
+            let gt = *gk + f64::from(qv) * d;
+            *gk = gt;
+            let (_, gain, apg) = single_step(gt, a, u, qk);
+            *o = gain;
+            *p = apg;
         }
     }
     let was = st.status[t] == Bound::Upper;
@@ -1024,6 +1127,7 @@ fn apply_single<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, t: usize, d: f64
     if was != now {
         st.update_g_bar(q, t, if now { 1.0 } else { -1.0 });
     }
+    st.pre_single = true;
 }
 
 /// Default iteration limit: LIBSVM's `max(1e7, 100 n)`.
@@ -1090,6 +1194,64 @@ pub fn solve<Q: QMatrix>(
         Equality::None => Mode::None,
     };
     run(q, qp, alpha, settings, obs, mode).map(|(info, _)| info)
+}
+
+/// [`solve`] on a `q` that is kept permuted between solves (the regularization path): position
+/// `k` of `q` holds original variable `perm[k]`; `qp` and `alpha` are in the original order.
+/// `q` is not restored on exit: it stays in the solver's last order and `perm` is updated to
+/// it (also on error), so the next solve starts with the fixed variables mostly in the tail
+/// already and the cached columns are not permuted back and forth.
+///
+/// # Errors
+/// As [`solve`]; [`SolveError::Dimensions`] when `perm` does not have `q.n()` entries.
+pub(crate) fn solve_permuted<Q: QMatrix>(
+    q: &mut Q,
+    qp: &BoxQp<'_>,
+    alpha: &mut [f64],
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    perm: &mut [usize],
+) -> Result<SolveInfo, SolveError> {
+    let n = q.n();
+    if perm.len() != n
+        || qp.p.len() != n
+        || qp.y.len() != n
+        || qp.upper.len() != n
+        || alpha.len() != n
+        || qp.fixed.is_some_and(|f| f.len() != n)
+    {
+        return Err(SolveError::Dimensions(
+            "perm, p, y, upper, fixed and alpha must all have q.n() entries",
+        ));
+    }
+    let p: Vec<f64> = perm.iter().map(|&o| qp.p[o]).collect();
+    let y: Vec<i8> = perm.iter().map(|&o| qp.y[o]).collect();
+    let upper: Vec<f64> = perm.iter().map(|&o| qp.upper[o]).collect();
+    let fixed: Option<Vec<VarFix>> = qp.fixed.map(|f| perm.iter().map(|&o| f[o]).collect());
+    let local = BoxQp {
+        p: &p,
+        y: &y,
+        upper: &upper,
+        equality: qp.equality,
+        fixed: fixed.as_deref(),
+    };
+    let a0: Vec<f64> = perm.iter().map(|&o| alpha[o]).collect();
+    let mode = match qp.equality {
+        Equality::Sum { .. } => Mode::Sum,
+        Equality::None => Mode::None,
+    };
+    let mut st = State::new(q, &local, &a0)?;
+    let out = iterate(&mut st, q, settings, obs, mode);
+    // `st.perm[k]` is the position (in the order on entry) now at `k`.
+    let old = perm.to_vec();
+    for (k, &s) in st.perm.iter().enumerate() {
+        perm[k] = old[s];
+    }
+    let (info, _) = out?;
+    for (k, &o) in perm.iter().enumerate() {
+        alpha[o] = st.alpha[k];
+    }
+    Ok(info)
 }
 
 /// Which working-set rule, shrinking test and threshold the driver uses.
@@ -1240,4 +1402,100 @@ fn iterate<Q: QMatrix>(
         },
         r,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::qmatrix::DenseQ;
+    use crate::solver::NoObserver;
+
+    /// A kernel matrix of 1-d points (RBF), signed by the labels.
+    fn problem(n: usize) -> (Vec<f64>, Vec<i8>) {
+        let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 97) as f64 / 10.0).collect();
+        let y: Vec<i8> = (0..n)
+            .map(|i| if (i * 31) % 5 < 2 { 1 } else { -1 })
+            .collect();
+        let mut q = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let d = x[i] - x[j];
+                q[i * n + j] = f64::from(y[i] * y[j]) * (-0.3 * d * d).exp();
+            }
+        }
+        (q, y)
+    }
+
+    /// Successive permuted solves (screened variables, warm starts, q never restored) give the
+    /// same solutions as solves on a fresh matrix in the original order, and `perm` tracks the
+    /// order of `q`.
+    #[test]
+    fn permuted_solves_match_ordered_ones() {
+        let n = 40;
+        let (qv, y) = problem(n);
+        let p = vec![-1.0; n];
+        let settings = SolverSettings {
+            tol: 1e-9,
+            shrinking: Shrinking::On,
+            max_iter: None,
+            time_limit: None,
+        };
+        let mut qp_perm = DenseQ::new(n, &qv).unwrap();
+        let mut perm: Vec<usize> = (0..n).collect();
+        let mut a_perm = vec![0.0; n];
+        let mut a_ref = vec![0.0; n];
+        for (step, c) in [0.5, 1.0, 4.0, 16.0].into_iter().enumerate() {
+            let upper = vec![c; n];
+            let fixed: Vec<VarFix> = (0..n)
+                .map(|i| match (i + step) % 9 {
+                    0 => VarFix::AtZero,
+                    1 => VarFix::AtUpper,
+                    _ => VarFix::Free,
+                })
+                .collect();
+            let qp = BoxQp {
+                p: &p,
+                y: &y,
+                upper: &upper,
+                equality: Equality::None,
+                fixed: Some(&fixed),
+            };
+            let mut fresh = DenseQ::new(n, &qv).unwrap();
+            let r1 = solve(&mut fresh, &qp, &mut a_ref, &settings, &mut NoObserver).unwrap();
+            let r2 = solve_permuted(
+                &mut qp_perm,
+                &qp,
+                &mut a_perm,
+                &settings,
+                &mut NoObserver,
+                &mut perm,
+            )
+            .unwrap();
+            assert_eq!(r1.status, Status::Converged);
+            assert_eq!(r2.status, Status::Converged);
+            assert!((r1.objective - r2.objective).abs() <= 1e-9 * r1.objective.abs().max(1.0));
+            for i in 0..n {
+                assert!(
+                    (a_ref[i] - a_perm[i]).abs() <= 1e-6 * c,
+                    "{i}: {a_ref:?} {a_perm:?}"
+                );
+            }
+            // perm is a permutation and q's entries follow it.
+            let mut seen = vec![false; n];
+            for &o in &perm {
+                seen[o] = true;
+            }
+            assert!(seen.iter().all(|&s| s));
+            assert!(
+                perm.iter().enumerate().any(|(k, &o)| k != o),
+                "q was permuted"
+            );
+            for k in 0..n {
+                let col = qp_perm.column(k, n).to_vec();
+                for (m, &v) in col.iter().enumerate() {
+                    assert_eq!(v, qv[perm[m] * n + perm[k]] as f32);
+                }
+            }
+        }
+    }
 }
