@@ -563,7 +563,8 @@ impl<'a> KernelRows<'a> {
 #[derive(Debug)]
 pub struct SvcQ<'a> {
     rows: KernelRows<'a>,
-    y: Vec<i8>,
+    /// Labels in the solver's order; `None` for the one-class matrix (all +1, no sign flips).
+    y: Option<Vec<i8>>,
     cache: ColumnCache,
     diag: Vec<f64>,
 }
@@ -594,13 +595,23 @@ impl<'a> SvcQ<'a> {
         cache_bytes: usize,
     ) -> Result<Self, DataError> {
         check_len("labels", x.n_rows(), y.len())?;
+        let y = y.iter().map(|&v| if v > 0 { 1 } else { -1 }).collect();
+        Self::build(x, kernel, Some(y), cache_bytes)
+    }
+
+    fn build(
+        x: &'a Features,
+        kernel: KernelSpec,
+        y: Option<Vec<i8>>,
+        cache_bytes: usize,
+    ) -> Result<Self, DataError> {
         let rows = KernelRows::new(x, kernel)?;
         let n = rows.n();
         let diag = (0..n).map(|i| rows.self_value(i)).collect();
         let budget = (cache_bytes as u64).saturating_sub(rows.heap_bytes());
         Ok(Self {
             rows,
-            y: y.iter().map(|&v| if v > 0 { 1 } else { -1 }).collect(),
+            y,
             cache: ColumnCache::new(n, budget),
             diag,
         })
@@ -617,24 +628,29 @@ impl QMatrix for SvcQ<'_> {
     fn column(&mut self, i: usize, len: usize) -> &[f32] {
         let (col, valid) = self.cache.request(i, len, None);
         if valid < len {
-            self.rows.fill(i, &mut col[valid..], valid, Some(&self.y));
+            self.rows
+                .fill(i, &mut col[valid..], valid, self.y.as_deref());
         }
         col
     }
     fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
         let (col, valid) = self.cache.request(i, len, None);
         if valid < len {
-            self.rows.fill(i, &mut col[valid..], valid, Some(&self.y));
+            self.rows
+                .fill(i, &mut col[valid..], valid, self.y.as_deref());
         }
         let (col, valid) = self.cache.request(j, len, Some(i));
         if valid < len {
-            self.rows.fill(j, &mut col[valid..], valid, Some(&self.y));
+            self.rows
+                .fill(j, &mut col[valid..], valid, self.y.as_deref());
         }
         (self.cache.get(i, len), self.cache.get(j, len))
     }
     fn swap_index(&mut self, i: usize, j: usize) {
         self.rows.swap(i, j);
-        self.y.swap(i, j);
+        if let Some(y) = &mut self.y {
+            y.swap(i, j);
+        }
         self.diag.swap(i, j);
         self.cache.swap_index(i, j);
     }
@@ -643,13 +659,10 @@ impl QMatrix for SvcQ<'_> {
     }
 }
 
-/// `Q_ij = K(x_i, x_j)` with an LRU column cache (one-class SVM).
+/// `Q_ij = K(x_i, x_j)` with an LRU column cache (one-class SVM): the C-SVC matrix without
+/// labels.
 #[derive(Debug)]
-pub struct OneClassQ<'a> {
-    rows: KernelRows<'a>,
-    cache: ColumnCache,
-    diag: Vec<f64>,
-}
+pub struct OneClassQ<'a>(SvcQ<'a>);
 
 impl<'a> OneClassQ<'a> {
     /// The kernel matrix of `x` with a cache of `cache_bytes` (rows copy included).
@@ -657,50 +670,28 @@ impl<'a> OneClassQ<'a> {
     /// # Errors
     /// [`DataError::Precomputed`] for bad serial numbers with a precomputed kernel.
     pub fn new(x: &'a Features, kernel: KernelSpec, cache_bytes: usize) -> Result<Self, DataError> {
-        let rows = KernelRows::new(x, kernel)?;
-        let n = rows.n();
-        let diag = (0..n).map(|i| rows.self_value(i)).collect();
-        let budget = (cache_bytes as u64).saturating_sub(rows.heap_bytes());
-        Ok(Self {
-            rows,
-            cache: ColumnCache::new(n, budget),
-            diag,
-        })
+        SvcQ::build(x, kernel, None, cache_bytes).map(Self)
     }
 }
 
 impl QMatrix for OneClassQ<'_> {
     fn n(&self) -> usize {
-        self.diag.len()
+        self.0.n()
     }
     fn diag(&self) -> &[f64] {
-        &self.diag
+        self.0.diag()
     }
     fn column(&mut self, i: usize, len: usize) -> &[f32] {
-        let (col, valid) = self.cache.request(i, len, None);
-        if valid < len {
-            self.rows.fill(i, &mut col[valid..], valid, None);
-        }
-        col
+        self.0.column(i, len)
     }
     fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
-        let (col, valid) = self.cache.request(i, len, None);
-        if valid < len {
-            self.rows.fill(i, &mut col[valid..], valid, None);
-        }
-        let (col, valid) = self.cache.request(j, len, Some(i));
-        if valid < len {
-            self.rows.fill(j, &mut col[valid..], valid, None);
-        }
-        (self.cache.get(i, len), self.cache.get(j, len))
+        self.0.pair(i, j, len)
     }
     fn swap_index(&mut self, i: usize, j: usize) {
-        self.rows.swap(i, j);
-        self.diag.swap(i, j);
-        self.cache.swap_index(i, j);
+        self.0.swap_index(i, j)
     }
     fn cache_stats(&self) -> CacheStats {
-        self.cache.stats()
+        self.0.cache_stats()
     }
 }
 
