@@ -142,6 +142,22 @@ pub struct TrainArgs {
     /// Print one JSON object with the results on stdout at the end (human lines go to stderr).
     #[arg(long, help_heading = "Output")]
     pub json: bool,
+    /// Continue the fit saved in this state file (written when a fit stops before convergence:
+    /// Ctrl-C, --max-iter, --time-limit); same data and parameters, limits may change.
+    #[arg(long, value_name = "STATE", help_heading = "Solver and run")]
+    pub resume: Option<PathBuf>,
+    /// Where to write the state file of a fit that stops early (default: MODEL_FILE.state).
+    #[arg(long, value_name = "FILE", help_heading = "Solver and run")]
+    pub state_file: Option<PathBuf>,
+    /// Per-sample weights: a text file with one non-negative weight per line, in the order of
+    /// the training samples (LIBSVM's weights extension); C_i = C * w_i.
+    #[arg(
+        short = 'W',
+        long = "weights",
+        value_name = "FILE",
+        help_heading = "Solver and run"
+    )]
+    pub weights: Option<PathBuf>,
     /// Print help.
     #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,

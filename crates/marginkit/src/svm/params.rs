@@ -222,6 +222,12 @@ impl SvmParams {
         self.0.kernel = k;
         self
     }
+    /// gamma of the RBF, polynomial and sigmoid kernels (a fixed value instead of
+    /// 1/n_features).
+    pub fn gamma(mut self, g: f64) -> Self {
+        self.0.kernel.gamma = Gamma::Value(g);
+        self
+    }
     /// C.
     pub fn c(mut self, c: f64) -> Self {
         self.0.c = c;
