@@ -9,7 +9,7 @@ use marginkit::data::write_atomically;
 use marginkit::solver::{Both, Shrinking, Status};
 use marginkit::svm::model_io::{fmt_label, save_model_with_status};
 use marginkit::svm::params::Probability;
-use marginkit::svm::train::{cross_validation, fit_resumable, FitReport};
+use marginkit::svm::train::{cross_validation_status, fit_resumable, FitReport};
 use marginkit::svm::FitCheckpoint;
 use marginkit::svm::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
 use marginkit::Dataset;
@@ -363,13 +363,20 @@ fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> C
         )));
     }
     let t0 = Instant::now();
-    let pred = cross_validation(params, data, k, params.seed)?;
+    let (pred, status) = cross_validation_status(params, data, k, params.seed)?;
     let seconds = t0.elapsed().as_secs_f64();
+    if status != Status::Converged {
+        eprintln!(
+            "marginkit: warning: a fold's solver stopped before convergence ({})",
+            status.as_str()
+        );
+    }
     report_cv(
         &pred,
         &data.y,
         params.svm_type.is_regression(),
-        json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed }),
+        json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed,
+                "status": status.as_str() }),
         a.json,
     );
     Ok(())

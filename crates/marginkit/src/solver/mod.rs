@@ -101,6 +101,21 @@ pub enum Status {
 }
 
 impl Status {
+    /// The worse of two statuses (converged < iteration limit < time limit < interrupted): the
+    /// status of a fit made of several solves.
+    pub fn worst(self, other: Status) -> Status {
+        let rank = |s: Status| match s {
+            Status::Converged => 0,
+            Status::MaxIterations => 1,
+            Status::TimeLimit => 2,
+            Status::Interrupted => 3,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
+    }
     /// Lower-case name used in reports and model files.
     pub fn as_str(&self) -> &'static str {
         match self {

@@ -834,6 +834,32 @@ pub fn cross_validation(
     k: usize,
     seed: u64,
 ) -> Result<Vec<f64>, FitError> {
+    cross_validation_status(params, data, k, seed).map(|(p, _)| p)
+}
+
+/// [`cross_validation`] plus the worst solver status over every fold's fit (so a limit hit in
+/// any fold is not silent).
+///
+/// # Errors
+/// As [`fit`] for any fold.
+pub fn cross_validation_status(
+    params: &SvmValidParams,
+    data: &Dataset,
+    k: usize,
+    seed: u64,
+) -> Result<(Vec<f64>, Status), FitError> {
+    let mut worst = Status::Converged;
+    let pred = cv_inner(params, data, k, seed, &mut worst)?;
+    Ok((pred, worst))
+}
+
+fn cv_inner(
+    params: &SvmValidParams,
+    data: &Dataset,
+    k: usize,
+    seed: u64,
+    worst: &mut Status,
+) -> Result<Vec<f64>, FitError> {
     let n = data.len();
     if n == 0 {
         return Err(DataError::Empty.into());
@@ -841,7 +867,8 @@ pub fn cross_validation(
     let k = k.clamp(1, n);
     let folds = fold_assignment(&data.y, k, params.svm_type.is_classifier(), seed);
     predict_by_folds(data, &folds, k, |train, test_x| {
-        let (model, _) = fit(params, train, &mut crate::solver::NoObserver)?;
+        let (model, rep) = fit(params, train, &mut crate::solver::NoObserver)?;
+        *worst = worst.worst(rep.status());
         let dec = model.decision_values(test_x);
         Ok(dec
             .iter()
