@@ -78,8 +78,16 @@ fn model_files_are_identical_at_1_2_and_8_threads() {
     let sparse = blobs(2, 900, 300, 0.05, true);
     let prob = |p: SvmParams| p.probability(Probability::On).seed(7);
     let cases: Vec<(&str, SvmValidParams, &Dataset)> = vec![
-        ("heart -b 1", prob(SvmParams::new().c(4.0)).check().unwrap(), &heart),
-        ("iris -b 1", prob(SvmParams::new().c(10.0)).check().unwrap(), &iris),
+        (
+            "heart -b 1",
+            prob(SvmParams::new().c(4.0)).check().unwrap(),
+            &heart,
+        ),
+        (
+            "iris -b 1",
+            prob(SvmParams::new().c(10.0)).check().unwrap(),
+            &iris,
+        ),
         (
             "auto svr -b 1",
             prob(SvmParams::new().svm_type(SvmType::EpsSvr).c(10.0))
@@ -94,10 +102,17 @@ fn model_files_are_identical_at_1_2_and_8_threads() {
         ),
         (
             "heart one-class",
-            SvmParams::new().svm_type(SvmType::OneClass).check().unwrap(),
+            SvmParams::new()
+                .svm_type(SvmType::OneClass)
+                .check()
+                .unwrap(),
             &heart,
         ),
-        ("dense 3-class", SvmParams::new().c(10.0).check().unwrap(), &dense),
+        (
+            "dense 3-class",
+            SvmParams::new().c(10.0).check().unwrap(),
+            &dense,
+        ),
         (
             "sparse 3-class -b 1",
             prob(SvmParams::new().c(10.0)).check().unwrap(),
@@ -192,10 +207,16 @@ fn concurrent_fits_equal_sequential_fits() {
             &iris,
         ),
         (
-            SvmParams::new().svm_type(SvmType::OneClass).check().unwrap(),
+            SvmParams::new()
+                .svm_type(SvmType::OneClass)
+                .check()
+                .unwrap(),
             &heart,
         ),
-        (SvmParams::new().c(100.0).gamma(0.5).check().unwrap(), &heart),
+        (
+            SvmParams::new().c(100.0).gamma(0.5).check().unwrap(),
+            &heart,
+        ),
     ];
     let sequential: Vec<Vec<u8>> = jobs.iter().map(|(p, d)| model_bytes(p, d)).collect();
     // All at once, twice over, on plain threads (sharing rayon's global pool).

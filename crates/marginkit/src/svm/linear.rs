@@ -318,6 +318,9 @@ impl LinearValidParams {
         if data.is_empty() {
             return Err(DataError::Empty.into());
         }
+        if let Some(w) = &data.weights {
+            super::train::check_weights(w, data.len())?;
+        }
         if self.0.solver.is_regression() {
             self.fit_svr(data, obs)
         } else {

@@ -144,6 +144,24 @@ pub fn fit_resumable(
     if data.is_empty() {
         return Err(DataError::Empty.into());
     }
+    if let Some(w) = &data.weights {
+        check_weights(w, data.len())?;
+        // Samples of weight 0 cannot enter the model: fit without them (so that nothing, not
+        // even Platt's folds, depends on them) and map the support vectors back to the rows.
+        if w.iter().any(|&v| v == 0.0) {
+            let keep: Vec<usize> = (0..data.len()).filter(|&i| w[i] > 0.0).collect();
+            if keep.is_empty() {
+                return Err(DataError::Empty.into());
+            }
+            let (mut model, report, ck) = fit_resumable(params, &data.subset(&keep), obs, resume)?;
+            if let Some(idx) = &mut model.sv_indices {
+                for i in idx.iter_mut() {
+                    *i = keep[*i];
+                }
+            }
+            return Ok((model, report, ck));
+        }
+    }
     let fp = fingerprint(params, data);
     if let Some(c) = resume {
         if c.fingerprint != fp {
@@ -222,6 +240,22 @@ pub fn fit_resumable(
         subs,
     });
     Ok((model, report, checkpoint))
+}
+
+/// Sample weights must be finite and non-negative (the field is public, so [`Dataset::new`]'s
+/// check may have been bypassed).
+pub(crate) fn check_weights(w: &[f64], n: usize) -> Result<(), DataError> {
+    if w.len() != n {
+        return Err(DataError::Shape {
+            what: "weights",
+            expected: n,
+            found: w.len(),
+        });
+    }
+    match w.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
+        Some(row) => Err(DataError::BadWeight { row, value: w[row] }),
+        None => Ok(()),
+    }
 }
 
 /// What a checkpoint keeps of a subproblem that just ran.
@@ -380,7 +414,10 @@ fn fit_classifier(
                 let prob = if params.probability == Probability::On {
                     match saved_prob {
                         Some(p) => Some(p),
-                        None => binary_probability(params, kernel, &sub.x, &y, &c, obs, report)?,
+                        None => {
+                            let sw: Vec<f64> = (0..idx.len()).map(|k| sub.weight(k)).collect();
+                            binary_probability(params, kernel, &sub.x, &y, &c, &sw, obs, report)?
+                        }
                     }
                 } else {
                     None
@@ -767,12 +804,14 @@ const PROB_FOLDS: usize = 5;
 /// Platt sigmoid for one binary subproblem from 5-fold cross-validated decision values.
 /// `None` when the observer stopped one of the fold solves (the statuses of the fold solves go
 /// to `report.calibration`).
+#[allow(clippy::too_many_arguments)]
 fn binary_probability(
     params: &SvmValidParams,
     kernel: KernelSpec,
     x: &Features,
     y: &[f64],
     c: &[f64],
+    w: &[f64],
     obs: &mut dyn Observer,
     report: &mut FitReport,
 ) -> Result<Option<(f64, f64)>, FitError> {
@@ -809,7 +848,11 @@ fn binary_probability(
         }
     }
     let positive: Vec<bool> = y.iter().map(|&v| v > 0.0).collect();
-    Ok(Some(probability::sigmoid_train(&dec, &positive)))
+    Ok(Some(probability::sigmoid_train_weighted(
+        &dec,
+        &positive,
+        Some(w),
+    )))
 }
 
 /// Laplace scale of SVR residuals from 5-fold cross-validation.
