@@ -251,10 +251,14 @@ pub fn run(a: TrainArgs) -> CliResult {
         a.json,
         a.quiet,
         &format!(
-            "status = {}, max KKT violation = {:.3e}, duality gap = {:.3e}",
+            "status = {}, max KKT violation = {:.3e}, duality gap = {:.3e}\nkernel cache {:.0} MB, hit rate {:.1}% ({} hits, {} misses)",
             status.as_str(),
             report.max_violation(),
-            report.gap()
+            report.gap(),
+            params.cache_bytes as f64 / 1048576.0,
+            100.0 * report.cache.hit_rate(),
+            report.cache.hits,
+            report.cache.misses
         ),
     );
     save_model_with_status(&path, &model, status)
@@ -292,6 +296,10 @@ pub fn run(a: TrainArgs) -> CliResult {
             "duality_gap": per_subproblem(&report, |s| json!(s.gap)),
             "model_file": path.display().to_string(),
             "state_file": state_written,
+            "cache_mb": params.cache_bytes as f64 / 1048576.0,
+            "cache_hits": report.cache.hits,
+            "cache_misses": report.cache.misses,
+            "cache_hit_rate": report.cache.hit_rate(),
             "resumed": a.resume.is_some(),
         });
         println!("{out}");

@@ -22,7 +22,8 @@ use super::params::{Probability, SvmType, SvmValidParams};
 use super::probability;
 use crate::data::{Dataset, Features};
 use crate::error::{DataError, FitError};
-use crate::kernel::qmatrix::{OneClassQ, SvcQ, SvrQ};
+use crate::kernel::cache::CacheStats;
+use crate::kernel::qmatrix::{OneClassQ, QMatrix, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
 use crate::solver::smo::{self, SmoSnapshot};
 use crate::solver::{BoxQp, Equality, Observer, SolveInfo, Status};
@@ -63,6 +64,8 @@ pub struct FitReport {
     pub warnings: Vec<String>,
     /// The solves of the internal cross-validation behind Platt scaling (`-b 1`), if any.
     pub calibration: Vec<SubproblemReport>,
+    /// Kernel-cache requests over the subproblems' solves (hits: served from the cache).
+    pub cache: CacheStats,
 }
 
 impl FitReport {
@@ -100,6 +103,8 @@ struct DecisionFunction {
     coef: Vec<f64>,
     rho: f64,
     report: SubproblemReport,
+    /// Kernel cache counters of the solve (zero for a subproblem taken from a checkpoint).
+    cache: CacheStats,
 }
 
 /// Trains a kernel SVM on `data`.
@@ -191,6 +196,7 @@ pub fn fit_resumable(
                     coef: d.coef.clone(),
                     rho: d.rho,
                     report: d.report.clone(),
+                    cache: CacheStats::default(),
                 },
                 other => {
                     let snap = match other {
@@ -207,6 +213,8 @@ pub fn fit_resumable(
                 subs.push(sub_state(&f, None, None));
             }
             report.subproblems.push(f.report.clone());
+            report.cache.hits += f.cache.hits;
+            report.cache.misses += f.cache.misses;
             let prob_a = if params.probability == Probability::On
                 && params.svm_type.is_regression()
                 && f.report.status == Status::Converged
@@ -380,6 +388,7 @@ fn fit_classifier(
                     n_sv: 0,
                     n_bsv: 0,
                 },
+                cache: CacheStats::default(),
             };
             let saved = resume.and_then(|r| r.get(pair));
             let mut f = if interrupted {
@@ -395,6 +404,7 @@ fn fit_classifier(
                     coef: d.coef.clone(),
                     rho: d.rho,
                     report: d.report.clone(),
+                    cache: CacheStats::default(),
                 }
             } else {
                 let sub = data.subset(&idx);
@@ -453,6 +463,8 @@ fn fit_classifier(
             }
             f.coef = full;
             report.subproblems.push(f.report.clone());
+            report.cache.hits += f.cache.hits;
+            report.cache.misses += f.cache.misses;
             funcs.push(f);
         }
     }
@@ -532,6 +544,7 @@ fn solve_one(
     want_snapshot: bool,
 ) -> Result<(DecisionFunction, Option<SmoSnapshot>), FitError> {
     let snapshot;
+    let cache;
     let l = y.len();
     let settings = &params.solver;
     let cb = cache_bytes(params);
@@ -559,6 +572,7 @@ fn solve_one(
                 want_snapshot,
             )?;
             snapshot = snap;
+            cache = q.cache_stats();
             let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s).collect();
             (coef, info, Bounds::new(alpha, c.to_vec()))
         }
@@ -597,6 +611,7 @@ fn solve_one(
                 want_snapshot,
             )?;
             snapshot = snap;
+            cache = q.cache_stats();
             // Rescale to the C-SVC form with C = 1/r (LIBSVM's convention).
             let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s / r).collect();
             info.rho /= r;
@@ -638,6 +653,7 @@ fn solve_one(
                 want_snapshot,
             )?;
             snapshot = snap;
+            cache = q.cache_stats();
             (alpha.clone(), info, Bounds::new(alpha, upper))
         }
         SvmType::EpsSvr | SvmType::NuSvr => {
@@ -683,6 +699,7 @@ fn solve_one(
                 want_snapshot,
             )?;
             snapshot = snap;
+            cache = q.cache_stats();
             let coef: Vec<f64> = (0..l).map(|i| alpha[i] - alpha[i + l]).collect();
             (coef, info, Bounds::new(alpha, upper))
         }
@@ -691,6 +708,7 @@ fn solve_one(
     let (n_sv, n_bsv) = upper_of.counts(params.svm_type, &coef);
     Ok((
         DecisionFunction {
+            cache,
             rho: info.rho,
             report: SubproblemReport {
                 classes: None,
