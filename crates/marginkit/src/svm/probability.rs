@@ -121,6 +121,78 @@ pub fn sigmoid_train_weighted(
     (a, b)
 }
 
+/// Platt's sigmoid through the origin: fits `P(y = +1 | f) = 1 / (1 + exp(A f))` (B = 0) with the
+/// same regularized targets and weights as [`sigmoid_train_weighted`], and returns `A <= 0`.
+///
+/// This is what marginkit's binary models use (a documented deviation from LIBSVM, whose free
+/// `B` moves the 0.5 crossing away from `f = 0`, so that LIBSVM's probabilities can contradict
+/// its own predictions near the boundary): with `B = 0` and `A < 0`, `P(+1) > 1/2` exactly when
+/// the decision value is positive, so the most probable class is always the predicted one.
+/// When the fitted slope is not negative (decision values that do not separate the classes at
+/// all), `A = 0` (both probabilities 1/2; ties go to the predicted class).
+pub fn sigmoid_train_origin(dec: &[f64], positive: &[bool], weights: Option<&[f64]>) -> f64 {
+    let w = |i: usize| weights.map_or(1.0, |w| w[i]);
+    let n_pos: f64 = (0..positive.len()).filter(|&i| positive[i]).map(w).sum();
+    let n_neg: f64 = (0..positive.len()).filter(|&i| !positive[i]).map(w).sum();
+    let hi = (n_pos + 1.0) / (n_pos + 2.0);
+    let lo = 1.0 / (n_neg + 2.0);
+    let t: Vec<f64> = positive.iter().map(|&p| if p { hi } else { lo }).collect();
+    let wv: Vec<f64> = (0..dec.len()).map(w).collect();
+    let nll = |a: f64| -> f64 {
+        dec.iter()
+            .zip(&t)
+            .zip(&wv)
+            .map(|((&f, &ti), &wi)| {
+                let z = a * f;
+                wi * if z >= 0.0 {
+                    ti * z + (-z).exp().ln_1p()
+                } else {
+                    z.exp().ln_1p() - (1.0 - ti) * z
+                }
+            })
+            .sum()
+    };
+    let scale: f64 =
+        wv.iter().sum::<f64>() * (1.0 + dec.iter().map(|f| f.abs()).fold(0.0, f64::max));
+    let tight = 1e-13 * scale.max(1.0);
+    let (mut a, mut fval) = (0.0, nll(0.0));
+    for _ in 0..100 {
+        let (mut h, mut g) = (1e-12, 0.0);
+        for ((&f, &ti), &wi) in dec.iter().zip(&t).zip(&wv) {
+            let p = sigmoid_predict(f, a, 0.0);
+            h += wi * f * f * p * (1.0 - p);
+            g += wi * f * (ti - p);
+        }
+        if g.abs() < tight {
+            break;
+        }
+        let d = -g / h;
+        if g.abs() < 1e-5 {
+            // Quadratic region: take the Newton step (see sigmoid_train_weighted).
+            if a + d == a || !(a + d).is_finite() {
+                break;
+            }
+            a += d;
+            continue;
+        }
+        let mut step = 1.0;
+        while step >= 1e-10 {
+            let na = a + step * d;
+            let nf = nll(na);
+            if nf < fval + 1e-4 * step * g * d {
+                a = na;
+                fval = nf;
+                break;
+            }
+            step /= 2.0;
+        }
+        if step < 1e-10 {
+            break;
+        }
+    }
+    a.min(0.0)
+}
+
 /// `P(y = +1 | f)` for a fitted sigmoid.
 pub fn sigmoid_predict(f: f64, a: f64, b: f64) -> f64 {
     let z = f * a + b;

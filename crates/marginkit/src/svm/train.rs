@@ -866,11 +866,9 @@ fn binary_probability(
         }
     }
     let positive: Vec<bool> = y.iter().map(|&v| v > 0.0).collect();
-    Ok(Some(probability::sigmoid_train_weighted(
-        &dec,
-        &positive,
-        Some(w),
-    )))
+    // Through the origin, so that the most probable class is the predicted one.
+    let a = probability::sigmoid_train_origin(&dec, &positive, Some(w));
+    Ok(Some((a, 0.0)))
 }
 
 /// Laplace scale of SVR residuals from 5-fold cross-validation.
