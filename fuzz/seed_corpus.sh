@@ -7,7 +7,7 @@ data="$here/../crates/marginkit/tests/data"
 corpus="$here/corpus"
 golden="$here/../tests/data/golden"
 mkdir -p "$corpus/fuzz_libsvm" "$corpus/fuzz_csv" "$corpus/fuzz_scale_params" \
-  "$corpus/fuzz_svm_model" "$corpus/fuzz_linear_model"
+  "$corpus/fuzz_svm_model" "$corpus/fuzz_linear_model" "$corpus/fuzz_checkpoint" "$corpus/fuzz_weights"
 
 # LIBSVM: heart_scale in chunks of 10 lines, each prefixed by a mode byte (see fuzz_libsvm.rs).
 i=0
@@ -59,4 +59,36 @@ printf 'solver_type L2R_L2LOSS_SVR_DUAL\nnr_class 2\nnr_feature 2\nbias 1\nw\n0.
   > "$corpus/fuzz_linear_model/svr_bias"
 printf 'solver_type L2R_L1LOSS_SVC_DUAL\nnr_class 3\nlabel 2 0 -7\nnr_feature 1\nbias -1\nw\n1 2 3 \n' \
   > "$corpus/fuzz_linear_model/three_class"
+# Models flagged as not converged (the status line).
+printf 'svm_type c_svc\nstatus interrupted\nkernel_type linear\nnr_class 2\ntotal_sv 1\nrho 0\nlabel 1 -1\nnr_sv 1 0\nSV\n1 1:1 \n' \
+  > "$corpus/fuzz_svm_model/status"
+printf 'solver_type L2R_L2LOSS_SVC_DUAL\nstatus max_iterations\nnr_class 2\nlabel 1 -1\nnr_feature 1\nbias -1\nw\n0.5 \n' \
+  > "$corpus/fuzz_linear_model/status"
+
+# Weight files (and /proc/meminfo-like text for -m auto).
+printf '1\n2\n0\n# comment\n\n3.5\r\n1e-3\n' > "$corpus/fuzz_weights/plain"
+printf 'MemTotal:  24000000 kB\nMemAvailable:  1234 kB\n' > "$corpus/fuzz_weights/meminfo"
+printf '1\n-1\nnan\n' > "$corpus/fuzz_weights/bad"
+
+# Fit checkpoints (binary state files): made by stopping real fits with --max-iter, when a
+# marginkit binary is given (MARGINKIT_BIN) or already built.
+bin="${MARGINKIT_BIN:-$here/../target/release/marginkit}"
+if [ -x "$bin" ]; then
+  tmp="$(mktemp -d)"
+  k=0
+  for args in "-c 100" "-s 1 -n 0.3" "-s 2" "-s 3 -c 10" "-s 4" "-b 1 -c 10"; do
+    for it in 3 40; do
+      # shellcheck disable=SC2086
+      "$bin" train -q $args --max-iter $it --state-file "$tmp/s" "$data/heart_scale" "$tmp/m" 2>/dev/null || true
+      [ -f "$tmp/s" ] && mv "$tmp/s" "$corpus/fuzz_checkpoint/heart_${k}_$it"
+    done
+    k=$((k + 1))
+  done
+  "$bin" train -q -c 100 --max-iter 20 --state-file "$tmp/s" "$data/iris.scale.svm" "$tmp/m" 2>/dev/null || true
+  [ -f "$tmp/s" ] && mv "$tmp/s" "$corpus/fuzz_checkpoint/iris"
+  rm -rf "$tmp"
+else
+  echo "no marginkit binary at $bin: fuzz_checkpoint starts from an empty corpus" >&2
+fi
+printf 'MKFITCK1' > "$corpus/fuzz_checkpoint/magic"
 echo "seed corpora written under $corpus"

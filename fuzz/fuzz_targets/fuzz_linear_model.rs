@@ -7,13 +7,16 @@ use marginkit::data::{DenseMatrix, Features};
 use marginkit::svm::linear::LinearModel;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(model) = LinearModel::from_bytes(data) else {
+    let Ok((model, status)) = LinearModel::read_with_status(data) else {
         return;
     };
     let mut text = Vec::new();
-    model.write(&mut text).expect("an accepted model writes");
-    let back = LinearModel::from_bytes(&text).expect("re-reading a written model");
+    model
+        .write_with_status(&mut text, status)
+        .expect("an accepted model writes");
+    let (back, st2) = LinearModel::read_with_status(text.as_slice()).expect("re-reading");
     assert_eq!(back, model);
+    assert_eq!(status, st2);
 
     let cols = model.n_features().min(4096);
     let x = DenseMatrix::new(1, cols, (0..cols).map(|k| (k % 5) as f64 - 2.0).collect())

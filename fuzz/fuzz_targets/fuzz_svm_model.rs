@@ -5,17 +5,19 @@
 
 use libfuzzer_sys::fuzz_target;
 use marginkit::data::{CsrMatrix, DenseMatrix, Features};
-use marginkit::svm::model_io::{read_model_bytes, write_model};
+use marginkit::svm::model_io::{read_model_with_status, write_model_with_status};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(model) = read_model_bytes(data) else {
+    // The status line of a model that did not converge is part of the format.
+    let Ok((model, status)) = read_model_with_status(data) else {
         return;
     };
     let mut text = Vec::new();
-    write_model(&mut text, &model).expect("writing to memory");
-    let back = read_model_bytes(&text).expect("re-reading a written model");
+    write_model_with_status(&mut text, &model, status).expect("writing to memory");
+    let (back, st2) = read_model_with_status(text.as_slice()).expect("re-reading a written model");
+    assert_eq!(status, st2);
     let mut again = Vec::new();
-    write_model(&mut again, &back).expect("writing to memory");
+    write_model_with_status(&mut again, &back, st2).expect("writing to memory");
     assert_eq!(
         String::from_utf8_lossy(&text),
         String::from_utf8_lossy(&again)

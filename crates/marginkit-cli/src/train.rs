@@ -324,34 +324,20 @@ fn read_state(p: &Path) -> CliResult<FitCheckpoint> {
     FitCheckpoint::from_bytes(&bytes).map_err(|e| CliError(format!("{}: {e}", p.display())))
 }
 
-/// Attaches per-sample weights read from `path` (one number per line, blank lines and lines
-/// starting with '#' skipped) to `data`.
+/// Attaches per-sample weights read from `path` (see
+/// [`marginkit::svm::train::parse_sample_weights`]) to `data`.
 pub fn with_weight_file(data: Dataset, path: &Path) -> CliResult<Dataset> {
     let text =
         std::fs::read_to_string(path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
-    let mut w = Vec::with_capacity(data.len());
-    for (k, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let v: f64 = t.parse().map_err(|_| {
-            CliError(format!(
-                "{}:{}:1: weight: expected a number, found '{}'",
-                path.display(),
-                k + 1,
-                t.chars().take(40).collect::<String>()
-            ))
-        })?;
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(CliError(format!(
-                "{}:{}:1: weight: must be finite and >= 0, found {v}",
-                path.display(),
-                k + 1
-            )));
-        }
-        w.push(v);
-    }
+    let w = marginkit::svm::train::parse_sample_weights(&text).map_err(|e| {
+        CliError(format!(
+            "{}:{}:{}: {}",
+            path.display(),
+            e.line,
+            e.column,
+            e.kind
+        ))
+    })?;
     if w.len() != data.len() {
         return Err(CliError(format!(
             "{}: {} weights for {} training samples",

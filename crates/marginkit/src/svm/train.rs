@@ -21,7 +21,7 @@ use super::model::SvmModel;
 use super::params::{Probability, SvmType, SvmValidParams};
 use super::probability;
 use crate::data::{Dataset, Features};
-use crate::error::{DataError, FitError};
+use crate::error::{DataError, FitError, ParseError, ParseErrorKind};
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{OneClassQ, QMatrix, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
@@ -264,6 +264,46 @@ pub(crate) fn check_weights(w: &[f64], n: usize) -> Result<(), DataError> {
         Some(row) => Err(DataError::BadWeight { row, value: w[row] }),
         None => Ok(()),
     }
+}
+
+/// Reads a per-sample weight file (LIBSVM's weights extension, `-W FILE`): one weight per line,
+/// in the order of the training samples; blank lines and lines starting with `#` are skipped;
+/// each weight must be a finite number `>= 0`. Lines may end in `\r\n`.
+///
+/// # Errors
+/// [`ParseError`] with the 1-based line and column of the first bad weight.
+pub fn parse_sample_weights(text: &str) -> Result<Vec<f64>, ParseError> {
+    let mut w = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        let lead = line.len() - line.trim_start().len();
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let col = line[..lead].chars().count() + 1;
+        let err = |kind| ParseError {
+            line: k + 1,
+            column: col,
+            kind,
+        };
+        let v: f64 = t.parse().map_err(|_| {
+            err(ParseErrorKind::Expected {
+                expected: "a weight (a number >= 0)",
+                found: t.chars().take(40).collect(),
+            })
+        })?;
+        if !v.is_finite() {
+            return Err(err(ParseErrorKind::NonFinite { what: "weight" }));
+        }
+        if v < 0.0 {
+            return Err(err(ParseErrorKind::Expected {
+                expected: "a weight >= 0",
+                found: t.chars().take(40).collect(),
+            }));
+        }
+        w.push(v);
+    }
+    Ok(w)
 }
 
 /// What a checkpoint keeps of a subproblem that just ran.
