@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use marginkit::data::write_atomically;
 use marginkit::solver::{Shrinking, Status};
 use marginkit::svm::linear::{
-    cross_validation, LinearModel, LinearParams, LinearSolver, LinearValidParams,
+    cross_validation_status, LinearModel, LinearParams, LinearSolver, LinearValidParams,
 };
 use marginkit::svm::model_io::{fmt_f64, fmt_label};
 use serde_json::{json, Value};
@@ -76,13 +76,20 @@ pub fn run(a: TrainArgs) -> CliResult {
             )));
         }
         let t0 = Instant::now();
-        let pred = cross_validation(&params, &data, k, a.model.seed)?;
+        let (pred, status) = cross_validation_status(&params, &data, k, a.model.seed)?;
         let secs = t0.elapsed().as_secs_f64();
+        if status != Status::Converged {
+            eprintln!(
+                "marginkit: warning: a fold's solver stopped before convergence ({})",
+                status.as_str()
+            );
+        }
         report_cv(
             &pred,
             &data.y,
             regression,
-            json!({ "cv_folds": k, "cv_seconds": secs, "seed": a.model.seed }),
+            json!({ "cv_folds": k, "cv_seconds": secs, "seed": a.model.seed,
+                    "status": status.as_str() }),
             a.json,
         );
         return Ok(());

@@ -117,8 +117,8 @@ pub fn check_gradient(g: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
             KktReport {
                 objective,
                 max_violation: viol,
-                gap: gap_at(0.0, &free, &g, alpha, qp.upper, &y),
-                dual_residual: dual_residual(0.0, &free, &g, qp.upper, &y),
+                gap: gap_at(0.0, &free, g, alpha, qp.upper, &y),
+                dual_residual: dual_residual(0.0, &free, g, qp.upper, &y),
                 b: 0.0,
                 bound_violation,
                 equality_residual: 0.0,
@@ -147,12 +147,12 @@ pub fn check_gradient(g: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
                 0.0
             };
             let res: f64 = (0..n).map(|i| y(i) * alpha[i]).sum::<f64>() - delta;
-            let (b, gap) = min_gap(&free, &g, alpha, qp.upper, &y);
+            let (b, gap) = min_gap(&free, g, alpha, qp.upper, &y);
             KktReport {
                 objective,
                 max_violation: viol,
                 gap,
-                dual_residual: dual_residual(b, &free, &g, qp.upper, &y),
+                dual_residual: dual_residual(b, &free, g, qp.upper, &y),
                 b,
                 bound_violation,
                 equality_residual: res.abs(),

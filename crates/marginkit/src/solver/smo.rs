@@ -1759,6 +1759,7 @@ impl State {
 /// # Errors
 /// As [`solve`]; [`SolveError::Dimensions`] / [`SolveError::Infeasible`] for a snapshot that
 /// does not belong to `qp`.
+#[allow(clippy::too_many_arguments)]
 pub fn solve_resumable<Q: QMatrix>(
     q: &mut Q,
     qp: &BoxQp<'_>,

@@ -1166,6 +1166,19 @@ pub fn cross_validation(
     k: usize,
     seed: u64,
 ) -> Result<Vec<f64>, FitError> {
+    cross_validation_status(params, data, k, seed).map(|(p, _)| p)
+}
+
+/// [`cross_validation`] plus the worst solver status over the folds' fits.
+///
+/// # Errors
+/// As [`LinearValidParams::fit`] for any fold.
+pub fn cross_validation_status(
+    params: &LinearValidParams,
+    data: &Dataset,
+    k: usize,
+    seed: u64,
+) -> Result<(Vec<f64>, Status), FitError> {
     let n = data.len();
     if n == 0 {
         return Err(DataError::Empty.into());
@@ -1173,9 +1186,15 @@ pub fn cross_validation(
     let k = k.clamp(1, n);
     let regression = params.params().solver.is_regression();
     let folds = super::train::fold_assignment(&data.y, k, !regression, seed);
-    super::train::predict_by_folds(data, &folds, k, |train, test_x| {
-        Ok(params.fit(train)?.model.predict(test_x))
-    })
+    let mut worst = Status::Converged;
+    let pred = super::train::predict_by_folds(data, &folds, k, |train, test_x| {
+        let fit = params.fit(train)?;
+        for s in &fit.report.subproblems {
+            worst = worst.worst(s.status);
+        }
+        Ok(fit.model.predict(test_x))
+    })?;
+    Ok((pred, worst))
 }
 
 #[cfg(test)]

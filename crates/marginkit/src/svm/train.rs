@@ -153,7 +153,7 @@ pub fn fit_resumable(
         check_weights(w, data.len())?;
         // Samples of weight 0 cannot enter the model: fit without them (so that nothing, not
         // even Platt's folds, depends on them) and map the support vectors back to the rows.
-        if w.iter().any(|&v| v == 0.0) {
+        if w.contains(&0.0) {
             let keep: Vec<usize> = (0..data.len()).filter(|&i| w[i] > 0.0).collect();
             if keep.is_empty() {
                 return Err(DataError::Empty.into());
