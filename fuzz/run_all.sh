@@ -2,7 +2,7 @@
 # Runs every cargo-fuzz target for SECONDS each (default 60), one after the other, from fresh seed
 # corpora, and prints one line per target: runs executed, corpus size, crashes. Crash inputs land
 # in fuzz/artifacts/<target>/ (turn each into a regression test next to its parser).
-# Usage: bash fuzz/run_all.sh [SECONDS] [JOBS]        (needs nightly + cargo-fuzz)
+# Usage: bash fuzz/run_all.sh [SECONDS] [TARGET,TARGET...]   (needs nightly + cargo-fuzz; default: all)
 set -uo pipefail
 secs="${1:-60}"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -11,6 +11,7 @@ root="$here/.."
 MARGINKIT_BIN="${CARGO_TARGET_DIR:-$root/target}/release/marginkit" bash "$here/seed_corpus.sh" >/dev/null
 cd "$here" || exit 1
 targets=$(sed -n 's/^name = "\(fuzz_[a-z_]*\)"/\1/p' Cargo.toml)
+if [ -n "${2:-}" ]; then targets=$(echo "$2" | tr ',' ' '); fi
 status=0
 for t in $targets; do
   log="$(mktemp)"
