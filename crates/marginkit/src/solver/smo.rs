@@ -1605,6 +1605,10 @@ impl SmoSnapshot {
         let n = n as usize;
         let obj_fixed = r.f64()?;
         let delta = r.f64()?;
+        // One byte form per snapshot: without the equality the delta field is zero.
+        if has_delta == 0 && delta.to_bits() != 0 {
+            return Err("SMO snapshot: a delta without the equality".into());
+        }
         let viol = r.f64()?;
         let iter = r.u64()?;
         let counter = r.u64()? as usize;
