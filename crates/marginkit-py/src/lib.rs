@@ -19,7 +19,7 @@
 use std::time::Instant;
 
 use marginkit::data::{CsrMatrix, Dataset, DenseMatrix, Features};
-use marginkit::error::{DataError, FitError, IoError, ParamError};
+use marginkit::error::{DataError, FitError, IoError, ParamError, SolveError};
 use marginkit::path::{run_path, Grid, PathParams};
 use marginkit::screening::Rule;
 use marginkit::solver::{NoObserver, Shrinking};
@@ -188,7 +188,10 @@ fn param_err(e: ParamError) -> PyErr {
 
 fn fit_err(e: FitError) -> PyErr {
     match e {
-        FitError::Param(_) | FitError::Data(_) => PyValueError::new_err(e.to_string()),
+        // Infeasible: the user's nu or weights admit no feasible point (bad parameters).
+        FitError::Param(_) | FitError::Data(_) | FitError::Solve(SolveError::Infeasible(_)) => {
+            PyValueError::new_err(e.to_string())
+        }
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }

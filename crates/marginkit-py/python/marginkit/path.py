@@ -93,7 +93,8 @@ class SVCPath(ClassifierMixin, BaseEstimator):
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if len(self.classes_) != 2:
             raise ValueError(
-                f"SVCPath is a two-class method; the data has {len(self.classes_)} classes"
+                "Only binary classification is supported. SVCPath is a two-class method; the "
+                f"data has {len(self.classes_)} classes"
             )
         # +1 for classes_[1]: the core's labels[0] (first appearance) gets y = +1 internally.
         y_pm = np.where(y_enc == 1, 1.0, -1.0)
@@ -129,6 +130,7 @@ class SVCPath(ClassifierMixin, BaseEstimator):
         self.valid_accuracy_ = raw["valid_accuracy"]
         self.dual_coef_path_ = raw["alpha"]
         self.path_status_ = list(raw["status"])
+        self.n_iter_ = raw["iterations"].astype(np.int64)
         if self.linear_engine:
             self.coef_path_ = self._sign * raw["w"]
             self.intercept_path_ = self._sign * raw["intercept"]
@@ -164,6 +166,7 @@ class SVCPath(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Class labels at C_."""
+        check_is_fitted(self)
         return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
 
     def __sklearn_tags__(self):

@@ -180,6 +180,10 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         # Rows handed over with the first sample of each class first (in sorted class order):
         # LIBSVM's first-appearance order then equals np.unique's order, and the order of the
         # samples inside each class (all the solver sees of the row order) is unchanged.
+        if sw is not None and np.count_nonzero(np.bincount(y_enc, weights=sw) > 0) < 2:
+            raise ValueError(
+                "Invalid input - all samples with positive weights belong to the same class"
+            )
         _, first = np.unique(y_enc, return_index=True)
         rest = np.ones(len(y_enc), dtype=bool)
         rest[first] = False
