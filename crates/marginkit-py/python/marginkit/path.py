@@ -40,7 +40,8 @@ class SVCPath(ClassifierMixin, BaseEstimator):
     tol, cache_size, max_iter, shrinking : solver settings as in SVC.
 
     Fitted attributes: Cs_ (the C values), objective_, n_support_path_, screening_rate_,
-    screened_ (samples fixed by the rule per C), valid_accuracy_ (NaN without validation data),
+    screened_ (samples fixed by the rule per C), n_iter_path_ (solver iterations per C; n_iter_
+    is their sum), valid_accuracy_ (NaN without validation data),
     dual_coef_path_ (alpha_i, shape (n_Cs, n_samples)), coef_path_ and intercept_path_ (linear
     engine), best_index_ (the best validation accuracy, else the last point), classes_.
     predict / decision_function use the point best_index_; decision_function_path gives all.
@@ -130,7 +131,9 @@ class SVCPath(ClassifierMixin, BaseEstimator):
         self.valid_accuracy_ = raw["valid_accuracy"]
         self.dual_coef_path_ = raw["alpha"]
         self.path_status_ = list(raw["status"])
-        self.n_iter_ = raw["iterations"].astype(np.int64)
+        # Per C (0 where screening fixed every variable), and the path's total.
+        self.n_iter_path_ = raw["iterations"].astype(np.int64)
+        self.n_iter_ = int(self.n_iter_path_.sum())
         if self.linear_engine:
             self.coef_path_ = self._sign * raw["w"]
             self.intercept_path_ = self._sign * raw["intercept"]
