@@ -36,12 +36,7 @@ use pyo3::types::{PyBytes, PyDict};
 #[derive(FromPyObject)]
 enum XArg<'py> {
     Dense(PyReadonlyArray2<'py, f64>),
-    Csr(
-        PyReadonlyArray1<'py, f64>,
-        IdxArg<'py>,
-        IdxArg<'py>,
-        usize,
-    ),
+    Csr(PyReadonlyArray1<'py, f64>, IdxArg<'py>, IdxArg<'py>, usize),
 }
 
 /// A CSR index array as scipy stores it (int32, or int64 for large matrices).
@@ -90,7 +85,9 @@ fn features(x: &XArg<'_>, perm: Option<&[usize]>) -> PyResult<Features> {
                 }
             };
             let rows = perm.map_or(n, <[_]>::len);
-            Ok(Features::Dense(DenseMatrix::new(rows, d, values).map_err(data_err)?))
+            Ok(Features::Dense(
+                DenseMatrix::new(rows, d, values).map_err(data_err)?,
+            ))
         }
         XArg::Csr(data, indices, indptr, n_cols) => {
             let vals: Vec<f64> = data.as_array().iter().copied().collect();
@@ -156,7 +153,9 @@ fn dataset(
     };
     if let Some(p) = perm {
         if p.len() != n || p.iter().any(|&i| i >= n) {
-            return Err(PyValueError::new_err("row permutation does not match the data"));
+            return Err(PyValueError::new_err(
+                "row permutation does not match the data",
+            ));
         }
     }
     let yv = vec1(&Some(y.clone()), perm).unwrap_or_default();
@@ -249,7 +248,7 @@ impl SvmModelHandle {
         let flat: Vec<f64> = rows.into_iter().flatten().collect();
         let n = xf.n_rows();
         let arr = PyArray1::from_vec(py, flat);
-        Ok(arr.reshape([n, width])?)
+        arr.reshape([n, width])
     }
 
     /// Predicted labels (classification: the model's labels; regression: values).
@@ -279,7 +278,7 @@ impl SvmModelHandle {
         let k = model.labels.len();
         let flat: Vec<f64> = rows.into_iter().flat_map(|(_, p)| p).collect();
         let arr = PyArray1::from_vec(py, flat);
-        Ok(arr.reshape([xf.n_rows(), k])?)
+        arr.reshape([xf.n_rows(), k])
     }
 
     /// The model in LIBSVM's text format.
@@ -397,7 +396,10 @@ fn fit_svm<'py>(
     let rows = model.sv_coef.len();
     let nsv = model.total_sv();
     let flat: Vec<f64> = model.sv_coef.iter().flatten().copied().collect();
-    d.set_item("sv_coef", PyArray1::from_vec(py, flat).reshape([rows, nsv])?)?;
+    d.set_item(
+        "sv_coef",
+        PyArray1::from_vec(py, flat).reshape([rows, nsv])?,
+    )?;
     d.set_item("rho", PyArray1::from_vec(py, model.rho.clone()))?;
     let n_sv: Vec<i64> = model.n_sv.iter().map(|&v| v as i64).collect();
     d.set_item("n_sv", PyArray1::from_vec(py, n_sv))?;
@@ -633,15 +635,30 @@ fn fit_path<'py>(
     d.set_item("objective", PyArray1::from_vec(py, col(&|p| p.objective)))?;
     d.set_item("n_sv", PyArray1::from_vec(py, col(&|p| p.n_sv as f64)))?;
     d.set_item("n_bsv", PyArray1::from_vec(py, col(&|p| p.n_bsv as f64)))?;
-    d.set_item("screened_r", PyArray1::from_vec(py, col(&|p| p.screened_r as f64)))?;
-    d.set_item("screened_l", PyArray1::from_vec(py, col(&|p| p.screened_l as f64)))?;
+    d.set_item(
+        "screened_r",
+        PyArray1::from_vec(py, col(&|p| p.screened_r as f64)),
+    )?;
+    d.set_item(
+        "screened_l",
+        PyArray1::from_vec(py, col(&|p| p.screened_l as f64)),
+    )?;
     d.set_item(
         "screening_rate",
         PyArray1::from_vec(py, col(&|p| p.screening_rate)),
     )?;
-    d.set_item("rule_seconds", PyArray1::from_vec(py, col(&|p| p.rule_seconds)))?;
-    d.set_item("solve_seconds", PyArray1::from_vec(py, col(&|p| p.solve_seconds)))?;
-    d.set_item("iterations", PyArray1::from_vec(py, col(&|p| p.iterations as f64)))?;
+    d.set_item(
+        "rule_seconds",
+        PyArray1::from_vec(py, col(&|p| p.rule_seconds)),
+    )?;
+    d.set_item(
+        "solve_seconds",
+        PyArray1::from_vec(py, col(&|p| p.solve_seconds)),
+    )?;
+    d.set_item(
+        "iterations",
+        PyArray1::from_vec(py, col(&|p| p.iterations as f64)),
+    )?;
     d.set_item(
         "kkt_violators_freed",
         PyArray1::from_vec(py, col(&|p| p.kkt_violators_freed as f64)),
@@ -656,7 +673,7 @@ fn fit_path<'py>(
     )?;
     let n = train.len();
     let alpha: Vec<f64> = pts.iter().flat_map(|p| p.alpha.iter().copied()).collect();
-    let rows = if n == 0 { 0 } else { alpha.len() / n };
+    let rows = alpha.len().checked_div(n).unwrap_or(0);
     d.set_item("alpha", PyArray1::from_vec(py, alpha).reshape([rows, n])?)?;
     if kernel == "linear_engine" {
         let nf = path.n_features;
