@@ -8,7 +8,8 @@
 //! live in Python (`python/marginkit/`). A new library method needs one `fit_*` function here
 //! and one thin estimator class there.
 //!
-//! Training runs with the GIL released. Rust errors become Python exceptions carrying the Rust
+//! Training runs with the GIL released; Ctrl-C stops it (the solver polls Python's signal handlers
+//! every 50 ms through an [`Observer`]) and raises KeyboardInterrupt. Rust errors become Python exceptions carrying the Rust
 //! message: parameter and data errors `ValueError`, numerical breakdown `RuntimeError`.
 //!
 //! Copies: the library's [`Dataset`] owns its arrays, so the features are copied once into
@@ -22,7 +23,7 @@ use marginkit::data::{CsrMatrix, Dataset, DenseMatrix, Features};
 use marginkit::error::{DataError, FitError, IoError, ParamError, SolveError};
 use marginkit::path::{run_path, Grid, PathParams};
 use marginkit::screening::Rule;
-use marginkit::solver::{NoObserver, Shrinking};
+use marginkit::solver::{Control, IterStats, Observer, Shrinking};
 use marginkit::svm::linear::{LinearParams, LinearSolver};
 use marginkit::svm::model_io::{read_model_bytes, write_model};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams, Probability, SvmType};
@@ -306,6 +307,46 @@ impl SvmModelHandle {
     }
 }
 
+/// Lets Ctrl-C stop a training run: every 50 ms of solver progress it takes the GIL for a moment
+/// and asks Python whether a signal is pending; a pending KeyboardInterrupt (or any exception a
+/// signal handler raised) stops the solve, and the fit function re-raises it.
+struct SignalObserver {
+    last: Instant,
+    raised: Option<PyErr>,
+}
+
+impl SignalObserver {
+    fn new() -> Self {
+        Self {
+            last: Instant::now(),
+            raised: None,
+        }
+    }
+    /// The pending exception, if a signal stopped the solve.
+    fn into_result(self) -> PyResult<()> {
+        self.raised.map_or(Ok(()), Err)
+    }
+}
+
+impl Observer for SignalObserver {
+    fn on_iter(&mut self, _stats: &IterStats) -> Control {
+        if self.raised.is_some() {
+            return Control::Stop;
+        }
+        if self.last.elapsed().as_millis() < 50 {
+            return Control::Continue;
+        }
+        self.last = Instant::now();
+        match Python::attach(|py| py.check_signals()) {
+            Ok(()) => Control::Continue,
+            Err(e) => {
+                self.raised = Some(e);
+                Control::Stop
+            }
+        }
+    }
+}
+
 fn svm_type(name: &str) -> PyResult<SvmType> {
     Ok(match name {
         "c_svc" => SvmType::CSvc,
@@ -380,9 +421,10 @@ fn fit_svm<'py>(
     let params = params.check().map_err(param_err)?;
     let data = dataset(&x, &y, &sample_weight, perm.as_deref())?;
     let t_rust = Instant::now();
-    let (model, report) = py
-        .detach(|| marginkit::svm::train::fit(&params, &data, &mut NoObserver))
-        .map_err(fit_err)?;
+    let mut obs = SignalObserver::new();
+    let fitted = py.detach(|| marginkit::svm::train::fit(&params, &data, &mut obs));
+    obs.into_result()?;
+    let (model, report) = fitted.map_err(fit_err)?;
     let rust_seconds = t_rust.elapsed().as_secs_f64();
     drop(data);
 
@@ -602,29 +644,24 @@ fn fit_path<'py>(
         }
     };
     let t_rust = Instant::now();
-    let (path, handles) = py
-        .detach(|| -> Result<_, FitError> {
-            let path = run_path(
-                &params,
-                &train,
-                valid.as_ref(),
-                &mut |_p| {},
-                &mut NoObserver,
-            )?;
-            let handles = if kernel == "linear_engine" {
-                None
-            } else {
-                let mut v = Vec::with_capacity(path.points.len());
-                for k in 0..path.points.len() {
-                    v.push(SvmModelHandle {
-                        model: path.svm_model(k, &train)?,
-                    });
-                }
-                Some(v)
-            };
-            Ok((path, handles))
-        })
-        .map_err(fit_err)?;
+    let mut obs = SignalObserver::new();
+    let fitted = py.detach(|| -> Result<_, FitError> {
+        let path = run_path(&params, &train, valid.as_ref(), &mut |_p| {}, &mut obs)?;
+        let handles = if kernel == "linear_engine" {
+            None
+        } else {
+            let mut v = Vec::with_capacity(path.points.len());
+            for k in 0..path.points.len() {
+                v.push(SvmModelHandle {
+                    model: path.svm_model(k, &train)?,
+                });
+            }
+            Some(v)
+        };
+        Ok((path, handles))
+    });
+    obs.into_result()?;
+    let (path, handles) = fitted.map_err(fit_err)?;
     let rust_seconds = t_rust.elapsed().as_secs_f64();
     let d = PyDict::new(py);
     let pts = &path.points;

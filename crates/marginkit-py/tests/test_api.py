@@ -1,6 +1,8 @@
 """Errors, pickling, the GIL, input handling, linear models and the regularization path."""
 
+import os
 import pickle
+import signal
 import threading
 import time
 
@@ -144,6 +146,23 @@ def test_training_releases_the_gil():
     # With the GIL held for the whole solve, this thread would stall for `rust` seconds at once.
     assert rust > 0.05, rust
     assert max(gaps) < 0.5 * rust, (max(gaps), rust)
+
+
+def test_ctrl_c_interrupts_training():
+    rng = np.random.default_rng(2)
+    n = 6000
+    X = rng.normal(size=(n, 10))
+    y = np.where(X[:, 0] + 2.0 * rng.normal(size=n) > 0, 1, -1)
+    m = mk.SVC(C=1000.0, gamma=2.0, tol=1e-6, cache_size=1)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        m.fit(X, y)
+    elapsed = time.perf_counter() - t0
+    timer.cancel()
+    # The full fit takes ~3 s here; the solver polls for signals every 50 ms.
+    assert elapsed < 1.5, elapsed
 
 
 # ---------------------------------------------------------------- linear models
