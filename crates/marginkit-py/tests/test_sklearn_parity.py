@@ -149,6 +149,9 @@ def test_regression_boston(boston, cls, params):
     np.testing.assert_allclose(ours.dual_coef_, ref.dual_coef_, atol=1e-3 * params["C"])
     np.testing.assert_allclose(ours.intercept_, ref.intercept_, atol=1e-2)
     np.testing.assert_allclose(ours.predict(Xte), ref.predict(Xte), atol=1e-2)
+    if params.get("kernel") == "linear":
+        assert ours.coef_.shape == ref.coef_.shape
+        np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=1e-3, atol=1e-2)
 
 
 def test_svr_diabetes_gamma_scale(diabetes):

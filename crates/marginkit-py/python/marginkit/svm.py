@@ -122,10 +122,9 @@ class _BaseSVM(BaseEstimator):
 
     def _validate_predict(self, X):
         check_is_fitted(self)
-        accept = False if (self.kernel == "precomputed" or callable(self.kernel)) else "csr"
-        X = validate_data(self, X, accept_sparse=accept if not callable(self.kernel) else "csr",
-                          dtype=np.float64, order="C", reset=False)
-        return X
+        accept = False if self.kernel == "precomputed" else "csr"
+        return validate_data(self, X, accept_sparse=accept, dtype=np.float64, order="C",
+                             reset=False)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -140,12 +139,11 @@ class _BaseSVM(BaseEstimator):
             raise AttributeError("coef_ is only available when using a linear kernel")
         check_is_fitted(self)
         sv = self.support_vectors_
-        dc = self.dual_coef_
-        n_class = len(getattr(self, "classes_", [])) if hasattr(self, "classes_") else 0
-        if n_class <= 2:
-            coef = np.asarray(sp.csr_matrix(dc) @ sv if sp.issparse(sv) else dc @ sv)
-            return np.asarray(coef.todense() if sp.issparse(coef) else coef)
         svd = sv.toarray() if sp.issparse(sv) else sv
+        dc = self.dual_coef_
+        n_class = len(self.classes_) if hasattr(self, "classes_") else 0
+        if n_class <= 2:
+            return dc @ svd
         start = np.concatenate([[0], np.cumsum(self._n_support)])
         rows = []
         for i in range(n_class):
@@ -250,10 +248,6 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         """Log of predict_proba."""
         self._check_proba()
         return lambda X: np.log(self._predict_proba(X))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        return tags
 
 
 class SVC(_BaseSVC):
