@@ -8,9 +8,11 @@
 //! live in Python (`python/marginkit/`). A new library method needs one `fit_*` function here
 //! and one thin estimator class there.
 //!
-//! Training runs with the GIL released; Ctrl-C stops it (the solver polls Python's signal handlers
-//! every 50 ms through an [`Observer`]) and raises KeyboardInterrupt. Rust errors become Python exceptions carrying the Rust
-//! message: parameter and data errors `ValueError`, numerical breakdown `RuntimeError`.
+//! Training runs with the GIL released. Ctrl-C stops kernel SVMs and the path (the solver polls
+//! Python's signal handlers every 50 ms through an [`Observer`]) and raises KeyboardInterrupt;
+//! the linear fit takes no observer in the library, so it runs to its pass limit. Rust errors
+//! become Python exceptions carrying the Rust message: parameter and data errors `ValueError`,
+//! numerical breakdown `RuntimeError`.
 //!
 //! Copies: the library's [`Dataset`] owns its arrays, so the features are copied once into
 //! Rust-owned storage (a row-major memcpy for dense input; the CSR index arrays are widened to
