@@ -154,13 +154,19 @@ def test_ctrl_c_interrupts_training():
     X = rng.normal(size=(n, 10))
     y = np.where(X[:, 0] + 2.0 * rng.normal(size=n) > 0, 1, -1)
     m = mk.SVC(C=1000.0, gamma=2.0, tol=1e-6, cache_size=1)
+    # A process started in the background by a non-interactive shell inherits SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: install Python's default one for the test.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    t0 = time.perf_counter()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        m.fit(X, y)
-    elapsed = time.perf_counter() - t0
-    timer.cancel()
+    try:
+        t0 = time.perf_counter()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            m.fit(X, y)
+        elapsed = time.perf_counter() - t0
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
     # The full fit takes ~3 s here; the solver polls for signals every 50 ms.
     assert elapsed < 1.5, elapsed
 
