@@ -80,8 +80,9 @@ pub struct ModelArgs {
     /// epsilon of the epsilon-insensitive loss (SVR).
     #[arg(short = 'p', default_value_t = 0.1, allow_negative_numbers = true)]
     pub epsilon: f64,
-    /// Cache size in MB.
-    #[arg(short = 'm', default_value_t = 200.0, allow_negative_numbers = true)]
+    /// Kernel cache size in MB, or `auto`: half of the available memory (MemAvailable in
+    /// /proc/meminfo), at least 64 MB.
+    #[arg(short = 'm', default_value = "200", allow_negative_numbers = true, value_parser = parse_cache_mb)]
     pub cache_mb: f64,
     /// Stopping tolerance (default 0.001; LIBLINEAR's 0.1 with --linear).
     #[arg(short = 'e', allow_negative_numbers = true)]
@@ -142,6 +143,22 @@ pub struct TrainArgs {
     /// Print one JSON object with the results on stdout at the end (human lines go to stderr).
     #[arg(long, help_heading = "Output")]
     pub json: bool,
+    /// Continue the fit saved in this state file (written when a fit stops before convergence:
+    /// Ctrl-C, --max-iter, --time-limit); same data and parameters, limits may change.
+    #[arg(long, value_name = "STATE", help_heading = "Solver and run")]
+    pub resume: Option<PathBuf>,
+    /// Where to write the state file of a fit that stops early (default: MODEL_FILE.state).
+    #[arg(long, value_name = "FILE", help_heading = "Solver and run")]
+    pub state_file: Option<PathBuf>,
+    /// Per-sample weights: a text file with one non-negative weight per line, in the order of
+    /// the training samples (LIBSVM's weights extension); C_i = C * w_i.
+    #[arg(
+        short = 'W',
+        long = "weights",
+        value_name = "FILE",
+        help_heading = "Solver and run"
+    )]
+    pub weights: Option<PathBuf>,
     /// Print help.
     #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,
@@ -261,6 +278,17 @@ pub struct DemoArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+}
+
+/// `-m`: a number of MB, or `auto` (resolved here, from /proc/meminfo).
+fn parse_cache_mb(s: &str) -> Result<f64, String> {
+    if s == "auto" {
+        let b = marginkit::svm::params::auto_cache_bytes()
+            .map_err(|e| format!("-m auto: cannot read the available memory: {e}"))?;
+        return Ok(b as f64 / 1048576.0);
+    }
+    s.parse::<f64>()
+        .map_err(|_| format!("expected a size in MB or 'auto', found '{s}'"))
 }
 
 /// Rewrites LIBSVM's `-wLABEL WEIGHT` (label glued to the flag) into `--class-weight LABEL:WEIGHT`.

@@ -98,6 +98,16 @@ pub fn run(a: GridArgs) -> CliResult {
     };
     let points = grid_search(&params, &data, &cs, &gs, a.folds, &mut on_point)?;
     let b = best.ok_or_else(|| CliError("empty grid".into()))?;
+    let stopped = points
+        .iter()
+        .filter(|p| p.status != marginkit::solver::Status::Converged)
+        .count();
+    if stopped > 0 {
+        eprintln!(
+            "marginkit: warning: {stopped} of {} grid points had a fold whose solver stopped before convergence (--max-iter / --time-limit)",
+            points.len()
+        );
+    }
     let gamma = |p: &GridPoint| {
         if uses_gamma {
             json!(p.gamma)
@@ -108,12 +118,17 @@ pub fn run(a: GridArgs) -> CliResult {
     if a.json {
         let pts: Vec<_> = points
             .iter()
-            .map(|p| json!({ "c": p.c, "gamma": gamma(p), "score": p.score }))
+            .map(|p| {
+                json!({ "c": p.c, "gamma": gamma(p), "score": p.score,
+                        "status": p.status.as_str() })
+            })
             .collect();
         println!(
             "{}",
             json!({ "metric": if regression { "mse" } else { "accuracy" }, "folds": a.folds,
-                    "points": pts, "best": { "c": b.c, "gamma": gamma(&b), "score": b.score } })
+                    "points": pts, "not_converged_points": stopped,
+                    "best": { "c": b.c, "gamma": gamma(&b), "score": b.score,
+                              "status": b.status.as_str() } })
         );
     } else if uses_gamma {
         println!("{} {} {}", fmt_g(b.c), fmt_g(b.gamma), fmt_g(b.score));

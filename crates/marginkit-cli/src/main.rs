@@ -7,6 +7,7 @@ mod args;
 mod demo;
 mod grid;
 mod input;
+mod interrupt;
 mod path;
 mod predict;
 mod progress;

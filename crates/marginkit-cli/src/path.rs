@@ -10,8 +10,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::path::{run_path, Engine, Grid, PathParams, PathPoint, PathResult};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::screening::Rule;
-use marginkit::solver::{NoObserver, Shrinking};
-use marginkit::svm::model_io::save_model;
+use marginkit::solver::Shrinking;
+use marginkit::svm::model_io::save_model_with_status;
 use marginkit::svm::KernelKind;
 use marginkit::Dataset;
 use serde_json::{json, Value};
@@ -203,10 +203,14 @@ fn save_point(r: &PathResult, k: usize, data: &Dataset, path: &Path) -> CliResul
     match r.engine {
         Engine::Linear => {
             let m = r.linear_model(k)?;
-            let f = std::fs::File::create(path).map_err(err)?;
-            m.write(std::io::BufWriter::new(f)).map_err(err)
+            marginkit::data::write_atomically(path, |w| {
+                m.write_with_status(&mut *w, r.points[k].status)
+            })
+            .map_err(err)
         }
-        Engine::Kernel(_) => save_model(path, &r.svm_model(k, data)?).map_err(err),
+        Engine::Kernel(_) => {
+            save_model_with_status(path, &r.svm_model(k, data)?, r.points[k].status).map_err(err)
+        }
     }
 }
 
@@ -266,12 +270,14 @@ pub fn run(a: PathArgs) -> CliResult {
         Grid::Epsilon { .. } => None,
     };
     let bar = Bar::new(!a.quiet && !a.json, len);
+    // Ctrl-C stops the running solve; the points done so far are reported and written.
+    let mut cancel = crate::interrupt::install();
     let result = run_path(
         &params,
         &data,
         valid.as_ref(),
         &mut |p| bar.point(p),
-        &mut NoObserver,
+        &mut cancel,
     );
     bar.finish();
     let result = result?;
@@ -355,7 +361,17 @@ pub fn run(a: PathArgs) -> CliResult {
         if let (Some(k), Value::Object(o)) = (best, &mut out) {
             o.insert("best_c".into(), json!(result.points[k].c));
         }
+        if let Value::Object(o) = &mut out {
+            o.insert("interrupted".into(), json!(cancel.is_cancelled()));
+        }
         println!("{out}");
+    }
+    if cancel.is_cancelled() {
+        eprintln!(
+            "marginkit: interrupted after {} points (the last one is marked 'interrupted')",
+            result.points.len()
+        );
+        std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
     }
     Ok(())
 }

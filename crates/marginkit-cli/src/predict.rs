@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use marginkit::data::write_atomically;
-use marginkit::svm::model_io::{fmt_f64, fmt_label, load_model};
+use marginkit::svm::model_io::{fmt_f64, fmt_label, load_model_with_status};
 use marginkit::{Features, KernelSpec};
 use serde_json::json;
 
@@ -58,7 +58,15 @@ pub fn run(a: PredictArgs) -> CliResult {
     if is_linear_model(&a.model_file)? {
         return crate::train_linear::predict(a);
     }
-    let model = load_model(&a.model_file).map_err(|e| io_context(&a.model_file, e))?;
+    let (model, status) =
+        load_model_with_status(&a.model_file).map_err(|e| io_context(&a.model_file, e))?;
+    if status != marginkit::solver::Status::Converged {
+        eprintln!(
+            "marginkit: warning: {}: the model did not converge (status {})",
+            a.model_file.display(),
+            status.as_str()
+        );
+    }
     if a.probability == 1 && !model.has_probability() {
         return Err(CliError(format!(
             "{}: the model has no probability information (train with -b 1)",

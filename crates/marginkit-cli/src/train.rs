@@ -3,10 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use marginkit::solver::Shrinking;
-use marginkit::svm::model_io::{fmt_label, save_model};
+use std::io::Write;
+
+use marginkit::data::write_atomically;
+use marginkit::solver::{Both, Shrinking, Status};
+use marginkit::svm::model_io::{fmt_label, save_model_with_status};
 use marginkit::svm::params::Probability;
-use marginkit::svm::train::{cross_validation, fit, FitReport};
+use marginkit::svm::train::{cross_validation_status, fit_resumable, FitReport};
+use marginkit::svm::FitCheckpoint;
 use marginkit::svm::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
 use marginkit::Dataset;
 use serde_json::{json, Value};
@@ -175,13 +179,15 @@ pub fn describe(report: &FitReport) -> String {
             s.push_str(&format!("classes {} vs {}: ", fmt_label(a), fmt_label(b)));
         }
         s.push_str(&format!(
-            "optimization finished, #iter = {} ({})\nobj = {}, rho = {}\nnSV = {}, nBSV = {}\n",
+            "optimization finished, #iter = {} ({})\nobj = {}, rho = {}\nnSV = {}, nBSV = {}\nmax KKT violation = {:.3e}, duality gap = {:.3e}\n",
             sp.iterations,
             sp.status.as_str(),
             sp.objective,
             sp.rho,
             sp.n_sv,
-            sp.n_bsv
+            sp.n_bsv,
+            sp.max_violation,
+            sp.gap
         ));
     }
     s
@@ -205,15 +211,32 @@ pub fn run(a: TrainArgs) -> CliResult {
     }
     let params = svm_params(&a.model)?;
     let precomputed = params.kernel.kind == KernelKind::Precomputed;
-    let data = read_data(&a.train_file, &a.input, precomputed)?;
+    let mut data = read_data(&a.train_file, &a.input, precomputed)?;
+    if let Some(w) = &a.weights {
+        data = with_weight_file(data, w)?;
+    }
     if let Some(k) = a.folds {
         return run_cv(&params, &data, k, &a);
     }
-    let mut progress = Progress::new(!a.quiet && !a.json);
+    let resume = match &a.resume {
+        Some(p) => Some(read_state(p)?),
+        None => None,
+    };
+    let path = a
+        .model_file
+        .clone()
+        .unwrap_or_else(|| default_model_path(&a.train_file));
+    let state_path = state_path(&a, &path);
+    let cancel = crate::interrupt::install();
+    let mut obs = Both(Progress::new(!a.quiet && !a.json), cancel.clone());
     let t0 = Instant::now();
-    let (model, report) = fit(&params, &data, &mut progress)?;
+    let (model, report, checkpoint) = fit_resumable(&params, &data, &mut obs, resume.as_ref())
+        .map_err(|e| match &a.resume {
+            Some(p) => CliError(format!("{}: {e}", p.display())),
+            None => CliError(e.to_string()),
+        })?;
     let seconds = t0.elapsed().as_secs_f64();
-    progress.finish();
+    obs.0.finish();
     say(a.json, a.quiet, describe(&report).trim_end());
     say(
         a.json,
@@ -223,17 +246,37 @@ pub fn run(a: TrainArgs) -> CliResult {
     for w in &report.warnings {
         eprintln!("marginkit: warning: {w}");
     }
-    if report.status() != marginkit::solver::Status::Converged {
-        eprintln!(
-            "marginkit: warning: the solver stopped before convergence ({})",
-            report.status().as_str()
-        );
-    }
-    let path = a
-        .model_file
-        .clone()
-        .unwrap_or_else(|| default_model_path(&a.train_file));
-    save_model(&path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let status = report.status();
+    say(
+        a.json,
+        a.quiet,
+        &format!(
+            "status = {}, max KKT violation = {:.3e}, duality gap = {:.3e}\nkernel cache {:.0} MB, hit rate {:.1}% ({} hits, {} misses)",
+            status.as_str(),
+            report.max_violation(),
+            report.gap(),
+            params.cache_bytes as f64 / 1048576.0,
+            100.0 * report.cache.hit_rate(),
+            report.cache.hits,
+            report.cache.misses
+        ),
+    );
+    save_model_with_status(&path, &model, status)
+        .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let state_written = match &checkpoint {
+        Some(c) => {
+            write_atomically(&state_path, |w| w.write_all(&c.to_bytes()))
+                .map_err(|e| CliError(format!("{}: {e}", state_path.display())))?;
+            eprintln!(
+                "marginkit: warning: the solver stopped before convergence ({}); the model file is flagged 'status {}'; continue with --resume {}",
+                status.as_str(),
+                status.as_str(),
+                state_path.display()
+            );
+            Some(state_path.display().to_string())
+        }
+        None => None,
+    };
     if a.json {
         let out = json!({
             "train_seconds": seconds,
@@ -247,13 +290,78 @@ pub fn run(a: TrainArgs) -> CliResult {
             "n_sv": model.total_sv(),
             "n_bsv": per_subproblem(&report, |s| json!(s.n_bsv)),
             "iterations": report.iterations(),
-            "status": report.status().as_str(),
+            "status": status.as_str(),
+            "converged": status == Status::Converged,
             "max_violation": per_subproblem(&report, |s| json!(s.max_violation)),
+            "duality_gap": per_subproblem(&report, |s| json!(s.gap)),
             "model_file": path.display().to_string(),
+            "state_file": state_written,
+            "cache_mb": params.cache_bytes as f64 / 1048576.0,
+            "cache_hits": report.cache.hits,
+            "cache_misses": report.cache.misses,
+            "cache_hit_rate": report.cache.hit_rate(),
+            "resumed": a.resume.is_some(),
         });
         println!("{out}");
     }
+    if status == Status::Interrupted {
+        std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+    }
     Ok(())
+}
+
+/// The state file of a stopped fit: `--state-file`, else the model file's name + ".state".
+pub fn state_path(a: &TrainArgs, model: &Path) -> PathBuf {
+    a.state_file.clone().unwrap_or_else(|| {
+        let mut s = model.as_os_str().to_owned();
+        s.push(".state");
+        PathBuf::from(s)
+    })
+}
+
+fn read_state(p: &Path) -> CliResult<FitCheckpoint> {
+    let bytes = std::fs::read(p).map_err(|e| CliError(format!("{}: {e}", p.display())))?;
+    FitCheckpoint::from_bytes(&bytes).map_err(|e| CliError(format!("{}: {e}", p.display())))
+}
+
+/// Attaches per-sample weights read from `path` (one number per line, blank lines and lines
+/// starting with '#' skipped) to `data`.
+pub fn with_weight_file(data: Dataset, path: &Path) -> CliResult<Dataset> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let mut w = Vec::with_capacity(data.len());
+    for (k, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let v: f64 = t.parse().map_err(|_| {
+            CliError(format!(
+                "{}:{}:1: weight: expected a number, found '{}'",
+                path.display(),
+                k + 1,
+                t.chars().take(40).collect::<String>()
+            ))
+        })?;
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(CliError(format!(
+                "{}:{}:1: weight: must be finite and >= 0, found {v}",
+                path.display(),
+                k + 1
+            )));
+        }
+        w.push(v);
+    }
+    if w.len() != data.len() {
+        return Err(CliError(format!(
+            "{}: {} weights for {} training samples",
+            path.display(),
+            w.len(),
+            data.len()
+        )));
+    }
+    let Dataset { x, y, .. } = data;
+    Ok(Dataset::new(x, y, Some(w))?)
 }
 
 fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> CliResult {
@@ -263,13 +371,20 @@ fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> C
         )));
     }
     let t0 = Instant::now();
-    let pred = cross_validation(params, data, k, params.seed)?;
+    let (pred, status) = cross_validation_status(params, data, k, params.seed)?;
     let seconds = t0.elapsed().as_secs_f64();
+    if status != Status::Converged {
+        eprintln!(
+            "marginkit: warning: a fold's solver stopped before convergence ({})",
+            status.as_str()
+        );
+    }
     report_cv(
         &pred,
         &data.y,
         params.svm_type.is_regression(),
-        json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed }),
+        json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed,
+                "status": status.as_str() }),
         a.json,
     );
     Ok(())

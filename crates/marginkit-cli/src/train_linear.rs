@@ -58,7 +58,15 @@ fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> 
 
 pub fn run(a: TrainArgs) -> CliResult {
     let (params, solver) = linear_params(&a)?;
-    let data = read_data(&a.train_file, &a.input, false)?;
+    if a.resume.is_some() {
+        return Err(CliError(
+            "--resume continues kernel fits; a linear fit stopped early is simply re-run (it has no state file)".into(),
+        ));
+    }
+    let mut data = read_data(&a.train_file, &a.input, false)?;
+    if let Some(w) = &a.weights {
+        data = crate::train::with_weight_file(data, w)?;
+    }
     let regression = solver.is_regression();
     let say = |text: &str| crate::train::say(a.json, a.quiet, text);
     if let Some(k) = a.folds {
@@ -80,7 +88,8 @@ pub fn run(a: TrainArgs) -> CliResult {
         return Ok(());
     }
     let t0 = Instant::now();
-    let fit = params.fit(&data)?;
+    let mut cancel = crate::interrupt::install();
+    let fit = params.fit_observed(&data, &mut cancel)?;
     let secs = t0.elapsed().as_secs_f64();
     let one_vs_rest = fit.report.subproblems.len() > 1;
     for s in &fit.report.subproblems {
@@ -112,7 +121,28 @@ pub fn run(a: TrainArgs) -> CliResult {
         .model_file
         .clone()
         .unwrap_or_else(|| default_model_path(&a.train_file));
-    write_atomically(&path, |w| fit.model.write(&mut *w))
+    say(&format!(
+        "status = {}, max violation = {:.3e}, duality gap = {:.3e}",
+        status.as_str(),
+        fit.report
+            .subproblems
+            .iter()
+            .map(|s| s.max_violation)
+            .fold(0.0, f64::max),
+        fit.report
+            .subproblems
+            .iter()
+            .map(|s| s.gap)
+            .fold(0.0, f64::max)
+    ));
+    if status != Status::Converged {
+        eprintln!(
+            "marginkit: warning: the solver stopped before convergence ({}); the model file is flagged 'status {}'",
+            status.as_str(),
+            status.as_str()
+        );
+    }
+    write_atomically(&path, |w| fit.model.write_with_status(&mut *w, status))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     if a.json {
         // Decision function k is w_k'x - rho_k, as in LIBSVM's files.
@@ -142,11 +172,15 @@ pub fn run(a: TrainArgs) -> CliResult {
                 "max_violation": one(&|s| json!(s.max_violation)),
                 "iterations": fit.report.subproblems.iter().map(|s| s.iterations).sum::<u64>(),
                 "status": status.as_str(),
+                "converged": status == Status::Converged,
                 "rho": rho,
                 "n_sv": Value::Null,
                 "model_file": path.display().to_string(),
             })
         );
+    }
+    if status == Status::Interrupted {
+        std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
     }
     Ok(())
 }
@@ -154,8 +188,15 @@ pub fn run(a: TrainArgs) -> CliResult {
 pub fn predict(a: PredictArgs) -> CliResult {
     let f = std::fs::File::open(&a.model_file)
         .map_err(|e| CliError(format!("{}: {e}", a.model_file.display())))?;
-    let model =
-        LinearModel::read(std::io::BufReader::new(f)).map_err(|e| io_context(&a.model_file, e))?;
+    let (model, status) = LinearModel::read_with_status(std::io::BufReader::new(f))
+        .map_err(|e| io_context(&a.model_file, e))?;
+    if status != Status::Converged {
+        eprintln!(
+            "marginkit: warning: {}: the model did not converge (status {})",
+            a.model_file.display(),
+            status.as_str()
+        );
+    }
     if a.probability == 1 {
         return Err(CliError(
             "probability outputs are only available for logistic regression models; marginkit's linear models are SVMs".into(),

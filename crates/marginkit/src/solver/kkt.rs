@@ -56,9 +56,7 @@ pub fn check_dense(q: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
 }
 
 /// Checks `alpha` against `qp` with `Q_ij = q(i, j)`.
-#[allow(clippy::needless_range_loop)]
 pub fn check_with<F: Fn(usize, usize) -> f64>(q: F, qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
-    let n = alpha.len();
     let mut g = qp.p.to_vec();
     for (j, &aj) in alpha.iter().enumerate() {
         if aj != 0.0 {
@@ -67,6 +65,22 @@ pub fn check_with<F: Fn(usize, usize) -> f64>(q: F, qp: &BoxQp<'_>, alpha: &[f64
             }
         }
     }
+    check_gradient(&g, qp, alpha)
+}
+
+/// Checks `alpha` against `qp` given the gradient `g = Q alpha + p` (computed by the caller,
+/// e.g. a solver's final, fully reconstructed gradient). Everything but `g` is recomputed here;
+/// [`check_with`] is this function after a from-scratch gradient.
+///
+/// # Panics
+/// If `g`, `alpha` and the arrays of `qp` do not have the same length (a caller's bug).
+#[allow(clippy::needless_range_loop)]
+pub fn check_gradient(g: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
+    let n = alpha.len();
+    assert!(
+        g.len() == n && qp.p.len() == n && qp.y.len() == n && qp.upper.len() == n,
+        "g, alpha, p, y and upper must have the same length"
+    );
     let mut objective = 0.0;
     for i in 0..n {
         objective += alpha[i] * (0.5 * (g[i] - qp.p[i]) + qp.p[i]);
@@ -147,6 +161,30 @@ pub fn check_with<F: Fn(usize, usize) -> f64>(q: F, qp: &BoxQp<'_>, alpha: &[f64
     }
 }
 
+/// Duality gap of the variables `0..g.len()` (all free) from a solver's gradient, `y` as
+/// +-1.0: minimized over one equality multiplier (`groups == 1`), one per sign of `y`
+/// (`groups == 2`, the two equalities of the nu formulations), or with `b = 0` (`groups == 0`).
+pub(crate) fn gap_from_state(g: &[f64], a: &[f64], u: &[f64], y: &[f64], groups: u8) -> f64 {
+    let yf = |i: usize| if y[i] < 0.0 { -1.0 } else { 1.0 };
+    let all: Vec<usize> = (0..g.len()).collect();
+    match groups {
+        0 => gap_at(0.0, &all, g, a, u, &yf),
+        1 => min_gap(&all, g, a, u, &yf).1,
+        _ => {
+            let pos: Vec<usize> = all.iter().copied().filter(|&i| y[i] > 0.0).collect();
+            let neg: Vec<usize> = all.iter().copied().filter(|&i| y[i] <= 0.0).collect();
+            let part = |s: &[usize]| {
+                if s.is_empty() {
+                    0.0
+                } else {
+                    min_gap(s, g, a, u, &yf).1
+                }
+            };
+            part(&pos) + part(&neg)
+        }
+    }
+}
+
 fn gap_at(
     b: f64,
     free: &[usize],
@@ -196,38 +234,40 @@ fn min_gap(
         let b = 0.5 * (lo + hi);
         return (b, gap_at(b, free, g, a, u, y));
     }
-    let mut cand: Vec<f64> = free
+    // gap(b) is convex and piecewise linear; its slope is known exactly, so the minimum is
+    // found by a sweep over the sorted breakpoints t_i = -y_i g_i, without comparing function
+    // values (near-equal breakpoints would make such comparisons rounding noise). Left of
+    // every breakpoint the terms with y_i > 0 have s_i < 0, so the slope is
+    // sum_i a_i y_i - sum_{y_i > 0, u_i finite} u_i; crossing t_i adds u_i.
+    let mut bp: Vec<(f64, f64)> = free
         .iter()
         .filter(|&&i| u[i].is_finite() && u[i] > 0.0)
-        .map(|&i| -y(i) * g[i])
-        .filter(|&b| b >= lo && b <= hi)
+        .map(|&i| (-y(i) * g[i], u[i]))
         .collect();
-    if lo.is_finite() {
-        cand.push(lo);
-    }
-    if hi.is_finite() {
-        cand.push(hi);
-    }
-    if cand.is_empty() {
-        let b = 0.0f64.clamp(lo, hi);
-        return (b, gap_at(b, free, g, a, u, y));
-    }
-    cand.sort_by(f64::total_cmp);
-    // Repeated breakpoints would look like a flat stretch to the bisection below; a convex
-    // function is flat only at its minimum, so distinct candidates keep the search exact.
-    cand.dedup();
-    let f = |b: f64| gap_at(b, free, g, a, u, y);
-    // First k with gap(c[k+1]) >= gap(c[k]): monotone for a convex function.
-    let (mut l, mut r) = (0usize, cand.len() - 1);
-    while l < r {
-        let mid = (l + r) / 2;
-        if f(cand[mid + 1]) >= f(cand[mid]) {
-            r = mid;
-        } else {
-            l = mid + 1;
+    let mut slope: f64 = free.iter().map(|&i| a[i] * y(i)).sum();
+    slope -= free
+        .iter()
+        .filter(|&&i| u[i].is_finite() && u[i] > 0.0 && y(i) > 0.0)
+        .map(|&i| u[i])
+        .sum::<f64>();
+    bp.sort_by(|x, y| x.0.total_cmp(&y.0));
+    // The unconstrained minimizer: the first breakpoint at which the slope turns >= 0 (the
+    // first breakpoint if it is never negative; the last if it never turns).
+    let mut b = match bp.first() {
+        Some(&(t, _)) => t,
+        None => 0.0,
+    };
+    if slope < 0.0 {
+        for &(t, ui) in &bp {
+            b = t;
+            slope += ui;
+            if slope >= 0.0 {
+                break;
+            }
         }
     }
-    (cand[l], f(cand[l]))
+    let b = b.clamp(lo, hi);
+    (b, gap_at(b, free, g, a, u, y))
 }
 
 #[cfg(test)]

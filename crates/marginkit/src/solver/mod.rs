@@ -12,6 +12,8 @@ pub mod kkt;
 pub mod smo;
 pub mod smo_nu;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Whether the QP has the equality constraint `y'a = delta` (a model with a bias term).
@@ -99,6 +101,21 @@ pub enum Status {
 }
 
 impl Status {
+    /// The worse of two statuses (converged < iteration limit < time limit < interrupted): the
+    /// status of a fit made of several solves.
+    pub fn worst(self, other: Status) -> Status {
+        let rank = |s: Status| match s {
+            Status::Converged => 0,
+            Status::MaxIterations => 1,
+            Status::TimeLimit => 2,
+            Status::Interrupted => 3,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
+    }
     /// Lower-case name used in reports and model files.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -123,6 +140,9 @@ pub struct SolveInfo {
     pub rho: f64,
     /// Maximal KKT violation at the end (the engine's own measure).
     pub max_violation: f64,
+    /// Duality gap at the returned point (see [`kkt`]: minimized over the equality multipliers,
+    /// from the solver's final, fully reconstructed gradient; DCD: primal minus dual).
+    pub gap: f64,
 }
 
 /// Progress reported to an [`Observer`].
@@ -158,3 +178,86 @@ pub trait Observer {
 pub struct NoObserver;
 
 impl Observer for NoObserver {}
+
+/// A cancellation flag shared between a solve and whoever wants to stop it (a signal handler,
+/// another thread, a GUI button): an [`Observer`] that asks the solver to stop once the flag is
+/// set.
+///
+/// The engines consult their observer every [`REPORT_EVERY_HINT`] iterations or so (SMO: every
+/// 1000 pair updates; DCD: after every pass), so a stop takes effect within one such interval;
+/// the solve then returns its current feasible point with [`Status::Interrupted`] (and, where the
+/// caller asked for one, a snapshot to resume from). Cloning shares the flag. There is no global
+/// state: each fit gets the flag it is given, so independent fits in one process are stopped
+/// independently.
+///
+/// ```
+/// use marginkit::solver::{Cancel, Control, IterStats, Observer};
+/// let cancel = Cancel::new();
+/// let mut obs = cancel.clone();
+/// let stats = IterStats { iterations: 1000, max_violation: 1.0, active: 10 };
+/// assert_eq!(obs.on_iter(&stats), Control::Continue);
+/// cancel.cancel(); // e.g. from a SIGINT handler: only an atomic store
+/// assert_eq!(obs.on_iter(&stats), Control::Stop);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Cancel {
+    flag: Arc<AtomicBool>,
+}
+
+/// How often (in iterations) the SMO engine consults its observer.
+pub const REPORT_EVERY_HINT: u64 = 1000;
+
+impl Cancel {
+    /// A fresh, unset flag.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Wraps an existing flag (e.g. one a signal handler sets).
+    pub fn from_flag(flag: Arc<AtomicBool>) -> Self {
+        Self { flag }
+    }
+    /// The shared flag.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.flag)
+    }
+    /// Requests a stop (async-signal-safe: one atomic store).
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+    }
+    /// Whether a stop was requested.
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+impl Observer for Cancel {
+    fn on_iter(&mut self, _stats: &IterStats) -> Control {
+        if self.is_cancelled() {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
+
+/// Two observers in sequence: both see every report; the solve stops if either asks to.
+#[derive(Debug)]
+pub struct Both<A, B>(pub A, pub B);
+
+impl<A: Observer, B: Observer> Observer for Both<A, B> {
+    fn on_iter(&mut self, stats: &IterStats) -> Control {
+        let a = self.0.on_iter(stats);
+        let b = self.1.on_iter(stats);
+        if a == Control::Stop || b == Control::Stop {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
+
+impl<O: Observer + ?Sized> Observer for &mut O {
+    fn on_iter(&mut self, stats: &IterStats) -> Control {
+        (**self).on_iter(stats)
+    }
+}

@@ -1303,6 +1303,14 @@ pub(crate) fn run<Q: QMatrix>(
     Ok((info, r))
 }
 
+/// Loop counters of the driver that a snapshot must carry for an exact continuation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Driver {
+    pub iter: u64,
+    pub counter: usize,
+    pub viol: f64,
+}
+
 /// The main loop of [`run`] on a built state; leaves `st` in its permuted order.
 fn iterate<Q: QMatrix>(
     st: &mut State,
@@ -1311,18 +1319,66 @@ fn iterate<Q: QMatrix>(
     obs: &mut dyn Observer,
     mode: Mode,
 ) -> Result<(SolveInfo, f64), SolveError> {
+    iterate_ext(st, q, settings, obs, mode, None, false).map(|(i, r, _)| (i, r))
+}
+
+/// [`iterate`] continuing from `resume` (the driver of a snapshot) and, with `want_snapshot`,
+/// returning a snapshot of the state at the moment a limit or the observer stopped the loop.
+fn iterate_ext<Q: QMatrix>(
+    st: &mut State,
+    q: &mut Q,
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    mode: Mode,
+    resume: Option<Driver>,
+    want_snapshot: bool,
+) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
     let lim = Limits::new(settings, st.l);
     let tol = settings.tol;
     let shrinking = settings.shrinking == Shrinking::On;
     let period = st.l.clamp(1, 1000);
-    let mut counter = period;
-    let mut iter = 0u64;
-    let mut viol = f64::INFINITY;
+    let mut counter = resume.map_or(period, |d| d.counter.clamp(1, period));
+    let mut iter = resume.map_or(0, |d| d.iter);
+    let mut viol = resume.map_or(f64::INFINITY, |d| d.viol);
     let mut status = Status::MaxIterations;
+    // Where the loop stopped early: the state there, before the tail below touches it.
+    let mut snapshot = None;
     debug_assert!(st.check_invariants());
+    // A resumed loop must not re-run the observer check it stopped at (it would stop again
+    // at once for a limit that was raised); a fresh loop never checks at iteration 0.
+    let mut checked_at = resume.map(|d| d.iter);
     while st.l > 0 {
         if iter >= lim.max_iter {
+            if want_snapshot {
+                snapshot = Some(SmoSnapshot::of(
+                    st,
+                    mode,
+                    Driver {
+                        iter,
+                        counter,
+                        viol,
+                    },
+                ));
+            }
             break;
+        }
+        if iter > 0 && iter % REPORT_EVERY == 0 && checked_at != Some(iter) {
+            checked_at = Some(iter);
+            if let Some(s) = lim.check(obs, iter, viol, st.active) {
+                status = s;
+                if want_snapshot {
+                    snapshot = Some(SmoSnapshot::of(
+                        st,
+                        mode,
+                        Driver {
+                            iter,
+                            counter,
+                            viol,
+                        },
+                    ));
+                }
+                break;
+            }
         }
         counter -= 1;
         if counter == 0 {
@@ -1335,12 +1391,6 @@ fn iterate<Q: QMatrix>(
                 }
             }
             debug_assert!(st.check_invariants());
-        }
-        if iter > 0 && iter % REPORT_EVERY == 0 {
-            if let Some(s) = lim.check(obs, iter, viol, st.active) {
-                status = s;
-                break;
-            }
         }
         let mut sel = select(st, q, tol, &mut viol, mode);
         if sel.is_none() {
@@ -1392,6 +1442,20 @@ fn iterate<Q: QMatrix>(
         Mode::None => (0.0, 0.0),
         Mode::Nu => super::smo_nu::rho_r(st),
     };
+    let l = st.l;
+    let groups = match mode {
+        Mode::None => 0,
+        Mode::Sum => 1,
+        Mode::Nu => 2,
+    };
+    // The gradient is complete here (reconstructed above), so the gap costs O(l log l).
+    let gap = super::kkt::gap_from_state(
+        &st.g[..l],
+        &st.alpha[..l],
+        &st.upper[..l],
+        &st.y[..l],
+        groups,
+    );
     Ok((
         SolveInfo {
             status,
@@ -1399,9 +1463,368 @@ fn iterate<Q: QMatrix>(
             objective,
             rho,
             max_violation: viol.max(0.0),
+            gap,
         },
         r,
+        snapshot,
     ))
+}
+
+/// Everything an SMO solve needs to continue exactly where a limit or an observer stopped it:
+/// the solver's per-variable arrays in its permuted order (`alpha`, gradient, `G_bar`, the
+/// folded linear term, bounds, signs, diagonal), the permutation, the active-set size and the
+/// loop counters. Continuing from it with [`solve_resumable`] replays the same iterations as an
+/// uninterrupted solve (same data, same `Q`, same settings), so the final iterate is the same.
+///
+/// Serialize with [`SmoSnapshot::to_bytes`], read back with [`SmoSnapshot::from_bytes`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmoSnapshot {
+    pub(crate) mode: u8,
+    pub(crate) l: usize,
+    pub(crate) active: usize,
+    pub(crate) alpha: Vec<f64>,
+    pub(crate) g: Vec<f64>,
+    pub(crate) g_bar: Vec<f64>,
+    pub(crate) p: Vec<f64>,
+    pub(crate) y: Vec<f64>,
+    pub(crate) upper: Vec<f64>,
+    pub(crate) qd: Vec<f64>,
+    pub(crate) perm: Vec<usize>,
+    pub(crate) obj_fixed: f64,
+    pub(crate) delta: Option<f64>,
+    pub(crate) unshrunk: bool,
+    pub(crate) driver: Driver,
+}
+
+const SNAP_MAGIC: &[u8; 8] = b"MKSMO001";
+
+impl SmoSnapshot {
+    fn of(st: &State, mode: Mode, driver: Driver) -> Self {
+        Self {
+            mode: match mode {
+                Mode::Sum => 0,
+                Mode::None => 1,
+                Mode::Nu => 2,
+            },
+            l: st.l,
+            active: st.active,
+            alpha: st.alpha.clone(),
+            g: st.g.clone(),
+            g_bar: st.g_bar.clone(),
+            p: st.p.clone(),
+            y: st.y.clone(),
+            upper: st.upper.clone(),
+            qd: st.qd.clone(),
+            perm: st.perm.clone(),
+            obj_fixed: st.obj_fixed,
+            delta: st.delta,
+            unshrunk: st.unshrunk,
+            driver,
+        }
+    }
+
+    /// Number of variables.
+    pub fn n(&self) -> usize {
+        self.alpha.len()
+    }
+
+    /// Iterations done so far.
+    pub fn iterations(&self) -> u64 {
+        self.driver.iter
+    }
+
+    /// The current iterate in the original variable order.
+    pub fn alpha(&self) -> Vec<f64> {
+        let mut out = vec![0.0; self.n()];
+        for (k, &o) in self.perm.iter().enumerate() {
+            out[o] = self.alpha[k];
+        }
+        out
+    }
+
+    /// A compact little-endian binary form (floats bit-exact).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let n = self.n();
+        let mut b = Vec::with_capacity(64 + n * 8 * 8);
+        b.extend_from_slice(SNAP_MAGIC);
+        b.push(self.mode);
+        b.push(u8::from(self.unshrunk));
+        b.push(u8::from(self.delta.is_some()));
+        for v in [n as u64, self.l as u64, self.active as u64] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [self.obj_fixed, self.delta.unwrap_or(0.0), self.driver.viol] {
+            b.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+        b.extend_from_slice(&self.driver.iter.to_le_bytes());
+        b.extend_from_slice(&(self.driver.counter as u64).to_le_bytes());
+        for arr in [
+            &self.alpha,
+            &self.g,
+            &self.g_bar,
+            &self.p,
+            &self.y,
+            &self.upper,
+            &self.qd,
+        ] {
+            for v in arr.iter() {
+                b.extend_from_slice(&v.to_bits().to_le_bytes());
+            }
+        }
+        for &v in &self.perm {
+            b.extend_from_slice(&(v as u64).to_le_bytes());
+        }
+        b
+    }
+
+    /// Reads [`SmoSnapshot::to_bytes`]' form; returns the snapshot and the bytes consumed.
+    ///
+    /// # Errors
+    /// A message for a wrong magic, truncated data or inconsistent fields (never a panic).
+    pub fn from_bytes(bytes: &[u8]) -> Result<(Self, usize), String> {
+        let mut r = ByteReader { b: bytes, pos: 0 };
+        if r.take(8)? != SNAP_MAGIC {
+            return Err("not an SMO snapshot (bad magic)".into());
+        }
+        let hdr = r.take(3)?;
+        let (mode, unshrunk, has_delta) = (hdr[0], hdr[1], hdr[2]);
+        if mode > 2 || unshrunk > 1 || has_delta > 1 {
+            return Err("SMO snapshot: bad header flags".into());
+        }
+        let n = r.u64()?;
+        let l = r.u64()?;
+        let active = r.u64()?;
+        if l > n || active > l {
+            return Err("SMO snapshot: inconsistent sizes".into());
+        }
+        // 8 arrays of n 8-byte values must fit in what is left.
+        let left = (bytes.len() - r.pos) as u64;
+        if n.checked_mul(64).is_none_or(|need| need > left) {
+            return Err("SMO snapshot: truncated".into());
+        }
+        let n = n as usize;
+        let obj_fixed = r.f64()?;
+        let delta = r.f64()?;
+        let viol = r.f64()?;
+        let iter = r.u64()?;
+        let counter = r.u64()? as usize;
+        let mut arrays: Vec<Vec<f64>> = Vec::with_capacity(7);
+        for _ in 0..7 {
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push(r.f64()?);
+            }
+            arrays.push(v);
+        }
+        let mut perm = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        for _ in 0..n {
+            let v = r.u64()?;
+            if v >= n as u64 || seen[v as usize] {
+                return Err("SMO snapshot: the permutation is not a permutation".into());
+            }
+            seen[v as usize] = true;
+            perm.push(v as usize);
+        }
+        let mut it = arrays.into_iter();
+        let mut next = || it.next().unwrap_or_default();
+        let snap = Self {
+            mode,
+            l: l as usize,
+            active: active as usize,
+            alpha: next(),
+            g: next(),
+            g_bar: next(),
+            p: next(),
+            y: next(),
+            upper: next(),
+            qd: next(),
+            perm,
+            obj_fixed,
+            delta: (has_delta == 1).then_some(delta),
+            unshrunk: unshrunk == 1,
+            driver: Driver {
+                iter,
+                counter,
+                viol,
+            },
+        };
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        if !(finite(&snap.alpha) && finite(&snap.g) && finite(&snap.g_bar) && finite(&snap.p))
+            || snap.y.iter().any(|&v| v != 1.0 && v != -1.0)
+            || snap.upper.iter().any(|&u| u.is_nan() || u < 0.0)
+            || snap
+                .alpha
+                .iter()
+                .zip(&snap.upper)
+                .any(|(&a, &u)| !(a >= 0.0 && a <= u))
+            || !obj_fixed.is_finite()
+        {
+            return Err("SMO snapshot: values out of range".into());
+        }
+        Ok((snap, r.pos))
+    }
+}
+
+/// Bounds-checked little-endian reads.
+pub(crate) struct ByteReader<'a> {
+    pub b: &'a [u8],
+    pub pos: usize,
+}
+
+impl<'a> ByteReader<'a> {
+    pub fn take(&mut self, k: usize) -> Result<&'a [u8], String> {
+        let end = self
+            .pos
+            .checked_add(k)
+            .filter(|&e| e <= self.b.len())
+            .ok_or_else(|| "truncated".to_string())?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    pub fn u64(&mut self) -> Result<u64, String> {
+        let s = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(u64::from_le_bytes(a))
+    }
+    pub fn f64(&mut self) -> Result<f64, String> {
+        self.u64().map(f64::from_bits)
+    }
+}
+
+impl State {
+    /// Rebuilds the state of a snapshot on a fresh `q` in the original order (permuting `q`
+    /// to the snapshot's order).
+    fn from_snapshot<Q: QMatrix + ?Sized>(q: &mut Q, s: &SmoSnapshot) -> Result<Self, SolveError> {
+        let n = q.n();
+        if s.n() != n {
+            return Err(SolveError::Dimensions(
+                "the snapshot has a different number of variables",
+            ));
+        }
+        // Bring q into the snapshot's order: position k must hold original variable perm[k].
+        let mut cur: Vec<usize> = (0..n).collect();
+        let mut pos: Vec<usize> = (0..n).collect();
+        for k in 0..n {
+            let j = pos[s.perm[k]];
+            if j != k {
+                q.swap_index(k, j);
+                let (a, b) = (cur[k], cur[j]);
+                cur.swap(k, j);
+                pos[a] = j;
+                pos[b] = k;
+            }
+        }
+        let mut st = State {
+            n,
+            l: s.l,
+            active: s.active,
+            alpha: s.alpha.clone(),
+            g: s.g.clone(),
+            g_bar: s.g_bar.clone(),
+            p: s.p.clone(),
+            y: s.y.clone(),
+            upper: s.upper.clone(),
+            qd: s.qd.clone(),
+            status: vec![Bound::Lower; n],
+            flags: vec![0; n],
+            up_inf: vec![0.0; n],
+            low_inf: vec![0.0; n],
+            scratch: vec![0.0; n],
+            pre: None,
+            scratch2: vec![0.0; n],
+            pre_single: false,
+            perm: s.perm.clone(),
+            obj_fixed: s.obj_fixed,
+            delta: s.delta,
+            unshrunk: s.unshrunk,
+        };
+        for i in 0..n {
+            st.update_status(i);
+        }
+        Ok(st)
+    }
+}
+
+/// [`solve`] (and, with `nu`, [`super::smo_nu::solve_nu`]) that can stop and continue exactly.
+///
+/// With `resume = Some(snapshot)` the solve continues from the snapshot instead of `alpha`
+/// (which only receives the result); the snapshot must come from the same `qp` and `Q` (its
+/// signs and bounds are checked). With `want_snapshot`, a solve stopped by a limit or the
+/// observer also returns a snapshot to continue from. Returns the info, LIBSVM's `r` for the nu
+/// problem (0 otherwise) and the snapshot, if any.
+///
+/// # Errors
+/// As [`solve`]; [`SolveError::Dimensions`] / [`SolveError::Infeasible`] for a snapshot that
+/// does not belong to `qp`.
+pub fn solve_resumable<Q: QMatrix>(
+    q: &mut Q,
+    qp: &BoxQp<'_>,
+    alpha: &mut [f64],
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    nu: bool,
+    resume: Option<&SmoSnapshot>,
+    want_snapshot: bool,
+) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
+    let mode = match (nu, qp.equality) {
+        (true, Equality::None) => {
+            return Err(SolveError::Infeasible(
+                "the nu solver needs the equality constraints (Equality::Sum)",
+            ))
+        }
+        (true, _) => Mode::Nu,
+        (false, Equality::Sum { .. }) => Mode::Sum,
+        (false, Equality::None) => Mode::None,
+    };
+    let Some(snap) = resume else {
+        let mut st = State::new(q, qp, alpha)?;
+        let out = iterate_ext(&mut st, q, settings, obs, mode, None, want_snapshot);
+        st.restore_order(q);
+        let out = out?;
+        st.scatter(alpha);
+        return Ok(out);
+    };
+    let code = match mode {
+        Mode::Sum => 0,
+        Mode::None => 1,
+        Mode::Nu => 2,
+    };
+    let n = q.n();
+    if snap.mode != code
+        || snap.n() != n
+        || alpha.len() != n
+        || qp.y.len() != n
+        || qp.upper.len() != n
+    {
+        return Err(SolveError::Dimensions(
+            "the snapshot does not match this problem (size or formulation)",
+        ));
+    }
+    for (k, &o) in snap.perm.iter().enumerate() {
+        let y = if qp.y[o] < 0 { -1.0 } else { 1.0 };
+        if snap.y[k] != y || snap.upper[k] != qp.upper[o] {
+            return Err(SolveError::Infeasible(
+                "the snapshot's signs or bounds differ from this problem's",
+            ));
+        }
+    }
+    let mut st = State::from_snapshot(q, snap)?;
+    let out = iterate_ext(
+        &mut st,
+        q,
+        settings,
+        obs,
+        mode,
+        Some(snap.driver),
+        want_snapshot,
+    );
+    st.restore_order(q);
+    let out = out?;
+    st.scatter(alpha);
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -4,11 +4,11 @@
 //! the equality `y'a = 0` is preserved by scaling and the box scales with C).
 
 use super::params::{Gamma, Probability, SvmType, SvmValidParams};
-use super::train::{class_order, cross_validation, fold_assignment};
+use super::train::{class_order, cross_validation_status, fold_assignment};
 use crate::data::Dataset;
 use crate::error::{DataError, FitError};
 use crate::kernel::qmatrix::SvcQ;
-use crate::solver::{smo, BoxQp, Equality, NoObserver};
+use crate::solver::{smo, BoxQp, Equality, NoObserver, Status};
 
 /// One point of the grid.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,6 +19,8 @@ pub struct GridPoint {
     pub gamma: f64,
     /// Cross-validation accuracy in percent (classification) or mean squared error (regression).
     pub score: f64,
+    /// The worst solver status over the folds' fits ([`Status::Converged`] if all converged).
+    pub status: Status,
 }
 
 impl GridPoint {
@@ -66,7 +68,7 @@ pub fn grid_search(
             for &c in cs {
                 let mut pc = p.clone();
                 pc.c = c;
-                let pred = cross_validation(&pc, data, folds, params.seed)?;
+                let (pred, status) = cross_validation_status(&pc, data, folds, params.seed)?;
                 let n = data.len() as f64;
                 let score = if regression {
                     pred.iter()
@@ -77,7 +79,12 @@ pub fn grid_search(
                 } else {
                     100.0 * pred.iter().zip(&data.y).filter(|(a, b)| a == b).count() as f64 / n
                 };
-                let pt = GridPoint { c, gamma, score };
+                let pt = GridPoint {
+                    c,
+                    gamma,
+                    score,
+                    status,
+                };
                 on_point(&pt);
                 out.push(pt);
             }
@@ -106,6 +113,7 @@ fn binary_c_path(
     let mut order: Vec<usize> = (0..cs.len()).collect();
     order.sort_by(|&a, &b| cs[a].total_cmp(&cs[b]));
     let mut correct = vec![0usize; cs.len()];
+    let mut status = vec![Status::Converged; cs.len()];
     let cache = usize::try_from(params.cache_bytes).unwrap_or(usize::MAX);
     for f in 0..k {
         let train: Vec<usize> = (0..n).filter(|&i| assign[i] != f).collect();
@@ -152,6 +160,7 @@ fn binary_c_path(
                 fixed: None,
             };
             let info = smo::solve(&mut q, &qp, &mut alpha, &params.solver, &mut NoObserver)?;
+            status[ci] = status[ci].worst(info.status);
             let coef: Vec<f64> = alpha.iter().zip(&y).map(|(a, s)| a * s).collect();
             let dec = super::train::binary_decisions(kernel, &sub.x, &coef, info.rho, &test_x);
             correct[ci] += test
@@ -167,10 +176,12 @@ fn binary_c_path(
     Ok(cs
         .iter()
         .zip(&correct)
-        .map(|(&c, &k)| GridPoint {
+        .zip(&status)
+        .map(|((&c, &k), &status)| GridPoint {
             c,
             gamma,
             score: 100.0 * k as f64 / n as f64,
+            status,
         })
         .collect())
 }

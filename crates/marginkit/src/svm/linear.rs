@@ -27,7 +27,7 @@ use crate::error::{
     non_negative, positive, DataError, FitError, IoError, ParamError, ParseError, ParseErrorKind,
 };
 use crate::solver::dcd::{self, LinearDesign, SvcDual, SvrDual};
-use crate::solver::{BoxQp, Equality, NoObserver, Shrinking, SolverSettings, Status};
+use crate::solver::{BoxQp, Equality, NoObserver, Observer, Shrinking, SolverSettings, Status};
 
 /// Most classes a model may have (fit and model files).
 pub const MAX_CLASSES: usize = 65_536;
@@ -300,13 +300,31 @@ impl LinearValidParams {
     /// [`DataError::TooManyClasses`] above [`MAX_CLASSES`], [`FitError::Solve`] on numerical
     /// breakdown. Hitting the pass or time limit is not an error: see the report.
     pub fn fit(&self, data: &Dataset) -> Result<LinearFit, FitError> {
+        self.fit_observed(data, &mut NoObserver)
+    }
+
+    /// [`LinearValidParams::fit`] with an observer that sees every pass and may stop the fit
+    /// (e.g. a [`crate::solver::Cancel`]): the subproblem being solved then ends with
+    /// [`Status::Interrupted`] at its current (feasible) dual point, and the subproblems not
+    /// reached keep zero weights and status `Interrupted`.
+    ///
+    /// # Errors
+    /// As [`LinearValidParams::fit`].
+    pub fn fit_observed(
+        &self,
+        data: &Dataset,
+        obs: &mut dyn Observer,
+    ) -> Result<LinearFit, FitError> {
         if data.is_empty() {
             return Err(DataError::Empty.into());
         }
+        if let Some(w) = &data.weights {
+            super::train::check_weights(w, data.len())?;
+        }
         if self.0.solver.is_regression() {
-            self.fit_svr(data)
+            self.fit_svr(data, obs)
         } else {
-            self.fit_svc(data)
+            self.fit_svc(data, obs)
         }
     }
 
@@ -322,7 +340,7 @@ impl LinearValidParams {
         }
     }
 
-    fn fit_svc(&self, data: &Dataset) -> Result<LinearFit, FitError> {
+    fn fit_svc(&self, data: &Dataset, mut obs: &mut dyn Observer) -> Result<LinearFit, FitError> {
         let prm = &self.0;
         let mut labels = data.labels_in_order();
         if labels.len() == 1 {
@@ -366,6 +384,25 @@ impl LinearValidParams {
         let mut w_all = Vec::with_capacity(nr_w);
         let mut reports = Vec::with_capacity(nr_w);
         for k in 0..nr_w {
+            if reports
+                .iter()
+                .any(|r: &SubproblemReport| r.status == Status::Interrupted)
+            {
+                reports.push(SubproblemReport {
+                    positive_label: Some(labels[k]),
+                    status: Status::Interrupted,
+                    iterations: 0,
+                    dual_objective: 0.0,
+                    primal_objective: f64::INFINITY,
+                    gap: f64::INFINITY,
+                    max_violation: f64::INFINITY,
+                });
+                w_all.push(vec![
+                    0.0;
+                    data.n_features() + usize::from(prm.bias.is_some())
+                ]);
+                continue;
+            }
             for i in 0..n {
                 let pos = class_of[i] == k;
                 y[i] = if pos { 1 } else { -1 };
@@ -390,7 +427,7 @@ impl LinearValidParams {
                 },
                 diag_shift: &shift,
             };
-            let r = dcd::solve_svc(&prob, &settings, prm.seed, &mut alpha, &mut NoObserver)?;
+            let r = dcd::solve_svc(&prob, &settings, prm.seed, &mut alpha, &mut obs)?;
             if r.info.status != Status::Converged {
                 warnings.push(format!(
                     "subproblem for label {} stopped early ({}) after {} passes",
@@ -428,7 +465,7 @@ impl LinearValidParams {
         })
     }
 
-    fn fit_svr(&self, data: &Dataset) -> Result<LinearFit, FitError> {
+    fn fit_svr(&self, data: &Dataset, mut obs: &mut dyn Observer) -> Result<LinearFit, FitError> {
         let prm = &self.0;
         let n = data.len();
         let mut warnings = Vec::new();
@@ -450,13 +487,7 @@ impl LinearValidParams {
             diag_shift: &shift,
         };
         let mut beta = vec![0.0; n];
-        let r = dcd::solve_svr(
-            &prob,
-            &self.settings(),
-            prm.seed,
-            &mut beta,
-            &mut NoObserver,
-        )?;
+        let r = dcd::solve_svr(&prob, &self.settings(), prm.seed, &mut beta, &mut obs)?;
         if r.info.status != Status::Converged {
             warnings.push(format!(
                 "regression stopped early ({}) after {} passes",
@@ -681,7 +712,18 @@ impl LinearModel {
     ///
     /// # Errors
     /// I/O errors, and `InvalidData` if a weight or label is not finite.
-    pub fn write<W: Write>(&self, mut out: W) -> std::io::Result<()> {
+    pub fn write<W: Write>(&self, out: W) -> std::io::Result<()> {
+        self.write_with_status(out, Status::Converged)
+    }
+
+    /// [`LinearModel::write`] flagged when `status` is not [`Status::Converged`]: a line
+    /// `status max_iterations|time_limit|interrupted` after `solver_type`, which LIBLINEAR's
+    /// reader refuses (unknown keyword) and marginkit reads back. A converged model is written
+    /// exactly as by [`LinearModel::write`].
+    ///
+    /// # Errors
+    /// As [`LinearModel::write`].
+    pub fn write_with_status<W: Write>(&self, mut out: W, status: Status) -> std::io::Result<()> {
         let bad = |what: &str| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -695,6 +737,9 @@ impl LinearModel {
             return Err(bad("weight"));
         }
         writeln!(out, "solver_type {}", self.solver.name())?;
+        if status != Status::Converged {
+            writeln!(out, "status {}", status.as_str())?;
+        }
         let nr_class = if self.solver.is_regression() {
             2
         } else {
@@ -734,7 +779,16 @@ impl LinearModel {
     /// # Errors
     /// [`IoError::Io`] from the reader; [`IoError::Parse`] with the 1-based line and column on
     /// malformed input or exceeded limits ([`MAX_CLASSES`], [`MAX_FEATURES`], [`MAX_LINE_BYTES`]).
-    pub fn read<R: BufRead>(mut input: R) -> Result<Self, IoError> {
+    pub fn read<R: BufRead>(input: R) -> Result<Self, IoError> {
+        Self::read_with_status(input).map(|(m, _)| m)
+    }
+
+    /// [`LinearModel::read`] plus the solver status the file records ([`Status::Converged`]
+    /// without a `status` line).
+    ///
+    /// # Errors
+    /// As [`LinearModel::read`].
+    pub fn read_with_status<R: BufRead>(mut input: R) -> Result<(Self, Status), IoError> {
         let mut parser = ModelParser::default();
         let mut buf = Vec::new();
         let mut line_no = 0usize;
@@ -764,7 +818,8 @@ impl LinearModel {
             })?;
             parser.line(line_no, text)?;
         }
-        Ok(parser.finish(line_no)?)
+        let status = parser.status.unwrap_or(Status::Converged);
+        Ok((parser.finish(line_no)?, status))
     }
 
     /// Reads a LIBLINEAR model file from memory.
@@ -898,6 +953,7 @@ struct ModelParser {
     bias: Option<Option<f64>>,
     /// `Some` once the `w` line was seen: (rows expected, nr_w, values row-major).
     body: Option<(usize, usize, Vec<f64>)>,
+    status: Option<Status>,
 }
 
 impl ModelParser {
@@ -1003,6 +1059,13 @@ impl ModelParser {
                 let (c, v) = one(&mut toks)?;
                 let b = parse_f64(ln, c, &v, "bias")?;
                 self.bias = Some(if b < 0.0 { None } else { Some(b) });
+            }
+            "status" => {
+                dup(self.status.is_some())?;
+                let (c, v) = one(&mut toks)?;
+                self.status = Some(super::model_io::status_from_name(&v).ok_or_else(|| {
+                    model_err(ln, c, format!("unknown status {:?}", truncate(&v)))
+                })?);
             }
             "w" => {
                 if let Some((c, _)) = toks.next() {

@@ -4,6 +4,7 @@
 //! Every kernel formulation is turned into a [`crate::solver::BoxQp`] by [`train`] and solved by
 //! [`crate::solver::smo`]; multiclass classification is one-vs-one as in LIBSVM.
 
+pub mod checkpoint;
 pub mod grid;
 pub mod linear;
 pub mod model;
@@ -12,6 +13,7 @@ pub mod params;
 pub mod probability;
 pub mod train;
 
+pub use checkpoint::FitCheckpoint;
 pub use model::SvmModel;
 pub use params::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
-pub use train::{FitReport, SubproblemReport};
+pub use train::{fit_resumable, FitReport, SubproblemReport};

@@ -250,6 +250,10 @@ impl SvmModel {
                             best = c;
                         }
                     }
+                    // A tie between two classes goes to the predicted one.
+                    if probs.len() == 2 && probs[0] == probs[1] {
+                        return (self.predict_from_decision(d), probs);
+                    }
                     (self.labels[best], probs)
                 } else {
                     (self.predict_from_decision(d), Vec::new())

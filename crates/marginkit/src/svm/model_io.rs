@@ -6,6 +6,7 @@
 //! through a temporary file in the same directory that is renamed into place, so a failed write
 //! never leaves a half-written model.
 
+use crate::solver::Status;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -56,8 +57,27 @@ fn join(v: &[f64], f: fn(f64) -> String) -> String {
 ///
 /// # Errors
 /// Any I/O error of `w`.
-pub fn write_model<W: Write>(mut w: W, model: &SvmModel) -> std::io::Result<()> {
+pub fn write_model<W: Write>(w: W, model: &SvmModel) -> std::io::Result<()> {
+    write_model_with_status(w, model, Status::Converged)
+}
+
+/// Writes `model` in LIBSVM's format, flagged when `status` is not [`Status::Converged`]:
+/// a line `status max_iterations|time_limit|interrupted` right after `svm_type`. A converged
+/// model is written exactly as by [`write_model`] (byte-compatible with LIBSVM's reader); a
+/// flagged one is refused by LIBSVM's reader (an unknown keyword), so that a model that did
+/// not converge is never used by accident; marginkit reads it and warns.
+///
+/// # Errors
+/// Any I/O error of `w`.
+pub fn write_model_with_status<W: Write>(
+    mut w: W,
+    model: &SvmModel,
+    status: Status,
+) -> std::io::Result<()> {
     writeln!(w, "svm_type {}", model.svm_type.name())?;
+    if status != Status::Converged {
+        writeln!(w, "status {}", status.as_str())?;
+    }
     writeln!(w, "kernel_type {}", model.kernel.libsvm_name())?;
     match model.kernel {
         KernelSpec::Poly {
@@ -121,6 +141,30 @@ pub fn write_model<W: Write>(mut w: W, model: &SvmModel) -> std::io::Result<()> 
 /// Any I/O error; the target is left untouched on failure.
 pub fn save_model(path: &Path, model: &SvmModel) -> std::io::Result<()> {
     crate::data::write_atomically(path, |w| write_model(w, model))
+}
+
+/// [`save_model`] with the status flag of [`write_model_with_status`].
+///
+/// # Errors
+/// Any I/O error; the target is left untouched on failure.
+pub fn save_model_with_status(
+    path: &Path,
+    model: &SvmModel,
+    status: Status,
+) -> std::io::Result<()> {
+    crate::data::write_atomically(path, |w| write_model_with_status(w, model, status))
+}
+
+/// Reads a status name as written in model files and reports ([`Status::as_str`]).
+pub fn status_from_name(s: &str) -> Option<Status> {
+    [
+        Status::Converged,
+        Status::MaxIterations,
+        Status::TimeLimit,
+        Status::Interrupted,
+    ]
+    .into_iter()
+    .find(|st| st.as_str() == s)
 }
 
 /// Model lines as text, on top of the data reader's bounded line reader.
@@ -229,6 +273,7 @@ struct Header {
     prob_a: Vec<f64>,
     prob_b: Vec<f64>,
     n_sv: Vec<usize>,
+    status: Option<Status>,
 }
 
 /// Reads a model in LIBSVM's format.
@@ -237,6 +282,15 @@ struct Header {
 /// [`IoError::Parse`] with the line and column of the first problem (unknown keyword, missing
 /// or inconsistent field, malformed number, a limit exceeded), or an I/O error.
 pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
+    read_model_with_status(r).map(|(m, _)| m)
+}
+
+/// The solver status a model file records: [`Status::Converged`] unless the file has a
+/// `status` line (written by [`write_model_with_status`] for a fit that stopped early).
+///
+/// # Errors
+/// As [`read_model`].
+pub fn read_model_with_status<R: BufRead>(r: R) -> Result<(SvmModel, Status), IoError> {
     let mut lines = Lines {
         inner: LineReader::new(r, MAX_LINE_BYTES),
         line_no: 0,
@@ -331,6 +385,14 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
                     "label" => h.labels = out,
                     "probA" => h.prob_a = out,
                     _ => h.prob_b = out,
+                }
+            }
+            "status" => {
+                let (c, v) = need_one("name")?;
+                let st = status_from_name(v)
+                    .ok_or_else(|| model_err(line_no, c, format!("unknown status '{v}'")))?;
+                if h.status.replace(st).is_some() {
+                    return Err(model_err(line_no, kc, "'status' given twice".into()));
                 }
             }
             "nr_sv" => {
@@ -551,24 +613,27 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
     } else {
         Vec::new()
     };
-    Ok(SvmModel {
-        svm_type,
-        kernel,
-        labels: if svm_type.is_classifier() {
-            h.labels
-        } else {
-            Vec::new()
-        },
-        n_sv,
-        sv,
-        sv_indices: None,
-        sv_coef,
-        rho: h.rho,
-        prob_a: h.prob_a,
-        prob_b: h.prob_b,
-        sv_norms: Vec::new(),
-    }
-    .with_norms())
+    Ok((
+        SvmModel {
+            svm_type,
+            kernel,
+            labels: if svm_type.is_classifier() {
+                h.labels
+            } else {
+                Vec::new()
+            },
+            n_sv,
+            sv,
+            sv_indices: None,
+            sv_coef,
+            rho: h.rho,
+            prob_a: h.prob_a,
+            prob_b: h.prob_b,
+            sv_norms: Vec::new(),
+        }
+        .with_norms(),
+        h.status.unwrap_or(Status::Converged),
+    ))
 }
 
 /// Reads a model from memory.
@@ -584,8 +649,16 @@ pub fn read_model_bytes(bytes: &[u8]) -> Result<SvmModel, IoError> {
 /// # Errors
 /// As [`read_model`], plus failure to open the file.
 pub fn load_model(path: &Path) -> Result<SvmModel, IoError> {
+    load_model_with_status(path).map(|(m, _)| m)
+}
+
+/// Reads a model file and the solver status it records (see [`read_model_with_status`]).
+///
+/// # Errors
+/// As [`read_model`], plus failure to open the file.
+pub fn load_model_with_status(path: &Path) -> Result<(SvmModel, Status), IoError> {
     let f = std::fs::File::open(path)?;
-    read_model(std::io::BufReader::new(f))
+    read_model_with_status(std::io::BufReader::new(f))
 }
 
 #[cfg(test)]

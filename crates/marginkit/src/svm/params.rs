@@ -222,6 +222,12 @@ impl SvmParams {
         self.0.kernel = k;
         self
     }
+    /// gamma of the RBF, polynomial and sigmoid kernels (a fixed value instead of
+    /// 1/n_features).
+    pub fn gamma(mut self, g: f64) -> Self {
+        self.0.kernel.gamma = Gamma::Value(g);
+        self
+    }
     /// C.
     pub fn c(mut self, c: f64) -> Self {
         self.0.c = c;
@@ -379,5 +385,59 @@ mod tests {
     fn gamma_auto_is_one_over_features() {
         let spec = KernelParams::default().resolve(13);
         assert_eq!(spec, KernelSpec::Rbf { gamma: 1.0 / 13.0 });
+    }
+}
+
+/// Fraction of the available memory that an automatic cache budget takes (`-m auto`).
+pub const AUTO_CACHE_FRACTION: f64 = 0.5;
+
+/// Smallest automatic cache budget (bytes): 64 MiB.
+pub const AUTO_CACHE_MIN_BYTES: u64 = 64 << 20;
+
+/// The kernel-cache budget of `-m auto`: [`AUTO_CACHE_FRACTION`] (one half) of the memory the
+/// kernel reports as available (`MemAvailable` in `/proc/meminfo`, which counts free memory plus
+/// reclaimable page cache), at least [`AUTO_CACHE_MIN_BYTES`]. The other half is left for the data
+/// (the solver needs about 3 times the data's size: the data, a permuted copy inside the kernel
+/// matrix, per-sample solver arrays) and for everything else on the machine.
+///
+/// # Errors
+/// When `/proc/meminfo` cannot be read or has no `MemAvailable` line (not Linux, or a kernel
+/// older than 3.14): pass an explicit budget then.
+pub fn auto_cache_bytes() -> std::io::Result<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo")?;
+    let avail = mem_available_bytes(&text).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "/proc/meminfo has no MemAvailable line",
+        )
+    })?;
+    Ok(((avail as f64 * AUTO_CACHE_FRACTION) as u64).max(AUTO_CACHE_MIN_BYTES))
+}
+
+/// `MemAvailable` in bytes from the text of `/proc/meminfo` (`MemAvailable:  123456 kB`).
+pub fn mem_available_bytes(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let mut it = line["MemAvailable:".len()..].split_whitespace();
+    let v: u64 = it.next()?.parse().ok()?;
+    match it.next() {
+        Some("kB") => v.checked_mul(1024),
+        None => Some(v),
+        Some(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod auto_cache_tests {
+    use super::*;
+
+    #[test]
+    fn meminfo_is_parsed() {
+        let t = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n";
+        assert_eq!(mem_available_bytes(t), Some(2048 * 1024));
+        assert_eq!(mem_available_bytes("MemFree: 1 kB\n"), None);
+        assert_eq!(mem_available_bytes("MemAvailable: x kB\n"), None);
+        if std::path::Path::new("/proc/meminfo").exists() {
+            assert!(auto_cache_bytes().unwrap() >= AUTO_CACHE_MIN_BYTES);
+        }
     }
 }

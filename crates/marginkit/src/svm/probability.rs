@@ -10,19 +10,35 @@
 /// Fits `P(y = +1 | f) = 1 / (1 + exp(A f + B))` to decision values `dec` and labels
 /// `positive[i]` (true for the +1 class), with Platt's regularized targets. Returns `(A, B)`.
 pub fn sigmoid_train(dec: &[f64], positive: &[bool]) -> (f64, f64) {
-    let n_pos = positive.iter().filter(|&&p| p).count() as f64;
-    let n_neg = positive.len() as f64 - n_pos;
+    sigmoid_train_weighted(dec, positive, None)
+}
+
+/// [`sigmoid_train`] with per-sample weights: sample `i` counts `weights[i]` times in the class
+/// sizes of Platt's targets and in the likelihood, so integer weights give the same sigmoid as
+/// repeated samples. Newton's method runs until the gradient is at the rounding level (or the
+/// line search can make no progress), so that the result does not depend on how the sums are
+/// grouped (weights vs repeated samples agree to ~1e-10).
+pub fn sigmoid_train_weighted(
+    dec: &[f64],
+    positive: &[bool],
+    weights: Option<&[f64]>,
+) -> (f64, f64) {
+    let w = |i: usize| weights.map_or(1.0, |w| w[i]);
+    let n_pos: f64 = (0..positive.len()).filter(|&i| positive[i]).map(w).sum();
+    let n_neg: f64 = (0..positive.len()).filter(|&i| !positive[i]).map(w).sum();
     let hi = (n_pos + 1.0) / (n_pos + 2.0);
     let lo = 1.0 / (n_neg + 2.0);
     let t: Vec<f64> = positive.iter().map(|&p| if p { hi } else { lo }).collect();
+    let wv: Vec<f64> = (0..dec.len()).map(w).collect();
 
     // Negative log-likelihood in a form that never overflows exp().
     let nll = |a: f64, b: f64| -> f64 {
         dec.iter()
             .zip(&t)
-            .map(|(&f, &ti)| {
+            .zip(&wv)
+            .map(|((&f, &ti), &wi)| {
                 let z = a * f + b;
-                if z >= 0.0 {
+                wi * if z >= 0.0 {
                     ti * z + (-z).exp().ln_1p()
                 } else {
                     z.exp().ln_1p() - (1.0 - ti) * z
@@ -45,26 +61,44 @@ pub fn sigmoid_train(dec: &[f64], positive: &[bool]) -> (f64, f64) {
     const MAX_ITER: usize = 100;
     const MIN_STEP: f64 = 1e-10;
     const SIGMA: f64 = 1e-12; // ridge that keeps the Hessian positive definite
+                              // Platt/Lin et al. stop at 1e-5; Newton is quadratic there, so going on to the rounding
+                              // level costs one or two more steps and makes the result independent of summation order.
     const GRAD_TOL: f64 = 1e-5;
+    let scale: f64 =
+        wv.iter().sum::<f64>() * (1.0 + dec.iter().map(|f| f.abs()).fold(0.0, f64::max));
+    let tight = 1e-13 * scale.max(1.0);
     for _ in 0..MAX_ITER {
         let (mut h11, mut h22, mut h21, mut g1, mut g2) = (SIGMA, SIGMA, 0.0, 0.0, 0.0);
-        for (&f, &ti) in dec.iter().zip(&t) {
+        for ((&f, &ti), &wi) in dec.iter().zip(&t).zip(&wv) {
             let p = prob(a * f + b);
-            let d2 = p * (1.0 - p);
+            let d2 = wi * p * (1.0 - p);
             h11 += f * f * d2;
             h22 += d2;
             h21 += f * d2;
-            let d1 = ti - p;
+            let d1 = wi * (ti - p);
             g1 += f * d1;
             g2 += d1;
         }
-        if g1.abs() < GRAD_TOL && g2.abs() < GRAD_TOL {
+        if g1.abs() < tight && g2.abs() < tight {
             break;
         }
+        let near = g1.abs() < GRAD_TOL && g2.abs() < GRAD_TOL;
         let det = h11 * h22 - h21 * h21;
         let da = -(h22 * g1 - h21 * g2) / det;
         let db = -(-h21 * g1 + h11 * g2) / det;
         let gd = g1 * da + g2 * db;
+        if near {
+            // Inside the quadratic region the full Newton step is taken: the likelihood
+            // changes there by less than its rounding, so a line search would only stall.
+            let (na, nb) = (a + da, b + db);
+            if !(na.is_finite() && nb.is_finite()) || (na == a && nb == b) {
+                break;
+            }
+            a = na;
+            b = nb;
+            fval = nll(a, b);
+            continue;
+        }
         let mut step = 1.0;
         while step >= MIN_STEP {
             let (na, nb) = (a + step * da, b + step * db);
@@ -78,11 +112,85 @@ pub fn sigmoid_train(dec: &[f64], positive: &[bool]) -> (f64, f64) {
             step /= 2.0;
         }
         if step < MIN_STEP {
-            log::warn!("Platt scaling: line search failed");
+            if !near {
+                log::warn!("Platt scaling: line search failed");
+            }
             break;
         }
     }
     (a, b)
+}
+
+/// Platt's sigmoid through the origin: fits `P(y = +1 | f) = 1 / (1 + exp(A f))` (B = 0) with the
+/// same regularized targets and weights as [`sigmoid_train_weighted`], and returns `A <= 0`.
+///
+/// This is what marginkit's binary models use (a documented deviation from LIBSVM, whose free
+/// `B` moves the 0.5 crossing away from `f = 0`, so that LIBSVM's probabilities can contradict
+/// its own predictions near the boundary): with `B = 0` and `A < 0`, `P(+1) > 1/2` exactly when
+/// the decision value is positive, so the most probable class is always the predicted one.
+/// When the fitted slope is not negative (decision values that do not separate the classes at
+/// all), `A = 0` (both probabilities 1/2; ties go to the predicted class).
+pub fn sigmoid_train_origin(dec: &[f64], positive: &[bool], weights: Option<&[f64]>) -> f64 {
+    let w = |i: usize| weights.map_or(1.0, |w| w[i]);
+    let n_pos: f64 = (0..positive.len()).filter(|&i| positive[i]).map(w).sum();
+    let n_neg: f64 = (0..positive.len()).filter(|&i| !positive[i]).map(w).sum();
+    let hi = (n_pos + 1.0) / (n_pos + 2.0);
+    let lo = 1.0 / (n_neg + 2.0);
+    let t: Vec<f64> = positive.iter().map(|&p| if p { hi } else { lo }).collect();
+    let wv: Vec<f64> = (0..dec.len()).map(w).collect();
+    let nll = |a: f64| -> f64 {
+        dec.iter()
+            .zip(&t)
+            .zip(&wv)
+            .map(|((&f, &ti), &wi)| {
+                let z = a * f;
+                wi * if z >= 0.0 {
+                    ti * z + (-z).exp().ln_1p()
+                } else {
+                    z.exp().ln_1p() - (1.0 - ti) * z
+                }
+            })
+            .sum()
+    };
+    let scale: f64 =
+        wv.iter().sum::<f64>() * (1.0 + dec.iter().map(|f| f.abs()).fold(0.0, f64::max));
+    let tight = 1e-13 * scale.max(1.0);
+    let (mut a, mut fval) = (0.0, nll(0.0));
+    for _ in 0..100 {
+        let (mut h, mut g) = (1e-12, 0.0);
+        for ((&f, &ti), &wi) in dec.iter().zip(&t).zip(&wv) {
+            let p = sigmoid_predict(f, a, 0.0);
+            h += wi * f * f * p * (1.0 - p);
+            g += wi * f * (ti - p);
+        }
+        if g.abs() < tight {
+            break;
+        }
+        let d = -g / h;
+        if g.abs() < 1e-5 {
+            // Quadratic region: take the Newton step (see sigmoid_train_weighted).
+            if a + d == a || !(a + d).is_finite() {
+                break;
+            }
+            a += d;
+            continue;
+        }
+        let mut step = 1.0;
+        while step >= 1e-10 {
+            let na = a + step * d;
+            let nf = nll(na);
+            if nf < fval + 1e-4 * step * g * d {
+                a = na;
+                fval = nf;
+                break;
+            }
+            step /= 2.0;
+        }
+        if step < 1e-10 {
+            break;
+        }
+    }
+    a.min(0.0)
 }
 
 /// `P(y = +1 | f)` for a fitted sigmoid.

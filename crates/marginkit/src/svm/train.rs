@@ -16,14 +16,17 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use super::checkpoint::{fingerprint, DoneSub, FitCheckpoint, SubState};
 use super::model::SvmModel;
 use super::params::{Probability, SvmType, SvmValidParams};
 use super::probability;
 use crate::data::{Dataset, Features};
 use crate::error::{DataError, FitError};
-use crate::kernel::qmatrix::{OneClassQ, SvcQ, SvrQ};
+use crate::kernel::cache::CacheStats;
+use crate::kernel::qmatrix::{OneClassQ, QMatrix, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
-use crate::solver::{smo, smo_nu, BoxQp, Equality, Observer, SolveInfo, Status};
+use crate::solver::smo::{self, SmoSnapshot};
+use crate::solver::{BoxQp, Equality, Observer, SolveInfo, Status};
 
 /// Largest number of classes accepted for one-vs-one training.
 pub const MAX_CLASSES: usize = 65_536;
@@ -43,6 +46,9 @@ pub struct SubproblemReport {
     pub status: Status,
     /// Final maximal KKT violation reported by the engine.
     pub max_violation: f64,
+    /// Duality gap at the returned point (from the engine's final gradient; see
+    /// [`crate::solver::kkt`]).
+    pub gap: f64,
     /// Support vectors of this subproblem.
     pub n_sv: usize,
     /// Bounded support vectors (at their upper bound).
@@ -56,16 +62,35 @@ pub struct FitReport {
     pub subproblems: Vec<SubproblemReport>,
     /// Non-fatal warnings (also sent to the `log` facade).
     pub warnings: Vec<String>,
+    /// The solves of the internal cross-validation behind Platt scaling (`-b 1`), if any.
+    pub calibration: Vec<SubproblemReport>,
+    /// Kernel-cache requests over the subproblems' solves (hits: served from the cache).
+    pub cache: CacheStats,
 }
 
 impl FitReport {
-    /// The worst status over the subproblems (converged only if all converged).
+    /// The worst status over the subproblems and the calibration solves (converged only if
+    /// all converged; an interruption outranks a limit).
     pub fn status(&self) -> Status {
-        self.subproblems
-            .iter()
+        let all = || self.subproblems.iter().chain(&self.calibration);
+        if all().any(|s| s.status == Status::Interrupted) {
+            return Status::Interrupted;
+        }
+        all()
             .map(|s| s.status)
             .find(|s| *s != Status::Converged)
             .unwrap_or(Status::Converged)
+    }
+    /// The largest final KKT violation over the subproblems.
+    pub fn max_violation(&self) -> f64 {
+        self.subproblems
+            .iter()
+            .map(|s| s.max_violation)
+            .fold(0.0, f64::max)
+    }
+    /// The largest duality gap over the subproblems.
+    pub fn gap(&self) -> f64 {
+        self.subproblems.iter().map(|s| s.gap).fold(0.0, f64::max)
     }
     /// Total iterations over the subproblems.
     pub fn iterations(&self) -> u64 {
@@ -78,6 +103,8 @@ struct DecisionFunction {
     coef: Vec<f64>,
     rho: f64,
     report: SubproblemReport,
+    /// Kernel cache counters of the solve (zero for a subproblem taken from a checkpoint).
+    cache: CacheStats,
 }
 
 /// Trains a kernel SVM on `data`.
@@ -91,18 +118,106 @@ pub fn fit(
     data: &Dataset,
     obs: &mut dyn Observer,
 ) -> Result<(SvmModel, FitReport), FitError> {
+    fit_resumable(params, data, obs, None).map(|(m, r, _)| (m, r))
+}
+
+/// [`fit`] that can be stopped and continued exactly.
+///
+/// When a solve ends before convergence (the observer asked to stop, e.g. a [`Cancel`] set by
+/// Ctrl-C, or an iteration or time limit), the fit returns at once with the model built from
+/// what is done (subproblems not reached have zero coefficients; the report's status says
+/// so) and a [`FitCheckpoint`]. Passing that checkpoint back as `resume` (same data and
+/// parameters; the limits, cache size and thread count may differ) continues every unfinished
+/// subproblem from the solver's exact state, so the final model equals that of an uninterrupted
+/// fit bit for bit. An interruption stops the remaining subproblems too; an iteration or time
+/// limit only ends the subproblem that hit it.
+///
+/// Platt scaling (`-b 1`) of a class pair is recomputed on resume if it was interrupted; the
+/// Laplace scale of SVR (`-b 1` with `-s 3/4`) is computed only after a converged solve.
+///
+/// [`Cancel`]: crate::solver::Cancel
+///
+/// # Errors
+/// As [`fit`]; [`FitError::Solve`] with [`crate::error::SolveError::Infeasible`] when `resume`
+/// was made with other data or parameters.
+pub fn fit_resumable(
+    params: &SvmValidParams,
+    data: &Dataset,
+    obs: &mut dyn Observer,
+    resume: Option<&FitCheckpoint>,
+) -> Result<(SvmModel, FitReport, Option<FitCheckpoint>), FitError> {
     if data.is_empty() {
         return Err(DataError::Empty.into());
     }
+    if let Some(w) = &data.weights {
+        check_weights(w, data.len())?;
+        // Samples of weight 0 cannot enter the model: fit without them (so that nothing, not
+        // even Platt's folds, depends on them) and map the support vectors back to the rows.
+        if w.iter().any(|&v| v == 0.0) {
+            let keep: Vec<usize> = (0..data.len()).filter(|&i| w[i] > 0.0).collect();
+            if keep.is_empty() {
+                return Err(DataError::Empty.into());
+            }
+            let (mut model, report, ck) = fit_resumable(params, &data.subset(&keep), obs, resume)?;
+            if let Some(idx) = &mut model.sv_indices {
+                for i in idx.iter_mut() {
+                    *i = keep[*i];
+                }
+            }
+            return Ok((model, report, ck));
+        }
+    }
+    let fp = fingerprint(params, data);
+    if let Some(c) = resume {
+        if c.fingerprint != fp {
+            return Err(crate::error::SolveError::Infeasible(
+                "the checkpoint was made with other data or other parameters",
+            )
+            .into());
+        }
+    }
     let kernel = params.kernel.resolve(data.n_features());
     let mut report = FitReport::default();
+    let mut subs: Vec<SubState> = Vec::new();
     let model = match params.svm_type {
-        SvmType::CSvc | SvmType::NuSvc => fit_classifier(params, kernel, data, obs, &mut report)?,
+        SvmType::CSvc | SvmType::NuSvc => fit_classifier(
+            params,
+            kernel,
+            data,
+            obs,
+            &mut report,
+            resume.map(|c| c.subs.as_slice()),
+            &mut subs,
+        )?,
         SvmType::OneClass | SvmType::EpsSvr | SvmType::NuSvr => {
             let c: Vec<f64> = (0..data.len()).map(|i| params.c * data.weight(i)).collect();
-            let f = solve_one(params, kernel, &data.x, &data.y, &c, obs)?;
+            let f = match resume.and_then(|c| c.subs.first()) {
+                Some(SubState::Done(d)) => DecisionFunction {
+                    coef: d.coef.clone(),
+                    rho: d.rho,
+                    report: d.report.clone(),
+                    cache: CacheStats::default(),
+                },
+                other => {
+                    let snap = match other {
+                        Some(SubState::Stopped { snap, .. }) => Some(&**snap),
+                        _ => None,
+                    };
+                    let (f, snap) =
+                        solve_one(params, kernel, &data.x, &data.y, &c, obs, snap, true)?;
+                    subs.push(sub_state(&f, snap, None));
+                    f
+                }
+            };
+            if subs.is_empty() {
+                subs.push(sub_state(&f, None, None));
+            }
             report.subproblems.push(f.report.clone());
-            let prob_a = if params.probability == Probability::On && params.svm_type.is_regression()
+            report.cache.hits += f.cache.hits;
+            report.cache.misses += f.cache.misses;
+            let prob_a = if params.probability == Probability::On
+                && params.svm_type.is_regression()
+                && f.report.status == Status::Converged
             {
                 vec![svr_sigma(params, data)?]
             } else {
@@ -128,7 +243,49 @@ pub fn fit(
     for w in &report.warnings {
         log::warn!("{w}");
     }
-    Ok((model, report))
+    let checkpoint = (report.status() != Status::Converged).then_some(FitCheckpoint {
+        fingerprint: fp,
+        subs,
+    });
+    Ok((model, report, checkpoint))
+}
+
+/// Sample weights must be finite and non-negative (the field is public, so [`Dataset::new`]'s
+/// check may have been bypassed).
+pub(crate) fn check_weights(w: &[f64], n: usize) -> Result<(), DataError> {
+    if w.len() != n {
+        return Err(DataError::Shape {
+            what: "weights",
+            expected: n,
+            found: w.len(),
+        });
+    }
+    match w.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
+        Some(row) => Err(DataError::BadWeight { row, value: w[row] }),
+        None => Ok(()),
+    }
+}
+
+/// What a checkpoint keeps of a subproblem that just ran.
+fn sub_state(
+    f: &DecisionFunction,
+    snap: Option<SmoSnapshot>,
+    prob: Option<(f64, f64)>,
+) -> SubState {
+    match snap {
+        Some(s) if f.report.status != Status::Converged => SubState::Stopped {
+            snap: Box::new(s),
+            prob,
+        },
+        _ if f.report.status == Status::Converged => SubState::Done(DoneSub {
+            coef: f.coef.clone(),
+            rho: f.rho,
+            report: f.report.clone(),
+            prob,
+        }),
+        // Stopped without a snapshot (cannot happen with want_snapshot): start over.
+        _ => SubState::NotStarted,
+    }
 }
 
 /// LIBSVM's class order: first appearance, except that a binary problem labelled {-1, +1}
@@ -162,6 +319,8 @@ fn fit_classifier(
     data: &Dataset,
     obs: &mut dyn Observer,
     report: &mut FitReport,
+    resume: Option<&[SubState]>,
+    subs: &mut Vec<SubState>,
 ) -> Result<SvmModel, FitError> {
     let labels = class_order(&data.y);
     if labels.len() < 2 {
@@ -209,25 +368,88 @@ fn fit_classifier(
     let mut funcs: Vec<DecisionFunction> = Vec::with_capacity(nc * (nc - 1) / 2);
     let mut prob_a = Vec::new();
     let mut prob_b = Vec::new();
+    let mut interrupted = false;
+    let n_pairs = nc * (nc - 1) / 2;
     for i in 0..nc {
         for j in i + 1..nc {
+            let pair = funcs.len();
             let idx: Vec<usize> = members[i].iter().chain(&members[j]).copied().collect();
-            let sub = data.subset(&idx);
-            let y: Vec<f64> = (0..idx.len())
-                .map(|k| if k < members[i].len() { 1.0 } else { -1.0 })
-                .collect();
-            let c: Vec<f64> = (0..idx.len())
-                .map(|k| {
-                    let class_w = if y[k] > 0.0 { cw[i] } else { cw[j] };
-                    params.c * class_w * sub.weight(k)
-                })
-                .collect();
-            if params.probability == Probability::On {
-                let (a, b) = binary_probability(params, kernel, &sub.x, &y, &c)?;
-                prob_a.push(a);
-                prob_b.push(b);
-            }
-            let mut f = solve_one(params, kernel, &sub.x, &y, &c, obs)?;
+            let not_reached = |len: usize| DecisionFunction {
+                coef: vec![0.0; len],
+                rho: 0.0,
+                report: SubproblemReport {
+                    classes: Some((labels[i], labels[j])),
+                    objective: 0.0,
+                    rho: 0.0,
+                    iterations: 0,
+                    status: Status::Interrupted,
+                    max_violation: f64::INFINITY,
+                    gap: f64::INFINITY,
+                    n_sv: 0,
+                    n_bsv: 0,
+                },
+                cache: CacheStats::default(),
+            };
+            let saved = resume.and_then(|r| r.get(pair));
+            let mut f = if interrupted {
+                subs.push(SubState::NotStarted);
+                not_reached(idx.len())
+            } else if let Some(SubState::Done(d)) = saved {
+                if let Some((a, b)) = d.prob {
+                    prob_a.push(a);
+                    prob_b.push(b);
+                }
+                subs.push(SubState::Done(d.clone()));
+                DecisionFunction {
+                    coef: d.coef.clone(),
+                    rho: d.rho,
+                    report: d.report.clone(),
+                    cache: CacheStats::default(),
+                }
+            } else {
+                let sub = data.subset(&idx);
+                let y: Vec<f64> = (0..idx.len())
+                    .map(|k| if k < members[i].len() { 1.0 } else { -1.0 })
+                    .collect();
+                let c: Vec<f64> = (0..idx.len())
+                    .map(|k| {
+                        let class_w = if y[k] > 0.0 { cw[i] } else { cw[j] };
+                        params.c * class_w * sub.weight(k)
+                    })
+                    .collect();
+                let (snap, saved_prob) = match saved {
+                    Some(SubState::Stopped { snap, prob }) => (Some(&**snap), *prob),
+                    _ => (None, None),
+                };
+                let prob = if params.probability == Probability::On {
+                    match saved_prob {
+                        Some(p) => Some(p),
+                        None => {
+                            let sw: Vec<f64> = (0..idx.len()).map(|k| sub.weight(k)).collect();
+                            binary_probability(params, kernel, &sub.x, &y, &c, &sw, obs, report)?
+                        }
+                    }
+                } else {
+                    None
+                };
+                if params.probability == Probability::On && prob.is_none() {
+                    // Interrupted inside the calibration: this pair starts over on resume.
+                    interrupted = true;
+                    subs.push(SubState::NotStarted);
+                    not_reached(idx.len())
+                } else {
+                    if let Some((a, b)) = prob {
+                        prob_a.push(a);
+                        prob_b.push(b);
+                    }
+                    let (f, snap) = solve_one(params, kernel, &sub.x, &y, &c, obs, snap, true)?;
+                    if f.report.status == Status::Interrupted {
+                        interrupted = true;
+                    }
+                    subs.push(sub_state(&f, snap, prob));
+                    f
+                }
+            };
             f.report.classes = Some((labels[i], labels[j]));
             for (k, &orig) in idx.iter().enumerate() {
                 if f.coef[k] != 0.0 {
@@ -241,6 +463,8 @@ fn fit_classifier(
             }
             f.coef = full;
             report.subproblems.push(f.report.clone());
+            report.cache.hits += f.cache.hits;
+            report.cache.misses += f.cache.misses;
             funcs.push(f);
         }
     }
@@ -276,6 +500,11 @@ fn fit_classifier(
             p += 1;
         }
     }
+    if prob_a.len() != n_pairs {
+        // Calibration is all or nothing.
+        prob_a.clear();
+        prob_b.clear();
+    }
     Ok(SvmModel {
         svm_type: params.svm_type,
         kernel,
@@ -303,6 +532,7 @@ fn cache_bytes(params: &SvmValidParams) -> usize {
 /// Solves one binary classification, regression or one-class problem on `x` with targets `y`
 /// (+1/-1 for classification) and per-sample costs `c` (for nu-SVC and one-class, `c` holds the
 /// sample weights scaled by C, which those formulations divide out).
+#[allow(clippy::too_many_arguments)]
 fn solve_one(
     params: &SvmValidParams,
     kernel: KernelSpec,
@@ -310,7 +540,11 @@ fn solve_one(
     y: &[f64],
     c: &[f64],
     obs: &mut dyn Observer,
-) -> Result<DecisionFunction, FitError> {
+    resume: Option<&SmoSnapshot>,
+    want_snapshot: bool,
+) -> Result<(DecisionFunction, Option<SmoSnapshot>), FitError> {
+    let snapshot;
+    let cache;
     let l = y.len();
     let settings = &params.solver;
     let cb = cache_bytes(params);
@@ -327,7 +561,18 @@ fn solve_one(
             };
             let mut q = SvcQ::new(x, kernel, &signs, cb)?;
             let mut alpha = vec![0.0; l];
-            let info = smo::solve(&mut q, &qp, &mut alpha, settings, obs)?;
+            let (info, _, snap) = smo::solve_resumable(
+                &mut q,
+                &qp,
+                &mut alpha,
+                settings,
+                obs,
+                false,
+                resume,
+                want_snapshot,
+            )?;
+            snapshot = snap;
+            cache = q.cache_stats();
             let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s).collect();
             (coef, info, Bounds::new(alpha, c.to_vec()))
         }
@@ -355,11 +600,23 @@ fn solve_one(
                 fixed: None,
             };
             let mut q = SvcQ::new(x, kernel, &signs, cb)?;
-            let (mut info, r) = smo_nu::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?;
+            let (mut info, r, snap) = smo::solve_resumable(
+                &mut q,
+                &qp,
+                &mut alpha,
+                settings,
+                obs,
+                true,
+                resume,
+                want_snapshot,
+            )?;
+            snapshot = snap;
+            cache = q.cache_stats();
             // Rescale to the C-SVC form with C = 1/r (LIBSVM's convention).
             let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s / r).collect();
             info.rho /= r;
             info.objective /= r * r;
+            info.gap /= r * r;
             let scaled: Vec<f64> = alpha.iter().map(|a| a / r).collect();
             let ub: Vec<f64> = upper.iter().map(|u| u / r).collect();
             (coef, info, Bounds::new(scaled, ub))
@@ -385,7 +642,18 @@ fn solve_one(
                 fixed: None,
             };
             let mut q = OneClassQ::new(x, kernel, cb)?;
-            let info = smo::solve(&mut q, &qp, &mut alpha, settings, obs)?;
+            let (info, _, snap) = smo::solve_resumable(
+                &mut q,
+                &qp,
+                &mut alpha,
+                settings,
+                obs,
+                false,
+                resume,
+                want_snapshot,
+            )?;
+            snapshot = snap;
+            cache = q.cache_stats();
             (alpha.clone(), info, Bounds::new(alpha, upper))
         }
         SvmType::EpsSvr | SvmType::NuSvr => {
@@ -419,31 +687,44 @@ fn solve_one(
                 fixed: None,
             };
             let mut q = SvrQ::new(x, kernel, cb)?;
-            let info = if params.svm_type == SvmType::EpsSvr {
-                smo::solve(&mut q, &qp, &mut alpha, settings, obs)?
-            } else {
-                smo_nu::solve_nu(&mut q, &qp, &mut alpha, settings, obs)?.0
-            };
+            let nu = params.svm_type == SvmType::NuSvr;
+            let (info, _, snap) = smo::solve_resumable(
+                &mut q,
+                &qp,
+                &mut alpha,
+                settings,
+                obs,
+                nu,
+                resume,
+                want_snapshot,
+            )?;
+            snapshot = snap;
+            cache = q.cache_stats();
             let coef: Vec<f64> = (0..l).map(|i| alpha[i] - alpha[i + l]).collect();
             (coef, info, Bounds::new(alpha, upper))
         }
     };
     check_finite(&info)?;
     let (n_sv, n_bsv) = upper_of.counts(params.svm_type, &coef);
-    Ok(DecisionFunction {
-        rho: info.rho,
-        report: SubproblemReport {
-            classes: None,
-            objective: info.objective,
+    Ok((
+        DecisionFunction {
+            cache,
             rho: info.rho,
-            iterations: info.iterations,
-            status: info.status,
-            max_violation: info.max_violation,
-            n_sv,
-            n_bsv,
+            report: SubproblemReport {
+                classes: None,
+                objective: info.objective,
+                rho: info.rho,
+                iterations: info.iterations,
+                status: info.status,
+                max_violation: info.max_violation,
+                gap: info.gap,
+                n_sv,
+                n_bsv,
+            },
+            coef,
         },
-        coef,
-    })
+        snapshot,
+    ))
 }
 
 fn check_finite(info: &SolveInfo) -> Result<(), FitError> {
@@ -539,17 +820,22 @@ pub(crate) fn binary_decisions(
 const PROB_FOLDS: usize = 5;
 
 /// Platt sigmoid for one binary subproblem from 5-fold cross-validated decision values.
+/// `None` when the observer stopped one of the fold solves (the statuses of the fold solves go
+/// to `report.calibration`).
+#[allow(clippy::too_many_arguments)]
 fn binary_probability(
     params: &SvmValidParams,
     kernel: KernelSpec,
     x: &Features,
     y: &[f64],
     c: &[f64],
-) -> Result<(f64, f64), FitError> {
+    w: &[f64],
+    obs: &mut dyn Observer,
+    report: &mut FitReport,
+) -> Result<Option<(f64, f64)>, FitError> {
     let l = y.len();
     let folds = fold_assignment(y, PROB_FOLDS.min(l), false, params.seed);
     let mut dec = vec![0.0; l];
-    let mut quiet = crate::solver::NoObserver;
     for f in 0..PROB_FOLDS.min(l) {
         let train: Vec<usize> = (0..l).filter(|&i| folds[i] != f).collect();
         let test: Vec<usize> = (0..l).filter(|&i| folds[i] == f).collect();
@@ -569,14 +855,20 @@ fn binary_probability(
             probability: Probability::Off,
             ..params.clone()
         };
-        let fdec = solve_one(&sub, kernel, &tx, &ty, &tc, &mut quiet)?;
+        let (fdec, _) = solve_one(&sub, kernel, &tx, &ty, &tc, obs, None, false)?;
+        report.calibration.push(fdec.report.clone());
+        if fdec.report.status == Status::Interrupted {
+            return Ok(None);
+        }
         let d = binary_decisions(kernel, &tx, &fdec.coef, fdec.rho, &x.select_rows(&test));
         for (pos, &i) in test.iter().enumerate() {
             dec[i] = d[pos];
         }
     }
     let positive: Vec<bool> = y.iter().map(|&v| v > 0.0).collect();
-    Ok(probability::sigmoid_train(&dec, &positive))
+    // Through the origin, so that the most probable class is the predicted one.
+    let a = probability::sigmoid_train_origin(&dec, &positive, Some(w));
+    Ok(Some((a, 0.0)))
 }
 
 /// Laplace scale of SVR residuals from 5-fold cross-validation.
@@ -601,6 +893,32 @@ pub fn cross_validation(
     k: usize,
     seed: u64,
 ) -> Result<Vec<f64>, FitError> {
+    cross_validation_status(params, data, k, seed).map(|(p, _)| p)
+}
+
+/// [`cross_validation`] plus the worst solver status over every fold's fit (so a limit hit in
+/// any fold is not silent).
+///
+/// # Errors
+/// As [`fit`] for any fold.
+pub fn cross_validation_status(
+    params: &SvmValidParams,
+    data: &Dataset,
+    k: usize,
+    seed: u64,
+) -> Result<(Vec<f64>, Status), FitError> {
+    let mut worst = Status::Converged;
+    let pred = cv_inner(params, data, k, seed, &mut worst)?;
+    Ok((pred, worst))
+}
+
+fn cv_inner(
+    params: &SvmValidParams,
+    data: &Dataset,
+    k: usize,
+    seed: u64,
+    worst: &mut Status,
+) -> Result<Vec<f64>, FitError> {
     let n = data.len();
     if n == 0 {
         return Err(DataError::Empty.into());
@@ -608,7 +926,8 @@ pub fn cross_validation(
     let k = k.clamp(1, n);
     let folds = fold_assignment(&data.y, k, params.svm_type.is_classifier(), seed);
     predict_by_folds(data, &folds, k, |train, test_x| {
-        let (model, _) = fit(params, train, &mut crate::solver::NoObserver)?;
+        let (model, rep) = fit(params, train, &mut crate::solver::NoObserver)?;
+        *worst = worst.worst(rep.status());
         let dec = model.decision_values(test_x);
         Ok(dec
             .iter()

@@ -1,0 +1,35 @@
+//! Ctrl-C (SIGINT) handling: the first Ctrl-C sets a [`Cancel`] flag that the running solver
+//! polls (it then returns its current point as `interrupted`, and the command writes a partial
+//! model and a state file); a second Ctrl-C exits at once with code 130.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use marginkit::solver::Cancel;
+
+/// The process-wide flag; the handler can only be installed once per process.
+static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Installs the handler (once) and returns a cancellation observer tied to it. If no handler
+/// can be installed, the returned flag is simply never set (Ctrl-C then kills the process as
+/// usual).
+pub fn install() -> Cancel {
+    let flag = FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = Arc::clone(&flag);
+        let _ = ctrlc::set_handler(move || {
+            if f.swap(true, Ordering::SeqCst) {
+                // Second Ctrl-C: the user does not want to wait for the partial results.
+                std::process::exit(130);
+            }
+            eprintln!(
+                "\nmarginkit: interrupted: stopping the solver (Ctrl-C again to quit at once)"
+            );
+        });
+        flag
+    });
+    Cancel::from_flag(Arc::clone(flag))
+}
+
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT), after its outputs are written.
+pub const EXIT_INTERRUPTED: i32 = 130;

@@ -1,0 +1,243 @@
+//! Production behaviour of the command line: statuses in the output and the model file,
+//! Ctrl-C (a real SIGINT to a running `train`) with a partial model, a state file and an exact
+//! resume, per-sample weight files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(name)
+}
+
+fn run(args: &[&str], dir: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("binary runs")
+}
+
+fn json(o: &Output) -> Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("one JSON object")
+}
+
+/// Overlapping classes in 10 dimensions (a deterministic LCG): with a large C, a large gamma,
+/// a tight tolerance and a 1 MB cache, training takes a few seconds.
+fn write_hard(path: &Path, n: usize) {
+    let mut s: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = || {
+        s = s
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..n {
+        let y = if i % 2 == 0 { 1.0 } else { -1.0 };
+        write!(f, "{y}").unwrap();
+        for k in 0..10 {
+            write!(f, " {}:{:.6}", k + 1, next() + 0.15 * y).unwrap();
+        }
+        writeln!(f).unwrap();
+    }
+}
+
+#[test]
+fn iteration_limit_is_reported_and_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = data("heart_scale.train");
+    let o = run(
+        &[
+            "train",
+            "--json",
+            "-c",
+            "100",
+            "--max-iter",
+            "7",
+            h.to_str().unwrap(),
+            "m",
+        ],
+        dir.path(),
+    );
+    let j = json(&o);
+    assert_eq!(j["status"], "max_iterations");
+    assert_eq!(j["converged"], false);
+    assert!(j["max_violation"].as_f64().unwrap() > 1e-3);
+    assert!(j["duality_gap"].as_f64().unwrap() > 0.0);
+    let model = std::fs::read_to_string(dir.path().join("m")).unwrap();
+    assert!(model.starts_with("svm_type c_svc\nstatus max_iterations\n"));
+    let state = j["state_file"].as_str().unwrap();
+    assert!(dir.path().join(state).exists());
+    // predict loads the flagged model and warns.
+    let o = run(&["predict", h.to_str().unwrap(), "m", "out"], dir.path());
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("did not converge"));
+    // Resume with the limit lifted: converged, and the same file as a direct fit.
+    let j = json(&run(
+        &[
+            "train",
+            "--json",
+            "-c",
+            "100",
+            "--resume",
+            state,
+            h.to_str().unwrap(),
+            "m",
+        ],
+        dir.path(),
+    ));
+    assert_eq!(j["status"], "converged");
+    assert_eq!(j["state_file"], Value::Null);
+    json(&run(
+        &["train", "--json", "-c", "100", h.to_str().unwrap(), "m2"],
+        dir.path(),
+    ));
+    assert_eq!(
+        std::fs::read(dir.path().join("m")).unwrap(),
+        std::fs::read(dir.path().join("m2")).unwrap()
+    );
+    // A resume with other parameters is refused.
+    let o = run(
+        &[
+            "train",
+            "-c",
+            "10",
+            "--resume",
+            state,
+            h.to_str().unwrap(),
+            "m3",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("other parameters"));
+    // Linear: limit reported and flagged too.
+    let j = json(&run(
+        &[
+            "train",
+            "--linear",
+            "-s",
+            "3",
+            "-c",
+            "100",
+            "-e",
+            "1e-6",
+            "--max-iter",
+            "1",
+            "--json",
+            h.to_str().unwrap(),
+            "lin",
+        ],
+        dir.path(),
+    ));
+    assert_eq!(j["status"], "max_iterations");
+    let lin = std::fs::read_to_string(dir.path().join("lin")).unwrap();
+    assert!(
+        lin.starts_with("solver_type L1R_L1LOSS_SVC_DUAL\nstatus max_iterations\n")
+            || lin.contains("\nstatus max_iterations\n"),
+        "{lin}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_train_within_a_second_and_resume_gives_the_same_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hard.svm");
+    write_hard(&file, 8000);
+    let f = file.to_str().unwrap();
+    let args = ["-c", "10000", "-g", "20", "-e", "1e-7", "-m", "1"];
+    // The uninterrupted reference.
+    let mut full = vec!["train", "-q"];
+    full.extend(args);
+    full.extend([f, "full.model"]);
+    let t0 = Instant::now();
+    let o = run(&full, dir.path());
+    let full_secs = t0.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Interrupted run.
+    let mut part = vec!["train", "--json"];
+    part.extend(args);
+    part.extend([f, "part.model"]);
+    let child = Command::new(BIN)
+        .args(&part)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs_f64((full_secs * 0.3).clamp(0.3, 1.5)));
+    let t_sig = Instant::now();
+    let k = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let o = child.wait_with_output().unwrap();
+    let secs = t_sig.elapsed().as_secs_f64();
+    eprintln!("Ctrl-C returned after {secs:.3} s (full fit {full_secs:.2} s)");
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(secs < 2.0, "took {secs} s to stop");
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["status"], "interrupted");
+    let model = std::fs::read_to_string(dir.path().join("part.model")).unwrap();
+    assert!(model.starts_with("svm_type c_svc\nstatus interrupted\n"));
+    let state = j["state_file"].as_str().unwrap().to_string();
+    assert!(dir.path().join(&state).exists());
+    // Resume: the same model file as the uninterrupted fit, byte for byte.
+    let mut res = vec!["train", "--json", "--resume", &state];
+    res.extend(args);
+    res.extend([f, "part.model"]);
+    let j = json(&run(&res, dir.path()));
+    assert_eq!(j["status"], "converged");
+    assert_eq!(
+        std::fs::read(dir.path().join("part.model")).unwrap(),
+        std::fs::read(dir.path().join("full.model")).unwrap()
+    );
+}
+
+#[test]
+fn weight_files_scale_the_costs_and_bad_weights_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = data("heart_scale.train");
+    let h = h.to_str().unwrap();
+    let n = std::fs::read_to_string(h).unwrap().lines().count();
+    // Weight 2 everywhere at C = 1 is C = 2.
+    std::fs::write(dir.path().join("w2"), "2\n".repeat(n)).unwrap();
+    json(&run(&["train", "--json", "-W", "w2", h, "a"], dir.path()));
+    json(&run(&["train", "--json", "-c", "2", h, "b"], dir.path()));
+    let (a, b) = (
+        std::fs::read_to_string(dir.path().join("a")).unwrap(),
+        std::fs::read_to_string(dir.path().join("b")).unwrap(),
+    );
+    // Same support vectors and labels; coefficients equal up to rounding.
+    assert_eq!(a.lines().count(), b.lines().count());
+    let mut bad = "1\n".repeat(n - 1);
+    bad.push_str("-1\n");
+    std::fs::write(dir.path().join("wbad"), &bad).unwrap();
+    let o = run(&["train", "-W", "wbad", h, "c"], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("wbad:{n}:1")), "{err}");
+    std::fs::write(dir.path().join("wshort"), "1\n1\n").unwrap();
+    let o = run(&["train", "-W", "wshort", h, "c"], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    std::fs::write(dir.path().join("wnan"), "nan\n".repeat(n)).unwrap();
+    let o = run(&["train", "-W", "wnan", h, "c"], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!dir.path().join("c").exists());
+}

@@ -1,0 +1,407 @@
+//! Production behaviour of the fits: no silent non-convergence (statuses, violations and gaps
+//! checked against the independent KKT checker), and exact interrupt/resume (a fit stopped by
+//! the observer or a limit and continued from its checkpoint gives the same model, bit for bit,
+//! as an uninterrupted fit).
+
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::kernel::qmatrix::{kernel_value, SvcQ};
+use marginkit::solver::kkt::check_with;
+use marginkit::solver::smo::{solve, solve_resumable, SmoSnapshot};
+use marginkit::solver::{
+    BoxQp, Cancel, Control, Equality, IterStats, NoObserver, Observer, Shrinking, SolverSettings,
+    Status,
+};
+use marginkit::svm::linear::{LinearParams, LinearSolver};
+use marginkit::svm::model_io::{read_model_with_status, write_model_with_status};
+use marginkit::svm::{fit_resumable, FitCheckpoint, SvmParams, SvmType};
+use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+fn data_file(name: &str) -> Dataset {
+    let p = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    read_libsvm_path(std::path::Path::new(&p), &ReadOptions::default()).unwrap()
+}
+
+/// Overlapping classes in 5 dimensions: with a large C the dual needs many iterations.
+fn hard(seed: u64, n: usize) -> (Features, Vec<i8>) {
+    let mut g = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let d = 5;
+    let mut v = Vec::with_capacity(n * d);
+    let mut y = Vec::with_capacity(n);
+    for i in 0..n {
+        let c: i8 = if i % 2 == 0 { 1 } else { -1 };
+        for _ in 0..d {
+            v.push(g.gen_range(-1.0..1.0) + 0.2 * f64::from(c));
+        }
+        y.push(c);
+    }
+    (Features::Dense(DenseMatrix::new(n, d, v).unwrap()), y)
+}
+
+#[test]
+fn an_iteration_limit_never_reports_success() {
+    let kernel = KernelSpec::Rbf { gamma: 2.0 };
+    for seed in 0..6 {
+        let (x, y) = hard(seed, 120);
+        let n = y.len();
+        let p = vec![-1.0; n];
+        let upper = vec![1000.0; n];
+        let qp = BoxQp {
+            p: &p,
+            y: &y,
+            upper: &upper,
+            equality: Equality::Sum { delta: 0.0 },
+            fixed: None,
+        };
+        let qv =
+            |i: usize, j: usize| f64::from(y[i]) * f64::from(y[j]) * kernel_value(&x, kernel, i, j);
+        // The matrix the solver sees: the cache holds Q in f32.
+        let q32 = |i: usize, j: usize| f64::from(qv(i, j) as f32);
+        for limit in [1u64, 3, 10, 40] {
+            let s = SolverSettings {
+                max_iter: Some(limit),
+                ..SolverSettings::default()
+            };
+            let mut q = SvcQ::new(&x, kernel, &y, 1 << 20).unwrap();
+            let mut a = vec![0.0; n];
+            let info = solve(&mut q, &qp, &mut a, &s, &mut NoObserver).unwrap();
+            let rep = check_with(qv, &qp, &a);
+            let rep32 = check_with(q32, &qp, &a);
+            assert_eq!(
+                info.status,
+                Status::MaxIterations,
+                "seed {seed} limit {limit}"
+            );
+            assert!(info.iterations <= limit);
+            // The independent checker agrees that this point is not optimal.
+            assert!(rep.max_violation > s.tol, "seed {seed}: {rep:?}");
+            // The reported violation and gap are those of the returned point (f32 cache).
+            let scale = 1.0 + rep32.max_violation.abs();
+            assert!((info.max_violation - rep32.max_violation).abs() < 1e-8 * scale);
+            let gscale = 1.0 + rep32.gap.abs();
+            assert!(
+                (info.gap - rep32.gap).abs() < 1e-8 * gscale,
+                "{} vs {}",
+                info.gap,
+                rep32.gap
+            );
+        }
+        // Without a limit: converged, and the checker confirms it.
+        let mut q = SvcQ::new(&x, kernel, &y, 1 << 20).unwrap();
+        let mut a = vec![0.0; n];
+        let s = SolverSettings::default();
+        let info = solve(&mut q, &qp, &mut a, &s, &mut NoObserver).unwrap();
+        assert_eq!(info.status, Status::Converged);
+        let rep = check_with(q32, &qp, &a);
+        assert!(rep.max_violation <= s.tol * (1.0 + 1e-9), "{rep:?}");
+        assert!(info.gap >= 0.0 && (info.gap - rep.gap).abs() < 1e-8 * (1.0 + rep.gap));
+    }
+}
+
+#[test]
+fn fits_report_the_status_of_every_solve_including_platt() {
+    let data = data_file("heart_scale");
+    let params = SvmParams::new()
+        .c(1000.0)
+        .probability(marginkit::svm::params::Probability::On)
+        .max_iter(20)
+        .check()
+        .unwrap();
+    let (_, report, ck) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    assert_eq!(report.status(), Status::MaxIterations);
+    assert!(!report.calibration.is_empty());
+    assert!(report
+        .calibration
+        .iter()
+        .all(|s| s.status == Status::MaxIterations));
+    assert!(ck.is_some());
+    assert!(report.max_violation() > 1e-3 && report.gap() > 0.0);
+    // Converged fit: no checkpoint, a finite non-negative gap.
+    let params = SvmParams::new().c(1.0).check().unwrap();
+    let (_, report, ck) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    assert_eq!(report.status(), Status::Converged);
+    assert!(ck.is_none());
+    assert!(report.gap() >= 0.0 && report.gap().is_finite());
+    assert!(report.max_violation() <= 1e-3);
+}
+
+#[test]
+fn linear_limits_and_cancel_report_their_status() {
+    let data = data_file("heart_scale");
+    let fit = LinearParams::new(LinearSolver::L1LossSvcDual)
+        .c(100.0)
+        .eps(1e-6)
+        .max_passes(2)
+        .fit(&data)
+        .unwrap();
+    assert_eq!(fit.report.subproblems[0].status, Status::MaxIterations);
+    assert!(fit.report.subproblems[0].gap > 0.0);
+    let mut cancel = Cancel::new();
+    cancel.cancel();
+    let fit = LinearParams::new(LinearSolver::L2LossSvcDual)
+        .check()
+        .unwrap()
+        .fit_observed(&data, &mut cancel)
+        .unwrap();
+    assert_eq!(fit.report.subproblems[0].status, Status::Interrupted);
+}
+
+#[test]
+fn non_converged_models_are_flagged_in_their_files() {
+    let data = data_file("heart_scale");
+    let params = SvmParams::new().c(100.0).max_iter(3).check().unwrap();
+    let (model, report, _) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    let mut flagged = Vec::new();
+    write_model_with_status(&mut flagged, &model, report.status()).unwrap();
+    let text = String::from_utf8(flagged.clone()).unwrap();
+    assert!(
+        text.starts_with("svm_type c_svc\nstatus max_iterations\n"),
+        "{text}"
+    );
+    let (back, st) = read_model_with_status(flagged.as_slice()).unwrap();
+    assert_eq!(st, Status::MaxIterations);
+    assert_eq!(back.rho, model.rho);
+    // A converged model has no status line: byte-identical to the plain writer.
+    let mut plain = Vec::new();
+    marginkit::svm::model_io::write_model(&mut plain, &model).unwrap();
+    let mut conv = Vec::new();
+    write_model_with_status(&mut conv, &model, Status::Converged).unwrap();
+    assert_eq!(plain, conv);
+    assert!(!String::from_utf8(plain).unwrap().contains("status"));
+    // Linear models too.
+    let fit = LinearParams::new(LinearSolver::L1LossSvcDual)
+        .c(100.0)
+        .max_passes(1)
+        .fit(&data)
+        .unwrap();
+    let mut buf = Vec::new();
+    fit.model
+        .write_with_status(&mut buf, fit.report.subproblems[0].status)
+        .unwrap();
+    let (m2, st) = marginkit::svm::linear::LinearModel::read_with_status(buf.as_slice()).unwrap();
+    assert_eq!(st, Status::MaxIterations);
+    assert_eq!(m2, fit.model);
+}
+
+/// Stops at the `k`-th progress report.
+struct StopAt {
+    k: u64,
+    calls: u64,
+}
+
+impl Observer for StopAt {
+    fn on_iter(&mut self, _s: &IterStats) -> Control {
+        self.calls += 1;
+        if self.calls >= self.k {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
+
+/// Fits to convergence through a chain of interruptions (observer stops after `every` reports,
+/// or iteration limits growing by `limit_step`), each continued from the previous checkpoint
+/// after a round trip through its byte form.
+fn chained(
+    params: &marginkit::svm::SvmValidParams,
+    data: &Dataset,
+    every: Option<u64>,
+    limit_step: Option<u64>,
+) -> (marginkit::svm::SvmModel, marginkit::svm::FitReport, usize) {
+    let mut ck: Option<FitCheckpoint> = None;
+    let mut stops = 0;
+    for round in 1..10_000u64 {
+        let mut p = params.clone();
+        if let Some(step) = limit_step {
+            p.solver.max_iter = Some(step * round);
+        }
+        let mut obs: Box<dyn Observer> = match every {
+            Some(k) => Box::new(StopAt { k, calls: 0 }),
+            None => Box::new(NoObserver),
+        };
+        let (m, r, next) = fit_resumable(&p, data, &mut *obs, ck.as_ref()).unwrap();
+        match next {
+            None => return (m, r, stops),
+            Some(c) => {
+                assert_ne!(r.status(), Status::Converged);
+                stops += 1;
+                let bytes = c.to_bytes();
+                let back = FitCheckpoint::from_bytes(&bytes).unwrap();
+                assert_eq!(back, c);
+                ck = Some(back);
+            }
+        }
+    }
+    panic!("never converged");
+}
+
+#[test]
+fn interrupted_fits_resume_to_the_identical_model() {
+    let heart = data_file("heart_scale");
+    let iris = data_file("iris.scale.svm");
+    let auto = data_file("auto.scale.svm");
+    let cases: Vec<(&str, marginkit::svm::SvmValidParams, &Dataset)> = vec![
+        (
+            "c-svc",
+            SvmParams::new()
+                .c(1000.0)
+                .gamma(0.05)
+                .tol(1e-6)
+                .check()
+                .unwrap(),
+            &heart,
+        ),
+        (
+            "c-svc no shrinking",
+            SvmParams::new()
+                .c(1000.0)
+                .gamma(0.05)
+                .tol(1e-6)
+                .shrinking(Shrinking::Off)
+                .check()
+                .unwrap(),
+            &heart,
+        ),
+        (
+            "nu-svc",
+            SvmParams::new()
+                .svm_type(SvmType::NuSvc)
+                .nu(0.2)
+                .gamma(0.05)
+                .tol(1e-6)
+                .check()
+                .unwrap(),
+            &heart,
+        ),
+        (
+            "eps-svr",
+            SvmParams::new()
+                .svm_type(SvmType::EpsSvr)
+                .c(100.0)
+                .gamma(0.5)
+                .tol(1e-6)
+                .check()
+                .unwrap(),
+            &auto,
+        ),
+        (
+            "multiclass",
+            SvmParams::new()
+                .c(1000.0)
+                .gamma(0.5)
+                .tol(1e-6)
+                .check()
+                .unwrap(),
+            &iris,
+        ),
+        (
+            "one-class",
+            SvmParams::new()
+                .svm_type(SvmType::OneClass)
+                .nu(0.3)
+                .gamma(0.5)
+                .tol(1e-6)
+                .check()
+                .unwrap(),
+            &heart,
+        ),
+    ];
+    for (name, params, data) in &cases {
+        let (m0, r0, _) = fit_resumable(params, data, &mut NoObserver, None).unwrap();
+        assert_eq!(r0.status(), Status::Converged, "{name}");
+        for (every, step) in [(Some(1), None), (Some(3), None), (None, Some(250))] {
+            let (m, r, stops) = chained(params, data, every, step);
+            let total: u64 = r0.iterations();
+            if total > 1000 || step.is_some() {
+                assert!(stops > 0, "{name}: never stopped ({total} iterations)");
+            }
+            assert_eq!(m, m0, "{name} {every:?} {step:?}: models differ");
+            for (a, b) in r.subproblems.iter().zip(&r0.subproblems) {
+                assert_eq!(a.objective.to_bits(), b.objective.to_bits(), "{name}");
+                assert_eq!(a.iterations, b.iterations, "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn checkpoints_refuse_other_data_or_parameters() {
+    let data = data_file("heart_scale");
+    let params = SvmParams::new().c(100.0).max_iter(5).check().unwrap();
+    let (_, _, ck) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    let ck = ck.unwrap();
+    let other = SvmParams::new().c(50.0).check().unwrap();
+    assert!(fit_resumable(&other, &data, &mut NoObserver, Some(&ck)).is_err());
+    let sub = data.subset(&(0..200).collect::<Vec<_>>());
+    let same = SvmParams::new().c(100.0).check().unwrap();
+    assert!(fit_resumable(&same, &sub, &mut NoObserver, Some(&ck)).is_err());
+    // Truncated or corrupted bytes are errors, never panics.
+    let bytes = ck.to_bytes();
+    for cut in [0, 7, 8, 20, bytes.len() / 2, bytes.len() - 1] {
+        assert!(FitCheckpoint::from_bytes(&bytes[..cut]).is_err());
+    }
+}
+
+#[test]
+fn smo_snapshots_round_trip_and_continue_exactly() {
+    let (x, y) = hard(7, 200);
+    let kernel = KernelSpec::Rbf { gamma: 2.0 };
+    let n = y.len();
+    let p = vec![-1.0; n];
+    let upper = vec![100.0; n];
+    let qp = BoxQp {
+        p: &p,
+        y: &y,
+        upper: &upper,
+        equality: Equality::Sum { delta: 0.0 },
+        fixed: None,
+    };
+    let s = SolverSettings {
+        tol: 1e-8,
+        ..SolverSettings::default()
+    };
+    let mut q = SvcQ::new(&x, kernel, &y, 1 << 20).unwrap();
+    let mut a0 = vec![0.0; n];
+    let i0 = solve(&mut q, &qp, &mut a0, &s, &mut NoObserver).unwrap();
+    assert!(i0.iterations > 1000, "{}", i0.iterations);
+    let mut q = SvcQ::new(&x, kernel, &y, 1 << 20).unwrap();
+    let mut a = vec![0.0; n];
+    let (info, _, snap) = solve_resumable(
+        &mut q,
+        &qp,
+        &mut a,
+        &s,
+        &mut StopAt { k: 1, calls: 0 },
+        false,
+        None,
+        true,
+    )
+    .unwrap();
+    assert_eq!(info.status, Status::Interrupted);
+    let snap = snap.unwrap();
+    assert_eq!(snap.iterations(), 1000);
+    let (back, used) = SmoSnapshot::from_bytes(&snap.to_bytes()).unwrap();
+    assert_eq!(used, snap.to_bytes().len());
+    assert_eq!(back, snap);
+    // Continue on a fresh matrix (a new process would build one).
+    let mut q = SvcQ::new(&x, kernel, &y, 1 << 20).unwrap();
+    let mut a1 = vec![0.0; n];
+    let (i1, _, none) = solve_resumable(
+        &mut q,
+        &qp,
+        &mut a1,
+        &s,
+        &mut NoObserver,
+        false,
+        Some(&back),
+        true,
+    )
+    .unwrap();
+    assert!(none.is_none());
+    assert_eq!(i1.status, Status::Converged);
+    assert_eq!(i1.iterations, i0.iterations);
+    assert_eq!(i1.objective.to_bits(), i0.objective.to_bits());
+    assert_eq!(a1, a0);
+}
