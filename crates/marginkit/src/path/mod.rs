@@ -16,7 +16,8 @@
 //! 1. **Screen** ([`crate::screening`]) from the previous point (`C_ref`): samples provably in R
 //!    are fixed at 0, in L at `C` ([`VarFix`]); the solver folds them into `p`.
 //! 2. **Solve** the screened problem from the previous `alpha` (warm start; feasible since
-//!    `C > C_ref`), with the solver's own shrinking on top. The kernel matrix stays in the
+//!    `C > C_ref`; the linear engine starts from the scaled point `(C / C_ref) alpha`, see
+//!    `warm_start_scaled`), with the solver's own shrinking on top. The kernel matrix stays in the
 //!    solver's order between solves (only the permutation is tracked): screened variables are
 //!    then mostly in the solver's tail already, and the cached kernel columns are not permuted
 //!    back after each solve (for millisecond solves that replay dominated the time).
