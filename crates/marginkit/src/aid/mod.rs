@@ -50,6 +50,7 @@
 
 pub mod cluster;
 pub mod lad;
+pub mod svm;
 
 
 
@@ -150,7 +151,9 @@ pub struct IterRecord {
     pub r: f64,
     /// Best lower bound so far (`max_s F^s`; NaN without one).
     pub lower_bound: f64,
-    /// The aggregated objective `F^t` at this iteration.
+    /// This iteration's own lower bound `F^t` (NaN without one).
+    pub bound_t: f64,
+    /// The aggregated problem's objective at its solution (the primal `F^t`).
     pub aggregated_objective: f64,
     /// `E^t`: the aggregated solution's objective on the full data.
     pub objective: f64,
@@ -225,6 +228,7 @@ pub fn run<P: AidProblem>(
             clusters: clusters.len(),
             r: clusters.len() as f64 / n.max(1) as f64,
             lower_bound: if has_bound { lower } else { f64::NAN },
+            bound_t: agg.lower_bound.unwrap_or(f64::NAN),
             aggregated_objective: agg.objective,
             objective: e,
             best_objective: e_best,
