@@ -50,6 +50,7 @@
 
 pub mod cluster;
 pub mod lad;
+pub mod s3vm;
 pub mod svm;
 
 
