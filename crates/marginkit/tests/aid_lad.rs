@@ -56,12 +56,7 @@ fn synthetic(n: usize, m: usize, seed: u64) -> Dataset {
         }
         y.push(v);
     }
-    Dataset::new(
-        Features::Dense(DenseMatrix::new(n, m, x).unwrap()),
-        y,
-        None,
-    )
-    .unwrap()
+    Dataset::new(Features::Dense(DenseMatrix::new(n, m, x).unwrap()), y, None).unwrap()
 }
 
 /// Independent oracle: the LAD primal LP `min sum t  s.t.  y - Xt b <= t, -(y - Xt b) <= t`
@@ -163,7 +158,11 @@ fn stackloss_matches_quantreg() {
         has_intercept: true,
     };
     let ref_obj = quantreg.objective(&d);
-    assert!(rel(sol.objective, ref_obj) <= 1e-7, "{} vs {ref_obj}", sol.objective);
+    assert!(
+        rel(sol.objective, ref_obj) <= 1e-7,
+        "{} vs {ref_obj}",
+        sol.objective
+    );
     for (a, b) in model.coef.iter().zip(&quantreg.coef) {
         assert!((a - b).abs() <= 1e-6, "{:?}", model);
     }

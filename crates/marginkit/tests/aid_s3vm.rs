@@ -48,9 +48,9 @@ fn brute_force(inst: &S3vmInstance) -> f64 {
         let mut alpha = vec![0.0; n];
         let mut dq = DenseQ::new(n, &q).unwrap();
         let settings = SolverSettings {
-            tol: 1e-9,
+            tol: 1e-7,
             shrinking: Shrinking::Off,
-            max_iter: None,
+            max_iter: Some(100_000),
             time_limit: None,
         };
         let info = solve(&mut dq, &qp, &mut alpha, &settings, &mut NoObserver).unwrap();
@@ -164,7 +164,12 @@ fn prop5_counterexample() {
         ..AidS3vmParams::default()
     };
     let fit = fit_aid_s3vm_from(&d, &params, c, &mut |_| {}).unwrap();
-    assert_eq!(fit.run.stop, StopReason::Optimal, "{:?}", fit.run.iterations);
+    assert_eq!(
+        fit.run.stop,
+        StopReason::Optimal,
+        "{:?}",
+        fit.run.iterations
+    );
     let e_aid = fit.run.best_objective;
     assert!((e_aid - 0.21626).abs() <= 2e-4, "{e_aid}");
     let inst = full_instance(&d, 1.0, 0.05, false).unwrap();

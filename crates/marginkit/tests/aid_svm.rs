@@ -87,7 +87,11 @@ fn check_run(fit: &marginkit::aid::svm::AidSvmFit, full: f64, tol: f64) {
     assert!(e >= full * (1.0 - 1e-7), "AID {e} below the optimum {full}");
     assert!((e - full) / full <= tol, "AID {e} vs full {full}");
     for r in &run.iterations {
-        assert!(r.bound_t <= full * (1.0 + 1e-7), "bound {} > optimum {full}", r.bound_t);
+        assert!(
+            r.bound_t <= full * (1.0 + 1e-7),
+            "bound {} > optimum {full}",
+            r.bound_t
+        );
     }
     // Prop. 4: F^t non-decreasing (the dual bounds of inexact solves may wobble by the solver
     // tolerance only).

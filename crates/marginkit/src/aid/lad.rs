@@ -52,7 +52,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
-use super::{run, AidProblem, AidRun, AidSettings, Aggregated, IterRecord};
+use super::{run, Aggregated, AidProblem, AidRun, AidSettings, IterRecord};
 use crate::data::{ops, Dataset, Features, Row};
 use crate::error::{DataError, FitError, ParamError, SolveError};
 
@@ -85,12 +85,16 @@ impl LadModel {
 
     /// Predictions for every row of `x`.
     pub fn predict(&self, x: &Features) -> Vec<f64> {
-        (0..x.n_rows()).map(|i| self.predict_row(x.row(i))).collect()
+        (0..x.n_rows())
+            .map(|i| self.predict_row(x.row(i)))
+            .collect()
     }
 
     /// `sum_i |y_i - prediction_i|` (deterministic for any thread count).
     pub fn objective(&self, data: &Dataset) -> f64 {
-        det_sum(data.len(), |i| (data.y[i] - self.predict_row(data.x.row(i))).abs())
+        det_sum(data.len(), |i| {
+            (data.y[i] - self.predict_row(data.x.row(i))).abs()
+        })
     }
 
     /// Writes the model as JSON (`{"model":"lad","intercept":..,"coef":[..]}`).
@@ -246,14 +250,26 @@ fn solve_design(
     solver.solve();
     let sol = &solver.solution;
     match sol.status {
-        SolverStatus::Solved | SolverStatus::AlmostSolved | SolverStatus::MaxIterations
-        | SolverStatus::MaxTime | SolverStatus::InsufficientProgress
-        | SolverStatus::AlmostDualInfeasible | SolverStatus::AlmostPrimalInfeasible => {}
-        _ => return Err(SolveError::NonFinite { what: "LAD LP solution" }.into()),
+        SolverStatus::Solved
+        | SolverStatus::AlmostSolved
+        | SolverStatus::MaxIterations
+        | SolverStatus::MaxTime
+        | SolverStatus::InsufficientProgress
+        | SolverStatus::AlmostDualInfeasible
+        | SolverStatus::AlmostPrimalInfeasible => {}
+        _ => {
+            return Err(SolveError::NonFinite {
+                what: "LAD LP solution",
+            }
+            .into())
+        }
     }
     let beta_ip: Vec<f64> = sol.z[..p].to_vec();
     if beta_ip.iter().any(|v| !v.is_finite()) {
-        return Err(SolveError::NonFinite { what: "LAD coefficients" }.into());
+        return Err(SolveError::NonFinite {
+            what: "LAD coefficients",
+        }
+        .into());
     }
     let dual_value = -sol.obj_val;
     let ip_iterations = sol.iterations;
@@ -286,7 +302,10 @@ fn polish(design: &dyn Design, y: &[f64], beta: &[f64]) -> Option<(Vec<f64>, boo
     if p == 0 || n < p {
         return None;
     }
-    let r: Vec<f64> = (0..n).into_par_iter().map(|i| y[i] - design.dot(i, beta)).collect();
+    let r: Vec<f64> = (0..n)
+        .into_par_iter()
+        .map(|i| y[i] - design.dot(i, beta))
+        .collect();
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| r[a].abs().total_cmp(&r[b].abs()).then(a.cmp(&b)));
     // Greedy independent rows by modified Gram-Schmidt.
@@ -333,7 +352,10 @@ fn polish(design: &dyn Design, y: &[f64], beta: &[f64]) -> Option<(Vec<f64>, boo
         basis.iter().for_each(|&i| m[i] = true);
         m
     };
-    let rv: Vec<f64> = (0..n).into_par_iter().map(|i| y[i] - design.dot(i, &beta_v)).collect();
+    let rv: Vec<f64> = (0..n)
+        .into_par_iter()
+        .map(|i| y[i] - design.dot(i, &beta_v))
+        .collect();
     let scale = y.iter().fold(0.0f64, |a, v| a.max(v.abs())).max(1.0);
     let mut rhs = vec![0.0; p];
     let mut degenerate = false;

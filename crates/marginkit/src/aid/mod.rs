@@ -53,8 +53,6 @@ pub mod lad;
 pub mod s3vm;
 pub mod svm;
 
-
-
 use std::time::{Duration, Instant};
 
 use cluster::Clusters;

@@ -62,7 +62,7 @@ use clarabel::solver::{
 use rayon::prelude::*;
 
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
-use super::{run, AidProblem, AidRun, AidSettings, Aggregated, IterRecord};
+use super::{run, Aggregated, AidProblem, AidRun, AidSettings, IterRecord};
 use crate::data::{ops, Dataset, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
 use crate::svm::linear::{LinearModel, LinearSolver};
@@ -357,10 +357,7 @@ pub fn solve_bnb(inst: &S3vmInstance, limits: &BnbLimits) -> Result<BnbResult, F
             heap.push(Node { bound, fixed, seq });
         }
     }
-    let open = heap
-        .iter()
-        .map(|nd| nd.bound)
-        .fold(f64::INFINITY, f64::min);
+    let open = heap.iter().map(|nd| nd.bound).fold(f64::INFINITY, f64::min);
     let lower_bound = if optimal { best } else { open.min(best) };
     let gap = if best > 0.0 {
         ((best - lower_bound) / best).max(0.0)
@@ -543,7 +540,12 @@ fn s3vm_labels(data: &Dataset) -> Result<(Vec<f64>, Vec<i8>), FitError> {
         return Err(DataError::Empty.into());
     }
     let labels: Vec<f64> = crate::svm::train::class_order(
-        &data.y.iter().copied().filter(|&v| v != 0.0).collect::<Vec<_>>(),
+        &data
+            .y
+            .iter()
+            .copied()
+            .filter(|&v| v != 0.0)
+            .collect::<Vec<_>>(),
     );
     if labels.is_empty() {
         return Err(ParamError::Incompatible(

@@ -54,7 +54,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
-use super::{run, AidProblem, AidRun, AidSettings, Aggregated, IterRecord};
+use super::{run, Aggregated, AidProblem, AidRun, AidSettings, IterRecord};
 use crate::data::{ops, Dataset, DenseMatrix, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
 use crate::kernel::qmatrix::{DenseQ, SvcQ};
@@ -149,7 +149,9 @@ pub(crate) fn binary_signs(data: &Dataset) -> Result<(Vec<f64>, Vec<i8>), FitErr
         return Err(DataError::SingleClass { label: labels[0] }.into());
     }
     if labels.len() > 2 {
-        return Err(ParamError::Incompatible("AID-SVM is binary: found more than two classes").into());
+        return Err(
+            ParamError::Incompatible("AID-SVM is binary: found more than two classes").into(),
+        );
     }
     let y = data
         .y
@@ -435,11 +437,7 @@ pub fn svm_r0(n_class: usize, m: usize) -> f64 {
 }
 
 /// Initial clusters: per class, one k-means iteration on 1-D scores (see module docs).
-fn initial_clusters(
-    data: &Dataset,
-    y: &[i8],
-    params: &AidSvmParams,
-) -> Result<Clusters, FitError> {
+fn initial_clusters(data: &Dataset, y: &[i8], params: &AidSvmParams) -> Result<Clusters, FitError> {
     let n = data.len();
     let m = data.n_features();
     let s = n.min(2000);
@@ -568,7 +566,9 @@ pub fn fit_aid_svm(
     }
     if let Some(k) = params.kernel {
         if k == KernelSpec::Precomputed {
-            return Err(ParamError::Incompatible("AID-SVM does not take a precomputed kernel").into());
+            return Err(
+                ParamError::Incompatible("AID-SVM does not take a precomputed kernel").into(),
+            );
         }
         k.check()?;
     }
