@@ -98,6 +98,7 @@ def lad_row(n, m, args):
     x, y = np.load(xf), np.load(yf)
     row = {"n": n, "m": m}
     aid = [run_ours("lad-aid", xf, yf) for _ in range(args.repeats)]
+    print(json.dumps(aid[0]), flush=True)
     row["aid_s"] = median([a["seconds"] for a in aid])
     row["aid_obj"] = aid[0]["objective"]
     row.update({k: aid[0][k] for k in ("iterations", "r0", "rT", "init_seconds", "stop")})
@@ -111,13 +112,20 @@ def lad_row(n, m, args):
             row[solver + "_s"] = None
             continue
         ts = []
+        import warnings
+
         for _ in range(args.repeats):
-            q = QuantileRegressor(quantile=0.5, alpha=0.0, fit_intercept=True, solver=solver)
+            q = QuantileRegressor(quantile=0.5, alpha=0.0, fit_intercept=True, solver=solver,
+                                  solver_options={"time_limit": args.highs_time_limit})
             t0 = time.perf_counter()
-            q.fit(x, y)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                q.fit(x, y)
             ts.append(time.perf_counter() - t0)
         row[solver + "_s"] = median(ts)
         row[solver + "_obj"] = float(np.abs(y - q.predict(x)).sum())
+        row[solver + "_timeout"] = row[solver + "_s"] >= 0.98 * args.highs_time_limit
+        print(json.dumps({"n": n, "m": m, solver: row[solver + "_s"], "obj": row[solver + "_obj"]}), flush=True)
     return row
 
 
@@ -180,6 +188,13 @@ def fmt(v, spec=".3g"):
     return "n/a" if v is None else format(v, spec)
 
 
+def tfmt(r, solver):
+    v = r.get(solver + "_s")
+    if v is None:
+        return "not run"
+    return f"> {v:.0f} (time limit)" if r.get(solver + "_timeout") else fmt(v)
+
+
 def rel(a, b):
     return None if a is None or b is None else (a - b) / abs(b)
 
@@ -193,6 +208,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--libsvm-max", type=int, default=50000, help="largest n for LIBSVM -t 0 (slow)")
     ap.add_argument("--highs-max-cells", type=float, default=2.5e7, help="skip HiGHS above n*m")
+    ap.add_argument("--highs-time-limit", type=float, default=300.0,
+                    help="HiGHS time limit in seconds (a capped run is reported as '> limit')")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     lines = []
@@ -207,7 +224,7 @@ def main():
             ipm = r.get("highs-ipm_s")
             lines.append(
                 f"| {n:,} | {m} | {100*r['r0']:.2f}% | {100*r['rT']:.2f}% | {r['iterations']} | {fmt(r['aid_s'])} | "
-                f"{fmt(r['full_s'])} | {fmt(ipm)} | {fmt(r.get('highs_s'))} | "
+                f"{fmt(r['full_s'])} | {tfmt(r, 'highs-ipm')} | {tfmt(r, 'highs')} | "
                 f"{fmt(None if ipm is None else r['aid_s'] / ipm, '.2f')} | {r['aid_s'] / r['full_s']:.2f} | "
                 f"{fmt(rel(r['aid_obj'], r['full_obj']), '.1e')}; {fmt(rel(r['aid_obj'], r.get('highs-ipm_obj')), '.1e')} |")
         lines.append("")

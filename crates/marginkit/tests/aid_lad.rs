@@ -245,8 +245,8 @@ fn bad_input_is_an_error() {
         x.extend_from_slice(&[a, 2.0, a]);
         y.push(3.0 * a + rng.gen_range(-1.0..1.0) + if i % 2 == 0 { 0.0 } else { 0.5 });
     }
-    x.extend_from_slice(&x[..30].to_vec());
-    y.extend_from_slice(&y[..10].to_vec());
+    x.extend_from_within(..30);
+    y.extend_from_within(..10);
     let d = Dataset::new(
         Features::Dense(DenseMatrix::new(n + 10, 3, x).unwrap()),
         y,

@@ -1,6 +1,7 @@
 //! S3VM: the branch and bound equals brute-force enumeration of all labelings (each labeling's
 //! convex SVM solved independently by SMO); AID-S3VM is a heuristic (the digest's counterexample
 //! to the paper's Prop. 5); input errors.
+#![allow(clippy::needless_range_loop)] // index loops keep the brute-force oracle readable
 
 use std::path::PathBuf;
 

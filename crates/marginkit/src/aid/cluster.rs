@@ -219,7 +219,7 @@ fn add_row(row: Row<'_>, out: &mut [f64]) {
 /// move to their means, and every point is assigned once more. `points` is `n x dim`, row-major.
 /// Returns `k' <= k` non-empty clusters as a [`Clusters`] over `0..n`.
 pub fn kmeans_one_iteration(points: &[f64], dim: usize, k: usize, seed: u64) -> Clusters {
-    let n = if dim == 0 { 0 } else { points.len() / dim };
+    let n = points.len().checked_div(dim).unwrap_or(0);
     let k = k.clamp(1, n.max(1));
     if n == 0 {
         return Clusters::from_assignment(&[], 0);

@@ -772,9 +772,9 @@ mod ipm {
                 .map(|c| {
                     let mut acc = vec![0.0; p * p];
                     let mut row = vec![0.0; p];
-                    for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                    let hi = ((c + 1) * CHUNK).min(n);
+                    for (i, &t) in theta.iter().enumerate().take(hi).skip(c * CHUNK) {
                         row_into(design, i, &mut row);
-                        let t = theta[i];
                         for a in 0..p {
                             let ra = t * row[a];
                             if ra != 0.0 {
@@ -803,7 +803,7 @@ mod ipm {
             for t in 0..k {
                 d -= m[t * p + k] * m[t * p + k];
             }
-            if !(d > 1e-13 * dmax) {
+            if d.is_nan() || d <= 1e-13 * dmax {
                 skip[k] = true;
                 for j in k..p {
                     m[k * p + j] = 0.0;
@@ -1010,7 +1010,12 @@ mod ipm {
             w.par_iter_mut()
                 .zip(d.dw.par_iter())
                 .for_each(|(a, v)| *a += ad * v);
-            if x.iter().chain(&s).chain(&z).chain(&w).any(|v| !(*v > 0.0)) {
+            if x.iter()
+                .chain(&s)
+                .chain(&z)
+                .chain(&w)
+                .any(|v| v.is_nan() || *v <= 0.0)
+            {
                 return None;
             }
         }

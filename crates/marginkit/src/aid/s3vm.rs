@@ -207,11 +207,11 @@ fn node_qp(inst: &S3vmInstance, fixed: &[i8]) -> Result<(f64, Vec<f64>, f64), Fi
     if let Some((wts, target)) = &inst.balance {
         let mut sw = 0.0;
         let mut sx = vec![0.0; m];
-        for i in 0..inst.n() {
+        for (i, &wi) in wts.iter().enumerate().take(inst.n()) {
             if inst.label[i] == 0 {
-                sw += wts[i];
-                for j in 0..m {
-                    sx[j] += wts[i] * inst.x[i * m + j];
+                sw += wi;
+                for (sj, &xj) in sx.iter_mut().zip(&inst.x[i * m..(i + 1) * m]) {
+                    *sj += wi * xj;
                 }
             }
         }
@@ -225,10 +225,9 @@ fn node_qp(inst: &S3vmInstance, fixed: &[i8]) -> Result<(f64, Vec<f64>, f64), Fi
     }
     for (t, &(i, d)) in rows.iter().enumerate() {
         let row = nb + t;
-        for j in 0..m {
-            let v = inst.x[i * m + j];
+        for (col, &v) in cols.iter_mut().zip(&inst.x[i * m..(i + 1) * m]) {
             if v != 0.0 {
-                cols[j].push((row, -d * v));
+                col.push((row, -d * v));
             }
         }
         cols[m].push((row, -d));

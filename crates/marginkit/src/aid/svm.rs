@@ -117,7 +117,7 @@ pub enum AidSvmModel {
     /// LIBLINEAR layout, bias feature 1 carrying `b` (predict, save and load as any linear model).
     Linear(LinearModel),
     /// LIBSVM layout (C-SVC): the support vectors are the members of the support clusters.
-    Kernel(SvmModel),
+    Kernel(Box<SvmModel>),
 }
 
 /// The result of AID-SVM.
@@ -629,7 +629,7 @@ fn build_model(
             }
             let idx: Vec<usize> = pos.iter().chain(&neg).map(|e| e.0).collect();
             let coef: Vec<f64> = pos.iter().chain(&neg).map(|e| e.1).collect();
-            Ok(AidSvmModel::Kernel(
+            Ok(AidSvmModel::Kernel(Box::new(
                 SvmModel {
                     svm_type: SvmType::CSvc,
                     kernel: kern,
@@ -644,7 +644,7 @@ fn build_model(
                     sv_norms: Vec::new(),
                 }
                 .with_norms(),
-            ))
+            )))
         }
     }
 }
