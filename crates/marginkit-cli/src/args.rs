@@ -34,6 +34,10 @@ pub enum Cmd {
     Demo(DemoArgs),
     /// Regularization path over C with safe sample screening (bias-free SVM).
     Path(crate::path::PathArgs),
+    /// Aggregate and iterative disaggregate: exact LAD, SVM, S3VM on clustered data.
+    Aid(crate::aid::AidArgs),
+    /// Exact LAD regression on the full data (the LP, to compare with `aid lad`).
+    Lad(crate::aid::LadArgs),
 }
 
 /// Options shared by every command that reads a data file.

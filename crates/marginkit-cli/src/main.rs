@@ -3,6 +3,7 @@
 //! `main` only parses, builds parameters, calls the library and writes results; defaults and
 //! validation live in the library.
 
+mod aid;
 mod args;
 mod demo;
 mod grid;
@@ -42,6 +43,8 @@ fn main() -> ExitCode {
         args::Cmd::Grid(a) => grid::run(a),
         args::Cmd::Demo(a) => demo::run(a),
         args::Cmd::Path(a) => path::run(a),
+        args::Cmd::Aid(a) => aid::run(a),
+        args::Cmd::Lad(a) => aid::run_full_lad(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,7 +16,8 @@
 //! 1. **Screen** ([`crate::screening`]) from the previous point (`C_ref`): samples provably in R
 //!    are fixed at 0, in L at `C` ([`VarFix`]); the solver folds them into `p`.
 //! 2. **Solve** the screened problem from the previous `alpha` (warm start; feasible since
-//!    `C > C_ref`), with the solver's own shrinking on top. The kernel matrix stays in the
+//!    `C > C_ref`; the linear engine starts from the scaled point `(C / C_ref) alpha`, see
+//!    `warm_start_scaled`), with the solver's own shrinking on top. The kernel matrix stays in the
 //!    solver's order between solves (only the permutation is tracked): screened variables are
 //!    then mostly in the solver's tail already, and the cached kernel columns are not permuted
 //!    back after each solve (for millisecond solves that replay dominated the time).
@@ -623,6 +624,19 @@ fn warm_start(alpha: &[f64], _c_ref: f64, c: f64) -> Vec<f64> {
     alpha.iter().map(|&a| a.clamp(0.0, c)).collect()
 }
 
+/// The linear engine's warm start at `c` from the solution at `c_ref`: the scaled point
+/// `(c / c_ref) a`, clipped to `[0, c]` (a no-op on an increasing path). It scales `w` by the
+/// same factor; on the hinge-loss dual `w` grows about in proportion to `C` once the data
+/// cannot be separated, and DCD, which moves one variable at a time, reaches the new optimum
+/// far sooner from there. Measured on the 31-point log grid (2^-5..2^10, tol 0.1): digits_oe
+/// 110,265 -> 47,436 passes in total, and the eight points with C >= 90 that ran into the
+/// 10,000-pass limit from the unscaled start all converge (3,185-5,296 passes). (The kernel
+/// path keeps [`warm_start`]: there the scaled point was measured slower.)
+fn warm_start_scaled(alpha: &[f64], c_ref: f64, c: f64) -> Vec<f64> {
+    let s = c / c_ref;
+    alpha.iter().map(|&a| (a * s).clamp(0.0, c)).collect()
+}
+
 /// Counts of a solution.
 fn counts(alpha: &[f64], c: f64) -> (usize, usize, usize) {
     let n_sv = alpha.iter().filter(|&&a| a > 0.0).count();
@@ -1209,7 +1223,7 @@ fn linear_path(
         let rule_seconds = t_rule.elapsed().as_secs_f64();
         let t_solve = Instant::now();
         let mut alpha: Vec<f64> = match reference.as_ref() {
-            Some((r, _)) => warm_start(&r.alpha, r.c, c),
+            Some((r, _)) => warm_start_scaled(&r.alpha, r.c, c),
             None => vec![0.0; n],
         };
         let upper = vec![c; n];

@@ -1,0 +1,646 @@
+//! `marginkit aid lad|svm|s3vm` (aggregate and iterative disaggregate, Park & Klabjan 2016) and
+//! `marginkit lad` (the exact full LP, to compare).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{ArgAction, Args, Subcommand};
+use marginkit::aid::lad::{fit_aid_lad, fit_lad, AidLadParams, LadModel};
+use marginkit::aid::s3vm::{fit_aid_s3vm, full_instance, solve_bnb, AidS3vmParams, BnbLimits};
+use marginkit::aid::svm::{fit_aid_svm, AidSvmModel, AidSvmParams};
+use marginkit::aid::{AidSettings, IterRecord};
+use marginkit::data::write_atomically;
+use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
+use marginkit::svm::linear::LinearModel;
+use marginkit::svm::model_io::save_model;
+use marginkit::{Dataset, KernelSpec};
+use serde_json::{json, Value};
+
+use crate::args::InputArgs;
+use crate::input::read_data;
+use crate::train::{default_model_path, init_threads};
+use crate::{CliError, CliResult};
+
+/// `marginkit aid`.
+#[derive(Debug, Args)]
+pub struct AidArgs {
+    #[command(subcommand)]
+    pub cmd: AidCmd,
+}
+
+/// The AID models.
+#[derive(Debug, Subcommand)]
+pub enum AidCmd {
+    /// Exact LAD regression (least absolute deviations) by AID; stops with the optimality
+    /// certificate (the result is the full LP's optimum).
+    Lad(AidLadArgs),
+    /// C-SVM (hinge loss, unregularized bias; `train -t 0` semantics by default) by AID.
+    Svm(AidSvmArgs),
+    /// Semi-supervised linear SVM by AID over an exact branch and bound (a heuristic: the
+    /// paper's optimality claim is false). Label 0 marks unlabeled rows.
+    S3vm(AidS3vmArgs),
+}
+
+/// Options of every AID command.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "AID")]
+pub struct AidCommon {
+    /// Initial aggregation rate r^0 = |K^0|/n (default: the paper's rule).
+    #[arg(long)]
+    pub r0: Option<f64>,
+    /// Stop when (E_best - lower bound) / E_best <= this (lad: 0 = only the certificate).
+    #[arg(long)]
+    pub gap_tol: Option<f64>,
+    /// Most AID iterations (aggregated solves).
+    #[arg(long)]
+    pub max_iter: Option<usize>,
+    /// Time limit of the AID loop in seconds.
+    #[arg(long)]
+    pub time_limit: Option<f64>,
+    /// Seed of the sample and of the k-means centres.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Quiet: no per-iteration table.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Print one JSON object on stdout at the end.
+    #[arg(long)]
+    pub json: bool,
+    /// Write an SVG plot of the bounds and of r^t per iteration.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+/// `marginkit aid lad`.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct AidLadArgs {
+    #[command(flatten)]
+    pub common: AidCommon,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// No intercept column.
+    #[arg(long)]
+    pub no_intercept: bool,
+    /// Training data (regression targets).
+    pub train_file: PathBuf,
+    /// Model file (JSON; default TRAIN.model).
+    pub model_file: Option<PathBuf>,
+}
+
+/// `marginkit aid svm`.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct AidSvmArgs {
+    #[command(flatten)]
+    pub common: AidCommon,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The penalty C (the paper's M).
+    #[arg(short = 'c', default_value_t = 1.0)]
+    pub c: f64,
+    /// Kernel: 0 linear (default here; aggregated problems by DCD, LIBLINEAR model file),
+    /// 1 polynomial, 2 RBF, 3 sigmoid (averaged Gram entries, SMO, LIBSVM model file).
+    #[arg(short = 't', default_value_t = 0)]
+    pub kernel_type: u8,
+    /// gamma (default 1/num_features).
+    #[arg(short = 'g')]
+    pub gamma: Option<f64>,
+    /// degree of the polynomial kernel.
+    #[arg(short = 'd', default_value_t = 3)]
+    pub degree: u32,
+    /// coef0.
+    #[arg(short = 'r', default_value_t = 0.0, allow_negative_numbers = true)]
+    pub coef0: f64,
+    /// Stopping tolerance of the aggregated solves.
+    #[arg(short = 'e', default_value_t = 1e-5)]
+    pub eps: f64,
+    /// Training data (two classes).
+    pub train_file: PathBuf,
+    /// Model file (default TRAIN.model).
+    pub model_file: Option<PathBuf>,
+}
+
+/// `marginkit aid s3vm`.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct AidS3vmArgs {
+    #[command(flatten)]
+    pub common: AidCommon,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Penalty of labeled rows M_l.
+    #[arg(short = 'c', long = "c-labeled", default_value_t = 5.0)]
+    pub c_labeled: f64,
+    /// Penalty of unlabeled rows M_u.
+    #[arg(long = "c-unlabeled", default_value_t = 1.0)]
+    pub c_unlabeled: f64,
+    /// Balance constraint: mean decision value of the unlabeled rows = mean labeled label.
+    #[arg(long)]
+    pub balance: bool,
+    /// Unlabeled rows from a second file (its labels are ignored).
+    #[arg(long)]
+    pub unlabeled: Option<PathBuf>,
+    /// Node limit of each branch and bound.
+    #[arg(long, default_value_t = 20_000)]
+    pub nodes: usize,
+    /// Time limit of each branch and bound in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub bnb_time_limit: f64,
+    /// Solve the full problem by branch and bound (no aggregation; small problems only).
+    #[arg(long)]
+    pub exact: bool,
+    /// Write the predicted label of every unlabeled row here (one per line, in row order).
+    #[arg(long)]
+    pub predictions: Option<PathBuf>,
+    /// Training data (label 0 = unlabeled).
+    pub train_file: PathBuf,
+    /// Model file (LIBLINEAR format; default TRAIN.model).
+    pub model_file: Option<PathBuf>,
+}
+
+/// `marginkit lad`: exact LAD on the full data (the LP by clarabel).
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct LadArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// No intercept column.
+    #[arg(long)]
+    pub no_intercept: bool,
+    /// Print one JSON object (objective, total_seconds, certified).
+    #[arg(long)]
+    pub json: bool,
+    /// Quiet.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Worker threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Time limit in seconds.
+    #[arg(long)]
+    pub time_limit: Option<f64>,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Training data.
+    pub train_file: PathBuf,
+    /// Model file (JSON; default TRAIN.model).
+    pub model_file: Option<PathBuf>,
+}
+
+fn seconds(name: &str, v: Option<f64>) -> CliResult<Option<Duration>> {
+    match v {
+        None => Ok(None),
+        Some(t) if t.is_finite() && t > 0.0 => Ok(Some(Duration::from_secs_f64(t))),
+        Some(t) => Err(CliError(format!("--{name} must be > 0 seconds, got {t}"))),
+    }
+}
+
+fn settings(c: &AidCommon, default: AidSettings) -> CliResult<AidSettings> {
+    let mut s = default;
+    if let Some(g) = c.gap_tol {
+        if !(g.is_finite() && g >= 0.0) {
+            return Err(CliError(format!("--gap-tol must be >= 0, got {g}")));
+        }
+        s.gap_tol = g;
+    }
+    if let Some(m) = c.max_iter {
+        if m == 0 {
+            return Err(CliError("--max-iter must be at least 1".into()));
+        }
+        s.max_iter = m;
+    }
+    s.time_limit = seconds("time-limit", c.time_limit)?;
+    Ok(s)
+}
+
+/// Prints the table header and rows as iterations complete.
+struct Table {
+    on: bool,
+}
+
+impl Table {
+    fn header(&self) {
+        if self.on {
+            println!(
+                "{:>4} {:>9} {:>9} {:>15} {:>15} {:>10} {:>9}",
+                "t", "clusters", "r", "F (lower)", "E_best", "gap", "seconds"
+            );
+        }
+    }
+    fn row(&self, r: &IterRecord) {
+        if self.on {
+            println!(
+                "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>10.3e} {:>9.4}",
+                r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap, r.seconds
+            );
+            let _ = std::io::stdout().flush();
+        }
+    }
+}
+
+fn iterations_json(its: &[IterRecord]) -> Vec<Value> {
+    its.iter()
+        .map(|r| {
+            json!({
+                "t": r.t,
+                "clusters": r.clusters,
+                "r": r.r,
+                "lower_bound": finite(r.lower_bound),
+                "lower_bound_t": finite(r.bound_t),
+                "objective_t": r.objective,
+                "best_objective": r.best_objective,
+                "gap": finite(r.gap),
+                "violating": r.violating,
+                "seconds": r.seconds,
+            })
+        })
+        .collect()
+}
+
+fn finite(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        Value::Null
+    }
+}
+
+/// The SVG: lower bound and best objective per iteration, and r^t per iteration.
+pub fn plot_svg(its: &[IterRecord], title: &str) -> String {
+    let t_axis = || Axis {
+        label: "iteration t".into(),
+        scale: Scale::Linear,
+    };
+    let bounds = LineChart::new(
+        &format!("{title}: bounds"),
+        t_axis(),
+        Axis {
+            label: "objective".into(),
+            scale: Scale::Log10,
+        },
+    )
+    .add(
+        "E_best (upper)",
+        "#d62728",
+        its.iter().map(|r| (r.t as f64, r.best_objective)).collect(),
+    )
+    .add(
+        "F (lower)",
+        "#1f77b4",
+        its.iter().map(|r| (r.t as f64, r.lower_bound)).collect(),
+    );
+    let rate = LineChart::new(
+        &format!("{title}: aggregation rate"),
+        t_axis(),
+        Axis {
+            label: "r^t = |K^t| / n".into(),
+            scale: Scale::Log10,
+        },
+    )
+    .add(
+        "r^t",
+        "#2ca02c",
+        its.iter().map(|r| (r.t as f64, r.r)).collect(),
+    );
+    stack_svg(&[bounds, rate])
+}
+
+fn write_plot(path: &Path, its: &[IterRecord], train: &Path) -> CliResult {
+    let title = train
+        .file_name()
+        .map_or("aid".into(), |n| n.to_string_lossy().into_owned());
+    let svg = plot_svg(its, &title);
+    write_atomically(path, |w| w.write_all(svg.as_bytes()))
+        .map_err(|e| CliError(format!("{}: {e}", path.display())))
+}
+
+fn write_text(path: &Path, text: &str) -> CliResult {
+    write_atomically(path, |w| w.write_all(text.as_bytes()))
+        .map_err(|e| CliError(format!("{}: {e}", path.display())))
+}
+
+fn write_linear(path: &Path, m: &LinearModel) -> CliResult {
+    write_atomically(path, |w| m.write(w)).map_err(|e| CliError(format!("{}: {e}", path.display())))
+}
+
+/// Regression data must not use label 0 as "unlabeled": nothing to check. Classification data
+/// for `aid svm` is checked by the library (label 0 next to two classes is an error).
+fn model_path(train: &Path, model: &Option<PathBuf>) -> PathBuf {
+    model.clone().unwrap_or_else(|| default_model_path(train))
+}
+
+fn finish(
+    common: &AidCommon,
+    train: &Path,
+    its: &[IterRecord],
+    mut out: Value,
+    objective: f64,
+    total: f64,
+) -> CliResult {
+    if let Some(p) = &common.plot {
+        write_plot(p, its, train)?;
+    }
+    if common.json {
+        if let Value::Object(o) = &mut out {
+            o.insert("objective".into(), json!(objective));
+            o.insert("total_seconds".into(), json!(total));
+            o.insert("iterations".into(), Value::Array(iterations_json(its)));
+        }
+        println!("{out}");
+    } else if !common.quiet {
+        println!("objective {objective:.12e}  total {total:.4} s");
+    }
+    Ok(())
+}
+
+/// `marginkit aid ...`.
+pub fn run(a: AidArgs) -> CliResult {
+    match a.cmd {
+        AidCmd::Lad(a) => run_lad(a),
+        AidCmd::Svm(a) => run_svm(a),
+        AidCmd::S3vm(a) => run_s3vm(a),
+    }
+}
+
+fn run_lad(a: AidLadArgs) -> CliResult {
+    init_threads(a.common.threads)?;
+    let data = read_data(&a.train_file, &a.input, false)?;
+    let t0 = Instant::now();
+    let params = AidLadParams {
+        intercept: !a.no_intercept,
+        r0: a.common.r0,
+        seed: a.common.seed,
+        settings: settings(&a.common, AidLadParams::default().settings)?,
+    };
+    let table = Table {
+        on: !a.common.quiet && !a.common.json,
+    };
+    table.header();
+    let fit = fit_aid_lad(&data, &params, &mut |r| table.row(r))?;
+    let total = t0.elapsed().as_secs_f64();
+    write_text(
+        &model_path(&a.train_file, &a.model_file),
+        &fit.model.to_json(),
+    )?;
+    let out = json!({
+        "model": "lad",
+        "stop": fit.run.stop.as_str(),
+        "n": data.len(),
+        "init_seconds": fit.init_seconds,
+        "lower_bound": finite(fit.run.lower_bound),
+        "certified": fit.run.stop == marginkit::aid::StopReason::Optimal,
+    });
+    if !a.common.quiet && !a.common.json {
+        println!("stop: {}", fit.run.stop.as_str());
+    }
+    finish(
+        &a.common,
+        &a.train_file,
+        &fit.run.iterations,
+        out,
+        fit.run.best_objective,
+        total,
+    )
+}
+
+fn kernel_of(a: &AidSvmArgs, data: &Dataset) -> CliResult<Option<KernelSpec>> {
+    let gamma = a.gamma.unwrap_or(1.0 / data.n_features().max(1) as f64);
+    Ok(match a.kernel_type {
+        0 => None,
+        1 => Some(KernelSpec::Poly {
+            gamma,
+            coef0: a.coef0,
+            degree: a.degree,
+        }),
+        2 => Some(KernelSpec::Rbf { gamma }),
+        3 => Some(KernelSpec::Sigmoid {
+            gamma,
+            coef0: a.coef0,
+        }),
+        t => {
+            return Err(CliError(format!(
+                "-t {t}: aid svm takes 0 (linear), 1 (polynomial), 2 (RBF) or 3 (sigmoid)"
+            )))
+        }
+    })
+}
+
+fn run_svm(a: AidSvmArgs) -> CliResult {
+    init_threads(a.common.threads)?;
+    let data = read_data(&a.train_file, &a.input, false)?;
+    let t0 = Instant::now();
+    let params = AidSvmParams {
+        c: a.c,
+        kernel: kernel_of(&a, &data)?,
+        r0: a.common.r0,
+        seed: a.common.seed,
+        solver_tol: a.eps,
+        settings: settings(&a.common, AidSvmParams::default().settings)?,
+    };
+    let table = Table {
+        on: !a.common.quiet && !a.common.json,
+    };
+    table.header();
+    let fit = fit_aid_svm(&data, &params, &mut |r| table.row(r))?;
+    let total = t0.elapsed().as_secs_f64();
+    let path = model_path(&a.train_file, &a.model_file);
+    match &fit.model {
+        AidSvmModel::Linear(m) => write_linear(&path, m)?,
+        AidSvmModel::Kernel(m) => {
+            save_model(&path, m).map_err(|e| CliError(format!("{}: {e}", path.display())))?
+        }
+    }
+    let out = json!({
+        "model": if params.kernel.is_some() { "aid_svm_kernel" } else { "aid_svm_linear" },
+        "stop": fit.run.stop.as_str(),
+        "n": data.len(),
+        "init_seconds": fit.init_seconds,
+        "lower_bound": finite(fit.run.lower_bound),
+    });
+    if !a.common.quiet && !a.common.json {
+        println!("stop: {}", fit.run.stop.as_str());
+    }
+    finish(
+        &a.common,
+        &a.train_file,
+        &fit.run.iterations,
+        out,
+        fit.run.best_objective,
+        total,
+    )
+}
+
+fn run_s3vm(a: AidS3vmArgs) -> CliResult {
+    init_threads(a.common.threads)?;
+    let mut data = read_data(&a.train_file, &a.input, false)?;
+    if let Some(u) = &a.unlabeled {
+        let extra = read_data(u, &a.input, false)?;
+        data = merge_unlabeled(&data, &extra)?;
+    }
+    let t0 = Instant::now();
+    let bnb = BnbLimits {
+        max_nodes: a.nodes,
+        time_limit: seconds("bnb-time-limit", Some(a.bnb_time_limit))?,
+        rel_gap: 1e-6,
+    };
+    let path = model_path(&a.train_file, &a.model_file);
+    if a.exact {
+        let inst = full_instance(&data, a.c_labeled, a.c_unlabeled, a.balance)?;
+        let r = solve_bnb(&inst, &bnb)?;
+        let total = t0.elapsed().as_secs_f64();
+        let labels = marginkit::svm::train::class_order(
+            &data
+                .y
+                .iter()
+                .copied()
+                .filter(|&v| v != 0.0)
+                .collect::<Vec<_>>(),
+        );
+        let mut w = r.w.clone();
+        w.push(r.b);
+        let model = LinearModel::from_parts(
+            marginkit::svm::linear::LinearSolver::L1LossSvcDual,
+            labels,
+            data.n_features(),
+            Some(1.0),
+            vec![w],
+        )?;
+        write_linear(&path, &model)?;
+        write_predictions(&a, &data, &model)?;
+        if a.common.json {
+            println!(
+                "{}",
+                json!({"model": "s3vm_exact", "objective": r.objective, "lower_bound": r.lower_bound,
+                       "gap": r.gap, "nodes": r.nodes, "optimal": r.optimal, "total_seconds": total,
+                       "iterations": []})
+            );
+        } else if !a.common.quiet {
+            println!(
+                "objective {:.12e}  bound {:.12e}  gap {:.3e}  nodes {}  {}  total {total:.4} s",
+                r.objective,
+                r.lower_bound,
+                r.gap,
+                r.nodes,
+                if r.optimal {
+                    "optimal"
+                } else {
+                    "stopped at a limit"
+                }
+            );
+        }
+        return Ok(());
+    }
+    let params = AidS3vmParams {
+        c_labeled: a.c_labeled,
+        c_unlabeled: a.c_unlabeled,
+        r0: a.common.r0.unwrap_or(0.01),
+        seed: a.common.seed,
+        balance: a.balance,
+        bnb,
+        settings: settings(&a.common, AidS3vmParams::default().settings)?,
+    };
+    let table = Table {
+        on: !a.common.quiet && !a.common.json,
+    };
+    table.header();
+    let fit = fit_aid_s3vm(&data, &params, &mut |r| table.row(r))?;
+    let total = t0.elapsed().as_secs_f64();
+    write_linear(&path, &fit.model)?;
+    write_predictions(&a, &data, &fit.model)?;
+    let out = json!({
+        "model": "aid_s3vm",
+        "heuristic": true,
+        "stop": fit.run.stop.as_str(),
+        "n": data.len(),
+        "unlabeled": fit.unlabeled_predictions.len(),
+        "init_seconds": fit.init_seconds,
+    });
+    if !a.common.quiet && !a.common.json {
+        println!(
+            "stop: {} (AID-S3VM is a heuristic: no bound)",
+            fit.run.stop.as_str()
+        );
+    }
+    finish(
+        &a.common,
+        &a.train_file,
+        &fit.run.iterations,
+        out,
+        fit.run.best_objective,
+        total,
+    )
+}
+
+fn write_predictions(a: &AidS3vmArgs, data: &Dataset, model: &LinearModel) -> CliResult {
+    if let Some(p) = &a.predictions {
+        let mut text = String::new();
+        for i in 0..data.len() {
+            if data.y[i] == 0.0 {
+                text.push_str(&marginkit::svm::model_io::fmt_label(
+                    model.predict_row(data.x.row(i)),
+                ));
+                text.push('\n');
+            }
+        }
+        write_text(p, &text)?;
+    }
+    Ok(())
+}
+
+/// Appends the rows of `extra` as unlabeled rows (label 0).
+fn merge_unlabeled(data: &Dataset, extra: &Dataset) -> CliResult<Dataset> {
+    let d = data.n_features().max(extra.n_features());
+    let n = data.len() + extra.len();
+    let mut vals = vec![0.0; n * d];
+    for (off, set) in [(0, data), (data.len(), extra)] {
+        for i in 0..set.len() {
+            for (j, v) in set.x.row(i).iter() {
+                vals[(off + i) * d + j] = v;
+            }
+        }
+    }
+    let mut y = data.y.clone();
+    y.extend(std::iter::repeat_n(0.0, extra.len()));
+    let x = marginkit::Features::Dense(marginkit::DenseMatrix::new(n, d, vals)?);
+    Ok(Dataset::new(x, y, None)?)
+}
+
+/// `marginkit lad`.
+pub fn run_full_lad(a: LadArgs) -> CliResult {
+    init_threads(a.threads)?;
+    let data = read_data(&a.train_file, &a.input, false)?;
+    let t0 = Instant::now();
+    let (model, sol) = fit_lad(&data, !a.no_intercept, seconds("time-limit", a.time_limit)?)?;
+    let total = t0.elapsed().as_secs_f64();
+    write_text(&model_path(&a.train_file, &a.model_file), &model.to_json())?;
+    print_lad(&a, &model, sol.objective, sol.certified, total);
+    Ok(())
+}
+
+fn print_lad(a: &LadArgs, model: &LadModel, objective: f64, certified: bool, total: f64) {
+    if a.json {
+        println!(
+            "{}",
+            json!({"objective": objective, "total_seconds": total, "certified": certified,
+                   "intercept": model.intercept, "coef": model.coef})
+        );
+    } else if !a.quiet {
+        println!(
+            "objective {objective:.12e}  {}  total {total:.4} s",
+            if certified {
+                "certified optimal vertex"
+            } else {
+                "interior-point solution (not certified)"
+            }
+        );
+    }
+}

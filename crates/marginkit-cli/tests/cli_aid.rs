@@ -1,0 +1,226 @@
+//! End-to-end tests of `marginkit aid lad|svm|s3vm` and `marginkit lad`: JSON keys, AID-LAD ==
+//! full LP, model files usable by `predict`, the plot, bad input (file:line errors, n < d,
+//! unlabeled rows in a supervised command, all-unlabeled S3VM), no output file on failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
+
+fn lib_data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../marginkit/tests/data")
+        .join(name)
+}
+
+fn run(args: &[&str], dir: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("binary runs")
+}
+
+fn json(o: &Output) -> Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("one JSON object")
+}
+
+fn fails_with(o: &Output, needle: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(needle), "{err}");
+}
+
+#[test]
+fn aid_lad_equals_full_lad_with_json_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = lib_data("engel.raw.svm");
+    let tr = train.to_str().unwrap();
+    let aid = json(&run(
+        &["aid", "lad", tr, "aid.model", "--json", "--plot", "aid.svg"],
+        dir.path(),
+    ));
+    let full = json(&run(&["lad", tr, "full.model", "--json"], dir.path()));
+    let (a, f) = (
+        aid["objective"].as_f64().unwrap(),
+        full["objective"].as_f64().unwrap(),
+    );
+    assert!((a - f).abs() <= 1e-7 * f, "{a} vs {f}");
+    assert!(full["total_seconds"].as_f64().unwrap() >= 0.0);
+    assert!(aid["total_seconds"].as_f64().unwrap() >= 0.0);
+    let its = aid["iterations"].as_array().unwrap();
+    assert!(!its.is_empty());
+    for it in its {
+        for key in [
+            "clusters",
+            "r",
+            "lower_bound",
+            "best_objective",
+            "gap",
+            "seconds",
+        ] {
+            assert!(it.get(key).is_some(), "missing {key}");
+        }
+    }
+    assert_eq!(aid["stop"], "optimal");
+    let svg = std::fs::read_to_string(dir.path().join("aid.svg")).unwrap();
+    assert!(svg.starts_with("<svg") || svg.contains("<svg"));
+    let model: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("aid.model")).unwrap())
+            .unwrap();
+    assert_eq!(model["model"], "lad");
+}
+
+#[test]
+fn aid_svm_linear_and_rbf_models_predict() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = lib_data("heart_scale");
+    let tr = train.to_str().unwrap();
+    for (t, model) in [("0", "lin.model"), ("2", "rbf.model")] {
+        let out = json(&run(
+            &["aid", "svm", "-t", t, "-c", "0.5", tr, model, "--json"],
+            dir.path(),
+        ));
+        assert!(out["objective"].as_f64().unwrap() > 0.0);
+        let its = out["iterations"].as_array().unwrap();
+        let lb: Vec<f64> = its
+            .iter()
+            .map(|i| i["lower_bound"].as_f64().unwrap())
+            .collect();
+        assert!(lb.windows(2).all(|w| w[1] >= w[0]));
+        let last = its.last().unwrap();
+        assert!(last["gap"].as_f64().unwrap() <= 1e-4);
+        let p = run(&["predict", tr, model, "out.txt"], dir.path());
+        assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
+        assert!(String::from_utf8_lossy(&p.stdout).contains("Accuracy"));
+    }
+}
+
+#[test]
+fn aid_s3vm_two_files_and_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.svm");
+    let unl = dir.path().join("unl.svm");
+    std::fs::write(&lab, "+1 1:5.948\n-1 1:-0.325\n").unwrap();
+    std::fs::write(
+        &unl,
+        "0 1:1.699\n0 1:2.511\n0 1:2.481\n0 1:4.432\n0 1:-8.897\n0 1:-9.466\n0 1:4.496\n",
+    )
+    .unwrap();
+    let (l, u) = (lab.to_str().unwrap(), unl.to_str().unwrap());
+    let exact = json(&run(
+        &[
+            "aid",
+            "s3vm",
+            "-c",
+            "1",
+            "--c-unlabeled",
+            "0.05",
+            "--unlabeled",
+            u,
+            "--exact",
+            l,
+            "m.model",
+            "--json",
+            "--predictions",
+            "pred.txt",
+        ],
+        dir.path(),
+    ));
+    assert_eq!(exact["optimal"], true);
+    assert!(exact["objective"].as_f64().unwrap() <= 0.21232 + 1e-4);
+    let pred = std::fs::read_to_string(dir.path().join("pred.txt")).unwrap();
+    assert_eq!(pred.lines().count(), 7);
+    let aid = json(&run(
+        &[
+            "aid",
+            "s3vm",
+            "-c",
+            "1",
+            "--c-unlabeled",
+            "0.05",
+            "--unlabeled",
+            u,
+            l,
+            "a.model",
+            "--json",
+            "--max-iter",
+            "5",
+        ],
+        dir.path(),
+    ));
+    assert_eq!(aid["heuristic"], true);
+    assert!(aid["objective"].as_f64().unwrap() >= exact["objective"].as_f64().unwrap() - 1e-9);
+}
+
+#[test]
+fn bad_input_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.svm");
+    std::fs::write(&bad, "1 1:0.5\n2 1:x\n").unwrap();
+    let b = bad.to_str().unwrap();
+    fails_with(
+        &run(&["aid", "lad", b, "o.model"], dir.path()),
+        "bad.svm:2:",
+    );
+    assert!(!dir.path().join("o.model").exists());
+    // n < d.
+    let small = dir.path().join("small.svm");
+    std::fs::write(&small, "1 1:1 2:2 3:3\n2 1:2 2:1 3:0.5\n").unwrap();
+    let s = small.to_str().unwrap();
+    fails_with(
+        &run(&["lad", s, "o.model"], dir.path()),
+        "at least as many rows",
+    );
+    fails_with(
+        &run(&["aid", "lad", s, "o.model"], dir.path()),
+        "at least as many rows",
+    );
+    assert!(!dir.path().join("o.model").exists());
+    // Unlabeled rows in a supervised command.
+    let mixed = dir.path().join("mixed.svm");
+    std::fs::write(&mixed, "+1 1:1\n-1 1:-1\n0 1:0.5\n+1 1:2\n-1 1:-2\n").unwrap();
+    fails_with(
+        &run(
+            &["aid", "svm", mixed.to_str().unwrap(), "o.model"],
+            dir.path(),
+        ),
+        "unlabeled",
+    );
+    // All-unlabeled S3VM.
+    let unl = dir.path().join("unl.svm");
+    std::fs::write(&unl, "0 1:1\n0 1:-1\n0 1:0.5\n").unwrap();
+    fails_with(
+        &run(
+            &["aid", "s3vm", unl.to_str().unwrap(), "o.model"],
+            dir.path(),
+        ),
+        "unlabeled",
+    );
+    fails_with(
+        &run(
+            &[
+                "aid",
+                "lad",
+                "--r0",
+                "2",
+                lib_data("engel.raw.svm").to_str().unwrap(),
+                "o.model",
+            ],
+            dir.path(),
+        ),
+        "r0",
+    );
+    assert!(!dir.path().join("o.model").exists());
+    let help = run(&["aid", "svm", "--help"], dir.path());
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--r0"));
+}

@@ -1,0 +1,133 @@
+"""Shared helpers: input conversion for the Rust core, parameter resolution, reports."""
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.class_weight import compute_class_weight
+
+
+def to_core(X):
+    """What `marginkit._core` takes for a feature matrix.
+
+    Dense input must already be a float64 ndarray (validate_data with dtype=np.float64,
+    order="C" makes it one, without copying an array that already is); the Rust side then
+    copies it once into the library's own storage. CSR input goes as (data, indices, indptr,
+    n_cols); a matrix without canonical format (unsorted or duplicate indices) is canonicalized
+    on a copy, the caller's matrix is never modified.
+    """
+    if sp.issparse(X):
+        if X.format != "csr":
+            X = X.tocsr()
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        data = np.ascontiguousarray(X.data, dtype=np.float64)
+        indices = X.indices
+        indptr = X.indptr
+        if indices.dtype not in (np.int32, np.int64):
+            indices = indices.astype(np.int64)
+        if indptr.dtype not in (np.int32, np.int64):
+            indptr = indptr.astype(np.int64)
+        return (data, indices, indptr, int(X.shape[1]))
+    return X
+
+
+def resolve_gamma(gamma, X):
+    """scikit-learn's gamma: 'scale' = 1 / (n_features * X.var()), 'auto' = 1 / n_features."""
+    n_features = X.shape[1]
+    if isinstance(gamma, str):
+        if gamma == "scale":
+            if sp.issparse(X):
+                var = X.multiply(X).mean() - X.mean() ** 2
+            else:
+                var = X.var()
+            return 1.0 / (n_features * var) if var != 0 else 1.0
+        if gamma == "auto":
+            return 1.0 / max(n_features, 1)
+        raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
+    if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool):
+        return float(gamma)
+    raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
+
+
+def check_choice(name, value, choices):
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+
+
+def check_int(name, value, low=None):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+def check_real(name, value):
+    """Type check only; ranges are the Rust library's (its message is the one users see)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
+def max_iter_arg(max_iter):
+    """-1 (scikit-learn's 'no limit') -> None; else a positive iteration count."""
+    max_iter = check_int("max_iter", max_iter)
+    if max_iter == -1:
+        return None
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be -1 (no limit) or >= 1, got {max_iter}")
+    return max_iter
+
+
+def seed_from(random_state):
+    """A 64-bit seed for the Rust core from scikit-learn's random_state."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be >= 0, got {random_state}")
+        return int(random_state)
+    rng = check_random_state(random_state)
+    return int(rng.randint(np.iinfo(np.int32).max))
+
+
+def class_weight_pairs(class_weight, classes, y_enc):
+    """(class index, weight) pairs for the Rust core, and scikit-learn's class_weight_."""
+    if class_weight is None:
+        return [], np.ones(len(classes), dtype=np.float64)
+    if isinstance(class_weight, str) and class_weight == "balanced":
+        cw = compute_class_weight("balanced", classes=classes, y=classes[y_enc])
+    elif isinstance(class_weight, dict):
+        known = set(classes.tolist())
+        unknown = [k for k in class_weight if k not in known]
+        if unknown:
+            raise ValueError(f"class_weight has labels {unknown} that are not in the data")
+        cw = np.ones(len(classes), dtype=np.float64)
+        for k, v in class_weight.items():
+            cw[int(np.searchsorted(classes, k))] = check_real("class_weight value", v)
+    else:
+        raise ValueError(f"class_weight must be a dict, 'balanced' or None, got {class_weight!r}")
+    cw = np.asarray(cw, dtype=np.float64)
+    return [(float(i), float(w)) for i, w in enumerate(cw)], cw
+
+
+def warn_status(report, what):
+    bad = [s for s in report["status"] if s != "converged"]
+    if bad:
+        warnings.warn(
+            f"{what}: the solver stopped before convergence ({', '.join(sorted(set(bad)))}); "
+            "increase max_iter or loosen tol",
+            ConvergenceWarning,
+        )
+    for w in report.get("warnings", []):
+        warnings.warn(w, UserWarning)
+
+
+def report_dict(raw):
+    keys = ("status", "iterations", "objective", "warnings", "rust_seconds", "total_seconds")
+    return {k: raw[k] for k in keys if k in raw}

@@ -1,0 +1,73 @@
+"""scikit-learn's estimator checks on every estimator.
+
+Expected failures (each also fails, for the same reason, on scikit-learn's own estimator of the
+same name with scikit-learn 1.9.1; see docs/python.md):
+
+- check_sample_weight_equivalence_on_dense_data / _on_sparse_data (all estimators but SVCPath):
+  the check wants fitting with integer weights to equal fitting on repeated rows to 1e-7. The
+  optimum is the same in exact arithmetic, but (a) gamma='scale' is computed from the unweighted
+  feature variance, which repetition changes, and (b) the solvers stop at tol (1e-3 / 1e-4), so
+  two different QPs agree only to that tolerance. For nu-SVC the weighted problem can also be
+  nu-infeasible where the repeated one is not.
+- NuSVC check_class_weight_classifiers: class weights scale the per-sample bounds of nu-SVC,
+  and with the check's weights the nu constraints become infeasible (a ValueError naming it).
+"""
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import marginkit as mk
+
+SAMPLE_WEIGHT_EQUIV = {
+    "check_sample_weight_equivalence_on_dense_data":
+        "weights != repetition to 1e-7: gamma='scale' uses the unweighted variance; solvers stop "
+        "at tol (scikit-learn's own estimator fails this check too)",
+    "check_sample_weight_equivalence_on_sparse_data":
+        "as the dense variant (scikit-learn's own estimator fails this check too)",
+}
+
+EXPECTED = {
+    "SVC": SAMPLE_WEIGHT_EQUIV,
+    "NuSVC": {
+        **SAMPLE_WEIGHT_EQUIV,
+        "check_class_weight_classifiers":
+            "class weights make nu-SVC infeasible on this data (ValueError 'infeasible'); "
+            "scikit-learn's NuSVC fails this check too",
+    },
+    "SVR": SAMPLE_WEIGHT_EQUIV,
+    "NuSVR": SAMPLE_WEIGHT_EQUIV,
+    "OneClassSVM": SAMPLE_WEIGHT_EQUIV,
+    "LinearSVC": SAMPLE_WEIGHT_EQUIV,
+    "LinearSVR": SAMPLE_WEIGHT_EQUIV,
+    "SVCPath": {},
+}
+
+ESTIMATORS = [
+    mk.SVC(),
+    mk.SVC(kernel="linear"),
+    mk.SVC(kernel="precomputed"),
+    mk.NuSVC(),
+    mk.SVR(),
+    mk.NuSVR(),
+    mk.OneClassSVM(),
+    mk.LinearSVC(),
+    mk.LinearSVR(),
+    mk.SVCPath(n_Cs=5),
+    mk.SVCPath(kernel="linear", linear_engine=True, n_Cs=5),
+]
+
+
+def expected_failed(est):
+    return EXPECTED[type(est).__name__]
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_expected_failures_are_listed_for_every_estimator():
+    for est in ESTIMATORS:
+        assert type(est).__name__ in EXPECTED
+    with pytest.raises(KeyError):
+        expected_failed(object())

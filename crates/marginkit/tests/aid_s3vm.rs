@@ -1,0 +1,234 @@
+//! S3VM: the branch and bound equals brute-force enumeration of all labelings (each labeling's
+//! convex SVM solved independently by SMO); AID-S3VM is a heuristic (the digest's counterexample
+//! to the paper's Prop. 5); input errors.
+#![allow(clippy::needless_range_loop)] // index loops keep the brute-force oracle readable
+
+use std::path::PathBuf;
+
+use marginkit::aid::cluster::Clusters;
+use marginkit::aid::s3vm::{
+    fit_aid_s3vm, fit_aid_s3vm_from, full_instance, solve_bnb, AidS3vmParams, BnbLimits,
+    S3vmInstance,
+};
+use marginkit::aid::{AidSettings, StopReason};
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::kernel::qmatrix::DenseQ;
+use marginkit::solver::smo::solve;
+use marginkit::solver::{BoxQp, Equality, NoObserver, Shrinking, SolverSettings};
+use marginkit::{Dataset, DenseMatrix, Features};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// min over all labelings d of the weighted hinge SVM with labels d (SMO on the dual,
+/// then the primal value in f64 at the recovered (w, b)).
+fn brute_force(inst: &S3vmInstance) -> f64 {
+    let n = inst.label.len();
+    let m = inst.m;
+    let free: Vec<usize> = (0..n).filter(|&i| inst.label[i] == 0).collect();
+    let mut best = f64::INFINITY;
+    for mask in 0u32..(1 << free.len()) {
+        let mut y: Vec<i8> = inst.label.clone();
+        for (t, &i) in free.iter().enumerate() {
+            y[i] = if mask >> t & 1 == 1 { 1 } else { -1 };
+        }
+        let mut q = vec![0.0; n * n];
+        for a in 0..n {
+            for b in 0..n {
+                let dot: f64 = (0..m).map(|j| inst.x[a * m + j] * inst.x[b * m + j]).sum();
+                q[a * n + b] = f64::from(y[a]) * f64::from(y[b]) * dot;
+            }
+        }
+        let p = vec![-1.0; n];
+        let qp = BoxQp {
+            p: &p,
+            y: &y,
+            upper: &inst.cost,
+            equality: Equality::Sum { delta: 0.0 },
+            fixed: None,
+        };
+        let mut alpha = vec![0.0; n];
+        let mut dq = DenseQ::new(n, &q).unwrap();
+        let settings = SolverSettings {
+            tol: 1e-7,
+            shrinking: Shrinking::Off,
+            max_iter: Some(100_000),
+            time_limit: None,
+        };
+        let info = solve(&mut dq, &qp, &mut alpha, &settings, &mut NoObserver).unwrap();
+        let mut w = vec![0.0; m];
+        for i in 0..n {
+            for j in 0..m {
+                w[j] += alpha[i] * f64::from(y[i]) * inst.x[i * m + j];
+            }
+        }
+        let b = -info.rho;
+        let mut obj = 0.5 * w.iter().map(|v| v * v).sum::<f64>();
+        for i in 0..n {
+            let f: f64 = (0..m).map(|j| inst.x[i * m + j] * w[j]).sum::<f64>() + b;
+            obj += inst.cost[i] * (1.0 - f64::from(y[i]) * f).max(0.0);
+        }
+        best = best.min(obj);
+    }
+    best
+}
+
+fn tiny(seed: u64, n_lab: usize, n_unl: usize, m: usize) -> S3vmInstance {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let n = n_lab + n_unl;
+    let mut x = Vec::new();
+    let mut label = Vec::new();
+    for i in 0..n {
+        let c = if i % 2 == 0 { 1.0 } else { -1.0 };
+        for j in 0..m {
+            x.push(if j == 0 { c } else { 0.0 } + rng.gen_range(-1.2..1.2));
+        }
+        label.push(if i < n_lab { c as i8 } else { 0 });
+    }
+    let (cl, cu) = (rng.gen_range(0.5..5.0), rng.gen_range(0.05..1.0));
+    let cost = (0..n).map(|i| if i < n_lab { cl } else { cu }).collect();
+    S3vmInstance {
+        x,
+        m,
+        label,
+        cost,
+        balance: None,
+    }
+}
+
+#[test]
+fn bnb_equals_brute_force() {
+    for seed in 0..12u64 {
+        let inst = tiny(seed, 4, 3 + (seed as usize % 5), 1 + (seed as usize % 3));
+        let r = solve_bnb(&inst, &BnbLimits::default()).unwrap();
+        assert!(r.optimal);
+        let bf = brute_force(&inst);
+        assert!(
+            (r.objective - bf).abs() <= 1e-5 * bf.max(1e-3),
+            "seed {seed}: bnb {} vs brute force {bf}",
+            r.objective
+        );
+        assert!(r.gap <= 1e-8);
+        // The incumbent's objective is its own value with the Lemma 1 labels.
+        assert!((inst.objective(&r.w, r.b) - r.objective).abs() <= 1e-12 * r.objective.max(1.0));
+    }
+}
+
+#[test]
+fn node_limit_reports_a_gap() {
+    let inst = tiny(99, 4, 12, 2);
+    let r = solve_bnb(
+        &inst,
+        &BnbLimits {
+            max_nodes: 3,
+            ..BnbLimits::default()
+        },
+    )
+    .unwrap();
+    assert!(!r.optimal);
+    assert!(r.lower_bound <= r.objective);
+    let full = solve_bnb(&inst, &BnbLimits::default()).unwrap();
+    assert!(full.optimal);
+    assert!(r.lower_bound <= full.objective + 1e-7);
+    assert!(full.objective <= r.objective + 1e-9);
+}
+
+fn counterexample() -> (Dataset, Clusters) {
+    let xs = [
+        5.948, -0.325, 1.699, 2.511, 2.481, 4.432, -8.897, -9.466, 4.496,
+    ];
+    let y = vec![1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    let d = Dataset::new(
+        Features::Dense(DenseMatrix::new(9, 1, xs.to_vec()).unwrap()),
+        y,
+        None,
+    )
+    .unwrap();
+    // Labeled singletons; D = {{1.699, 2.511, 2.481}, {4.432, 4.496}, {-8.897, -9.466}}.
+    let c = Clusters::from_assignment(&[0, 1, 2, 2, 2, 3, 4, 4, 3], 5);
+    (d, c)
+}
+
+/// Digest §4.8: AID-S3VM stops with Prop. 5's condition satisfied (no cluster splits) at
+/// E = 0.21626, but the true optimum is lower (<= 0.21232): Prop. 5 is false, AID-S3VM is a
+/// heuristic.
+#[test]
+fn prop5_counterexample() {
+    let (d, c) = counterexample();
+    let params = AidS3vmParams {
+        c_labeled: 1.0,
+        c_unlabeled: 0.05,
+        settings: AidSettings {
+            gap_tol: 0.0,
+            max_iter: 20,
+            time_limit: None,
+        },
+        ..AidS3vmParams::default()
+    };
+    let fit = fit_aid_s3vm_from(&d, &params, c, &mut |_| {}).unwrap();
+    assert_eq!(
+        fit.run.stop,
+        StopReason::Optimal,
+        "{:?}",
+        fit.run.iterations
+    );
+    let e_aid = fit.run.best_objective;
+    assert!((e_aid - 0.21626).abs() <= 2e-4, "{e_aid}");
+    let inst = full_instance(&d, 1.0, 0.05, false).unwrap();
+    let exact = solve_bnb(&inst, &BnbLimits::default()).unwrap();
+    assert!(exact.optimal);
+    assert!(exact.objective <= 0.21232 + 1e-4, "{}", exact.objective);
+    assert!(e_aid - exact.objective >= 3e-3);
+    // The digest's better point, evaluated independently.
+    assert!((inst.objective(&[0.4196], -0.8636) - 0.21232).abs() <= 1e-4);
+    assert!((brute_force(&inst) - exact.objective).abs() <= 1e-5);
+}
+
+#[test]
+fn aid_s3vm_on_heart_scale_with_10_labels() {
+    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "data", "heart_scale"]
+        .iter()
+        .collect();
+    let mut d = read_libsvm_path(p, &ReadOptions::default()).unwrap();
+    let truth = d.y.clone();
+    // Keep 5 labels per class, hide the rest.
+    let (mut kp, mut kn) = (0, 0);
+    for v in d.y.iter_mut() {
+        if *v > 0.0 && kp < 5 {
+            kp += 1;
+        } else if *v < 0.0 && kn < 5 {
+            kn += 1;
+        } else {
+            *v = 0.0;
+        }
+    }
+    let params = AidS3vmParams {
+        c_labeled: 5.0 * 0.01,
+        c_unlabeled: 0.01,
+        balance: true,
+        ..AidS3vmParams::default()
+    };
+    let fit = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
+    assert_eq!(fit.run.iterations.len(), 1);
+    let idx: Vec<usize> = (0..d.len()).filter(|&i| d.y[i] == 0.0).collect();
+    let correct = idx
+        .iter()
+        .zip(&fit.unlabeled_predictions)
+        .filter(|(&i, &p)| truth[i] == p)
+        .count();
+    let rate = correct as f64 / idx.len() as f64;
+    assert!(rate > 0.6, "{rate}");
+    assert!(fit.run.iterations[0].gap.is_nan());
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let (mut d, _) = counterexample();
+    let all_unlabeled = Dataset::new(d.x.clone(), vec![0.0; 9], None).unwrap();
+    assert!(fit_aid_s3vm(&all_unlabeled, &AidS3vmParams::default(), &mut |_| {}).is_err());
+    d.y[1] = 1.0; // one labeled class only
+    assert!(fit_aid_s3vm(&d, &AidS3vmParams::default(), &mut |_| {}).is_err());
+    let (d, _) = counterexample();
+    // Impure clusters.
+    let mixed = Clusters::from_assignment(&[0, 0, 1, 1, 1, 1, 1, 1, 1], 2);
+    assert!(fit_aid_s3vm_from(&d, &AidS3vmParams::default(), mixed, &mut |_| {}).is_err());
+}

@@ -1,0 +1,235 @@
+//! AID-SVM (linear and kernel) against the full problem solved directly (`marginkit train -t 0`
+//! semantics: hinge loss, unregularized bias): objective within the gap tolerance, the lower bound
+//! below the optimum and non-decreasing, models that predict, save and load; thread invariance.
+
+use std::path::PathBuf;
+
+use marginkit::aid::svm::{fit_aid_svm, AidSvmModel, AidSvmParams};
+use marginkit::aid::StopReason;
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::kernel::qmatrix::kernel_value;
+use marginkit::solver::NoObserver;
+use marginkit::svm::linear::LinearModel;
+use marginkit::svm::model_io::{load_model, save_model};
+use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
+use marginkit::svm::{train::fit, SvmParams};
+use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+fn heart() -> Dataset {
+    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "data", "heart_scale"]
+        .iter()
+        .collect();
+    read_libsvm_path(p, &ReadOptions::default()).unwrap()
+}
+
+/// Two overlapping Gaussian blobs in `m` dimensions, labels +1/-1.
+fn blobs(n: usize, m: usize, seed: u64) -> Dataset {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut x = Vec::with_capacity(n * m);
+    let mut y = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = if i % 3 == 0 { -1.0 } else { 1.0 };
+        for j in 0..m {
+            let shift = if j < 2 { 0.8 * c } else { 0.0 };
+            x.push(shift + rng.gen_range(-1.5..1.5));
+        }
+        y.push(c);
+    }
+    Dataset::new(Features::Dense(DenseMatrix::new(n, m, x).unwrap()), y, None).unwrap()
+}
+
+/// The full problem's optimum by SMO (`train -t <kernel> -c C -e 1e-7`) and its primal value
+/// `1/2 a'Qa + C sum hinge`, recomputed here from the model.
+fn full_primal(d: &Dataset, kernel: KernelParams, c: f64) -> f64 {
+    let params = SvmParams::new()
+        .kernel(kernel)
+        .c(c)
+        .tol(1e-7)
+        .check()
+        .unwrap();
+    let (model, _) = fit(&params, d, &mut NoObserver).unwrap();
+    let coef = &model.sv_coef[0];
+    let idx = model.sv_indices.clone().unwrap();
+    let mut w_sq = 0.0;
+    for a in 0..idx.len() {
+        for b in 0..idx.len() {
+            w_sq += coef[a] * coef[b] * kernel_value(&d.x, model.kernel, idx[a], idx[b]);
+        }
+    }
+    let dec = model.decision_values(&d.x);
+    let pos = model.labels[0];
+    let hinge: f64 = (0..d.len())
+        .map(|i| {
+            let y = if d.y[i] == pos { 1.0 } else { -1.0 };
+            (1.0 - y * dec[i][0]).max(0.0)
+        })
+        .sum();
+    0.5 * w_sq + c * hinge
+}
+
+fn linear_kp() -> KernelParams {
+    KernelParams {
+        kind: KernelKind::Linear,
+        ..KernelParams::default()
+    }
+}
+
+fn check_run(fit: &marginkit::aid::svm::AidSvmFit, full: f64, tol: f64) {
+    let run = &fit.run;
+    assert!(
+        matches!(run.stop, StopReason::Optimal | StopReason::Gap),
+        "{:?}",
+        run.stop
+    );
+    let e = run.best_objective;
+    assert!(e >= full * (1.0 - 1e-7), "AID {e} below the optimum {full}");
+    assert!((e - full) / full <= tol, "AID {e} vs full {full}");
+    for r in &run.iterations {
+        assert!(
+            r.bound_t <= full * (1.0 + 1e-7),
+            "bound {} > optimum {full}",
+            r.bound_t
+        );
+    }
+    // Prop. 4: F^t non-decreasing (the dual bounds of inexact solves may wobble by the solver
+    // tolerance only).
+    for w in run.iterations.windows(2) {
+        assert!(
+            w[1].bound_t >= w[0].bound_t - 1e-4 * full,
+            "F^t decreased: {:?}",
+            run.iterations
+        );
+        assert!(w[1].lower_bound >= w[0].lower_bound);
+        assert!(w[1].best_objective <= w[0].best_objective);
+    }
+}
+
+#[test]
+fn linear_heart_scale_equals_full_problem() {
+    let d = heart();
+    for c in [0.1, 1.0] {
+        let full = full_primal(&d, linear_kp(), c);
+        let params = AidSvmParams {
+            c,
+            r0: Some(0.05),
+            ..AidSvmParams::default()
+        };
+        let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
+        check_run(&fit, full, 1e-4);
+        let AidSvmModel::Linear(model) = &fit.model else {
+            panic!("linear model expected")
+        };
+        // The model is an ordinary linear model: predictions, text round trip.
+        let pred = model.predict(&d.x);
+        let acc = pred.iter().zip(&d.y).filter(|(a, b)| a == b).count() as f64 / d.len() as f64;
+        assert!(acc > 0.8, "{acc}");
+        let mut buf = Vec::new();
+        model.write(&mut buf).unwrap();
+        let back = LinearModel::from_bytes(&buf).unwrap();
+        assert_eq!(back.predict(&d.x), pred);
+    }
+}
+
+#[test]
+fn linear_blobs_default_rules() {
+    let d = blobs(6000, 5, 11);
+    let c = 0.1;
+    let full = full_primal(&d, linear_kp(), c);
+    let fit = fit_aid_svm(
+        &d,
+        &AidSvmParams {
+            c,
+            ..AidSvmParams::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    check_run(&fit, full, 1e-4);
+    assert!(fit.run.iterations.len() >= 2);
+    assert!(fit.run.iterations.last().unwrap().r < 0.5);
+}
+
+#[test]
+fn rbf_heart_scale_equals_full_problem() {
+    let d = heart();
+    let gamma = 1.0 / 13.0;
+    let kp = KernelParams {
+        kind: KernelKind::Rbf,
+        gamma: Gamma::Value(gamma),
+        ..KernelParams::default()
+    };
+    let c = 1.0;
+    let full = full_primal(&d, kp, c);
+    let params = AidSvmParams {
+        c,
+        kernel: Some(KernelSpec::Rbf { gamma }),
+        r0: Some(0.05),
+        solver_tol: 1e-6,
+        ..AidSvmParams::default()
+    };
+    let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
+    check_run(&fit, full, 1e-4);
+    let AidSvmModel::Kernel(model) = &fit.model else {
+        panic!("kernel model expected")
+    };
+    let pred = model.predict(&d.x).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("aid.model");
+    save_model(&path, model).unwrap();
+    let back = load_model(&path).unwrap();
+    assert_eq!(back.predict(&d.x).unwrap(), pred);
+    let acc = pred.iter().zip(&d.y).filter(|(a, b)| a == b).count() as f64 / d.len() as f64;
+    assert!(acc > 0.8);
+}
+
+#[test]
+fn same_result_on_one_and_two_threads() {
+    let d = blobs(3000, 4, 5);
+    let go = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            fit_aid_svm(
+                &d,
+                &AidSvmParams {
+                    c: 0.5,
+                    ..AidSvmParams::default()
+                },
+                &mut |_| {},
+            )
+            .unwrap()
+        })
+    };
+    let (a, b) = (go(1), go(2));
+    assert_eq!(a.model, b.model);
+    assert_eq!(a.run.best_objective, b.run.best_objective);
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let mut d = heart();
+    // Unlabeled rows (label 0) in a supervised command.
+    d.y[3] = 0.0;
+    assert!(fit_aid_svm(&d, &AidSvmParams::default(), &mut |_| {}).is_err());
+    // One class only.
+    let one = Dataset::new(d.x.clone(), vec![1.0; d.len()], None).unwrap();
+    assert!(fit_aid_svm(&one, &AidSvmParams::default(), &mut |_| {}).is_err());
+    // Bad C and r0.
+    let d = heart();
+    for p in [
+        AidSvmParams {
+            c: f64::NAN,
+            ..AidSvmParams::default()
+        },
+        AidSvmParams {
+            r0: Some(0.0),
+            ..AidSvmParams::default()
+        },
+    ] {
+        assert!(fit_aid_svm(&d, &p, &mut |_| {}).is_err());
+    }
+}
