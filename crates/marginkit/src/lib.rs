@@ -38,6 +38,7 @@
 pub mod data;
 pub mod error;
 pub mod kernel;
+pub mod odm;
 pub mod path;
 pub mod plot;
 pub mod screening;
