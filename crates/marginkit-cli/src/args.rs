@@ -126,7 +126,7 @@ pub struct ModelArgs {
 #[command(
     disable_help_flag = true,
     override_usage = "marginkit train [OPTIONS] TRAIN_FILE [MODEL_FILE]\n       marginkit train --linear [OPTIONS] TRAIN_FILE [MODEL_FILE]",
-    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nTRAIN_FILE may be `-` (standard input) or gzip-compressed."
+    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nTRAIN_FILE may be `-` (standard input) or gzip-compressed.\n`-s odm` trains an optimal margin distribution machine: see `marginkit train -s odm --help`."
 )]
 pub struct TrainArgs {
     #[command(flatten)]

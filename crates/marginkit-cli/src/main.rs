@@ -13,6 +13,7 @@ mod progress;
 mod scale;
 mod train;
 mod train_linear;
+mod train_odm;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,9 @@ pub type CliResult<T = ()> = Result<T, CliError>;
 
 fn main() -> ExitCode {
     let argv = args::rewrite_libsvm_weights(std::env::args_os().collect());
+    if train_odm::is_odm_train(&argv) {
+        return finish(train_odm::run_argv(argv));
+    }
     let cli = args::Cli::parse_from(argv);
     let result = match cli.cmd {
         args::Cmd::Train(a) => train::run(a),
@@ -42,6 +46,10 @@ fn main() -> ExitCode {
         args::Cmd::Demo(a) => demo::run(a),
         args::Cmd::Path(a) => path::run(a),
     };
+    finish(result)
+}
+
+fn finish(result: CliResult) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError(msg)) => {
