@@ -35,6 +35,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod cluster;
 pub mod data;
 pub mod error;
 pub mod kernel;

@@ -59,8 +59,8 @@
 //! Citation: T. Zhang, Z.-H. Zhou, "Optimal margin distribution clustering", AAAI 2018;
 //! T. Zhang, Z.-H. Zhou, "Optimal margin distribution machine", arXiv:1604.03348 (2016).
 
-// pub mod odmc;
-// pub mod pool;
+pub mod odmc;
+pub mod pool;
 
 use std::time::{Duration, Instant};
 
