@@ -18,9 +18,17 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 /// the true cluster of every point.
 fn blobs(k: usize, per: usize, d: usize, spread: f64, seed: u64) -> (Points, Vec<f64>) {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let centres: Vec<Vec<f64>> = (0..k)
-        .map(|_| (0..d).map(|_| rng.gen_range(-10.0..10.0)).collect())
-        .collect();
+    // Centres on a random simplex-like arrangement, pairwise at least 10 apart.
+    let mut centres: Vec<Vec<f64>> = Vec::new();
+    while centres.len() < k {
+        let c: Vec<f64> = (0..d).map(|_| rng.gen_range(-10.0..10.0)).collect();
+        let far = centres.iter().all(|o: &Vec<f64>| {
+            o.iter().zip(&c).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() >= 100.0
+        });
+        if far {
+            centres.push(c);
+        }
+    }
     let mut v = Vec::new();
     let mut t = Vec::new();
     for i in 0..k * per {
@@ -48,7 +56,6 @@ fn two_blobs_recovered_for_every_seed_linear_and_gaussian() {
                 let p = OdmcParams {
                     kernel,
                     seed,
-                    readout: match std::env::var("RO").as_deref() { Ok("d") => Readout::Decision, Ok("m") => Readout::MinG, Ok("h") => Readout::Heaviest, _ => Readout::Sign },
                     iterations: 100,
                     max_rounds: 4,
                     ..OdmcParams::default()
@@ -84,7 +91,7 @@ fn three_blobs_by_recursive_bisection() {
 fn same_seed_same_clusters_and_readouts_are_admissible() {
     // Overlapping data: the answer is not obvious, so determinism and balance are exercised.
     let (x, _) = blobs(2, 50, 5, 8.0, 3);
-    for readout in [Readout::Sign, Readout::Heaviest, Readout::MinG] {
+    for readout in [Readout::Decision, Readout::Sign, Readout::Heaviest, Readout::MinG] {
         let p = OdmcParams {
             seed: 9,
             beta: 0.1,

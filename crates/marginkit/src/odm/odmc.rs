@@ -113,9 +113,10 @@ pub enum Readout {
     Heaviest,
     /// The labeling with the smallest `G` at the averaged duals.
     MinG,
-    /// The tie-breaking readout: the sign of the mixture's decision values
-    /// `F(x_i) = sum_k mu_k f_k(x_i) = (K (d_bar . m))_i` with `m = sum_k mu_k y_k`, balanced,
-    /// ties by `m`.
+    /// The tie-breaking readout (default): the mixture's decision values
+    /// `F(x_i) = sum_k mu_k f_k(x_i) = (K (d . m))_i` with `m = sum_k mu_k y_k`, cut at the widest
+    /// gap of the sorted values among the admissible cut positions (ties: the position closest
+    /// to the sign cut, then by `m`).
     Decision,
 }
 
@@ -164,7 +165,7 @@ impl Default for OdmcParams {
             max_rounds: 8,
             tol: 1e-2,
             pool: PoolSpec::default(),
-            readout: Readout::Sign,
+            readout: Readout::Decision,
             seed: 0,
             max_dense: 12_000,
         }
@@ -520,6 +521,8 @@ fn bisect(
     let mut mu = vec![0.0; pool.len()];
     let mut mu_sum = vec![0.0; pool.len()];
     let mut alpha_bar = vec![0.0; 2 * n];
+    let mut alpha_hat = vec![0.0; 2 * n];
+    let mut kmu: Vec<f64> = Vec::new();
     let mut mu_bar = vec![0.0; pool.len()];
     let mut l1: f64 = 0.0;
     let mut g_ref = 0.0;
@@ -593,9 +596,14 @@ fn bisect(
         }
         mu_bar.clear();
         mu_bar.extend(mu_sum.iter().map(|s| s * inv));
-        // Exact lower term: min_k G(alpha_bar, y_k).
+        // The best response to mu_bar (coordinate ascent, warm-started): the gap's first term
+        // and the restart point of the next round's alpha iterate.
+        let start_alpha = if round == 0 { alpha_bar.clone() } else { alpha_hat.clone() };
+        let (ah, upper) = best_response(g, &pool.labels, &mu_bar, &start_alpha, &consts, tau, &mut kmu);
+        alpha_hat = ah;
+        // Exact second term at alpha_hat: min_k G(alpha_hat, y_k).
         let gk: Vec<f64> = (0..b)
-            .map(|k| g_value(g, &consts, &alpha_bar, &pool.labels[k], &mut w))
+            .map(|k| g_value(g, &consts, &alpha_hat, &pool.labels[k], &mut w))
             .collect();
         let gmin = gk.iter().copied().fold(f64::INFINITY, f64::min);
         let gmax = gk.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -603,11 +611,11 @@ fn bisect(
             l1 = gmax - gmin;
         }
         g_ref = gmin;
-        let upper = max_phi(g, &consts, &pool, &mu_bar, &alpha_bar, tau, curv, &mut w);
         let gap = (upper - gmin).max(0.0);
         let rel = gap / upper.abs().max(1e-300);
+        alpha.copy_from_slice(&alpha_hat);
         // Label generation from the readout and the heaviest labelings.
-        let d: Vec<f64> = (0..n).map(|r| alpha_bar[r] - alpha_bar[n + r]).collect();
+        let d: Vec<f64> = (0..n).map(|r| alpha_hat[r] - alpha_hat[n + r]).collect();
         let best_j = pool
             .labels
             .iter()
@@ -643,11 +651,6 @@ fn bisect(
             new_label,
         };
         total.history.push(stats);
-        if std::env::var("ODMC_DEBUG").is_ok() {
-            let mut ws: Vec<(f64, f64, usize)> = (0..b).map(|k| (mu_bar[k], gk[k], pool.labels[k].iter().filter(|&&v| v > 0).count())).collect();
-            ws.sort_by(|a, c| c.0.total_cmp(&a.0));
-            eprintln!("round {round} pool {b} gap {gap:.4e} rel {rel:.3e} upper {upper:.4e} gmin {gmin:.4e} new {new_label} top {:?}", &ws[..ws.len().min(5)]);
-        }
         if obs.on_round(&stats) == Control::Stop {
             status = Status::Interrupted;
             break;
@@ -668,11 +671,11 @@ fn bisect(
             let k = argmax(&mu_bar);
             readout_pool[k].clone()
         }
-        Readout::Decision => readout_decision(g, readout_pool, &mu_bar, &alpha_bar, bal, &mut w),
+        Readout::Decision => readout_decision(g, readout_pool, &mu_bar, &alpha_hat, bal, &mut w),
         Readout::MinG => {
             let gk: Vec<f64> = readout_pool
                 .iter()
-                .map(|y| g_value(g, &consts, &alpha_bar, y, &mut w))
+                .map(|y| g_value(g, &consts, &alpha_hat, y, &mut w))
                 .collect();
             let neg: Vec<f64> = gk.iter().map(|v| -v).collect();
             readout_pool[argmax(&neg)].clone()
@@ -726,54 +729,180 @@ fn readout_decision(
         w.z[r] = m[r] * (alpha_bar[r] - alpha_bar[n + r]);
     }
     g.matvec(&w.z, &mut w.kz, &mut w.mv);
-    let mut order = Vec::with_capacity(n);
+    let f = &w.kz;
+    // Sort by decision value (ties by the vote, then index) and cut at the widest gap among
+    // the admissible positions: without a bias term the threshold 0 is arbitrary, the widest
+    // gap is the low-density separation of the mixture's decision values.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| f[b].total_cmp(&f[a]).then(m[b].total_cmp(&m[a])).then(a.cmp(&b)));
+    let zero_cut = (0..n).filter(|&i| f[i] > 0.0).count().clamp(bal.lo, bal.hi);
+    let mut best = (zero_cut, f64::NEG_INFINITY);
+    for p in bal.lo.max(1)..=bal.hi.min(n - 1) {
+        let gap = f[order[p - 1]] - f[order[p]];
+        let closer = p.abs_diff(zero_cut) < best.0.abs_diff(zero_cut);
+        if gap > best.1 || (gap == best.1 && closer) {
+            best = (p, gap);
+        }
+    }
     let mut out = vec![0i8; n];
-    pool::balanced_cut(&w.kz, &m, bal, &mut order, &mut out);
+    for (r, &i) in order.iter().enumerate() {
+        out[i] = if r < best.0 { 1 } else { -1 };
+    }
     out
 }
 
-/// Lower estimate of `max_alpha phi(mu, alpha)`: 20 projected-gradient steps of size `1/curv`
-/// from `start` (monotone for a concave quadratic with curvature below `curv`).
-#[allow(clippy::too_many_arguments)]
-fn max_phi(
+/// Coordinate ascent for `max_{alpha in [0, tau]^{2n}} phi(mu, alpha)`, the ODM dual with the
+/// mixed kernel `K_mu = K . sum_k mu_k y_k y_k'` (exact 1-D steps `grad / (K_ii + 2c)` and
+/// `grad / (K_ii + 2c/nu)`, clipped), from `start`, until the largest projected gradient is
+/// below [`BR_TOL`] or after [`BR_PASSES`] passes. Dense kernel: `K_mu` is formed in `kmu`
+/// (`O(n^2 |supp mu|)`) and a pass costs `O(n^2)`; linear: one weight vector per labeling in
+/// the support, a pass costs `O(n d |supp mu|)`. Returns the point and `phi` there (recomputed).
+fn best_response(
     g: &Gram,
-    c: &OdmConsts,
-    pool: &Pool,
+    labels: &[Vec<i8>],
     mu: &[f64],
     start: &[f64],
+    c: &OdmConsts,
     tau: f64,
-    curv: f64,
-    w: &mut Work,
-) -> f64 {
+    kmu: &mut Vec<f64>,
+) -> (Vec<f64>, f64) {
     let n = g.n();
+    let supp: Vec<usize> = (0..mu.len()).filter(|&k| mu[k] > 1e-9).collect();
+    let ws: f64 = supp.iter().map(|&k| mu[k]).sum();
+    let wk: Vec<f64> = supp.iter().map(|&k| mu[k] / ws).collect();
     let mut alpha = start.to_vec();
-    let mut mix_yf = vec![0.0; n];
-    let support: Vec<usize> = (0..mu.len()).filter(|&k| mu[k] > 1e-9).collect();
-    let wsum: f64 = support.iter().map(|&k| mu[k]).sum();
-    let mut value = f64::NEG_INFINITY;
-    for step in 0..=20 {
-        mix_yf.iter_mut().for_each(|v| *v = 0.0);
-        let mut quad = 0.0;
-        for &k in &support {
-            let y = &pool.labels[k];
-            for r in 0..n {
-                w.z[r] = f64::from(y[r]) * (alpha[r] - alpha[n + r]);
-            }
-            g.matvec(&w.z, &mut w.kz, &mut w.mv);
-            let wk = mu[k] / wsum;
-            quad += wk * dot(&w.z, &w.kz);
-            for r in 0..n {
-                mix_yf[r] += wk * f64::from(y[r]) * w.kz[r];
-            }
+    let mut d: Vec<f64> = (0..n).map(|i| alpha[i] - alpha[n + i]).collect();
+    let two_c = 2.0 * c.c;
+    let two_c_nu = two_c / c.nu;
+    let diag: Vec<f64> = (0..n).map(|i| g.diag(i)).collect();
+    // One coordinate step on alpha_a; returns (|projected gradient|, delta on d_i).
+    let step = |alpha: &mut [f64], a: usize, v_i: f64| -> (f64, f64) {
+        let i = a % n;
+        let (grad, curv, sign) = if a < n {
+            ((1.0 - c.theta) - v_i - two_c * alpha[a], diag[i] + two_c, 1.0)
+        } else {
+            (v_i - (1.0 + c.theta) - two_c_nu * alpha[a], diag[i] + two_c_nu, -1.0)
+        };
+        let pg = if alpha[a] <= 0.0 {
+            grad.max(0.0)
+        } else if alpha[a] >= tau {
+            grad.min(0.0)
+        } else {
+            grad
+        };
+        if pg == 0.0 {
+            return (0.0, 0.0);
         }
-        value = value.max(c.dual_value(&alpha, quad));
-        if step == 20 {
-            break;
+        let new = (alpha[a] + grad / curv).clamp(0.0, tau);
+        let delta = new - alpha[a];
+        alpha[a] = new;
+        (pg.abs(), sign * delta)
+    };
+    match g {
+        Gram::Dense { k, .. } => {
+            kmu.clear();
+            kmu.resize(n * n, 0.0);
+            kmu.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                let kr = &k[i * n..(i + 1) * n];
+                for (j, o) in row.iter_mut().enumerate() {
+                    let mut m = 0.0;
+                    for (&s, &w8) in supp.iter().zip(&wk) {
+                        let y = &labels[s];
+                        m += w8 * f64::from(y[i] * y[j]);
+                    }
+                    *o = kr[j] * m;
+                }
+            });
+            let mut v = vec![0.0; n];
+            let kmu_ref: &[f64] = kmu;
+            let matvec = |d: &[f64], v: &mut [f64]| {
+                v.par_iter_mut().enumerate().for_each(|(i, o)| {
+                    *o = dot(&kmu_ref[i * n..(i + 1) * n], d);
+                });
+            };
+            matvec(&d, &mut v);
+            for _ in 0..BR_PASSES {
+                let mut viol: f64 = 0.0;
+                for i in 0..n {
+                    for a in [i, n + i] {
+                        let (pg, dd) = step(&mut alpha, a, v[i]);
+                        viol = viol.max(pg);
+                        if dd != 0.0 {
+                            d[i] += dd;
+                            for (vj, &kj) in v.iter_mut().zip(&kmu_ref[i * n..(i + 1) * n]) {
+                                *vj += dd * kj;
+                            }
+                        }
+                    }
+                }
+                if viol <= BR_TOL {
+                    break;
+                }
+            }
+            matvec(&d, &mut v);
+            (alpha.clone(), c.dual_value(&alpha, dot(&d, &v)))
         }
-        c.dual_gradient(&alpha, &mix_yf, &mut w.grad);
-        for (a, &gr) in alpha.iter_mut().zip(&w.grad) {
-            *a = (*a + gr / curv).clamp(0.0, tau);
+        Gram::Linear(p) => {
+            let dim = p.d;
+            let ns = supp.len();
+            let mut wmat = vec![0.0; ns * dim];
+            let rebuild = |d: &[f64], wmat: &mut [f64]| {
+                wmat.iter_mut().for_each(|x| *x = 0.0);
+                for (s, &k) in supp.iter().enumerate() {
+                    let y = &labels[k];
+                    let wrow = &mut wmat[s * dim..(s + 1) * dim];
+                    for j in 0..n {
+                        let f = f64::from(y[j]) * d[j];
+                        if f != 0.0 {
+                            for (a, &x) in wrow.iter_mut().zip(p.row(j)) {
+                                *a += f * x;
+                            }
+                        }
+                    }
+                }
+            };
+            rebuild(&d, &mut wmat);
+            for _ in 0..BR_PASSES {
+                let mut viol: f64 = 0.0;
+                for i in 0..n {
+                    let xi = p.row(i);
+                    for a in [i, n + i] {
+                        let mut v_i = 0.0;
+                        for (s, &k) in supp.iter().enumerate() {
+                            v_i += wk[s]
+                                * f64::from(labels[k][i])
+                                * dot(xi, &wmat[s * dim..(s + 1) * dim]);
+                        }
+                        let (pg, dd) = step(&mut alpha, a, v_i);
+                        viol = viol.max(pg);
+                        if dd != 0.0 {
+                            d[i] += dd;
+                            for (s, &k) in supp.iter().enumerate() {
+                                let f = dd * f64::from(labels[k][i]);
+                                for (wv, &x) in wmat[s * dim..(s + 1) * dim].iter_mut().zip(xi) {
+                                    *wv += f * x;
+                                }
+                            }
+                        }
+                    }
+                }
+                if viol <= BR_TOL {
+                    break;
+                }
+            }
+            rebuild(&d, &mut wmat);
+            let quad: f64 = (0..ns)
+                .map(|s| {
+                    let r = &wmat[s * dim..(s + 1) * dim];
+                    wk[s] * dot(r, r)
+                })
+                .sum();
+            (alpha.clone(), c.dual_value(&alpha, quad))
         }
     }
-    value
 }
+
+/// Projected-gradient tolerance of [`best_response`].
+pub const BR_TOL: f64 = 1e-5;
+/// Pass limit of [`best_response`].
+pub const BR_PASSES: usize = 300;
