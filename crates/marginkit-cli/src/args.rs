@@ -34,6 +34,8 @@ pub enum Cmd {
     Demo(DemoArgs),
     /// Regularization path over C with safe sample screening (bias-free SVM).
     Path(crate::path::PathArgs),
+    /// Clustering: optimal margin distribution clustering (odmc) or k-means.
+    Cluster(crate::cluster::ClusterArgs),
 }
 
 /// Options shared by every command that reads a data file.

@@ -4,6 +4,7 @@
 //! validation live in the library.
 
 mod args;
+mod cluster;
 mod demo;
 mod grid;
 mod input;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         args::Cmd::Grid(a) => grid::run(a),
         args::Cmd::Demo(a) => demo::run(a),
         args::Cmd::Path(a) => path::run(a),
+        args::Cmd::Cluster(a) => cluster::run(a),
     };
     finish(result)
 }
