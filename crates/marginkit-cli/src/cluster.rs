@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use clap::{ArgAction, Args, Subcommand};
+use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::cluster::kmeans::{kmeans, KMeansParams};
 use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
@@ -135,9 +135,6 @@ pub struct KmeansArgs {
     /// Cluster the raw features (no standardization).
     #[arg(long)]
     pub raw: bool,
-    /// Print help.
-    #[arg(long, action = ArgAction::Help)]
-    pub help: Option<bool>,
 }
 
 /// Runs `marginkit cluster`.
@@ -161,6 +158,11 @@ fn say(c: &CommonArgs, text: &str) {
 }
 
 fn load(c: &CommonArgs) -> CliResult<(Points, Option<Vec<f64>>)> {
+    if c.json && c.output.as_deref() == Some(Path::new("-")) {
+        return Err(CliError(
+            "--json and -o - would both write to standard output; give -o a file".into(),
+        ));
+    }
     init_threads(c.threads)?;
     let data = read_data(&c.data_file, &c.input, false)?;
     if data.is_empty() {
@@ -363,6 +365,7 @@ fn run_odmc(a: OdmcArgs) -> CliResult {
             .map_err(|e| CliError(format!("{}: {e}", p.display())))?;
     }
     let last = r.history.last();
+    let smd: f64 = r.history.iter().map(|h| h.smd_seconds).sum();
     let extra = json!({
         "kernel": a.kernel,
         "sigma": a.sigma,
@@ -376,6 +379,8 @@ fn run_odmc(a: OdmcArgs) -> CliResult {
         "gap": last.map(|h| h.gap),
         "relative_gap": last.map(|h| h.relative_gap),
         "pool": last.map(|h| h.pool),
+        "smd_seconds": smd,
+        "seconds_per_iteration": smd / (r.iterations.max(1) as f64),
     });
     finish(
         c,
