@@ -279,6 +279,9 @@ pub struct OdmcResult {
     pub history: Vec<RoundStats>,
     /// Wall-clock seconds (preprocessing included).
     pub seconds: f64,
+    /// For k = 2: the paper's readout ([`Readout::Sign`]) of the same run, whatever
+    /// [`OdmcParams::readout`] is (for comparisons; 0 for `+1`, 1 for `-1`).
+    pub paper_labels: Option<Vec<usize>>,
 }
 
 /// The prepared input of ODMC: standardized points and the kernel operator (reusable across
@@ -404,7 +407,16 @@ pub fn cluster_prepared(
     for &a in &assign {
         sizes[a] += 1;
     }
+    let paper_labels = if params.k == 2 {
+        total
+            .sign_readout
+            .as_ref()
+            .map(|y| y.iter().map(|&v| usize::from(v < 0)).collect())
+    } else {
+        None
+    };
     Ok(OdmcResult {
+        paper_labels,
         labels: assign,
         cluster_sizes: sizes,
         iterations: total.iterations,
@@ -427,6 +439,7 @@ struct Totals {
     history: Vec<RoundStats>,
     status: Status,
     splits: usize,
+    sign_readout: Option<Vec<i8>>,
 }
 
 impl Default for Totals {
@@ -436,6 +449,7 @@ impl Default for Totals {
             history: Vec::new(),
             status: Status::Converged,
             splits: 0,
+            sign_readout: None,
         }
     }
 }
@@ -695,6 +709,9 @@ fn bisect(
     }
     // mu_bar covers the pool as it was before the last label generation.
     let readout_pool = &pool.labels[..mu_bar.len()];
+    if split_id == 0 {
+        total.sign_readout = Some(readout_sign(readout_pool, &mu_bar, bal));
+    }
     Ok(match params.readout {
         Readout::Sign => readout_sign(readout_pool, &mu_bar, bal),
         Readout::Heaviest => {

@@ -534,3 +534,69 @@ pub fn most_violated(
     }
     (y, j)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_labelings(n: usize) -> Vec<Vec<i8>> {
+        (0..1u32 << n)
+            .map(|b| (0..n).map(|i| if b >> i & 1 == 1 { 1 } else { -1 }).collect())
+            .collect()
+    }
+
+    #[test]
+    fn balanced_cut_is_exact_against_brute_force() {
+        let mut s = 7u64;
+        let mut next = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        };
+        for trial in 0..60 {
+            let n = 3 + trial % 8;
+            let c: Vec<f64> = (0..n).map(|_| next()).collect();
+            let t = [0.0, 1.0, -2.0][trial % 3];
+            let beta = [0.0, 1.0, 2.5][(trial / 3) % 3];
+            let Ok(bal) = Balance::new(n, t, beta, 1, 1) else {
+                continue;
+            };
+            let mut order = Vec::new();
+            let mut y = vec![0i8; n];
+            balanced_cut(&c, &vec![0.0; n], bal, &mut order, &mut y);
+            let val = |y: &[i8]| c.iter().zip(y).map(|(a, &b)| a * f64::from(b)).sum::<f64>();
+            let best = all_labelings(n)
+                .into_iter()
+                .filter(|y| bal.admits(y.iter().filter(|&&v| v > 0).count()))
+                .map(|y| val(&y))
+                .fold(f64::NEG_INFINITY, f64::max);
+            assert!(bal.admits(y.iter().filter(|&&v| v > 0).count()));
+            assert!((val(&y) - best).abs() < 1e-12, "trial {trial}");
+        }
+    }
+
+    #[test]
+    fn label_generation_never_decreases_the_violation_and_pool_is_canonical() {
+        let n = 10;
+        let v: Vec<f64> = (0..n * 2).map(|i| ((i * 37 % 11) as f64 - 5.0) / 3.0).collect();
+        let g = Gram::Linear(Points { n, d: 2, v }.centered());
+        let bal = Balance::new(n, 0.0, 2.0, 1, 1).unwrap();
+        let d: Vec<f64> = (0..n).map(|i| 0.1 + (i % 3) as f64 * 0.05).collect();
+        let mut s = LgScratch::new(&g);
+        for start in all_labelings(n)
+            .into_iter()
+            .filter(|y| bal.admits(y.iter().filter(|&&v| v > 0).count()))
+            .step_by(17)
+        {
+            let j0 = violation(&g, &d, &start, &mut s);
+            let (y, j) = most_violated(&g, &d, &start, bal, 30, &mut s);
+            assert!(j >= j0 - 1e-12);
+            assert!((violation(&g, &d, &y, &mut s) - j).abs() < 1e-9);
+        }
+        let mut pool = Pool::default();
+        let y: Vec<i8> = (0..n).map(|i| if i < 5 { -1 } else { 1 }).collect();
+        let neg: Vec<i8> = y.iter().map(|v| -v).collect();
+        assert!(pool.insert(y, bal).is_some());
+        assert!(pool.insert(neg, bal).is_none(), "-y is the same candidate");
+        assert_eq!(pool.labels[0][0], 1);
+    }
+}
