@@ -122,7 +122,9 @@ pub struct OdmcArgs {
 
 /// `marginkit cluster kmeans`.
 #[derive(Debug, Args)]
-#[command(after_help = "Features are standardized (centred, unit variance) as for odmc, unless --raw.")]
+#[command(
+    after_help = "Features are standardized (centred, unit variance) as for odmc, unless --raw."
+)]
 pub struct KmeansArgs {
     #[command(flatten)]
     pub common: CommonArgs,
@@ -206,6 +208,7 @@ fn write_labels(c: &CommonArgs, labels: &[usize]) -> CliResult<PathBuf> {
 }
 
 /// Prints the metrics lines and builds the JSON object.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     c: &CommonArgs,
     method: &str,

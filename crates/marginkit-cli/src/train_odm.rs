@@ -59,10 +59,20 @@ pub struct OdmTrainArgs {
     #[arg(short = 'r', default_value_t = 0.0, allow_negative_numbers = true)]
     pub coef0: f64,
     /// lambda: weight of the margin-variance loss (plays C's role; -c is accepted as an alias).
-    #[arg(long = "lambda", short = 'c', default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        long = "lambda",
+        short = 'c',
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub lambda: f64,
     /// nu: weight of deviations above the margin mean.
-    #[arg(short = 'n', long = "nu", default_value_t = 0.5, allow_negative_numbers = true)]
+    #[arg(
+        short = 'n',
+        long = "nu",
+        default_value_t = 0.5,
+        allow_negative_numbers = true
+    )]
     pub nu: f64,
     /// theta in [0, 1): half-width of the insensitive zone around the margin mean.
     #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]

@@ -38,7 +38,11 @@ fn blobs(dir: &Path, name: &str, k: usize, per: usize, unlabelled: bool) -> Path
         let label = if unlabelled { 0 } else { c };
         write!(text, "{label}").unwrap();
         for j in 0..3 {
-            let centre = if j == c % 3 { 12.0 * (1 + c / 3) as f64 } else { 0.0 };
+            let centre = if j == c % 3 {
+                12.0 * (1 + c / 3) as f64
+            } else {
+                0.0
+            };
             write!(text, " {}:{:.6}", j + 1, centre + 2.0 * unif()).unwrap();
         }
         text.push('\n');
@@ -66,8 +70,18 @@ fn odmc_recovers_blobs_with_json_plot_and_label_file() {
         let plot = dir.path().join(format!("{kernel}.svg"));
         let o = run(
             &[
-                "cluster", "odmc", d, "--kernel", kernel, "--seed", "3", "--json", "-o",
-                out.to_str().unwrap(), "--plot", plot.to_str().unwrap(),
+                "cluster",
+                "odmc",
+                d,
+                "--kernel",
+                kernel,
+                "--seed",
+                "3",
+                "--json",
+                "-o",
+                out.to_str().unwrap(),
+                "--plot",
+                plot.to_str().unwrap(),
             ],
             dir.path(),
         );
@@ -93,12 +107,21 @@ fn same_seed_same_labels_and_default_output_name() {
     let dir = tempfile::tempdir().unwrap();
     let data = blobs(dir.path(), "b3.svm", 3, 30, false);
     let d = data.to_str().unwrap();
-    let o = run(&["cluster", "odmc", d, "-k", "3", "--seed", "5"], dir.path());
+    let o = run(
+        &["cluster", "odmc", d, "-k", "3", "--seed", "5"],
+        dir.path(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("Acc = 100.0000%") && text.contains("RI = 1.0000"), "{text}");
+    assert!(
+        text.contains("Acc = 100.0000%") && text.contains("RI = 1.0000"),
+        "{text}"
+    );
     let first = lines(&dir.path().join("b3.svm.clusters"));
-    let o = run(&["cluster", "odmc", d, "-k", "3", "--seed", "5", "-q"], dir.path());
+    let o = run(
+        &["cluster", "odmc", d, "-k", "3", "--seed", "5", "-q"],
+        dir.path(),
+    );
     assert!(o.status.success());
     assert!(o.stdout.is_empty(), "quiet");
     assert_eq!(first, lines(&dir.path().join("b3.svm.clusters")));
@@ -109,18 +132,41 @@ fn kmeans_baseline_and_unlabelled_data() {
     let dir = tempfile::tempdir().unwrap();
     let data = blobs(dir.path(), "b3.svm", 3, 30, false);
     let v = json(&run(
-        &["cluster", "kmeans", data.to_str().unwrap(), "-k", "3", "--json"],
+        &[
+            "cluster",
+            "kmeans",
+            data.to_str().unwrap(),
+            "-k",
+            "3",
+            "--json",
+        ],
         dir.path(),
     ));
     assert_eq!(v["accuracy"].as_f64(), Some(1.0));
     let o = run(
-        &["cluster", "kmeans", data.to_str().unwrap(), "-k", "3", "-o", "-", "-q"],
+        &[
+            "cluster",
+            "kmeans",
+            data.to_str().unwrap(),
+            "-k",
+            "3",
+            "-o",
+            "-",
+            "-q",
+        ],
         dir.path(),
     );
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 90);
     let o = run(
-        &["cluster", "kmeans", data.to_str().unwrap(), "--json", "-o", "-"],
+        &[
+            "cluster",
+            "kmeans",
+            data.to_str().unwrap(),
+            "--json",
+            "-o",
+            "-",
+        ],
         dir.path(),
     );
     assert_eq!(o.status.code(), Some(1));
@@ -173,8 +219,22 @@ fn train_odm_model_is_loadable_by_predict_and_cv_runs() {
     let model = dir.path().join("odm.model");
     let v = json(&run(
         &[
-            "train", "-s", "odm", "-t", "2", "-g", "0.05", "--lambda", "10", "-n", "0.5",
-            "--theta", "0.2", "--json", train.to_str().unwrap(), model.to_str().unwrap(),
+            "train",
+            "-s",
+            "odm",
+            "-t",
+            "2",
+            "-g",
+            "0.05",
+            "--lambda",
+            "10",
+            "-n",
+            "0.5",
+            "--theta",
+            "0.2",
+            "--json",
+            train.to_str().unwrap(),
+            model.to_str().unwrap(),
         ],
         dir.path(),
     ));
@@ -186,19 +246,39 @@ fn train_odm_model_is_loadable_by_predict_and_cv_runs() {
     let out = dir.path().join("pred.txt");
     let p = json(&run(
         &[
-            "predict", "--json", test.to_str().unwrap(), model.to_str().unwrap(),
+            "predict",
+            "--json",
+            test.to_str().unwrap(),
+            model.to_str().unwrap(),
             out.to_str().unwrap(),
         ],
         dir.path(),
     ));
     assert!(p["accuracy"].as_f64().unwrap() > 70.0, "{p}");
     let cv = json(&run(
-        &["train", "-s", "odm", "-t", "0", "-v", "5", "--json", train.to_str().unwrap()],
+        &[
+            "train",
+            "-s",
+            "odm",
+            "-t",
+            "0",
+            "-v",
+            "5",
+            "--json",
+            train.to_str().unwrap(),
+        ],
         dir.path(),
     ));
     assert!(cv["accuracy"].as_f64().unwrap() > 70.0, "{cv}");
     let bad = run(
-        &["train", "-s", "odm", "--theta", "1.5", train.to_str().unwrap()],
+        &[
+            "train",
+            "-s",
+            "odm",
+            "--theta",
+            "1.5",
+            train.to_str().unwrap(),
+        ],
         dir.path(),
     );
     assert_eq!(bad.status.code(), Some(1));

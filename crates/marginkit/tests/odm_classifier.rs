@@ -242,7 +242,9 @@ fn gradient_matches_finite_differences() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
     let alpha: Vec<f64> = (0..2 * m).map(|_| rng.gen_range(0.0..0.5)).collect();
     let g_of = |a: &[f64]| {
-        let z: Vec<f64> = (0..m).map(|i| f64::from(y[i]) * (a[i] - a[m + i])).collect();
+        let z: Vec<f64> = (0..m)
+            .map(|i| f64::from(y[i]) * (a[i] - a[m + i]))
+            .collect();
         let kz = odm::kernel_times(&x, kernel, &z);
         let zkz: f64 = z.iter().zip(&kz).map(|(p, q)| p * q).sum();
         (consts.dual_value(a, zkz), kz)

@@ -6,6 +6,8 @@
 //! - The same seed gives the same clusters; the gap estimate is non-negative.
 //! - Bad input (k > n, constant data, infeasible beta) gives the specific error.
 
+#![allow(clippy::needless_range_loop)]
+
 use marginkit::cluster::kmeans::{kmeans, KMeansParams};
 use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
 use marginkit::cluster::{ClusterError, Points};
@@ -23,7 +25,11 @@ fn blobs(k: usize, per: usize, d: usize, spread: f64, seed: u64) -> (Points, Vec
     while centres.len() < k {
         let c: Vec<f64> = (0..d).map(|_| rng.gen_range(-10.0..10.0)).collect();
         let far = centres.iter().all(|o: &Vec<f64>| {
-            o.iter().zip(&c).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() >= 100.0
+            o.iter()
+                .zip(&c)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                >= 100.0
         });
         if far {
             centres.push(c);
@@ -62,7 +68,10 @@ fn two_blobs_recovered_for_every_seed_linear_and_gaussian() {
                 };
                 let r = cluster(&x, &p, &mut NoObserver).unwrap();
                 let acc = clustering_accuracy(&r.labels, &truth);
-                assert_eq!(acc, 1.0, "data {data_seed} seed {seed} {kernel:?}: acc {acc}");
+                assert_eq!(
+                    acc, 1.0,
+                    "data {data_seed} seed {seed} {kernel:?}: acc {acc}"
+                );
                 assert_eq!(rand_index(&r.labels, &truth), 1.0);
                 assert!(r.history.iter().all(|h| h.gap >= 0.0));
             }
@@ -91,7 +100,12 @@ fn three_blobs_by_recursive_bisection() {
 fn same_seed_same_clusters_and_readouts_are_admissible() {
     // Overlapping data: the answer is not obvious, so determinism and balance are exercised.
     let (x, _) = blobs(2, 50, 5, 8.0, 3);
-    for readout in [Readout::Decision, Readout::Sign, Readout::Heaviest, Readout::MinG] {
+    for readout in [
+        Readout::Decision,
+        Readout::Sign,
+        Readout::Heaviest,
+        Readout::MinG,
+    ] {
         let p = OdmcParams {
             seed: 9,
             beta: 0.1,
@@ -103,11 +117,20 @@ fn same_seed_same_clusters_and_readouts_are_admissible() {
         let a = cluster(&x, &p, &mut NoObserver).unwrap();
         let b = cluster(&x, &p, &mut NoObserver).unwrap();
         assert_eq!(a.labels, b.labels);
-        let gaps = |r: &marginkit::odm::odmc::OdmcResult| r.history.iter().map(|h| (h.gap, h.pool)).collect::<Vec<_>>();
+        let gaps = |r: &marginkit::odm::odmc::OdmcResult| {
+            r.history
+                .iter()
+                .map(|h| (h.gap, h.pool))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(gaps(&a), gaps(&b));
         assert_eq!(a.cluster_sizes.len(), 2, "never a trivial labeling");
         let diff = a.cluster_sizes[0] as i64 - a.cluster_sizes[1] as i64;
-        assert!(diff.abs() as f64 <= 0.1 * 100.0 + 1e-9, "{readout:?}: sizes {:?}", a.cluster_sizes);
+        assert!(
+            diff.abs() as f64 <= 0.1 * 100.0 + 1e-9,
+            "{readout:?}: sizes {:?}",
+            a.cluster_sizes
+        );
     }
 }
 
@@ -197,6 +220,7 @@ fn results_do_not_depend_on_the_thread_count() {
     };
     let (a, b) = (run(1), run(3));
     assert_eq!(a.labels, b.labels);
-    let gaps = |r: &marginkit::odm::odmc::OdmcResult| r.history.iter().map(|h| h.gap).collect::<Vec<_>>();
+    let gaps =
+        |r: &marginkit::odm::odmc::OdmcResult| r.history.iter().map(|h| h.gap).collect::<Vec<_>>();
     assert_eq!(gaps(&a), gaps(&b));
 }

@@ -10,6 +10,8 @@
 //! assignment runs in parallel over points (each point independently, so results do not depend
 //! on the thread count); the centre sums run in point order. `n_init` seeded restarts keep the
 //! lowest inertia.
+// Index loops over paired arrays (labels, duals, rows) read like the formulas.
+#![allow(clippy::needless_range_loop)]
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;

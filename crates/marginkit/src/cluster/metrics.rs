@@ -5,6 +5,8 @@
 //! accuracy is `max over matchings sum_c N[c][pi(c)] / n`, found by the Hungarian algorithm
 //! (`O(r^3)` for `r = max(#clusters, #classes)`); the Rand index counts agreeing pairs as
 //! `(C(n,2) + 2 sum N_cl^2/2 - sum a_c^2/2 - sum b_l^2/2 ...)` in closed form, `O(n + r^2)`.
+// Index loops over paired arrays (labels, duals, rows) read like the formulas.
+#![allow(clippy::needless_range_loop)]
 
 /// Contingency table of cluster ids (`0..`) against class labels (in first-appearance order).
 fn contingency(pred: &[usize], truth: &[f64]) -> Vec<Vec<u64>> {
@@ -36,7 +38,13 @@ pub fn clustering_accuracy(pred: &[usize], truth: &[f64]) -> f64 {
     let cost: Vec<Vec<i64>> = (0..r)
         .map(|i| {
             (0..r)
-                .map(|j| big - table.get(i).and_then(|row| row.get(j)).copied().unwrap_or(0) as i64)
+                .map(|j| {
+                    big - table
+                        .get(i)
+                        .and_then(|row| row.get(j))
+                        .copied()
+                        .unwrap_or(0) as i64
+                })
                 .collect()
         })
         .collect();
@@ -44,7 +52,13 @@ pub fn clustering_accuracy(pred: &[usize], truth: &[f64]) -> f64 {
     let matched: u64 = assign
         .iter()
         .enumerate()
-        .map(|(i, &j)| table.get(i).and_then(|row| row.get(j)).copied().unwrap_or(0))
+        .map(|(i, &j)| {
+            table
+                .get(i)
+                .and_then(|row| row.get(j))
+                .copied()
+                .unwrap_or(0)
+        })
         .sum();
     matched as f64 / pred.len() as f64
 }
@@ -193,7 +207,9 @@ mod tests {
     fn hungarian_and_closed_form_match_brute_force() {
         let mut s = 12345u64;
         let mut next = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (s >> 33) as usize
         };
         for trial in 0..200 {

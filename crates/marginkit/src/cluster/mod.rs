@@ -1,6 +1,8 @@
 //! Clustering support shared by ODMC and the baselines: dense point sets with standardization,
 //! k-means (k-means++ seeding, [`kmeans`]), external metrics ([`metrics`]) and the errors of
 //! clustering runs.
+// Index loops over paired arrays (labels, duals, rows) read like the formulas.
+#![allow(clippy::needless_range_loop)]
 
 pub mod kmeans;
 pub mod metrics;

@@ -58,6 +58,8 @@
 //!
 //! Citation: T. Zhang, Z.-H. Zhou, "Optimal margin distribution clustering", AAAI 2018;
 //! T. Zhang, Z.-H. Zhou, "Optimal margin distribution machine", arXiv:1604.03348 (2016).
+// Index loops over paired arrays (labels, duals, rows) read like the formulas.
+#![allow(clippy::needless_range_loop)]
 
 pub mod odmc;
 pub mod pool;
@@ -359,12 +361,7 @@ impl<'a> OdmQ<'a> {
         }
         let inner = SvrQ::new(x, kernel, cache_bytes.saturating_sub(16 * m))?;
         let label: Vec<i8> = y.iter().chain(y.iter()).copied().collect();
-        let diag = inner
-            .diag()
-            .iter()
-            .zip(shift)
-            .map(|(k, s)| k + s)
-            .collect();
+        let diag = inner.diag().iter().zip(shift).map(|(k, s)| k + s).collect();
         Ok(Self {
             inner,
             label,
@@ -394,13 +391,7 @@ impl QMatrix for OdmQ<'_> {
     }
     fn column(&mut self, i: usize, len: usize) -> &[f32] {
         let col = self.inner.column(i, len);
-        odm_expand(
-            col,
-            &self.label,
-            i,
-            self.shift[i],
-            &mut self.buf[0][..len],
-        );
+        odm_expand(col, &self.label, i, self.shift[i], &mut self.buf[0][..len]);
         &self.buf[0][..len]
     }
     fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
@@ -568,8 +559,7 @@ pub fn solve(
     }
     let primal = 0.5 * wnorm2
         + params.lambda / m as f64 * loss / ((1.0 - params.theta) * (1.0 - params.theta));
-    let dual =
-        -0.5 * wnorm2 - k.c * quad + (1.0 - params.theta) * s1 - (1.0 + params.theta) * s2;
+    let dual = -0.5 * wnorm2 - k.c * quad + (1.0 - params.theta) * s1 - (1.0 + params.theta) * s2;
     let n_sv = z.iter().filter(|v| **v != 0.0).count();
     Ok(OdmSolution {
         alpha,

@@ -96,6 +96,8 @@
 //!
 //! Seeded (`Xoshiro256PlusPlus`); every parallel product sums in a fixed order, so the clusters
 //! do not depend on the thread count.
+// Index loops over paired arrays (labels, duals, rows) read like the formulas.
+#![allow(clippy::needless_range_loop)]
 
 use std::time::Instant;
 
@@ -490,7 +492,16 @@ fn split(
     let y = bisect(gram, lmax, bal, params, seed, split_id, total, obs)?;
     let left: Vec<usize> = (0..m).filter(|&r| y[r] > 0).map(|r| idx[r]).collect();
     let right: Vec<usize> = (0..m).filter(|&r| y[r] < 0).map(|r| idx[r]).collect();
-    split(prep, &left, k.div_ceil(2), params, assign, next_id, total, obs)?;
+    split(
+        prep,
+        &left,
+        k.div_ceil(2),
+        params,
+        assign,
+        next_id,
+        total,
+        obs,
+    )?;
     split(prep, &right, k / 2, params, assign, next_id, total, obs)
 }
 
@@ -633,8 +644,20 @@ fn bisect(
         mu_bar.extend(mu_sum.iter().map(|s| s * inv));
         // The best response to mu_bar (coordinate ascent, warm-started): the gap's first term
         // and the restart point of the next round's alpha iterate.
-        let start_alpha = if round == 0 { alpha_bar.clone() } else { alpha_hat.clone() };
-        let (ah, upper) = best_response(g, &pool.labels, &mu_bar, &start_alpha, &consts, tau, &mut kmu);
+        let start_alpha = if round == 0 {
+            alpha_bar.clone()
+        } else {
+            alpha_hat.clone()
+        };
+        let (ah, upper) = best_response(
+            g,
+            &pool.labels,
+            &mu_bar,
+            &start_alpha,
+            &consts,
+            tau,
+            &mut kmu,
+        );
         alpha_hat = ah;
         // Exact second term at alpha_hat: min_k G(alpha_hat, y_k).
         let gk: Vec<f64> = (0..b)
@@ -781,7 +804,11 @@ fn readout_decision(
     // the admissible positions: without a bias term the threshold 0 is arbitrary, the widest
     // gap is the low-density separation of the mixture's decision values.
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| f[b].total_cmp(&f[a]).then(m[b].total_cmp(&m[a])).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| {
+        f[b].total_cmp(&f[a])
+            .then(m[b].total_cmp(&m[a]))
+            .then(a.cmp(&b))
+    });
     let zero_cut = (0..n).filter(|&i| f[i] > 0.0).count().clamp(bal.lo, bal.hi);
     let mut best = (zero_cut, f64::NEG_INFINITY);
     for p in bal.lo.max(1)..=bal.hi.min(n - 1) {
@@ -826,9 +853,17 @@ fn best_response(
     let step = |alpha: &mut [f64], a: usize, v_i: f64| -> (f64, f64) {
         let i = a % n;
         let (grad, curv, sign) = if a < n {
-            ((1.0 - c.theta) - v_i - two_c * alpha[a], diag[i] + two_c, 1.0)
+            (
+                (1.0 - c.theta) - v_i - two_c * alpha[a],
+                diag[i] + two_c,
+                1.0,
+            )
         } else {
-            (v_i - (1.0 + c.theta) - two_c_nu * alpha[a], diag[i] + two_c_nu, -1.0)
+            (
+                v_i - (1.0 + c.theta) - two_c_nu * alpha[a],
+                diag[i] + two_c_nu,
+                -1.0,
+            )
         };
         let pg = if alpha[a] <= 0.0 {
             grad.max(0.0)

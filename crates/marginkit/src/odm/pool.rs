@@ -31,6 +31,8 @@
 //! (a balanced cut) never decreases `J`; it is iterated from several starts until it stops
 //! changing. Points with `d_i = 0` do not enter `J`; they follow the sign of `K(d . y)` (the
 //! labeling's own decision value) through the tie key.
+// Index loops over paired arrays (labels, duals, rows) read like the formulas.
+#![allow(clippy::needless_range_loop)]
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -117,14 +119,12 @@ impl Gram {
                     }
                 }
                 let w = &s.w;
-                out.par_chunks_mut(CHUNK)
-                    .enumerate()
-                    .for_each(|(c, o)| {
-                        for (r, v) in o.iter_mut().enumerate() {
-                            let row = p.row(c * CHUNK + r);
-                            *v = row.iter().zip(w).map(|(a, b)| a * b).sum();
-                        }
-                    });
+                out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, o)| {
+                    for (r, v) in o.iter_mut().enumerate() {
+                        let row = p.row(c * CHUNK + r);
+                        *v = row.iter().zip(w).map(|(a, b)| a * b).sum();
+                    }
+                });
             }
             Gram::Dense { n, k } => {
                 out.par_iter_mut().enumerate().for_each(|(i, o)| {
@@ -379,12 +379,7 @@ pub(crate) fn gauss(rng: &mut Xoshiro256PlusPlus) -> f64 {
 ///
 /// # Errors
 /// [`ClusterError::InfeasibleBalance`] when no candidate could be formed.
-pub fn generate(
-    g: &Gram,
-    bal: Balance,
-    spec: PoolSpec,
-    seed: u64,
-) -> Result<Pool, ClusterError> {
+pub fn generate(g: &Gram, bal: Balance, spec: PoolSpec, seed: u64) -> Result<Pool, ClusterError> {
     let n = g.n();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut pool = Pool::default();
@@ -541,7 +536,11 @@ mod tests {
 
     fn all_labelings(n: usize) -> Vec<Vec<i8>> {
         (0..1u32 << n)
-            .map(|b| (0..n).map(|i| if b >> i & 1 == 1 { 1 } else { -1 }).collect())
+            .map(|b| {
+                (0..n)
+                    .map(|i| if b >> i & 1 == 1 { 1 } else { -1 })
+                    .collect()
+            })
             .collect()
     }
 
@@ -549,7 +548,9 @@ mod tests {
     fn balanced_cut_is_exact_against_brute_force() {
         let mut s = 7u64;
         let mut next = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
         };
         for trial in 0..60 {
@@ -577,7 +578,9 @@ mod tests {
     #[test]
     fn label_generation_never_decreases_the_violation_and_pool_is_canonical() {
         let n = 10;
-        let v: Vec<f64> = (0..n * 2).map(|i| ((i * 37 % 11) as f64 - 5.0) / 3.0).collect();
+        let v: Vec<f64> = (0..n * 2)
+            .map(|i| ((i * 37 % 11) as f64 - 5.0) / 3.0)
+            .collect();
         let g = Gram::Linear(Points { n, d: 2, v }.centered());
         let bal = Balance::new(n, 0.0, 2.0, 1, 1).unwrap();
         let d: Vec<f64> = (0..n).map(|i| 0.1 + (i % 3) as f64 * 0.05).collect();
