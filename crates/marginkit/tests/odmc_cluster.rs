@@ -142,15 +142,26 @@ fn no_trivial_labeling_when_beta_forbids_it() {
     x.v.extend_from_slice(&[500.0, 500.0]);
     x.n += 1;
     for seed in 0..4 {
-        let p = OdmcParams {
-            seed,
-            iterations: 80,
-            max_rounds: 3,
-            ..OdmcParams::default()
-        };
-        let r = cluster(&x, &p, &mut NoObserver).unwrap();
-        let diff = r.cluster_sizes[0] as i64 - r.cluster_sizes[1] as i64;
-        assert!(diff.abs() <= 3, "sizes {:?}", r.cluster_sizes);
+        for readout in [
+            Readout::Decision,
+            Readout::Sign,
+            Readout::Heaviest,
+            Readout::MinG,
+        ] {
+            let p = OdmcParams {
+                seed,
+                readout,
+                iterations: 80,
+                max_rounds: 3,
+                ..OdmcParams::default()
+            };
+            let r = cluster(&x, &p, &mut NoObserver).unwrap();
+            let diff = r.cluster_sizes[0] as i64 - r.cluster_sizes[1] as i64;
+            assert!(diff.abs() <= 3, "{readout:?}: sizes {:?}", r.cluster_sizes);
+            let paper = r.paper_labels.unwrap();
+            let ones = paper.iter().filter(|&&l| l == 1).count() as i64;
+            assert!((100 - 2 * ones).abs() <= 3, "paper readout balanced");
+        }
     }
 }
 
