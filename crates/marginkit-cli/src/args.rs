@@ -38,6 +38,8 @@ pub enum Cmd {
     Aid(crate::aid::AidArgs),
     /// Exact LAD regression on the full data (the LP, to compare with `aid lad`).
     Lad(crate::aid::LadArgs),
+    /// Clustering: optimal margin distribution clustering (odmc) or k-means.
+    Cluster(crate::cluster::ClusterArgs),
 }
 
 /// Options shared by every command that reads a data file.
@@ -131,7 +133,7 @@ pub struct ModelArgs {
 #[command(
     disable_help_flag = true,
     override_usage = "marginkit train [OPTIONS] TRAIN_FILE [MODEL_FILE]\n       marginkit train --linear [OPTIONS] TRAIN_FILE [MODEL_FILE]",
-    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nTRAIN_FILE may be `-` (standard input) or gzip-compressed."
+    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nTRAIN_FILE may be `-` (standard input) or gzip-compressed.\n`-s odm` trains an optimal margin distribution machine: see `marginkit train -s odm --help`."
 )]
 pub struct TrainArgs {
     #[command(flatten)]

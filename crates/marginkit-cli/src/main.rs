@@ -5,6 +5,7 @@
 
 mod aid;
 mod args;
+mod cluster;
 mod demo;
 mod grid;
 mod input;
@@ -15,6 +16,7 @@ mod progress;
 mod scale;
 mod train;
 mod train_linear;
+mod train_odm;
 
 use std::process::ExitCode;
 
@@ -35,6 +37,9 @@ pub type CliResult<T = ()> = Result<T, CliError>;
 
 fn main() -> ExitCode {
     let argv = args::rewrite_libsvm_weights(std::env::args_os().collect());
+    if train_odm::is_odm_train(&argv) {
+        return finish(train_odm::run_argv(argv));
+    }
     let cli = args::Cli::parse_from(argv);
     let result = match cli.cmd {
         args::Cmd::Train(a) => train::run(a),
@@ -45,7 +50,12 @@ fn main() -> ExitCode {
         args::Cmd::Path(a) => path::run(a),
         args::Cmd::Aid(a) => aid::run(a),
         args::Cmd::Lad(a) => aid::run_full_lad(a),
+        args::Cmd::Cluster(a) => cluster::run(a),
     };
+    finish(result)
+}
+
+fn finish(result: CliResult) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError(msg)) => {

@@ -18,6 +18,8 @@
 //! | [`solver`] | the QP, SMO, nu-SMO, DCD, KKT checker |
 //! | [`screening`], [`path`] | safe sample screening (BT1, BT2, IT) and the regularization path over C with exact re-checks |
 //! | [`plot`] | a minimal SVG line-chart writer |
+//! | [`odm`] | the optimal margin distribution machine (ODM) and ODM clustering (ODMC) |
+//! | [`cluster`] | k-means, clustering accuracy and Rand index, point sets |
 //! | [`svm`] | C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR (LIBSVM semantics and model files), linear SVC/SVR (LIBLINEAR semantics and model files), Platt probabilities, cross-validation, grid search |
 //!
 //! ```
@@ -36,9 +38,11 @@
 #![warn(missing_docs)]
 
 pub mod aid;
+pub mod cluster;
 pub mod data;
 pub mod error;
 pub mod kernel;
+pub mod odm;
 pub mod path;
 pub mod plot;
 pub mod screening;

@@ -1,0 +1,286 @@
+//! End-to-end tests of `marginkit cluster odmc|kmeans` and `marginkit train -s odm`: labels out
+//! one per line, Acc/RI with labelled data, the JSON keys, the plot, determinism, bad input.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
+
+fn run(args: &[&str], dir: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("binary runs")
+}
+
+fn json(o: &Output) -> Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("one JSON object")
+}
+
+/// `k` separated blobs in 3 dimensions (deterministic), written as LIBSVM text with the blob
+/// index as label (or label 0 everywhere when `unlabelled`).
+fn blobs(dir: &Path, name: &str, k: usize, per: usize, unlabelled: bool) -> PathBuf {
+    let mut s = 1u64;
+    let mut unif = move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    let mut text = String::new();
+    for i in 0..k * per {
+        let c = i % k;
+        let label = if unlabelled { 0 } else { c };
+        write!(text, "{label}").unwrap();
+        for j in 0..3 {
+            let centre = if j == c % 3 {
+                12.0 * (1 + c / 3) as f64
+            } else {
+                0.0
+            };
+            write!(text, " {}:{:.6}", j + 1, centre + 2.0 * unif()).unwrap();
+        }
+        text.push('\n');
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn lines(p: &Path) -> Vec<usize> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn odmc_recovers_blobs_with_json_plot_and_label_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = blobs(dir.path(), "b2.svm", 2, 50, false);
+    let d = data.to_str().unwrap();
+    for kernel in ["linear", "gaussian"] {
+        let out = dir.path().join(format!("{kernel}.txt"));
+        let plot = dir.path().join(format!("{kernel}.svg"));
+        let o = run(
+            &[
+                "cluster",
+                "odmc",
+                d,
+                "--kernel",
+                kernel,
+                "--seed",
+                "3",
+                "--json",
+                "-o",
+                out.to_str().unwrap(),
+                "--plot",
+                plot.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        let v = json(&o);
+        assert_eq!(v["accuracy"].as_f64(), Some(1.0), "{kernel}: {v}");
+        assert_eq!(v["rand_index"].as_f64(), Some(1.0));
+        assert!(v["iterations"].as_u64().unwrap() > 0);
+        assert!(v["total_seconds"].as_f64().unwrap() >= 0.0);
+        assert_eq!(v["cluster_sizes"], serde_json::json!([50, 50]));
+        let labels = lines(&out);
+        assert_eq!(labels.len(), 100);
+        assert!(labels.iter().all(|&l| l < 2));
+        let svg = std::fs::read_to_string(&plot).unwrap();
+        assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"));
+        // Human lines go to stderr with --json.
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("Acc = 100.0000%"), "{err}");
+    }
+}
+
+#[test]
+fn same_seed_same_labels_and_default_output_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = blobs(dir.path(), "b3.svm", 3, 30, false);
+    let d = data.to_str().unwrap();
+    let o = run(
+        &["cluster", "odmc", d, "-k", "3", "--seed", "5"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("Acc = 100.0000%") && text.contains("RI = 1.0000"),
+        "{text}"
+    );
+    let first = lines(&dir.path().join("b3.svm.clusters"));
+    let o = run(
+        &["cluster", "odmc", d, "-k", "3", "--seed", "5", "-q"],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    assert!(o.stdout.is_empty(), "quiet");
+    assert_eq!(first, lines(&dir.path().join("b3.svm.clusters")));
+}
+
+#[test]
+fn kmeans_baseline_and_unlabelled_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = blobs(dir.path(), "b3.svm", 3, 30, false);
+    let v = json(&run(
+        &[
+            "cluster",
+            "kmeans",
+            data.to_str().unwrap(),
+            "-k",
+            "3",
+            "--json",
+        ],
+        dir.path(),
+    ));
+    assert_eq!(v["accuracy"].as_f64(), Some(1.0));
+    let o = run(
+        &[
+            "cluster",
+            "kmeans",
+            data.to_str().unwrap(),
+            "-k",
+            "3",
+            "-o",
+            "-",
+            "-q",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 90);
+    let o = run(
+        &[
+            "cluster",
+            "kmeans",
+            data.to_str().unwrap(),
+            "--json",
+            "-o",
+            "-",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let bare = blobs(dir.path(), "bare.svm", 2, 20, true);
+    let o = run(
+        &["cluster", "odmc", bare.to_str().unwrap(), "--json"],
+        dir.path(),
+    );
+    let v = json(&o);
+    assert!(v.get("accuracy").is_none() && v.get("rand_index").is_none());
+    assert_eq!(lines(&dir.path().join("bare.svm.clusters")).len(), 40);
+}
+
+#[test]
+fn bad_input_is_a_clear_error_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = blobs(dir.path(), "small.svm", 2, 3, false);
+    let s = small.to_str().unwrap();
+    for method in ["odmc", "kmeans"] {
+        let o = run(&["cluster", method, s, "-k", "7"], dir.path());
+        assert_eq!(o.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("k = 7") && err.contains("6 points"), "{err}");
+    }
+    let constant = dir.path().join("const.svm");
+    std::fs::write(&constant, "1 1:2 2:3\n-1 1:2 2:3\n1 1:2 2:3\n-1 1:2 2:3\n").unwrap();
+    let o = run(&["cluster", "odmc", constant.to_str().unwrap()], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("constant"));
+    let odd = blobs(dir.path(), "odd.svm", 1, 7, false);
+    let o = run(
+        &["cluster", "odmc", odd.to_str().unwrap(), "--beta", "0"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("balance constraint infeasible"), "{err}");
+    let o = run(&["cluster", "odmc", s, "--beta", "2"], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("beta"));
+    assert!(!dir.path().join("small.svm.clusters").exists());
+    assert!(!dir.path().join("odd.svm.clusters").exists());
+}
+
+#[test]
+fn train_odm_model_is_loadable_by_predict_and_cv_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.train");
+    let test = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.test");
+    let model = dir.path().join("odm.model");
+    let v = json(&run(
+        &[
+            "train",
+            "-s",
+            "odm",
+            "-t",
+            "2",
+            "-g",
+            "0.05",
+            "--lambda",
+            "10",
+            "-n",
+            "0.5",
+            "--theta",
+            "0.2",
+            "--json",
+            train.to_str().unwrap(),
+            model.to_str().unwrap(),
+        ],
+        dir.path(),
+    ));
+    assert_eq!(v["svm_type"], "odm");
+    assert_eq!(v["status"], "converged");
+    assert!(v["gap"].as_f64().unwrap().abs() <= 1e-3 * (1.0 + v["primal"].as_f64().unwrap()));
+    let text = std::fs::read_to_string(&model).unwrap();
+    assert!(text.starts_with("svm_type c_svc") && text.contains("rho 0"));
+    let out = dir.path().join("pred.txt");
+    let p = json(&run(
+        &[
+            "predict",
+            "--json",
+            test.to_str().unwrap(),
+            model.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    ));
+    assert!(p["accuracy"].as_f64().unwrap() > 70.0, "{p}");
+    let cv = json(&run(
+        &[
+            "train",
+            "-s",
+            "odm",
+            "-t",
+            "0",
+            "-v",
+            "5",
+            "--json",
+            train.to_str().unwrap(),
+        ],
+        dir.path(),
+    ));
+    assert!(cv["accuracy"].as_f64().unwrap() > 70.0, "{cv}");
+    let bad = run(
+        &[
+            "train",
+            "-s",
+            "odm",
+            "--theta",
+            "1.5",
+            train.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("theta"));
+}

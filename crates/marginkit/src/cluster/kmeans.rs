@@ -1,0 +1,216 @@
+//! k-means (Lloyd's iterations) with k-means++ seeding: the baseline of ODMC and one of the
+//! generators of its candidate labelings.
+//!
+//! Problem: `min sum_i |x_i - c_{a(i)}|^2` over centres `c_1..c_k` and assignments `a`.
+//! Seeding: k-means++ (Arthur & Vassilvitskii 2007): the first centre uniformly, each next one
+//! with probability proportional to the squared distance to the nearest chosen centre.
+//! Iteration: assign every point to its nearest centre (ties: the lowest index), recompute the
+//! centres as means; an empty cluster takes the point farthest from its centre. Stops when no
+//! assignment changes or after `max_iter` iterations. Cost per iteration `O(n k d)`; the
+//! assignment runs in parallel over points (each point independently, so results do not depend
+//! on the thread count); the centre sums run in point order. `n_init` seeded restarts keep the
+//! lowest inertia.
+// Index loops over paired arrays (labels, duals, rows) read like the formulas.
+#![allow(clippy::needless_range_loop)]
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+
+use super::{sq_dist, ClusterError, Points};
+
+/// k-means parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KMeansParams {
+    /// Number of clusters, `2 <= k <= n` (1 is allowed for internal use).
+    pub k: usize,
+    /// Iteration limit per restart.
+    pub max_iter: usize,
+    /// Seeded restarts (the best inertia wins).
+    pub n_init: usize,
+    /// Seed.
+    pub seed: u64,
+}
+
+impl KMeansParams {
+    /// `k` clusters, 300 iterations, 10 restarts, seed 0.
+    pub fn new(k: usize) -> Self {
+        Self {
+            k,
+            max_iter: 300,
+            n_init: 10,
+            seed: 0,
+        }
+    }
+}
+
+/// A k-means solution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KMeansResult {
+    /// Cluster of every point, `0..k`.
+    pub labels: Vec<usize>,
+    /// Centres, row-major `k x d`.
+    pub centers: Vec<f64>,
+    /// `sum_i |x_i - c_{a(i)}|^2`.
+    pub inertia: f64,
+    /// Lloyd iterations of the winning restart.
+    pub iterations: usize,
+    /// Iterations over all restarts.
+    pub total_iterations: usize,
+    /// True when the winning restart stopped because no assignment changed.
+    pub converged: bool,
+}
+
+/// Runs k-means on `x`.
+///
+/// # Errors
+/// [`ClusterError::BadK`] unless `1 <= k <= n`.
+pub fn kmeans(x: &Points, p: &KMeansParams) -> Result<KMeansResult, ClusterError> {
+    if p.k == 0 || p.k > x.n {
+        return Err(ClusterError::BadK { k: p.k, n: x.n });
+    }
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(p.seed);
+    let mut best: Option<KMeansResult> = None;
+    let mut total = 0;
+    for _ in 0..p.n_init.max(1) {
+        let r = lloyd(x, p.k, p.max_iter, &mut rng);
+        total += r.iterations;
+        if best.as_ref().is_none_or(|b| r.inertia < b.inertia) {
+            best = Some(r);
+        }
+    }
+    let mut b = best.ok_or(ClusterError::BadK { k: p.k, n: x.n })?;
+    b.total_iterations = total;
+    Ok(b)
+}
+
+fn seed_pp(x: &Points, k: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<f64> {
+    let (n, d) = (x.n, x.d);
+    let mut centers = Vec::with_capacity(k * d);
+    let first = rng.gen_range(0..n);
+    centers.extend_from_slice(x.row(first));
+    let mut dist: Vec<f64> = (0..n).map(|i| sq_dist(x.row(i), x.row(first))).collect();
+    for _ in 1..k {
+        let total: f64 = dist.iter().sum();
+        let pick = if total > 0.0 {
+            let mut t = rng.gen::<f64>() * total;
+            let mut chosen = n - 1;
+            for (i, &w) in dist.iter().enumerate() {
+                if t < w {
+                    chosen = i;
+                    break;
+                }
+                t -= w;
+            }
+            chosen
+        } else {
+            rng.gen_range(0..n)
+        };
+        let c = x.row(pick).to_vec();
+        for (i, di) in dist.iter_mut().enumerate() {
+            *di = di.min(sq_dist(x.row(i), &c));
+        }
+        centers.extend_from_slice(&c);
+    }
+    centers
+}
+
+fn nearest(row: &[f64], centers: &[f64], d: usize) -> (usize, f64) {
+    let mut best = (0usize, f64::INFINITY);
+    for (c, cen) in centers.chunks_exact(d.max(1)).enumerate() {
+        let v = sq_dist(row, cen);
+        if v < best.1 {
+            best = (c, v);
+        }
+    }
+    best
+}
+
+fn lloyd(x: &Points, k: usize, max_iter: usize, rng: &mut Xoshiro256PlusPlus) -> KMeansResult {
+    let (n, d) = (x.n, x.d);
+    let mut centers = seed_pp(x, k, rng);
+    let mut labels = vec![usize::MAX; n];
+    let mut iterations = 0;
+    let mut converged = false;
+    let mut inertia = f64::INFINITY;
+    while iterations < max_iter {
+        iterations += 1;
+        let assign: Vec<(usize, f64)> = (0..n)
+            .into_par_iter()
+            .map(|i| nearest(x.row(i), &centers, d))
+            .collect();
+        let changed = assign
+            .iter()
+            .zip(&labels)
+            .filter(|((c, _), &l)| *c != l)
+            .count();
+        for (l, a) in labels.iter_mut().zip(&assign) {
+            *l = a.0;
+        }
+        inertia = assign.iter().map(|a| a.1).sum();
+        if changed == 0 {
+            converged = true;
+            break;
+        }
+        // New centres (sums in point order).
+        let mut sums = vec![0.0; k * d];
+        let mut counts = vec![0usize; k];
+        for i in 0..n {
+            let c = labels[i];
+            counts[c] += 1;
+            for (s, &v) in sums[c * d..(c + 1) * d].iter_mut().zip(x.row(i)) {
+                *s += v;
+            }
+        }
+        let mut taken = vec![false; n];
+        for c in 0..k {
+            if counts[c] > 0 {
+                for j in 0..d {
+                    centers[c * d + j] = sums[c * d + j] / counts[c] as f64;
+                }
+            } else {
+                // Empty cluster: the point farthest from its centre (first on ties).
+                let mut far = (0usize, -1.0);
+                for i in 0..n {
+                    if !taken[i] && assign[i].1 > far.1 {
+                        far = (i, assign[i].1);
+                    }
+                }
+                taken[far.0] = true;
+                centers[c * d..(c + 1) * d].copy_from_slice(x.row(far.0));
+            }
+        }
+    }
+    KMeansResult {
+        labels,
+        centers,
+        inertia,
+        iterations,
+        total_iterations: iterations,
+        converged,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separates_three_blobs_and_is_seeded() {
+        let mut v = Vec::new();
+        for c in 0..3 {
+            for i in 0..20 {
+                v.push(10.0 * c as f64 + (i % 5) as f64 * 0.1);
+                v.push(-5.0 * c as f64 + (i / 5) as f64 * 0.1);
+            }
+        }
+        let x = Points { n: 60, d: 2, v };
+        let r = kmeans(&x, &KMeansParams::new(3)).unwrap();
+        for c in 0..3 {
+            let l = r.labels[c * 20];
+            assert!(r.labels[c * 20..(c + 1) * 20].iter().all(|&v| v == l));
+        }
+        assert_eq!(r, kmeans(&x, &KMeansParams::new(3)).unwrap());
+        assert!(kmeans(&x, &KMeansParams::new(61)).is_err());
+    }
+}
