@@ -17,6 +17,7 @@
 //! | [`kernel`] | [`KernelSpec`]; Q matrices with an LRU column cache, rows computed in parallel blocks |
 //! | [`solver`] | the QP, SMO, nu-SMO, DCD, KKT checker |
 //! | [`screening`], [`path`] | safe sample screening (BT1, BT2, IT) and the regularization path over C with exact re-checks |
+//! | [`coreset`] | minimum enclosing balls by core-sets (MEB, SVDD, L2-SVM, one-class L2), distributed core-set consensus |
 //! | [`plot`] | a minimal SVG line-chart writer |
 //! | [`svm`] | C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR (LIBSVM semantics and model files), linear SVC/SVR (LIBLINEAR semantics and model files), Platt probabilities, cross-validation, grid search |
 //!
@@ -35,6 +36,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod coreset;
 pub mod data;
 pub mod error;
 pub mod kernel;
