@@ -34,6 +34,8 @@ pub enum Cmd {
     Demo(DemoArgs),
     /// Regularization path over C with safe sample screening (bias-free SVM).
     Path(crate::path::PathArgs),
+    /// Minimum enclosing ball, SVDD and 2-norm SVMs by distributed core-set consensus.
+    Coreset(crate::coreset::CoresetArgs),
 }
 
 /// Options shared by every command that reads a data file.

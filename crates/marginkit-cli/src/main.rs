@@ -4,6 +4,7 @@
 //! validation live in the library.
 
 mod args;
+mod coreset;
 mod demo;
 mod grid;
 mod input;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         args::Cmd::Grid(a) => grid::run(a),
         args::Cmd::Demo(a) => demo::run(a),
         args::Cmd::Path(a) => path::run(a),
+        args::Cmd::Coreset(a) => coreset::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
