@@ -137,7 +137,7 @@ impl Transport for Mpi<'_> {
         t: u64,
         schedule: &Schedule,
         outgoing: &[(usize, Arc<CoreSetMsg>)],
-    ) -> Result<Vec<Vec<(usize, Arc<CoreSetMsg>)>>, CoresetError> {
+    ) -> Result<marginkit::coreset::consensus::Inboxes, CoresetError> {
         let me = self.rank;
         let buf: Vec<u8> = outgoing
             .first()

@@ -4,6 +4,8 @@
 //! asynchrony, loss and delay; distributed == centralized on connected graphs; the distributed
 //! L2-SVM within 1 accuracy point of the centralized one on breast_cancer and digits; bad input.
 
+#![allow(clippy::needless_range_loop)] // index loops keep the oracles readable
+
 use std::path::Path;
 
 use marginkit::coreset::bc::{dist2, meb_of, Pool};

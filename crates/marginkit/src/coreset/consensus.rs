@@ -156,9 +156,8 @@ impl Schedule {
             }
             Graph::Grid => {
                 let cols = (n as f64).sqrt().ceil() as usize;
-                for i in 0..n {
+                for (i, nb) in out.iter_mut().enumerate() {
                     let (r, c) = (i / cols, i % cols);
-                    let mut nb = Vec::new();
                     if c > 0 {
                         nb.push(i - 1);
                     }
@@ -171,7 +170,7 @@ impl Schedule {
                     if i + cols < n {
                         nb.push(i + cols);
                     }
-                    out[i] = nb;
+                    nb.sort_unstable();
                 }
             }
             Graph::Complete => {
@@ -261,7 +260,7 @@ impl Schedule {
             Graph::ErdosRenyi { p } => {
                 i != j && unif4(self.seed, t, ((i as u64) << 32) | j as u64, TAG_EDGE) < *p
             }
-            _ => self.out[i].binary_search(&j).is_ok() || self.out[i].contains(&j),
+            _ => self.out[i].binary_search(&j).is_ok(),
         }
     }
 
@@ -644,6 +643,9 @@ impl Status {
     }
 }
 
+/// Messages delivered to each local node in one round: `(sender, set)`.
+pub type Inboxes = Vec<Vec<(usize, Arc<CoreSetMsg>)>>;
+
 /// How nodes exchange messages. The in-process network ([`InProcess`]) hosts all nodes; the MPI
 /// transport (crate `marginkit-mpi`) hosts one node per rank. Both follow the same [`Schedule`].
 pub trait Transport {
@@ -661,7 +663,7 @@ pub trait Transport {
         t: u64,
         schedule: &Schedule,
         outgoing: &[(usize, Arc<CoreSetMsg>)],
-    ) -> Result<Vec<Vec<(usize, Arc<CoreSetMsg>)>>, CoresetError>;
+    ) -> Result<Inboxes, CoresetError>;
     /// Reduces the local nodes' statuses over all processes.
     ///
     /// # Errors
@@ -691,7 +693,7 @@ impl Transport for InProcess {
         t: u64,
         schedule: &Schedule,
         outgoing: &[(usize, Arc<CoreSetMsg>)],
-    ) -> Result<Vec<Vec<(usize, Arc<CoreSetMsg>)>>, CoresetError> {
+    ) -> Result<Inboxes, CoresetError> {
         let mut inbox: Vec<Vec<(usize, Arc<CoreSetMsg>)>> = vec![Vec::new(); self.n];
         let sends: Vec<Vec<usize>> = outgoing
             .par_iter()
