@@ -202,7 +202,7 @@ const PALETTE: [&str; 10] = [
 
 /// The paper's Figures 1-2 from a recorded run: `r^2(C_i(t))` and `|c(C_i(t))|` per node per
 /// round (round 0 is the initial set), one line per node (the legend names at most 10).
-pub fn consensus_svg(rep: &ConsensusReport, title: &str) -> String {
+pub fn consensus_figures(rep: &ConsensusReport, title: &str) -> [LineChart; 2] {
     let mut fig1 = LineChart::new(
         &format!("{title}: r^2(C_i(t)) per node (Fig. 1)"),
         Axis {
@@ -247,5 +247,10 @@ pub fn consensus_svg(rep: &ConsensusReport, title: &str) -> String {
         f.width = 900.0;
         f.height = 420.0;
     }
-    stack_svg(&[fig1, fig2])
+    [fig1, fig2]
+}
+
+/// Both figures stacked in one SVG document.
+pub fn consensus_svg(rep: &ConsensusReport, title: &str) -> String {
+    stack_svg(&consensus_figures(rep, title))
 }
