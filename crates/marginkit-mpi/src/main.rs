@@ -337,7 +337,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         return Ok(());
     }
     let final_set = &rep.states[0].1;
-    let (r_star2, exact) = reference_r2(&pts, &kern, &params.coreset).map_err(|e| e.to_string())?;
+    let (r_star2, exact) = reference_r2(&pts, &kern, final_set);
     let cov = coverage_ratio(&pts, &kern, final_set, r_star2);
     let mut core: Vec<u64> = final_set.points.ids().to_vec();
     core.sort_unstable();
@@ -354,7 +354,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         "radius": final_set.r2.sqrt(),
         "radius2": final_set.r2,
         "reference_radius": r_star2.sqrt(),
-        "reference": if exact { "exact" } else { "best-known" },
+        "reference": if exact { "exact" } else { "best-known (the core-set radius)" },
         "coverage_ratio": cov,
         "coverage_bound": (1.0 + a.eps).powi(2),
         "core_set": core,

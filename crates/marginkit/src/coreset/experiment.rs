@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use super::bc::{dist2, meb_of, Pool};
-use super::consensus::{centralized, ConsensusReport, CoreSetMsg, Graph};
+use super::consensus::{ConsensusReport, CoreSetMsg, Graph};
 use super::meb::{solve_simplex_capped, Start};
 use super::space::{two_classes, FeatureKernel, PointSet, Problem};
-use super::{CoresetError, CoresetParams};
+use super::CoresetError;
 use crate::data::Dataset;
 use crate::kernel::qmatrix::DenseQ;
 use crate::plot::{stack_svg, Axis, LineChart, Scale};
@@ -161,25 +161,15 @@ pub fn exact_r2(pts: &PointSet, kern: &FeatureKernel) -> Option<f64> {
     (info.status == crate::solver::Status::Converged).then_some((lin - quad / 2.0).max(0.0))
 }
 
-/// The reference radius `r*^2`: exact when possible, else the best-known one (the centralized
-/// core-set at `eps / 10`). Returns `(r*^2, exact?)`.
-///
-/// # Errors
-/// As [`centralized`].
-pub fn reference_r2(
-    pts: &PointSet,
-    kern: &FeatureKernel,
-    params: &CoresetParams,
-) -> Result<(f64, bool), CoresetError> {
-    if let Some(r2) = exact_r2(pts, kern) {
-        return Ok((r2, true));
+/// The reference radius `r*^2` for the coverage ratio: the exact one when [`exact_r2`] reaches it,
+/// else the best known, `r^2` of the core-set found (a lower bound on `r*^2`, so the ratio is then
+/// an upper bound: the Badoiu-Clarkson test `max |s - c|^2 <= (1+eps)^2 r(C)^2`). Returns
+/// `(r*^2, exact?)`.
+pub fn reference_r2(pts: &PointSet, kern: &FeatureKernel, found: &CoreSetMsg) -> (f64, bool) {
+    match exact_r2(pts, kern) {
+        Some(r2) => (r2.max(found.r2), true),
+        None => (found.r2, false),
     }
-    let fine = CoresetParams {
-        eps: params.eps / 10.0,
-        ..*params
-    };
-    let (set, _) = centralized(pts, kern, &fine)?;
-    Ok((set.r2, false))
 }
 
 /// `max_s |s - c(C)|^2 / r*^2` over all points.
