@@ -263,16 +263,12 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
             ));
         }
     }
-    let data = read(&a.data_file)?;
-    let kernel = kernel_of(&a, data.n_features())?;
     let problem = match a.problem {
         Kind::Meb => Problem::Meb,
         Kind::Svdd => Problem::Svdd,
         Kind::Svm => Problem::L2Svm { c: a.cost },
         Kind::Oneclass => Problem::OneClassL2 { c: a.cost },
     };
-    let kern = FeatureKernel::new(problem, kernel).map_err(|e| e.to_string())?;
-    let (pts, labels) = points_for(&data, problem).map_err(|e| e.to_string())?;
     let params = ConsensusParams {
         coreset: CoresetParams {
             eps: a.eps,
@@ -290,20 +286,82 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         record: a.plot.is_some(),
     };
     let schedule = Schedule::new(size, &params).map_err(|e| e.to_string())?;
-    kern.check_points(&pts).map_err(|e| e.to_string())?;
-    let range = shard_ranges(pts.len(), size)[rank].clone();
-    if range.is_empty() {
-        return Err(CoresetError::EmptyNode {
-            node: rank,
-            n: pts.len(),
-            nodes: size,
+    let name = a.data_file.to_string_lossy().into_owned();
+    // DATA with "{rank}": every rank reads its own file; ids continue across ranks in rank order.
+    let (whole, local, shard, labels, kern) = if name.contains("{rank}") {
+        let path = PathBuf::from(name.replace("{rank}", &rank.to_string()));
+        let local = read(&path)?;
+        let mut counts = vec![0u64; size];
+        world.all_gather_into(&(local.len() as u64), &mut counts[..]);
+        let mut widths = vec![0u64; size];
+        world.all_gather_into(&(local.n_features() as u64), &mut widths[..]);
+        if let Some(r) = counts.iter().position(|&c| c == 0) {
+            return Err(CoresetError::EmptyNode {
+                node: r,
+                n: counts.iter().sum::<u64>() as usize,
+                nodes: size,
+            }
+            .to_string());
         }
-        .to_string());
-    }
-    let mut shard = PointSet::new(pts.dim());
-    for i in range {
-        shard.push_from(&pts, i);
-    }
+        let d = widths.iter().copied().max().unwrap_or(0) as usize;
+        let offset: u64 = counts[..rank].iter().sum();
+        let mine = local.labels_in_order();
+        let send = [
+            mine.first().copied().unwrap_or(f64::NAN),
+            mine.get(1).copied().unwrap_or(f64::NAN),
+            mine.len() as f64,
+        ];
+        let mut all = vec![0.0f64; 3 * size];
+        world.all_gather_into(&send[..], &mut all[..]);
+        let mut order: Vec<f64> = Vec::new();
+        for c in all.chunks_exact(3) {
+            if c[2] > 2.0 && problem != Problem::Meb && matches!(a.problem, Kind::Svm) {
+                return Err("svm: more than two classes in a rank's file".into());
+            }
+            for &l in &c[..2] {
+                if !l.is_nan() && !order.contains(&l) {
+                    order.push(l);
+                }
+            }
+        }
+        let labels = if let Problem::L2Svm { .. } = problem {
+            if order.len() != 2 {
+                return Err(format!(
+                    "svm: the files hold {} classes; exactly two are needed",
+                    order.len()
+                ));
+            }
+            [order[0], order[1]]
+        } else {
+            [1.0, -1.0]
+        };
+        let kern = FeatureKernel::new(problem, kernel_of(&a, d)?).map_err(|e| e.to_string())?;
+        let idx: Vec<usize> = (0..local.len()).collect();
+        let positive = matches!(problem, Problem::L2Svm { .. }).then_some(labels[0]);
+        let shard = PointSet::from_dataset_with_ids(&local, &idx, positive, offset, d);
+        kern.check_points(&shard).map_err(|e| e.to_string())?;
+        (None, Some(local), shard, labels, kern)
+    } else {
+        let data = read(&a.data_file)?;
+        let kernel = kernel_of(&a, data.n_features())?;
+        let kern = FeatureKernel::new(problem, kernel).map_err(|e| e.to_string())?;
+        let (pts, labels) = points_for(&data, problem).map_err(|e| e.to_string())?;
+        kern.check_points(&pts).map_err(|e| e.to_string())?;
+        let range = shard_ranges(pts.len(), size)[rank].clone();
+        if range.is_empty() {
+            return Err(CoresetError::EmptyNode {
+                node: rank,
+                n: pts.len(),
+                nodes: size,
+            }
+            .to_string());
+        }
+        let mut shard = PointSet::new(pts.dim());
+        for i in range {
+            shard.push_from(&pts, i);
+        }
+        (Some((data, pts)), None, shard, labels, kern)
+    };
     let mut transport = Mpi {
         world,
         rank,
@@ -312,7 +370,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
     let rep = run(
         &mut transport,
         &kern,
-        vec![(rank, shard)],
+        vec![(rank, shard.clone())],
         &schedule,
         &params,
         &mut |_, _| {},
@@ -333,12 +391,54 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
             world.process_at_rank(0).send_with_tag(&flat[..], 30_001);
         }
     }
+    let final_set = rep.states[0].1.clone();
+    let model = match problem {
+        Problem::Meb => None,
+        _ => Some(to_model(&final_set, &kern, labels).map_err(|e| e.to_string())?),
+    };
+    // Own files: the coverage ratio against the core-set's radius and the training accuracy are
+    // reduced over the ranks (rank 0 does not hold the data).
+    let (cov, r_star2, exact, train_acc) = match &whole {
+        Some((data, pts)) => {
+            let (r_star2, exact) = reference_r2(pts, &kern, &final_set);
+            let acc = match (&model, a.problem) {
+                (Some(m), Kind::Svm) if rank == 0 => Some(accuracy(m, data)?),
+                _ => None,
+            };
+            (
+                coverage_ratio(pts, &kern, &final_set, r_star2),
+                r_star2,
+                exact,
+                acc,
+            )
+        }
+        None => {
+            let local_cov = coverage_ratio(&shard, &kern, &final_set, final_set.r2);
+            let mut all = vec![0.0f64; size];
+            world.all_gather_into(&local_cov, &mut all[..]);
+            let cov = all.iter().copied().fold(0.0, f64::max);
+            let acc = match (&model, a.problem, &local) {
+                (Some(m), Kind::Svm, Some(data)) => {
+                    let pred = m.predict(&data.x).map_err(|e| e.to_string())?;
+                    let ok = pred.iter().zip(&data.y).filter(|(p, y)| p == y).count() as u64;
+                    let mut oks = vec![0u64; size];
+                    world.all_gather_into(&ok, &mut oks[..]);
+                    let mut ns = vec![0u64; size];
+                    world.all_gather_into(&(data.len() as u64), &mut ns[..]);
+                    Some(
+                        100.0 * oks.iter().sum::<u64>() as f64
+                            / ns.iter().sum::<u64>().max(1) as f64,
+                    )
+                }
+                _ => None,
+            };
+            (cov, final_set.r2, false, acc)
+        }
+    };
     if rank != 0 {
         return Ok(());
     }
-    let final_set = &rep.states[0].1;
-    let (r_star2, exact) = reference_r2(&pts, &kern, final_set);
-    let cov = coverage_ratio(&pts, &kern, final_set, r_star2);
+    let final_set = &final_set;
     let mut core: Vec<u64> = final_set.points.ids().to_vec();
     core.sort_unstable();
     let mut out = json!({
@@ -364,16 +464,17 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         "bytes_total": rep.bytes_sent,
         "consensus_seconds": rep.seconds,
     });
-    if problem != Problem::Meb {
-        let model = to_model(final_set, &kern, labels).map_err(|e| e.to_string())?;
+    if let Some(model) = &model {
+        if let Some(acc) = train_acc {
+            out["train_accuracy"] = json!(acc);
+        }
         if a.problem == Kind::Svm {
-            out["train_accuracy"] = json!(accuracy(&model, &data)?);
             if let Some(tp) = &a.test {
-                out["test_accuracy"] = json!(accuracy(&model, &read(tp)?)?);
+                out["test_accuracy"] = json!(accuracy(model, &read(tp)?)?);
             }
         }
         if let Some(mp) = &a.model {
-            save_model(mp, &model).map_err(|e| format!("{}: {e}", mp.display()))?;
+            save_model(mp, model).map_err(|e| format!("{}: {e}", mp.display()))?;
         }
     }
     if let Some(pp) = &a.plot {

@@ -139,3 +139,35 @@ fn four_ranks_equal_in_process_async_with_loss_and_delay() {
         9,
     );
 }
+
+#[test]
+fn own_files_per_rank_equal_the_shards_of_one_file() {
+    let text = std::fs::read_to_string(data()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let dir = std::env::temp_dir().join(format!("marginkit-mpi-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = lines.len();
+    for r in 0..4 {
+        let part = lines[r * n / 4..(r + 1) * n / 4].join("\n") + "\n";
+        std::fs::write(dir.join(format!("part{r}.svm")), part).unwrap();
+    }
+    let pattern = dir.join("part{rank}.svm");
+    let whole = data();
+    let common = ["--eps", "0.05", "-c", "10", "--graph", "er:0.3", "--json"];
+    let mut a1 = vec!["svm", pattern.to_str().unwrap()];
+    a1.extend(common);
+    let mut a2 = vec!["svm", whole.to_str().unwrap()];
+    a2.extend(common);
+    let (own, one) = (mpirun(4, &a1), mpirun(4, &a2));
+    std::fs::remove_dir_all(&dir).ok();
+    for key in [
+        "core_set_multiset",
+        "radius2",
+        "rounds",
+        "train_accuracy",
+        "bytes_total",
+    ] {
+        assert_eq!(own[key], one[key], "{key}");
+    }
+    assert!(own["coverage_ratio"].as_f64().unwrap() <= 1.05f64.powi(2) + 1e-9);
+}

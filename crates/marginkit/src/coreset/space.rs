@@ -42,7 +42,17 @@ impl PointSet {
     /// Rows `idx` of `data` (ids = row numbers). `positive` is the label mapped to `+1`
     /// (others to `-1`); `None` gives every point label `1`.
     pub fn from_dataset(data: &Dataset, idx: &[usize], positive: Option<f64>) -> Self {
-        let d = data.n_features();
+        Self::from_dataset_with_ids(data, idx, positive, 0, data.n_features())
+    }
+    /// As [`PointSet::from_dataset`] with ids `id_offset + row` and rows of width `d` (wider
+    /// than the data: zero-padded; narrower: truncated), for shards read from separate files.
+    pub fn from_dataset_with_ids(
+        data: &Dataset,
+        idx: &[usize],
+        positive: Option<f64>,
+        id_offset: u64,
+        d: usize,
+    ) -> Self {
         let mut s = Self::new(d);
         let mut buf = vec![0.0; d];
         for &i in idx {
@@ -51,14 +61,17 @@ impl PointSet {
                 Some(_) => -1.0,
                 None => 1.0,
             };
+            let id = id_offset + i as u64;
             match &data.x {
-                Features::Dense(m) => s.push(i as u64, label, m.row(i)),
+                Features::Dense(m) => s.push(id, label, m.row(i)),
                 Features::Sparse(_) => {
                     buf.iter_mut().for_each(|v| *v = 0.0);
                     for (k, v) in data.x.row(i).iter() {
-                        buf[k] = v;
+                        if k < d {
+                            buf[k] = v;
+                        }
                     }
-                    s.push(i as u64, label, &buf);
+                    s.push(id, label, &buf);
                 }
             }
         }
