@@ -2,7 +2,10 @@
 //! Notarstefano, CDC 2015) with one network node per MPI rank.
 //!
 //! Every rank reads DATA and keeps its contiguous shard (`rank n / size .. (rank+1) n / size`),
-//! exactly the shards of `marginkit coreset --nodes SIZE`. The communication graph, losses,
+//! exactly the shards of `marginkit coreset --nodes SIZE`; or, when DATA contains `{rank}`
+//! (`part{rank}.svm`), every rank reads its own file, ids continue across ranks in rank order, and
+//! the coverage ratio (against the core-set's radius: no rank holds all data) and the training
+//! accuracy are reduced over the ranks. The communication graph, losses,
 //! delays and activations of every round are counter-based hashes of the seed, so every rank knows
 //! its in- and out-neighbours without communication: a node sends its core-set to each
 //! out-neighbour with a non-blocking send (tag = round) and receives one message from each
@@ -55,7 +58,8 @@ struct Cli {
     /// The problem.
     #[arg(value_enum)]
     problem: Kind,
-    /// Training data (LIBSVM text); every rank keeps its shard.
+    /// Training data (LIBSVM text); every rank keeps its shard. With `{rank}` in the name every
+    /// rank reads its own file.
     data_file: PathBuf,
     /// Tolerance eps in (0, 1).
     #[arg(long, default_value_t = 0.1)]

@@ -15,7 +15,7 @@ use crate::plot::{stack_svg, Axis, LineChart, Scale};
 use crate::solver::{smo, BoxQp, Equality, NoObserver, SolverSettings};
 
 /// Largest number of points for which the reference radius is the exact MEB.
-pub const EXACT_LIMIT: usize = 200_000;
+pub const EXACT_LIMIT: usize = 50_000;
 
 /// The points of `data` for `problem` (SVM: two classes, the first in LIBSVM order is `+1`) and
 /// the class labels (`[1, -1]` when there are none).
@@ -96,9 +96,8 @@ pub fn parse_graph(s: &str) -> Result<Graph, CoresetError> {
 pub const SMO_LIMIT: usize = 4_000;
 
 /// The exact MEB `r^2` of all points, or `None` when it is out of reach:
-/// - the active set ([`solve_simplex_capped`], kernel columns on demand, memory
-///   `O(n |support|)`) while the support stays within 300 points (MEB, SVDD; up to
-///   [`EXACT_LIMIT`] points);
+/// - MEB and SVDD: the active set ([`solve_simplex_capped`], kernel columns on demand, memory
+///   `O(n |support|)`) while the support stays within 300 points, up to [`EXACT_LIMIT`] points;
 /// - otherwise, up to [`SMO_LIMIT`] points, the simplex QP as a [`BoxQp`]
 ///   (`Q = 2 K~`, `p = -diag K~`, `1'a = 1`, `0 <= a <= 1`) solved by the SMO engine at tolerance
 ///   1e-9 (the SVM mappings, where every point is a support point); `Q` is stored in f32, so this
@@ -109,11 +108,19 @@ pub fn exact_r2(pts: &PointSet, kern: &FeatureKernel) -> Option<f64> {
         return None;
     }
     let diag: Vec<f64> = (0..n).map(|i| kern.eval(pts.get(i), pts.get(i))).collect();
+    // The SVM mappings make (almost) every point a support point: straight to SMO.
+    let svm = matches!(
+        kern.problem,
+        Problem::L2Svm { .. } | Problem::OneClassL2 { .. }
+    );
+    if svm && n > SMO_LIMIT {
+        return None;
+    }
     let sol = solve_simplex_capped(
         &diag,
         |i, j| kern.eval(pts.get(i), pts.get(j)),
         Start::Farthest,
-        300,
+        if svm { 0 } else { 300 },
     );
     if sol.converged {
         return Some(sol.r2);
