@@ -393,6 +393,20 @@ impl CoreSetMsg {
             }
             points.push(id, label, &row);
         }
+        let sorted = |v: &[u64], strict: bool| {
+            v.windows(2)
+                .all(|w| if strict { w[0] < w[1] } else { w[0] <= w[1] })
+        };
+        // A set names only points it carries, both lists canonical (sorted by id).
+        if pos != b.len()
+            || m == 0
+            || !sorted(&ids, false)
+            || !sorted(points.ids(), true)
+            || ids.iter().any(|id| points.ids().binary_search(id).is_err())
+            || !(r2.is_finite() && c2.is_finite())
+        {
+            return Err(bad());
+        }
         Ok(Self {
             node,
             ids,
@@ -934,4 +948,79 @@ pub fn run_in_process(
         params,
         on_round,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coreset::Problem;
+    use crate::KernelSpec;
+
+    #[test]
+    fn wire_format_round_trips_and_rejects_garbage() {
+        let mut pts = PointSet::new(3);
+        for i in 0..12u64 {
+            let v = i as f64;
+            pts.push(i * 7, 1.0, &[v.sin(), v.cos(), 0.1 * v]);
+        }
+        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+        let (msg, _) = centralized(&pts, &kern, &CoresetParams::default()).unwrap();
+        let bytes = msg.encode();
+        assert_eq!(bytes.len(), msg.encoded_len());
+        let back = CoreSetMsg::decode(&bytes).unwrap();
+        assert_eq!(back, msg);
+        assert_eq!(back.fingerprint(), msg.fingerprint());
+        for cut in [0, 10, bytes.len() - 1] {
+            assert!(CoreSetMsg::decode(&bytes[..cut]).is_err());
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(CoreSetMsg::decode(&longer).is_err());
+        // An id that is not among the points.
+        let mut bad = msg.clone();
+        bad.ids[0] = 5;
+        bad.ids.sort_unstable();
+        assert!(CoreSetMsg::decode(&bad.encode()).is_err());
+    }
+
+    #[test]
+    fn schedules_are_pure_functions_of_the_seed() {
+        let p = ConsensusParams {
+            graph: Graph::ErdosRenyi { p: 0.3 },
+            activation: Activation::Async { p: 0.5 },
+            drop: 0.2,
+            max_delay: 3,
+            ..Default::default()
+        };
+        let (a, b) = (
+            Schedule::new(20, &p).unwrap(),
+            Schedule::new(20, &p).unwrap(),
+        );
+        for t in 0..5 {
+            for i in 0..20 {
+                assert_eq!(a.out_edges(t, i), b.out_edges(t, i));
+                // senders_to is the transpose of out_edges restricted to active, delivered sends.
+                let s = a.senders_to(t, i);
+                for j in 0..20 {
+                    let sends = a.active(t, j)
+                        && a.out_edges(t, j).contains(&i)
+                        && a.delivery(t, j, i).is_some();
+                    assert_eq!(s.contains(&j), sends);
+                    if let Some(at) = a.delivery(t, j, i) {
+                        assert!(at >= t && at <= t + 3);
+                    }
+                }
+            }
+        }
+        let grid = Schedule::new(
+            7,
+            &ConsensusParams {
+                graph: Graph::Grid,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(grid.out_edges(0, 0), vec![1, 3]);
+        assert_eq!(grid.out_edges(0, 4), vec![1, 3, 5]);
+    }
 }
