@@ -25,7 +25,7 @@
 //! | paper | code |
 //! |---|---|
 //! | `eps`, `ceil(1/eps)` | [`CoresetParams::eps`], [`CoresetParams::k`] |
-//! | `C` (core-set), `C_a`, `a`, `b` | `cur`, `ca`, `far`, `drop` in [`bc`] |
+//! | `C` (core-set), `C_a`, `a`, `b` | `cur`, `ca`, `a`, the removed position in [`bc::coreset`] |
 //! | `r^2(C)`, `c(C)` | [`meb::SimplexMeb::r2`], [`meb::SimplexMeb::c2`] (`|c|^2`) |
 //! | `S_i`, `C_i`, `S_tmp`, `C_i0` | a node's shard, its [`consensus::CoreSetMsg`], the pool, the warm start |
 //! | `G_c(t)`, `N_i^O(t)` | [`consensus::Graph`], [`consensus::Schedule::out_edges`] |
