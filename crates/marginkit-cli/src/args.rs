@@ -40,6 +40,8 @@ pub enum Cmd {
     Lad(crate::aid::LadArgs),
     /// Clustering: optimal margin distribution clustering (odmc) or k-means.
     Cluster(crate::cluster::ClusterArgs),
+    /// Minimum enclosing ball, SVDD and 2-norm SVMs by distributed core-set consensus.
+    Coreset(crate::coreset::CoresetArgs),
 }
 
 /// Options shared by every command that reads a data file.

@@ -6,6 +6,7 @@
 mod aid;
 mod args;
 mod cluster;
+mod coreset;
 mod demo;
 mod grid;
 mod input;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         args::Cmd::Aid(a) => aid::run(a),
         args::Cmd::Lad(a) => aid::run_full_lad(a),
         args::Cmd::Cluster(a) => cluster::run(a),
+        args::Cmd::Coreset(a) => coreset::run(a),
     };
     finish(result)
 }

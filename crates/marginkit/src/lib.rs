@@ -17,6 +17,7 @@
 //! | [`kernel`] | [`KernelSpec`]; Q matrices with an LRU column cache, rows computed in parallel blocks |
 //! | [`solver`] | the QP, SMO, nu-SMO, DCD, KKT checker |
 //! | [`screening`], [`path`] | safe sample screening (BT1, BT2, IT) and the regularization path over C with exact re-checks |
+//! | [`coreset`] | minimum enclosing balls by core-sets (MEB, SVDD, L2-SVM, one-class L2), distributed core-set consensus |
 //! | [`plot`] | a minimal SVG line-chart writer |
 //! | [`odm`] | the optimal margin distribution machine (ODM) and ODM clustering (ODMC) |
 //! | [`cluster`] | k-means, clustering accuracy and Rand index, point sets |
@@ -39,6 +40,7 @@
 
 pub mod aid;
 pub mod cluster;
+pub mod coreset;
 pub mod data;
 pub mod error;
 pub mod kernel;

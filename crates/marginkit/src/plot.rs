@@ -253,6 +253,14 @@ impl LineChart {
                     );
                 }
             }
+            // Unnamed series (e.g. one line per network node) get no legend entry.
+            if s.name.is_empty() {
+                continue;
+            }
+            let k = self.series[..k]
+                .iter()
+                .filter(|s| !s.name.is_empty())
+                .count();
             let ly = dy + MT + 14.0 + 18.0 * k as f64;
             let lx = ML + pw + 12.0;
             let _ = writeln!(

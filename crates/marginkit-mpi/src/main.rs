@@ -1,0 +1,526 @@
+//! `marginkit-mpi meb|svdd|svm|oneclass DATA ...`: the core-set consensus (Algorithm 1 of
+//! Notarstefano, CDC 2015) with one network node per MPI rank.
+//!
+//! Every rank reads DATA and keeps its contiguous shard (`rank n / size .. (rank+1) n / size`),
+//! exactly the shards of `marginkit coreset --nodes SIZE`; or, when DATA contains `{rank}`
+//! (`part{rank}.svm`), every rank reads its own file, ids continue across ranks in rank order, and
+//! the coverage ratio (against the core-set's radius: no rank holds all data) and the training
+//! accuracy are reduced over the ranks. The communication graph, losses,
+//! delays and activations of every round are counter-based hashes of the seed, so every rank knows
+//! its in- and out-neighbours without communication: a node sends its core-set to each
+//! out-neighbour with a non-blocking send (tag = round) and receives one message from each
+//! in-neighbour; in asynchronous mode the receives are non-blocking probes polled until all of the
+//! round's messages are in. The only collective is the stopping rule's diagnostic (an all-gather of
+//! nine words per round; the paper has no stopping rule). With the same seed and graph the result
+//! is the in-process run's, bit for bit.
+//!
+//! Not implemented: free-running wall-clock asynchrony (ranks never wait for each other); it
+//! cannot be reproduced bit for bit, and the seeded activation schedule models the paper's
+//! asynchrony instead.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{ArgAction, Parser, ValueEnum};
+use marginkit::coreset::consensus::{run, shard_ranges, CoreSetMsg, Schedule, Status, Transport};
+use marginkit::coreset::experiment::{
+    consensus_svg, coverage_ratio, parse_graph, points_for, reference_r2,
+};
+use marginkit::coreset::model::to_model;
+use marginkit::coreset::{
+    Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, PointSet, Problem,
+};
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::data::write_atomically;
+use marginkit::svm::model_io::save_model;
+use marginkit::{Dataset, IoError, KernelSpec};
+use mpi::datatype::Equivalence;
+use mpi::point_to_point::{Destination, Source};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::CommunicatorCollectives;
+use serde_json::json;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Kind {
+    Meb,
+    Svdd,
+    Svm,
+    Oneclass,
+}
+
+/// marginkit-mpi: core-set consensus with one node per MPI rank (same flags as `marginkit
+/// coreset`; the number of nodes is the number of ranks).
+#[derive(Debug, Parser)]
+#[command(name = "marginkit-mpi", version, disable_help_flag = true)]
+struct Cli {
+    /// The problem.
+    #[arg(value_enum)]
+    problem: Kind,
+    /// Training data (LIBSVM text); every rank keeps its shard. With `{rank}` in the name every
+    /// rank reads its own file.
+    data_file: PathBuf,
+    /// Tolerance eps in (0, 1).
+    #[arg(long, default_value_t = 0.1)]
+    eps: f64,
+    /// kernel_type: 0 linear, 1 polynomial, 2 RBF, 3 sigmoid.
+    #[arg(short = 't', default_value_t = 2)]
+    kernel_type: u8,
+    /// gamma (default 1/num_features).
+    #[arg(short = 'g')]
+    gamma: Option<f64>,
+    /// degree of the polynomial kernel.
+    #[arg(short = 'd', default_value_t = 3)]
+    degree: u32,
+    /// coef0.
+    #[arg(short = 'r', default_value_t = 0.0, allow_negative_numbers = true)]
+    coef0: f64,
+    /// C of the 2-norm SVMs.
+    #[arg(short = 'c', default_value_t = 1.0, allow_negative_numbers = true)]
+    cost: f64,
+    /// Must equal the number of ranks when given (one node per rank).
+    #[arg(long)]
+    nodes: Option<usize>,
+    /// er:P, ring, grid, complete or edges:FILE.
+    #[arg(long, default_value = "er:0.1")]
+    graph: String,
+    /// Asynchronous activation probability.
+    #[arg(long = "async", num_args = 0..=1, default_missing_value = "0.5")]
+    async_p: Option<f64>,
+    /// Message loss probability.
+    #[arg(long, default_value_t = 0.0)]
+    drop: f64,
+    /// Maximal message delay in rounds.
+    #[arg(long, default_value_t = 0)]
+    delay: u32,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Round budget.
+    #[arg(long, default_value_t = 10_000)]
+    max_rounds: u64,
+    /// Test data (svm).
+    #[arg(long)]
+    test: Option<PathBuf>,
+    /// Write the model (rank 0).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Write Figures 1-2 as SVG (rank 0 gathers every rank's history).
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// One JSON object on stdout (rank 0).
+    #[arg(long)]
+    json: bool,
+    /// Quiet.
+    #[arg(short = 'q')]
+    quiet: bool,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    help: Option<bool>,
+}
+
+/// One node per rank.
+struct Mpi<'a> {
+    world: &'a SimpleCommunicator,
+    rank: usize,
+    nonblocking: bool,
+}
+
+fn tag(t: u64) -> i32 {
+    (t % 30_000) as i32
+}
+
+impl Transport for Mpi<'_> {
+    fn local_nodes(&self) -> Vec<usize> {
+        vec![self.rank]
+    }
+
+    fn exchange(
+        &mut self,
+        t: u64,
+        schedule: &Schedule,
+        outgoing: &[(usize, Arc<CoreSetMsg>)],
+    ) -> Result<marginkit::coreset::consensus::Inboxes, CoresetError> {
+        let me = self.rank;
+        let buf: Vec<u8> = outgoing
+            .first()
+            .map(|(_, m)| m.encode())
+            .unwrap_or_default();
+        let dests: Vec<usize> = if outgoing.is_empty() {
+            Vec::new()
+        } else {
+            schedule
+                .out_edges(t, me)
+                .into_iter()
+                .filter(|&j| schedule.delivery(t, me, j).is_some())
+                .collect()
+        };
+        let senders = schedule.senders_to(t, me);
+        let world = self.world;
+        let nonblocking = self.nonblocking;
+        let mut got: Vec<(usize, Vec<u8>)> = Vec::with_capacity(senders.len());
+        mpi::request::scope(|scope| {
+            let reqs: Vec<_> = dests
+                .iter()
+                .map(|&j| {
+                    world
+                        .process_at_rank(j as i32)
+                        .immediate_send_with_tag(scope, &buf[..], tag(t))
+                })
+                .collect();
+            if nonblocking {
+                let mut pending: Vec<usize> = senders.clone();
+                while !pending.is_empty() {
+                    pending.retain(|&j| {
+                        match world
+                            .process_at_rank(j as i32)
+                            .immediate_matched_probe_with_tag(tag(t))
+                        {
+                            Some((msg, status)) => {
+                                let n = status.count(u8::equivalent_datatype()).max(0) as usize;
+                                let mut v = vec![0u8; n];
+                                msg.matched_receive_into(&mut v[..]);
+                                got.push((j, v));
+                                false
+                            }
+                            None => true,
+                        }
+                    });
+                    if !pending.is_empty() {
+                        std::thread::yield_now();
+                    }
+                }
+            } else {
+                for &j in &senders {
+                    let (v, _) = world
+                        .process_at_rank(j as i32)
+                        .receive_vec_with_tag::<u8>(tag(t));
+                    got.push((j, v));
+                }
+            }
+            for r in reqs {
+                r.wait();
+            }
+        });
+        let mut msgs = Vec::with_capacity(got.len());
+        for (j, v) in got {
+            msgs.push((j, Arc::new(CoreSetMsg::decode(&v)?)));
+        }
+        msgs.sort_by_key(|(j, _)| *j);
+        Ok(vec![msgs])
+    }
+
+    fn reduce(&mut self, local: Status) -> Result<Status, CoresetError> {
+        let words = local.to_words();
+        let size = self.world.size() as usize;
+        let mut all = vec![0u64; 9 * size];
+        self.world.all_gather_into(&words[..], &mut all[..]);
+        let mut g = Status::identity();
+        for c in all.chunks_exact(9) {
+            let mut w = [0u64; 9];
+            w.copy_from_slice(c);
+            g = g.combine(Status::from_words(&w));
+        }
+        Ok(g)
+    }
+}
+
+fn kernel_of(a: &Cli, n_features: usize) -> Result<KernelSpec, String> {
+    let gamma = a.gamma.unwrap_or(1.0 / n_features.max(1) as f64);
+    Ok(match a.kernel_type {
+        0 => KernelSpec::Linear,
+        1 => KernelSpec::Poly {
+            gamma,
+            coef0: a.coef0,
+            degree: a.degree,
+        },
+        2 => KernelSpec::Rbf { gamma },
+        3 => KernelSpec::Sigmoid {
+            gamma,
+            coef0: a.coef0,
+        },
+        t => return Err(format!("-t {t}: expected 0, 1, 2 or 3")),
+    })
+}
+
+fn read(p: &PathBuf) -> Result<Dataset, String> {
+    read_libsvm_path(p, &ReadOptions::default()).map_err(|e| match e {
+        IoError::Parse(pe) => format!("{}:{}:{}: {}", p.display(), pe.line, pe.column, pe.kind),
+        other => format!("{}: {other}", p.display()),
+    })
+}
+
+fn accuracy(model: &marginkit::svm::SvmModel, data: &Dataset) -> Result<f64, String> {
+    let pred = model.predict(&data.x).map_err(|e| e.to_string())?;
+    let ok = pred.iter().zip(&data.y).filter(|(a, b)| a == b).count();
+    Ok(100.0 * ok as f64 / data.len().max(1) as f64)
+}
+
+fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
+    let t0 = Instant::now();
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    if let Some(n) = a.nodes {
+        if n != size {
+            return Err(format!(
+                "--nodes {n} but {size} ranks: marginkit-mpi runs one node per rank"
+            ));
+        }
+    }
+    let problem = match a.problem {
+        Kind::Meb => Problem::Meb,
+        Kind::Svdd => Problem::Svdd,
+        Kind::Svm => Problem::L2Svm { c: a.cost },
+        Kind::Oneclass => Problem::OneClassL2 { c: a.cost },
+    };
+    let params = ConsensusParams {
+        coreset: CoresetParams {
+            eps: a.eps,
+            seed: a.seed,
+            ..CoresetParams::default()
+        },
+        graph: parse_graph(&a.graph).map_err(|e| e.to_string())?,
+        activation: match a.async_p {
+            Some(p) => Activation::Async { p },
+            None => Activation::Sync,
+        },
+        drop: a.drop,
+        max_delay: a.delay,
+        max_rounds: a.max_rounds,
+        record: a.plot.is_some(),
+    };
+    let schedule = Schedule::new(size, &params).map_err(|e| e.to_string())?;
+    let name = a.data_file.to_string_lossy().into_owned();
+    // DATA with "{rank}": every rank reads its own file; ids continue across ranks in rank order.
+    let (whole, local, shard, labels, kern) = if name.contains("{rank}") {
+        let path = PathBuf::from(name.replace("{rank}", &rank.to_string()));
+        let local = read(&path)?;
+        let mut counts = vec![0u64; size];
+        world.all_gather_into(&(local.len() as u64), &mut counts[..]);
+        let mut widths = vec![0u64; size];
+        world.all_gather_into(&(local.n_features() as u64), &mut widths[..]);
+        if let Some(r) = counts.iter().position(|&c| c == 0) {
+            return Err(CoresetError::EmptyNode {
+                node: r,
+                n: counts.iter().sum::<u64>() as usize,
+                nodes: size,
+            }
+            .to_string());
+        }
+        let d = widths.iter().copied().max().unwrap_or(0) as usize;
+        let offset: u64 = counts[..rank].iter().sum();
+        let mine = local.labels_in_order();
+        let send = [
+            mine.first().copied().unwrap_or(f64::NAN),
+            mine.get(1).copied().unwrap_or(f64::NAN),
+            mine.len() as f64,
+        ];
+        let mut all = vec![0.0f64; 3 * size];
+        world.all_gather_into(&send[..], &mut all[..]);
+        let mut order: Vec<f64> = Vec::new();
+        for c in all.chunks_exact(3) {
+            if c[2] > 2.0 && problem != Problem::Meb && matches!(a.problem, Kind::Svm) {
+                return Err("svm: more than two classes in a rank's file".into());
+            }
+            for &l in &c[..2] {
+                if !l.is_nan() && !order.contains(&l) {
+                    order.push(l);
+                }
+            }
+        }
+        let labels = if let Problem::L2Svm { .. } = problem {
+            if order.len() != 2 {
+                return Err(format!(
+                    "svm: the files hold {} classes; exactly two are needed",
+                    order.len()
+                ));
+            }
+            [order[0], order[1]]
+        } else {
+            [1.0, -1.0]
+        };
+        let kern = FeatureKernel::new(problem, kernel_of(&a, d)?).map_err(|e| e.to_string())?;
+        let idx: Vec<usize> = (0..local.len()).collect();
+        let positive = matches!(problem, Problem::L2Svm { .. }).then_some(labels[0]);
+        let shard = PointSet::from_dataset_with_ids(&local, &idx, positive, offset, d);
+        kern.check_points(&shard).map_err(|e| e.to_string())?;
+        (None, Some(local), shard, labels, kern)
+    } else {
+        let data = read(&a.data_file)?;
+        let kernel = kernel_of(&a, data.n_features())?;
+        let kern = FeatureKernel::new(problem, kernel).map_err(|e| e.to_string())?;
+        let (pts, labels) = points_for(&data, problem).map_err(|e| e.to_string())?;
+        kern.check_points(&pts).map_err(|e| e.to_string())?;
+        let range = shard_ranges(pts.len(), size)[rank].clone();
+        if range.is_empty() {
+            return Err(CoresetError::EmptyNode {
+                node: rank,
+                n: pts.len(),
+                nodes: size,
+            }
+            .to_string());
+        }
+        let mut shard = PointSet::new(pts.dim());
+        for i in range {
+            shard.push_from(&pts, i);
+        }
+        (Some((data, pts)), None, shard, labels, kern)
+    };
+    let mut transport = Mpi {
+        world,
+        rank,
+        nonblocking: a.async_p.is_some(),
+    };
+    let rep = run(
+        &mut transport,
+        &kern,
+        vec![(rank, shard.clone())],
+        &schedule,
+        &params,
+        &mut |_, _| {},
+    )
+    .map_err(|e| e.to_string())?;
+    // Rank 0 gathers every node's history for the figures (point-to-point, after the run).
+    let mut history = rep.history.clone();
+    if a.plot.is_some() {
+        if rank == 0 {
+            for r in 1..size {
+                let (v, _) = world
+                    .process_at_rank(r as i32)
+                    .receive_vec_with_tag::<f64>(30_001);
+                history.push((r, v.chunks_exact(2).map(|c| (c[0], c[1])).collect()));
+            }
+        } else {
+            let flat: Vec<f64> = rep.history[0].1.iter().flat_map(|&(x, y)| [x, y]).collect();
+            world.process_at_rank(0).send_with_tag(&flat[..], 30_001);
+        }
+    }
+    let final_set = rep.states[0].1.clone();
+    let model = match problem {
+        Problem::Meb => None,
+        _ => Some(to_model(&final_set, &kern, labels).map_err(|e| e.to_string())?),
+    };
+    // Own files: the coverage ratio against the core-set's radius and the training accuracy are
+    // reduced over the ranks (rank 0 does not hold the data).
+    let (cov, r_star2, exact, train_acc) = match &whole {
+        Some((data, pts)) => {
+            let (r_star2, exact) = reference_r2(pts, &kern, &final_set);
+            let acc = match (&model, a.problem) {
+                (Some(m), Kind::Svm) if rank == 0 => Some(accuracy(m, data)?),
+                _ => None,
+            };
+            (
+                coverage_ratio(pts, &kern, &final_set, r_star2),
+                r_star2,
+                exact,
+                acc,
+            )
+        }
+        None => {
+            let local_cov = coverage_ratio(&shard, &kern, &final_set, final_set.r2);
+            let mut all = vec![0.0f64; size];
+            world.all_gather_into(&local_cov, &mut all[..]);
+            let cov = all.iter().copied().fold(0.0, f64::max);
+            let acc = match (&model, a.problem, &local) {
+                (Some(m), Kind::Svm, Some(data)) => {
+                    let pred = m.predict(&data.x).map_err(|e| e.to_string())?;
+                    let ok = pred.iter().zip(&data.y).filter(|(p, y)| p == y).count() as u64;
+                    let mut oks = vec![0u64; size];
+                    world.all_gather_into(&ok, &mut oks[..]);
+                    let mut ns = vec![0u64; size];
+                    world.all_gather_into(&(data.len() as u64), &mut ns[..]);
+                    Some(
+                        100.0 * oks.iter().sum::<u64>() as f64
+                            / ns.iter().sum::<u64>().max(1) as f64,
+                    )
+                }
+                _ => None,
+            };
+            (cov, final_set.r2, false, acc)
+        }
+    };
+    if rank != 0 {
+        return Ok(());
+    }
+    let final_set = &final_set;
+    let mut core: Vec<u64> = final_set.points.ids().to_vec();
+    core.sort_unstable();
+    let mut out = json!({
+        "problem": format!("{:?}", a.problem).to_lowercase(),
+        "nodes": size,
+        "k": params.coreset.k(),
+        "eps": a.eps,
+        "rounds": rep.rounds,
+        "consensus_round": rep.consensus_round,
+        "quiescent": rep.quiescent,
+        "agreed": rep.agreed,
+        "monotone": rep.monotone,
+        "radius": final_set.r2.sqrt(),
+        "radius2": final_set.r2,
+        "reference_radius": r_star2.sqrt(),
+        "reference": if exact { "exact" } else { "best-known (the core-set radius)" },
+        "coverage_ratio": cov,
+        "coverage_bound": (1.0 + a.eps).powi(2),
+        "core_set": core,
+        "core_set_multiset": final_set.ids,
+        "support": final_set.support(),
+        "bytes_per_node_round": rep.bytes_per_node_round,
+        "bytes_total": rep.bytes_sent,
+        "consensus_seconds": rep.seconds,
+    });
+    if let Some(model) = &model {
+        if let Some(acc) = train_acc {
+            out["train_accuracy"] = json!(acc);
+        }
+        if a.problem == Kind::Svm {
+            if let Some(tp) = &a.test {
+                out["test_accuracy"] = json!(accuracy(model, &read(tp)?)?);
+            }
+        }
+        if let Some(mp) = &a.model {
+            save_model(mp, model).map_err(|e| format!("{}: {e}", mp.display()))?;
+        }
+    }
+    if let Some(pp) = &a.plot {
+        let mut full = rep.clone();
+        full.history = history;
+        let svg = consensus_svg(
+            &full,
+            &format!("{size} MPI ranks, {}, eps {}", a.graph, a.eps),
+        );
+        write_atomically(pp, |w| std::io::Write::write_all(w, svg.as_bytes()))
+            .map_err(|e| format!("{}: {e}", pp.display()))?;
+    }
+    out["total_seconds"] = json!(t0.elapsed().as_secs_f64());
+    if a.json {
+        println!("{out}");
+    } else if !a.quiet {
+        println!(
+            "ranks {size} rounds {} agreed {} radius {:.10e} coverage_ratio {:.6} bytes/node/round {:.1} seconds {:.3}",
+            rep.rounds,
+            rep.agreed,
+            final_set.r2.sqrt(),
+            cov,
+            rep.bytes_per_node_round,
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Some(universe) = mpi::initialize() else {
+        eprintln!("marginkit-mpi: error: MPI could not be initialized");
+        return ExitCode::from(1);
+    };
+    let world = universe.world();
+    match real_main(cli, &world) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("marginkit-mpi: error (rank {}): {msg}", world.rank());
+            // Every rank checks the same inputs, so all fail together; abort the others anyway.
+            world.abort(1)
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! `mpirun -np 4 marginkit-mpi` against the in-process network with the same seed and graph:
+//! the same core-set (ids, multiplicities, r^2 bits), rounds and bytes, for synchronous runs and for
+//! asynchronous runs with loss and delay. Needs `mpirun` (OpenMPI) on PATH; as root set
+//! OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
+
+use std::path::Path;
+use std::process::Command;
+
+use marginkit::coreset::consensus::run_in_process;
+use marginkit::coreset::experiment::{parse_graph, points_for};
+use marginkit::coreset::{Activation, ConsensusParams, CoresetParams, FeatureKernel, Problem};
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::KernelSpec;
+use serde_json::Value;
+
+fn data() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../marginkit/tests/data/coreset_breast_cancer.train.svm")
+}
+
+fn mpirun(np: usize, args: &[&str]) -> Value {
+    let out = Command::new("mpirun")
+        .args([
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+            env!("CARGO_BIN_EXE_marginkit-mpi"),
+        ])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("mpirun (OpenMPI) must be installed to run this test");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check(
+    np: usize,
+    problem: Problem,
+    args: &[&str],
+    graph: &str,
+    act: Activation,
+    drop: f64,
+    delay: u32,
+    eps: f64,
+    seed: u64,
+) {
+    let d = read_libsvm_path(data(), &ReadOptions::default()).unwrap();
+    let kernel = KernelSpec::Rbf {
+        gamma: 1.0 / d.n_features() as f64,
+    };
+    let kern = FeatureKernel::new(problem, kernel).unwrap();
+    let (pts, _) = points_for(&d, problem).unwrap();
+    let params = ConsensusParams {
+        coreset: CoresetParams {
+            eps,
+            seed,
+            ..Default::default()
+        },
+        graph: parse_graph(graph).unwrap(),
+        activation: act,
+        drop,
+        max_delay: delay,
+        ..Default::default()
+    };
+    let rep = run_in_process(&pts, &kern, np, &params, &mut |_, _| {}).unwrap();
+    assert!(rep.agreed);
+    let set = &rep.states[0].1;
+    let v = mpirun(np, args);
+    let ids: Vec<u64> = v["core_set_multiset"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, set.ids, "core-set ids");
+    assert_eq!(
+        v["radius2"].as_f64().unwrap().to_bits(),
+        set.r2.to_bits(),
+        "r^2 bits"
+    );
+    assert_eq!(v["rounds"].as_u64().unwrap(), rep.rounds);
+    assert_eq!(v["bytes_total"].as_u64().unwrap(), rep.bytes_sent);
+    assert_eq!(v["agreed"], Value::Bool(true));
+}
+
+#[test]
+fn four_ranks_equal_in_process_sync() {
+    let f = data();
+    let f = f.to_str().unwrap();
+    check(
+        4,
+        Problem::Meb,
+        &["meb", f, "--graph", "er:0.3", "--seed", "3", "--json"],
+        "er:0.3",
+        Activation::Sync,
+        0.0,
+        0,
+        0.1,
+        3,
+    );
+    check(
+        4,
+        Problem::L2Svm { c: 10.0 },
+        &[
+            "svm", f, "-c", "10", "--eps", "0.05", "--graph", "ring", "--json",
+        ],
+        "ring",
+        Activation::Sync,
+        0.0,
+        0,
+        0.05,
+        1,
+    );
+}
+
+#[test]
+fn four_ranks_equal_in_process_async_with_loss_and_delay() {
+    let f = data();
+    let f = f.to_str().unwrap();
+    check(
+        4,
+        Problem::Svdd,
+        &[
+            "svdd", f, "--graph", "er:0.4", "--async", "0.5", "--drop", "0.3", "--delay", "2",
+            "--seed", "9", "--json",
+        ],
+        "er:0.4",
+        Activation::Async { p: 0.5 },
+        0.3,
+        2,
+        0.1,
+        9,
+    );
+}
+
+#[test]
+fn own_files_per_rank_equal_the_shards_of_one_file() {
+    let text = std::fs::read_to_string(data()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let dir = std::env::temp_dir().join(format!("marginkit-mpi-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = lines.len();
+    for r in 0..4 {
+        let part = lines[r * n / 4..(r + 1) * n / 4].join("\n") + "\n";
+        std::fs::write(dir.join(format!("part{r}.svm")), part).unwrap();
+    }
+    let pattern = dir.join("part{rank}.svm");
+    let whole = data();
+    let common = ["--eps", "0.05", "-c", "10", "--graph", "er:0.3", "--json"];
+    let mut a1 = vec!["svm", pattern.to_str().unwrap()];
+    a1.extend(common);
+    let mut a2 = vec!["svm", whole.to_str().unwrap()];
+    a2.extend(common);
+    let (own, one) = (mpirun(4, &a1), mpirun(4, &a2));
+    std::fs::remove_dir_all(&dir).ok();
+    for key in [
+        "core_set_multiset",
+        "radius2",
+        "rounds",
+        "train_accuracy",
+        "bytes_total",
+    ] {
+        assert_eq!(own[key], one[key], "{key}");
+    }
+    assert!(own["coverage_ratio"].as_f64().unwrap() <= 1.05f64.powi(2) + 1e-9);
+}

@@ -1,0 +1,1026 @@
+//! Core-set consensus (the paper's Algorithm 1) over a [`Transport`], and the in-process network.
+//!
+//! Every node `i` holds its shard `S_i` and a candidate core-set `C_i` of `k` points. One round
+//! `t` (universal time, paper Section IV-B):
+//! 1. every active node sends `C_i` to its out-neighbours in `G_c(t)` (a message may be dropped, or
+//!    delayed by a number of rounds, both decided by the seeded [`Schedule`]);
+//! 2. every active node takes the messages delivered to it, pools
+//!    `S_tmp = S_i + C_i + received sets` (deduplicated by id), warm-starts from the set of largest
+//!    key `(r^2, ids)` and runs `coreset(S_tmp, C_i0)` ([`super::bc::coreset`]).
+//!
+//! `r^2(C_i)` never decreases (the warm start has the largest key and the routine only accepts
+//! increases). Activation is synchronous (every node, every round) or asynchronous (each node
+//! independently with probability `p` per round, seeded). Everything random is a counter-based hash
+//! of `(seed, round, node, node)`, so every process knows the graph, drops and delays of any round
+//! without communication, and a run is reproducible bit for bit for any thread count or rank count.
+//!
+//! Stopping rule (the paper gives none; a global diagnostic, see [`super`]): stop after round `t`
+//! when all nodes hold the same core-set, every node has run since the last change anywhere with
+//! nothing but that set in its inbox, and no message sent before that change is still in flight.
+//! From then on every node's inputs repeat, so the state is a fixed point. Otherwise stop at the
+//! round budget with `agreed` telling whether the sets coincide.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::bc::{self, coreset, meb_of, Pool};
+use super::space::{param, FeatureKernel, PointSet};
+use super::{hash4, unif4, CoresetError, CoresetParams};
+
+/// The communication graph `G_c(t)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Graph {
+    /// A fresh directed Erdos-Renyi graph every round: each ordered pair is an edge with
+    /// probability `p` (the paper's simulation: `p = 0.01`).
+    ErdosRenyi {
+        /// Edge probability in (0, 1].
+        p: f64,
+    },
+    /// The directed ring `i -> i+1 (mod N)`.
+    Ring,
+    /// A grid of `ceil(sqrt N)` columns filled row by row, edges both ways between 4-neighbours.
+    Grid,
+    /// Every ordered pair.
+    Complete,
+    /// A static directed edge list `(from, to)`, 0-based.
+    Edges(Vec<(usize, usize)>),
+}
+
+/// When nodes run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Activation {
+    /// Every node every round.
+    Sync,
+    /// Each node runs (and sends) in a round with probability `p` (seeded).
+    Async {
+        /// Activation probability in (0, 1].
+        p: f64,
+    },
+}
+
+/// Parameters of a consensus run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsensusParams {
+    /// Core-set routine parameters (eps, tol, seed; the seed also drives the network).
+    pub coreset: CoresetParams,
+    /// Communication graph.
+    pub graph: Graph,
+    /// Activation.
+    pub activation: Activation,
+    /// Probability that a message is lost, in [0, 1).
+    pub drop: f64,
+    /// Messages are delayed by 0..=max_delay rounds (uniform, seeded).
+    pub max_delay: u32,
+    /// Round budget.
+    pub max_rounds: u64,
+    /// Keep `r^2` and the centre norm of every node after every round (for the figures).
+    pub record: bool,
+}
+
+impl Default for ConsensusParams {
+    fn default() -> Self {
+        Self {
+            coreset: CoresetParams::default(),
+            graph: Graph::ErdosRenyi { p: 0.05 },
+            activation: Activation::Sync,
+            drop: 0.0,
+            max_delay: 0,
+            max_rounds: 10_000,
+            record: false,
+        }
+    }
+}
+
+const TAG_EDGE: u64 = 0xE1;
+const TAG_DROP: u64 = 0xD2;
+const TAG_DELAY: u64 = 0xDE;
+const TAG_ACT: u64 = 0xAC;
+
+/// Who talks to whom in every round, and which messages are lost or delayed: a pure function of
+/// the parameters and the seed.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    n: usize,
+    seed: u64,
+    graph: Graph,
+    activation: Activation,
+    drop: f64,
+    max_delay: u32,
+    out: Vec<Vec<usize>>,
+    inn: Vec<Vec<usize>>,
+}
+
+impl Schedule {
+    /// Checks the parameters and the graph for `n` nodes.
+    ///
+    /// # Errors
+    /// [`CoresetError::Disconnected`] for a static graph that is not strongly connected or an
+    /// Erdos-Renyi probability of 0 (consensus is impossible); parameter errors.
+    pub fn new(n: usize, params: &ConsensusParams) -> Result<Self, CoresetError> {
+        params.coreset.check()?;
+        if n == 0 {
+            return Err(param("nodes", 0.0, "at least 1"));
+        }
+        if !(params.drop.is_finite() && (0.0..1.0).contains(&params.drop)) {
+            return Err(param("drop", params.drop, "[0, 1)"));
+        }
+        if let Activation::Async { p } = params.activation {
+            if !(p.is_finite() && p > 0.0 && p <= 1.0) {
+                return Err(param("async activation probability", p, "(0, 1]"));
+            }
+        }
+        if params.max_rounds == 0 {
+            return Err(param("max_rounds", 0.0, "at least 1"));
+        }
+        let mut out = vec![Vec::new(); n];
+        match &params.graph {
+            Graph::ErdosRenyi { p } => {
+                if !(p.is_finite() && *p >= 0.0 && *p <= 1.0) {
+                    return Err(param("er probability", *p, "(0, 1]"));
+                }
+                if *p == 0.0 && n > 1 {
+                    return Err(CoresetError::Disconnected {
+                        reason: "Erdos-Renyi graphs with p = 0 have no edges".into(),
+                    });
+                }
+            }
+            Graph::Ring => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    if n > 1 {
+                        o.push((i + 1) % n);
+                    }
+                }
+            }
+            Graph::Grid => {
+                let cols = (n as f64).sqrt().ceil() as usize;
+                for (i, nb) in out.iter_mut().enumerate() {
+                    let (r, c) = (i / cols, i % cols);
+                    if c > 0 {
+                        nb.push(i - 1);
+                    }
+                    if c + 1 < cols && i + 1 < n {
+                        nb.push(i + 1);
+                    }
+                    if r > 0 {
+                        nb.push(i - cols);
+                    }
+                    if i + cols < n {
+                        nb.push(i + cols);
+                    }
+                    nb.sort_unstable();
+                }
+            }
+            Graph::Complete => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = (0..n).filter(|&j| j != i).collect();
+                }
+            }
+            Graph::Edges(edges) => {
+                for (e, &(a, b)) in edges.iter().enumerate() {
+                    if a >= n || b >= n {
+                        return Err(CoresetError::Edges(format!(
+                            "edge {} ({a} -> {b}) names a node outside 0..{n}",
+                            e + 1
+                        )));
+                    }
+                    if a != b && !out[a].contains(&b) {
+                        out[a].push(b);
+                    }
+                }
+                for o in out.iter_mut() {
+                    o.sort_unstable();
+                }
+            }
+        }
+        let mut inn = vec![Vec::new(); n];
+        for (i, o) in out.iter().enumerate() {
+            for &j in o {
+                inn[j].push(i);
+            }
+        }
+        let s = Self {
+            n,
+            seed: params.coreset.seed,
+            graph: params.graph.clone(),
+            activation: params.activation,
+            drop: params.drop,
+            max_delay: params.max_delay,
+            out,
+            inn,
+        };
+        if !matches!(s.graph, Graph::ErdosRenyi { .. }) {
+            if let Some(reason) = s.static_disconnection() {
+                return Err(CoresetError::Disconnected { reason });
+            }
+        }
+        Ok(s)
+    }
+
+    fn static_disconnection(&self) -> Option<String> {
+        for (adj, dir) in [(&self.out, "from"), (&self.inn, "to")] {
+            let mut seen = vec![false; self.n];
+            let mut stack = vec![0];
+            seen[0] = true;
+            while let Some(u) = stack.pop() {
+                for &v in &adj[u] {
+                    if !seen[v] {
+                        seen[v] = true;
+                        stack.push(v);
+                    }
+                }
+            }
+            if let Some(v) = seen.iter().position(|s| !s) {
+                return Some(format!(
+                    "no directed path {dir} node 0 {} node {v}",
+                    if dir == "from" { "to" } else { "from" }
+                ));
+            }
+        }
+        None
+    }
+
+    /// Number of nodes.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// True when node `i` runs in round `t`.
+    pub fn active(&self, t: u64, i: usize) -> bool {
+        match self.activation {
+            Activation::Sync => true,
+            Activation::Async { p } => unif4(self.seed, t, i as u64, TAG_ACT) < p,
+        }
+    }
+
+    fn edge(&self, t: u64, i: usize, j: usize) -> bool {
+        match &self.graph {
+            Graph::ErdosRenyi { p } => {
+                i != j && unif4(self.seed, t, ((i as u64) << 32) | j as u64, TAG_EDGE) < *p
+            }
+            _ => self.out[i].binary_search(&j).is_ok(),
+        }
+    }
+
+    /// The out-neighbours `N_i^O(t)`.
+    pub fn out_edges(&self, t: u64, i: usize) -> Vec<usize> {
+        match &self.graph {
+            Graph::ErdosRenyi { .. } => (0..self.n).filter(|&j| self.edge(t, i, j)).collect(),
+            _ => self.out[i].clone(),
+        }
+    }
+
+    /// Round at which a message `i -> j` sent in round `t` arrives, or `None` when it is lost.
+    pub fn delivery(&self, t: u64, i: usize, j: usize) -> Option<u64> {
+        let key = ((i as u64) << 32) | j as u64;
+        if self.drop > 0.0 && unif4(self.seed, t, key, TAG_DROP) < self.drop {
+            return None;
+        }
+        let delay = if self.max_delay == 0 {
+            0
+        } else {
+            hash4(self.seed, t, key, TAG_DELAY) % (self.max_delay as u64 + 1)
+        };
+        Some(t + delay)
+    }
+
+    /// The nodes that send a (not lost) message to `j` in round `t`, in increasing order.
+    pub fn senders_to(&self, t: u64, j: usize) -> Vec<usize> {
+        let cands: Vec<usize> = match &self.graph {
+            Graph::ErdosRenyi { .. } => (0..self.n).filter(|&i| self.edge(t, i, j)).collect(),
+            _ => self.inn[j].clone(),
+        };
+        cands
+            .into_iter()
+            .filter(|&i| self.active(t, i) && self.delivery(t, i, j).is_some())
+            .collect()
+    }
+}
+
+/// A node's candidate core-set as sent to its neighbours.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreSetMsg {
+    /// Node that produced it.
+    pub node: u32,
+    /// The `k` ids (a multiset, sorted).
+    pub ids: Vec<u64>,
+    /// The distinct points, sorted by id.
+    pub points: PointSet,
+    /// Dual weights of the distinct points in their MEB.
+    pub weights: Vec<f64>,
+    /// `r^2` of the set.
+    pub r2: f64,
+    /// `|c|^2` of its centre.
+    pub c2: f64,
+}
+
+impl CoreSetMsg {
+    /// Bytes on the wire ([`CoreSetMsg::encode`]).
+    pub fn encoded_len(&self) -> usize {
+        let m = self.points.len();
+        32 + 8 * self.ids.len() + m * (8 + 8 + 8 + 8 * self.points.dim())
+    }
+
+    /// Little-endian wire format: node, k, m, d (u32 each), r2, c2 (f64), k ids, then per distinct
+    /// point id, label, weight and d values.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(self.encoded_len());
+        let m = self.points.len();
+        for v in [
+            self.node,
+            self.ids.len() as u32,
+            m as u32,
+            self.points.dim() as u32,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&self.r2.to_le_bytes());
+        b.extend_from_slice(&self.c2.to_le_bytes());
+        for id in &self.ids {
+            b.extend_from_slice(&id.to_le_bytes());
+        }
+        for i in 0..m {
+            b.extend_from_slice(&self.points.id(i).to_le_bytes());
+            b.extend_from_slice(&self.points.label(i).to_le_bytes());
+            b.extend_from_slice(&self.weights[i].to_le_bytes());
+            for v in self.points.row(i) {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        b
+    }
+
+    /// Inverse of [`CoreSetMsg::encode`].
+    ///
+    /// # Errors
+    /// [`CoresetError::Transport`] for a truncated or inconsistent buffer.
+    pub fn decode(b: &[u8]) -> Result<Self, CoresetError> {
+        let bad = || CoresetError::Transport("malformed core-set message".into());
+        let mut pos = 0;
+        let mut take = |n: usize| -> Result<&[u8], CoresetError> {
+            let s = b.get(pos..pos + n).ok_or_else(bad)?;
+            pos += n;
+            Ok(s)
+        };
+        let mut u32s = [0u32; 4];
+        for v in u32s.iter_mut() {
+            *v = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?);
+        }
+        let [node, k, m, d] = u32s;
+        let f = |s: &[u8]| -> Result<f64, CoresetError> {
+            Ok(f64::from_le_bytes(s.try_into().map_err(|_| bad())?))
+        };
+        let u = |s: &[u8]| -> Result<u64, CoresetError> {
+            Ok(u64::from_le_bytes(s.try_into().map_err(|_| bad())?))
+        };
+        let r2 = f(take(8)?)?;
+        let c2 = f(take(8)?)?;
+        let mut ids = Vec::with_capacity(k as usize);
+        for _ in 0..k {
+            ids.push(u(take(8)?)?);
+        }
+        let mut points = PointSet::new(d as usize);
+        let mut weights = Vec::with_capacity(m as usize);
+        let mut row = vec![0.0; d as usize];
+        for _ in 0..m {
+            let id = u(take(8)?)?;
+            let label = f(take(8)?)?;
+            weights.push(f(take(8)?)?);
+            for v in row.iter_mut() {
+                *v = f(take(8)?)?;
+            }
+            points.push(id, label, &row);
+        }
+        let sorted = |v: &[u64], strict: bool| {
+            v.windows(2)
+                .all(|w| if strict { w[0] < w[1] } else { w[0] <= w[1] })
+        };
+        // A set names only points it carries, both lists canonical (sorted by id).
+        if pos != b.len()
+            || m == 0
+            || !sorted(&ids, false)
+            || !sorted(points.ids(), true)
+            || ids.iter().any(|id| points.ids().binary_search(id).is_err())
+            || !(r2.is_finite() && c2.is_finite())
+        {
+            return Err(bad());
+        }
+        Ok(Self {
+            node,
+            ids,
+            points,
+            weights,
+            r2,
+            c2,
+        })
+    }
+
+    /// The ids of the support points (positive weight).
+    pub fn support(&self) -> Vec<u64> {
+        (0..self.points.len())
+            .filter(|&i| self.weights[i] > 0.0)
+            .map(|i| self.points.id(i))
+            .collect()
+    }
+
+    /// 64-bit fingerprint of `(r^2 bits, ids)`: equal sets give equal fingerprints on every node.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = hash4(0x5eed, self.r2.to_bits(), self.ids.len() as u64, 0);
+        for (i, id) in self.ids.iter().enumerate() {
+            h = hash4(h, *id, i as u64, 1);
+        }
+        h
+    }
+
+    fn from_result(pool: &Pool<'_>, res: &bc::CoresetResult, node: usize, d: usize) -> Self {
+        let mut points = PointSet::new(d);
+        for &p in &res.meb.distinct {
+            let pt = pool.get(p);
+            points.push(pt.id, pt.label, pt.row);
+        }
+        Self {
+            node: node as u32,
+            ids: res.members.iter().map(|&p| pool.get(p).id).collect(),
+            points,
+            weights: res.meb.sol.x.clone(),
+            r2: res.meb.sol.r2,
+            c2: res.meb.sol.c2,
+        }
+    }
+}
+
+/// The centralised routine: `coreset(S, random k points of S)` on all the points.
+///
+/// # Errors
+/// Parameter errors; [`crate::error::DataError::Empty`].
+pub fn centralized(
+    pts: &PointSet,
+    kern: &FeatureKernel,
+    params: &CoresetParams,
+) -> Result<(CoreSetMsg, usize), CoresetError> {
+    params.check()?;
+    kern.check_points(pts)?;
+    let pool = Pool::new(pts, None);
+    let init = bc::initial_members(pts.len(), params.k(), params.seed, u64::MAX);
+    let res = coreset(&pool, kern, init, params.tol);
+    Ok((
+        CoreSetMsg::from_result(&pool, &res, 0, pts.dim()),
+        res.swaps,
+    ))
+}
+
+/// One network node: its shard and its candidate core-set.
+#[derive(Debug)]
+pub struct Node {
+    /// Node number.
+    pub id: usize,
+    own: PointSet,
+    index: HashMap<u64, usize>,
+    /// Current candidate core-set.
+    pub state: Arc<CoreSetMsg>,
+    inbox: Vec<(u64, usize, u64, Arc<CoreSetMsg>)>,
+    clean: bool,
+    monotone: bool,
+    history: Vec<(f64, f64)>,
+}
+
+impl Node {
+    /// A node with shard `own` (non-empty, distinct ids), initial set as in Algorithm 1 /
+    /// Remark IV.2.
+    pub fn new(id: usize, own: PointSet, kern: &FeatureKernel, params: &CoresetParams) -> Self {
+        let index: HashMap<u64, usize> =
+            own.ids().iter().enumerate().map(|(i, &v)| (v, i)).collect();
+        let init = bc::initial_members(own.len(), params.k(), params.seed, id as u64);
+        let state = {
+            let pool = Pool::new(&own, Some(&index));
+            let members = bc::canonical(&pool, init);
+            let meb = meb_of(&pool, kern, &members);
+            let res = bc::CoresetResult {
+                members,
+                meb,
+                swaps: 0,
+            };
+            CoreSetMsg::from_result(&pool, &res, id, own.dim())
+        };
+        Self {
+            id,
+            own,
+            index,
+            state: Arc::new(state),
+            inbox: Vec::new(),
+            clean: false,
+            monotone: true,
+            history: Vec::new(),
+        }
+    }
+
+    /// Runs the local routine on the messages delivered by round `t`; returns `(changed, clean)`.
+    fn step(&mut self, t: u64, kern: &FeatureKernel, tol: f64) -> (bool, bool) {
+        let mut received: Vec<(usize, u64, Arc<CoreSetMsg>)> = Vec::new();
+        self.inbox.retain(|(deliver, from, sent, m)| {
+            if *deliver <= t {
+                received.push((*from, *sent, m.clone()));
+                false
+            } else {
+                true
+            }
+        });
+        received.sort_by_key(|(from, sent, _)| (*sent, *from));
+        let mut pool = Pool::new(&self.own, Some(&self.index));
+        let map = |pool: &mut Pool<'_>, m: &CoreSetMsg| -> Vec<usize> {
+            let idx: Vec<usize> = (0..m.points.len())
+                .map(|i| pool.add(&m.points, i))
+                .collect();
+            m.ids
+                .iter()
+                .map(|id| {
+                    let j = m.points.ids().binary_search(id).unwrap_or(0);
+                    idx[j]
+                })
+                .collect()
+        };
+        let mut warm = map(&mut pool, &self.state);
+        let mut warm_key = (self.state.r2, self.state.ids.clone());
+        for (_, _, m) in &received {
+            let members = map(&mut pool, m);
+            if bc::key_cmp(m.r2, &m.ids, warm_key.0, &warm_key.1) == std::cmp::Ordering::Greater {
+                warm = members;
+                warm_key = (m.r2, m.ids.clone());
+            }
+        }
+        let res = coreset(&pool, kern, warm, tol);
+        let next = CoreSetMsg::from_result(&pool, &res, self.id, self.own.dim());
+        let changed = next.ids != self.state.ids;
+        let clean = !changed
+            && received.iter().all(|(_, _, m)| {
+                m.ids == self.state.ids && m.r2.to_bits() == self.state.r2.to_bits()
+            });
+        if next.r2 < self.state.r2 {
+            self.monotone = false;
+        }
+        if changed {
+            self.state = Arc::new(next);
+        }
+        (changed, clean)
+    }
+
+    fn record(&mut self) {
+        self.history.push((self.state.r2, self.state.c2.sqrt()));
+    }
+
+    fn oldest_in_flight(&self) -> u64 {
+        self.inbox.iter().map(|e| e.2).min().unwrap_or(u64::MAX)
+    }
+}
+
+/// The network-wide status after a round (a reduction over all nodes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Status {
+    /// Some node changed its set this round.
+    pub changed: bool,
+    /// Every node has run cleanly since the last change.
+    pub clean: bool,
+    /// Smallest and largest set fingerprint.
+    pub fp_min: u64,
+    /// Largest fingerprint.
+    pub fp_max: u64,
+    /// Send round of the oldest undelivered message (`u64::MAX`: none).
+    pub oldest_in_flight: u64,
+    /// Bytes sent this round.
+    pub bytes: u64,
+    /// Smallest `r^2` over nodes.
+    pub r2_min: f64,
+    /// Largest `r^2` over nodes.
+    pub r2_max: f64,
+    /// Every node's `r^2` has been monotone so far.
+    pub monotone: bool,
+}
+
+impl Status {
+    /// The neutral element of [`Status::combine`].
+    pub fn identity() -> Self {
+        Self {
+            changed: false,
+            clean: true,
+            fp_min: u64::MAX,
+            fp_max: 0,
+            oldest_in_flight: u64::MAX,
+            bytes: 0,
+            r2_min: f64::INFINITY,
+            r2_max: f64::NEG_INFINITY,
+            monotone: true,
+        }
+    }
+    /// Combines two partial reductions (associative and commutative).
+    pub fn combine(self, o: Self) -> Self {
+        Self {
+            changed: self.changed || o.changed,
+            clean: self.clean && o.clean,
+            fp_min: self.fp_min.min(o.fp_min),
+            fp_max: self.fp_max.max(o.fp_max),
+            oldest_in_flight: self.oldest_in_flight.min(o.oldest_in_flight),
+            bytes: self.bytes + o.bytes,
+            r2_min: self.r2_min.min(o.r2_min),
+            r2_max: self.r2_max.max(o.r2_max),
+            monotone: self.monotone && o.monotone,
+        }
+    }
+    /// As 9 words (for transports that move bytes).
+    pub fn to_words(&self) -> [u64; 9] {
+        [
+            self.changed as u64,
+            self.clean as u64,
+            self.fp_min,
+            self.fp_max,
+            self.oldest_in_flight,
+            self.bytes,
+            self.r2_min.to_bits(),
+            self.r2_max.to_bits(),
+            self.monotone as u64,
+        ]
+    }
+    /// Inverse of [`Status::to_words`].
+    pub fn from_words(w: &[u64; 9]) -> Self {
+        Self {
+            changed: w[0] != 0,
+            clean: w[1] != 0,
+            fp_min: w[2],
+            fp_max: w[3],
+            oldest_in_flight: w[4],
+            bytes: w[5],
+            r2_min: f64::from_bits(w[6]),
+            r2_max: f64::from_bits(w[7]),
+            monotone: w[8] != 0,
+        }
+    }
+}
+
+/// Messages delivered to each local node in one round: `(sender, set)`.
+pub type Inboxes = Vec<Vec<(usize, Arc<CoreSetMsg>)>>;
+
+/// How nodes exchange messages. The in-process network ([`InProcess`]) hosts all nodes; the MPI
+/// transport (crate `marginkit-mpi`) hosts one node per rank. Both follow the same [`Schedule`].
+pub trait Transport {
+    /// The nodes hosted by this process.
+    fn local_nodes(&self) -> Vec<usize>;
+    /// Round `t`: sends `outgoing` (the sets of the local nodes active in round `t`) to their
+    /// out-neighbours that the schedule does not drop, and returns, for each local node (in
+    /// [`Transport::local_nodes`] order), the messages sent to it in round `t` as
+    /// `(sender, message)`. Delays are applied by the caller.
+    ///
+    /// # Errors
+    /// [`CoresetError::Transport`].
+    fn exchange(
+        &mut self,
+        t: u64,
+        schedule: &Schedule,
+        outgoing: &[(usize, Arc<CoreSetMsg>)],
+    ) -> Result<Inboxes, CoresetError>;
+    /// Reduces the local nodes' statuses over all processes.
+    ///
+    /// # Errors
+    /// [`CoresetError::Transport`].
+    fn reduce(&mut self, local: Status) -> Result<Status, CoresetError>;
+}
+
+/// All nodes in this process: message passing is a move of `Arc`s.
+#[derive(Debug, Clone)]
+pub struct InProcess {
+    n: usize,
+}
+
+impl InProcess {
+    /// A network of `n` nodes.
+    pub fn new(n: usize) -> Self {
+        Self { n }
+    }
+}
+
+impl Transport for InProcess {
+    fn local_nodes(&self) -> Vec<usize> {
+        (0..self.n).collect()
+    }
+    fn exchange(
+        &mut self,
+        t: u64,
+        schedule: &Schedule,
+        outgoing: &[(usize, Arc<CoreSetMsg>)],
+    ) -> Result<Inboxes, CoresetError> {
+        let mut inbox: Vec<Vec<(usize, Arc<CoreSetMsg>)>> = vec![Vec::new(); self.n];
+        let sends: Vec<Vec<usize>> = outgoing
+            .par_iter()
+            .map(|(i, _)| {
+                schedule
+                    .out_edges(t, *i)
+                    .into_iter()
+                    .filter(|&j| schedule.delivery(t, *i, j).is_some())
+                    .collect()
+            })
+            .collect();
+        for ((i, m), to) in outgoing.iter().zip(sends) {
+            for j in to {
+                inbox[j].push((*i, m.clone()));
+            }
+        }
+        Ok(inbox)
+    }
+    fn reduce(&mut self, local: Status) -> Result<Status, CoresetError> {
+        Ok(local)
+    }
+}
+
+/// What a consensus run did (for the nodes of this process).
+#[derive(Debug, Clone)]
+pub struct ConsensusReport {
+    /// Rounds run.
+    pub rounds: u64,
+    /// All nodes hold the same core-set at the end.
+    pub agreed: bool,
+    /// The stopping rule fired (otherwise the round budget ran out).
+    pub quiescent: bool,
+    /// First round from which all nodes held the same set until the end.
+    pub consensus_round: Option<u64>,
+    /// Final sets of the local nodes `(node, set)`.
+    pub states: Vec<(usize, Arc<CoreSetMsg>)>,
+    /// Per local node: `(r^2, centre norm)` initially and after every round (when recorded).
+    pub history: Vec<(usize, Vec<(f64, f64)>)>,
+    /// Per round: smallest and largest `r^2` over all nodes (the disagreement).
+    pub spread: Vec<(f64, f64)>,
+    /// Bytes sent by all nodes.
+    pub bytes_sent: u64,
+    /// Average bytes sent per node per round.
+    pub bytes_per_node_round: f64,
+    /// Every node's `r^2` was non-decreasing.
+    pub monotone: bool,
+    /// Wall time of the rounds.
+    pub seconds: f64,
+}
+
+/// Runs Algorithm 1 for the local nodes `shards` (`(node, points)`) over `transport`.
+/// `on_round(t, status)` is called after every round.
+///
+/// # Errors
+/// [`CoresetError::EmptyNode`], parameter and transport errors.
+pub fn run<T: Transport>(
+    transport: &mut T,
+    kern: &FeatureKernel,
+    shards: Vec<(usize, PointSet)>,
+    schedule: &Schedule,
+    params: &ConsensusParams,
+    on_round: &mut dyn FnMut(u64, &Status),
+) -> Result<ConsensusReport, CoresetError> {
+    params.coreset.check()?;
+    let total: usize = shards.iter().map(|(_, s)| s.len()).sum();
+    for (node, s) in &shards {
+        if s.is_empty() {
+            return Err(CoresetError::EmptyNode {
+                node: *node,
+                n: total,
+                nodes: schedule.n(),
+            });
+        }
+        kern.check_points(s)?;
+    }
+    let start = Instant::now();
+    let cp = params.coreset;
+    let mut nodes: Vec<Node> = shards
+        .into_par_iter()
+        .map(|(id, s)| Node::new(id, s, kern, &cp))
+        .collect();
+    if params.record {
+        nodes.iter_mut().for_each(Node::record);
+    }
+    let mut last_change = 0u64;
+    let mut spread = Vec::new();
+    let mut bytes_sent = 0u64;
+    let mut consensus_round = None;
+    let mut rounds = 0;
+    let mut quiescent = false;
+    let mut agreed = false;
+    let mut monotone = true;
+    for t in 0..params.max_rounds {
+        rounds = t + 1;
+        let outgoing: Vec<(usize, Arc<CoreSetMsg>)> = nodes
+            .iter()
+            .filter(|nd| schedule.active(t, nd.id))
+            .map(|nd| (nd.id, nd.state.clone()))
+            .collect();
+        let delivered = transport.exchange(t, schedule, &outgoing)?;
+        let mut bytes = 0u64;
+        for (i, m) in &outgoing {
+            let sent = schedule
+                .out_edges(t, *i)
+                .into_iter()
+                .filter(|&j| schedule.delivery(t, *i, j).is_some())
+                .count();
+            bytes += (sent * m.encoded_len()) as u64;
+        }
+        for (nd, msgs) in nodes.iter_mut().zip(delivered) {
+            for (from, m) in msgs {
+                let at = schedule.delivery(t, from, nd.id).unwrap_or(t);
+                nd.inbox.push((at, from, t, m));
+            }
+        }
+        let outcomes: Vec<(bool, bool)> = nodes
+            .par_iter_mut()
+            .map(|nd| {
+                if schedule.active(t, nd.id) {
+                    nd.step(t, kern, cp.tol)
+                } else {
+                    (false, false)
+                }
+            })
+            .collect();
+        let mut local = Status::identity();
+        local.bytes = bytes;
+        for (nd, (changed, clean)) in nodes.iter_mut().zip(outcomes) {
+            if clean {
+                nd.clean = true;
+            }
+            if params.record {
+                nd.record();
+            }
+            let fp = nd.state.fingerprint();
+            local = local.combine(Status {
+                changed,
+                clean: nd.clean,
+                fp_min: fp,
+                fp_max: fp,
+                oldest_in_flight: nd.oldest_in_flight(),
+                bytes: 0,
+                r2_min: nd.state.r2,
+                r2_max: nd.state.r2,
+                monotone: nd.monotone,
+            });
+        }
+        let g = transport.reduce(local)?;
+        on_round(t, &g);
+        bytes_sent += g.bytes;
+        monotone = g.monotone;
+        spread.push((g.r2_min, g.r2_max));
+        agreed = g.fp_min == g.fp_max;
+        if agreed {
+            consensus_round.get_or_insert(t + 1);
+        } else {
+            consensus_round = None;
+        }
+        if g.changed {
+            last_change = t;
+            nodes.iter_mut().for_each(|nd| nd.clean = false);
+            continue;
+        }
+        let old_in_flight = g.oldest_in_flight != u64::MAX && g.oldest_in_flight <= last_change;
+        if agreed && g.clean && !old_in_flight {
+            quiescent = true;
+            break;
+        }
+    }
+    let n = schedule.n() as f64;
+    Ok(ConsensusReport {
+        rounds,
+        agreed,
+        quiescent,
+        consensus_round,
+        states: nodes.iter().map(|nd| (nd.id, nd.state.clone())).collect(),
+        history: nodes
+            .iter_mut()
+            .map(|nd| (nd.id, std::mem::take(&mut nd.history)))
+            .collect(),
+        spread,
+        bytes_sent,
+        bytes_per_node_round: bytes_sent as f64 / (n * rounds as f64),
+        monotone,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Contiguous shards: node `i` gets rows `[i n / N, (i+1) n / N)`.
+pub fn shard_ranges(n: usize, nodes: usize) -> Vec<std::ops::Range<usize>> {
+    (0..nodes)
+        .map(|i| (i * n / nodes)..((i + 1) * n / nodes))
+        .collect()
+}
+
+/// Splits `pts` into `nodes` contiguous shards.
+///
+/// # Errors
+/// [`CoresetError::EmptyNode`] when there are fewer points than nodes.
+pub fn split(pts: &PointSet, nodes: usize) -> Result<Vec<(usize, PointSet)>, CoresetError> {
+    let mut out = Vec::with_capacity(nodes);
+    for (node, r) in shard_ranges(pts.len(), nodes).into_iter().enumerate() {
+        if r.is_empty() {
+            return Err(CoresetError::EmptyNode {
+                node,
+                n: pts.len(),
+                nodes,
+            });
+        }
+        let mut s = PointSet::new(pts.dim());
+        for i in r {
+            s.push_from(pts, i);
+        }
+        out.push((node, s));
+    }
+    Ok(out)
+}
+
+/// Runs Algorithm 1 on `nodes` in-process nodes holding contiguous shards of `pts`.
+///
+/// # Errors
+/// As [`run`] and [`Schedule::new`].
+pub fn run_in_process(
+    pts: &PointSet,
+    kern: &FeatureKernel,
+    nodes: usize,
+    params: &ConsensusParams,
+    on_round: &mut dyn FnMut(u64, &Status),
+) -> Result<ConsensusReport, CoresetError> {
+    let schedule = Schedule::new(nodes, params)?;
+    kern.check_points(pts)?;
+    let shards = split(pts, nodes)?;
+    run(
+        &mut InProcess::new(nodes),
+        kern,
+        shards,
+        &schedule,
+        params,
+        on_round,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coreset::Problem;
+    use crate::KernelSpec;
+
+    #[test]
+    fn wire_format_round_trips_and_rejects_garbage() {
+        let mut pts = PointSet::new(3);
+        for i in 0..12u64 {
+            let v = i as f64;
+            pts.push(i * 7, 1.0, &[v.sin(), v.cos(), 0.1 * v]);
+        }
+        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+        let (msg, _) = centralized(&pts, &kern, &CoresetParams::default()).unwrap();
+        let bytes = msg.encode();
+        assert_eq!(bytes.len(), msg.encoded_len());
+        let back = CoreSetMsg::decode(&bytes).unwrap();
+        assert_eq!(back, msg);
+        assert_eq!(back.fingerprint(), msg.fingerprint());
+        for cut in [0, 10, bytes.len() - 1] {
+            assert!(CoreSetMsg::decode(&bytes[..cut]).is_err());
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(CoreSetMsg::decode(&longer).is_err());
+        // An id that is not among the points.
+        let mut bad = msg.clone();
+        bad.ids[0] = 5;
+        bad.ids.sort_unstable();
+        assert!(CoreSetMsg::decode(&bad.encode()).is_err());
+    }
+
+    #[test]
+    fn schedules_are_pure_functions_of_the_seed() {
+        let p = ConsensusParams {
+            graph: Graph::ErdosRenyi { p: 0.3 },
+            activation: Activation::Async { p: 0.5 },
+            drop: 0.2,
+            max_delay: 3,
+            ..Default::default()
+        };
+        let (a, b) = (
+            Schedule::new(20, &p).unwrap(),
+            Schedule::new(20, &p).unwrap(),
+        );
+        for t in 0..5 {
+            for i in 0..20 {
+                assert_eq!(a.out_edges(t, i), b.out_edges(t, i));
+                // senders_to is the transpose of out_edges restricted to active, delivered sends.
+                let s = a.senders_to(t, i);
+                for j in 0..20 {
+                    let sends = a.active(t, j)
+                        && a.out_edges(t, j).contains(&i)
+                        && a.delivery(t, j, i).is_some();
+                    assert_eq!(s.contains(&j), sends);
+                    if let Some(at) = a.delivery(t, j, i) {
+                        assert!(at >= t && at <= t + 3);
+                    }
+                }
+            }
+        }
+        let grid = Schedule::new(
+            7,
+            &ConsensusParams {
+                graph: Graph::Grid,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(grid.out_edges(0, 0), vec![1, 3]);
+        assert_eq!(grid.out_edges(0, 4), vec![1, 3, 5]);
+    }
+}

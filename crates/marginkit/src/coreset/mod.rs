@@ -1,0 +1,214 @@
+//! Minimum enclosing balls by core-sets, and the distributed core-set consensus (Algorithm 1).
+//!
+//! # Problem
+//! The minimum enclosing ball (MEB) of points `s_1..s_N` in a feature space,
+//! `min_{z, r} r^2  s.t.  |z - s_i|^2 <= r^2` (paper eq. 1), through its dual (eq. 2/3):
+//!
+//! ```text
+//! max_x  g'x - x'Gx   s.t.  1'x = 1, x >= 0      G_ij = K~(s_i, s_j),  g = diag(G)
+//! ```
+//!
+//! with centre `c = sum_i x_i phi~(s_i)`, optimal value `r*^2`, and `|c|^2 = x'Gx`. The kernel
+//! `K~` is the problem mapping ([`Problem`]):
+//!
+//! | problem | `K~(a, b)` | diagonal |
+//! |---|---|---|
+//! | MEB (eq. 1) | `a'b` (+ ridge `delta` when `id_a = id_b`) | not needed constant |
+//! | SVDD (eq. 8) | `K(a, b)` (+ ridge) | `K(a, a) = c` required (model form) |
+//! | 2-norm soft-margin SVM (eq. 6/7) | `l_a l_b (K(a, b) + 1) + [id_a = id_b]/C` | `c + 1 + 1/C` |
+//! | one-class L2-SVM (eq. 6, `b = 0`, `l = 1`) | `K(a, b) + [id_a = id_b]/C` | `c + 1/C` |
+//!
+//! The `delta_ij / C` term depends on sample identity (global ids), never on vector equality;
+//! the augmented features `[l phi; l; e_i/sqrt(C)]` are never built.
+//!
+//! # Symbols (paper -> code)
+//! | paper | code |
+//! |---|---|
+//! | `eps`, `ceil(1/eps)` | [`CoresetParams::eps`], [`CoresetParams::k`] |
+//! | `C` (core-set), `C_a`, `a`, `b` | `cur`, `ca`, `a`, the removed position in [`bc::coreset`] |
+//! | `r^2(C)`, `c(C)` | [`meb::SimplexMeb::r2`], [`meb::SimplexMeb::c2`] (`|c|^2`) |
+//! | `S_i`, `C_i`, `S_tmp`, `C_i0` | a node's shard, its [`consensus::CoreSetMsg`], the pool, the warm start |
+//! | `G_c(t)`, `N_i^O(t)` | [`consensus::Graph`], [`consensus::Schedule::out_edges`] |
+//!
+//! # Algorithms
+//! - [`meb`]: exact MEB of a small set: a primal active-set method on the simplex QP (the KKT system
+//!   of the working set solved by Gaussian elimination with partial pivoting), kernel columns
+//!   computed on demand so it also gives the exact MEB of a few thousand points.
+//! - [`bc`]: the Badoiu-Clarkson swap routine `coreset(P, C)` with `|C| = k = ceil(1/eps)`
+//!   (Badoiu & Clarkson, "Optimal core-sets for balls", 2008, as restated in the paper's
+//!   Section IV-A): farthest point `a`; `C_a = C + a`; drop the point whose removal leaves the
+//!   largest ball; accept only on a strict increase of `r^2`; otherwise return.
+//! - [`consensus`]: Algorithm 1 over a [`consensus::Transport`], with an in-process network.
+//! - [`model`]: the SVDD / L2-SVM / one-class L2-SVM results as ordinary [`crate::svm::SvmModel`]s.
+//!
+//! # Stopping rules
+//! - Active set: all points within the ball up to `1e-12` relative in the multiplier; at most
+//!   `50 m + 100` iterations (a returned flag, never a panic).
+//! - Swap routine: the paper's rule (no strict increase), with a relative guard
+//!   `r_new^2 > r_old^2 (1 + tol)` against floating-point cycles (`tol` = 1e-10 by default).
+//! - Consensus: the paper gives none. We stop at global quiescence, a diagnostic no node could
+//!   check locally: all nodes hold the same core-set, every node has run its routine since the last
+//!   change anywhere with only that set in its inbox, and no older message is still in flight.
+//!   From then on every node's inputs repeat exactly, so the state is a fixed point. A round budget
+//!   bounds the run; `agreed` is reported.
+//!
+//! # Cost
+//! One swap: a farthest-point scan of the pool (`|P| k` kernel values), one `(k+1)`-point MEB,
+//! and `k+1` further `k`-point MEBs only when every point of `C_a` is a support point. One MEB
+//! of `m` points: `O(m^3)` per active-set step. A consensus message: `k` ids and the distinct
+//! points (`d` floats, an id and a label each) plus two floats.
+//!
+//! # Corrections and deviations (see the digest)
+//! - Remark IV.6's test "no constraint violated at `r(C)(1 - eps)`" is a misprint: the test is
+//!   `|s - c(C)| <= (1 + eps) r(C)` for all `s`, which implies the paper's `(1+eps)^2 r*^2` bound.
+//! - Ties (Assumption IV.4 rarely holds: multisets, padded sets) are broken by a total order
+//!   `key(C) = (r^2(C), sorted id list)` in the warm start and in the choice of `b`; every set is
+//!   canonicalised (sorted by id) before its Gram matrix is formed, so every node computes the same
+//!   `r^2` bits for the same set.
+//! - MEB and SVDD add a ridge `delta` (default `1e-12`) to `K~(a, a)`: the MEB of the points lifted
+//!   by `sqrt(delta) e_id`, so that two samples with identical vectors (or affinely dependent sets)
+//!   keep the KKT system non-singular. The radius moves by at most `delta`.
+//! - Nodes with `1 < |S_i| < k` points start from their points padded cyclically (the paper does not
+//!   say); nodes with more start from a seeded random subset (Remark IV.2).
+
+pub mod bc;
+pub mod consensus;
+pub mod experiment;
+pub mod meb;
+pub mod model;
+pub mod space;
+
+use thiserror::Error;
+
+use crate::error::{DataError, ParamError};
+
+pub use consensus::{
+    run_in_process, Activation, ConsensusParams, ConsensusReport, CoreSetMsg, Graph, InProcess,
+    Schedule, Transport,
+};
+pub use space::{FeatureKernel, PointSet, Problem};
+
+/// Errors of the core-set module.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CoresetError {
+    /// An invalid parameter.
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// Invalid data.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// The kernel's diagonal `K(p, p)` is not constant, which the mapping needs.
+    #[error("the kernel diagonal is not constant (row {row}, 0-based: K(p,p) = {value}, expected {expected}); use RBF or normalized rows")]
+    NonConstantDiagonal {
+        /// 0-based row.
+        row: usize,
+        /// `K(p, p)` there.
+        value: f64,
+        /// `K(p, p)` of the first row.
+        expected: f64,
+    },
+    /// A node has no data.
+    #[error("node {node} has no data (the data has {n} rows for {nodes} nodes)")]
+    EmptyNode {
+        /// 0-based node.
+        node: usize,
+        /// Rows.
+        n: usize,
+        /// Nodes.
+        nodes: usize,
+    },
+    /// The communication graph can never connect all nodes: consensus is impossible.
+    #[error(
+        "the communication graph is not strongly connected ({reason}): consensus is impossible"
+    )]
+    Disconnected {
+        /// Why.
+        reason: String,
+    },
+    /// A bad edge list.
+    #[error("edge list: {0}")]
+    Edges(String),
+    /// The transport failed (MPI).
+    #[error("transport: {0}")]
+    Transport(String),
+}
+
+/// Parameters of the core-set routine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoresetParams {
+    /// Tolerance `eps` in (0, 1): the core-set has `ceil(1/eps)` points.
+    pub eps: f64,
+    /// Relative guard of the strict-increase test (default 1e-10).
+    pub tol: f64,
+    /// Seed of the random initial subsets.
+    pub seed: u64,
+}
+
+impl Default for CoresetParams {
+    fn default() -> Self {
+        Self {
+            eps: 0.1,
+            tol: 1e-10,
+            seed: 1,
+        }
+    }
+}
+
+impl CoresetParams {
+    /// Checks `eps` in (0, 1) and `tol` in [0, 1e-3].
+    ///
+    /// # Errors
+    /// [`ParamError::OutOfRange`] naming the parameter.
+    pub fn check(&self) -> Result<(), ParamError> {
+        if !(self.eps.is_finite() && self.eps > 0.0 && self.eps < 1.0) {
+            return Err(ParamError::OutOfRange {
+                name: "eps",
+                value: self.eps,
+                range: "(0, 1)",
+            });
+        }
+        if !(self.tol.is_finite() && (0.0..=1e-3).contains(&self.tol)) {
+            return Err(ParamError::OutOfRange {
+                name: "tol",
+                value: self.tol,
+                range: "[0, 1e-3]",
+            });
+        }
+        Ok(())
+    }
+    /// Core-set size `k = ceil(1/eps)`.
+    pub fn k(&self) -> usize {
+        // 1/eps rounds; a value within 1e-9 of an integer counts as that integer (eps = 0.1 -> 10).
+        let inv = 1.0 / self.eps;
+        let r = inv.round();
+        if (inv - r).abs() <= 1e-9 * r.max(1.0) {
+            r as usize
+        } else {
+            inv.ceil() as usize
+        }
+    }
+}
+
+/// A counter-based pseudo-random number (splitmix64 of the mixed key): the same `(seed, a, b, c)`
+/// gives the same value on every node and rank, with no generator state.
+pub fn hash4(seed: u64, a: u64, b: u64, c: u64) -> u64 {
+    let mut z = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(a.wrapping_mul(0xBF58_476D_1CE4_E5B9))
+        .wrapping_add(b.wrapping_mul(0x94D0_49BB_1331_11EB))
+        .wrapping_add(c.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+    for _ in 0..2 {
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut x = z;
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z = x ^ (x >> 31);
+    }
+    z
+}
+
+/// `hash4` as a uniform number in [0, 1).
+pub fn unif4(seed: u64, a: u64, b: u64, c: u64) -> f64 {
+    (hash4(seed, a, b, c) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
