@@ -18,6 +18,7 @@
 //! | [`solver`] | the QP, SMO, nu-SMO, DCD, KKT checker |
 //! | [`screening`], [`path`] | safe sample screening (BT1, BT2, IT) and the regularization path over C with exact re-checks |
 //! | [`plot`] | a minimal SVG line-chart writer |
+//! | [`robust`] | ramp-loss robust SVC/SVR, the outlier-path homotopy (OP-theta, OP-s), CCCP, model selection on the path |
 //! | [`svm`] | C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR (LIBSVM semantics and model files), linear SVC/SVR (LIBLINEAR semantics and model files), Platt probabilities, cross-validation, grid search |
 //!
 //! ```
@@ -40,6 +41,7 @@ pub mod error;
 pub mod kernel;
 pub mod path;
 pub mod plot;
+pub mod robust;
 pub mod screening;
 pub mod solver;
 pub mod svm;
