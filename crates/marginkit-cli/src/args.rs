@@ -34,6 +34,8 @@ pub enum Cmd {
     Demo(DemoArgs),
     /// Regularization path over C with safe sample screening (bias-free SVM).
     Path(crate::path::PathArgs),
+    /// Robust (ramp-loss) SVC / SVR by the outlier path or CCCP, with model selection.
+    Robust(crate::robust::RobustArgs),
 }
 
 /// Options shared by every command that reads a data file.

@@ -10,6 +10,7 @@ mod input;
 mod path;
 mod predict;
 mod progress;
+mod robust;
 mod scale;
 mod train;
 mod train_linear;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         args::Cmd::Grid(a) => grid::run(a),
         args::Cmd::Demo(a) => demo::run(a),
         args::Cmd::Path(a) => path::run(a),
+        args::Cmd::Robust(a) => robust::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
