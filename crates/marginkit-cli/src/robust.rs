@@ -186,6 +186,7 @@ fn report(a: &RobustArgs, sel: &Selection, total: f64, n: usize) -> Value {
             "events": r.events,
             "jumps": r.d_steps,
             "s_standard": r.s_standard,
+            "max_active": r.max_active,
             "final_locally_optimal": r.final_locally_optimal,
             "seconds": r.seconds,
         }));

@@ -98,10 +98,13 @@ pub(crate) struct Engine<'k, 'a> {
     pub max_events: usize,
     pub d_steps: usize,
     pub wrong_direction: usize,
+    /// Largest active set seen.
+    pub max_active: usize,
     /// Jumps that left `f` unchanged (singular `K_AA` absorbed the flip).
     pub degenerate_jumps: usize,
     pub keep: bool,
     pub tol: f64,
+    refine_tol: f64,
     pub nodes: Vec<Node>,
     pub best: Option<(usize, f64, Vec<f64>)>,
 }
@@ -137,7 +140,9 @@ impl<'k, 'a> Engine<'k, 'a> {
             Task::Svr => vec![0.0; n],
         };
         let rows = f.len();
+        let refine_tol = 1e-11 * y.iter().fold(1.0f64, |m, v| m.max(v.abs()));
         Self {
+            refine_tol,
             kern,
             task,
             n,
@@ -168,6 +173,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             d_steps: 0,
             wrong_direction: 0,
             degenerate_jumps: 0,
+            max_active: 0,
             keep,
             tol,
             nodes: Vec::new(),
@@ -185,6 +191,7 @@ impl<'k, 'a> Engine<'k, 'a> {
         self.chol.push(&col, self.kern.entry(i, i));
         self.pos[i] = self.act.len();
         self.act.push(i);
+        self.max_active = self.max_active.max(self.act.len());
     }
 
     fn remove_active(&mut self, i: usize) {
@@ -500,13 +507,9 @@ impl<'k, 'a> Engine<'k, 'a> {
                 target - self.f[a]
             })
             .collect();
-        let scale = 1e-15
-            * self
-                .y
-                .iter()
-                .fold(1.0f64, |m, v| m.max(v.abs()))
-                .max(self.tt);
-        if x.iter().all(|v| v.abs() <= scale) {
+        // Rounding drift only: re-solve when it exceeds 1e-11 of the target scale (a full
+        // combination of the active columns, as expensive as a direction).
+        if x.iter().all(|v| v.abs() <= self.refine_tol) {
             return;
         }
         self.chol.solve(&mut x);

@@ -44,7 +44,12 @@ pub(crate) struct Kern<'a> {
     store: Vec<f64>,
     hits: u64,
     misses: u64,
+    slot_buf: Vec<usize>,
+    coef_buf: Vec<f64>,
 }
+
+/// Rows per parallel block of [`Kern::combine`].
+const COMBINE_ROWS: usize = 1024;
 
 impl<'a> Kern<'a> {
     /// `cache_bytes` bounds the column store (at least two columns are kept).
@@ -81,6 +86,8 @@ impl<'a> Kern<'a> {
             store: Vec::new(),
             hits: 0,
             misses: 0,
+            slot_buf: Vec::new(),
+            coef_buf: Vec::new(),
         }
     }
 
@@ -183,7 +190,8 @@ impl<'a> Kern<'a> {
     }
 
     /// `out = sum_k coef[k] K[:, idx[k]]` over all rows (training then validation).
-    /// Columns come from the cache, or the primal shortcut for the linear kernel.
+    /// Columns come from the cache (all made resident first, then summed in parallel over row
+    /// blocks, in the order of `idx` for every row), or the primal shortcut for the linear kernel.
     pub fn combine(&mut self, idx: &[usize], coef: &[f64], out: &mut [f64]) {
         out.iter_mut().for_each(|o| *o = 0.0);
         if idx.is_empty() {
@@ -193,15 +201,51 @@ impl<'a> Kern<'a> {
             self.combine_linear(idx, coef, out);
             return;
         }
-        for (&j, &c) in idx.iter().zip(coef) {
-            if c == 0.0 {
-                continue;
+        let mut slots = std::mem::take(&mut self.slot_buf);
+        let mut cs = std::mem::take(&mut self.coef_buf);
+        slots.clear();
+        cs.clear();
+        let nnz = coef.iter().filter(|&&c| c != 0.0).count();
+        if nnz <= self.owner.len() {
+            // Every column loaded in this call is more recent than any other, so none of them
+            // is evicted while the others load.
+            for (&j, &c) in idx.iter().zip(coef) {
+                if c != 0.0 {
+                    self.column(j);
+                    slots.push(self.slot_of[j] as usize);
+                    cs.push(c);
+                }
             }
-            let col = self.column(j);
-            for (o, &v) in out.iter_mut().zip(col) {
-                *o += c * v;
+            let len = self.n + self.nv;
+            let store = &self.store;
+            let body = |lo: usize, ch: &mut [f64]| {
+                for (&s, &c) in slots.iter().zip(&cs) {
+                    let col = &store[s * len + lo..s * len + lo + ch.len()];
+                    for (o, &v) in ch.iter_mut().zip(col) {
+                        *o += c * v;
+                    }
+                }
+            };
+            if len * slots.len() >= 1 << 16 && len >= 2 * COMBINE_ROWS {
+                out.par_chunks_mut(COMBINE_ROWS)
+                    .enumerate()
+                    .for_each(|(k, ch)| body(k * COMBINE_ROWS, ch));
+            } else {
+                body(0, out);
+            }
+        } else {
+            for (&j, &c) in idx.iter().zip(coef) {
+                if c == 0.0 {
+                    continue;
+                }
+                let col = self.column(j);
+                for (o, &v) in out.iter_mut().zip(col) {
+                    *o += c * v;
+                }
             }
         }
+        self.slot_buf = slots;
+        self.coef_buf = cs;
     }
 
     /// As [`Kern::combine`] but row by row without the cache (for one-off products over many

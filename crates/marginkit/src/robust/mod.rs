@@ -349,6 +349,8 @@ pub struct OutlierPath {
     /// multipliers are then not unique and the point is a local optimum although a sample stays on
     /// the threshold (Theorem 4's condition 19e presumes unique multipliers). The path goes on.
     pub degenerate_jumps: usize,
+    /// Largest active set (`|E|` plus samples held on the threshold) along the path.
+    pub max_active: usize,
     /// Index (into `nodes`) of the best locally optimal node by validation error, its error and
     /// its coefficients.
     pub best: Option<(usize, f64, Vec<f64>)>,
@@ -750,6 +752,7 @@ pub(crate) fn path_from_standard(
         d_steps: eng.d_steps,
         wrong_direction: eng.wrong_direction,
         degenerate_jumps: eng.degenerate_jumps,
+        max_active: eng.max_active,
         best: eng.best.take(),
         final_beta,
         s_standard,

@@ -47,6 +47,8 @@ pub struct Run {
     pub final_locally_optimal: bool,
     /// `s_C` / `s_R` of the standard SVM.
     pub s_standard: f64,
+    /// Largest active set along the path (0 for CCCP).
+    pub max_active: usize,
     /// Seconds for this `C`.
     pub seconds: f64,
 }
@@ -169,6 +171,7 @@ pub fn select(
                         d_steps: path.d_steps,
                         final_locally_optimal: path.final_locally_optimal,
                         s_standard: path.s_standard,
+                        max_active: path.max_active,
                         seconds: path.seconds,
                         nodes: path.nodes,
                     },
@@ -200,6 +203,7 @@ pub fn select(
                         d_steps: cp.rounds.iter().sum(),
                         final_locally_optimal: cp.nodes.iter().all(|n| n.locally_optimal),
                         s_standard: cp.s_standard,
+                        max_active: 0,
                         seconds: cp.seconds,
                         nodes: cp.nodes,
                     },
