@@ -65,6 +65,9 @@ pub struct RobustArgs {
     /// Kernel column cache in MB.
     #[arg(short = 'm', default_value_t = 512.0, allow_negative_numbers = true)]
     pub cache_mb: f64,
+    /// Tolerance of the SMO solves (standard SVM, CCCP subproblems), polished exactly afterwards.
+    #[arg(short = 'e', default_value_t = 1e-6, allow_negative_numbers = true)]
+    pub eps: f64,
     /// Fixed s of the theta path and CCCP-theta (SVC: <= 0, default 0; SVR: > 0, default 1).
     #[arg(long = "s", allow_negative_numbers = true)]
     pub s_fixed: Option<f64>,
@@ -124,9 +127,11 @@ fn kernel(a: &RobustArgs, data: &Dataset) -> CliResult<KernelSpec> {
             coef0: a.coef0,
         },
         4 => KernelSpec::Precomputed,
-        t => return Err(CliError(format!(
+        t => {
+            return Err(CliError(format!(
             "-t {t}: expected 0 (linear), 1 (polynomial), 2 (RBF), 3 (sigmoid) or 4 (precomputed)"
-        ))),
+        )))
+        }
     };
     k.check()?;
     Ok(k)
@@ -151,6 +156,7 @@ fn params(a: &RobustArgs, data: &Dataset) -> CliResult<RobustParams> {
     p.s_fixed = a.s_fixed;
     p.s_end_fraction = a.s_end;
     p.max_events = a.max_events;
+    p.solver_tol = a.eps;
     p.cache_bytes = (a.cache_mb * 1024.0 * 1024.0) as usize;
     p.check()?;
     Ok(p)

@@ -110,6 +110,8 @@ pub(crate) struct Engine<'k, 'a> {
 }
 
 const NONE: usize = usize::MAX;
+/// Events between two recomputations of `f = K beta` from scratch.
+const RESYNC_EVERY: usize = 256;
 
 impl<'k, 'a> Engine<'k, 'a> {
     /// A new engine from an exact standard-SVM solution (`beta`, `f` over all rows).
@@ -591,7 +593,20 @@ impl<'k, 'a> Engine<'k, 'a> {
 
     fn bump(&mut self) -> bool {
         self.events += 1;
+        if self.events % RESYNC_EVERY == 0 {
+            self.resync();
+        }
         self.events > self.max_events
+    }
+
+    /// Recomputes `f = K beta` from scratch (clearing accumulated rounding and the small
+    /// inconsistencies of snapped events) and re-imposes the active set's targets.
+    pub fn resync(&mut self) {
+        let mut fresh = std::mem::take(&mut self.buf);
+        super::boxqp::fresh_f(self.kern, &self.beta, &mut fresh);
+        std::mem::swap(&mut self.f, &mut fresh);
+        self.buf = fresh;
+        self.refine();
     }
 
     /// OP-theta C-step from the current theta toward 0.
@@ -719,6 +734,7 @@ impl<'k, 'a> Engine<'k, 'a> {
         loop {
             match self.c_step_theta() {
                 CEnd::Done => {
+                    self.resync();
                     self.record(0.0, NodeKind::End);
                     return PathStatus::Completed;
                 }
@@ -764,6 +780,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             }
             if tmax <= t_end {
                 self.tt = t_end;
+                self.resync();
                 self.record(self.param_s(), NodeKind::End);
                 return PathStatus::Completed;
             }

@@ -360,6 +360,8 @@ pub struct OutlierPath {
     pub s_standard: f64,
     /// The end-of-path solution passed the independent checker (fresh `K beta`).
     pub final_locally_optimal: bool,
+    /// The checker's first violation at the end of the path, if any: sample and condition.
+    pub final_violation: Option<(usize, &'static str)>,
     /// Wall-clock seconds.
     pub seconds: f64,
 }
@@ -730,18 +732,17 @@ pub(crate) fn path_from_standard(
         eng.kern.combine_direct(&idx, &coef, &mut all);
         fresh.copy_from_slice(&all[..eng.n]);
     }
-    let final_ok = status == PathStatus::Completed
-        && check_state(
-            task,
-            &eng.y,
-            &fresh,
-            &final_beta,
-            params.c,
-            eng.theta,
-            eng.tt,
-            params.check_tol,
-        )
-        .is_none();
+    let final_violation = check_state(
+        task,
+        &eng.y,
+        &fresh,
+        &final_beta,
+        params.c,
+        eng.theta,
+        eng.tt,
+        params.check_tol,
+    );
+    let final_ok = status == PathStatus::Completed && final_violation.is_none();
     Ok(OutlierPath {
         task,
         kind,
@@ -757,6 +758,7 @@ pub(crate) fn path_from_standard(
         final_beta,
         s_standard,
         final_locally_optimal: final_ok,
+        final_violation,
         seconds: start.elapsed().as_secs_f64(),
     })
 }

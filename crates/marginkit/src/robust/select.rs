@@ -45,6 +45,8 @@ pub struct Run {
     /// The final solution passed the independent local-optimality check (path), or every grid
     /// point did (CCCP).
     pub final_locally_optimal: bool,
+    /// The checker's first violation at the end of the path (sample, condition), if any.
+    pub final_violation: Option<(usize, &'static str)>,
     /// `s_C` / `s_R` of the standard SVM.
     pub s_standard: f64,
     /// Largest active set along the path (0 for CCCP).
@@ -170,6 +172,7 @@ pub fn select(
                         events: path.events,
                         d_steps: path.d_steps,
                         final_locally_optimal: path.final_locally_optimal,
+                        final_violation: path.final_violation,
                         s_standard: path.s_standard,
                         max_active: path.max_active,
                         seconds: path.seconds,
@@ -202,6 +205,7 @@ pub fn select(
                         events: 0,
                         d_steps: cp.rounds.iter().sum(),
                         final_locally_optimal: cp.nodes.iter().all(|n| n.locally_optimal),
+                        final_violation: None,
                         s_standard: cp.s_standard,
                         max_active: 0,
                         seconds: cp.seconds,
