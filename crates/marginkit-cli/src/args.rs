@@ -42,6 +42,8 @@ pub enum Cmd {
     Cluster(crate::cluster::ClusterArgs),
     /// Minimum enclosing ball, SVDD and 2-norm SVMs by distributed core-set consensus.
     Coreset(crate::coreset::CoresetArgs),
+    /// Robust (ramp-loss) SVC / SVR by the outlier path or CCCP, with model selection.
+    Robust(crate::robust::RobustArgs),
 }
 
 /// Options shared by every command that reads a data file.

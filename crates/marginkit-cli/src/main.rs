@@ -14,6 +14,7 @@ mod interrupt;
 mod path;
 mod predict;
 mod progress;
+mod robust;
 mod scale;
 mod train;
 mod train_linear;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         args::Cmd::Lad(a) => aid::run_full_lad(a),
         args::Cmd::Cluster(a) => cluster::run(a),
         args::Cmd::Coreset(a) => coreset::run(a),
+        args::Cmd::Robust(a) => robust::run(a),
     };
     finish(result)
 }

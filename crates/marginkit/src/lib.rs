@@ -17,10 +17,12 @@
 //! | [`kernel`] | [`KernelSpec`]; Q matrices with an LRU column cache, rows computed in parallel blocks |
 //! | [`solver`] | the QP, SMO, nu-SMO, DCD, KKT checker |
 //! | [`screening`], [`path`] | safe sample screening (BT1, BT2, IT) and the regularization path over C with exact re-checks |
+//! | [`aid`] | aggregate and iterative disaggregate: exact LAD, linear and kernel SVM, S3VM by branch and bound |
 //! | [`coreset`] | minimum enclosing balls by core-sets (MEB, SVDD, L2-SVM, one-class L2), distributed core-set consensus |
 //! | [`plot`] | a minimal SVG line-chart writer |
 //! | [`odm`] | the optimal margin distribution machine (ODM) and ODM clustering (ODMC) |
 //! | [`cluster`] | k-means, clustering accuracy and Rand index, point sets |
+//! | [`robust`] | ramp-loss robust SVC/SVR, the outlier-path homotopy (OP-theta, OP-s), CCCP, model selection on the path |
 //! | [`svm`] | C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR (LIBSVM semantics and model files), linear SVC/SVR (LIBLINEAR semantics and model files), Platt probabilities, cross-validation, grid search |
 //!
 //! ```
@@ -47,6 +49,7 @@ pub mod kernel;
 pub mod odm;
 pub mod path;
 pub mod plot;
+pub mod robust;
 pub mod screening;
 pub mod solver;
 pub mod svm;

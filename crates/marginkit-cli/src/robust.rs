@@ -1,0 +1,464 @@
+//! `marginkit robust svc|svr`: ramp-loss robust SVC / truncated-LAD SVR by the outlier path
+//! (Suzumura et al.), or the CCCP baseline, with model selection over a C grid on validation data.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::{ArgAction, Args};
+use indicatif::{ProgressBar, ProgressStyle};
+use marginkit::data::write_atomically;
+use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
+use marginkit::robust::cccp::{S_GRID_SVC, S_GRID_SVR, THETA_GRID};
+use marginkit::robust::select::{select, Method, Selection};
+use marginkit::robust::{outlier_path, PathKind, RobustParams, Task};
+use marginkit::svm::model_io::save_model;
+use marginkit::{Dataset, KernelSpec};
+use serde_json::{json, Value};
+
+use crate::args::InputArgs;
+use crate::input::read_data;
+use crate::train::init_threads;
+use crate::{CliError, CliResult};
+
+/// `marginkit robust`.
+#[derive(Debug, Args)]
+#[command(
+    disable_help_flag = true,
+    override_usage = "marginkit robust svc|svr TRAIN_FILE --path theta|s [--valid FILE] [-c LIST] [-t K -g G ...] [--cccp] [--json] [--plot FILE] [--save-model FILE]",
+    after_help = "Models have no bias (as in the paper); -B b adds a regularized constant feature b (kernel K + b^2).\n\
+OP-theta runs theta from 1 to 0 at fixed s (--s; SVC default 0, SVR default 1); OP-s runs s from the\n\
+standard SVM's extreme value to 0 (SVC) or down to --s-end times it (SVR) at theta = 0.\n\
+Every locally optimal breakpoint of every C is a candidate; the lowest validation error wins\n\
+(0-1 for svc, mean absolute error for svr). --cccp runs the CCCP baseline on the paper's 5-point grid."
+)]
+pub struct RobustArgs {
+    /// svc (two classes) or svr (LAD regression).
+    #[arg(value_parser = ["svc", "svr"])]
+    pub task: String,
+    /// Training data.
+    pub train_file: PathBuf,
+    /// Homotopy parameter: theta or s.
+    #[arg(long, value_parser = ["theta", "s"])]
+    pub path: String,
+    /// Validation data (model selection).
+    #[arg(long)]
+    pub valid: Option<PathBuf>,
+    /// Values of C (comma separated); default the paper's 0.01,0.1,1,10,100.
+    #[arg(short = 'c', value_delimiter = ',', allow_negative_numbers = true)]
+    pub cost: Vec<f64>,
+    /// kernel_type: 0 linear, 1 polynomial, 2 RBF, 3 sigmoid, 4 precomputed.
+    #[arg(short = 't', default_value_t = 2)]
+    pub kernel_type: u8,
+    /// degree of the polynomial kernel.
+    #[arg(short = 'd', default_value_t = 3)]
+    pub degree: u32,
+    /// gamma of the kernel (default 1/num_features, the paper's 1/d).
+    #[arg(short = 'g', allow_negative_numbers = true)]
+    pub gamma: Option<f64>,
+    /// coef0 of the polynomial and sigmoid kernels.
+    #[arg(short = 'r', default_value_t = 0.0, allow_negative_numbers = true)]
+    pub coef0: f64,
+    /// Regularized constant feature b > 0 (kernel K + b^2); -1: no bias (the paper).
+    #[arg(short = 'B', default_value_t = -1.0, allow_negative_numbers = true)]
+    pub bias: f64,
+    /// Kernel column cache in MB.
+    #[arg(short = 'm', default_value_t = 512.0, allow_negative_numbers = true)]
+    pub cache_mb: f64,
+    /// Tolerance of the SMO solves (standard SVM, CCCP subproblems), polished exactly afterwards.
+    #[arg(short = 'e', default_value_t = 1e-6, allow_negative_numbers = true)]
+    pub eps: f64,
+    /// Fixed s of the theta path and CCCP-theta (SVC: <= 0, default 0; SVR: > 0, default 1).
+    #[arg(long = "s", allow_negative_numbers = true)]
+    pub s_fixed: Option<f64>,
+    /// SVR OP-s / CCCP-s end: this fraction of s_R (default 0.2, the paper's range).
+    #[arg(long, default_value_t = 0.2)]
+    pub s_end: f64,
+    /// Run the CCCP baseline instead of the outlier path.
+    #[arg(long)]
+    pub cccp: bool,
+    /// CCCP grid: theta values, or fractions of s_C / s_R (default the paper's 5 points).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        requires = "cccp",
+        allow_negative_numbers = true
+    )]
+    pub grid: Vec<f64>,
+    /// Event limit per path (default max(10000, 50 n)); a path that hits it says so.
+    #[arg(long)]
+    pub max_events: Option<usize>,
+    /// Worker threads (default: all cores); results do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Quiet: no progress and no table.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write an SVG plot (coefficient paths like the paper's Fig. 5, objective, validation error).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write the selected model (LIBSVM format, readable by `marginkit predict`).
+    #[arg(long)]
+    pub save_model: Option<PathBuf>,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+fn kernel(a: &RobustArgs, data: &Dataset) -> CliResult<KernelSpec> {
+    let gamma = a
+        .gamma
+        .unwrap_or_else(|| 1.0 / data.n_features().max(1) as f64);
+    let k = match a.kernel_type {
+        0 => KernelSpec::Linear,
+        1 => KernelSpec::Poly {
+            gamma,
+            coef0: a.coef0,
+            degree: a.degree,
+        },
+        2 => KernelSpec::Rbf { gamma },
+        3 => KernelSpec::Sigmoid {
+            gamma,
+            coef0: a.coef0,
+        },
+        4 => KernelSpec::Precomputed,
+        t => {
+            return Err(CliError(format!(
+            "-t {t}: expected 0 (linear), 1 (polynomial), 2 (RBF), 3 (sigmoid) or 4 (precomputed)"
+        )))
+        }
+    };
+    k.check()?;
+    Ok(k)
+}
+
+fn params(a: &RobustArgs, data: &Dataset) -> CliResult<RobustParams> {
+    let task = if a.task == "svc" {
+        Task::Svc
+    } else {
+        Task::Svr
+    };
+    if !(a.cache_mb.is_finite() && a.cache_mb > 0.0) {
+        return Err(CliError(format!("-m must be > 0 MB, got {}", a.cache_mb)));
+    }
+    if !(a.bias == -1.0 || (a.bias.is_finite() && a.bias > 0.0)) {
+        return Err(CliError(format!(
+            "-B must be > 0 or -1 (none), got {}",
+            a.bias
+        )));
+    }
+    let mut p = RobustParams::new(task, kernel(a, data)?).bias((a.bias > 0.0).then_some(a.bias));
+    p.s_fixed = a.s_fixed;
+    p.s_end_fraction = a.s_end;
+    p.max_events = a.max_events;
+    p.solver_tol = a.eps;
+    p.cache_bytes = (a.cache_mb * 1024.0 * 1024.0) as usize;
+    p.check()?;
+    Ok(p)
+}
+
+fn param_key(kind: PathKind) -> &'static str {
+    kind.as_str()
+}
+
+fn report(a: &RobustArgs, sel: &Selection, total: f64, n: usize) -> Value {
+    let key = param_key(sel.kind);
+    let mut bps = Vec::new();
+    let mut runs = Vec::new();
+    for r in &sel.runs {
+        for node in &r.nodes {
+            let mut v = json!({
+                "c": r.c,
+                key: node.param,
+                "kind": node.kind.as_str(),
+                "objective": node.objective,
+                "n_outliers": node.n_outliers,
+                "locally_optimal": node.locally_optimal,
+            });
+            if let (Some(e), Value::Object(o)) = (node.valid_error, &mut v) {
+                o.insert("valid_error".into(), json!(e));
+            }
+            bps.push(v);
+        }
+        runs.push(json!({
+            "c": r.c,
+            "status": r.status,
+            "breakpoints": r.nodes.len(),
+            "events": r.events,
+            "jumps": r.d_steps,
+            "s_standard": r.s_standard,
+            "max_active": r.max_active,
+            "final_locally_optimal": r.final_locally_optimal,
+            "seconds": r.seconds,
+        }));
+    }
+    let mut chosen = json!({
+        "c": sel.chosen.c,
+        key: sel.chosen.param,
+    });
+    if let (Some(e), Value::Object(o)) = (sel.chosen.valid_error, &mut chosen) {
+        o.insert("valid_error".into(), json!(e));
+    }
+    json!({
+        "task": a.task,
+        "path": key,
+        "method": if a.cccp { "cccp" } else { "op" },
+        "n_samples": n,
+        "breakpoints": bps,
+        "runs": runs,
+        "chosen": chosen,
+        "total_seconds": total,
+    })
+}
+
+const COLORS: [&str; 10] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+
+/// The plot: coefficient paths (up to 10 samples that move the most; the paper's Fig. 5) of the
+/// chosen C when the path's solutions are available, then objective and validation error.
+fn plot_svg(
+    sel: &Selection,
+    coef_nodes: Option<&[marginkit::robust::Node]>,
+    title: &str,
+) -> String {
+    let key = param_key(sel.kind);
+    let x = || Axis {
+        label: key.into(),
+        scale: Scale::Linear,
+    };
+    let mut charts = Vec::new();
+    if let Some(nodes) = coef_nodes {
+        let sols: Vec<(f64, &Vec<f64>)> = nodes
+            .iter()
+            .filter_map(|n| n.beta.as_ref().map(|b| (n.param, b)))
+            .collect();
+        if let Some((_, first)) = sols.first() {
+            let n = first.len();
+            let mut moves: Vec<(f64, usize)> = (0..n)
+                .map(|i| {
+                    let (lo, hi) = sols
+                        .iter()
+                        .fold((f64::INFINITY, f64::NEG_INFINITY), |m, s| {
+                            (m.0.min(s.1[i]), m.1.max(s.1[i]))
+                        });
+                    (hi - lo, i)
+                })
+                .collect();
+            moves.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut ch = LineChart::new(
+                &format!(
+                    "{title}: coefficients along the path (C = {})",
+                    sel.chosen.c
+                ),
+                x(),
+                Axis {
+                    label: "alpha (y_i beta_i for svc)".into(),
+                    scale: Scale::Linear,
+                },
+            );
+            for (k, &(_, i)) in moves.iter().take(10).enumerate() {
+                ch = ch.add(
+                    &format!("sample {}", i + 1),
+                    COLORS[k % COLORS.len()],
+                    sols.iter().map(|s| (s.0, s.1[i])).collect(),
+                );
+            }
+            charts.push(ch);
+        }
+    }
+    let mut obj = LineChart::new(
+        &format!("{title}: objective"),
+        x(),
+        Axis {
+            label: "robust objective".into(),
+            scale: Scale::Linear,
+        },
+    );
+    let mut val = LineChart::new(
+        &format!("{title}: validation error"),
+        x(),
+        Axis {
+            label: "validation error".into(),
+            scale: Scale::Linear,
+        },
+    );
+    let mut has_val = false;
+    for (k, r) in sel.runs.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        obj = obj.add(
+            &format!("C = {}", r.c),
+            color,
+            r.nodes.iter().map(|n| (n.param, n.objective)).collect(),
+        );
+        let pts: Vec<(f64, f64)> = r
+            .nodes
+            .iter()
+            .filter_map(|n| n.valid_error.map(|e| (n.param, e)))
+            .collect();
+        if !pts.is_empty() {
+            has_val = true;
+            val = val.add(&format!("C = {}", r.c), color, pts);
+        }
+    }
+    charts.push(obj);
+    if has_val {
+        charts.push(val);
+    }
+    stack_svg(&charts)
+}
+
+/// Largest training set whose chosen path is re-run with every solution kept for the plot.
+const PLOT_COEF_MAX_N: usize = 5000;
+
+pub fn run(a: RobustArgs) -> CliResult {
+    let t0 = Instant::now();
+    init_threads(a.threads)?;
+    let precomputed = a.kernel_type == 4;
+    let data = read_data(&a.train_file, &a.input, precomputed)?;
+    let valid = match &a.valid {
+        Some(p) => Some(read_data(p, &a.input, precomputed)?),
+        None => None,
+    };
+    let p = params(&a, &data)?;
+    let kind = if a.path == "theta" {
+        PathKind::Theta
+    } else {
+        PathKind::S
+    };
+    let cs = if a.cost.is_empty() {
+        vec![0.01, 0.1, 1.0, 10.0, 100.0]
+    } else {
+        a.cost.clone()
+    };
+    let method = if a.cccp {
+        let grid = if !a.grid.is_empty() {
+            a.grid.clone()
+        } else {
+            match (kind, p.task) {
+                (PathKind::Theta, _) => THETA_GRID.to_vec(),
+                (PathKind::S, Task::Svc) => S_GRID_SVC.to_vec(),
+                (PathKind::S, Task::Svr) => {
+                    let mut g = S_GRID_SVR.to_vec();
+                    if let Some(last) = g.last_mut() {
+                        *last = a.s_end;
+                    }
+                    g
+                }
+            }
+        };
+        Method::Cccp(grid)
+    } else {
+        Method::Path
+    };
+    let bar = (!a.quiet && !a.json && std::io::stderr().is_terminal()).then(|| {
+        let b = ProgressBar::new_spinner();
+        b.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        b.set_message(format!(
+            "robust {} path over {} values of C",
+            a.path,
+            cs.len()
+        ));
+        b.enable_steady_tick(Duration::from_millis(120));
+        b
+    });
+    let sel = select(&p, kind, &method, &cs, &data, valid.as_ref());
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let sel = sel?;
+    for r in &sel.runs {
+        if r.status != "completed" {
+            eprintln!(
+                "marginkit: warning: C = {} stopped early ({}); raise --max-events",
+                r.c, r.status
+            );
+        }
+    }
+    if let Some(path) = &a.save_model {
+        let model = sel.model(&p, &data)?;
+        save_model(path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    }
+    if let Some(path) = &a.plot {
+        let title = a
+            .train_file
+            .file_name()
+            .map_or("robust".into(), |n| n.to_string_lossy().into_owned());
+        let kept = if !a.cccp && data.len() <= PLOT_COEF_MAX_N {
+            let pc = p.clone().c(sel.chosen.c).keep_solutions(true);
+            let mut path = outlier_path(&pc, kind, &data, None)?;
+            // Show alpha = y_i beta_i for SVC (the paper's multipliers).
+            if p.task == Task::Svc {
+                let first = data.y[0];
+                for node in &mut path.nodes {
+                    if let Some(b) = &mut node.beta {
+                        for (bi, &yi) in b.iter_mut().zip(&data.y) {
+                            if yi != first {
+                                *bi = -*bi;
+                            }
+                        }
+                    }
+                }
+            }
+            Some(path.nodes)
+        } else {
+            None
+        };
+        let svg = plot_svg(&sel, kept.as_deref(), &title);
+        write_atomically(path, |w| w.write_all(svg.as_bytes()))
+            .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    }
+    let total = t0.elapsed().as_secs_f64();
+    if a.json {
+        println!("{}", report(&a, &sel, total, data.len()));
+    } else if !a.quiet {
+        let key = param_key(kind);
+        println!(
+            "{:>10} {:>12} {:>8} {:>8} {:>7} {:>10} {:>9}",
+            "C", "status", "points", "jumps", "events", "best_err", "seconds"
+        );
+        for r in &sel.runs {
+            let best = r
+                .nodes
+                .iter()
+                .filter(|n| n.locally_optimal)
+                .filter_map(|n| n.valid_error)
+                .fold(f64::INFINITY, f64::min);
+            println!(
+                "{:>10} {:>12} {:>8} {:>8} {:>7} {:>10} {:>9.4}",
+                r.c,
+                r.status,
+                r.nodes.len(),
+                r.d_steps,
+                r.events,
+                if best.is_finite() {
+                    format!("{best:.4}")
+                } else {
+                    "-".into()
+                },
+                r.seconds
+            );
+        }
+        match sel.chosen.valid_error {
+            Some(e) => println!(
+                "chosen C = {} {key} = {:.6} (validation error {e:.4})",
+                sel.chosen.c, sel.chosen.param
+            ),
+            None => println!(
+                "chosen C = {} {key} = {:.6} (no validation data: end of the first path)",
+                sel.chosen.c, sel.chosen.param
+            ),
+        }
+        println!("total {total:.4} s");
+    }
+    Ok(())
+}

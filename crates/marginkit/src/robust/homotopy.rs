@@ -1,0 +1,805 @@
+//! The outlier-path engine: exact piecewise-linear continuous steps (C-steps) in `theta` or `s`,
+//! and jump steps (D-steps) traced as a path in an auxiliary `mu: 1 -> 0`. See the module doc of
+//! [`super`] for the problem, the symbols and the corrections to the paper.
+//!
+//! Everything runs in the coefficient space `beta` with `f = K beta` kept for the training rows
+//! and the validation rows. Per sample: a state, a sign `sigma` (the label for SVC, the residual
+//! side for SVR), the slack `t = sigma (y - f)`, and `a = sigma beta`.
+//!
+//! | state | slack `t` | coefficient |
+//! |---|---|---|
+//! | `R` (SVC) | `t < 0` (margin > 1) | `beta = 0` |
+//! | `E` | `t = 0` | `beta` free in its box (solved) |
+//! | `L` | `0 < t < T` | `a = C` |
+//! | `O` | `t > T` | `a = C theta` |
+//! | `BI` | `t = T`, inlier held on the boundary | `a >= C` (solved) |
+//! | `BO` | `t = T`, outlier held on the boundary | `a <= C theta` (solved) |
+//! | `ClIO`, `ClOI` | flipped in a D-step | `a = target + mu d` (driven) |
+//!
+//! `T = 1 - s` for SVC and `T = s` for SVR. The active set `A = E u BI u BO` keeps its `f` fixed:
+//! `K_AA dbeta_A = -K_{A,D} dbeta_D` for the driven samples `D` (`O` in a theta C-step, the clamped
+//! ones in a D-step); `df = K[:, A] dbeta_A + K[:, D] dbeta_D`. Each step goes to the nearest event.
+
+use super::chol::Chol;
+use super::kern::Kern;
+use super::{Node, NodeKind, PathStatus, Task};
+
+/// Per-sample state (see the module table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum St {
+    R,
+    E,
+    L,
+    O,
+    Bi,
+    Bo,
+    ClIO,
+    ClOI,
+}
+
+/// What happens at the end of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ev {
+    /// A free coefficient reached the low / high end of its box.
+    ToLo,
+    ToHi,
+    /// The slack reached 0 (R, L, or a clamped former outlier released into E).
+    ToE,
+    /// An L sample reached `t = T`.
+    LBound,
+    /// An O sample reached `t = T`.
+    OBound,
+    /// A held inlier's `a` came down to `C`.
+    BiToL,
+    /// A held outlier's `a` came up to `C theta`.
+    BoToO,
+    /// The parameter (theta or mu) reached its end.
+    End,
+}
+
+/// Outcome of a C-step.
+enum CEnd {
+    Done,
+    Boundary { bi: Vec<usize>, bo: Vec<usize> },
+    Limit,
+}
+
+/// The engine's state.
+pub(crate) struct Engine<'k, 'a> {
+    pub kern: &'k mut Kern<'a>,
+    pub task: Task,
+    pub n: usize,
+    pub y: Vec<f64>,
+    /// Validation targets (internal coding: +-1 for SVC).
+    pub yv: Vec<f64>,
+    pub c: f64,
+    pub theta: f64,
+    /// The threshold `T` on the slack.
+    pub tt: f64,
+    pub beta: Vec<f64>,
+    pub f: Vec<f64>,
+    pub st: Vec<St>,
+    pub sigma: Vec<f64>,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    cl_target: Vec<f64>,
+    cl_d: Vec<f64>,
+    act: Vec<usize>,
+    pos: Vec<usize>,
+    chol: Chol,
+    track_o: bool,
+    s_o: Vec<f64>,
+    /// Work buffers.
+    dbeta: Vec<f64>,
+    df: Vec<f64>,
+    buf: Vec<f64>,
+    block: Vec<bool>,
+    pub events: usize,
+    pub max_events: usize,
+    pub d_steps: usize,
+    pub wrong_direction: usize,
+    /// Largest active set seen.
+    pub max_active: usize,
+    /// Jumps that left `f` unchanged (singular `K_AA` absorbed the flip).
+    pub degenerate_jumps: usize,
+    pub keep: bool,
+    pub tol: f64,
+    refine_tol: f64,
+    pub nodes: Vec<Node>,
+    pub best: Option<(usize, f64, Vec<f64>)>,
+}
+
+const NONE: usize = usize::MAX;
+/// Events between two recomputations of `f = K beta` from scratch.
+const RESYNC_EVERY: usize = 256;
+
+impl<'k, 'a> Engine<'k, 'a> {
+    /// A new engine from an exact standard-SVM solution (`beta`, `f` over all rows).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        kern: &'k mut Kern<'a>,
+        task: Task,
+        y: Vec<f64>,
+        yv: Vec<f64>,
+        c: f64,
+        beta: Vec<f64>,
+        f: Vec<f64>,
+        ridge: f64,
+        max_events: usize,
+        keep: bool,
+        tol: f64,
+    ) -> Self {
+        let n = y.len();
+        let (lo, hi): (Vec<f64>, Vec<f64>) = match task {
+            Task::Svc => y
+                .iter()
+                .map(|&v| if v > 0.0 { (0.0, c) } else { (-c, 0.0) })
+                .unzip(),
+            Task::Svr => (vec![-c; n], vec![c; n]),
+        };
+        let sigma = match task {
+            Task::Svc => y.clone(),
+            Task::Svr => vec![0.0; n],
+        };
+        let rows = f.len();
+        let refine_tol = 1e-11 * y.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+        Self {
+            refine_tol,
+            kern,
+            task,
+            n,
+            y,
+            yv,
+            c,
+            theta: 1.0,
+            tt: 0.0,
+            beta,
+            f,
+            st: vec![St::R; n],
+            sigma,
+            lo,
+            hi,
+            cl_target: vec![0.0; n],
+            cl_d: vec![0.0; n],
+            act: Vec::new(),
+            pos: vec![NONE; n],
+            chol: Chol::new(ridge),
+            track_o: false,
+            s_o: vec![0.0; rows],
+            dbeta: vec![0.0; n],
+            df: vec![0.0; rows],
+            buf: vec![0.0; rows],
+            block: vec![false; n],
+            events: 0,
+            max_events,
+            d_steps: 0,
+            wrong_direction: 0,
+            degenerate_jumps: 0,
+            max_active: 0,
+            keep,
+            tol,
+            nodes: Vec::new(),
+            best: None,
+        }
+    }
+
+    #[inline]
+    fn t(&self, i: usize) -> f64 {
+        self.sigma[i] * (self.y[i] - self.f[i])
+    }
+
+    fn add_active(&mut self, i: usize) {
+        let col: Vec<f64> = self.act.iter().map(|&a| self.kern.entry(a, i)).collect();
+        self.chol.push(&col, self.kern.entry(i, i));
+        self.pos[i] = self.act.len();
+        self.act.push(i);
+        self.max_active = self.max_active.max(self.act.len());
+    }
+
+    fn remove_active(&mut self, i: usize) {
+        let p = self.pos[i];
+        if p == NONE {
+            return;
+        }
+        self.chol.remove(p);
+        self.act.remove(p);
+        self.pos[i] = NONE;
+        for (k, &a) in self.act.iter().enumerate().skip(p) {
+            self.pos[a] = k;
+        }
+    }
+
+    /// Adds `sign * sigma_i K[:, i]` to `s_o` (the sum over the strict outliers).
+    fn o_update(&mut self, i: usize, sign: f64) {
+        if !self.track_o {
+            return;
+        }
+        let s = sign * self.sigma[i];
+        let col = self.kern.column(i);
+        for (o, &v) in self.s_o.iter_mut().zip(col) {
+            *o += s * v;
+        }
+    }
+
+    fn set_state(&mut self, i: usize, new: St) {
+        let old = self.st[i];
+        if old == new {
+            return;
+        }
+        let in_a = |s: St| matches!(s, St::E | St::Bi | St::Bo);
+        if in_a(old) && !in_a(new) {
+            self.remove_active(i);
+        }
+        if old == St::O {
+            self.o_update(i, -1.0);
+        }
+        self.st[i] = new;
+        if !in_a(old) && in_a(new) {
+            self.add_active(i);
+        }
+        if new == St::O {
+            self.o_update(i, 1.0);
+        }
+    }
+
+    /// Sets the states from the standard solution at `theta = 1`, `T = tt`: bound samples
+    /// become `L` (slack below `T`, or every one when `all_inliers`) or `O`.
+    pub fn init_states(&mut self, tt: f64, theta: f64, all_inliers: bool, track_o: bool) {
+        self.tt = tt;
+        self.theta = theta;
+        self.track_o = track_o;
+        let eps = 1e-9 * self.c;
+        for i in 0..self.n {
+            let b = self.beta[i];
+            let free = b > self.lo[i] + eps && b < self.hi[i] - eps;
+            let s = if free {
+                St::E
+            } else if b.abs() <= eps {
+                St::R
+            } else {
+                if self.task == Task::Svr {
+                    self.sigma[i] = b.signum();
+                }
+                let t = self.sigma[i] * (self.y[i] - self.f[i]);
+                if all_inliers || t <= tt {
+                    St::L
+                } else {
+                    St::O
+                }
+            };
+            self.set_state(i, s);
+        }
+    }
+
+    /// Full robust objective `1/2 beta'K beta + C sum_i loss_i` (continuous loss).
+    pub fn objective(&self) -> f64 {
+        let mut quad = 0.0;
+        let mut loss = 0.0;
+        for i in 0..self.n {
+            quad += self.beta[i] * self.f[i];
+            let t = match self.task {
+                Task::Svc => self.y[i] * (self.y[i] - self.f[i]),
+                Task::Svr => (self.y[i] - self.f[i]).abs(),
+            };
+            loss += t.max(0.0) - (1.0 - self.theta) * (t - self.tt).max(0.0);
+        }
+        0.5 * quad + self.c * loss
+    }
+
+    fn valid_error(&self) -> Option<f64> {
+        super::valid_error_of(self.task, &self.yv, &self.f[self.n..])
+    }
+
+    /// Records a node; `param` is theta or s.
+    pub fn record(&mut self, param: f64, kind: NodeKind) {
+        let ok = super::check_state(
+            self.task,
+            &self.y,
+            &self.f[..self.n],
+            &self.beta,
+            self.c,
+            self.theta,
+            self.tt,
+            self.tol,
+        )
+        .is_none();
+        let valid_error = self.valid_error();
+        let n_out = self
+            .st
+            .iter()
+            .filter(|s| matches!(s, St::O | St::Bo | St::ClIO))
+            .count();
+        let idx = self.nodes.len();
+        if kind != NodeKind::PreJump && ok {
+            if let Some(e) = valid_error {
+                if self.best.as_ref().is_none_or(|b| e < b.1) {
+                    self.best = Some((idx, e, self.beta.clone()));
+                }
+            }
+        }
+        let (beta, outlier_sign) = if self.keep {
+            (
+                Some(self.beta.clone()),
+                Some(
+                    (0..self.n)
+                        .map(|i| match self.st[i] {
+                            St::O | St::Bo | St::ClIO => self.sigma[i] as i8,
+                            _ => 0,
+                        })
+                        .collect(),
+                ),
+            )
+        } else {
+            (None, None)
+        };
+        self.nodes.push(Node {
+            param,
+            kind,
+            objective: self.objective(),
+            n_outliers: n_out,
+            valid_error,
+            locally_optimal: ok,
+            beta,
+            outlier_sign,
+        });
+    }
+
+    /// Direction per unit step. `theta_mode`: drivers are the O samples (theta decreasing);
+    /// otherwise the clamped samples (mu decreasing).
+    fn direction(&mut self, theta_mode: bool) {
+        let na = self.act.len();
+        let mut rhs = vec![0.0; na];
+        let mut drv: Vec<usize> = Vec::new();
+        if theta_mode {
+            // dbeta_O = -C sigma_O; K_{A,O} dbeta_O = -C s_o[A].
+            for (k, &a) in self.act.iter().enumerate() {
+                rhs[k] = self.c * self.s_o[a];
+            }
+        } else {
+            for i in 0..self.n {
+                if matches!(self.st[i], St::ClIO | St::ClOI) {
+                    drv.push(i);
+                    self.dbeta[i] = -self.sigma[i] * self.cl_d[i];
+                }
+            }
+            for (k, &a) in self.act.iter().enumerate() {
+                let mut s = 0.0;
+                for &j in &drv {
+                    s += self.kern.entry(a, j) * self.dbeta[j];
+                }
+                rhs[k] = -s;
+            }
+        }
+        self.chol.solve(&mut rhs);
+        for (k, &a) in self.act.iter().enumerate() {
+            self.dbeta[a] = rhs[k];
+        }
+        let mut idx = self.act.clone();
+        let mut coef = rhs;
+        if !theta_mode {
+            for &j in &drv {
+                idx.push(j);
+                coef.push(self.dbeta[j]);
+            }
+        }
+        let mut df = std::mem::take(&mut self.df);
+        self.kern.combine(&idx, &coef, &mut df);
+        if theta_mode {
+            for (d, s) in df.iter_mut().zip(&self.s_o) {
+                *d -= self.c * s;
+            }
+            for i in 0..self.n {
+                if self.st[i] == St::O {
+                    self.dbeta[i] = -self.c * self.sigma[i];
+                }
+            }
+        }
+        self.df = df;
+    }
+
+    /// Nearest event: (step, sample, event). `limit` is the step to the parameter's end.
+    fn nearest(&self, limit: f64, theta_mode: bool) -> (f64, usize, Ev) {
+        let mut best = (limit, NONE, Ev::End);
+        let c = self.c;
+        let ct = self.c * self.theta;
+        let tt = self.tt;
+        let mut consider = |h: f64, i: usize, ev: Ev, blocked: bool| {
+            let h = h.max(0.0);
+            if blocked && h <= 1e-12 {
+                return;
+            }
+            if h < best.0 {
+                best = (h, i, ev);
+            }
+        };
+        for i in 0..self.n {
+            let blk = self.block[i];
+            match self.st[i] {
+                St::E => {
+                    let d = self.dbeta[i];
+                    if d > 0.0 {
+                        consider((self.hi[i] - self.beta[i]) / d, i, Ev::ToHi, blk);
+                    } else if d < 0.0 {
+                        consider((self.lo[i] - self.beta[i]) / d, i, Ev::ToLo, blk);
+                    }
+                }
+                St::R => {
+                    let dt = -self.sigma[i] * self.df[i];
+                    if dt > 0.0 {
+                        consider(-self.t(i) / dt, i, Ev::ToE, blk);
+                    }
+                }
+                St::L => {
+                    let dt = -self.sigma[i] * self.df[i];
+                    let t = self.t(i);
+                    if dt < 0.0 {
+                        consider(t / -dt, i, Ev::ToE, blk);
+                    } else if dt > 0.0 {
+                        consider((tt - t) / dt, i, Ev::LBound, blk);
+                    }
+                }
+                St::O => {
+                    let dt = -self.sigma[i] * self.df[i];
+                    if dt < 0.0 {
+                        consider((self.t(i) - tt) / -dt, i, Ev::OBound, blk);
+                    }
+                }
+                St::Bi => {
+                    let da = self.sigma[i] * self.dbeta[i];
+                    if da < 0.0 {
+                        consider((self.sigma[i] * self.beta[i] - c) / -da, i, Ev::BiToL, blk);
+                    }
+                }
+                St::Bo => {
+                    let da = self.sigma[i] * self.dbeta[i];
+                    if da > 0.0 {
+                        consider((ct - self.sigma[i] * self.beta[i]) / da, i, Ev::BoToO, blk);
+                    }
+                }
+                St::ClOI => {
+                    let dt = -self.sigma[i] * self.df[i];
+                    if dt < 0.0 {
+                        consider(self.t(i) / -dt, i, Ev::ToE, blk);
+                    }
+                }
+                St::ClIO => {}
+            }
+        }
+        let _ = theta_mode;
+        best
+    }
+
+    /// Moves by `h` along the current direction (drivers included).
+    fn advance(&mut self, h: f64, theta_mode: bool, mu: f64) {
+        if h > 0.0 {
+            for &a in &self.act {
+                self.beta[a] += h * self.dbeta[a];
+            }
+            for (f, d) in self.f.iter_mut().zip(&self.df) {
+                *f += h * d;
+            }
+            if h > 1e-12 {
+                self.block.iter_mut().for_each(|b| *b = false);
+            }
+        }
+        for i in 0..self.n {
+            match self.st[i] {
+                St::O if theta_mode => self.beta[i] = self.sigma[i] * self.c * self.theta,
+                St::ClIO | St::ClOI => {
+                    self.beta[i] = self.sigma[i] * (self.cl_target[i] + mu * self.cl_d[i])
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Re-imposes the active set's targets exactly (`f_E = y_E`, `f_B = y_B - sigma T`).
+    fn refine(&mut self) {
+        if self.act.is_empty() {
+            return;
+        }
+        let mut x: Vec<f64> = self
+            .act
+            .iter()
+            .map(|&a| {
+                let target = match self.st[a] {
+                    St::E => self.y[a],
+                    _ => self.y[a] - self.sigma[a] * self.tt,
+                };
+                target - self.f[a]
+            })
+            .collect();
+        // Rounding drift only: re-solve when it exceeds 1e-11 of the target scale (a full
+        // combination of the active columns, as expensive as a direction).
+        if x.iter().all(|v| v.abs() <= self.refine_tol) {
+            return;
+        }
+        self.chol.solve(&mut x);
+        let idx = self.act.clone();
+        for (&a, &v) in idx.iter().zip(&x) {
+            self.beta[a] += v;
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        self.kern.combine(&idx, &x, &mut buf);
+        for (f, d) in self.f.iter_mut().zip(&buf) {
+            *f += d;
+        }
+        self.buf = buf;
+    }
+
+    /// Applies an event to sample `i` (snapping its value); boundary events in a C-step are
+    /// returned to the caller instead.
+    fn apply(&mut self, i: usize, ev: Ev, in_c_step: bool) -> Option<(Vec<usize>, Vec<usize>)> {
+        self.block[i] = true;
+        match ev {
+            Ev::ToLo | Ev::ToHi => {
+                let b = if ev == Ev::ToLo {
+                    self.lo[i]
+                } else {
+                    self.hi[i]
+                };
+                self.snap_beta(i, b);
+                let s = if b == 0.0 {
+                    St::R
+                } else {
+                    if self.task == Task::Svr {
+                        self.sigma[i] = b.signum();
+                    }
+                    St::L
+                };
+                self.set_state(i, s);
+            }
+            Ev::ToE => {
+                self.f[i] = self.y[i];
+                self.set_state(i, St::E);
+            }
+            Ev::LBound | Ev::OBound => {
+                self.f[i] = self.y[i] - self.sigma[i] * self.tt;
+                if in_c_step {
+                    return Some(if ev == Ev::LBound {
+                        (vec![i], vec![])
+                    } else {
+                        (vec![], vec![i])
+                    });
+                }
+                self.set_state(i, if ev == Ev::LBound { St::Bi } else { St::Bo });
+            }
+            Ev::BiToL => {
+                let b = self.sigma[i] * self.c;
+                self.snap_beta(i, b);
+                self.set_state(i, St::L);
+            }
+            Ev::BoToO => {
+                let b = self.sigma[i] * self.c * self.theta;
+                self.snap_beta(i, b);
+                self.set_state(i, St::O);
+            }
+            Ev::End => {}
+        }
+        None
+    }
+
+    /// Sets `beta_i = b` and adds the change to `f`.
+    fn snap_beta(&mut self, i: usize, b: f64) {
+        let d = b - self.beta[i];
+        self.beta[i] = b;
+        if d != 0.0 {
+            let col = self.kern.column(i);
+            for (f, &v) in self.f.iter_mut().zip(col) {
+                *f += d * v;
+            }
+        }
+    }
+
+    fn bump(&mut self) -> bool {
+        self.events += 1;
+        if self.events % RESYNC_EVERY == 0 {
+            self.resync();
+        }
+        self.events > self.max_events
+    }
+
+    /// Recomputes `f = K beta` from scratch (clearing accumulated rounding and the small
+    /// inconsistencies of snapped events) and re-imposes the active set's targets.
+    pub fn resync(&mut self) {
+        let mut fresh = std::mem::take(&mut self.buf);
+        super::boxqp::fresh_f(self.kern, &self.beta, &mut fresh);
+        std::mem::swap(&mut self.f, &mut fresh);
+        self.buf = fresh;
+        self.refine();
+    }
+
+    /// OP-theta C-step from the current theta toward 0.
+    fn c_step_theta(&mut self) -> CEnd {
+        loop {
+            if self.theta <= 0.0 {
+                return CEnd::Done;
+            }
+            if self.bump() {
+                return CEnd::Limit;
+            }
+            self.direction(true);
+            let (h, i, ev) = self.nearest(self.theta, true);
+            let h = h.min(self.theta);
+            let new_theta = if ev == Ev::End { 0.0 } else { self.theta - h };
+            self.theta = new_theta;
+            self.advance(h, true, 0.0);
+            if ev == Ev::End {
+                return CEnd::Done;
+            }
+            if let Some((bi, bo)) = self.apply(i, ev, true) {
+                return CEnd::Boundary { bi, bo };
+            }
+            self.refine();
+            self.record(self.theta, NodeKind::SetChange);
+        }
+    }
+
+    /// D-step: flips `bi` (inliers on the boundary) and `bo` (outliers on the boundary) and
+    /// traces mu from 1 to 0, repeating while samples remain held on the boundary.
+    /// Returns `false` on the event limit.
+    fn d_step(&mut self, bi: Vec<usize>, bo: Vec<usize>) -> bool {
+        self.d_steps += 1;
+        let before = self.objective();
+        let ok = self.d_step_inner(bi, bo);
+        let after = self.objective();
+        if ok && (before - after).abs() <= 1e-12 * before.abs().max(1.0) {
+            self.degenerate_jumps += 1;
+        }
+        ok
+    }
+
+    fn d_step_inner(&mut self, mut bi: Vec<usize>, mut bo: Vec<usize>) -> bool {
+        let c = self.c;
+        let ct = self.c * self.theta;
+        loop {
+            // Clamp the flipped samples.
+            let mut flips: Vec<usize> = Vec::new();
+            for &i in &bi {
+                self.set_state(i, St::ClIO);
+                self.cl_target[i] = ct;
+                self.cl_d[i] = self.sigma[i] * self.beta[i] - ct;
+                flips.push(i);
+            }
+            for &i in &bo {
+                self.set_state(i, St::ClOI);
+                self.cl_target[i] = c;
+                self.cl_d[i] = self.sigma[i] * self.beta[i] - c;
+                flips.push(i);
+            }
+            // Simultaneous flips can push one another the wrong way: flip one at a time then.
+            if flips.len() > 1 {
+                self.direction(false);
+                let wrong = flips.iter().any(|&i| {
+                    let dt = -self.sigma[i] * self.df[i];
+                    (self.st[i] == St::ClIO && dt < 0.0) || (self.st[i] == St::ClOI && dt > 0.0)
+                });
+                if wrong {
+                    self.wrong_direction += 1;
+                    for &i in &flips[1..] {
+                        let back = if self.st[i] == St::ClIO {
+                            St::Bi
+                        } else {
+                            St::Bo
+                        };
+                        self.set_state(i, back);
+                    }
+                }
+            }
+            let mut mu = 1.0;
+            while mu > 0.0 {
+                if self.bump() {
+                    return false;
+                }
+                self.direction(false);
+                let (h, i, ev) = self.nearest(mu, false);
+                let h = h.min(mu);
+                mu = if ev == Ev::End { 0.0 } else { mu - h };
+                self.advance(h, false, mu);
+                if ev == Ev::End {
+                    break;
+                }
+                if ev == Ev::ToE && self.st[i] == St::ClOI {
+                    // Released: its coefficient stays where the path left it.
+                }
+                self.apply(i, ev, false);
+                self.refine();
+            }
+            // Land the clamped samples on their targets.
+            for i in 0..self.n {
+                match self.st[i] {
+                    St::ClIO => {
+                        self.beta[i] = self.sigma[i] * ct;
+                        self.set_state(i, St::O);
+                    }
+                    St::ClOI => {
+                        self.beta[i] = self.sigma[i] * c;
+                        self.set_state(i, St::L);
+                    }
+                    _ => {}
+                }
+            }
+            self.refine();
+            bi = (0..self.n).filter(|&i| self.st[i] == St::Bi).collect();
+            bo = (0..self.n).filter(|&i| self.st[i] == St::Bo).collect();
+            if bi.is_empty() && bo.is_empty() {
+                return true;
+            }
+        }
+    }
+
+    /// The whole OP-theta path from theta = 1.
+    pub fn run_theta(&mut self) -> PathStatus {
+        self.record(1.0, NodeKind::Start);
+        loop {
+            match self.c_step_theta() {
+                CEnd::Done => {
+                    self.resync();
+                    self.record(0.0, NodeKind::End);
+                    return PathStatus::Completed;
+                }
+                CEnd::Limit => return PathStatus::EventLimit,
+                CEnd::Boundary { bi, bo } => {
+                    self.record(self.theta, NodeKind::PreJump);
+                    if !self.d_step(bi, bo) {
+                        return PathStatus::EventLimit;
+                    }
+                    self.record(self.theta, NodeKind::PostJump);
+                }
+            }
+        }
+    }
+
+    /// Records the standard SVM as the start of OP-s: at `s = s_C` (`s_R`) it touches the
+    /// threshold, but it is the local (global) optimum for every `s` just inside, where no
+    /// sample is an outlier; it is checked as such (the threshold condition is not applied).
+    pub fn record_standard(&mut self) {
+        let th = self.theta;
+        self.theta = 1.0;
+        self.record(self.param_s(), NodeKind::Start);
+        self.theta = th;
+    }
+
+    fn param_s(&self) -> f64 {
+        match self.task {
+            Task::Svc => 1.0 - self.tt,
+            Task::Svr => self.tt,
+        }
+    }
+
+    /// The whole OP-s path (theta = 0) from `T = t_start` down to `t_end`.
+    pub fn run_s(&mut self, t_end: f64) -> PathStatus {
+        self.record_standard();
+        loop {
+            // The largest inlier slack sets the next boundary hit.
+            let mut tmax = f64::NEG_INFINITY;
+            for i in 0..self.n {
+                if self.st[i] == St::L {
+                    tmax = tmax.max(self.t(i));
+                }
+            }
+            if tmax <= t_end {
+                self.tt = t_end;
+                self.resync();
+                self.record(self.param_s(), NodeKind::End);
+                return PathStatus::Completed;
+            }
+            if self.bump() {
+                return PathStatus::EventLimit;
+            }
+            self.tt = tmax.min(self.tt);
+            let tie = 1e-12 * self.tt.abs().max(1.0);
+            let bi: Vec<usize> = (0..self.n)
+                .filter(|&i| self.st[i] == St::L && self.t(i) >= self.tt - tie)
+                .collect();
+            for &i in &bi {
+                self.f[i] = self.y[i] - self.sigma[i] * self.tt;
+            }
+            self.record(self.param_s(), NodeKind::PreJump);
+            if !self.d_step(bi, Vec::new()) {
+                return PathStatus::EventLimit;
+            }
+            self.record(self.param_s(), NodeKind::PostJump);
+        }
+    }
+}

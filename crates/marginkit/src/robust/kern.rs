@@ -1,0 +1,381 @@
+//! Kernel access for the robust SVMs, in f64: single entries, cached columns over the training
+//! rows followed by the validation rows, linear combinations of columns, and an adapter that
+//! serves the same kernel to [`crate::solver::smo`] as a `2n`-variable [`QMatrix`].
+//!
+//! The kernel is `K(u, v) + b^2` when a regularized constant feature `b` is used (a bias that is
+//! penalized like every other weight; for the linear kernel this is exactly appending the
+//! feature `b` to every row).
+//!
+//! The homotopy needs exact (f64) kernel values: events are decided on differences of margins,
+//! and the f32 column cache of [`crate::kernel::qmatrix`] would put a 1e-7 relative noise on them.
+//! Linear kernels (dense or sparse) take the primal shortcut: a combination
+//! `sum_k c_k K[:, j_k]` is `X (sum_k c_k x_{j_k})`, one pass over the data.
+//!
+//! Every entry is computed independently of the blocking and of the thread count, and sums run in
+//! a fixed order, so results do not depend on the number of threads.
+
+use rayon::prelude::*;
+
+use crate::data::{ops, Features, Row};
+use crate::kernel::cache::CacheStats;
+use crate::kernel::qmatrix::{exp_nonpositive, QMatrix};
+use crate::kernel::KernelSpec;
+
+/// Rows per parallel task when a column or a combination is computed.
+const PAR_ROWS: usize = 2048;
+
+/// f64 kernel over `train` rows (indices `0..n`) and `valid` rows (indices `n..n + nv`).
+#[derive(Debug)]
+pub(crate) struct Kern<'a> {
+    train: &'a Features,
+    valid: Option<&'a Features>,
+    spec: KernelSpec,
+    b2: f64,
+    n: usize,
+    nv: usize,
+    norms: Vec<f64>,
+    /// Width of the primal weight buffer (linear kernel).
+    width: usize,
+    /// Cache: slot of each training sample's column (`u32::MAX`: none).
+    slot_of: Vec<u32>,
+    owner: Vec<usize>,
+    stamp: Vec<u64>,
+    clock: u64,
+    store: Vec<f64>,
+    hits: u64,
+    misses: u64,
+    slot_buf: Vec<usize>,
+    coef_buf: Vec<f64>,
+}
+
+/// Rows per parallel block of [`Kern::combine`].
+const COMBINE_ROWS: usize = 1024;
+
+impl<'a> Kern<'a> {
+    /// `cache_bytes` bounds the column store (at least two columns are kept).
+    pub fn new(
+        train: &'a Features,
+        valid: Option<&'a Features>,
+        spec: KernelSpec,
+        b: Option<f64>,
+        cache_bytes: usize,
+    ) -> Self {
+        let n = train.n_rows();
+        let nv = valid.map_or(0, |v| v.n_rows());
+        let mut norms = Vec::with_capacity(n + nv);
+        norms.extend((0..n).map(|i| ops::sq_norm(train.row(i))));
+        if let Some(v) = valid {
+            norms.extend((0..nv).map(|i| ops::sq_norm(v.row(i))));
+        }
+        let width = train.n_cols().max(valid.map_or(0, |v| v.n_cols()));
+        let len = (n + nv).max(1);
+        let slots = (cache_bytes / (8 * len)).clamp(2, n.max(2));
+        Self {
+            train,
+            valid,
+            spec,
+            b2: b.map_or(0.0, |b| b * b),
+            n,
+            nv,
+            norms,
+            width,
+            slot_of: vec![u32::MAX; n],
+            owner: vec![usize::MAX; slots],
+            stamp: vec![0; slots],
+            clock: 0,
+            store: Vec::new(),
+            hits: 0,
+            misses: 0,
+            slot_buf: Vec::new(),
+            coef_buf: Vec::new(),
+        }
+    }
+
+    /// Number of training rows.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    /// Total rows (training then validation).
+    pub fn rows(&self) -> usize {
+        self.n + self.nv
+    }
+
+    #[inline]
+    fn row(&self, i: usize) -> Row<'_> {
+        if i < self.n {
+            self.train.row(i)
+        } else {
+            // Only called with i < n + nv, and nv > 0 implies valid is Some.
+            match self.valid {
+                Some(v) => v.row(i - self.n),
+                None => self.train.row(i % self.n.max(1)),
+            }
+        }
+    }
+
+    /// `K(row i, training row j)`, `i` over training and validation rows.
+    #[inline]
+    pub fn entry(&self, i: usize, j: usize) -> f64 {
+        let (a, b) = (self.row(i), self.train.row(j));
+        let v = match self.spec {
+            KernelSpec::Precomputed => a.get(b.get(0) as usize),
+            KernelSpec::Rbf { gamma } => {
+                let d2 = (self.norms[i] + self.norms[j] - 2.0 * ops::dot(a, b)).max(0.0);
+                exp_nonpositive(-gamma * d2)
+            }
+            s => s.from_dot(ops::dot(a, b), 0.0, 0.0),
+        };
+        v + self.b2
+    }
+
+    fn linear(&self) -> bool {
+        self.spec == KernelSpec::Linear
+    }
+
+    /// Column `j` (training sample) over all rows, through the cache.
+    pub fn column(&mut self, j: usize) -> &[f64] {
+        let len = self.n + self.nv;
+        self.clock += 1;
+        let s = self.slot_of[j];
+        if s != u32::MAX {
+            self.hits += 1;
+            let s = s as usize;
+            self.stamp[s] = self.clock;
+            return &self.store[s * len..(s + 1) * len];
+        }
+        self.misses += 1;
+        // Least recently used slot (the first free one while the store grows).
+        let slots = self.owner.len();
+        let s = match self.owner.iter().position(|&o| o == usize::MAX) {
+            Some(s) => s,
+            None => {
+                let mut best = 0;
+                for k in 1..slots {
+                    if self.stamp[k] < self.stamp[best] {
+                        best = k;
+                    }
+                }
+                best
+            }
+        };
+        if self.owner[s] != usize::MAX {
+            self.slot_of[self.owner[s]] = u32::MAX;
+        }
+        if self.store.len() < (s + 1) * len {
+            self.store.resize((s + 1) * len, 0.0);
+        }
+        self.owner[s] = j;
+        self.slot_of[j] = s as u32;
+        self.stamp[s] = self.clock;
+        let mut col = std::mem::take(&mut self.store);
+        self.fill_column(j, &mut col[s * len..(s + 1) * len]);
+        self.store = col;
+        &self.store[s * len..(s + 1) * len]
+    }
+
+    fn fill_column(&self, j: usize, out: &mut [f64]) {
+        if out.len() >= 2 * PAR_ROWS {
+            out.par_chunks_mut(PAR_ROWS)
+                .enumerate()
+                .for_each(|(c, ch)| {
+                    for (k, o) in ch.iter_mut().enumerate() {
+                        *o = self.entry(c * PAR_ROWS + k, j);
+                    }
+                });
+        } else {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = self.entry(i, j);
+            }
+        }
+    }
+
+    /// `out = sum_k coef[k] K[:, idx[k]]` over all rows (training then validation).
+    /// Columns come from the cache (all made resident first, then summed in parallel over row
+    /// blocks, in the order of `idx` for every row), or the primal shortcut for the linear kernel.
+    pub fn combine(&mut self, idx: &[usize], coef: &[f64], out: &mut [f64]) {
+        out.iter_mut().for_each(|o| *o = 0.0);
+        if idx.is_empty() {
+            return;
+        }
+        if self.linear() {
+            self.combine_linear(idx, coef, out);
+            return;
+        }
+        let mut slots = std::mem::take(&mut self.slot_buf);
+        let mut cs = std::mem::take(&mut self.coef_buf);
+        slots.clear();
+        cs.clear();
+        let nnz = coef.iter().filter(|&&c| c != 0.0).count();
+        if nnz <= self.owner.len() {
+            // Every column loaded in this call is more recent than any other, so none of them
+            // is evicted while the others load.
+            for (&j, &c) in idx.iter().zip(coef) {
+                if c != 0.0 {
+                    self.column(j);
+                    slots.push(self.slot_of[j] as usize);
+                    cs.push(c);
+                }
+            }
+            let len = self.n + self.nv;
+            let store = &self.store;
+            let body = |lo: usize, ch: &mut [f64]| {
+                for (&s, &c) in slots.iter().zip(&cs) {
+                    let col = &store[s * len + lo..s * len + lo + ch.len()];
+                    for (o, &v) in ch.iter_mut().zip(col) {
+                        *o += c * v;
+                    }
+                }
+            };
+            if len * slots.len() >= 1 << 16 && len >= 2 * COMBINE_ROWS {
+                out.par_chunks_mut(COMBINE_ROWS)
+                    .enumerate()
+                    .for_each(|(k, ch)| body(k * COMBINE_ROWS, ch));
+            } else {
+                body(0, out);
+            }
+        } else {
+            for (&j, &c) in idx.iter().zip(coef) {
+                if c == 0.0 {
+                    continue;
+                }
+                let col = self.column(j);
+                for (o, &v) in out.iter_mut().zip(col) {
+                    *o += c * v;
+                }
+            }
+        }
+        self.slot_buf = slots;
+        self.coef_buf = cs;
+    }
+
+    /// As [`Kern::combine`] but row by row without the cache (for one-off products over many
+    /// columns, e.g. `f = K beta` from scratch).
+    pub fn combine_direct(&self, idx: &[usize], coef: &[f64], out: &mut [f64]) {
+        if self.linear() {
+            self.combine_linear(idx, coef, out);
+            return;
+        }
+        let body = |i: usize| -> f64 {
+            let mut s = 0.0;
+            for (&j, &c) in idx.iter().zip(coef) {
+                s += c * self.entry(i, j);
+            }
+            s
+        };
+        if out.len() >= 2 * PAR_ROWS {
+            out.par_chunks_mut(PAR_ROWS)
+                .enumerate()
+                .for_each(|(c, ch)| {
+                    for (k, o) in ch.iter_mut().enumerate() {
+                        *o = body(c * PAR_ROWS + k);
+                    }
+                });
+        } else {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = body(i);
+            }
+        }
+    }
+
+    fn combine_linear(&self, idx: &[usize], coef: &[f64], out: &mut [f64]) {
+        let mut w = vec![0.0; self.width];
+        let mut sum = 0.0;
+        for (&j, &c) in idx.iter().zip(coef) {
+            if c != 0.0 {
+                ops::axpy(c, self.train.row(j), &mut w);
+                sum += c;
+            }
+        }
+        let shift = self.b2 * sum;
+        let body = |i: usize| ops::dot_dense(self.row(i), &w) + shift;
+        if out.len() >= 2 * PAR_ROWS {
+            out.par_chunks_mut(PAR_ROWS)
+                .enumerate()
+                .for_each(|(c, ch)| {
+                    for (k, o) in ch.iter_mut().enumerate() {
+                        *o = body(c * PAR_ROWS + k);
+                    }
+                });
+        } else {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = body(i);
+            }
+        }
+    }
+
+    /// Column requests served from the cache and computed.
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits,
+            misses: self.misses,
+        }
+    }
+}
+
+/// The kernel as a `2n`-variable SMO matrix: variable `k < n` is `beta+_k` (sign +1), variable
+/// `k + n` is `beta-_k` (sign -1), `Q_ab = s_a s_b K(a mod n, b mod n)`, so that
+/// `beta = beta+ - beta-` and `1/2 beta' K beta = 1/2 v' Q v`. This is how a box
+/// `lo <= beta <= hi` with `lo <= 0 <= hi` becomes a [`crate::solver::BoxQp`] with zero lower
+/// bounds (upper bounds `hi` and `-lo`).
+pub(crate) struct BetaQ<'k, 'a> {
+    kern: &'k mut Kern<'a>,
+    sign: Vec<i8>,
+    index: Vec<u32>,
+    diag: Vec<f64>,
+    buf: [Vec<f32>; 2],
+}
+
+impl<'k, 'a> BetaQ<'k, 'a> {
+    pub fn new(kern: &'k mut Kern<'a>) -> Self {
+        let n = kern.n();
+        let kd: Vec<f64> = (0..n).map(|i| kern.entry(i, i)).collect();
+        let mut diag = kd.clone();
+        diag.extend_from_slice(&kd);
+        let mut sign = vec![1i8; n];
+        sign.extend(std::iter::repeat_n(-1i8, n));
+        Self {
+            kern,
+            sign,
+            index: (0..n as u32).chain(0..n as u32).collect(),
+            diag,
+            buf: [vec![0.0; 2 * n], vec![0.0; 2 * n]],
+        }
+    }
+
+    fn expand(&mut self, which: usize, i: usize, len: usize) {
+        let real = self.index[i] as usize;
+        let si = self.sign[i];
+        let col = self.kern.column(real);
+        let buf = &mut self.buf[which][..len];
+        for ((o, &sj), &ix) in buf.iter_mut().zip(&self.sign).zip(&self.index) {
+            let v = col[ix as usize] as f32;
+            *o = if sj == si { v } else { -v };
+        }
+    }
+}
+
+impl QMatrix for BetaQ<'_, '_> {
+    fn n(&self) -> usize {
+        self.diag.len()
+    }
+    fn diag(&self) -> &[f64] {
+        &self.diag
+    }
+    fn column(&mut self, i: usize, len: usize) -> &[f32] {
+        self.expand(0, i, len);
+        &self.buf[0][..len]
+    }
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
+        self.expand(0, i, len);
+        self.expand(1, j, len);
+        (&self.buf[0][..len], &self.buf[1][..len])
+    }
+    fn swap_index(&mut self, i: usize, j: usize) {
+        self.sign.swap(i, j);
+        self.index.swap(i, j);
+        self.diag.swap(i, j);
+    }
+    fn cache_stats(&self) -> CacheStats {
+        self.kern.stats()
+    }
+}

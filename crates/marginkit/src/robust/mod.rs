@@ -1,0 +1,833 @@
+//! Robust (ramp-loss) SVC and SVR, the outlier path (OP) homotopy, and the CCCP baseline.
+//!
+//! **Problem** (no bias, as in the paper; `f(x) = sum_j beta_j K(x, x_j)`):
+//!
+//! ```text
+//! min_f  1/2 |f|_H^2 + C sum_i loss(t_i; theta, s)
+//! SVC: t_i = 1 - y_i f(x_i), T = 1 - s (s <= 0);   SVR: t_i = |y_i - f(x_i)|, T = s (s >= 0)
+//! loss(t) = [t]_+ - (1 - theta) [t - T]_+          (theta in [0, 1])
+//! ```
+//! `theta = 1` (or `s = -inf` / `+inf`) is the hinge-loss SVC / LAD-SVR; `theta = 0` truncates the
+//! loss at `T` (ramp loss for SVC with `s = 0`). Samples with `t > T` are outliers.
+//!
+//! | paper (Suzumura et al.) | code |
+//! |---|---|
+//! | `alpha_i` (SVC, `f = sum alpha_j y_j K`) | `beta_i = y_i alpha_i` |
+//! | `alpha_i` (SVR) | `beta_i` |
+//! | `m_i = y_i f(x_i)`, `r_i = y_i - f(x_i)` | slack `t_i = 1 - m_i`, `t_i = |r_i|` |
+//! | `s` (threshold), `theta` (outlier weight) | `T` (threshold on the slack), `theta` |
+//! | `R, E, L, O`, `I'`, `O'` | states `R, E, L, O, Bi, Bo` ([`homotopy`]) |
+//! | `Q_EE alpha_E = 1 - C Q_EL 1 - C theta Q_EO 1` (Eq. 27) | `K_AA beta_A = y_A - K_{A,rest} beta_rest` |
+//!
+//! **Algorithm** (OP, Algorithm 1 with the digest's corrections): the standard SVM at the same `C`
+//! is solved by [`crate::solver::smo`] (a box QP over `2n` variables `beta = beta+ - beta-`) and
+//! polished to the exact optimum; the partition starts with the **inliers `{t <= T}`** (Algorithm 1
+//! prints the two sets swapped). Then, alternately:
+//! * **C-step** (continuous): inside one partition `{I, O}` the conditional optimum is piecewise
+//!   linear in `theta` (OP-theta: outlier coefficients `C theta sigma`, the active set re-solved from
+//!   the linear system above); each step goes to the nearest event (a free coefficient reaching
+//!   its box end, a slack reaching 0, an inlier or outlier reaching `T`, or `theta = 0`). For
+//!   OP-s (`theta = 0`) the solution is constant and `T` moves to the largest inlier slack.
+//! * **D-step** (jump) when a sample reaches `T`: every boundary sample is flipped (Eq. 17) and the
+//!   convex problem of the new partition is reached by a second homotopy in `mu: 1 -> 0` (App. C):
+//!   the flipped coefficients move linearly to their targets (`C theta` or `C`) while the others
+//!   re-solve, with inliers/outliers that reach `T` held on it (states `Bi`, `Bo`, whose
+//!   coefficients may go beyond `C` or below `C theta`, even negative). Samples still held at
+//!   `mu = 0` are flipped again. By Thm 3 each D-step strictly lowers the objective.
+//!
+//! **Stopping rule**: OP-theta ends at `theta = 0`; OP-s ends at `s = 0` (SVC) or
+//! `s = s_end_fraction * s_R` (SVR, the paper's candidate range `[0.2 s_R, s_R]`). Every event
+//! counts against `max_events`; hitting it ends the path with [`PathStatus::EventLimit`].
+//!
+//! **Cost per event**: one solve with the incrementally updated Cholesky factor of `K_AA`
+//! (`O(|A|^2)`, [`chol`]) and one combination of `|A|` (plus driven) kernel columns over the
+//! training and validation rows (`O((n + n_valid) |A|)` from cached columns, or `O(nnz(X))` for the
+//! linear kernel through the primal weights).
+//!
+//! **Optimality** ([`check_local_optimality`]): Theorem 4 (SVC) and Theorem 5 (SVR, with the
+//! digest's sign corrections: `beta_i = C sign(r_i)` for `0 < |r_i| < s`, `C theta sign(r_i)` for
+//! `|r_i| > s`) plus the condition that no sample sits on the threshold. Every recorded node
+//! carries its verdict; pre-jump nodes fail it by construction.
+//!
+//! **Corrections and deviations** (documented): Algorithm 1's initial sets are swapped in the
+//! paper; the loss is used in its continuous form `1 - theta z - (1 - theta) s` (equal to the
+//! printed Eq. 5 whenever `theta s = 0`, i.e. on both paths the paper runs); SVR outliers carry a
+//! fixed residual sign (the printed polytope is not convex otherwise); the paper's `Delta f_i`
+//! lacks the `y_j` factors (the code works in `beta`, where it does not arise); the jump step is the
+//! `mu`-path with the event list of the digest (the paper gives none). Simultaneous flips that push
+//! one another the wrong way are detected and then flipped one at a time
+//! ([`OutlierPath::wrong_direction`]). Singular `K_AA` (linear kernel with `|A| > d`, duplicated
+//! points) is handled by a ridge `tau = ridge * max_i K_ii` in the factor (see [`chol`]).
+//!
+//! **Bias**: none, as in the paper. [`RobustParams::bias`] adds a regularized constant feature `b`:
+//! the kernel becomes `K + b^2` (for the linear kernel, exactly the feature `b` appended to every
+//! row) and the exported model carries `rho = -b^2 sum_j beta_j`.
+//!
+//! **Degenerate cases** (documented behaviour): OP-theta is constant when the standard SVM has no
+//! sample beyond `T` (no outliers); OP-s returns only the standard SVM when it has no sample beyond
+//! `T` (`s_C >= 0`, e.g. separable data); when every sample ends as an outlier the model is
+//! `f = 0` at `theta = 0`. Duplicated points are handled by the ridge.
+//!
+//! Citation: S. Suzumura, K. Ogawa, M. Sugiyama, M. Karasuyama, I. Takeuchi, "Homotopy
+//! Continuation Approaches for Robust SV Classification and Regression", arXiv 1507.03229 (2015),
+//! Algorithm 1, Eqs. 2-27, Theorems 3-5, Appendix C; CCCP after Yuille & Rangarajan.
+
+pub(crate) mod boxqp;
+pub mod cccp;
+pub(crate) mod chol;
+pub(crate) mod homotopy;
+pub(crate) mod kern;
+pub mod select;
+
+use std::time::Instant;
+
+use crate::data::Dataset;
+use crate::error::{DataError, FitError, ParamError};
+use crate::kernel::KernelSpec;
+use crate::svm::{SvmModel, SvmType};
+use homotopy::Engine;
+use kern::Kern;
+
+/// Classification (ramp-loss SVC) or regression (truncated LAD-SVR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    /// Robust SVC (labels: exactly two classes).
+    Svc,
+    /// Robust SVR (LAD loss, no epsilon tube).
+    Svr,
+}
+
+/// Which homotopy parameter the path moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    /// OP-theta: theta from 1 to 0 at fixed `s`.
+    Theta,
+    /// OP-s: theta = 0, `s` from the standard SVM's extreme value toward 0 (SVC) or down to
+    /// `s_end_fraction * s_R` (SVR).
+    S,
+}
+
+impl PathKind {
+    /// `"theta"` or `"s"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PathKind::Theta => "theta",
+            PathKind::S => "s",
+        }
+    }
+}
+
+/// Parameters of one outlier path (one `C`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RobustParams {
+    /// SVC or SVR.
+    pub task: Task,
+    /// Kernel (any; RBF gamma already resolved).
+    pub kernel: KernelSpec,
+    /// Regularization constant `C > 0`.
+    pub c: f64,
+    /// The fixed `s` of OP-theta and CCCP-theta: SVC `s <= 0` (default 0), SVR `s > 0` (default 1,
+    /// the paper's Fig. 3a on standardized outputs).
+    pub s_fixed: Option<f64>,
+    /// SVR OP-s ends at this fraction of `s_R` (default 0.2, the paper's range).
+    pub s_end_fraction: f64,
+    /// Regularized constant feature `b` (kernel `K + b^2`); `None`: no bias (the paper).
+    pub bias: Option<f64>,
+    /// Event limit of one path (default `max(10_000, 50 n)`).
+    pub max_events: Option<usize>,
+    /// Column cache budget in bytes.
+    pub cache_bytes: usize,
+    /// SMO tolerance of the standard SVM and the CCCP subproblems (polished afterwards).
+    pub solver_tol: f64,
+    /// Relative ridge of the active-set factor (times `max_i K_ii`).
+    pub ridge: f64,
+    /// Tolerance of the local-optimality checker (relative to `C` and to the slack scale).
+    pub check_tol: f64,
+    /// Keep every node's coefficients and partition (tests, small problems).
+    pub keep_solutions: bool,
+}
+
+impl RobustParams {
+    /// Defaults for `task` with `kernel`: C = 1, s as the paper, no bias.
+    pub fn new(task: Task, kernel: KernelSpec) -> Self {
+        Self {
+            task,
+            kernel,
+            c: 1.0,
+            s_fixed: None,
+            s_end_fraction: 0.2,
+            bias: None,
+            max_events: None,
+            cache_bytes: 512 << 20,
+            solver_tol: 1e-6,
+            ridge: 1e-11,
+            check_tol: 1e-6,
+            keep_solutions: false,
+        }
+    }
+    /// Sets `C`.
+    pub fn c(mut self, c: f64) -> Self {
+        self.c = c;
+        self
+    }
+    /// Sets the fixed `s` of the theta path.
+    pub fn s_fixed(mut self, s: f64) -> Self {
+        self.s_fixed = Some(s);
+        self
+    }
+    /// Sets the bias feature.
+    pub fn bias(mut self, b: Option<f64>) -> Self {
+        self.bias = b;
+        self
+    }
+    /// Sets the event limit.
+    pub fn max_events(mut self, m: usize) -> Self {
+        self.max_events = Some(m);
+        self
+    }
+    /// Keeps every node's solution.
+    pub fn keep_solutions(mut self, k: bool) -> Self {
+        self.keep_solutions = k;
+        self
+    }
+
+    /// The fixed `s` in effect for the theta path.
+    pub fn s_theta(&self) -> f64 {
+        self.s_fixed.unwrap_or(match self.task {
+            Task::Svc => 0.0,
+            Task::Svr => 1.0,
+        })
+    }
+
+    /// Checks the numbers.
+    ///
+    /// # Errors
+    /// [`ParamError`] naming the parameter.
+    pub fn check(&self) -> Result<(), ParamError> {
+        crate::error::positive("C", self.c)?;
+        self.kernel.check()?;
+        let s = self.s_theta();
+        match self.task {
+            Task::Svc if !(s.is_finite() && s <= 0.0) => {
+                return Err(ParamError::OutOfRange {
+                    name: "s",
+                    value: s,
+                    range: "(-inf, 0] for robust SVC",
+                })
+            }
+            Task::Svr if !(s.is_finite() && s > 0.0) => {
+                return Err(ParamError::OutOfRange {
+                    name: "s",
+                    value: s,
+                    range: "(0, inf) for robust SVR",
+                })
+            }
+            _ => {}
+        }
+        if !(self.s_end_fraction > 0.0 && self.s_end_fraction < 1.0) {
+            return Err(ParamError::OutOfRange {
+                name: "s_end_fraction",
+                value: self.s_end_fraction,
+                range: "(0, 1)",
+            });
+        }
+        if let Some(b) = self.bias {
+            crate::error::non_negative("bias", b)?;
+        }
+        crate::error::positive("solver_tol", self.solver_tol)?;
+        crate::error::positive("ridge", self.ridge)?;
+        crate::error::positive("check_tol", self.check_tol)?;
+        Ok(())
+    }
+}
+
+/// Checks a value of theta.
+///
+/// # Errors
+/// [`ParamError::OutOfRange`] outside `[0, 1]` (or NaN).
+pub fn check_theta(theta: f64) -> Result<f64, ParamError> {
+    if (0.0..=1.0).contains(&theta) {
+        Ok(theta)
+    } else {
+        Err(ParamError::OutOfRange {
+            name: "theta",
+            value: theta,
+            range: "[0, 1]",
+        })
+    }
+}
+
+/// What a recorded path point is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// The standard SVM (start of the path).
+    Start,
+    /// A breakpoint of the continuous path (a set change).
+    SetChange,
+    /// A solution touching the threshold, before the jump (not locally optimal).
+    PreJump,
+    /// The solution after a jump (locally optimal).
+    PostJump,
+    /// The end of the path.
+    End,
+}
+
+impl NodeKind {
+    /// Lower-case name for reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NodeKind::Start => "start",
+            NodeKind::SetChange => "breakpoint",
+            NodeKind::PreJump => "pre_jump",
+            NodeKind::PostJump => "post_jump",
+            NodeKind::End => "end",
+        }
+    }
+}
+
+/// One recorded point of a path (or one CCCP grid point).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// theta (OP-theta) or s (OP-s).
+    pub param: f64,
+    /// What the point is.
+    pub kind: NodeKind,
+    /// Full robust objective (continuous loss) at this point.
+    pub objective: f64,
+    /// Outliers (samples beyond the threshold, or held on it as outliers).
+    pub n_outliers: usize,
+    /// Validation error (0-1 for SVC, mean absolute error for SVR), when validation data is given.
+    pub valid_error: Option<f64>,
+    /// The local-optimality checker's verdict (Theorems 4/5).
+    pub locally_optimal: bool,
+    /// Coefficients `beta` (with [`RobustParams::keep_solutions`]).
+    pub beta: Option<Vec<f64>>,
+    /// Per sample: 0 inlier, +-1 outlier with that slack sign (with `keep_solutions`).
+    pub outlier_sign: Option<Vec<i8>>,
+}
+
+/// How a path ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathStatus {
+    /// Reached its end.
+    Completed,
+    /// Stopped at the event limit.
+    EventLimit,
+}
+
+impl PathStatus {
+    /// Lower-case name for reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PathStatus::Completed => "completed",
+            PathStatus::EventLimit => "event_limit",
+        }
+    }
+}
+
+/// One outlier path.
+#[derive(Debug, Clone)]
+pub struct OutlierPath {
+    /// SVC or SVR.
+    pub task: Task,
+    /// theta or s.
+    pub kind: PathKind,
+    /// `C`.
+    pub c: f64,
+    /// Recorded points in path order.
+    pub nodes: Vec<Node>,
+    /// How it ended.
+    pub status: PathStatus,
+    /// Events processed (continuous steps, jump sub-steps).
+    pub events: usize,
+    /// Jump steps.
+    pub d_steps: usize,
+    /// Jumps whose simultaneous flips were redone one at a time.
+    pub wrong_direction: usize,
+    /// Jumps that did not change the solution: with a singular `K_AA` (linear kernel with more
+    /// active samples than dimensions) the active set can absorb the flip completely; the
+    /// multipliers are then not unique and the point is a local optimum although a sample stays on
+    /// the threshold (Theorem 4's condition 19e presumes unique multipliers). The path goes on.
+    pub degenerate_jumps: usize,
+    /// Largest active set (`|E|` plus samples held on the threshold) along the path.
+    pub max_active: usize,
+    /// Index (into `nodes`) of the best locally optimal node by validation error, its error and
+    /// its coefficients.
+    pub best: Option<(usize, f64, Vec<f64>)>,
+    /// Coefficients at the end of the path.
+    pub final_beta: Vec<f64>,
+    /// `s_C` (SVC) or `s_R` (SVR) of the standard SVM.
+    pub s_standard: f64,
+    /// The end-of-path solution passed the independent checker (fresh `K beta`).
+    pub final_locally_optimal: bool,
+    /// The checker's first violation at the end of the path, if any: sample and condition.
+    pub final_violation: Option<(usize, &'static str)>,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+/// Internal label coding: SVC `+1` for the first label in order of appearance, `-1` otherwise.
+pub(crate) struct Coded {
+    pub y: Vec<f64>,
+    pub labels: [f64; 2],
+}
+
+pub(crate) fn code_labels(task: Task, data: &Dataset) -> Result<Coded, DataError> {
+    match task {
+        Task::Svr => Ok(Coded {
+            y: data.y.clone(),
+            labels: [1.0, -1.0],
+        }),
+        Task::Svc => {
+            let labels = data.labels_in_order();
+            if labels.len() < 2 {
+                return Err(match labels.first() {
+                    Some(&label) => DataError::SingleClass { label },
+                    None => DataError::Empty,
+                });
+            }
+            if labels.len() > 2 {
+                return Err(DataError::TooManyClasses {
+                    found: labels.len(),
+                    limit: 2,
+                });
+            }
+            let l = [labels[0], labels[1]];
+            Ok(Coded {
+                y: data
+                    .y
+                    .iter()
+                    .map(|&v| if v == l[0] { 1.0 } else { -1.0 })
+                    .collect(),
+                labels: l,
+            })
+        }
+    }
+}
+
+/// Validation targets in the internal coding (an SVC label outside the training pair is coded 0
+/// and always counts as an error).
+pub(crate) fn code_valid(task: Task, labels: [f64; 2], valid: &Dataset) -> Vec<f64> {
+    match task {
+        Task::Svr => valid.y.clone(),
+        Task::Svc => valid
+            .y
+            .iter()
+            .map(|&v| {
+                if v == labels[0] {
+                    1.0
+                } else if v == labels[1] {
+                    -1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn check_data(train: &Dataset, valid: Option<&Dataset>) -> Result<(), DataError> {
+    if train.is_empty() || valid.is_some_and(|v| v.is_empty()) {
+        return Err(DataError::Empty);
+    }
+    Ok(())
+}
+
+/// The first violation of the local-optimality conditions, if any: `(sample, condition)`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn check_state(
+    task: Task,
+    y: &[f64],
+    f: &[f64],
+    beta: &[f64],
+    c: f64,
+    theta: f64,
+    tt: f64,
+    tol: f64,
+) -> Option<(usize, &'static str)> {
+    let tol_t = tol * tt.abs().max(1.0);
+    let tol_a = tol * c;
+    for i in 0..y.len() {
+        let (t, a) = match task {
+            Task::Svc => (y[i] * (y[i] - f[i]), y[i] * beta[i]),
+            Task::Svr => {
+                let r = y[i] - f[i];
+                (r.abs(), if r >= 0.0 { beta[i] } else { -beta[i] })
+            }
+        };
+        if theta < 1.0 && (t - tt).abs() <= tol_t {
+            return Some((i, "on the threshold (19e / 26d)"));
+        }
+        if t < -tol_t {
+            // SVC margin > 1.
+            if a.abs() > tol_a {
+                return Some((i, "margin > 1 needs alpha = 0 (19a)"));
+            }
+        } else if t <= tol_t {
+            let ok = match task {
+                Task::Svc => a >= -tol_a && a <= c + tol_a,
+                Task::Svr => beta[i].abs() <= c + tol_a,
+            };
+            if !ok {
+                return Some((i, "on the margin needs alpha in [0, C] (19b / 26a)"));
+            }
+        } else if t < tt {
+            if (a - c).abs() > tol_a {
+                return Some((i, "inlier needs alpha = C sign (19c / 26b)"));
+            }
+        } else if (a - c * theta).abs() > tol_a {
+            return Some((i, "outlier needs alpha = C theta sign (19d / 26c)"));
+        }
+    }
+    None
+}
+
+/// The verdict of [`check_local_optimality`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalOptimality {
+    /// True when Theorem 4 (SVC) / 5 (SVR) holds within the tolerance.
+    pub ok: bool,
+    /// The first violation: sample and condition.
+    pub violation: Option<(usize, &'static str)>,
+    /// Full robust objective at the solution.
+    pub objective: f64,
+}
+
+/// Checks Theorem 4 (SVC) or the sign-corrected Theorem 5 (SVR) for coefficients `beta` on
+/// `train`, recomputing `f = K beta` from scratch. `s` is the threshold (SVC `s <= 0`, SVR
+/// `s >= 0`). For `theta = 1` the threshold condition is not required (the loss is convex).
+///
+/// # Errors
+/// [`FitError`] for bad parameters or data (shape of `beta`, labels).
+pub fn check_local_optimality(
+    params: &RobustParams,
+    train: &Dataset,
+    beta: &[f64],
+    theta: f64,
+    s: f64,
+) -> Result<LocalOptimality, FitError> {
+    params.check()?;
+    check_theta(theta)?;
+    if beta.len() != train.len() {
+        return Err(DataError::Shape {
+            what: "coefficients",
+            expected: train.len(),
+            found: beta.len(),
+        }
+        .into());
+    }
+    let coded = code_labels(params.task, train)?;
+    let kern = Kern::new(&train.x, None, params.kernel, params.bias, 0);
+    let mut f = vec![0.0; train.len()];
+    boxqp::fresh_f(&kern, beta, &mut f);
+    let tt = threshold(params.task, s);
+    let violation = check_state(
+        params.task,
+        &coded.y,
+        &f,
+        beta,
+        params.c,
+        theta,
+        tt,
+        params.check_tol,
+    );
+    let objective = objective_of(params.task, &coded.y, &f, beta, params.c, theta, tt);
+    Ok(LocalOptimality {
+        ok: violation.is_none(),
+        violation,
+        objective,
+    })
+}
+
+/// Validation error from validation decision values (`None` without validation data).
+pub(crate) fn valid_error_of(task: Task, yv: &[f64], fv: &[f64]) -> Option<f64> {
+    if yv.is_empty() {
+        return None;
+    }
+    let s: f64 = match task {
+        Task::Svc => fv
+            .iter()
+            .zip(yv)
+            .filter(|(f, y)| (if **f > 0.0 { 1.0 } else { -1.0 }) != **y)
+            .count() as f64,
+        Task::Svr => fv.iter().zip(yv).map(|(f, y)| (y - f).abs()).sum(),
+    };
+    Some(s / yv.len() as f64)
+}
+
+/// `T` from `s`.
+pub(crate) fn threshold(task: Task, s: f64) -> f64 {
+    match task {
+        Task::Svc => 1.0 - s,
+        Task::Svr => s,
+    }
+}
+
+/// `s` from `T`.
+pub(crate) fn s_of(task: Task, tt: f64) -> f64 {
+    match task {
+        Task::Svc => 1.0 - tt,
+        Task::Svr => tt,
+    }
+}
+
+pub(crate) fn objective_of(
+    task: Task,
+    y: &[f64],
+    f: &[f64],
+    beta: &[f64],
+    c: f64,
+    theta: f64,
+    tt: f64,
+) -> f64 {
+    let mut quad = 0.0;
+    let mut loss = 0.0;
+    for i in 0..y.len() {
+        quad += beta[i] * f[i];
+        let t = match task {
+            Task::Svc => y[i] * (y[i] - f[i]),
+            Task::Svr => (y[i] - f[i]).abs(),
+        };
+        loss += t.max(0.0) - (1.0 - theta) * (t - tt).max(0.0);
+    }
+    0.5 * quad + c * loss
+}
+
+/// Boxes of the standard (non-robust) problem in `beta`.
+pub(crate) fn standard_box(task: Task, y: &[f64], c: f64) -> (Vec<f64>, Vec<f64>) {
+    match task {
+        Task::Svc => y
+            .iter()
+            .map(|&v| if v > 0.0 { (0.0, c) } else { (-c, 0.0) })
+            .unzip(),
+        Task::Svr => (vec![-c; y.len()], vec![c; y.len()]),
+    }
+}
+
+/// The relative ridge times the largest kernel diagonal.
+pub(crate) fn ridge_of(kern: &Kern<'_>, rel: f64) -> f64 {
+    let n = kern.n();
+    let m = (0..n).map(|i| kern.entry(i, i).abs()).fold(0.0, f64::max);
+    rel * m.max(1e-300)
+}
+
+/// The exact standard SVM (`theta = 1`): SMO then polishing. Returns `beta` and `f` (all rows).
+pub(crate) fn standard_solution(
+    kern: &mut Kern<'_>,
+    task: Task,
+    y: &[f64],
+    c: f64,
+    solver_tol: f64,
+    ridge: f64,
+    warm: Option<&[f64]>,
+) -> Result<(Vec<f64>, Vec<f64>), FitError> {
+    let (lo, hi) = standard_box(task, y, c);
+    let mut beta = warm.map_or_else(|| vec![0.0; y.len()], |w| w.to_vec());
+    boxqp::solve_box(kern, y, &lo, &hi, &mut beta, solver_tol)?;
+    let mut f = vec![0.0; kern.rows()];
+    boxqp::fresh_f(kern, &beta, &mut f);
+    boxqp::polish(kern, y, &lo, &hi, &mut beta, &mut f, ridge);
+    Ok((beta, f))
+}
+
+/// Runs the outlier path `kind` for one `C` on `train`, recording the validation error of every
+/// node when `valid` is given.
+///
+/// # Errors
+/// [`FitError`] for bad parameters or data (SVC needs exactly two classes), or a solver breakdown
+/// in the standard SVM.
+pub fn outlier_path(
+    params: &RobustParams,
+    kind: PathKind,
+    train: &Dataset,
+    valid: Option<&Dataset>,
+) -> Result<OutlierPath, FitError> {
+    params.check()?;
+    check_data(train, valid)?;
+    let start = Instant::now();
+    let coded = code_labels(params.task, train)?;
+    let yv = valid.map_or_else(Vec::new, |v| code_valid(params.task, coded.labels, v));
+    let mut kern = Kern::new(
+        &train.x,
+        valid.map(|v| &v.x),
+        params.kernel,
+        params.bias,
+        params.cache_bytes,
+    );
+    let ridge = ridge_of(&kern, params.ridge);
+    let (beta, f) = standard_solution(
+        &mut kern,
+        params.task,
+        &coded.y,
+        params.c,
+        params.solver_tol,
+        ridge,
+        None,
+    )?;
+    path_from_standard(params, kind, &mut kern, coded.y, yv, beta, f, ridge, start)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn path_from_standard(
+    params: &RobustParams,
+    kind: PathKind,
+    kern: &mut Kern<'_>,
+    y: Vec<f64>,
+    yv: Vec<f64>,
+    beta: Vec<f64>,
+    f: Vec<f64>,
+    ridge: f64,
+    start: Instant,
+) -> Result<OutlierPath, FitError> {
+    let n = y.len();
+    let task = params.task;
+    // Largest slack of the standard SVM: s_C = 1 - max t (SVC), s_R = max |r| (SVR).
+    let tmax = (0..n)
+        .map(|i| match task {
+            Task::Svc => y[i] * (y[i] - f[i]),
+            Task::Svr => (y[i] - f[i]).abs(),
+        })
+        .fold(f64::NEG_INFINITY, f64::max);
+    let s_standard = s_of(task, tmax);
+    let max_events = params.max_events.unwrap_or((50 * n).max(10_000));
+    let mut eng = Engine::new(
+        kern,
+        task,
+        y,
+        yv,
+        params.c,
+        beta,
+        f,
+        ridge,
+        max_events,
+        params.keep_solutions,
+        params.check_tol,
+    );
+    let status = match kind {
+        PathKind::Theta => {
+            let tt = threshold(task, params.s_theta());
+            eng.init_states(tt, 1.0, false, true);
+            eng.run_theta()
+        }
+        PathKind::S => {
+            let t_end = match task {
+                Task::Svc => 1.0,
+                Task::Svr => params.s_end_fraction * tmax,
+            };
+            eng.init_states(tmax.max(t_end), 0.0, true, false);
+            if tmax <= t_end {
+                eng.record_standard();
+                PathStatus::Completed
+            } else {
+                eng.run_s(t_end)
+            }
+        }
+    };
+    let final_beta = eng.beta.clone();
+    let mut fresh = vec![0.0; eng.n];
+    {
+        let idx: Vec<usize> = (0..eng.n).filter(|&i| final_beta[i] != 0.0).collect();
+        let coef: Vec<f64> = idx.iter().map(|&i| final_beta[i]).collect();
+        let mut all = vec![0.0; eng.kern.rows()];
+        eng.kern.combine_direct(&idx, &coef, &mut all);
+        fresh.copy_from_slice(&all[..eng.n]);
+    }
+    let final_violation = check_state(
+        task,
+        &eng.y,
+        &fresh,
+        &final_beta,
+        params.c,
+        eng.theta,
+        eng.tt,
+        params.check_tol,
+    );
+    let final_ok = status == PathStatus::Completed && final_violation.is_none();
+    Ok(OutlierPath {
+        task,
+        kind,
+        c: params.c,
+        nodes: std::mem::take(&mut eng.nodes),
+        status,
+        events: eng.events,
+        d_steps: eng.d_steps,
+        wrong_direction: eng.wrong_direction,
+        degenerate_jumps: eng.degenerate_jumps,
+        max_active: eng.max_active,
+        best: eng.best.take(),
+        final_beta,
+        s_standard,
+        final_locally_optimal: final_ok,
+        final_violation,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// An ordinary marginkit model from coefficients `beta` on `train` (C-SVC with the training
+/// labels, or epsilon-SVR with `p = 0`); `rho = -b^2 sum beta` with the bias feature, else 0.
+///
+/// # Errors
+/// [`DataError`] for a shape mismatch or bad labels.
+pub fn model_from_beta(
+    task: Task,
+    kernel: KernelSpec,
+    bias: Option<f64>,
+    train: &Dataset,
+    beta: &[f64],
+) -> Result<SvmModel, DataError> {
+    if beta.len() != train.len() {
+        return Err(DataError::Shape {
+            what: "coefficients",
+            expected: train.len(),
+            found: beta.len(),
+        });
+    }
+    let b2 = bias.map_or(0.0, |b| b * b);
+    let rho = -b2 * beta.iter().sum::<f64>();
+    match task {
+        Task::Svr => {
+            let sv: Vec<usize> = (0..beta.len()).filter(|&i| beta[i] != 0.0).collect();
+            Ok(SvmModel {
+                svm_type: SvmType::EpsSvr,
+                kernel,
+                labels: Vec::new(),
+                n_sv: Vec::new(),
+                sv: train.x.select_rows(&sv),
+                sv_coef: vec![sv.iter().map(|&i| beta[i]).collect()],
+                sv_indices: Some(sv),
+                rho: vec![rho],
+                prob_a: Vec::new(),
+                prob_b: Vec::new(),
+                sv_norms: Vec::new(),
+            }
+            .with_norms())
+        }
+        Task::Svc => {
+            let coded = code_labels(task, train)?;
+            let mut sv = Vec::new();
+            let mut n_sv = vec![0usize; 2];
+            for (c, &label) in coded.labels.iter().enumerate() {
+                for (i, (&yi, &bi)) in train.y.iter().zip(beta).enumerate() {
+                    if yi == label && bi != 0.0 {
+                        sv.push(i);
+                        n_sv[c] += 1;
+                    }
+                }
+            }
+            Ok(SvmModel {
+                svm_type: SvmType::CSvc,
+                kernel,
+                labels: coded.labels.to_vec(),
+                n_sv,
+                sv: train.x.select_rows(&sv),
+                sv_coef: vec![sv.iter().map(|&i| beta[i]).collect()],
+                sv_indices: Some(sv),
+                rho: vec![rho],
+                prob_a: Vec::new(),
+                prob_b: Vec::new(),
+                sv_norms: Vec::new(),
+            }
+            .with_norms())
+        }
+    }
+}
