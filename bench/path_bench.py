@@ -14,8 +14,8 @@ without a bias feature, -s 3), so times are compared, not objectives. marginkit'
 without screening are compared (they must agree to 1e-6 relative).
 
 Times are CPU seconds (user + sys), the median of `--repeat` runs: the machine is shared, and CPU time
-is far less sensitive to other jobs than wall time. marginkit runs with RAYON_NUM_THREADS=1 (the peers
-are single-threaded); its CPU time is scaled by total_seconds / wall of the run so that reading the data
+is less sensitive to other jobs than wall time. marginkit runs with RAYON_NUM_THREADS=1 and the peers
+with OMP_NUM_THREADS=1 (one thread each); its CPU time is scaled by total_seconds / wall of the run so that reading the data
 is excluded, as it is for the peers (`time.process_time()` around their training calls only).
 
 Linear rows also report how far LIBLINEAR's solutions are from the optimum: LIBLINEAR stops each C after
@@ -48,6 +48,10 @@ import statistics
 import subprocess
 import sys
 import time
+
+# The pip builds of LIBSVM/LIBLINEAR use OpenMP: one thread, like marginkit here (and without it their
+# spinning threads inflate CPU and wall time many times over on a loaded machine).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
