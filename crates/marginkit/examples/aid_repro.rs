@@ -239,7 +239,7 @@ fn main() {
         md,
         "Data: two overlapping classes (2/3 positive), m features uniform(-1.5, 1.5), the first two shifted \
          by +-0.8. Baseline: the full problem by our SMO (`marginkit train -t 0 -c 0.1`, eps 1e-3; LIBSVM's \
-         problem). AID: gap tolerance 1e-4 (the paper's), aggregated problems by DCD (linear) or SMO on the \
+         problem). AID: gap tolerance 1e-4 (the paper's), aggregated problems by SMO on the centroids (linear kernel) or SMO on the \
          averaged Gram matrix (RBF). Gamma = training-rate difference (AID - full) is not computed; Delta = \
          (E_AID - E_full)/E_full.\n"
     )
