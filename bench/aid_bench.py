@@ -118,13 +118,17 @@ def lad_row(n, m, args):
             q = QuantileRegressor(quantile=0.5, alpha=0.0, fit_intercept=True, solver=solver,
                                   solver_options={"time_limit": args.highs_time_limit})
             t0 = time.perf_counter()
+            ok = True
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                q.fit(x, y)
+                try:
+                    q.fit(x, y)
+                except TypeError:  # HiGHS stopped at the time limit without a solution
+                    ok = False
             ts.append(time.perf_counter() - t0)
         row[solver + "_s"] = median(ts)
-        row[solver + "_obj"] = float(np.abs(y - q.predict(x)).sum())
-        row[solver + "_timeout"] = row[solver + "_s"] >= 0.98 * args.highs_time_limit
+        row[solver + "_obj"] = float(np.abs(y - q.predict(x)).sum()) if ok else None
+        row[solver + "_timeout"] = (not ok) or row[solver + "_s"] >= 0.98 * args.highs_time_limit
         print(json.dumps({"n": n, "m": m, solver: row[solver + "_s"], "obj": row[solver + "_obj"]}), flush=True)
     return row
 

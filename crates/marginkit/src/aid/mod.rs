@@ -46,7 +46,7 @@
 //!   order, and every per-cluster sum runs over the cluster's rows in their stored order.
 //!
 //! Citation: Y. W. Park, D. Klabjan, "An Aggregate and Iterative Disaggregate Algorithm with
-//! Proven Optimality in Machine Learning", Machine Learning 105 (2016); arXiv:1607.01400.
+//! Proven Optimality in Machine Learning" (arXiv preprint, February 2016).
 
 pub mod cluster;
 pub mod lad;
@@ -254,7 +254,12 @@ pub fn run<P: AidProblem>(
         progress(&rec);
         records.push(rec);
         if let Some(reason) = stop {
-            let (best, best_objective) = best.expect("at least one iteration ran");
+            let Some((best, best_objective)) = best else {
+                return Err(crate::error::SolveError::NonFinite {
+                    what: "AID objective",
+                }
+                .into());
+            };
             return Ok(AidRun {
                 best,
                 best_objective,
