@@ -110,8 +110,6 @@ pub(crate) struct Engine<'k, 'a> {
 }
 
 const NONE: usize = usize::MAX;
-/// Events between two recomputations of `f = K beta` from scratch.
-const RESYNC_EVERY: usize = 256;
 
 impl<'k, 'a> Engine<'k, 'a> {
     /// A new engine from an exact standard-SVM solution (`beta`, `f` over all rows).
@@ -593,9 +591,6 @@ impl<'k, 'a> Engine<'k, 'a> {
 
     fn bump(&mut self) -> bool {
         self.events += 1;
-        if self.events % RESYNC_EVERY == 0 {
-            self.resync();
-        }
         self.events > self.max_events
     }
 
