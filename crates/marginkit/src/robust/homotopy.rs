@@ -110,8 +110,6 @@ pub(crate) struct Engine<'k, 'a> {
 }
 
 const NONE: usize = usize::MAX;
-/// Events between two recomputations of `f = K beta` from scratch.
-const RESYNC_EVERY: usize = 256;
 
 impl<'k, 'a> Engine<'k, 'a> {
     /// A new engine from an exact standard-SVM solution (`beta`, `f` over all rows).
@@ -550,11 +548,10 @@ impl<'k, 'a> Engine<'k, 'a> {
                 self.set_state(i, s);
             }
             Ev::ToE => {
-                self.f[i] = self.y[i];
+                // f is not snapped (it stays K beta); refine() removes the rounding residual.
                 self.set_state(i, St::E);
             }
             Ev::LBound | Ev::OBound => {
-                self.f[i] = self.y[i] - self.sigma[i] * self.tt;
                 if in_c_step {
                     return Some(if ev == Ev::LBound {
                         (vec![i], vec![])
@@ -593,9 +590,6 @@ impl<'k, 'a> Engine<'k, 'a> {
 
     fn bump(&mut self) -> bool {
         self.events += 1;
-        if self.events % RESYNC_EVERY == 0 {
-            self.resync();
-        }
         self.events > self.max_events
     }
 
@@ -792,9 +786,6 @@ impl<'k, 'a> Engine<'k, 'a> {
             let bi: Vec<usize> = (0..self.n)
                 .filter(|&i| self.st[i] == St::L && self.t(i) >= self.tt - tie)
                 .collect();
-            for &i in &bi {
-                self.f[i] = self.y[i] - self.sigma[i] * self.tt;
-            }
             self.record(self.param_s(), NodeKind::PreJump);
             if !self.d_step(bi, Vec::new()) {
                 return PathStatus::EventLimit;
