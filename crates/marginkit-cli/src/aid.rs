@@ -199,8 +199,7 @@ pub struct LadArgs {
 fn seconds(name: &str, v: Option<f64>) -> CliResult<Option<Duration>> {
     match v {
         None => Ok(None),
-        Some(t) if t.is_finite() && t > 0.0 => Ok(Some(Duration::from_secs_f64(t))),
-        Some(t) => Err(CliError(format!("--{name} must be > 0 seconds, got {t}"))),
+        Some(t) => crate::args::seconds_flag(name, t).map(Some),
     }
 }
 

@@ -121,7 +121,7 @@ pub struct ModelArgs {
     /// max_iterations and a warning.
     #[arg(long, help_heading = "Solver and run")]
     pub max_iter: Option<u64>,
-    /// Time limit of each solve, in seconds.
+    /// Time limit of each solve, in seconds (finite, > 0, at most ~1.8e19; larger is an error).
     #[arg(long, help_heading = "Solver and run")]
     pub time_limit: Option<f64>,
     /// Seed of every random choice (folds, permutations).
@@ -350,4 +350,20 @@ mod tests {
             ]
         );
     }
+}
+
+/// Parses a `--NAME` seconds value into a [`std::time::Duration`]: it must be finite, > 0 and
+/// representable (at most about 1.8e19 seconds); anything else is a CLI error, never a panic.
+pub fn seconds_flag(name: &str, t: f64) -> crate::CliResult<std::time::Duration> {
+    if !(t.is_finite() && t > 0.0) {
+        return Err(crate::CliError(format!(
+            "--{name} must be > 0 seconds, got {t}"
+        )));
+    }
+    std::time::Duration::try_from_secs_f64(t).map_err(|_| {
+        crate::CliError(format!(
+            "--{name} {t} is too large (at most {} seconds; omit the flag for no limit)",
+            u64::MAX
+        ))
+    })
 }

@@ -107,12 +107,7 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
         .seed(m.seed)
         .keep_solutions(a.save_models.is_some() || a.best_model.is_some());
     if let Some(t) = m.time_limit {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(CliError(format!(
-                "--time-limit must be > 0 seconds, got {t}"
-            )));
-        }
-        p = p.time_limit(Some(Duration::from_secs_f64(t)));
+        p = p.time_limit(Some(crate::args::seconds_flag("time-limit", t)?));
     }
     p =
         p.screening(match a.screening.as_str() {

@@ -1,7 +1,7 @@
 //! `marginkit train`: LIBSVM's svm-train (and LIBLINEAR's train with `--linear`).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use std::io::Write;
 
@@ -101,12 +101,7 @@ pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
         p = p.max_iter(n);
     }
     if let Some(t) = m.time_limit {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(CliError(format!(
-                "--time-limit must be > 0 seconds, got {t}"
-            )));
-        }
-        p = p.time_limit(Duration::from_secs_f64(t));
+        p = p.time_limit(crate::args::seconds_flag("time-limit", t)?);
     }
     Ok(p.check()?)
 }

@@ -1,6 +1,6 @@
 //! `marginkit train --linear` and prediction with linear models: LIBLINEAR's train/predict.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use marginkit::data::write_atomically;
 use marginkit::solver::{Shrinking, Status};
@@ -46,12 +46,7 @@ fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> 
         p = p.max_passes(n);
     }
     if let Some(t) = m.time_limit {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(CliError(format!(
-                "--time-limit must be > 0 seconds, got {t}"
-            )));
-        }
-        p = p.time_limit(Duration::from_secs_f64(t));
+        p = p.time_limit(crate::args::seconds_flag("time-limit", t)?);
     }
     Ok((p.check()?, solver))
 }

@@ -7,7 +7,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{ArgAction, Parser};
 use marginkit::odm::{self, OdmParams, OdmSolver};
@@ -180,12 +180,7 @@ fn run(a: OdmTrainArgs) -> CliResult {
         p = p.max_iter(n);
     }
     if let Some(t) = a.time_limit {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(CliError(format!(
-                "--time-limit must be > 0 seconds, got {t}"
-            )));
-        }
-        p = p.time_limit(Duration::from_secs_f64(t));
+        p = p.time_limit(crate::args::seconds_flag("time-limit", t)?);
     }
     let params = p.check()?;
     let data = read_data(&a.train_file, &a.input, kind == KernelKind::Precomputed)?;

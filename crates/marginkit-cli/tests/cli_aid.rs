@@ -224,3 +224,53 @@ fn bad_input_errors() {
     assert!(help.status.success());
     assert!(String::from_utf8_lossy(&help.stdout).contains("--r0"));
 }
+
+/// `--time-limit 1e300` (and `--bnb-time-limit`) used to panic in `Duration::from_secs_f64`; every
+/// subcommand taking a seconds flag must now fail with a clear error and write no model.
+#[test]
+fn huge_time_limit_is_a_clear_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let heart = lib_data("heart_scale");
+    let h = heart.to_str().unwrap();
+    let engel = lib_data("engel.raw.svm");
+    let e = engel.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["train", "--time-limit", "1e300", h, "m"],
+            "--time-limit",
+        ),
+        (
+            vec!["train", "--linear", "--time-limit", "1e300", h, "m"],
+            "--time-limit",
+        ),
+        (
+            vec!["train", "-s", "odm", "--time-limit", "1e300", h, "m"],
+            "--time-limit",
+        ),
+        (vec!["path", "--time-limit", "1e300", h], "--time-limit"),
+        (
+            vec!["aid", "svm", "--time-limit", "1e300", h, "m"],
+            "--time-limit",
+        ),
+        (
+            vec!["aid", "lad", "--time-limit", "1e300", e, "m"],
+            "--time-limit",
+        ),
+        (vec!["lad", "--time-limit", "1e300", e, "m"], "--time-limit"),
+        (
+            vec!["aid", "s3vm", "--bnb-time-limit", "1e300", h, "m"],
+            "--bnb-time-limit",
+        ),
+    ];
+    for (args, flag) in cases {
+        let o = run(&args, dir.path());
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(flag) && err.contains("too large"),
+            "{args:?}: {err}"
+        );
+        assert!(!dir.path().join("m").exists(), "{args:?}");
+    }
+}
