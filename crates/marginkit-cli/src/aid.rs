@@ -221,14 +221,22 @@ fn settings(c: &AidCommon, default: AidSettings) -> CliResult<AidSettings> {
     Ok(s)
 }
 
-/// Prints the table header and rows as iterations complete.
+/// Per-iteration table; the header is printed with the first row, so input the fit rejects
+/// (e.g. multi-class data in `aid svm`) prints nothing to stdout.
 struct Table {
     on: bool,
+    started: std::cell::Cell<bool>,
 }
 
 impl Table {
+    fn new(on: bool) -> Self {
+        Table {
+            on,
+            started: std::cell::Cell::new(false),
+        }
+    }
     fn header(&self) {
-        if self.on {
+        if self.on && !self.started.replace(true) {
             println!(
                 "{:>4} {:>9} {:>9} {:>15} {:>15} {:>10} {:>9}",
                 "t", "clusters", "r", "F (lower)", "E_best", "gap", "seconds"
@@ -237,6 +245,7 @@ impl Table {
     }
     fn row(&self, r: &IterRecord) {
         if self.on {
+            self.header();
             println!(
                 "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>10.3e} {:>9.4}",
                 r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap, r.seconds
@@ -380,10 +389,7 @@ fn run_lad(a: AidLadArgs) -> CliResult {
         seed: a.common.seed,
         settings: settings(&a.common, AidLadParams::default().settings)?,
     };
-    let table = Table {
-        on: !a.common.quiet && !a.common.json,
-    };
-    table.header();
+    let table = Table::new(!a.common.quiet && !a.common.json);
     let fit = fit_aid_lad(&data, &params, &mut |r| table.row(r))?;
     let total = t0.elapsed().as_secs_f64();
     write_text(
@@ -445,10 +451,7 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
         solver_tol: a.eps,
         settings: settings(&a.common, AidSvmParams::default().settings)?,
     };
-    let table = Table {
-        on: !a.common.quiet && !a.common.json,
-    };
-    table.header();
+    let table = Table::new(!a.common.quiet && !a.common.json);
     let fit = fit_aid_svm(&data, &params, &mut |r| table.row(r))?;
     let total = t0.elapsed().as_secs_f64();
     let path = model_path(&a.train_file, &a.model_file);
@@ -547,10 +550,7 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
         bnb,
         settings: settings(&a.common, AidS3vmParams::default().settings)?,
     };
-    let table = Table {
-        on: !a.common.quiet && !a.common.json,
-    };
-    table.header();
+    let table = Table::new(!a.common.quiet && !a.common.json);
     let fit = fit_aid_s3vm(&data, &params, &mut |r| table.row(r))?;
     let total = t0.elapsed().as_secs_f64();
     write_linear(&path, &fit.model)?;

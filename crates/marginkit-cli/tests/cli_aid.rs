@@ -274,3 +274,19 @@ fn huge_time_limit_is_a_clear_error_not_a_panic() {
         assert!(!dir.path().join("m").exists(), "{args:?}");
     }
 }
+
+/// `aid svm` used to print its iteration-table header before rejecting multi-class data.
+#[test]
+fn aid_svm_rejects_multiclass_before_printing() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("three.svm");
+    std::fs::write(&f, "1 1:0.1\n2 1:0.5\n3 1:0.9\n1 1:0.2\n2 1:0.6\n3 1:1.0\n").unwrap();
+    let o = run(&["aid", "svm", f.to_str().unwrap(), "m"], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(!dir.path().join("m").exists());
+}
