@@ -117,8 +117,11 @@ impl Default for AidSettings {
 /// Why the loop stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
-    /// Every cluster was uniform: the aggregated solution is optimal for the full problem.
+    /// Every cluster was uniform and the relative gap is within `max(gap_tol, 1e-12)`: optimal.
     Optimal,
+    /// Every cluster was uniform (nothing left to split) but the gap is above `gap_tol` or no
+    /// lower bound exists (heuristic subproblems such as S3VM): NOT a certificate of optimality.
+    NoSplit,
     /// The relative gap reached the tolerance.
     Gap,
     /// The iteration limit.
@@ -132,6 +135,7 @@ impl StopReason {
     pub fn as_str(&self) -> &'static str {
         match self {
             StopReason::Optimal => "optimal",
+            StopReason::NoSplit => "no_split",
             StopReason::Gap => "gap",
             StopReason::MaxIterations => "max_iterations",
             StopReason::TimeLimit => "time_limit",
@@ -236,7 +240,12 @@ pub fn run<P: AidProblem>(
             seconds: 0.0,
         };
         let stop = if violating == 0 {
-            Some(StopReason::Optimal)
+            // Rounding in `E - F` leaves ~1e-16 relative: accept 1e-12 even with gap_tol = 0.
+            if has_bound && gap <= settings.gap_tol.max(1e-12) {
+                Some(StopReason::Optimal)
+            } else {
+                Some(StopReason::NoSplit)
+            }
         } else if has_bound && gap <= settings.gap_tol {
             Some(StopReason::Gap)
         } else if t + 1 >= settings.max_iter {

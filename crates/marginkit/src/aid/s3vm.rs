@@ -173,7 +173,9 @@ impl Ord for Node {
 }
 
 /// The node QP (see module docs): returns `(bound, w, b)`.
-fn node_qp(inst: &S3vmInstance, fixed: &[i8]) -> Result<(f64, Vec<f64>, f64), FitError> {
+/// Returns `(bound, w, b, almost)`; `almost` is true when clarabel only reached an "Almost"
+/// status, so the bound (or the pruning) is not certified.
+fn node_qp(inst: &S3vmInstance, fixed: &[i8]) -> Result<(f64, Vec<f64>, f64, bool), FitError> {
     let m = inst.m;
     let rows: Vec<(usize, f64)> = (0..inst.n())
         .filter_map(|i| {
@@ -252,7 +254,7 @@ fn node_qp(inst: &S3vmInstance, fixed: &[i8]) -> Result<(f64, Vec<f64>, f64), Fi
         cones.push(NonnegativeConeT(2 * r));
     }
     if nrows == 0 {
-        return Ok((0.0, vec![0.0; m], 0.0));
+        return Ok((0.0, vec![0.0; m], 0.0, false));
     }
     let settings = DefaultSettings {
         verbose: false,
@@ -267,7 +269,8 @@ fn node_qp(inst: &S3vmInstance, fixed: &[i8]) -> Result<(f64, Vec<f64>, f64), Fi
     match s.solution.status {
         SolverStatus::Solved | SolverStatus::AlmostSolved => {}
         SolverStatus::PrimalInfeasible | SolverStatus::AlmostPrimalInfeasible => {
-            return Ok((f64::INFINITY, vec![0.0; m], 0.0))
+            let almost = s.solution.status == SolverStatus::AlmostPrimalInfeasible;
+            return Ok((f64::INFINITY, vec![0.0; m], 0.0, almost));
         }
         _ => {
             return Err(SolveError::NonFinite {
@@ -279,7 +282,8 @@ fn node_qp(inst: &S3vmInstance, fixed: &[i8]) -> Result<(f64, Vec<f64>, f64), Fi
     let x = &s.solution.x;
     // The dual value is the safer bound; the primal value is within the solver's tolerance.
     let bound = s.solution.obj_val_dual.min(s.solution.obj_val);
-    Ok((bound, x[..m].to_vec(), x[m]))
+    let almost = s.solution.status == SolverStatus::AlmostSolved;
+    Ok((bound, x[..m].to_vec(), x[m], almost))
 }
 
 /// Solves an S3VM instance exactly by best-first branch and bound (see module docs).
@@ -309,6 +313,7 @@ pub fn solve_bnb(inst: &S3vmInstance, limits: &BnbLimits) -> Result<BnbResult, F
     });
     let mut nodes = 0usize;
     let mut optimal = true;
+    let mut inexact = false;
     let done = |lb: f64, best: f64| lb >= best - limits.rel_gap * best.abs() - 1e-12;
     while let Some(node) = heap.pop() {
         if done(node.bound, best) {
@@ -320,7 +325,9 @@ pub fn solve_bnb(inst: &S3vmInstance, limits: &BnbLimits) -> Result<BnbResult, F
             break;
         }
         nodes += 1;
-        let (bound, w, b) = node_qp(inst, &node.fixed)?;
+        let (bound, w, b, almost) = node_qp(inst, &node.fixed)?;
+        // An inexact node solve cannot certify the search: never report it as optimal.
+        inexact |= almost;
         let bound = bound.max(node.bound);
         if !bound.is_finite() {
             continue;
@@ -357,6 +364,9 @@ pub fn solve_bnb(inst: &S3vmInstance, limits: &BnbLimits) -> Result<BnbResult, F
         }
     }
     let open = heap.iter().map(|nd| nd.bound).fold(f64::INFINITY, f64::min);
+    // The bound of an exhausted search still holds to the solver's tolerance, but the result is
+    // only reported as optimal when every node solve was exact.
+    let optimal = optimal && !inexact;
     let lower_bound = if optimal { best } else { open.min(best) };
     let gap = if best > 0.0 {
         ((best - lower_bound) / best).max(0.0)
