@@ -16,8 +16,8 @@
 //!   kernel on the centroids up to 20,000 clusters and by [`dcd::solve_svc`] (with the equality
 //!   constraint) above. SMO is the default because the weighted problems have bounds `M|C_k|`
 //!   spanning orders of magnitude, on which the equality-constrained DCD (maximal-violating-pair
-//!   steps, no shrinking) converged 35x slower (50,000 x 10: 24.5 s vs 0.7 s; the environment
-//!   variable `MARGINKIT_AID_DCD` forces DCD for comparison);
+//!   steps, no shrinking) converged 35x slower (50,000 x 10: 24.5 s vs 0.7 s; the
+//!   parameter `linear_engine: AidLinearEngine::Dcd` / CLI `--engine dcd` forces DCD for comparison);
 //! * kernel: `Q_kq = y_k y_q mean_{i in C_k, j in C_q} K(x_i, x_j)` (the inner product of the
 //!   feature-space centroids), solved by [`smo::solve`] on a [`DenseQ`]. The cluster-pair sums
 //!   `S_kq` are kept between iterations; only pairs touching a split cluster are recomputed.
@@ -70,6 +70,16 @@ use crate::svm::model::SvmModel;
 use crate::svm::params::SvmType;
 use crate::svm::train::class_order;
 
+/// Solver of the linear aggregated problems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AidLinearEngine {
+    /// SMO with a linear kernel on the centroids up to 20 000 clusters, DCD beyond (default).
+    #[default]
+    Auto,
+    /// Always dual coordinate descent.
+    Dcd,
+}
+
 /// AID-SVM parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AidSvmParams {
@@ -85,6 +95,8 @@ pub struct AidSvmParams {
     pub solver_tol: f64,
     /// Loop limits; default gap tolerance 1e-4 (the paper's).
     pub settings: AidSettings,
+    /// Solver of the linear aggregated problems (ignored with a kernel); default `Auto`.
+    pub linear_engine: AidLinearEngine,
 }
 
 impl Default for AidSvmParams {
@@ -96,6 +108,7 @@ impl Default for AidSvmParams {
             seed: 0,
             solver_tol: 1e-5,
             settings: AidSettings::default(),
+            linear_engine: AidLinearEngine::Auto,
         }
     }
 }
@@ -188,6 +201,7 @@ struct SvmProblem<'a> {
     kernel: Option<KernelSpec>,
     tol: f64,
     seed: u64,
+    engine: AidLinearEngine,
     /// Kernel only: cluster-pair sums `S_kq` of the previous iteration and the cluster sizes.
     gram: Vec<f64>,
     sizes: Vec<usize>,
@@ -321,7 +335,7 @@ impl AidProblem for SvmProblem<'_> {
                     sx[c * d..(c + 1) * d].iter_mut().for_each(|v| *v /= s);
                 }
                 let xc = Features::Dense(DenseMatrix::new(k, d, sx)?);
-                let (w, rho) = if std::env::var_os("MARGINKIT_AID_DCD").is_some() || k > SMO_MAX {
+                let (w, rho) = if self.engine == AidLinearEngine::Dcd || k > SMO_MAX {
                     let zero = vec![0.0; k];
                     let prob = SvcDual {
                         design: LinearDesign { x: &xc, bias: None },
@@ -606,6 +620,7 @@ pub fn fit_aid_svm(
         kernel: params.kernel,
         tol: params.solver_tol,
         seed: params.seed,
+        engine: params.linear_engine,
         gram: Vec::new(),
         sizes: Vec::new(),
     };
