@@ -122,6 +122,10 @@ pub struct AidSvmArgs {
     /// Stopping tolerance of the aggregated solves.
     #[arg(short = 'e', default_value_t = 1e-5)]
     pub eps: f64,
+    /// Solver of the linear aggregated problems: auto (SMO up to 20000 clusters, then DCD) or
+    /// dcd (always dual coordinate descent). Ignored with a kernel.
+    #[arg(long, default_value = "auto")]
+    pub engine: String,
     /// Training data (two classes).
     pub train_file: PathBuf,
     /// Model file (default TRAIN.model).
@@ -402,7 +406,7 @@ fn run_lad(a: AidLadArgs) -> CliResult {
         "n": data.len(),
         "init_seconds": fit.init_seconds,
         "lower_bound": finite(fit.run.lower_bound),
-        "certified": fit.run.stop == marginkit::aid::StopReason::Optimal,
+        "certified": fit.run.stop == marginkit::aid::StopReason::Optimal && fit.last_certified,
     });
     if !a.common.quiet && !a.common.json {
         println!("stop: {}", fit.run.stop.as_str());
@@ -450,6 +454,11 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
         seed: a.common.seed,
         solver_tol: a.eps,
         settings: settings(&a.common, AidSvmParams::default().settings)?,
+        linear_engine: match a.engine.as_str() {
+            "auto" => marginkit::aid::svm::AidLinearEngine::Auto,
+            "dcd" => marginkit::aid::svm::AidLinearEngine::Dcd,
+            e => return Err(CliError(format!("--engine {e}: expected auto or dcd"))),
+        },
     };
     let table = Table::new(!a.common.quiet && !a.common.json);
     let fit = fit_aid_svm(&data, &params, &mut |r| table.row(r))?;

@@ -290,3 +290,27 @@ fn aid_svm_rejects_multiclass_before_printing() {
     );
     assert!(!dir.path().join("m").exists());
 }
+
+/// The linear engine is a parameter (`--engine`), not an environment variable: both engines
+/// reach the same objective; an unknown engine is a clear error.
+#[test]
+fn aid_svm_engine_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = lib_data("heart_scale");
+    let tr = train.to_str().unwrap();
+    let obj = |engine: &str| {
+        let out = json(&run(
+            &[
+                "aid", "svm", "-c", "0.5", "--engine", engine, tr, "m", "--json",
+            ],
+            dir.path(),
+        ));
+        out["objective"].as_f64().unwrap()
+    };
+    let (a, d) = (obj("auto"), obj("dcd"));
+    assert!((a - d).abs() <= 1e-3 * a.abs(), "{a} vs {d}");
+    fails_with(
+        &run(&["aid", "svm", "--engine", "simplex", tr, "m2"], dir.path()),
+        "--engine",
+    );
+}
