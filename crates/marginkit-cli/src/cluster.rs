@@ -128,10 +128,10 @@ pub struct OdmcArgs {
 pub struct KmeansArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Seeded k-means++ restarts (the lowest inertia wins).
+    /// Seeded k-means++ restarts (the lowest inertia wins); at least 1.
     #[arg(long, default_value_t = 10)]
     pub n_init: usize,
-    /// Lloyd iterations per restart at most.
+    /// Lloyd iterations per restart at most; at least 1.
     #[arg(long, default_value_t = 300)]
     pub max_iter: usize,
     /// Cluster the raw features (no standardization).
@@ -408,6 +408,12 @@ fn run_kmeans(a: KmeansArgs) -> CliResult {
             x.n
         )));
     }
+    if a.n_init == 0 || a.max_iter == 0 {
+        return Err(CliError(format!(
+            "--n-init and --max-iter must be >= 1, got --n-init {} --max-iter {}",
+            a.n_init, a.max_iter
+        )));
+    }
     let t0 = Instant::now();
     let pts = if a.raw {
         x
@@ -417,8 +423,8 @@ fn run_kmeans(a: KmeansArgs) -> CliResult {
     };
     let p = KMeansParams {
         k: c.k,
-        max_iter: a.max_iter.max(1),
-        n_init: a.n_init.max(1),
+        max_iter: a.max_iter,
+        n_init: a.n_init,
         seed: c.seed,
     };
     let r = kmeans(&pts, &p).map_err(|e| CliError(format!("{}: {e}", c.data_file.display())))?;

@@ -284,3 +284,27 @@ fn train_odm_model_is_loadable_by_predict_and_cv_runs() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("theta"));
 }
+
+/// `--n-init 0` / `--max-iter 0` used to be raised to 1 silently; they are now rejected.
+#[test]
+fn kmeans_zero_restarts_or_iterations_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = blobs(dir.path(), "b3.svm", 3, 30, false);
+    for flag in ["--n-init", "--max-iter"] {
+        let o = run(
+            &[
+                "cluster",
+                "kmeans",
+                data.to_str().unwrap(),
+                "-k",
+                "3",
+                flag,
+                "0",
+            ],
+            dir.path(),
+        );
+        assert_eq!(o.status.code(), Some(1), "{flag}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(flag) && err.contains(">= 1"), "{err}");
+    }
+}
