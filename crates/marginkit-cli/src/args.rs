@@ -325,6 +325,22 @@ pub fn rewrite_libsvm_weights(argv: Vec<OsString>) -> Vec<OsString> {
     out
 }
 
+/// Parses a `--NAME` seconds value into a [`std::time::Duration`]: it must be finite, > 0 and
+/// representable (at most about 1.8e19 seconds); anything else is a CLI error, never a panic.
+pub fn seconds_flag(name: &str, t: f64) -> crate::CliResult<std::time::Duration> {
+    if !(t.is_finite() && t > 0.0) {
+        return Err(crate::CliError(format!(
+            "--{name} must be > 0 seconds, got {t}"
+        )));
+    }
+    std::time::Duration::try_from_secs_f64(t).map_err(|_| {
+        crate::CliError(format!(
+            "--{name} {t} is too large (at most {} seconds; omit the flag for no limit)",
+            u64::MAX
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,20 +366,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// Parses a `--NAME` seconds value into a [`std::time::Duration`]: it must be finite, > 0 and
-/// representable (at most about 1.8e19 seconds); anything else is a CLI error, never a panic.
-pub fn seconds_flag(name: &str, t: f64) -> crate::CliResult<std::time::Duration> {
-    if !(t.is_finite() && t > 0.0) {
-        return Err(crate::CliError(format!(
-            "--{name} must be > 0 seconds, got {t}"
-        )));
-    }
-    std::time::Duration::try_from_secs_f64(t).map_err(|_| {
-        crate::CliError(format!(
-            "--{name} {t} is too large (at most {} seconds; omit the flag for no limit)",
-            u64::MAX
-        ))
-    })
 }
