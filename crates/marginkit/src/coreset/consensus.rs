@@ -463,7 +463,7 @@ pub fn centralized(
     params.check()?;
     kern.check_points(pts)?;
     let pool = Pool::new(pts, None);
-    let init = bc::initial_members(pts.len(), params.k(), params.seed, u64::MAX);
+    let init = bc::initial_members(pts.len(), params.k_for(pts.len()), params.seed, u64::MAX);
     let res = coreset(&pool, kern, init, params.tol);
     Ok((
         CoreSetMsg::from_result(&pool, &res, 0, pts.dim()),
@@ -492,7 +492,7 @@ impl Node {
     pub fn new(id: usize, own: PointSet, kern: &FeatureKernel, params: &CoresetParams) -> Self {
         let index: HashMap<u64, usize> =
             own.ids().iter().enumerate().map(|(i, &v)| (v, i)).collect();
-        let init = bc::initial_members(own.len(), params.k(), params.seed, id as u64);
+        let init = bc::initial_members(own.len(), params.k_for(own.len()), params.seed, id as u64);
         let state = {
             let pool = Pool::new(&own, Some(&index));
             let members = bc::canonical(&pool, init);
