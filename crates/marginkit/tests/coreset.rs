@@ -436,3 +436,21 @@ fn tiny_eps_caps_the_core_set_at_the_data_and_is_exact() {
         assert!((r2 - exact).abs() <= 1e-6 * exact, "{r2} vs {exact}");
     }
 }
+
+#[test]
+fn zero_nodes_or_rounds_say_must_be_at_least_one() {
+    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+    let pts = gauss_points(10, 2, 41);
+    let e = run_in_process(&pts, &kern, 0, &ConsensusParams::default(), &mut |_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nodes must be at least 1"), "{e}");
+    let params = ConsensusParams {
+        max_rounds: 0,
+        ..Default::default()
+    };
+    let e = run_in_process(&pts, &kern, 2, &params, &mut |_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("max_rounds must be at least 1"), "{e}");
+}
