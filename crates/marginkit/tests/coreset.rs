@@ -427,13 +427,6 @@ fn tiny_eps_caps_the_core_set_at_the_data_and_is_exact() {
             "{} vs {exact}",
             set.r2
         );
-        let params = ConsensusParams {
-            coreset: cp,
-            ..Default::default()
-        };
-        let rep = run_in_process(&pts, &kern, 4, &params, &mut |_, _| {}).unwrap();
-        let r2 = rep.states[0].1.r2;
-        assert!((r2 - exact).abs() <= 1e-6 * exact, "{r2} vs {exact}");
     }
 }
 

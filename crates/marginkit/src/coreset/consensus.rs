@@ -493,7 +493,7 @@ impl Node {
     pub fn new(id: usize, own: PointSet, kern: &FeatureKernel, params: &CoresetParams) -> Self {
         let index: HashMap<u64, usize> =
             own.ids().iter().enumerate().map(|(i, &v)| (v, i)).collect();
-        let init = bc::initial_members(own.len(), params.k_for(own.len()), params.seed, id as u64);
+        let init = bc::initial_members(own.len(), params.k(), params.seed, id as u64);
         let state = {
             let pool = Pool::new(&own, Some(&index));
             let members = bc::canonical(&pool, init);

@@ -138,8 +138,8 @@ pub enum CoresetError {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CoresetParams {
     /// Tolerance `eps` in (0, 1): the core-set has `ceil(1/eps)` points, capped at the number of
-    /// points a node holds (a core-set of all points is exact, so a tiny `eps` cannot size buffers
-    /// beyond the data).
+    /// points in the centralized solve (a core-set of all points is exact). The distributed nodes
+    /// still use the uncapped `k` (a per-shard cap would shrink the global core-set).
     pub eps: f64,
     /// Relative guard of the strict-increase test (default 1e-10).
     pub tol: f64,
