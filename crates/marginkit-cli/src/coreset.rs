@@ -15,7 +15,8 @@ use marginkit::coreset::experiment::{
 use marginkit::coreset::model::to_model;
 use marginkit::coreset::{Activation, ConsensusParams, CoresetParams, FeatureKernel, Problem};
 use marginkit::data::write_atomically;
-use marginkit::svm::model_io::save_model;
+use marginkit::solver::Status as SolveStatus;
+use marginkit::svm::model_io::save_model_with_status;
 use marginkit::{Dataset, KernelSpec};
 use serde_json::{json, Value};
 
@@ -159,6 +160,16 @@ fn accuracy(model: &marginkit::svm::SvmModel, data: &Dataset) -> CliResult<f64> 
 /// Runs the subcommand.
 pub fn run(a: CoresetArgs) -> CliResult {
     let t0 = Instant::now();
+    // Flag combinations that cannot be honoured fail before the run, not after it.
+    if a.problem == Kind::Meb && (a.model.is_some() || a.test.is_some()) {
+        return Err(CliError(
+            "--model and --test need svdd, svm or oneclass (a ball of raw rows has no classifier)"
+                .into(),
+        ));
+    }
+    if a.test.is_some() && a.problem != Kind::Svm && a.problem != Kind::Meb {
+        return Err(CliError("--test is for `coreset svm` only".into()));
+    }
     let data = read_data(&a.data_file, &a.input, false)?;
     let kernel = kernel_of(a.kernel_type, a.gamma, a.degree, a.coef0, data.n_features())?;
     let problem = problem_of(a.problem, a.cost);
@@ -258,7 +269,19 @@ pub fn run(a: CoresetArgs) -> CliResult {
             return Err(CliError("--test is for `coreset svm` only".into()));
         }
         if let Some(mp) = &a.model {
-            save_model(mp, &model).map_err(|e| CliError(format!("{}: {e}", mp.display())))?;
+            // A model from sets that never agreed is flagged in its header (and warned about).
+            let status = if rep.agreed {
+                SolveStatus::Converged
+            } else {
+                eprintln!(
+                    "marginkit: warning: the nodes did not agree within {} rounds; {} is flagged max_iterations",
+                    rep.rounds,
+                    mp.display()
+                );
+                SolveStatus::MaxIterations
+            };
+            save_model_with_status(mp, &model, status)
+                .map_err(|e| CliError(format!("{}: {e}", mp.display())))?;
         }
     } else if a.model.is_some() || a.test.is_some() {
         return Err(CliError(

@@ -323,7 +323,8 @@ pub fn run(a: PathArgs) -> CliResult {
             .train_file
             .file_name()
             .map_or("path".into(), |n| n.to_string_lossy().into_owned());
-        std::fs::write(path, plot_svg(&result, &title))
+        let svg = plot_svg(&result, &title);
+        marginkit::data::write_atomically(path, |w| std::io::Write::write_all(w, svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     }
     if let Some(dir) = &a.save_models {

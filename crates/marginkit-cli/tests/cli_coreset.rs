@@ -159,3 +159,40 @@ fn bad_input_errors() {
     assert!(e.contains("--model"), "{e}");
     assert!(!dir.path().join("x.model").exists());
 }
+
+#[test]
+fn unagreed_model_is_flagged_and_test_misuse_fails_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data("heart_scale");
+    let f = f.to_str().unwrap();
+    // One round on a ring of 8 nodes cannot reach agreement.
+    let o = run(
+        &[
+            "coreset",
+            "svm",
+            f,
+            "--nodes",
+            "8",
+            "--graph",
+            "ring",
+            "--max-rounds",
+            "1",
+            "--json",
+            "--model",
+            "m.model",
+        ],
+        dir.path(),
+    );
+    let v = json(&o);
+    assert_eq!(v["agreed"], Value::Bool(false));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("did not agree"), "{stderr}");
+    let model = std::fs::read_to_string(dir.path().join("m.model")).unwrap();
+    assert!(model.contains("status max_iterations"), "{model}");
+    // --test with svdd is refused before reading the data (a missing file is not even opened).
+    let e = err(&run(
+        &["coreset", "svdd", "missing.svm", "--test", f],
+        dir.path(),
+    ));
+    assert!(e.contains("--test is for"), "{e}");
+}

@@ -407,3 +407,43 @@ fn bad_input_is_a_clear_error() {
     assert!(FeatureKernel::new(Problem::L2Svm { c: 0.0 }, KernelSpec::Linear).is_err());
     assert!(FeatureKernel::new(Problem::Svdd, KernelSpec::Precomputed).is_err());
 }
+
+#[test]
+fn tiny_eps_caps_the_core_set_at_the_data_and_is_exact() {
+    // eps = 1e-12 would mean k = 1e12 points: the cap at n keeps buffers at the data size, and a
+    // core-set of all points is the exact MEB.
+    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+    let pts = gauss_points(40, 3, 31);
+    let exact = exact_r2(&pts, &kern);
+    for eps in [1e-12, 1e-6] {
+        let cp = CoresetParams {
+            eps,
+            ..Default::default()
+        };
+        assert_eq!(cp.k_for(pts.len()), 40);
+        let (set, _) = centralized(&pts, &kern, &cp).unwrap();
+        assert!(
+            (set.r2 - exact).abs() <= 1e-6 * exact,
+            "{} vs {exact}",
+            set.r2
+        );
+    }
+}
+
+#[test]
+fn zero_nodes_or_rounds_say_must_be_at_least_one() {
+    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+    let pts = gauss_points(10, 2, 41);
+    let e = run_in_process(&pts, &kern, 0, &ConsensusParams::default(), &mut |_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nodes must be at least 1"), "{e}");
+    let params = ConsensusParams {
+        max_rounds: 0,
+        ..Default::default()
+    };
+    let e = run_in_process(&pts, &kern, 2, &params, &mut |_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("max_rounds must be at least 1"), "{e}");
+}

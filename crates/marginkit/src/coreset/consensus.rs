@@ -29,6 +29,7 @@ use rayon::prelude::*;
 use super::bc::{self, coreset, meb_of, Pool};
 use super::space::{param, FeatureKernel, PointSet};
 use super::{hash4, unif4, CoresetError, CoresetParams};
+use crate::error::ParamError;
 
 /// The communication graph `G_c(t)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,7 +123,7 @@ impl Schedule {
     pub fn new(n: usize, params: &ConsensusParams) -> Result<Self, CoresetError> {
         params.coreset.check()?;
         if n == 0 {
-            return Err(param("nodes", 0.0, "at least 1"));
+            return Err(ParamError::Incompatible("nodes must be at least 1").into());
         }
         if !(params.drop.is_finite() && (0.0..1.0).contains(&params.drop)) {
             return Err(param("drop", params.drop, "[0, 1)"));
@@ -133,7 +134,7 @@ impl Schedule {
             }
         }
         if params.max_rounds == 0 {
-            return Err(param("max_rounds", 0.0, "at least 1"));
+            return Err(ParamError::Incompatible("max_rounds must be at least 1").into());
         }
         let mut out = vec![Vec::new(); n];
         match &params.graph {
@@ -463,7 +464,7 @@ pub fn centralized(
     params.check()?;
     kern.check_points(pts)?;
     let pool = Pool::new(pts, None);
-    let init = bc::initial_members(pts.len(), params.k(), params.seed, u64::MAX);
+    let init = bc::initial_members(pts.len(), params.k_for(pts.len()), params.seed, u64::MAX);
     let res = coreset(&pool, kern, init, params.tol);
     Ok((
         CoreSetMsg::from_result(&pool, &res, 0, pts.dim()),

@@ -137,7 +137,9 @@ pub enum CoresetError {
 /// Parameters of the core-set routine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CoresetParams {
-    /// Tolerance `eps` in (0, 1): the core-set has `ceil(1/eps)` points.
+    /// Tolerance `eps` in (0, 1): the core-set has `ceil(1/eps)` points, capped at the number of
+    /// points in the centralized solve (a core-set of all points is exact). The distributed nodes
+    /// still use the uncapped `k` (a per-shard cap would shrink the global core-set).
     pub eps: f64,
     /// Relative guard of the strict-increase test (default 1e-10).
     pub tol: f64,
@@ -177,7 +179,12 @@ impl CoresetParams {
         }
         Ok(())
     }
-    /// Core-set size `k = ceil(1/eps)`.
+    /// Core-set size used on `n` points: `min(k, n)` (at least 1). A core-set holding all `n`
+    /// points is exact, so the cap loses nothing and bounds every buffer by the data size.
+    pub fn k_for(&self, n: usize) -> usize {
+        self.k().min(n.max(1))
+    }
+    /// Core-set size `k = ceil(1/eps)` (before the cap of [`Self::k_for`]).
     pub fn k(&self) -> usize {
         // 1/eps rounds; a value within 1e-9 of an integer counts as that integer (eps = 0.1 -> 10).
         let inv = 1.0 / self.eps;
