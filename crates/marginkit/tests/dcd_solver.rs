@@ -370,7 +370,8 @@ fn clarabel_qp(
         colptr.push(rowval.len());
     }
     let pm = CscMatrix::new(n, n, colptr, rowval, nzval);
-    // Rows: [y' (eq)], -a <= 0 (n rows), a <= u (finite ones).
+    // Rows: [y' (eq)], a_j = 0 for zero-width boxes (an interior-point method has no interior
+    // for 0 <= a_j <= 0), then -a <= 0 and a <= u (finite ones) for the others.
     let mut trip = (vec![], vec![], vec![]);
     let mut b = vec![];
     let mut m = 0;
@@ -383,17 +384,28 @@ fn clarabel_qp(
         }
         b.push(delta);
         m = 1;
-        cones.push(ZeroConeT(1));
+    }
+    for j in 0..n {
+        if upper[j] == 0.0 {
+            trip.0.push(m);
+            trip.1.push(j);
+            trip.2.push(1.0);
+            b.push(0.0);
+            m += 1;
+        }
+    }
+    if m > 0 {
+        cones.push(ZeroConeT(m));
     }
     let start = m;
-    for j in 0..n {
+    for j in (0..n).filter(|&j| upper[j] != 0.0) {
         trip.0.push(m);
         trip.1.push(j);
         trip.2.push(-1.0);
         b.push(0.0);
         m += 1;
     }
-    for j in 0..n {
+    for j in (0..n).filter(|&j| upper[j] != 0.0) {
         if upper[j].is_finite() {
             trip.0.push(m);
             trip.1.push(j);
