@@ -23,6 +23,12 @@ use super::probability;
 use crate::data::{Dataset, Features};
 use crate::error::{DataError, FitError, ParseError, ParseErrorKind};
 use crate::kernel::cache::CacheStats;
+
+/// A checkpoint whose saved subproblems do not fit the problem (a damaged or crafted state file
+/// that still carries the right fingerprint).
+const DAMAGED_CHECKPOINT: crate::error::SolveError = crate::error::SolveError::Infeasible(
+    "the checkpoint's saved subproblems do not match this problem (damaged state file)",
+);
 use crate::kernel::qmatrix::{OneClassQ, QMatrix, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
 use crate::solver::smo::{self, SmoSnapshot};
@@ -192,6 +198,9 @@ pub fn fit_resumable(
         SvmType::OneClass | SvmType::EpsSvr | SvmType::NuSvr => {
             let c: Vec<f64> = (0..data.len()).map(|i| params.c * data.weight(i)).collect();
             let f = match resume.and_then(|c| c.subs.first()) {
+                Some(SubState::Done(d)) if d.coef.len() != data.len() => {
+                    return Err(DAMAGED_CHECKPOINT.into());
+                }
                 Some(SubState::Done(d)) => DecisionFunction {
                     coef: d.coef.clone(),
                     rho: d.rho,
@@ -435,6 +444,9 @@ fn fit_classifier(
                 subs.push(SubState::NotStarted);
                 not_reached(idx.len())
             } else if let Some(SubState::Done(d)) = saved {
+                if d.coef.len() != idx.len() {
+                    return Err(DAMAGED_CHECKPOINT.into());
+                }
                 if let Some((a, b)) = d.prob {
                     prob_a.push(a);
                     prob_b.push(b);
