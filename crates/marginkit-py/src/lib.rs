@@ -8,9 +8,10 @@
 //! live in Python (`python/marginkit/`). A new library method needs one `fit_*` function here
 //! and one thin estimator class there.
 //!
-//! Training runs with the GIL released. Ctrl-C stops kernel SVMs and the path (the solver polls
-//! Python's signal handlers every 50 ms through an [`Observer`]) and raises KeyboardInterrupt;
-//! the linear fit takes no observer in the library, so it runs to its pass limit. Rust errors
+//! Training runs with the GIL released. Ctrl-C stops kernel and linear SVMs, the path, ODM and ODMC
+//! (the solver polls Python's signal handlers every 50 ms through an [`Observer`], the linear
+//! solver after every pass, ODMC after every round) and raises KeyboardInterrupt; AID, the
+//! robust path and the core-set routine take no observer in the library and run to their limits. Rust errors
 //! become Python exceptions carrying the Rust message: parameter and data errors `ValueError`,
 //! numerical breakdown `RuntimeError`.
 //!
@@ -34,6 +35,8 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArra
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+
+mod methods;
 
 /// Feature matrix as passed from Python: dense, or CSR arrays with the number of columns.
 #[derive(FromPyObject)]
@@ -431,6 +434,24 @@ fn fit_svm<'py>(
     drop(data);
 
     let d = PyDict::new(py);
+    model_items(&d, &model)?;
+    report_items(
+        &d,
+        report
+            .subproblems
+            .iter()
+            .map(|s| (s.status.as_str(), s.iterations, s.objective)),
+    )?;
+    d.set_item("warnings", report.warnings.clone())?;
+    d.set_item("rust_seconds", rust_seconds)?;
+    d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
+    Ok((SvmModelHandle { model }, d))
+}
+
+/// The fitted arrays of a LIBSVM-layout model: `sv_indices` (0-based rows of the training data),
+/// `sv_coef` (n_class - 1 x n_SV), `rho`, `n_sv`, `labels` (model order), `prob_a`, `prob_b`.
+fn model_items(d: &Bound<'_, PyDict>, model: &SvmModel) -> PyResult<()> {
+    let py = d.py();
     let idx: Vec<i64> = model
         .sv_indices
         .as_ref()
@@ -450,17 +471,7 @@ fn fit_svm<'py>(
     d.set_item("labels", PyArray1::from_vec(py, model.labels.clone()))?;
     d.set_item("prob_a", PyArray1::from_vec(py, model.prob_a.clone()))?;
     d.set_item("prob_b", PyArray1::from_vec(py, model.prob_b.clone()))?;
-    report_items(
-        &d,
-        report
-            .subproblems
-            .iter()
-            .map(|s| (s.status.as_str(), s.iterations, s.objective)),
-    )?;
-    d.set_item("warnings", report.warnings.clone())?;
-    d.set_item("rust_seconds", rust_seconds)?;
-    d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
-    Ok((SvmModelHandle { model }, d))
+    Ok(())
 }
 
 fn report_items<'a>(
@@ -527,7 +538,10 @@ fn fit_linear<'py>(
     let params = params.check().map_err(param_err)?;
     let data = dataset(&x, &y, &sample_weight, None)?;
     let t_rust = Instant::now();
-    let fit = py.detach(|| params.fit(&data)).map_err(fit_err)?;
+    let mut obs = SignalObserver::new();
+    let fit = py.detach(|| params.fit_observed(&data, &mut obs));
+    obs.into_result()?;
+    let fit = fit.map_err(fit_err)?;
     let rust_seconds = t_rust.elapsed().as_secs_f64();
     let m = &fit.model;
     let nf = m.n_features();
@@ -739,6 +753,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_svm, m)?)?;
     m.add_function(wrap_pyfunction!(fit_linear, m)?)?;
     m.add_function(wrap_pyfunction!(fit_path, m)?)?;
+    methods::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

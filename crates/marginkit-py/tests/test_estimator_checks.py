@@ -40,6 +40,16 @@ EXPECTED = {
     "LinearSVC": SAMPLE_WEIGHT_EQUIV,
     "LinearSVR": SAMPLE_WEIGHT_EQUIV,
     "SVCPath": {},
+    "LADRegressor": {},
+    "AIDSVC": {},
+    "RobustSVC": {},
+    "RobustSVR": {},
+    "ODMClassifier": SAMPLE_WEIGHT_EQUIV,
+    "ODMC": {},
+    "MinimumEnclosingBall": {},
+    "CoresetSVDD": {},
+    "CoresetOneClassSVM": {},
+    "CoresetSVC": {},
 }
 
 ESTIMATORS = [
@@ -54,6 +64,19 @@ ESTIMATORS = [
     mk.LinearSVR(),
     mk.SVCPath(n_Cs=5),
     mk.SVCPath(kernel="linear", linear_engine=True, n_Cs=5),
+    mk.LADRegressor(),
+    mk.LADRegressor(algorithm="lp"),
+    mk.AIDSVC(),
+    mk.AIDSVC(kernel="rbf"),
+    mk.RobustSVC(),
+    mk.RobustSVC(path="s"),
+    mk.RobustSVR(),
+    mk.ODMClassifier(),
+    mk.ODMC(),
+    mk.MinimumEnclosingBall(),
+    mk.CoresetSVDD(),
+    mk.CoresetOneClassSVM(),
+    mk.CoresetSVC(),
 ]
 
 

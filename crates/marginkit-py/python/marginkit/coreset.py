@@ -1,0 +1,215 @@
+"""Core-set solutions of the minimum enclosing ball and its SVM mappings (Badoiu-Clarkson core-sets;
+with n_nodes > 1, Notarstefano's distributed core-set consensus over an in-process network):
+MinimumEnclosingBall, CoresetSVDD, CoresetOneClassSVM, CoresetSVC.
+
+A core-set of k = ceil(1/eps) points whose MEB, grown by (1 + eps), covers every point. The SVDD
+and SVM mappings need a kernel with constant diagonal K(x, x) (RBF; or rows of equal norm).
+"""
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _core
+from ._common import check_int, check_real, seed_from, to_core
+from ._kernelmodel import KernelExpansionMixin, binary_targets, classifier_tags, kernel_args
+
+
+def _network(est):
+    nodes = check_int("n_nodes", est.n_nodes, low=1)
+    if not isinstance(est.graph, str):
+        raise ValueError(f"graph must be a string ('er:P', 'ring', 'grid', 'complete'), got "
+                         f"{est.graph!r}")
+    return nodes, est.graph, check_int("max_rounds", est.max_rounds, low=1)
+
+
+def _set_common(est, raw):
+    est.core_set_ = np.asarray(raw["core_set"], dtype=np.int64)
+    est.core_points_ = np.asarray(raw["points"], dtype=np.int64)
+    est.core_weights_ = np.asarray(raw["weights"])
+    est.radius_ = float(np.sqrt(max(raw["r2"], 0.0)))
+    est.n_rounds_ = int(raw["rounds"])
+    est.agreed_ = bool(raw["agreed"])
+    est.fit_report_ = {k: raw[k] for k in ("swaps", "rounds", "agreed", "rust_seconds",
+                                           "total_seconds")}
+
+
+class MinimumEnclosingBall(BaseEstimator):
+    """(1 + eps)-approximate minimum enclosing ball of the rows of X by a core-set.
+
+    Parameters: eps in (0, 1) (core-set of ceil(1/eps) points); n_nodes (1: centralized; more:
+    the distributed consensus over `graph`: 'er:P', 'ring', 'grid' or 'complete'); max_rounds
+    (consensus round budget); random_state (initial subsets, network randomness).
+
+    Fitted attributes: center_, radius_ (of the core-set's ball: radius_ <= exact MEB radius, and
+    every row lies within (1 + eps) radius_ of center_), core_set_ (row indices, a multiset),
+    core_points_/core_weights_ (the distinct core-set rows and their dual weights), agreed_,
+    n_rounds_, fit_report_.
+    """
+
+    def __init__(self, *, eps=0.1, n_nodes=1, graph="er:0.1", max_rounds=10000,
+                 random_state=None):
+        self.eps = eps
+        self.n_nodes = n_nodes
+        self.graph = graph
+        self.max_rounds = max_rounds
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Computes the ball of the rows of X (y is ignored)."""
+        nodes, graph, rounds = _network(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C")
+        _, raw = _core.fit_coreset("meb", to_core(X), None, "linear", 1.0, 0.0, 3, 1.0,
+                                   check_real("eps", self.eps), seed_from(self.random_state),
+                                   nodes, graph, rounds)
+        _set_common(self, raw)
+        self.center_ = np.asarray(raw["center"])
+        return self
+
+    def decision_function(self, X):
+        """radius_^2 - |x - center_|^2: >= 0 inside the core-set ball."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = X.toarray() if hasattr(X, "toarray") else X
+        return self.radius_ ** 2 - ((X - self.center_) ** 2).sum(axis=1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class CoresetSVDD(KernelExpansionMixin, OutlierMixin, BaseEstimator):
+    """Hard-margin support vector data description (the MEB in the kernel's feature space) by a
+    core-set. predict: +1 inside the ball, -1 outside.
+
+    Parameters: kernel ('rbf' by default; any kernel with constant K(x, x)), gamma, degree,
+    coef0 as in SVC; eps, n_nodes, graph, max_rounds, random_state as in MinimumEnclosingBall.
+
+    Fitted attributes: support_, support_vectors_, dual_coef_, intercept_, offset_,
+    radius_ (feature-space radius), core_set_, core_points_, core_weights_, agreed_, n_rounds_,
+    fit_report_. decision_function(x) = r^2 - |phi(x) - c|^2.
+    """
+
+    _problem = "svdd"
+
+    def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.1,
+                 n_nodes=1, graph="er:0.1", max_rounds=10000, random_state=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.eps = eps
+        self.n_nodes = n_nodes
+        self.graph = graph
+        self.max_rounds = max_rounds
+        self.random_state = random_state
+
+    def _c(self):
+        return 1.0
+
+    def fit(self, X, y=None):
+        """Fits the description of X (y is ignored)."""
+        nodes, graph, rounds = _network(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C")
+        kernel, gamma, coef0, degree = kernel_args(self, X)
+        handle, raw = _core.fit_coreset(self._problem, to_core(X), None, kernel, gamma, coef0,
+                                        degree, self._c(), check_real("eps", self.eps),
+                                        seed_from(self.random_state), nodes, graph, rounds)
+        self._set_expansion(handle, raw, X, 1.0)
+        self.offset_ = -float(self.intercept_[0])
+        _set_common(self, raw)
+        return self
+
+    def decision_function(self, X):
+        """Positive inside, negative outside."""
+        return self._expansion(X)
+
+    def score_samples(self, X):
+        """decision_function(X) + offset_ (the kernel expansion without its constant)."""
+        return self.decision_function(X) + self.offset_
+
+    def predict(self, X):
+        """+1 for inliers, -1 for outliers."""
+        return np.where(self.decision_function(X) >= 0, 1, -1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class CoresetOneClassSVM(CoresetSVDD):
+    """One-class 2-norm soft-margin SVM (no bias, penalty C) by a core-set; otherwise as
+    CoresetSVDD. decision_function(x) = w'phi(x) - rho.
+
+    Defaults C = 100, eps = 0.01: every support point has slack x_i / C > 0, so a small C (or a
+    10-point core-set) calls almost every training point an outlier (measured on 300 Gaussian
+    points: 0% inliers at C = 1, 87% at C = 100 and eps = 0.01).
+    """
+
+    _problem = "oneclass"
+
+    def __init__(self, *, C=100.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.01,
+                 n_nodes=1, graph="er:0.1", max_rounds=10000, random_state=None):
+        super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, eps=eps,
+                         n_nodes=n_nodes, graph=graph, max_rounds=max_rounds,
+                         random_state=random_state)
+        self.C = C
+
+    def _c(self):
+        return check_real("C", self.C)
+
+
+class CoresetSVC(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
+    """Two-class 2-norm soft-margin SVM (squared hinge, regularized bias; the CVM mapping onto
+    the MEB) by a core-set.
+
+    Parameters: C, kernel ('rbf'; any kernel with constant K(x, x)), gamma, degree, coef0, and
+    eps, n_nodes, graph, max_rounds, random_state as in MinimumEnclosingBall. The default eps is
+    0.01 (a core-set of 100 points): the (1 + eps) guarantee is on the ball, not on accuracy,
+    and a 10-point core-set (eps = 0.1) classifies poorly (measured: 0.84 vs 0.97 training
+    accuracy on 300 overlapping points).
+
+    Fitted attributes: classes_, support_, support_vectors_, dual_coef_, intercept_ (the bias
+    sum_j l_j x_j), radius_, core_set_, core_points_, core_weights_, agreed_, n_rounds_,
+    fit_report_.
+    """
+
+    def __init__(self, *, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.01,
+                 n_nodes=1, graph="er:0.1", max_rounds=10000, random_state=None):
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.eps = eps
+        self.n_nodes = n_nodes
+        self.graph = graph
+        self.max_rounds = max_rounds
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Fits the model."""
+        nodes, graph, rounds = _network(self)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+        y_pm = binary_targets(self, y)
+        kernel, gamma, coef0, degree = kernel_args(self, X)
+        handle, raw = _core.fit_coreset("svm", to_core(X), y_pm, kernel, gamma, coef0, degree,
+                                        check_real("C", self.C), check_real("eps", self.eps),
+                                        seed_from(self.random_state), nodes, graph, rounds)
+        self._set_expansion(handle, raw, X, 1.0 if raw["labels"][0] == 1.0 else -1.0)
+        _set_common(self, raw)
+        return self
+
+    def decision_function(self, X):
+        """Scores, positive for classes_[1]."""
+        return self._expansion(X)
+
+    def predict(self, X):
+        """Class labels."""
+        check_is_fitted(self)
+        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
+
+    def __sklearn_tags__(self):
+        return classifier_tags(super().__sklearn_tags__())

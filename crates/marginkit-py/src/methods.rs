@@ -1,0 +1,773 @@
+//! Bindings of the method modules: AID (LAD regression, SVM), robust SVC/SVR by the outlier path,
+//! the ODM classifier, ODMC clustering, and core-set MEB / SVDD / L2-SVM / one-class L2-SVM.
+//!
+//! Same conventions as the rest of `_core`: plain parameters in, a dict of numpy arrays out (plus
+//! an [`SvmModelHandle`] when the model predicts with a kernel expansion), training with the GIL
+//! released, library errors as `ValueError` (bad parameters or data) or `RuntimeError`
+//! (numerical breakdown) carrying the library's message. Parameter ranges are checked by the
+//! library; this file checks only what the library cannot see (durations, names of choices).
+
+use std::time::{Duration, Instant};
+
+use marginkit::aid::lad::{fit_aid_lad, AidLadParams};
+use marginkit::aid::svm::{fit_aid_svm, AidLinearEngine, AidSvmModel, AidSvmParams};
+use marginkit::aid::{AidSettings, IterRecord};
+use marginkit::cluster::{ClusterError, Points};
+use marginkit::coreset::consensus::{centralized, run_in_process};
+use marginkit::coreset::experiment::{parse_graph, points_for};
+use marginkit::coreset::model::to_model;
+use marginkit::coreset::{
+    Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, Problem,
+};
+use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
+use marginkit::odm::pool::PoolSpec;
+use marginkit::odm::{OdmParams, OdmSolver};
+use marginkit::robust::select::{select, Method};
+use marginkit::robust::{PathKind, RobustParams, Task};
+use marginkit::solver::{Control, Shrinking};
+use marginkit::KernelSpec;
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::{
+    data_err, dataset, features, fit_err, kernel_params, model_items, param_err, SignalObserver,
+    SvmModelHandle, XArg,
+};
+
+/// Registers the functions of this file.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(fit_lad, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_aid_svc, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_robust, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_odm, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_odmc, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_coreset, m)?)?;
+    Ok(())
+}
+
+fn duration(name: &str, secs: Option<f64>) -> PyResult<Option<Duration>> {
+    match secs {
+        None => Ok(None),
+        Some(t) if t.is_finite() && t > 0.0 => Ok(Some(Duration::from_secs_f64(t.min(1e9)))),
+        Some(t) => Err(PyValueError::new_err(format!(
+            "{name} must be finite and > 0 (seconds), got {t}"
+        ))),
+    }
+}
+
+fn cache_bytes(cache_mb: f64) -> PyResult<u64> {
+    if !(cache_mb.is_finite() && cache_mb > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "cache_size must be finite and > 0 (MB), got {cache_mb}"
+        )));
+    }
+    Ok(((cache_mb * 1048576.0) as u64).max(1))
+}
+
+/// A kernel by scikit-learn's name, resolved (gamma is already a number on the Python side).
+fn kernel_spec(kernel: &str, gamma: f64, coef0: f64, degree: u32) -> PyResult<KernelSpec> {
+    Ok(kernel_params(kernel, gamma, coef0, degree)?.resolve(0))
+}
+
+fn cluster_err(e: ClusterError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn coreset_err(e: CoresetError) -> PyErr {
+    match e {
+        CoresetError::Transport(_) => PyRuntimeError::new_err(e.to_string()),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+fn aid_settings(gap_tol: f64, max_iter: usize, time_limit: Option<f64>) -> PyResult<AidSettings> {
+    if !(gap_tol.is_finite() && gap_tol >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "gap_tol must be finite and >= 0, got {gap_tol}"
+        )));
+    }
+    if max_iter == 0 {
+        return Err(PyValueError::new_err("max_iter must be >= 1, got 0"));
+    }
+    Ok(AidSettings {
+        gap_tol,
+        max_iter,
+        time_limit: duration("time_limit", time_limit)?,
+    })
+}
+
+/// The AID loop's per-iteration record as columns.
+fn aid_history(d: &Bound<'_, PyDict>, its: &[IterRecord]) -> PyResult<()> {
+    let py = d.py();
+    let col = |f: &dyn Fn(&IterRecord) -> f64| -> Vec<f64> { its.iter().map(f).collect() };
+    let h = PyDict::new(py);
+    h.set_item(
+        "clusters",
+        PyArray1::from_vec(py, col(&|r| r.clusters as f64)),
+    )?;
+    h.set_item("r", PyArray1::from_vec(py, col(&|r| r.r)))?;
+    h.set_item(
+        "lower_bound",
+        PyArray1::from_vec(py, col(&|r| r.lower_bound)),
+    )?;
+    h.set_item("objective", PyArray1::from_vec(py, col(&|r| r.objective)))?;
+    h.set_item(
+        "best_objective",
+        PyArray1::from_vec(py, col(&|r| r.best_objective)),
+    )?;
+    h.set_item("gap", PyArray1::from_vec(py, col(&|r| r.gap)))?;
+    h.set_item(
+        "violating",
+        PyArray1::from_vec(py, col(&|r| r.violating as f64)),
+    )?;
+    h.set_item("seconds", PyArray1::from_vec(py, col(&|r| r.seconds)))?;
+    d.set_item("history", h)?;
+    Ok(())
+}
+
+/// LAD regression `min sum_i |y_i - x_i'coef - intercept|`: `algorithm` "aid" (Park & Klabjan's
+/// aggregate and iterative disaggregate, stops with the optimality certificate by default) or
+/// "lp" (the full LP by clarabel, polished to a vertex).
+#[pyfunction]
+#[pyo3(signature = (x, y, algorithm, intercept, r0, gap_tol, max_iter, time_limit, seed))]
+#[allow(clippy::too_many_arguments)]
+fn fit_lad<'py>(
+    py: Python<'py>,
+    x: XArg<'py>,
+    y: PyReadonlyArray1<'py, f64>,
+    algorithm: &str,
+    intercept: bool,
+    r0: Option<f64>,
+    gap_tol: f64,
+    max_iter: usize,
+    time_limit: Option<f64>,
+    seed: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let t_total = Instant::now();
+    let settings = aid_settings(gap_tol, max_iter, time_limit)?;
+    let data = dataset(&x, &y, &None, None)?;
+    let d = PyDict::new(py);
+    let t_rust = Instant::now();
+    match algorithm {
+        "aid" => {
+            let params = AidLadParams {
+                intercept,
+                r0,
+                seed,
+                settings,
+            };
+            let fit = py
+                .detach(|| fit_aid_lad(&data, &params, &mut |_| {}))
+                .map_err(fit_err)?;
+            d.set_item("coef", PyArray1::from_vec(py, fit.model.coef.clone()))?;
+            d.set_item("intercept", fit.model.intercept)?;
+            d.set_item("objective", fit.run.best_objective)?;
+            d.set_item("lower_bound", fit.run.lower_bound)?;
+            d.set_item("stop", fit.run.stop.as_str())?;
+            d.set_item(
+                "certified",
+                fit.run.stop == marginkit::aid::StopReason::Optimal && fit.last_certified,
+            )?;
+            d.set_item("init_seconds", fit.init_seconds)?;
+            aid_history(&d, &fit.run.iterations)?;
+        }
+        "lp" => {
+            let (model, sol) = py
+                .detach(|| marginkit::aid::lad::fit_lad(&data, intercept, settings.time_limit))
+                .map_err(fit_err)?;
+            d.set_item("coef", PyArray1::from_vec(py, model.coef))?;
+            d.set_item("intercept", model.intercept)?;
+            d.set_item("objective", sol.objective)?;
+            d.set_item("lower_bound", sol.lower_bound)?;
+            d.set_item("stop", if sol.certified { "optimal" } else { "interior" })?;
+            d.set_item("certified", sol.certified)?;
+        }
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "algorithm must be 'aid' or 'lp', got {other:?}"
+            )))
+        }
+    }
+    d.set_item("rust_seconds", t_rust.elapsed().as_secs_f64())?;
+    d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
+    Ok(d)
+}
+
+/// AID for the C-SVM with an unregularized bias (LIBSVM's C-SVC problem): `kernel` "linear"
+/// aggregates in the input space (weights `w`, `b` returned), any other kernel name runs the
+/// paper's Appendix B (a kernel model handle returned). Two classes; `labels[0]` is positive.
+#[pyfunction]
+#[pyo3(signature = (x, y, c, kernel, gamma, coef0, degree, tol, r0, gap_tol, max_iter,
+    time_limit, seed, engine))]
+#[allow(clippy::too_many_arguments)]
+fn fit_aid_svc<'py>(
+    py: Python<'py>,
+    x: XArg<'py>,
+    y: PyReadonlyArray1<'py, f64>,
+    c: f64,
+    kernel: &str,
+    gamma: f64,
+    coef0: f64,
+    degree: u32,
+    tol: f64,
+    r0: Option<f64>,
+    gap_tol: f64,
+    max_iter: usize,
+    time_limit: Option<f64>,
+    seed: u64,
+    engine: &str,
+) -> PyResult<(Option<SvmModelHandle>, Bound<'py, PyDict>)> {
+    let t_total = Instant::now();
+    let kernel = match kernel {
+        "linear" => None,
+        "precomputed" => {
+            return Err(PyValueError::new_err(
+                "AID-SVM does not take a precomputed kernel",
+            ))
+        }
+        k => Some(kernel_spec(k, gamma, coef0, degree)?),
+    };
+    let linear_engine = match engine {
+        "auto" => AidLinearEngine::Auto,
+        "dcd" => AidLinearEngine::Dcd,
+        e => {
+            return Err(PyValueError::new_err(format!(
+                "engine must be 'auto' or 'dcd', got {e:?}"
+            )))
+        }
+    };
+    let params = AidSvmParams {
+        c,
+        kernel,
+        r0,
+        seed,
+        solver_tol: tol,
+        settings: aid_settings(gap_tol, max_iter, time_limit)?,
+        linear_engine,
+    };
+    let data = dataset(&x, &y, &None, None)?;
+    let t_rust = Instant::now();
+    let fit = py
+        .detach(|| fit_aid_svm(&data, &params, &mut |_| {}))
+        .map_err(fit_err)?;
+    let rust_seconds = t_rust.elapsed().as_secs_f64();
+    let d = PyDict::new(py);
+    d.set_item("labels", PyArray1::from_vec(py, fit.labels.clone()))?;
+    d.set_item("objective", fit.run.best_objective)?;
+    d.set_item("lower_bound", fit.run.lower_bound)?;
+    d.set_item("stop", fit.run.stop.as_str())?;
+    d.set_item("init_seconds", fit.init_seconds)?;
+    aid_history(&d, &fit.run.iterations)?;
+    let handle = match fit.model {
+        AidSvmModel::Linear(_) => {
+            // The best iterate's primal weights; decision w'x + b, positive for labels[0].
+            d.set_item("w", PyArray1::from_vec(py, fit.run.best.w.clone()))?;
+            d.set_item("b", fit.run.best.b)?;
+            None
+        }
+        AidSvmModel::Kernel(m) => {
+            model_items(&d, &m)?;
+            Some(SvmModelHandle { model: *m })
+        }
+    };
+    d.set_item("rust_seconds", rust_seconds)?;
+    d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
+    Ok((handle, d))
+}
+
+/// Robust (ramp-loss) SVC or truncated-LAD SVR by the outlier path (Suzumura et al.), one path
+/// per C in `cs`, the best locally optimal breakpoint by validation error chosen (without
+/// validation data: the end of the first C's path). Returns the chosen model's handle and a dict
+/// with every breakpoint (`keep_path`: with its coefficients), the runs and the choice.
+#[pyfunction]
+#[pyo3(signature = (task, x, y, x_valid, y_valid, path, cs, kernel, gamma, coef0, degree, bias,
+    s, s_end, max_events, tol, cache_mb, keep_path))]
+#[allow(clippy::too_many_arguments)]
+fn fit_robust<'py>(
+    py: Python<'py>,
+    task: &str,
+    x: XArg<'py>,
+    y: PyReadonlyArray1<'py, f64>,
+    x_valid: Option<XArg<'py>>,
+    y_valid: Option<PyReadonlyArray1<'py, f64>>,
+    path: &str,
+    cs: Vec<f64>,
+    kernel: &str,
+    gamma: f64,
+    coef0: f64,
+    degree: u32,
+    bias: Option<f64>,
+    s: Option<f64>,
+    s_end: f64,
+    max_events: Option<usize>,
+    tol: f64,
+    cache_mb: f64,
+    keep_path: bool,
+) -> PyResult<(SvmModelHandle, Bound<'py, PyDict>)> {
+    let t_total = Instant::now();
+    let task = match task {
+        "svc" => Task::Svc,
+        "svr" => Task::Svr,
+        t => {
+            return Err(PyValueError::new_err(format!(
+                "task must be 'svc' or 'svr', got {t:?}"
+            )))
+        }
+    };
+    let kind = match path {
+        "theta" => PathKind::Theta,
+        "s" => PathKind::S,
+        p => {
+            return Err(PyValueError::new_err(format!(
+                "path must be 'theta' or 's', got {p:?}"
+            )))
+        }
+    };
+    let mut params = RobustParams::new(task, kernel_spec(kernel, gamma, coef0, degree)?)
+        .bias(bias)
+        .keep_solutions(keep_path);
+    params.s_fixed = s;
+    params.s_end_fraction = s_end;
+    params.max_events = max_events;
+    params.solver_tol = tol;
+    params.cache_bytes = usize::try_from(cache_bytes(cache_mb)?).unwrap_or(usize::MAX);
+    params.check().map_err(param_err)?;
+    let train = dataset(&x, &y, &None, None)?;
+    let valid = match (&x_valid, &y_valid) {
+        (Some(xv), Some(yv)) => Some(dataset(xv, yv, &None, None)?),
+        (None, None) => None,
+        _ => {
+            return Err(PyValueError::new_err(
+                "give both X_valid and y_valid, or neither",
+            ))
+        }
+    };
+    let t_rust = Instant::now();
+    let sel = py
+        .detach(|| select(&params, kind, &Method::Path, &cs, &train, valid.as_ref()))
+        .map_err(fit_err)?;
+    let model = sel.model(&params, &train).map_err(data_err)?;
+    let rust_seconds = t_rust.elapsed().as_secs_f64();
+    let d = PyDict::new(py);
+    let (mut bc, mut bp, mut bkind, mut bobj, mut bout, mut bopt, mut berr, mut brun) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    let mut betas: Vec<f64> = Vec::new();
+    for (k, r) in sel.runs.iter().enumerate() {
+        for node in &r.nodes {
+            bc.push(r.c);
+            bp.push(node.param);
+            bkind.push(node.kind.as_str());
+            bobj.push(node.objective);
+            bout.push(node.n_outliers as i64);
+            bopt.push(node.locally_optimal);
+            berr.push(node.valid_error.unwrap_or(f64::NAN));
+            brun.push(k as i64);
+            if let Some(b) = &node.beta {
+                betas.extend_from_slice(b);
+            }
+        }
+    }
+    let bps = PyDict::new(py);
+    let n_nodes = bc.len();
+    bps.set_item("C", PyArray1::from_vec(py, bc))?;
+    bps.set_item(kind.as_str(), PyArray1::from_vec(py, bp))?;
+    bps.set_item("kind", bkind)?;
+    bps.set_item("objective", PyArray1::from_vec(py, bobj))?;
+    bps.set_item("n_outliers", PyArray1::from_vec(py, bout))?;
+    bps.set_item("locally_optimal", PyArray1::from_vec(py, bopt))?;
+    bps.set_item("valid_error", PyArray1::from_vec(py, berr))?;
+    bps.set_item("run", PyArray1::from_vec(py, brun))?;
+    let n = train.len();
+    if keep_path && betas.len() == n_nodes * n {
+        bps.set_item("coef", PyArray1::from_vec(py, betas).reshape([n_nodes, n])?)?;
+    }
+    d.set_item("breakpoints", bps)?;
+    let runs = PyDict::new(py);
+    let col = |f: &dyn Fn(&marginkit::robust::select::Run) -> f64| -> Vec<f64> {
+        sel.runs.iter().map(f).collect()
+    };
+    runs.set_item("C", PyArray1::from_vec(py, col(&|r| r.c)))?;
+    runs.set_item(
+        "status",
+        sel.runs.iter().map(|r| r.status).collect::<Vec<_>>(),
+    )?;
+    runs.set_item("events", PyArray1::from_vec(py, col(&|r| r.events as f64)))?;
+    runs.set_item("jumps", PyArray1::from_vec(py, col(&|r| r.d_steps as f64)))?;
+    runs.set_item("s_standard", PyArray1::from_vec(py, col(&|r| r.s_standard)))?;
+    runs.set_item(
+        "final_locally_optimal",
+        sel.runs
+            .iter()
+            .map(|r| r.final_locally_optimal)
+            .collect::<Vec<_>>(),
+    )?;
+    runs.set_item("seconds", PyArray1::from_vec(py, col(&|r| r.seconds)))?;
+    d.set_item("runs", runs)?;
+    d.set_item("chosen_C", sel.chosen.c)?;
+    d.set_item("chosen_param", sel.chosen.param)?;
+    d.set_item("chosen_run", sel.chosen.run)?;
+    d.set_item("chosen_node", sel.chosen.node)?;
+    d.set_item(
+        "chosen_valid_error",
+        sel.chosen.valid_error.unwrap_or(f64::NAN),
+    )?;
+    d.set_item("beta", PyArray1::from_vec(py, sel.chosen.beta.clone()))?;
+    d.set_item("kernel_diag_shift", bias.map_or(0.0, |b| b * b))?;
+    model_items(&d, &model)?;
+    d.set_item("rust_seconds", rust_seconds)?;
+    d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
+    Ok((SvmModelHandle { model }, d))
+}
+
+/// The optimal margin distribution machine (Zhang & Zhou), two classes, no bias; `labels[0]` is
+/// the positive class. Returns the handle (a C-SVC kernel expansion with `rho = 0`) and the
+/// report with the recomputed primal, dual and duality gap.
+#[pyfunction]
+#[pyo3(signature = (x, y, sample_weight, lam, nu, theta, kernel, gamma, coef0, degree, tol,
+    cache_mb, max_iter, engine, shrinking, seed))]
+#[allow(clippy::too_many_arguments)]
+fn fit_odm<'py>(
+    py: Python<'py>,
+    x: XArg<'py>,
+    y: PyReadonlyArray1<'py, f64>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    lam: f64,
+    nu: f64,
+    theta: f64,
+    kernel: &str,
+    gamma: f64,
+    coef0: f64,
+    degree: u32,
+    tol: f64,
+    cache_mb: f64,
+    max_iter: Option<u64>,
+    engine: &str,
+    shrinking: bool,
+    seed: u64,
+) -> PyResult<(SvmModelHandle, Bound<'py, PyDict>)> {
+    let t_total = Instant::now();
+    let engine = match engine {
+        "auto" => OdmSolver::Auto,
+        "smo" => OdmSolver::Smo,
+        "dcd" => OdmSolver::Dcd,
+        e => {
+            return Err(PyValueError::new_err(format!(
+                "solver must be 'auto', 'smo' or 'dcd', got {e:?}"
+            )))
+        }
+    };
+    let mut p = OdmParams::new()
+        .lambda(lam)
+        .nu(nu)
+        .theta(theta)
+        .kernel(kernel_params(kernel, gamma, coef0, degree)?)
+        .tol(tol)
+        .cache_bytes(cache_bytes(cache_mb)?)
+        .shrinking(if shrinking {
+            Shrinking::On
+        } else {
+            Shrinking::Off
+        })
+        .engine(engine)
+        .seed(seed);
+    if let Some(m) = max_iter {
+        p = p.max_iter(m);
+    }
+    let params = p.check().map_err(param_err)?;
+    let data = dataset(&x, &y, &sample_weight, None)?;
+    let t_rust = Instant::now();
+    let mut obs = SignalObserver::new();
+    let fitted = py.detach(|| marginkit::odm::fit(&params, &data, &mut obs));
+    obs.into_result()?;
+    let (model, report) = fitted.map_err(fit_err)?;
+    let rust_seconds = t_rust.elapsed().as_secs_f64();
+    let d = PyDict::new(py);
+    model_items(&d, &model)?;
+    d.set_item("primal", report.primal)?;
+    d.set_item("dual", report.dual)?;
+    d.set_item("gap", report.gap)?;
+    d.set_item("status", vec![report.info.status.as_str()])?;
+    d.set_item(
+        "iterations",
+        PyArray1::from_vec(py, vec![report.info.iterations as i64]),
+    )?;
+    d.set_item("objective", PyArray1::from_vec(py, vec![report.primal]))?;
+    d.set_item("warnings", Vec::<String>::new())?;
+    d.set_item("engine", format!("{:?}", report.engine).to_lowercase())?;
+    d.set_item("rust_seconds", rust_seconds)?;
+    d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
+    Ok((SvmModelHandle { model }, d))
+}
+
+impl OdmcObserver for SignalObserver {
+    fn on_round(&mut self, _s: &RoundStats) -> Control {
+        if self.raised.is_some() {
+            return Control::Stop;
+        }
+        match Python::attach(|py| py.check_signals()) {
+            Ok(()) => Control::Continue,
+            Err(e) => {
+                self.raised = Some(e);
+                Control::Stop
+            }
+        }
+    }
+}
+
+/// ODMC clustering (Zhang & Zhou, stochastic mirror descent over a label-generation pool) into
+/// `k` clusters (recursive bisection for k > 2). Features are standardized by the library.
+#[pyfunction]
+#[pyo3(signature = (x, k, lam, nu, theta, kernel, sigma_scale, beta, iterations, max_rounds, tol,
+    pool, readout, seed, max_dense))]
+#[allow(clippy::too_many_arguments)]
+fn fit_odmc<'py>(
+    py: Python<'py>,
+    x: XArg<'py>,
+    k: usize,
+    lam: f64,
+    nu: f64,
+    theta: f64,
+    kernel: &str,
+    sigma_scale: f64,
+    beta: f64,
+    iterations: usize,
+    max_rounds: usize,
+    tol: f64,
+    pool: (usize, usize, usize),
+    readout: &str,
+    seed: u64,
+    max_dense: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let t_total = Instant::now();
+    let kernel = match kernel {
+        "linear" => OdmcKernel::Linear,
+        "rbf" | "gaussian" => OdmcKernel::Gaussian { sigma_scale },
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "kernel must be 'linear' or 'rbf', got {other:?}"
+            )))
+        }
+    };
+    let readout = match readout {
+        "decision" => Readout::Decision,
+        "sign" => Readout::Sign,
+        "heaviest" => Readout::Heaviest,
+        "min_g" => Readout::MinG,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "readout must be 'decision', 'sign', 'heaviest' or 'min_g', got {other:?}"
+            )))
+        }
+    };
+    let params = OdmcParams {
+        k,
+        lambda: lam,
+        nu,
+        theta,
+        kernel,
+        beta,
+        iterations,
+        max_rounds,
+        tol,
+        pool: PoolSpec {
+            kmeans: pool.0,
+            components: pool.1,
+            random: pool.2,
+        },
+        readout,
+        seed,
+        max_dense,
+    };
+    params.check().map_err(param_err)?;
+    // A dense row-major matrix is the library's point layout: one copy; CSR is scattered.
+    let points = match &x {
+        XArg::Dense(a) => {
+            let (n, d) = a.as_array().dim();
+            let v: Vec<f64> = match a.as_slice() {
+                Ok(s) => s.to_vec(),
+                Err(_) => a.as_array().iter().copied().collect(),
+            };
+            Points { n, d, v }
+        }
+        XArg::Csr(..) => Points::from_features(&features(&x, None)?),
+    };
+    if points.v.iter().any(|v| !v.is_finite()) {
+        return Err(PyValueError::new_err("X contains NaN or infinity"));
+    }
+    let t_rust = Instant::now();
+    let mut obs = SignalObserver::new();
+    let res = py.detach(|| cluster(&points, &params, &mut obs));
+    obs.into_result()?;
+    let res = res.map_err(cluster_err)?;
+    let d = PyDict::new(py);
+    let labels: Vec<i64> = res.labels.iter().map(|&l| l as i64).collect();
+    d.set_item("labels", PyArray1::from_vec(py, labels))?;
+    let sizes: Vec<i64> = res.cluster_sizes.iter().map(|&l| l as i64).collect();
+    d.set_item("cluster_sizes", PyArray1::from_vec(py, sizes))?;
+    d.set_item("iterations", res.iterations)?;
+    d.set_item("rounds", res.rounds)?;
+    d.set_item("status", res.status.as_str())?;
+    let h = &res.history;
+    d.set_item(
+        "gap",
+        PyArray1::from_vec(py, h.iter().map(|r| r.gap).collect::<Vec<_>>()),
+    )?;
+    d.set_item(
+        "relative_gap",
+        PyArray1::from_vec(py, h.iter().map(|r| r.relative_gap).collect::<Vec<_>>()),
+    )?;
+    d.set_item(
+        "pool",
+        PyArray1::from_vec(py, h.iter().map(|r| r.pool as i64).collect::<Vec<_>>()),
+    )?;
+    if let Some(p) = &res.paper_labels {
+        let p: Vec<i64> = p.iter().map(|&l| l as i64).collect();
+        d.set_item("paper_labels", PyArray1::from_vec(py, p))?;
+    }
+    d.set_item("rust_seconds", t_rust.elapsed().as_secs_f64())?;
+    d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
+    Ok(d)
+}
+
+/// Core-set solution of the minimum enclosing ball (`problem` "meb"), hard-margin SVDD ("svdd"),
+/// the 2-norm soft-margin SVM ("svm", two classes) or the one-class L2-SVM ("oneclass")
+/// (Badoiu-Clarkson core-sets; `nodes > 1`: Notarstefano's distributed consensus over an
+/// in-process network of that many nodes on `graph`). Returns the model handle (None for the MEB)
+/// and a dict: the core-set ids, the distinct core-set points' ids and dual weights, `r2`, `c2`
+/// and, for the MEB, the centre.
+#[pyfunction]
+#[pyo3(signature = (problem, x, y, kernel, gamma, coef0, degree, c, eps, seed, nodes, graph,
+    max_rounds))]
+#[allow(clippy::too_many_arguments)]
+fn fit_coreset<'py>(
+    py: Python<'py>,
+    problem: &str,
+    x: XArg<'py>,
+    y: Option<PyReadonlyArray1<'py, f64>>,
+    kernel: &str,
+    gamma: f64,
+    coef0: f64,
+    degree: u32,
+    c: f64,
+    eps: f64,
+    seed: u64,
+    nodes: usize,
+    graph: &str,
+    max_rounds: u64,
+) -> PyResult<(Option<SvmModelHandle>, Bound<'py, PyDict>)> {
+    let t_total = Instant::now();
+    let problem = match problem {
+        "meb" => Problem::Meb,
+        "svdd" => Problem::Svdd,
+        "svm" => Problem::L2Svm { c },
+        "oneclass" => Problem::OneClassL2 { c },
+        p => {
+            return Err(PyValueError::new_err(format!(
+                "problem must be 'meb', 'svdd', 'svm' or 'oneclass', got {p:?}"
+            )))
+        }
+    };
+    if nodes == 0 {
+        return Err(PyValueError::new_err("n_nodes must be >= 1, got 0"));
+    }
+    let kern = FeatureKernel::new(problem, kernel_spec(kernel, gamma, coef0, degree)?)
+        .map_err(param_err)?;
+    let params = CoresetParams {
+        eps,
+        seed,
+        ..CoresetParams::default()
+    };
+    params.check().map_err(param_err)?;
+    let data = match &y {
+        Some(y) => dataset(&x, y, &None, None)?,
+        None => {
+            let xf = features(&x, None)?;
+            let n = xf.n_rows();
+            marginkit::Dataset::new(xf, vec![1.0; n], None).map_err(data_err)?
+        }
+    };
+    let consensus = if nodes > 1 {
+        Some(ConsensusParams {
+            coreset: params,
+            graph: parse_graph(graph).map_err(coreset_err)?,
+            activation: Activation::Sync,
+            drop: 0.0,
+            max_delay: 0,
+            max_rounds,
+            record: false,
+        })
+    } else {
+        None
+    };
+    let t_rust = Instant::now();
+    let out = py.detach(|| -> Result<_, CoresetError> {
+        let (pts, labels) = points_for(&data, problem)?;
+        let (msg, swaps, rounds, agreed) = match &consensus {
+            None => {
+                let (msg, swaps) = centralized(&pts, &kern, &params)?;
+                (msg, swaps, 0, true)
+            }
+            Some(cp) => {
+                let rep = run_in_process(&pts, &kern, nodes, cp, &mut |_, _| {})?;
+                let msg = rep
+                    .states
+                    .first()
+                    .map(|(_, m)| (**m).clone())
+                    .ok_or_else(|| CoresetError::Transport("no node reported".into()))?;
+                (msg, 0, rep.rounds, rep.agreed)
+            }
+        };
+        let model = match problem {
+            Problem::Meb => None,
+            _ => Some(to_model(&msg, &kern, labels)?),
+        };
+        Ok((msg, swaps, rounds, agreed, model, labels))
+    });
+    let (msg, swaps, rounds, agreed, model, labels) = out.map_err(coreset_err)?;
+    let rust_seconds = t_rust.elapsed().as_secs_f64();
+    let d = PyDict::new(py);
+    let ids: Vec<i64> = msg.ids.iter().map(|&i| i as i64).collect();
+    d.set_item("core_set", PyArray1::from_vec(py, ids))?;
+    let pts = &msg.points;
+    let distinct: Vec<i64> = pts.ids().iter().map(|&i| i as i64).collect();
+    d.set_item("points", PyArray1::from_vec(py, distinct))?;
+    d.set_item("weights", PyArray1::from_vec(py, msg.weights.clone()))?;
+    d.set_item("r2", msg.r2)?;
+    d.set_item("c2", msg.c2)?;
+    d.set_item("ridge", kern.ridge)?;
+    d.set_item("swaps", swaps)?;
+    d.set_item("rounds", rounds)?;
+    d.set_item("agreed", agreed)?;
+    d.set_item("k", params.k())?;
+    d.set_item("labels", PyArray1::from_vec(py, labels.to_vec()))?;
+    if problem == Problem::Meb {
+        let dim = pts.dim();
+        let mut centre = vec![0.0; dim];
+        for i in 0..pts.len() {
+            for (cj, &v) in centre.iter_mut().zip(pts.row(i)) {
+                *cj += msg.weights[i] * v;
+            }
+        }
+        d.set_item("center", PyArray1::from_vec(py, centre))?;
+    }
+    let handle = match model {
+        Some(m) => {
+            model_items(&d, &m)?;
+            Some(SvmModelHandle { model: m })
+        }
+        None => None,
+    };
+    d.set_item("rust_seconds", rust_seconds)?;
+    d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
+    Ok((handle, d))
+}
