@@ -92,6 +92,54 @@ def test_dense_float64_c_array_is_passed_without_a_python_copy():
     assert ncols == 5
 
 
+def _python_peak(fit, *args):
+    """Transient bytes allocated through Python's allocators (numpy reports its array buffers to
+    tracemalloc) while `fit(*args)` runs: the peak minus what the fitted estimator keeps (its
+    fitted attributes, e.g. support_vectors_). The Rust core's own allocations are not counted."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        fit(*args)
+        now, peak = tracemalloc.get_traced_memory()
+        return peak - max(now, base)
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: mk.LinearSVC(max_iter=3),
+    lambda: mk.SVC(max_iter=20),
+    lambda: mk.ODMClassifier(max_iter=20),
+])
+def test_fit_makes_no_python_copy_of_contiguous_input(make):
+    """Counting check: fitting on a C-contiguous float64 matrix (9.6 MB) or a CSR matrix with
+    float64 data and int32 / int64 indices allocates far less than the matrix on the Python side
+    (gamma='scale' included); a Fortran-ordered matrix (which has to be converted) is the
+    positive control."""
+    import warnings
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20000, 60))
+    y = np.where(X[:, 0] > 0, 1.0, 0.0)
+    est = make()
+
+    def fit(A):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(A, y)
+
+    assert _python_peak(fit, X) < 0.25 * X.nbytes
+    S = sp.random(20000, 1000, density=0.06, format="csr", random_state=0, dtype=np.float64)
+    S.sort_indices()
+    assert S.indices.dtype == np.int32
+    assert _python_peak(fit, S) < 0.25 * S.data.nbytes
+    S64 = S.copy()
+    S64.indices, S64.indptr = S.indices.astype(np.int64), S.indptr.astype(np.int64)
+    assert _python_peak(fit, S64) < 0.25 * S64.data.nbytes
+    assert _python_peak(fit, np.asfortranarray(X)) >= X.nbytes
+
+
 def test_fortran_and_int_input_give_the_same_model(heart):
     Xtr, ytr, Xte, _ = heart
     a = mk.SVC().fit(Xtr, ytr).decision_function(Xte)
@@ -169,6 +217,28 @@ def test_ctrl_c_interrupts_training():
         signal.signal(signal.SIGINT, old)
     # The full fit takes ~3 s here; the solver polls for signals every 50 ms.
     assert elapsed < 1.5, elapsed
+
+
+def test_ctrl_c_interrupts_linear_training():
+    rng = np.random.default_rng(3)
+    n = 100000
+    X = rng.normal(size=(n, 20))
+    y = np.where(X[:, 0] + 3.0 * rng.normal(size=n) > 0, 1, -1)
+    # Noisy labels, a large C and a tiny tol: thousands of passes (minutes) without the signal.
+    m = mk.LinearSVC(C=1000.0, tol=1e-12, max_iter=100000, loss="hinge")
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    try:
+        t0 = time.perf_counter()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            m.fit(X, y)
+        elapsed = time.perf_counter() - t0
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    # The solver checks for signals after every pass (~20 ms here).
+    assert elapsed < 2.0, elapsed
 
 
 # ---------------------------------------------------------------- linear models

@@ -41,10 +41,7 @@ def resolve_gamma(gamma, X):
     n_features = X.shape[1]
     if isinstance(gamma, str):
         if gamma == "scale":
-            if sp.issparse(X):
-                var = X.multiply(X).mean() - X.mean() ** 2
-            else:
-                var = X.var()
+            var = _variance(X)
             return 1.0 / (n_features * var) if var != 0 else 1.0
         if gamma == "auto":
             return 1.0 / max(n_features, 1)
@@ -52,6 +49,32 @@ def resolve_gamma(gamma, X):
     if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool):
         return float(gamma)
     raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
+
+
+# Above this many stored values the variance is computed without a temporary of X's size (the
+# input is never copied on the Python side, see docs/python.md); below it exactly as
+# scikit-learn computes it, so that gamma='scale' is bit-identical to scikit-learn's.
+_BIG = 1 << 20
+_BLOCK_VALUES = 1 << 15
+
+
+def _variance(X):
+    """Variance of all entries of X (zeros included for sparse X), scikit-learn's formula."""
+    if sp.issparse(X):
+        if X.nnz < _BIG:
+            return X.multiply(X).mean() - X.mean() ** 2
+        size = X.shape[0] * X.shape[1]
+        return float(np.dot(X.data, X.data)) / size - (X.data.sum() / size) ** 2
+    if X.size < _BIG:
+        return X.var()
+    # Two passes in row blocks: the mean, then the squared deviations (temporaries of one block).
+    mean = X.mean()
+    rows = max(1, _BLOCK_VALUES // max(X.shape[1], 1))
+    ss = 0.0
+    for i in range(0, X.shape[0], rows):
+        d = X[i:i + rows] - mean
+        ss += float(np.einsum("ij,ij->", d, d))
+    return ss / X.size
 
 
 def check_choice(name, value, choices):
