@@ -19,3 +19,5 @@ def test_docs_example_runs(capsys):
     acc = float(re.search(r"test accuracy ([0-9.]+)", out).group(1))
     assert acc > 0.9, out
     assert "best C on the path" in out
+    assert float(re.search(r"ODM accuracy ([0-9.]+)", out).group(1)) > 0.9, out
+    assert "certified True" in out and "robust: chosen C" in out

@@ -32,7 +32,10 @@ def _aid_common(est):
 
 
 def _history(raw):
-    return {k: np.asarray(v) for k, v in raw["history"].items()}
+    h = {k: np.asarray(v) for k, v in raw["history"].items()}
+    for k in ("clusters", "violating"):
+        h[k] = h[k].astype(np.int64)
+    return h
 
 
 class LADRegressor(RegressorMixin, BaseEstimator):
