@@ -10,6 +10,7 @@
 use std::time::{Duration, Instant};
 
 use marginkit::aid::lad::{fit_aid_lad, AidLadParams};
+use marginkit::aid::s3vm::{fit_aid_s3vm, full_instance, solve_bnb, AidS3vmParams, BnbLimits};
 use marginkit::aid::svm::{fit_aid_svm, AidLinearEngine, AidSvmModel, AidSvmParams};
 use marginkit::aid::{AidSettings, IterRecord};
 use marginkit::cluster::{ClusterError, Points};
@@ -40,6 +41,7 @@ use super::{
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_lad, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aid_svc, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_s3vm, m)?)?;
     m.add_function(wrap_pyfunction!(fit_robust, m)?)?;
     m.add_function(wrap_pyfunction!(fit_odm, m)?)?;
     m.add_function(wrap_pyfunction!(fit_odmc, m)?)?;
@@ -275,6 +277,100 @@ fn fit_aid_svc<'py>(
     d.set_item("rust_seconds", rust_seconds)?;
     d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
     Ok((handle, d))
+}
+
+/// Linear semi-supervised SVM (Bennett-Demiriz, labels +-1 and 0 = unlabeled): `algorithm`
+/// "exact" (branch and bound on the full problem; small problems) or "aid" (AID-S3VM, a
+/// heuristic). Returns `w`, `b` (decision positive for `labels[0]`) and the report.
+#[pyfunction]
+#[pyo3(signature = (x, y, algorithm, c_labeled, c_unlabeled, balance, r0, max_iter, max_nodes,
+    bnb_time_limit, seed))]
+#[allow(clippy::too_many_arguments)]
+fn fit_s3vm<'py>(
+    py: Python<'py>,
+    x: XArg<'py>,
+    y: PyReadonlyArray1<'py, f64>,
+    algorithm: &str,
+    c_labeled: f64,
+    c_unlabeled: f64,
+    balance: bool,
+    r0: f64,
+    max_iter: usize,
+    max_nodes: usize,
+    bnb_time_limit: Option<f64>,
+    seed: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let t_total = Instant::now();
+    let bnb = BnbLimits {
+        max_nodes,
+        time_limit: duration("bnb_time_limit", bnb_time_limit)?,
+        rel_gap: 1e-6,
+    };
+    let data = dataset(&x, &y, &None, None)?;
+    let d = PyDict::new(py);
+    // The positive class of the exact solve: the library's (LIBSVM's) order of the labels.
+    let labeled: Vec<f64> = data.y.iter().copied().filter(|&v| v != 0.0).collect();
+    let order = marginkit::svm::train::class_order(&labeled);
+    let t_rust = Instant::now();
+    match algorithm {
+        "exact" => {
+            let r = py
+                .detach(|| {
+                    let inst = full_instance(&data, c_labeled, c_unlabeled, balance)?;
+                    solve_bnb(&inst, &bnb)
+                })
+                .map_err(fit_err)?;
+            d.set_item("w", PyArray1::from_vec(py, r.w))?;
+            d.set_item("b", r.b)?;
+            d.set_item("objective", r.objective)?;
+            d.set_item("lower_bound", r.lower_bound)?;
+            d.set_item("gap", r.gap)?;
+            d.set_item("nodes", r.nodes)?;
+            d.set_item("stop", if r.optimal { "optimal" } else { "limit" })?;
+            d.set_item("labels", PyArray1::from_vec(py, order))?;
+        }
+        "aid" => {
+            if max_iter == 0 {
+                return Err(PyValueError::new_err("max_iter must be >= 1, got 0"));
+            }
+            let params = AidS3vmParams {
+                c_labeled,
+                c_unlabeled,
+                r0,
+                seed,
+                balance,
+                bnb,
+                settings: AidSettings {
+                    gap_tol: 0.0,
+                    max_iter,
+                    time_limit: None,
+                },
+            };
+            let fit = py
+                .detach(|| fit_aid_s3vm(&data, &params, &mut |_| {}))
+                .map_err(fit_err)?;
+            d.set_item("w", PyArray1::from_vec(py, fit.run.best.w.clone()))?;
+            d.set_item("b", fit.run.best.b)?;
+            d.set_item("objective", fit.run.best_objective)?;
+            d.set_item("lower_bound", f64::NAN)?;
+            d.set_item("gap", f64::NAN)?;
+            d.set_item("nodes", fit.run.best.bnb_nodes)?;
+            d.set_item("stop", fit.run.stop.as_str())?;
+            d.set_item(
+                "labels",
+                PyArray1::from_vec(py, fit.model.labels().to_vec()),
+            )?;
+            aid_history(&d, &fit.run.iterations)?;
+        }
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "algorithm must be 'aid' or 'exact', got {other:?}"
+            )))
+        }
+    }
+    d.set_item("rust_seconds", t_rust.elapsed().as_secs_f64())?;
+    d.set_item("total_seconds", t_total.elapsed().as_secs_f64())?;
+    Ok(d)
 }
 
 /// Robust (ramp-loss) SVC or truncated-LAD SVR by the outlier path (Suzumura et al.), one path

@@ -42,6 +42,11 @@ EXPECTED = {
     "SVCPath": {},
     "LADRegressor": {},
     "AIDSVC": {},
+    "S3VMClassifier": {
+        "check_classifiers_classes":
+            "the check uses -1 as a class label; -1 marks unlabeled rows (scikit-learn's "
+            "semi-supervised convention, as in SelfTrainingClassifier)",
+    },
     "RobustSVC": {},
     "RobustSVR": {},
     "ODMClassifier": SAMPLE_WEIGHT_EQUIV,
@@ -68,6 +73,7 @@ ESTIMATORS = [
     mk.LADRegressor(algorithm="lp"),
     mk.AIDSVC(),
     mk.AIDSVC(kernel="rbf"),
+    mk.S3VMClassifier(),
     mk.RobustSVC(),
     mk.RobustSVC(path="s"),
     mk.RobustSVR(),

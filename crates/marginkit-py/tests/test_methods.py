@@ -202,7 +202,7 @@ def test_robust_path_equals_cli_json(tmp_path, task, path):
     if task == "svr":
         y = np.round(X[:, 0] - X[:, 1] + 0.1 * np.sign(y), 4)
         yv = np.round(Xv[:, 0] - Xv[:, 1], 4)
-    train, valid = tmp_path / "train.svm", tmp_path / "valid.svm"
+    train, valid = str(tmp_path / "train.svm"), str(tmp_path / "valid.svm")
     dump_svmlight_file(X, y, train, zero_based=False)
     dump_svmlight_file(Xv, yv, valid, zero_based=False)
     gamma, cs = 0.5, [0.1, 1.0, 10.0]
@@ -410,3 +410,49 @@ def test_method_models_pickle(make, sup):
     m.fit(X, y) if sup else m.fit(X)
     m2 = pickle.loads(pickle.dumps(m))
     np.testing.assert_array_equal(m.decision_function(X), m2.decision_function(X))
+
+
+# ---------------------------------------------------------------- S3VM
+
+
+def _s3vm_objective(X, y, w, b, c_l, c_u):
+    f = X @ w + b
+    lab = y != -1
+    y_pm = np.where(y[lab] == 2, 1.0, -1.0)
+    return (0.5 * w @ w + c_l * np.maximum(0, 1 - y_pm * f[lab]).sum()
+            + c_u * np.maximum(0, 1 - np.abs(f[~lab])).sum())
+
+
+def test_s3vm_exact_equals_brute_force_over_labelings():
+    """Oracle: for each of the 2^8 labelings of the unlabeled rows the problem is a weighted
+    C-SVM (scikit-learn's SVC with per-sample weights); the S3VM optimum is the best of them."""
+    rng = np.random.default_rng(11)
+    X = np.round(rng.normal(size=(20, 2)) + np.repeat([[-1.5, 0], [1.5, 0]], 10, axis=0), 3)
+    y = np.repeat([1, 2], 10)
+    unl = rng.choice(20, size=8, replace=False)
+    y[unl] = -1
+    c_l, c_u = 5.0, 1.0
+    best = np.inf
+    lab = y != -1
+    for signs in itertools.product([1, 2], repeat=len(unl)):
+        yy = y.copy()
+        yy[unl] = signs
+        if len(set(yy.tolist())) < 2:
+            continue
+        wts = np.where(lab, c_l, c_u)
+        ref = SkSVC(kernel="linear", C=1.0, tol=1e-10).fit(X, yy, sample_weight=wts)
+        w, b = ref.coef_[0], ref.intercept_[0]
+        best = min(best, _s3vm_objective(X, y, w, b, c_l, c_u))
+    m = mk.S3VMClassifier(algorithm="exact", C_labeled=c_l, C_unlabeled=c_u).fit(X, y)
+    assert m.stop_ == "optimal"
+    ours = _s3vm_objective(X, y, m.coef_[0], m.intercept_[0], c_l, c_u)
+    np.testing.assert_allclose(m.objective_, ours, rtol=1e-6)
+    np.testing.assert_allclose(ours, best, rtol=1e-5)
+    assert m.lower_bound_ <= ours * (1 + 1e-6)
+    np.testing.assert_array_equal(m.transduction_[lab], y[lab])
+    assert set(m.transduction_.tolist()) == {1, 2}
+    # AID-S3VM is a heuristic: never below the optimum; its objective is its model's.
+    a = mk.S3VMClassifier(algorithm="aid", C_labeled=c_l, C_unlabeled=c_u, max_iter=5).fit(X, y)
+    oa = _s3vm_objective(X, y, a.coef_[0], a.intercept_[0], c_l, c_u)
+    np.testing.assert_allclose(a.objective_, oa, rtol=1e-6)
+    assert oa >= best * (1 - 1e-6)

@@ -2,7 +2,7 @@
 
 Estimators: SVC, NuSVC, SVR, NuSVR, OneClassSVM (LIBSVM formulations, SMO), LinearSVC,
 LinearSVR (LIBLINEAR formulations, dual coordinate descent), SVCPath (the regularization path
-over C with safe sample screening), LADRegressor and AIDSVC (aggregate & iterative
+over C with safe sample screening), LADRegressor, AIDSVC and S3VMClassifier (aggregate & iterative
 disaggregate), RobustSVC and RobustSVR (ramp loss, the outlier path), ODMClassifier and ODMC
 (optimal margin distribution machine and clustering), MinimumEnclosingBall, CoresetSVDD,
 CoresetOneClassSVM and CoresetSVC (core-sets, optionally by distributed consensus). Training
@@ -17,6 +17,7 @@ from .linear import LinearSVC, LinearSVR
 from .odm import ODMC, ODMClassifier
 from .path import SVCPath
 from .robust import RobustSVC, RobustSVR
+from .s3vm import S3VMClassifier
 from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "SVCPath",
     "LADRegressor",
     "AIDSVC",
+    "S3VMClassifier",
     "RobustSVC",
     "RobustSVR",
     "ODMClassifier",
