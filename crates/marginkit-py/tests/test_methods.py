@@ -456,3 +456,23 @@ def test_s3vm_exact_equals_brute_force_over_labelings():
     oa = _s3vm_objective(X, y, a.coef_[0], a.intercept_[0], c_l, c_u)
     np.testing.assert_allclose(a.objective_, oa, rtol=1e-6)
     assert oa >= best * (1 - 1e-6)
+
+
+# ---------------------------------------------------------------- errors carry the Rust message
+
+
+@pytest.mark.parametrize("make,target,message", [
+    (lambda: mk.ODMClassifier(lam=-1), "y", "lambda must be finite and > 0, got -1"),
+    (lambda: mk.ODMC(theta=1.0), None, r"theta = 1 is outside \[0, 1\)"),
+    (lambda: mk.AIDSVC(C=0), "y", "C must be finite and > 0, got 0"),
+    (lambda: mk.LADRegressor(r0=2.0), "x0", r"r0 = 2 is outside \(0, 1\]"),
+    (lambda: mk.MinimumEnclosingBall(eps=1.5), None, r"eps = 1.5 is outside \(0, 1\)"),
+    (lambda: mk.RobustSVR(s=-1.0), "x0", r"s = -1 is outside \(0, inf\) for robust SVR"),
+    (lambda: mk.S3VMClassifier(C_labeled=-1), "y", "C of labeled rows must be finite and > 0"),
+    (lambda: mk.ODMC(kernel="rbf", max_dense=10), None, "above the limit of 10 points"),
+])
+def test_method_errors_are_value_errors_with_the_rust_message(make, target, message):
+    X, y = _two_class(60)
+    args = {"y": (X, y), "x0": (X, X[:, 0]), None: (X,)}[target]
+    with pytest.raises(ValueError, match=message):
+        make().fit(*args)
