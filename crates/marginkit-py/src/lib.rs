@@ -6,19 +6,19 @@
 //! [`SvmModelHandle`] that predicts (and pickles through LIBSVM's model text). The estimator
 //! classes (scikit-learn conventions, parameter resolution, label encoding, sign conventions)
 //! live in Python (`python/marginkit/`). A new library method needs one `fit_*` function here
-//! and one thin estimator class there.
+//! (the method modules' are in `methods.rs`) and one thin estimator class there.
 //!
-//! Training runs with the GIL released. Ctrl-C stops kernel and linear SVMs, the path, ODM and ODMC
-//! (the solver polls Python's signal handlers every 50 ms through an [`Observer`], the linear
-//! solver after every pass, ODMC after every round) and raises KeyboardInterrupt; AID, the
-//! robust path and the core-set routine take no observer in the library and run to their limits. Rust errors
-//! become Python exceptions carrying the Rust message: parameter and data errors `ValueError`,
-//! numerical breakdown `RuntimeError`.
+//! Training runs with the GIL released. Ctrl-C stops kernel and linear SVMs, the path, ODM and
+//! ODMC and raises KeyboardInterrupt: the solvers poll Python's signal handlers through an
+//! [`Observer`] (at most every 50 ms; the linear solver between passes, ODMC between rounds).
+//! AID, S3VM, the robust path and the core-set routine take no observer in the library and run
+//! to their own limits. Rust errors become Python exceptions carrying the Rust message:
+//! parameter and data errors `ValueError`, numerical breakdown `RuntimeError`.
 //!
 //! Copies: the library's [`Dataset`] owns its arrays, so the features are copied once into
 //! Rust-owned storage (a row-major memcpy for dense input; the CSR index arrays are widened to
 //! the library's `usize`/`u32`). The Python side never copies an input that already is
-//! C-contiguous float64 (dense) or CSR with sorted indices.
+//! C-contiguous float64 (dense) or canonical CSR with float64 data and int32/int64 indices.
 
 use std::time::Instant;
 
