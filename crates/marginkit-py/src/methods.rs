@@ -356,6 +356,7 @@ fn fit_s3vm<'py>(
             d.set_item("gap", f64::NAN)?;
             d.set_item("nodes", fit.run.best.bnb_nodes)?;
             d.set_item("stop", fit.run.stop.as_str())?;
+            d.set_item("bnb_optimal", fit.run.best.bnb_optimal)?;
             d.set_item(
                 "labels",
                 PyArray1::from_vec(py, fit.model.labels().to_vec()),
@@ -795,7 +796,13 @@ fn fit_coreset<'py>(
     let consensus = if nodes > 1 {
         Some(ConsensusParams {
             coreset: params,
-            graph: parse_graph(graph).map_err(coreset_err)?,
+            // The library's message quotes the CLI flag; name the Python parameter instead.
+            graph: parse_graph(graph).map_err(|e| match e {
+                CoresetError::Edges(m) => {
+                    PyValueError::new_err(m.replacen("--graph ", "graph ", 1))
+                }
+                other => coreset_err(other),
+            })?,
             activation: Activation::Sync,
             drop: 0.0,
             max_delay: 0,

@@ -179,6 +179,41 @@ def test_robust_svc_end_of_path_is_locally_optimal_and_objective_matches():
     assert bp["locally_optimal"][k]
 
 
+def test_robust_svr_end_of_path_meets_the_optimality_conditions():
+    """Theorem 5 (with the sign corrections), derived from the primal
+    min 1/2 beta'K beta + C sum_i min(|r_i|, s) at theta = 0, r = y - K beta, in numpy:
+    beta_i = C sign(r_i) for 0 < |r_i| < s, |beta_i| <= C for r_i = 0, 0 for |r_i| > s."""
+    rng = np.random.default_rng(21)
+    X = np.round(rng.normal(size=(70, 2)), 4)
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=70)
+    out = rng.choice(70, size=7, replace=False)
+    y[out] += rng.choice([-4.0, 4.0], size=7)
+    gamma, C, s = 0.5, 1.0, 1.0
+    m = mk.RobustSVR(path="theta", Cs=[C], gamma=gamma, s=s).fit(X, y)
+    assert m.runs_["status"] == ["completed"] and m.param_ == 0.0
+    K = rbf_kernel(X, X, gamma=gamma)
+    beta = m.coef_full_
+    f = K @ beta
+    np.testing.assert_allclose(m.predict(X), f, atol=1e-8)
+    r = y - f
+    t = np.abs(r)
+    tol = 1e-6
+    on = t <= tol
+    inl = (t > tol) & (t < s)
+    outl = t > s
+    assert not np.any(np.abs(t - s) <= tol), "a sample sits on the threshold"
+    assert np.all(np.abs(beta[on]) <= C * (1 + tol))
+    np.testing.assert_allclose(beta[inl], C * np.sign(r[inl]), atol=tol * C)
+    np.testing.assert_allclose(beta[outl], 0.0, atol=tol * C)
+    # The planted outliers are the ones the truncated loss ignores.
+    assert set(np.flatnonzero(outl)) >= set(out[np.abs(y[out] - (X[out, 0] - X[out, 1])) > 3])
+    obj = 0.5 * beta @ K @ beta + C * np.minimum(t, s).sum()
+    k = m.chosen_["breakpoint"]
+    np.testing.assert_allclose(m.breakpoints_["objective"][k], obj, rtol=1e-8)
+    assert m.breakpoints_["locally_optimal"][k]
+    assert m.breakpoints_["n_outliers"][k] == int(outl.sum())
+
+
 def _cli():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.normpath(os.path.join(here, "..", "..", ".."))
@@ -369,11 +404,32 @@ def test_coreset_svdd_ball_covers_the_data(Est):
     if Est is mk.CoresetSVDD:
         d2 = 1.0 - 2 * Kxu @ w + w @ Kuu @ w
         assert d2.max() <= ((1 + eps) * m.radius_) ** 2 * (1 + 1e-9)
-        np.testing.assert_allclose(m.decision_function(X), m.radius_ ** 2 - d2, atol=1e-6)
+        # The decision is that of the (1 + eps)-grown ball, the one the core-set guarantees.
+        np.testing.assert_allclose(m.decision_function(X), ((1 + eps) * m.radius_) ** 2 - d2,
+                                   atol=1e-6)
     else:
         np.testing.assert_allclose(m.decision_function(X), Kxu @ w - w @ Kuu @ w - w @ w / m.C,
                                    atol=1e-9)
-    np.testing.assert_array_equal(m.predict(X), np.where(m.decision_function(X) >= 0, 1, -1))
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.01])
+def test_coreset_svdd_calls_no_training_point_an_outlier(eps):
+    """Every training point lies in the (1 + eps)-grown ball, including the core-set ball's own
+    support points (on its boundary, decision -1e-13 by rounding before the fix)."""
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    m = mk.CoresetSVDD(eps=eps).fit(X)
+    np.testing.assert_array_equal(m.predict(X), np.ones(len(X)))
+    d = m.decision_function(X)
+    assert d.min() >= 0
+    # The support points (on the core-set ball) score ((1 + eps)^2 - 1) r^2, not ~0.
+    np.testing.assert_allclose(d[m.support_], ((1 + eps) ** 2 - 1) * m.radius_ ** 2, rtol=1e-6)
+    np.testing.assert_allclose(m.intercept_[0], -m.offset_)
+    np.testing.assert_allclose(m.score_samples(X) - m.offset_, d)
+    # A point far away is an outlier.
+    assert m.predict(X[:1] + 100.0)[0] == -1
+    # The MEB's decision is that of the grown ball too: >= 0 on every row.
+    b = mk.MinimumEnclosingBall(eps=eps).fit(X)
+    assert b.decision_function(X).min() >= 0
 
 
 def test_coreset_svc_classifies_blobs_and_matches_its_weights():
@@ -476,3 +532,108 @@ def test_method_errors_are_value_errors_with_the_rust_message(make, target, mess
     args = {"y": (X, y), "x0": (X, X[:, 0]), None: (X,)}[target]
     with pytest.raises(ValueError, match=message):
         make().fit(*args)
+
+
+# ---------------------------------------------------------------- early stops warn
+
+
+@pytest.mark.parametrize("name,fit", [
+    ("robust", lambda X, y: mk.RobustSVC(max_events=1).fit(X, y)),
+    ("robust_svr", lambda X, y: mk.RobustSVR(max_events=1).fit(X, X[:, 0])),
+    ("aid_svc", lambda X, y: mk.AIDSVC(max_iter=1, gap_tol=0.0).fit(X, y)),
+    ("lad", lambda X, y: mk.LADRegressor(max_iter=1).fit(
+        X, X[:, 0] + np.random.default_rng(0).laplace(size=len(y)))),
+    ("s3vm", lambda X, y: mk.S3VMClassifier(algorithm="exact", max_nodes=1).fit(
+        X[:40], np.where(np.arange(40) % 2, y[:40], -1))),
+    ("odmc", lambda X, y: mk.ODMC(max_rounds=1, n_iter=1).fit(X)),
+    ("meb", lambda X, y: mk.MinimumEnclosingBall(n_nodes=5, graph="ring", max_rounds=1).fit(X)),
+])
+def test_early_stops_raise_convergence_warning(name, fit):
+    from sklearn.exceptions import ConvergenceWarning
+    X, y = _two_class(200, seed=3, sep=0.5)
+    with pytest.warns(ConvergenceWarning, match="stopped before optimality"):
+        m = fit(X, y)
+    stop = getattr(m, "stop_", None) or getattr(m, "status_", None)
+    if name in ("robust", "robust_svr"):
+        assert "event_limit" in m.runs_["status"]
+    elif name == "meb":
+        assert not m.agreed_
+    else:
+        assert stop not in ("optimal", "converged")
+
+
+@pytest.mark.parametrize("fit", [
+    lambda X, y: mk.RobustSVC().fit(X, y),
+    lambda X, y: mk.AIDSVC().fit(X, y),
+    lambda X, y: mk.LADRegressor(algorithm="lp").fit(X, X[:, 0] + 0.1 * X[:, 1] ** 2),
+    lambda X, y: mk.LADRegressor().fit(X, X[:, 0] + 0.1 * X[:, 1] ** 2),
+    lambda X, y: mk.S3VMClassifier(algorithm="exact").fit(
+        X[:20], np.where(np.arange(20) % 3, y[:20], -1)),
+    lambda X, y: mk.MinimumEnclosingBall(n_nodes=4, graph="complete").fit(X),
+])
+def test_complete_fits_do_not_warn(fit):
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
+    X, y = _two_class(100, seed=3, sep=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fit(X, y)
+
+
+def test_aid_svc_refit_with_another_kernel_clears_the_other_attributes():
+    X, y = _two_class(80, seed=5)
+    m = mk.AIDSVC(kernel="rbf", gamma=0.3).fit(X, y)
+    assert hasattr(m, "support_") and not hasattr(m, "coef_")
+    m.set_params(kernel="linear").fit(X, y)
+    assert hasattr(m, "coef_")
+    for attr in ("support_", "support_vectors_", "dual_coef_"):
+        assert not hasattr(m, attr), attr
+    m.set_params(kernel="rbf").fit(X, y)
+    assert not hasattr(m, "coef_") and hasattr(m, "dual_coef_")
+    with pytest.raises(ValueError, match="engine='dcd' needs kernel='linear'"):
+        mk.AIDSVC(kernel="rbf", engine="dcd").fit(X, y)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: mk.AIDSVC(kernel="poly", degree=2 ** 40),
+    lambda: mk.AIDSVC(max_iter=2 ** 70),
+    lambda: mk.AIDSVC(random_state=2 ** 70),
+    lambda: mk.ODMClassifier(max_iter=2 ** 70),
+    lambda: mk.SVC(kernel="poly", degree=2 ** 40),
+])
+def test_huge_integers_are_value_errors(make):
+    X, y = _two_class(40, seed=1)
+    with pytest.raises(ValueError, match="must be"):
+        make().fit(X, y)
+
+
+@pytest.mark.parametrize("Est", [mk.RobustSVC, mk.RobustSVR])
+def test_robust_validation_targets(Est):
+    X, y = _robust_data(40, seed=2)
+    Xv, yv = X[:10], y[:10].astype(float)
+    # A column vector is accepted (raveled, with scikit-learn's DataConversionWarning) ...
+    from sklearn.exceptions import DataConversionWarning
+    with pytest.warns(DataConversionWarning):
+        Est(Cs=[1.0]).fit(X, y.astype(float), Xv, yv[:, None])
+    # ... a length mismatch names both arguments.
+    with pytest.raises(ValueError, match="X_valid has 10 rows but y_valid has 9"):
+        Est(Cs=[1.0]).fit(X, y.astype(float), Xv, yv[:9])
+
+
+def test_s3vm_predict_is_strictly_positive_for_classes_1():
+    X = np.array([[-2.0], [-1.0], [1.0], [2.0], [0.5], [-0.5]])
+    y = np.array([0, 0, 1, 1, -1, -1])
+    m = mk.S3VMClassifier(algorithm="exact").fit(X, y)
+    m.coef_ = np.array([[1.0]])
+    m.intercept_ = np.array([0.0])
+    # decision 0 -> classes_[0], like the other classifiers.
+    assert m.predict(np.array([[0.0]]))[0] == m.classes_[0]
+    assert m.predict(np.array([[1e-9]]))[0] == m.classes_[1]
+
+
+def test_graph_errors_name_the_python_parameter():
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.raises(ValueError, match=r'^graph "bogus"'):
+        mk.MinimumEnclosingBall(n_nodes=3, graph="bogus").fit(X)
+    with pytest.raises(ValueError, match="^graph er:P"):
+        mk.MinimumEnclosingBall(n_nodes=3, graph="er:x").fit(X)

@@ -82,11 +82,19 @@ def check_choice(name, value, choices):
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
 
 
-def check_int(name, value, low=None):
+# The Rust core takes counts as 64-bit integers (degree as 32-bit): larger values are refused
+# here with a ValueError instead of PyO3's OverflowError.
+_I64_MAX = (1 << 63) - 1
+_U64_MAX = (1 << 64) - 1
+
+
+def check_int(name, value, low=None, high=_I64_MAX):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if low is not None and value < low:
         raise ValueError(f"{name} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value}")
     return int(value)
 
 
@@ -112,8 +120,8 @@ def seed_from(random_state):
     if random_state is None:
         return 0
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"random_state must be >= 0, got {random_state}")
+        if random_state < 0 or random_state > _U64_MAX:
+            raise ValueError(f"random_state must be in [0, 2^64 - 1], got {random_state}")
         return int(random_state)
     rng = check_random_state(random_state)
     return int(rng.randint(np.iinfo(np.int32).max))
@@ -149,6 +157,12 @@ def warn_status(report, what):
         )
     for w in report.get("warnings", []):
         warnings.warn(w, UserWarning)
+
+
+def warn_stop(what, stop, ok, hint):
+    """ConvergenceWarning when a method stopped for another reason than the ones in `ok`."""
+    if stop not in ok:
+        warnings.warn(f"{what}: stopped before optimality ({stop}); {hint}", ConvergenceWarning)
 
 
 def report_dict(raw):

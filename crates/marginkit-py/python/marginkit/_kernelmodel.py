@@ -26,7 +26,7 @@ def kernel_args(est, X):
     check_choice("kernel", est.kernel, KERNELS)
     est._gamma = float(resolve_gamma(est.gamma, X))
     return (est.kernel, est._gamma, check_real("coef0", est.coef0),
-            check_int("degree", est.degree, low=0))
+            check_int("degree", est.degree, low=0, high=(1 << 32) - 1))
 
 
 def sign_of(labels):

@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._common import check_choice, check_int, check_real, seed_from, to_core
+from ._common import check_choice, check_int, check_real, seed_from, to_core, warn_stop
 from ._kernelmodel import (
     KernelExpansionMixin,
     binary_targets,
@@ -29,6 +29,21 @@ def _aid_common(est):
     max_iter = check_int("max_iter", est.max_iter, low=1)
     time_limit = _opt_real("time_limit", est.time_limit)
     return r0, gap_tol, max_iter, time_limit
+
+
+def _warn_aid(est, gap_tol):
+    """ConvergenceWarning unless the fit is certified optimal, or within a requested gap.
+
+    LADRegressor(algorithm='lp') stops with 'optimal' (the polished vertex passed the simplex
+    optimality test) or 'interior' (the interior-point solution, converged to its own tolerance,
+    whose vertex could not be certified; lower_bound_ is its dual value): both are successful
+    solves of the full LP, so neither warns.
+    """
+    ok = {"optimal", "interior"}
+    if gap_tol > 0:
+        ok.add("gap")
+    warn_stop(type(est).__name__, est.stop_, ok,
+              "increase max_iter or time_limit (see history_ for the gap reached)")
 
 
 def _history(raw):
@@ -54,7 +69,10 @@ class LADRegressor(RegressorMixin, BaseEstimator):
     random_state : seeds the sample fit and the k-means centres of the initial clustering.
 
     Fitted attributes: coef_, intercept_, objective_ (sum of absolute residuals), lower_bound_,
-    certified_ (True when the LP optimum is certified), stop_ (why AID stopped), n_iter_,
+    certified_ (True when the LP optimum is certified), stop_ (why it stopped: 'optimal',
+    'no_split', 'gap', 'max_iterations', 'time_limit'; 'lp': 'optimal' or 'interior', an
+    uncertified interior-point optimum; a ConvergenceWarning unless 'optimal', 'interior' or,
+    with gap_tol > 0, 'gap'), n_iter_,
     history_ (per AID iteration: clusters, r, lower_bound, objective, best_objective, gap, ...),
     fit_report_.
     """
@@ -99,6 +117,7 @@ class LADRegressor(RegressorMixin, BaseEstimator):
             self.history_ = {}
             self.n_iter_ = 1
         self.fit_report_ = {k: raw[k] for k in ("stop", "rust_seconds", "total_seconds")}
+        _warn_aid(self, gap_tol)
         return self
 
     def predict(self, X):
@@ -125,11 +144,14 @@ class AIDSVC(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
         evaluations per iteration at worst). gamma, degree, coef0 : as in SVC.
     tol : tolerance of the aggregated solves. r0, gap_tol, max_iter, time_limit, random_state :
         as in LADRegressor (default gap_tol 1e-4, the paper's).
-    engine : 'auto' (SMO up to 20,000 clusters, then dual coordinate descent) or 'dcd' (linear).
+    engine : 'auto' (SMO up to 20,000 clusters, then dual coordinate descent) or 'dcd' (linear
+        kernel only; ValueError otherwise).
 
     Fitted attributes: classes_, coef_/intercept_ (linear) or support_, support_vectors_,
-    dual_coef_, intercept_ (kernel), objective_ (the primal objective of the returned model on
-    all the data), lower_bound_, stop_, n_iter_, history_, fit_report_.
+    dual_coef_, intercept_ (kernel; a refit clears the other kernel's attributes), objective_
+    (the primal objective of the returned model on all the data), lower_bound_, stop_ (as in
+    LADRegressor: a ConvergenceWarning unless 'optimal' or, with gap_tol > 0, 'gap'), n_iter_,
+    history_, fit_report_.
     """
 
     def __init__(self, *, C=1.0, kernel="linear", gamma="scale", degree=3, coef0=0.0, tol=1e-5,
@@ -152,6 +174,11 @@ class AIDSVC(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
         """Fits the model."""
         r0, gap_tol, max_iter, time_limit = _aid_common(self)
         check_choice("engine", self.engine, {"auto", "dcd"})
+        if self.engine == "dcd" and self.kernel != "linear":
+            raise ValueError(f"engine='dcd' needs kernel='linear', got kernel={self.kernel!r}")
+        # A refit with another kernel must not keep the other branch's fitted attributes.
+        for attr in ("coef_", "intercept_", "support_", "support_vectors_", "dual_coef_"):
+            self.__dict__.pop(attr, None)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         y_pm = binary_targets(self, y)
         kernel, gamma, coef0, degree = kernel_args(self, X)
@@ -173,6 +200,7 @@ class AIDSVC(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
         self.history_ = _history(raw)
         self.n_iter_ = len(self.history_["objective"])
         self.fit_report_ = {k: raw[k] for k in ("stop", "rust_seconds", "total_seconds")}
+        _warn_aid(self, gap_tol)
         return self
 
     def decision_function(self, X):

@@ -11,15 +11,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._common import check_int, check_real, seed_from, to_core
+from ._common import check_int, check_real, seed_from, to_core, warn_stop
 from ._kernelmodel import KernelExpansionMixin, binary_targets, classifier_tags, kernel_args
 
 
 def _network(est):
     nodes = check_int("n_nodes", est.n_nodes, low=1)
     if not isinstance(est.graph, str):
-        raise ValueError(f"graph must be a string ('er:P', 'ring', 'grid', 'complete'), got "
-                         f"{est.graph!r}")
+        raise ValueError(f"graph must be a string ('er:P', 'ring', 'grid', 'complete' or "
+                         f"'edges:FILE'), got {est.graph!r}")
     return nodes, est.graph, check_int("max_rounds", est.max_rounds, low=1)
 
 
@@ -32,19 +32,28 @@ def _set_common(est, raw):
     est.agreed_ = bool(raw["agreed"])
     est.fit_report_ = {k: raw[k] for k in ("swaps", "rounds", "agreed", "rust_seconds",
                                            "total_seconds")}
+    if est.n_nodes > 1:
+        warn_stop(type(est).__name__, "agreed" if est.agreed_ else "no_agreement", {"agreed"},
+                  "the nodes did not agree on a core-set within max_rounds; increase max_rounds")
 
 
 class MinimumEnclosingBall(BaseEstimator):
     """(1 + eps)-approximate minimum enclosing ball of the rows of X by a core-set.
 
     Parameters: eps in (0, 1) (core-set of ceil(1/eps) points); n_nodes (1: centralized; more:
-    the distributed consensus over `graph`: 'er:P', 'ring', 'grid' or 'complete'); max_rounds
-    (consensus round budget); random_state (initial subsets, network randomness).
+    the distributed consensus over `graph`: 'er:P', 'ring', 'grid', 'complete', or 'edges:FILE',
+    a text file of 0-based node pairs `FROM TO`, one per line, `#` comments); max_rounds
+    (consensus round budget, used only with n_nodes > 1: a ConvergenceWarning when the nodes
+    have not agreed within it); random_state (initial subsets, network randomness).
 
     Fitted attributes: center_, radius_ (of the core-set's ball: radius_ <= exact MEB radius, and
     every row lies within (1 + eps) radius_ of center_), core_set_ (row indices, a multiset),
     core_points_/core_weights_ (the distinct core-set rows and their dual weights), agreed_,
     n_rounds_, fit_report_.
+
+    decision_function uses the grown radius (1 + eps) radius_, the ball the core-set guarantees
+    to cover: it is >= 0 on every training row (rows on the core-set ball's own boundary would
+    otherwise score -1e-13 by rounding).
     """
 
     def __init__(self, *, eps=0.1, n_nodes=1, graph="er:0.1", max_rounds=10000,
@@ -59,19 +68,21 @@ class MinimumEnclosingBall(BaseEstimator):
         """Computes the ball of the rows of X (y is ignored)."""
         nodes, graph, rounds = _network(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C")
+        self._eps = check_real("eps", self.eps)
         _, raw = _core.fit_coreset("meb", to_core(X), None, "linear", 1.0, 0.0, 3, 1.0,
-                                   check_real("eps", self.eps), seed_from(self.random_state),
-                                   nodes, graph, rounds)
+                                   self._eps, seed_from(self.random_state), nodes, graph, rounds)
         _set_common(self, raw)
         self.center_ = np.asarray(raw["center"])
         return self
 
     def decision_function(self, X):
-        """radius_^2 - |x - center_|^2: >= 0 inside the core-set ball."""
+        """((1 + eps) radius_)^2 - |x - center_|^2: >= 0 inside the grown ball (every training
+        row)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         X = X.toarray() if hasattr(X, "toarray") else X
-        return self.radius_ ** 2 - ((X - self.center_) ** 2).sum(axis=1)
+        grown = (1.0 + self._eps) * self.radius_
+        return grown ** 2 - ((X - self.center_) ** 2).sum(axis=1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -87,11 +98,18 @@ class CoresetSVDD(KernelExpansionMixin, OutlierMixin, BaseEstimator):
     coef0 as in SVC; eps, n_nodes, graph, max_rounds, random_state as in MinimumEnclosingBall.
 
     Fitted attributes: support_, support_vectors_, dual_coef_, intercept_, offset_,
-    radius_ (feature-space radius), core_set_, core_points_, core_weights_, agreed_, n_rounds_,
-    fit_report_. decision_function(x) = r^2 - |phi(x) - c|^2.
+    radius_ (feature-space radius r of the core-set's ball), core_set_, core_points_,
+    core_weights_, agreed_, n_rounds_, fit_report_.
+
+    decision_function(x) = ((1 + eps) r)^2 - |phi(x) - c|^2 = sum_j dual_coef_j K(sv_j, x) +
+    intercept_: the grown ball the core-set guarantees to cover every training point, so
+    predict(X_train) is all +1 (the core-set ball itself has its own support points on its
+    boundary, where rounding gives -1e-13). intercept_ includes the growth term.
     """
 
     _problem = "svdd"
+    # Whether the decision uses the (1 + eps)-grown ball (SVDD) or the model's own (one-class).
+    _grow = True
 
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.1,
                  n_nodes=1, graph="er:0.1", max_rounds=10000, random_state=None):
@@ -113,17 +131,21 @@ class CoresetSVDD(KernelExpansionMixin, OutlierMixin, BaseEstimator):
         nodes, graph, rounds = _network(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C")
         kernel, gamma, coef0, degree = kernel_args(self, X)
+        eps = check_real("eps", self.eps)
         handle, raw = _core.fit_coreset(self._problem, to_core(X), None, kernel, gamma, coef0,
-                                        degree, self._c(), check_real("eps", self.eps),
-                                        seed_from(self.random_state), nodes, graph, rounds)
+                                        degree, self._c(), eps, seed_from(self.random_state),
+                                        nodes, graph, rounds)
         self._set_expansion(handle, raw, X, 1.0)
+        # ((1 + eps) r)^2 - r^2 added to the core's r^2 - |phi(x) - c|^2.
+        self._shift = ((1.0 + eps) ** 2 - 1.0) * max(raw["r2"], 0.0) if self._grow else 0.0
+        self.intercept_ = self.intercept_ + self._shift
         self.offset_ = -float(self.intercept_[0])
         _set_common(self, raw)
         return self
 
     def decision_function(self, X):
         """Positive inside, negative outside."""
-        return self._expansion(X)
+        return self._expansion(X) + self._shift
 
     def score_samples(self, X):
         """decision_function(X) + offset_ (the kernel expansion without its constant)."""
@@ -145,10 +167,12 @@ class CoresetOneClassSVM(CoresetSVDD):
 
     Defaults C = 100, eps = 0.01: every support point has slack x_i / C > 0, so a small C (or a
     10-point core-set) calls almost every training point an outlier (measured on 300 Gaussian
-    points: 0% inliers at C = 1, 87% at C = 100 and eps = 0.01).
+    points: 0% inliers at C = 1, 87% at C = 100 and eps = 0.01). The decision is the model's own
+    (no (1 + eps) growth): its support points' negative values are their slacks, not rounding.
     """
 
     _problem = "oneclass"
+    _grow = False
 
     def __init__(self, *, C=100.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.01,
                  n_nodes=1, graph="er:0.1", max_rounds=10000, random_state=None):

@@ -20,6 +20,7 @@ from ._common import (
     seed_from,
     to_core,
     warn_status,
+    warn_stop,
 )
 from ._kernelmodel import KernelExpansionMixin, binary_targets, classifier_tags, kernel_args
 
@@ -119,7 +120,7 @@ class ODMC(ClusterMixin, BaseEstimator):
 
     Fitted attributes: labels_ (0 .. n_clusters - 1, numbered by first appearance),
     cluster_sizes_, n_iter_ (mirror-descent iterations), n_rounds_, status_ ('converged' or why
-    not), gap_history_ (relative gap per round), fit_report_.
+    not: a ConvergenceWarning), gap_history_ (relative gap per round), fit_report_.
     """
 
     def __init__(self, n_clusters=2, *, lam=1.0, nu=0.5, theta=0.2, kernel="linear",
@@ -179,6 +180,8 @@ class ODMC(ClusterMixin, BaseEstimator):
         self.status_ = raw["status"]
         self.gap_history_ = np.asarray(raw["relative_gap"])
         self.fit_report_ = {k: raw[k] for k in ("status", "rust_seconds", "total_seconds")}
+        warn_stop("ODMC", self.status_, {"converged"},
+                  "the relative gap did not reach tol; increase max_rounds or n_iter")
         return self
 
     def __sklearn_tags__(self):

@@ -114,7 +114,7 @@ class SVCPath(ClassifierMixin, BaseEstimator):
         kernel = "linear_engine" if self.linear_engine else self.kernel
         handles, raw = _core.fit_path(
             to_core(X), y_pm, xv, yv, kernel, float(self._gamma), check_real("coef0", self.coef0),
-            check_int("degree", self.degree, low=0), grid, self.screening, bias,
+            check_int("degree", self.degree, low=0, high=(1 << 32) - 1), grid, self.screening, bias,
             check_real("tol", self.tol), check_real("cache_size", self.cache_size),
             max_iter_arg(self.max_iter), bool(self.shrinking),
         )

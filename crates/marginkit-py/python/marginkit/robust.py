@@ -11,10 +11,11 @@ without validation data the end of the first C's path is the model. The models h
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import column_or_1d
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._common import check_choice, check_int, check_real, to_core
+from ._common import check_choice, check_int, check_real, to_core, warn_stop
 from ._kernelmodel import KernelExpansionMixin, binary_targets, classifier_tags, kernel_args
 
 
@@ -63,7 +64,11 @@ class _RobustBase(KernelExpansionMixin, BaseEstimator):
         if X_valid is not None:
             X_valid = validate_data(self, X_valid, accept_sparse="csr", dtype=np.float64,
                                     order="C", reset=False)
-            xv, yv = to_core(X_valid), self._valid_targets(np.asarray(y_valid))
+            y_valid = column_or_1d(y_valid, warn=True)
+            if X_valid.shape[0] != y_valid.shape[0]:
+                raise ValueError(f"X_valid has {X_valid.shape[0]} rows but y_valid has "
+                                 f"{y_valid.shape[0]} values")
+            xv, yv = to_core(X_valid), self._valid_targets(y_valid)
         kernel, gamma, coef0, degree = kernel_args(self, X)
         handle, raw = _core.fit_robust(
             self._task, to_core(X), y_core, xv, yv, self.path, cs, kernel, gamma, coef0, degree,
@@ -97,6 +102,9 @@ class _RobustBase(KernelExpansionMixin, BaseEstimator):
             "rust_seconds": raw["rust_seconds"],
             "total_seconds": raw["total_seconds"],
         }
+        for st in set(self.fit_report_["status"]):
+            warn_stop(type(self).__name__, st, {"completed"},
+                      "a path stopped at max_events before its end; increase max_events")
         return self
 
 
@@ -109,7 +117,8 @@ class RobustSVC(ClassifierMixin, _RobustBase):
         extreme value to 0 at theta = 0).
     Cs : the C values (one path each). kernel, gamma, degree, coef0 : as in SVC ('linear',
         'poly', 'rbf', 'sigmoid'). bias : None (no bias) or b (constant feature).
-    s : the fixed s of the theta path (<= 0). max_events : event limit per path.
+    s : the fixed s of the theta path (<= 0). max_events : event limit per path (a
+        ConvergenceWarning when a path stops there, status 'event_limit').
     tol : SMO tolerance of the starting SVM (polished exactly afterwards). cache_size : MB.
     keep_path : also keep every breakpoint's coefficients (coef_path_, n_breakpoints x n).
 

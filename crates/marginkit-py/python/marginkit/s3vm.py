@@ -8,7 +8,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._common import check_choice, check_int, check_real, seed_from, to_core
+from ._common import check_choice, check_int, check_real, seed_from, to_core, warn_stop
 from ._kernelmodel import classifier_tags
 
 
@@ -23,6 +23,9 @@ class S3VMClassifier(ClassifierMixin, BaseEstimator):
     the full problem, exponential in the number of unlabeled rows), r0 (AID's initial aggregation
     rate), max_iter (AID iterations; 1 = the paper's AID1), max_nodes and bnb_time_limit (each
     branch and bound), random_state.
+
+    A ConvergenceWarning when a branch and bound stops at max_nodes or bnb_time_limit (for
+    'aid', the one whose solution is returned). predict: classes_[1] where w'x + b > 0.
 
     Fitted attributes: classes_, coef_, intercept_, transduction_ (a label for every training
     row: the given one, or the prediction for unlabeled rows), objective_ (the S3VM objective
@@ -76,6 +79,15 @@ class S3VMClassifier(ClassifierMixin, BaseEstimator):
         self.transduction_ = np.where(labeled, y, self.predict(X))
         self.fit_report_ = {k: raw[k] for k in ("stop", "nodes", "rust_seconds",
                                                "total_seconds")}
+        # 'exact': 'limit' = the branch and bound stopped at max_nodes or bnb_time_limit. 'aid':
+        # stopping at max_iter is the method (AID1 by default), but an aggregated branch and
+        # bound that hit its limit is not solved.
+        if self.algorithm == "exact":
+            stop = self.stop_
+        else:
+            stop = "optimal" if raw["bnb_optimal"] else "limit"
+        warn_stop("S3VMClassifier", stop, {"optimal"},
+                  "the branch and bound hit max_nodes or bnb_time_limit; increase them")
         return self
 
     def decision_function(self, X):
@@ -87,7 +99,7 @@ class S3VMClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """Class labels."""
         check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) >= 0).astype(np.intp)]
+        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
 
     def __sklearn_tags__(self):
         return classifier_tags(super().__sklearn_tags__())

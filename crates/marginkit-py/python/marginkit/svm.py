@@ -58,7 +58,7 @@ class _BaseSVM(BaseEstimator):
     def _check_params(self):
         if not callable(self.kernel):
             check_choice("kernel", self.kernel, _KERNELS)
-        degree = check_int("degree", self.degree, low=0)
+        degree = check_int("degree", self.degree, low=0, high=(1 << 32) - 1)
         coef0 = check_real("coef0", self.coef0)
         tol = check_real("tol", self.tol)
         cache = check_real("cache_size", self.cache_size)
