@@ -425,8 +425,10 @@ def test_coreset_svdd_calls_no_training_point_an_outlier(eps):
     np.testing.assert_allclose(d[m.support_], ((1 + eps) ** 2 - 1) * m.radius_ ** 2, rtol=1e-6)
     np.testing.assert_allclose(m.intercept_[0], -m.offset_)
     np.testing.assert_allclose(m.score_samples(X) - m.offset_, d)
-    # A point far away is an outlier.
+    # A point far away is an outlier; a wrong feature count is a ValueError.
     assert m.predict(X[:1] + 100.0)[0] == -1
+    with pytest.raises(ValueError):
+        m.predict(X[:, :2])
     # The MEB's decision is that of the grown ball too: >= 0 on every row.
     b = mk.MinimumEnclosingBall(eps=eps).fit(X)
     assert b.decision_function(X).min() >= 0

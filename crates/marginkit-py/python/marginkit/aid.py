@@ -42,8 +42,12 @@ def _warn_aid(est, gap_tol):
     ok = {"optimal", "interior"}
     if gap_tol > 0:
         ok.add("gap")
-    warn_stop(type(est).__name__, est.stop_, ok,
-              "increase max_iter or time_limit (see history_ for the gap reached)")
+    if est.stop_ == "no_split":
+        hint = ("every cluster is uniform but the gap is above gap_tol, no certificate (a "
+                "smaller tol of the aggregated solves, or a larger gap_tol)")
+    else:
+        hint = "increase max_iter or time_limit (see history_ for the gap reached)"
+    warn_stop(type(est).__name__, est.stop_, ok, hint)
 
 
 def _history(raw):
