@@ -10,9 +10,12 @@
 //! its in- and out-neighbours without communication: a node sends its core-set to each
 //! out-neighbour with a non-blocking send (tag = round) and receives one message from each
 //! in-neighbour; in asynchronous mode the receives are non-blocking probes polled until all of the
-//! round's messages are in. The only collective is the stopping rule's diagnostic (an all-gather of
-//! nine words per round; the paper has no stopping rule). With the same seed and graph the result
-//! is the in-process run's, bit for bit.
+//! round's messages are in. Collectives: one all-reduce of the shard sizes at the start (the
+//! core-set size `k = min(ceil(1/eps), n)` must be the same on every rank), and per round an
+//! all-gather of `Status::WORDS` words: the global quiescence diagnostic and the count of nodes
+//! stopped by the local rule (each rank decides alone when its node stops; the process ends when
+//! all have, as in the in-process run). With the same seed and graph the result is the in-process
+//! run's, bit for bit. The report is the library's `RunSummary`, as in `marginkit coreset`.
 //!
 //! Not implemented: free-running wall-clock asynchrony (ranks never wait for each other); it
 //! cannot be reproduced bit for bit, and the seeded activation schedule models the paper's
