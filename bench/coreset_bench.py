@@ -186,12 +186,73 @@ def section_svm(out, exe, n, libsvm_max_n):
     out.append("")
 
 
+LIBSVM_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from run import blobs
+from libsvm.svmutil import svm_predict, svm_train
+n, d, gamma = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+x, y = blobs(n, d, 1)
+xt, yt = blobs(10000, d, 2)
+t = time.perf_counter()
+m = svm_train(y, x, f"-s 0 -t 2 -g {gamma} -c 10 -m 1000 -q")
+w = time.perf_counter() - t
+_, acc, _ = svm_predict(yt, xt, m, "-q")
+print(json.dumps({"seconds": w, "accuracy": acc[0], "nsv": m.get_nr_sv()}))
+"""
+
+
+def libsvm_capped(n, d, gamma, cap):
+    """LIBSVM C-SVC on blobs(n, d, seed 1) (the same rows as blobs_file(n, d, 1, ...)) in a child
+    process killed after `cap` seconds; numpy arrays are passed directly (no text parsing)."""
+    t = time.perf_counter()
+    try:
+        r = subprocess.run([sys.executable, "-c", LIBSVM_CHILD, HERE, str(n), str(d), str(gamma)],
+                           capture_output=True, text=True, timeout=cap)
+    except subprocess.TimeoutExpired:
+        return None, time.perf_counter() - t
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip())
+    return json.loads(r.stdout), time.perf_counter() - t
+
+
+def section_svm_large(out, exe, n, libsvm_n, cap, parts):
+    """The issue's n = 1,000,000 comparison: LIBSVM capped at `cap` seconds at n, LIBSVM at `libsvm_n`
+    (the largest n it finishes in about 10 minutes here), and the core-set L2-SVM at n."""
+    d, gamma = 10, 0.1
+    out.append(f"## Core-set L2-SVM vs LIBSVM at n = {n:,} (blobs, d = {d}, RBF gamma = 1/d, C = 10)\n")
+    out.append("| method | n | train s (wall) | test accuracy % | support vectors |")
+    out.append("|---|---|---|---|---|")
+    if "libsvm" in parts:
+        for m, c in ((libsvm_n, cap), (n, cap)):
+            v, w = libsvm_capped(m, d, gamma, c)
+            if v is None:
+                out.append(f"| LIBSVM 3.37 C-SVC (hinge, -m 1000) | {m:,} | not finished: killed at the {c:.0f} s cap | | |")
+            else:
+                out.append(f"| LIBSVM 3.37 C-SVC (hinge, -m 1000) | {m:,} | {v['seconds']:.1f} | {v['accuracy']:.2f} | {v['nsv']} |")
+            print(out[-1], flush=True)
+    if "coreset" in parts:
+        train = blobs_file(n, d, 1, "train")
+        test = blobs_file(10000, d, 2, "test")
+        for eps in ("0.01",):
+            v, w = run_json([exe, "coreset", "svm", train, "--test", test, "--eps", eps, "-c", "10", "-g", str(gamma),
+                             "--nodes", "1", "--graph", "complete", "--json"])
+            out.append(f"| marginkit core-set L2-SVM, eps {eps} (k = {v['k']}), 1 node | {n:,} | {w:.1f} | "
+                       f"{v['test_accuracy']:.2f} (train {v['train_accuracy']:.2f}) | {len(v['support'])} |")
+            print(out[-1], flush=True)
+    out.append("")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sections", default="rounds,mpi,svm")
     ap.add_argument("--sizes", default="10,30,100,300,1000")
     ap.add_argument("--svm-n", type=int, default=20000)
     ap.add_argument("--libsvm-max-n", type=int, default=100000)
+    ap.add_argument("--large-n", type=int, default=1000000)
+    ap.add_argument("--large-libsvm-n", type=int, default=30000)
+    ap.add_argument("--libsvm-cap", type=float, default=1800.0, help="seconds; LIBSVM is killed after this")
+    ap.add_argument("--large-parts", default="libsvm,coreset")
     ap.add_argument("--out", default=os.path.join(HERE, "coreset_results.md"))
     a = ap.parse_args()
     exe = marginkit()
@@ -205,6 +266,8 @@ def main():
         section_mpi(out, exe, marginkit_mpi())
     if "svm" in secs:
         section_svm(out, exe, a.svm_n, a.libsvm_max_n)
+    if "svm1m" in secs:
+        section_svm_large(out, exe, a.large_n, a.large_libsvm_n, a.libsvm_cap, a.large_parts.split(","))
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(out) + "\n")

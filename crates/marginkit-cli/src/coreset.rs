@@ -10,19 +10,30 @@ use clap::{ArgAction, Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::coreset::consensus::{run_in_process, Status};
 use marginkit::coreset::experiment::{
-    consensus_svg, coverage_ratio, parse_graph, points_for, reference_r2,
+    accuracy, consensus_svg, coverage_ratio, kernel_from_flags, parse_graph, points_for,
+    problem_by_name, reference_r2, RunSummary,
 };
 use marginkit::coreset::model::to_model;
-use marginkit::coreset::{Activation, ConsensusParams, CoresetParams, FeatureKernel, Problem};
+use marginkit::coreset::{
+    Activation, ConsensusParams, CoresetParams, FeatureKernel, Problem, StopRule,
+};
 use marginkit::data::write_atomically;
 use marginkit::solver::Status as SolveStatus;
 use marginkit::svm::model_io::save_model_with_status;
-use marginkit::{Dataset, KernelSpec};
-use serde_json::{json, Value};
 
 use crate::args::InputArgs;
 use crate::input::read_data;
 use crate::{CliError, CliResult};
+
+/// Which stopping rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Stop {
+    /// Each node stops when its core-set has not changed for W rounds (W = 2 D + 1, D the
+    /// graph's diameter; proven for static graphs with synchronous lossless rounds).
+    Local,
+    /// Stop at global quiescence (a diagnostic no node can check alone).
+    Global,
+}
 
 /// Which problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -39,7 +50,17 @@ pub enum Kind {
 
 /// `marginkit coreset`.
 #[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    after_help = "Stopping rule (the paper gives none). --stop local (default): a node stops once its \
+core-set has not changed for W = 2D+1 rounds, D the flooding time of the schedule (the directed \
+diameter of a static graph: ring, grid, complete, edges); the run ends when every node has stopped. \
+On a static strongly connected graph with synchronous rounds, no --drop and no --delay, all nodes \
+then hold the same core-set at a fixed point (proof in the library's coreset module docs). With \
+er:P graphs, --async, --drop or --delay, D is the flooding time from round 0 of the seeded \
+schedule: a heuristic (report keys window_proven, agreed). --stop global stops at global \
+quiescence, a diagnostic evaluated every round anyway (keys quiescent, quiescent_round)."
+)]
 pub struct CoresetArgs {
     /// The problem.
     #[arg(value_enum)]
@@ -89,6 +110,12 @@ pub struct CoresetArgs {
     /// Round budget.
     #[arg(long, default_value_t = 10_000)]
     pub max_rounds: u64,
+    /// Stopping rule: local (no change for W rounds) or global (quiescence diagnostic).
+    #[arg(long, value_enum, default_value_t = Stop::Local)]
+    pub stop: Stop,
+    /// The local rule's window W (default 2 D + 1, D the graph's diameter / flooding time).
+    #[arg(long)]
+    pub window: Option<u64>,
     /// Test data (svm): test accuracy.
     #[arg(long)]
     pub test: Option<PathBuf>,
@@ -112,51 +139,6 @@ pub struct CoresetArgs {
     pub help: Option<bool>,
 }
 
-/// The kernel of `-t -g -d -r` for data with `n_features` columns.
-///
-/// # Errors
-/// An unknown kernel type.
-pub fn kernel_of(
-    t: u8,
-    gamma: Option<f64>,
-    degree: u32,
-    coef0: f64,
-    n_features: usize,
-) -> CliResult<KernelSpec> {
-    let gamma = gamma.unwrap_or(1.0 / n_features.max(1) as f64);
-    Ok(match t {
-        0 => KernelSpec::Linear,
-        1 => KernelSpec::Poly {
-            gamma,
-            coef0,
-            degree,
-        },
-        2 => KernelSpec::Rbf { gamma },
-        3 => KernelSpec::Sigmoid { gamma, coef0 },
-        4 => {
-            return Err(CliError(
-                "-t 4: a precomputed kernel cannot be used by core-sets (they need K between any two points)".into(),
-            ))
-        }
-        other => return Err(CliError(format!("-t {other}: expected 0, 1, 2 or 3"))),
-    })
-}
-
-fn problem_of(kind: Kind, c: f64) -> Problem {
-    match kind {
-        Kind::Meb => Problem::Meb,
-        Kind::Svdd => Problem::Svdd,
-        Kind::Svm => Problem::L2Svm { c },
-        Kind::Oneclass => Problem::OneClassL2 { c },
-    }
-}
-
-fn accuracy(model: &marginkit::svm::SvmModel, data: &Dataset) -> CliResult<f64> {
-    let pred = model.predict(&data.x)?;
-    let ok = pred.iter().zip(&data.y).filter(|(a, b)| a == b).count();
-    Ok(100.0 * ok as f64 / data.len().max(1) as f64)
-}
-
 /// Runs the subcommand.
 pub fn run(a: CoresetArgs) -> CliResult {
     let t0 = Instant::now();
@@ -171,8 +153,9 @@ pub fn run(a: CoresetArgs) -> CliResult {
         return Err(CliError("--test is for `coreset svm` only".into()));
     }
     let data = read_data(&a.data_file, &a.input, false)?;
-    let kernel = kernel_of(a.kernel_type, a.gamma, a.degree, a.coef0, data.n_features())?;
-    let problem = problem_of(a.problem, a.cost);
+    let kernel = kernel_from_flags(a.kernel_type, a.gamma, a.degree, a.coef0, data.n_features())?;
+    let name = format!("{:?}", a.problem).to_lowercase();
+    let problem = problem_by_name(&name, a.cost)?;
     let kern = FeatureKernel::new(problem, kernel)?;
     let (pts, labels) = points_for(&data, problem)?;
     let params = ConsensusParams {
@@ -190,7 +173,14 @@ pub fn run(a: CoresetArgs) -> CliResult {
         max_delay: a.delay,
         max_rounds: a.max_rounds,
         record: a.plot.is_some() || a.trace.is_some(),
+        stop: match a.stop {
+            Stop::Local => StopRule::Local { window: a.window },
+            Stop::Global => StopRule::Global,
+        },
     };
+    if a.window.is_some() && a.stop == Stop::Global {
+        return Err(CliError("--window is for --stop local".into()));
+    }
     params.coreset.check()?;
     let show = !a.quiet && !a.json;
     let bar = (show && std::io::stderr().is_terminal()).then(|| {
@@ -230,40 +220,16 @@ pub fn run(a: CoresetArgs) -> CliResult {
         .states
         .first()
         .ok_or_else(|| CliError("no nodes".into()))?;
-    let (r_star2, exact) = reference_r2(&pts, &kern, final_set);
-    let cov = coverage_ratio(&pts, &kern, final_set, r_star2);
-    let mut core: Vec<u64> = final_set.points.ids().to_vec();
-    core.sort_unstable();
-    let mut out = json!({
-        "problem": format!("{:?}", a.problem).to_lowercase(),
-        "nodes": a.nodes,
-        "k": params.coreset.k(),
-        "eps": a.eps,
-        "rounds": rep.rounds,
-        "consensus_round": rep.consensus_round,
-        "quiescent": rep.quiescent,
-        "agreed": rep.agreed,
-        "monotone": rep.monotone,
-        "radius": final_set.r2.sqrt(),
-        "radius2": final_set.r2,
-        "reference_radius": r_star2.sqrt(),
-        "reference": if exact { "exact" } else { "best-known (the core-set radius)" },
-        "coverage_ratio": cov,
-        "coverage_bound": (1.0 + a.eps).powi(2),
-        "core_set": core,
-        "core_set_multiset": final_set.ids,
-        "support": final_set.support(),
-        "bytes_per_node_round": rep.bytes_per_node_round,
-        "bytes_total": rep.bytes_sent,
-        "consensus_seconds": rep.seconds,
-    });
+    let reference = reference_r2(&pts, &kern, final_set);
+    let cov = coverage_ratio(&pts, &kern, final_set, reference.0);
+    let mut out = RunSummary::new(&name, a.eps, &rep, final_set, reference, cov, a.nodes);
     if problem != Problem::Meb {
         let model = to_model(final_set, &kern, labels)?;
         if a.problem == Kind::Svm {
-            out["train_accuracy"] = json!(accuracy(&model, &data)?);
+            out.train_accuracy = Some(accuracy(&model, &data)?);
             if let Some(tp) = &a.test {
                 let test = read_data(tp, &a.input, false)?;
-                out["test_accuracy"] = json!(accuracy(&model, &test)?);
+                out.test_accuracy = Some(accuracy(&model, &test)?);
             }
         } else if a.test.is_some() {
             return Err(CliError("--test is for `coreset svm` only".into()));
@@ -308,9 +274,9 @@ pub fn run(a: CoresetArgs) -> CliResult {
         })
         .map_err(|e| CliError(format!("{}: {e}", tp.display())))?;
     }
-    out["total_seconds"] = json!(t0.elapsed().as_secs_f64());
+    out.total_seconds = t0.elapsed().as_secs_f64();
     if a.json {
-        println!("{out}");
+        println!("{}", out.to_json());
         return Ok(());
     }
     if show {
@@ -319,24 +285,6 @@ pub fn run(a: CoresetArgs) -> CliResult {
             println!("{l}");
         }
     }
-    println!(
-        "rounds {} agreed {} radius {:.10e} coverage_ratio {:.6} (bound {:.4}, {} r*) k {} bytes/node/round {:.1} seconds {:.3}",
-        rep.rounds,
-        rep.agreed,
-        final_set.r2.sqrt(),
-        cov,
-        (1.0 + a.eps).powi(2),
-        if exact { "exact" } else { "best-known" },
-        params.coreset.k(),
-        rep.bytes_per_node_round,
-        t0.elapsed().as_secs_f64()
-    );
-    if let Some(v) = out.get("train_accuracy").and_then(Value::as_f64) {
-        print!("train_accuracy {v:.4}%");
-        if let Some(t) = out.get("test_accuracy").and_then(Value::as_f64) {
-            print!(" test_accuracy {t:.4}%");
-        }
-        println!();
-    }
+    println!("{}", out.text());
     Ok(())
 }

@@ -196,3 +196,47 @@ fn unagreed_model_is_flagged_and_test_misuse_fails_up_front() {
     ));
     assert!(e.contains("--test is for"), "{e}");
 }
+
+#[test]
+fn tiny_eps_and_the_stopping_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data("coreset_breast_cancer.train.svm");
+    let f = f.to_str().unwrap();
+    // eps = 1e-12 on 4 nodes: k = n (one global cap), the exact ball.
+    let v = json(&run(
+        &[
+            "coreset", "meb", f, "--eps", "1e-12", "--nodes", "4", "--graph", "ring", "--json",
+        ],
+        dir.path(),
+    ));
+    let n = std::fs::read_to_string(data("coreset_breast_cancer.train.svm"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    assert_eq!(v["k"].as_u64().unwrap(), n);
+    assert_eq!(v["agreed"], Value::Bool(true));
+    assert!(v["coverage_ratio"].as_f64().unwrap() <= 1.0 + 1e-9);
+    // The local rule (default) on a static graph: proven window 2 D + 1 (grid of 8: 3 columns,
+    // D = 2 + 2 = 4), every node stopped, agreed, and the same set as the global rule.
+    let common = [
+        "coreset", "meb", f, "--nodes", "8", "--graph", "grid", "--json",
+    ];
+    let local = json(&run(&common, dir.path()));
+    assert_eq!(local["stop_rule"], "local");
+    assert_eq!(local["window"].as_u64(), Some(9));
+    assert_eq!(local["window_proven"], Value::Bool(true));
+    assert_eq!(local["stopped"], Value::Bool(true));
+    assert_eq!(local["agreed"], Value::Bool(true));
+    let mut g = common.to_vec();
+    g.extend(["--stop", "global"]);
+    let global = json(&run(&g, dir.path()));
+    assert_eq!(global["stop_rule"], "global");
+    assert_eq!(global["core_set_multiset"], local["core_set_multiset"]);
+    assert!(global["rounds"].as_u64() <= local["rounds"].as_u64());
+    let mut h = common.to_vec();
+    h.extend(["--stop", "global", "--window", "3"]);
+    assert!(err(&run(&h, dir.path())).contains("--window is for --stop local"));
+    let help = run(&["coreset", "--help"], dir.path());
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("2D+1"), "{help}");
+}

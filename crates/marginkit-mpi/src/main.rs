@@ -10,9 +10,12 @@
 //! its in- and out-neighbours without communication: a node sends its core-set to each
 //! out-neighbour with a non-blocking send (tag = round) and receives one message from each
 //! in-neighbour; in asynchronous mode the receives are non-blocking probes polled until all of the
-//! round's messages are in. The only collective is the stopping rule's diagnostic (an all-gather of
-//! nine words per round; the paper has no stopping rule). With the same seed and graph the result
-//! is the in-process run's, bit for bit.
+//! round's messages are in. Collectives: one all-reduce of the shard sizes at the start (the
+//! core-set size `k = min(ceil(1/eps), n)` must be the same on every rank), and per round an
+//! all-gather of `Status::WORDS` words: the global quiescence diagnostic and the count of nodes
+//! stopped by the local rule (each rank decides alone when its node stops; the process ends when
+//! all have, as in the in-process run). With the same seed and graph the result is the in-process
+//! run's, bit for bit. The report is the library's `RunSummary`, as in `marginkit coreset`.
 //!
 //! Not implemented: free-running wall-clock asynchrony (ranks never wait for each other); it
 //! cannot be reproduced bit for bit, and the seeded activation schedule models the paper's
@@ -26,21 +29,29 @@ use std::time::Instant;
 use clap::{ArgAction, Parser, ValueEnum};
 use marginkit::coreset::consensus::{run, shard_ranges, CoreSetMsg, Schedule, Status, Transport};
 use marginkit::coreset::experiment::{
-    consensus_svg, coverage_ratio, parse_graph, points_for, reference_r2,
+    accuracy, consensus_svg, correct_count, coverage_ratio, kernel_from_flags, parse_graph,
+    points_for, problem_by_name, reference_r2, RunSummary,
 };
 use marginkit::coreset::model::to_model;
 use marginkit::coreset::{
     Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, PointSet, Problem,
+    StopRule,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::data::write_atomically;
 use marginkit::svm::model_io::save_model;
-use marginkit::{Dataset, IoError, KernelSpec};
+use marginkit::{Dataset, IoError};
+use mpi::collective::SystemOperation;
 use mpi::datatype::Equivalence;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
-use serde_json::json;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Stop {
+    Local,
+    Global,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Kind {
@@ -100,6 +111,13 @@ struct Cli {
     /// Round budget.
     #[arg(long, default_value_t = 10_000)]
     max_rounds: u64,
+    /// Stopping rule: local (no change of a node's core-set for W = 2 D + 1 rounds) or global
+    /// (the quiescence diagnostic), as `marginkit coreset --stop`.
+    #[arg(long, value_enum, default_value_t = Stop::Local)]
+    stop: Stop,
+    /// The local rule's window W.
+    #[arg(long)]
+    window: Option<u64>,
     /// Test data (svm).
     #[arg(long)]
     test: Option<PathBuf>,
@@ -214,34 +232,23 @@ impl Transport for Mpi<'_> {
     fn reduce(&mut self, local: Status) -> Result<Status, CoresetError> {
         let words = local.to_words();
         let size = self.world.size() as usize;
-        let mut all = vec![0u64; 9 * size];
+        let mut all = vec![0u64; Status::WORDS * size];
         self.world.all_gather_into(&words[..], &mut all[..]);
         let mut g = Status::identity();
-        for c in all.chunks_exact(9) {
-            let mut w = [0u64; 9];
+        for c in all.chunks_exact(Status::WORDS) {
+            let mut w = [0u64; Status::WORDS];
             w.copy_from_slice(c);
             g = g.combine(Status::from_words(&w));
         }
         Ok(g)
     }
-}
 
-fn kernel_of(a: &Cli, n_features: usize) -> Result<KernelSpec, String> {
-    let gamma = a.gamma.unwrap_or(1.0 / n_features.max(1) as f64);
-    Ok(match a.kernel_type {
-        0 => KernelSpec::Linear,
-        1 => KernelSpec::Poly {
-            gamma,
-            coef0: a.coef0,
-            degree: a.degree,
-        },
-        2 => KernelSpec::Rbf { gamma },
-        3 => KernelSpec::Sigmoid {
-            gamma,
-            coef0: a.coef0,
-        },
-        t => return Err(format!("-t {t}: expected 0, 1, 2 or 3")),
-    })
+    fn sum(&mut self, local: u64) -> Result<u64, CoresetError> {
+        let mut total = 0u64;
+        self.world
+            .all_reduce_into(&local, &mut total, SystemOperation::sum());
+        Ok(total)
+    }
 }
 
 fn read(p: &PathBuf) -> Result<Dataset, String> {
@@ -249,12 +256,6 @@ fn read(p: &PathBuf) -> Result<Dataset, String> {
         IoError::Parse(pe) => format!("{}:{}:{}: {}", p.display(), pe.line, pe.column, pe.kind),
         other => format!("{}: {other}", p.display()),
     })
-}
-
-fn accuracy(model: &marginkit::svm::SvmModel, data: &Dataset) -> Result<f64, String> {
-    let pred = model.predict(&data.x).map_err(|e| e.to_string())?;
-    let ok = pred.iter().zip(&data.y).filter(|(a, b)| a == b).count();
-    Ok(100.0 * ok as f64 / data.len().max(1) as f64)
 }
 
 fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
@@ -267,11 +268,11 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
             ));
         }
     }
-    let problem = match a.problem {
-        Kind::Meb => Problem::Meb,
-        Kind::Svdd => Problem::Svdd,
-        Kind::Svm => Problem::L2Svm { c: a.cost },
-        Kind::Oneclass => Problem::OneClassL2 { c: a.cost },
+    let pname = format!("{:?}", a.problem).to_lowercase();
+    let problem = problem_by_name(&pname, a.cost).map_err(|e| e.to_string())?;
+    let kernel_of = |n_features: usize| {
+        kernel_from_flags(a.kernel_type, a.gamma, a.degree, a.coef0, n_features)
+            .map_err(|e| e.to_string())
     };
     let params = ConsensusParams {
         coreset: CoresetParams {
@@ -288,6 +289,10 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         max_delay: a.delay,
         max_rounds: a.max_rounds,
         record: a.plot.is_some(),
+        stop: match a.stop {
+            Stop::Local => StopRule::Local { window: a.window },
+            Stop::Global => StopRule::Global,
+        },
     };
     let schedule = Schedule::new(size, &params).map_err(|e| e.to_string())?;
     let name = a.data_file.to_string_lossy().into_owned();
@@ -339,7 +344,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         } else {
             [1.0, -1.0]
         };
-        let kern = FeatureKernel::new(problem, kernel_of(&a, d)?).map_err(|e| e.to_string())?;
+        let kern = FeatureKernel::new(problem, kernel_of(d)?).map_err(|e| e.to_string())?;
         let idx: Vec<usize> = (0..local.len()).collect();
         let positive = matches!(problem, Problem::L2Svm { .. }).then_some(labels[0]);
         let shard = PointSet::from_dataset_with_ids(&local, &idx, positive, offset, d);
@@ -347,7 +352,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         (None, Some(local), shard, labels, kern)
     } else {
         let data = read(&a.data_file)?;
-        let kernel = kernel_of(&a, data.n_features())?;
+        let kernel = kernel_of(data.n_features())?;
         let kern = FeatureKernel::new(problem, kernel).map_err(|e| e.to_string())?;
         let (pts, labels) = points_for(&data, problem).map_err(|e| e.to_string())?;
         kern.check_points(&pts).map_err(|e| e.to_string())?;
@@ -406,7 +411,9 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         Some((data, pts)) => {
             let (r_star2, exact) = reference_r2(pts, &kern, &final_set);
             let acc = match (&model, a.problem) {
-                (Some(m), Kind::Svm) if rank == 0 => Some(accuracy(m, data)?),
+                (Some(m), Kind::Svm) if rank == 0 => {
+                    Some(accuracy(m, data).map_err(|e| e.to_string())?)
+                }
                 _ => None,
             };
             (
@@ -423,8 +430,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
             let cov = all.iter().copied().fold(0.0, f64::max);
             let acc = match (&model, a.problem, &local) {
                 (Some(m), Kind::Svm, Some(data)) => {
-                    let pred = m.predict(&data.x).map_err(|e| e.to_string())?;
-                    let ok = pred.iter().zip(&data.y).filter(|(p, y)| p == y).count() as u64;
+                    let ok = correct_count(m, data).map_err(|e| e.to_string())? as u64;
                     let mut oks = vec![0u64; size];
                     world.all_gather_into(&ok, &mut oks[..]);
                     let mut ns = vec![0u64; size];
@@ -442,39 +448,12 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
     if rank != 0 {
         return Ok(());
     }
-    let final_set = &final_set;
-    let mut core: Vec<u64> = final_set.points.ids().to_vec();
-    core.sort_unstable();
-    let mut out = json!({
-        "problem": format!("{:?}", a.problem).to_lowercase(),
-        "nodes": size,
-        "k": params.coreset.k(),
-        "eps": a.eps,
-        "rounds": rep.rounds,
-        "consensus_round": rep.consensus_round,
-        "quiescent": rep.quiescent,
-        "agreed": rep.agreed,
-        "monotone": rep.monotone,
-        "radius": final_set.r2.sqrt(),
-        "radius2": final_set.r2,
-        "reference_radius": r_star2.sqrt(),
-        "reference": if exact { "exact" } else { "best-known (the core-set radius)" },
-        "coverage_ratio": cov,
-        "coverage_bound": (1.0 + a.eps).powi(2),
-        "core_set": core,
-        "core_set_multiset": final_set.ids,
-        "support": final_set.support(),
-        "bytes_per_node_round": rep.bytes_per_node_round,
-        "bytes_total": rep.bytes_sent,
-        "consensus_seconds": rep.seconds,
-    });
+    let mut out = RunSummary::new(&pname, a.eps, &rep, &final_set, (r_star2, exact), cov, size);
     if let Some(model) = &model {
-        if let Some(acc) = train_acc {
-            out["train_accuracy"] = json!(acc);
-        }
+        out.train_accuracy = train_acc;
         if a.problem == Kind::Svm {
             if let Some(tp) = &a.test {
-                out["test_accuracy"] = json!(accuracy(model, &read(tp)?)?);
+                out.test_accuracy = Some(accuracy(model, &read(tp)?).map_err(|e| e.to_string())?);
             }
         }
         if let Some(mp) = &a.model {
@@ -491,19 +470,11 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         write_atomically(pp, |w| std::io::Write::write_all(w, svg.as_bytes()))
             .map_err(|e| format!("{}: {e}", pp.display()))?;
     }
-    out["total_seconds"] = json!(t0.elapsed().as_secs_f64());
+    out.total_seconds = t0.elapsed().as_secs_f64();
     if a.json {
-        println!("{out}");
+        println!("{}", out.to_json());
     } else if !a.quiet {
-        println!(
-            "ranks {size} rounds {} agreed {} radius {:.10e} coverage_ratio {:.6} bytes/node/round {:.1} seconds {:.3}",
-            rep.rounds,
-            rep.agreed,
-            final_set.r2.sqrt(),
-            cov,
-            rep.bytes_per_node_round,
-            t0.elapsed().as_secs_f64()
-        );
+        println!("{}", out.text());
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! `mpirun -np 4 marginkit-mpi` against the in-process network with the same seed and graph:
+//! `mpirun -np 4 marginkit-mpi` against the in-process network with the same seed and graph
+//! (default local stopping rule, one global core-set cap from an all-reduce of the shard sizes):
 //! the same core-set (ids, multiplicities, r^2 bits), rounds and bytes, for synchronous runs and for
 //! asynchronous runs with loss and delay. Needs `mpirun` (OpenMPI) on PATH; as root set
 //! OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
@@ -170,4 +171,33 @@ fn own_files_per_rank_equal_the_shards_of_one_file() {
         assert_eq!(own[key], one[key], "{key}");
     }
     assert!(own["coverage_ratio"].as_f64().unwrap() <= 1.05f64.powi(2) + 1e-9);
+}
+
+#[test]
+fn tiny_eps_uses_one_global_cap_like_in_process() {
+    // eps = 1e-12: k = min(1e12, n) from an all-reduce of the shard sizes, the same k as the
+    // in-process run (each rank holds only a quarter of the data).
+    let f = data();
+    let f = f.to_str().unwrap();
+    check(
+        4,
+        Problem::Meb,
+        &["meb", f, "--eps", "1e-12", "--graph", "ring", "--json"],
+        "ring",
+        Activation::Sync,
+        0.0,
+        0,
+        1e-12,
+        1,
+    );
+    let v = mpirun(
+        4,
+        &["meb", f, "--eps", "1e-12", "--graph", "ring", "--json"],
+    );
+    let n = std::fs::read_to_string(data()).unwrap().lines().count() as u64;
+    assert_eq!(v["k"].as_u64().unwrap(), n);
+    assert_eq!(v["stop_rule"], "local");
+    assert_eq!(v["window_proven"], Value::Bool(true));
+    // Ring of 4: D = 3, W = 7.
+    assert_eq!(v["window"].as_u64(), Some(7));
 }

@@ -14,7 +14,7 @@ use marginkit::coreset::model::to_model;
 use marginkit::coreset::space::two_classes;
 use marginkit::coreset::{
     Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, Graph, PointSet,
-    Problem,
+    Problem, Schedule, StopRule,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::{Dataset, KernelSpec};
@@ -446,4 +446,132 @@ fn zero_nodes_or_rounds_say_must_be_at_least_one() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("max_rounds must be at least 1"), "{e}");
+}
+
+#[test]
+fn tiny_eps_on_the_distributed_path_uses_one_global_cap() {
+    // eps = 1e-12: k = min(1e12, n) = n on every node (not per shard): no abort, agreement, and
+    // the core-set of all points is the exact MEB.
+    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+    let pts = gauss_points(24, 3, 51);
+    let exact = exact_r2(&pts, &kern);
+    for graph in [Graph::Ring, Graph::ErdosRenyi { p: 0.3 }] {
+        let params = ConsensusParams {
+            coreset: CoresetParams {
+                eps: 1e-12,
+                ..Default::default()
+            },
+            graph,
+            ..Default::default()
+        };
+        let rep = run_in_process(&pts, &kern, 4, &params, &mut |_, _| {}).unwrap();
+        assert_eq!(rep.k, 24);
+        assert!(rep.agreed);
+        let set = &rep.states[0].1;
+        assert_eq!(set.ids.len(), 24);
+        assert!(
+            (set.r2 - exact).abs() <= 1e-6 * exact,
+            "{} vs {exact}",
+            set.r2
+        );
+    }
+}
+
+#[test]
+fn local_rule_stops_with_all_nodes_agreed_on_static_graphs() {
+    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+    let pts = gauss_points(60, 8, 61);
+    let edges: Vec<(usize, usize)> = (0..12)
+        .map(|i| (i, (i * 5 + 2) % 12))
+        .chain((0..12).map(|i| (i, (i + 1) % 12)))
+        .collect();
+    // (nodes, graph, directed diameter)
+    let cases = [
+        (12, Graph::Ring, 11),
+        (12, Graph::Grid, 5), // 4 columns x 3 rows: 3 + 2
+        (12, Graph::Complete, 1),
+        (12, Graph::Edges(edges), 0),
+        (1, Graph::Ring, 0),
+    ];
+    for (nodes, graph, diam) in cases {
+        for seed in [1, 2, 3] {
+            let params = ConsensusParams {
+                coreset: CoresetParams {
+                    eps: 0.2,
+                    seed,
+                    ..Default::default()
+                },
+                graph: graph.clone(),
+                ..Default::default()
+            };
+            let schedule = Schedule::new(nodes, &params).unwrap();
+            assert!(schedule.window_is_proven());
+            let d = schedule.flooding_time(0, 1000).unwrap();
+            if diam > 0 || nodes == 1 {
+                assert_eq!(d, diam, "{graph:?}");
+            }
+            // Static graph: the flooding time does not depend on the start round.
+            assert_eq!(schedule.flooding_time(7, 1000), Some(d));
+            let mut first_stop_agreed = None;
+            let rep = run_in_process(&pts, &kern, nodes, &params, &mut |_, s: &Status| {
+                if s.stopped > 0 && first_stop_agreed.is_none() {
+                    first_stop_agreed = Some(s.fp_min == s.fp_max && !s.changed);
+                }
+            })
+            .unwrap();
+            assert_eq!(rep.window, Some(2 * d + 1));
+            assert!(rep.stopped && rep.agreed && rep.window_proven, "{graph:?}");
+            assert_eq!(first_stop_agreed, Some(true), "{graph:?} seed {seed}");
+            // The first node stops W rounds after the last change at the latest... and all have
+            // stopped within D more rounds (the proof's bound).
+            let stops: Vec<u64> = rep.stop_rounds.iter().map(|(_, s)| s.unwrap()).collect();
+            let (lo, hi) = (stops.iter().min().unwrap(), stops.iter().max().unwrap());
+            assert!(hi - lo <= d, "{graph:?}: stops {lo}..{hi}, D = {d}");
+            assert_eq!(rep.rounds, *hi);
+            // The global diagnostic agrees: a fixed point.
+            assert!(rep.quiescent, "{graph:?}");
+            // Same final set as the global rule.
+            let global = run_in_process(
+                &pts,
+                &kern,
+                nodes,
+                &ConsensusParams {
+                    stop: StopRule::Global,
+                    ..params.clone()
+                },
+                &mut |_, _| {},
+            )
+            .unwrap();
+            assert_eq!(global.states[0].1, rep.states[0].1);
+            assert!(global.rounds <= rep.rounds);
+        }
+    }
+}
+
+#[test]
+fn time_varying_graphs_use_the_seeded_flooding_time() {
+    // Erdos-Renyi / async / lossy: the window is a heuristic (not proven), computed from the
+    // seeded schedule; on the paper's setting it still ends with all nodes agreed.
+    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+    let pts = gauss_points(100, 50, 11);
+    let params = ConsensusParams {
+        graph: Graph::ErdosRenyi { p: 0.01 },
+        ..Default::default()
+    };
+    let schedule = Schedule::new(100, &params).unwrap();
+    assert!(!schedule.window_is_proven());
+    let d = schedule.flooding_time(0, 1000).unwrap();
+    assert!((3..100).contains(&d), "{d}");
+    let rep = run_in_process(&pts, &kern, 100, &params, &mut |_, _| {}).unwrap();
+    assert_eq!(rep.window, Some(2 * d + 1));
+    assert!(rep.stopped && rep.agreed && !rep.window_proven);
+    // A window that is too short can stop nodes before they agree: reported, not hidden.
+    let short = ConsensusParams {
+        stop: StopRule::Local { window: Some(1) },
+        ..params.clone()
+    };
+    let rep = run_in_process(&pts, &kern, 100, &short, &mut |_, _| {}).unwrap();
+    assert!(rep.stopped);
+    let all_same = rep.states.iter().all(|(_, s)| s.ids == rep.states[0].1.ids);
+    assert_eq!(rep.agreed, all_same);
 }

@@ -14,11 +14,12 @@
 //! of `(seed, round, node, node)`, so every process knows the graph, drops and delays of any round
 //! without communication, and a run is reproducible bit for bit for any thread count or rank count.
 //!
-//! Stopping rule (the paper gives none; a global diagnostic, see [`super`]): stop after round `t`
-//! when all nodes hold the same core-set, every node has run since the last change anywhere with
-//! nothing but that set in its inbox, and no message sent before that change is still in flight.
-//! From then on every node's inputs repeat, so the state is a fixed point. Otherwise stop at the
-//! round budget with `agreed` telling whether the sets coincide.
+//! Stopping rule (the paper gives none; see [`super`] for the proof): by default the local rule,
+//! a node stops once its core-set has been unchanged for `W = 2 D + 1` rounds (`D`: the
+//! schedule's flooding time, the directed diameter of a static graph) and the run ends when all
+//! have stopped; the global quiescence check is evaluated every round as a diagnostic (or used
+//! as the rule with [`StopRule::Global`]). The round budget bounds every run, with `agreed`
+//! telling whether the sets coincide.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -62,6 +63,31 @@ pub enum Activation {
     },
 }
 
+/// When a node stops (the paper gives no rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopRule {
+    /// The local rule: a node stops (freezes its core-set, ignores what it receives, keeps
+    /// sending its set) once its core-set has not changed for `W` consecutive rounds;
+    /// `window: None` takes `W = 2 D + 1` with `D` from [`Schedule::flooding_time`] (the directed
+    /// diameter for a static graph). The run ends when every node has stopped. Proven for static
+    /// strongly connected graphs with synchronous activation, no loss and no delay (see the
+    /// module docs); a heuristic otherwise.
+    Local {
+        /// `W`, or `None` for `2 D + 1`.
+        window: Option<u64>,
+    },
+    /// The global quiescence check (a diagnostic no node can evaluate alone): stop when all
+    /// nodes hold the same set, every node has run since the last change with only that set in
+    /// its inbox and no older message is in flight.
+    Global,
+}
+
+impl Default for StopRule {
+    fn default() -> Self {
+        StopRule::Local { window: None }
+    }
+}
+
 /// Parameters of a consensus run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsensusParams {
@@ -79,6 +105,8 @@ pub struct ConsensusParams {
     pub max_rounds: u64,
     /// Keep `r^2` and the centre norm of every node after every round (for the figures).
     pub record: bool,
+    /// Stopping rule (default: the local rule with `W = 2 D + 1`).
+    pub stop: StopRule,
 }
 
 impl Default for ConsensusParams {
@@ -91,6 +119,7 @@ impl Default for ConsensusParams {
             max_delay: 0,
             max_rounds: 10_000,
             record: false,
+            stop: StopRule::default(),
         }
     }
 }
@@ -248,6 +277,77 @@ impl Schedule {
         self.n
     }
 
+    /// True when the local stopping rule's window is proven: a static graph (ring, grid,
+    /// complete, edge list), synchronous activation, no loss, no delay.
+    pub fn window_is_proven(&self) -> bool {
+        !matches!(self.graph, Graph::ErdosRenyi { .. })
+            && self.activation == Activation::Sync
+            && self.drop == 0.0
+            && self.max_delay == 0
+    }
+
+    /// The number of rounds `D`, from round `start`, after which every node's state before
+    /// round `start` has reached every node through this schedule's messages (activations,
+    /// losses and delays included; a message counts when its receiver next runs), or `None`
+    /// when that takes more than `limit` rounds. For a static graph with synchronous lossless
+    /// rounds this is the directed diameter. Every process computes it alone (the schedule is a
+    /// function of the seed). Cost: `D` rounds of bit-set unions along the delivered edges
+    /// (`N^2 / 64` words per round at most), plus `N^2` edge hashes per round for Erdos-Renyi.
+    pub fn flooding_time(&self, start: u64, limit: u64) -> Option<u64> {
+        let n = self.n;
+        if n <= 1 {
+            return Some(0);
+        }
+        let words = n.div_ceil(64);
+        let mut reach = vec![0u64; n * words];
+        for j in 0..n {
+            reach[j * words + j / 64] |= 1 << (j % 64);
+        }
+        let last = (n - 1) % 64 + 1;
+        let full_word = |w: usize| {
+            if w + 1 < words || last == 64 {
+                u64::MAX
+            } else {
+                (1u64 << last) - 1
+            }
+        };
+        let mut pending: Vec<(u64, usize, Vec<u64>)> = Vec::new();
+        for t in start..start.saturating_add(limit) {
+            for i in 0..n {
+                if !self.active(t, i) {
+                    continue;
+                }
+                for j in self.out_edges(t, i) {
+                    if let Some(at) = self.delivery(t, i, j) {
+                        pending.push((at, j, reach[i * words..(i + 1) * words].to_vec()));
+                    }
+                }
+            }
+            pending.retain(|(at, j, bits)| {
+                if *at <= t && self.active(t, *j) {
+                    for (w, b) in bits.iter().enumerate() {
+                        reach[j * words + w] |= b;
+                    }
+                    false
+                } else {
+                    true
+                }
+            });
+            let done = (0..n).all(|j| (0..words).all(|w| reach[j * words + w] == full_word(w)));
+            if done {
+                return Some(t - start + 1);
+            }
+        }
+        None
+    }
+
+    /// The local rule's window `W = 2 D + 1` with `D = flooding_time(0, limit)`, or `u64::MAX`
+    /// (never stop locally) when `D` exceeds `limit`.
+    pub fn local_window(&self, limit: u64) -> u64 {
+        self.flooding_time(0, limit)
+            .map_or(u64::MAX, |d| d.saturating_mul(2).saturating_add(1))
+    }
+
     /// True when node `i` runs in round `t`.
     pub fn active(&self, t: u64, i: usize) -> bool {
         match self.activation {
@@ -355,8 +455,12 @@ impl CoreSetMsg {
 
     /// Inverse of [`CoreSetMsg::encode`].
     ///
+    /// The header's sizes are checked against the buffer length before any allocation, so the
+    /// memory used is bounded by the buffer's size.
+    ///
     /// # Errors
-    /// [`CoresetError::Transport`] for a truncated or inconsistent buffer.
+    /// [`CoresetError::Transport`] for a truncated or inconsistent buffer (sizes that do not
+    /// match the length, unsorted ids, an id not among the points, non-finite radii).
     pub fn decode(b: &[u8]) -> Result<Self, CoresetError> {
         let bad = || CoresetError::Transport("malformed core-set message".into());
         let mut pos = 0;
@@ -370,6 +474,25 @@ impl CoreSetMsg {
             *v = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?);
         }
         let [node, k, m, d] = u32s;
+        // Every size in the header is checked against the buffer before anything is allocated:
+        // a crafted or truncated message is an error, never a huge allocation or a panic.
+        let expected = (k as u64)
+            .checked_mul(8)
+            .and_then(|ids| {
+                (d as u64)
+                    .checked_mul(8)
+                    .and_then(|row| row.checked_add(24))
+                    .and_then(|per| per.checked_mul(m as u64))
+                    .and_then(|pts| pts.checked_add(ids))
+            })
+            .and_then(|body| body.checked_add(32));
+        if expected != Some(b.len() as u64) {
+            return Err(CoresetError::Transport(format!(
+                "malformed core-set message: the header announces {k} ids and {m} points of \
+                 dimension {d}, which does not match its {} bytes",
+                b.len()
+            )));
+        }
         let f = |s: &[u8]| -> Result<f64, CoresetError> {
             Ok(f64::from_le_bytes(s.try_into().map_err(|_| bad())?))
         };
@@ -485,15 +608,24 @@ pub struct Node {
     clean: bool,
     monotone: bool,
     history: Vec<(f64, f64)>,
+    stable: u64,
+    stopped_at: Option<u64>,
 }
 
 impl Node {
-    /// A node with shard `own` (non-empty, distinct ids), initial set as in Algorithm 1 /
-    /// Remark IV.2.
-    pub fn new(id: usize, own: PointSet, kern: &FeatureKernel, params: &CoresetParams) -> Self {
+    /// A node with shard `own` (non-empty, distinct ids) and core-set size `k` (the same on
+    /// every node: [`CoresetParams::k_for`] of the total number of points), initial set as in
+    /// Algorithm 1 / Remark IV.2.
+    pub fn new(
+        id: usize,
+        own: PointSet,
+        kern: &FeatureKernel,
+        params: &CoresetParams,
+        k: usize,
+    ) -> Self {
         let index: HashMap<u64, usize> =
             own.ids().iter().enumerate().map(|(i, &v)| (v, i)).collect();
-        let init = bc::initial_members(own.len(), params.k(), params.seed, id as u64);
+        let init = bc::initial_members(own.len(), k.max(1), params.seed, id as u64);
         let state = {
             let pool = Pool::new(&own, Some(&index));
             let members = bc::canonical(&pool, init);
@@ -514,6 +646,8 @@ impl Node {
             clean: false,
             monotone: true,
             history: Vec::new(),
+            stable: 0,
+            stopped_at: None,
         }
     }
 
@@ -597,6 +731,8 @@ pub struct Status {
     pub r2_max: f64,
     /// Every node's `r^2` has been monotone so far.
     pub monotone: bool,
+    /// Number of nodes stopped by the local rule.
+    pub stopped: u64,
 }
 
 impl Status {
@@ -612,6 +748,7 @@ impl Status {
             r2_min: f64::INFINITY,
             r2_max: f64::NEG_INFINITY,
             monotone: true,
+            stopped: 0,
         }
     }
     /// Combines two partial reductions (associative and commutative).
@@ -626,10 +763,13 @@ impl Status {
             r2_min: self.r2_min.min(o.r2_min),
             r2_max: self.r2_max.max(o.r2_max),
             monotone: self.monotone && o.monotone,
+            stopped: self.stopped + o.stopped,
         }
     }
-    /// As 9 words (for transports that move bytes).
-    pub fn to_words(&self) -> [u64; 9] {
+    /// Length of [`Status::to_words`].
+    pub const WORDS: usize = 10;
+    /// As [`Status::WORDS`] words (for transports that move bytes).
+    pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
             self.changed as u64,
             self.clean as u64,
@@ -640,10 +780,11 @@ impl Status {
             self.r2_min.to_bits(),
             self.r2_max.to_bits(),
             self.monotone as u64,
+            self.stopped,
         ]
     }
     /// Inverse of [`Status::to_words`].
-    pub fn from_words(w: &[u64; 9]) -> Self {
+    pub fn from_words(w: &[u64; Self::WORDS]) -> Self {
         Self {
             changed: w[0] != 0,
             clean: w[1] != 0,
@@ -654,6 +795,7 @@ impl Status {
             r2_min: f64::from_bits(w[6]),
             r2_max: f64::from_bits(w[7]),
             monotone: w[8] != 0,
+            stopped: w[9],
         }
     }
 }
@@ -684,6 +826,12 @@ pub trait Transport {
     /// # Errors
     /// [`CoresetError::Transport`].
     fn reduce(&mut self, local: Status) -> Result<Status, CoresetError>;
+    /// The sum of `local` over all processes (once, before the first round: the total number of
+    /// points, which caps the core-set size identically on every node).
+    ///
+    /// # Errors
+    /// [`CoresetError::Transport`].
+    fn sum(&mut self, local: u64) -> Result<u64, CoresetError>;
 }
 
 /// All nodes in this process: message passing is a move of `Arc`s.
@@ -730,6 +878,9 @@ impl Transport for InProcess {
     fn reduce(&mut self, local: Status) -> Result<Status, CoresetError> {
         Ok(local)
     }
+    fn sum(&mut self, local: u64) -> Result<u64, CoresetError> {
+        Ok(local)
+    }
 }
 
 /// What a consensus run did (for the nodes of this process).
@@ -737,10 +888,23 @@ impl Transport for InProcess {
 pub struct ConsensusReport {
     /// Rounds run.
     pub rounds: u64,
+    /// Core-set size used by every node: `min(ceil(1/eps), total points)`.
+    pub k: usize,
     /// All nodes hold the same core-set at the end.
     pub agreed: bool,
-    /// The stopping rule fired (otherwise the round budget ran out).
+    /// The global quiescence check held at the end (a diagnostic: a fixed point of all nodes).
     pub quiescent: bool,
+    /// First round after which the global quiescence check held.
+    pub quiescent_round: Option<u64>,
+    /// The local rule's window `W` (`None` under [`StopRule::Global`]; `u64::MAX`: never).
+    pub window: Option<u64>,
+    /// True when `W` is proven for this schedule ([`Schedule::window_is_proven`]).
+    pub window_proven: bool,
+    /// Per local node, the round after which it stopped by the local rule.
+    pub stop_rounds: Vec<(usize, Option<u64>)>,
+    /// Every node stopped by the local rule (or the global check fired under
+    /// [`StopRule::Global`]); otherwise the round budget ran out.
+    pub stopped: bool,
     /// First round from which all nodes held the same set until the end.
     pub consensus_round: Option<u64>,
     /// Final sets of the local nodes `(node, set)`.
@@ -786,13 +950,25 @@ pub fn run<T: Transport>(
     }
     let start = Instant::now();
     let cp = params.coreset;
+    // One cap for every node: k = min(ceil(1/eps), total points), the total summed over the
+    // processes, so in-process and MPI runs use the same k (a per-shard cap would shrink the
+    // global core-set; no cap would allocate ceil(1/eps) entries for eps = 1e-12).
+    let total_n = transport.sum(total as u64)?;
+    let k = cp.k_for(usize::try_from(total_n).unwrap_or(usize::MAX));
     let mut nodes: Vec<Node> = shards
         .into_par_iter()
-        .map(|(id, s)| Node::new(id, s, kern, &cp))
+        .map(|(id, s)| Node::new(id, s, kern, &cp, k))
         .collect();
     if params.record {
         nodes.iter_mut().for_each(Node::record);
     }
+    let window = match params.stop {
+        StopRule::Global => None,
+        StopRule::Local { window: Some(w) } => Some(w.max(1)),
+        StopRule::Local { window: None } => Some(schedule.local_window(params.max_rounds)),
+    };
+    let mut quiescent_round = None;
+    let mut stopped = false;
     let mut last_change = 0u64;
     let mut spread = Vec::new();
     let mut bytes_sent = 0u64;
@@ -819,6 +995,10 @@ pub fn run<T: Transport>(
             bytes += (sent * m.encoded_len()) as u64;
         }
         for (nd, msgs) in nodes.iter_mut().zip(delivered) {
+            if nd.stopped_at.is_some() {
+                // A stopped node ignores what it receives.
+                continue;
+            }
             for (from, m) in msgs {
                 let at = schedule.delivery(t, from, nd.id).unwrap_or(t);
                 nd.inbox.push((at, from, t, m));
@@ -827,7 +1007,7 @@ pub fn run<T: Transport>(
         let outcomes: Vec<(bool, bool)> = nodes
             .par_iter_mut()
             .map(|nd| {
-                if schedule.active(t, nd.id) {
+                if schedule.active(t, nd.id) && nd.stopped_at.is_none() {
                     nd.step(t, kern, cp.tol)
                 } else {
                     (false, false)
@@ -840,13 +1020,20 @@ pub fn run<T: Transport>(
             if clean {
                 nd.clean = true;
             }
+            if nd.stopped_at.is_none() {
+                nd.stable = if changed { 0 } else { nd.stable + 1 };
+                if window.is_some_and(|w| nd.stable >= w) {
+                    nd.stopped_at = Some(t + 1);
+                }
+            }
             if params.record {
                 nd.record();
             }
             let fp = nd.state.fingerprint();
             local = local.combine(Status {
                 changed,
-                clean: nd.clean,
+                // A stopped node never changes again.
+                clean: nd.clean || nd.stopped_at.is_some(),
                 fp_min: fp,
                 fp_max: fp,
                 oldest_in_flight: nd.oldest_in_flight(),
@@ -854,6 +1041,7 @@ pub fn run<T: Transport>(
                 r2_min: nd.state.r2,
                 r2_max: nd.state.r2,
                 monotone: nd.monotone,
+                stopped: nd.stopped_at.is_some() as u64,
             });
         }
         let g = transport.reduce(local)?;
@@ -870,19 +1058,36 @@ pub fn run<T: Transport>(
         if g.changed {
             last_change = t;
             nodes.iter_mut().for_each(|nd| nd.clean = false);
-            continue;
+            quiescent = false;
+            quiescent_round = None;
+        } else {
+            let old_in_flight = g.oldest_in_flight != u64::MAX && g.oldest_in_flight <= last_change;
+            quiescent = agreed && g.clean && !old_in_flight;
+            if quiescent {
+                quiescent_round.get_or_insert(t + 1);
+            } else {
+                quiescent_round = None;
+            }
         }
-        let old_in_flight = g.oldest_in_flight != u64::MAX && g.oldest_in_flight <= last_change;
-        if agreed && g.clean && !old_in_flight {
-            quiescent = true;
+        stopped = match window {
+            None => quiescent,
+            Some(_) => g.stopped == schedule.n() as u64,
+        };
+        if stopped {
             break;
         }
     }
     let n = schedule.n() as f64;
     Ok(ConsensusReport {
         rounds,
+        k,
         agreed,
         quiescent,
+        quiescent_round,
+        window,
+        window_proven: schedule.window_is_proven(),
+        stop_rounds: nodes.iter().map(|nd| (nd.id, nd.stopped_at)).collect(),
+        stopped,
         consensus_round,
         states: nodes.iter().map(|nd| (nd.id, nd.state.clone())).collect(),
         history: nodes
@@ -982,6 +1187,53 @@ mod tests {
         bad.ids[0] = 5;
         bad.ids.sort_unstable();
         assert!(CoreSetMsg::decode(&bad.encode()).is_err());
+    }
+
+    #[test]
+    fn decode_checks_header_sizes_before_allocating() {
+        let mut pts = PointSet::new(2);
+        for i in 0..5u64 {
+            pts.push(i, 1.0, &[i as f64, 1.0 - i as f64]);
+        }
+        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+        let (msg, _) = centralized(&pts, &kern, &CoresetParams::default()).unwrap();
+        let good = msg.encode();
+        let set_u32 = |b: &mut Vec<u8>, at: usize, v: u32| {
+            b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        };
+        // Huge k, m or d (would be terabytes) on a short buffer: an error, at once.
+        for (field, v) in [(1, u32::MAX), (2, u32::MAX), (3, u32::MAX), (2, 0), (1, 0)] {
+            let mut b = good.clone();
+            set_u32(&mut b, 4 * field, v);
+            let e = CoreSetMsg::decode(&b).unwrap_err();
+            assert!(matches!(e, CoresetError::Transport(_)), "{e}");
+        }
+        // Sizes whose product overflows 64 bits.
+        let mut b = good.clone();
+        set_u32(&mut b, 8, u32::MAX);
+        set_u32(&mut b, 12, u32::MAX);
+        assert!(CoreSetMsg::decode(&b).is_err());
+        // A header alone, and every truncation, are errors, never panics.
+        for cut in 0..good.len() {
+            assert!(CoreSetMsg::decode(&good[..cut]).is_err(), "cut {cut}");
+        }
+        // Sizes consistent with the length but contents inconsistent (m = 0 points with k = 0 ids).
+        let mut empty = vec![0u8; 32];
+        set_u32(&mut empty, 0, 3);
+        assert!(CoreSetMsg::decode(&empty).is_err());
+        // Non-finite r^2.
+        let mut b = good.clone();
+        b[16..24].copy_from_slice(&f64::NAN.to_le_bytes());
+        assert!(CoreSetMsg::decode(&b).is_err());
+        // Random bytes never panic.
+        for seed in 0..200u64 {
+            let len = (hash4(seed, 1, 2, 3) % 200) as usize;
+            let junk: Vec<u8> = (0..len)
+                .map(|i| hash4(seed, i as u64, 0, 9) as u8)
+                .collect();
+            let _ = CoreSetMsg::decode(&junk);
+        }
+        assert_eq!(CoreSetMsg::decode(&good).unwrap(), msg);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! What the `coreset` command lines (in-process and MPI) share: turning a data set into points
-//! and a problem kernel, parsing graphs, the coverage ratio against the exact (or best-known)
-//! radius, and the paper's Figures 1-2 as SVG.
+//! What the `coreset` command lines (in-process `marginkit coreset` and `marginkit-mpi`) share:
+//! flags to kernels and problems, turning a data set into points, parsing graphs, the coverage
+//! ratio against the exact (or best-known) radius, accuracies, the report ([`RunSummary`]: its
+//! JSON object and text line), and the paper's Figures 1-2 as SVG.
 
 use std::path::Path;
 
@@ -10,9 +11,12 @@ use super::meb::{solve_simplex_capped, Start};
 use super::space::{two_classes, FeatureKernel, PointSet, Problem};
 use super::CoresetError;
 use crate::data::Dataset;
+use crate::error::{DataError, ParamError};
 use crate::kernel::qmatrix::DenseQ;
+use crate::kernel::KernelSpec;
 use crate::plot::{stack_svg, Axis, LineChart, Scale};
 use crate::solver::{smo, BoxQp, Equality, NoObserver, SolverSettings};
+use crate::svm::SvmModel;
 
 /// Largest number of points for which the reference radius is the exact MEB.
 pub const EXACT_LIMIT: usize = 50_000;
@@ -103,6 +107,45 @@ pub const SMO_LIMIT: usize = 4_000;
 ///   1e-9 (the SVM mappings, where every point is a support point); `Q` is stored in f32, so this
 ///   `r^2` is exact to about 1e-7 relative.
 pub fn exact_r2(pts: &PointSet, kern: &FeatureKernel) -> Option<f64> {
+    exact_solution(pts, kern).map(|(_, r2)| r2)
+}
+
+/// The exact MEB of all points as a set carrying every point with its optimal weight (for the
+/// L2-SVM mapping: the exact 2-norm SVM, whose [`super::model::to_model`] is the full-data
+/// classifier the core-set approximates), when [`exact_r2`] reaches it.
+pub fn exact_set(pts: &PointSet, kern: &FeatureKernel) -> Option<CoreSetMsg> {
+    let (x, r2) = exact_solution(pts, kern)?;
+    let n = pts.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| pts.id(i));
+    let mut points = PointSet::new(pts.dim());
+    let mut weights = Vec::with_capacity(n);
+    for &i in &order {
+        points.push_from(pts, i);
+        weights.push(x[i]);
+    }
+    let mut c2 = 0.0;
+    for i in 0..n {
+        if x[i] != 0.0 {
+            for j in 0..n {
+                if x[j] != 0.0 {
+                    c2 += x[i] * x[j] * kern.eval(pts.get(i), pts.get(j));
+                }
+            }
+        }
+    }
+    Some(CoreSetMsg {
+        node: 0,
+        ids: points.ids().to_vec(),
+        points,
+        weights,
+        r2,
+        c2,
+    })
+}
+
+/// Weights and `r^2` of the exact MEB (see [`exact_r2`]).
+fn exact_solution(pts: &PointSet, kern: &FeatureKernel) -> Option<(Vec<f64>, f64)> {
     let n = pts.len();
     if n > EXACT_LIMIT {
         return None;
@@ -123,7 +166,7 @@ pub fn exact_r2(pts: &PointSet, kern: &FeatureKernel) -> Option<f64> {
         if svm { 0 } else { 300 },
     );
     if sol.converged {
-        return Some(sol.r2);
+        return Some((sol.x, sol.r2));
     }
     if n > SMO_LIMIT {
         return None;
@@ -165,7 +208,7 @@ pub fn exact_r2(pts: &PointSet, kern: &FeatureKernel) -> Option<f64> {
         }
     }
     let lin: f64 = diag.iter().zip(&alpha).map(|(d, a)| d * a).sum();
-    (info.status == crate::solver::Status::Converged).then_some((lin - quad / 2.0).max(0.0))
+    (info.status == crate::solver::Status::Converged).then(|| (alpha, (lin - quad / 2.0).max(0.0)))
 }
 
 /// The reference radius `r*^2` for the coverage ratio: the exact one when [`exact_r2`] reaches it,
@@ -250,4 +293,278 @@ pub fn consensus_figures(rep: &ConsensusReport, title: &str) -> [LineChart; 2] {
 /// Both figures stacked in one SVG document.
 pub fn consensus_svg(rep: &ConsensusReport, title: &str) -> String {
     stack_svg(&consensus_figures(rep, title))
+}
+
+/// The base kernel of LIBSVM's `-t -g -d -r` flags (gamma defaults to `1 / n_features`).
+///
+/// # Errors
+/// [`CoresetError::Param`] for `-t 4` (a precomputed kernel has no values between arbitrary
+/// points) or an unknown type.
+pub fn kernel_from_flags(
+    kernel_type: u8,
+    gamma: Option<f64>,
+    degree: u32,
+    coef0: f64,
+    n_features: usize,
+) -> Result<KernelSpec, CoresetError> {
+    let gamma = gamma.unwrap_or(1.0 / n_features.max(1) as f64);
+    Ok(match kernel_type {
+        0 => KernelSpec::Linear,
+        1 => KernelSpec::Poly {
+            gamma,
+            coef0,
+            degree,
+        },
+        2 => KernelSpec::Rbf { gamma },
+        3 => KernelSpec::Sigmoid { gamma, coef0 },
+        4 => {
+            return Err(ParamError::Incompatible(
+                "-t 4: a precomputed kernel cannot be used by core-sets (they need K between any two points)",
+            )
+            .into())
+        }
+        t => return Err(super::space::param("-t (kernel type)", t as f64, "0, 1, 2 or 3")),
+    })
+}
+
+/// The [`Problem`] of a command-line name (`meb`, `svdd`, `svm`, `oneclass`) with penalty `c`.
+///
+/// # Errors
+/// [`CoresetError::Param`] for another name.
+pub fn problem_by_name(name: &str, c: f64) -> Result<Problem, CoresetError> {
+    Ok(match name {
+        "meb" => Problem::Meb,
+        "svdd" => Problem::Svdd,
+        "svm" => Problem::L2Svm { c },
+        "oneclass" => Problem::OneClassL2 { c },
+        _ => {
+            return Err(
+                ParamError::Incompatible("problem: expected meb, svdd, svm or oneclass").into(),
+            )
+        }
+    })
+}
+
+/// Number of rows of `data` whose label `model` predicts.
+///
+/// # Errors
+/// [`DataError`] when the data does not fit the model.
+pub fn correct_count(model: &SvmModel, data: &Dataset) -> Result<usize, DataError> {
+    let pred = model.predict(&data.x)?;
+    Ok(pred.iter().zip(&data.y).filter(|(a, b)| a == b).count())
+}
+
+/// Accuracy of `model` on `data` in percent.
+///
+/// # Errors
+/// As [`correct_count`].
+pub fn accuracy(model: &SvmModel, data: &Dataset) -> Result<f64, DataError> {
+    Ok(100.0 * correct_count(model, data)? as f64 / data.len().max(1) as f64)
+}
+
+/// What `marginkit coreset` and `marginkit-mpi` report (one JSON object with `--json`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// `meb`, `svdd`, `svm` or `oneclass`.
+    pub problem: String,
+    /// Nodes (or ranks).
+    pub nodes: usize,
+    /// Core-set size used: `min(ceil(1/eps), n)`.
+    pub k: usize,
+    /// Tolerance.
+    pub eps: f64,
+    /// Rounds run.
+    pub rounds: u64,
+    /// First round from which all nodes held the same set.
+    pub consensus_round: Option<u64>,
+    /// `local` or `global`.
+    pub stop_rule: &'static str,
+    /// The local rule's window (`None`: global rule, or never).
+    pub window: Option<u64>,
+    /// The window is proven for the schedule.
+    pub window_proven: bool,
+    /// The rule stopped the run (otherwise the round budget did).
+    pub stopped: bool,
+    /// The global quiescence check held at the end.
+    pub quiescent: bool,
+    /// First round after which it held.
+    pub quiescent_round: Option<u64>,
+    /// All nodes hold the same core-set.
+    pub agreed: bool,
+    /// Every node's `r^2` was non-decreasing.
+    pub monotone: bool,
+    /// `r^2` of the final core-set (node 0's).
+    pub radius2: f64,
+    /// Reference `r*^2`.
+    pub reference_r2: f64,
+    /// The reference is the exact MEB (otherwise the core-set's own radius).
+    pub reference_exact: bool,
+    /// `max_s |s - c|^2 / r*^2`.
+    pub coverage_ratio: f64,
+    /// Distinct core-set ids, sorted.
+    pub core_set: Vec<u64>,
+    /// The `k` ids with multiplicity.
+    pub core_set_multiset: Vec<u64>,
+    /// Ids of positive weight.
+    pub support: Vec<u64>,
+    /// Average bytes sent per node per round.
+    pub bytes_per_node_round: f64,
+    /// Bytes sent in total.
+    pub bytes_total: u64,
+    /// Wall time of the rounds.
+    pub consensus_seconds: f64,
+    /// Training accuracy in percent (svm).
+    pub train_accuracy: Option<f64>,
+    /// Test accuracy in percent (svm with test data).
+    pub test_accuracy: Option<f64>,
+    /// Wall time of the whole command (set by the caller at the end).
+    pub total_seconds: f64,
+}
+
+impl RunSummary {
+    /// The summary of run `rep` whose final set is `set`, with reference `r*^2` (`exact` or
+    /// best-known) and coverage ratio `coverage`; accuracies and total time are left empty.
+    pub fn new(
+        problem: &str,
+        eps: f64,
+        rep: &ConsensusReport,
+        set: &CoreSetMsg,
+        reference: (f64, bool),
+        coverage: f64,
+        nodes: usize,
+    ) -> Self {
+        let mut core = set.points.ids().to_vec();
+        core.sort_unstable();
+        Self {
+            problem: problem.to_string(),
+            nodes,
+            k: rep.k,
+            eps,
+            rounds: rep.rounds,
+            consensus_round: rep.consensus_round,
+            stop_rule: if rep.window.is_some() {
+                "local"
+            } else {
+                "global"
+            },
+            window: rep.window.filter(|&w| w != u64::MAX),
+            window_proven: rep.window_proven,
+            stopped: rep.stopped,
+            quiescent: rep.quiescent,
+            quiescent_round: rep.quiescent_round,
+            agreed: rep.agreed,
+            monotone: rep.monotone,
+            radius2: set.r2,
+            reference_r2: reference.0,
+            reference_exact: reference.1,
+            coverage_ratio: coverage,
+            core_set: core,
+            core_set_multiset: set.ids.clone(),
+            support: set.support(),
+            bytes_per_node_round: rep.bytes_per_node_round,
+            bytes_total: rep.bytes_sent,
+            consensus_seconds: rep.seconds,
+            train_accuracy: None,
+            test_accuracy: None,
+            total_seconds: 0.0,
+        }
+    }
+
+    /// One JSON object (numbers in shortest round-trip form; non-finite values as `null`).
+    pub fn to_json(&self) -> String {
+        fn num(v: f64) -> String {
+            if v.is_finite() {
+                format!("{v:?}")
+            } else {
+                "null".into()
+            }
+        }
+        fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+            v.map_or("null".into(), |x| x.to_string())
+        }
+        fn ids(v: &[u64]) -> String {
+            let s: Vec<String> = v.iter().map(u64::to_string).collect();
+            format!("[{}]", s.join(","))
+        }
+        let mut f: Vec<(&str, String)> = vec![
+            ("problem", format!("{:?}", self.problem)),
+            ("nodes", self.nodes.to_string()),
+            ("k", self.k.to_string()),
+            ("eps", num(self.eps)),
+            ("rounds", self.rounds.to_string()),
+            ("consensus_round", opt(self.consensus_round)),
+            ("stop_rule", format!("{:?}", self.stop_rule)),
+            ("window", opt(self.window)),
+            ("window_proven", self.window_proven.to_string()),
+            ("stopped", self.stopped.to_string()),
+            ("quiescent", self.quiescent.to_string()),
+            ("quiescent_round", opt(self.quiescent_round)),
+            ("agreed", self.agreed.to_string()),
+            ("monotone", self.monotone.to_string()),
+            ("radius", num(self.radius2.sqrt())),
+            ("radius2", num(self.radius2)),
+            ("reference_radius", num(self.reference_r2.sqrt())),
+            (
+                "reference",
+                if self.reference_exact {
+                    "\"exact\"".into()
+                } else {
+                    "\"best-known (the core-set radius)\"".into()
+                },
+            ),
+            ("coverage_ratio", num(self.coverage_ratio)),
+            ("coverage_bound", num((1.0 + self.eps).powi(2))),
+            ("core_set", ids(&self.core_set)),
+            ("core_set_multiset", ids(&self.core_set_multiset)),
+            ("support", ids(&self.support)),
+            ("bytes_per_node_round", num(self.bytes_per_node_round)),
+            ("bytes_total", self.bytes_total.to_string()),
+            ("consensus_seconds", num(self.consensus_seconds)),
+        ];
+        if let Some(a) = self.train_accuracy {
+            f.push(("train_accuracy", num(a)));
+        }
+        if let Some(a) = self.test_accuracy {
+            f.push(("test_accuracy", num(a)));
+        }
+        f.push(("total_seconds", num(self.total_seconds)));
+        let body: Vec<String> = f.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+        format!("{{{}}}", body.join(","))
+    }
+
+    /// The one-line human summary (plus a line of accuracies for `svm`).
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "nodes {} rounds {} agreed {} stop {}{} radius {:.10e} coverage_ratio {:.6} (bound {:.4}, {} r*) k {} bytes/node/round {:.1} seconds {:.3}",
+            self.nodes,
+            self.rounds,
+            self.agreed,
+            self.stop_rule,
+            match self.window {
+                Some(w) => format!(
+                    " (window {w}{})",
+                    if self.window_proven { ", proven" } else { ", heuristic" }
+                ),
+                None => String::new(),
+            },
+            self.radius2.sqrt(),
+            self.coverage_ratio,
+            (1.0 + self.eps).powi(2),
+            if self.reference_exact {
+                "exact"
+            } else {
+                "best-known"
+            },
+            self.k,
+            self.bytes_per_node_round,
+            self.total_seconds
+        );
+        if let Some(v) = self.train_accuracy {
+            s.push_str(&format!("\ntrain_accuracy {v:.4}%"));
+            if let Some(t) = self.test_accuracy {
+                s.push_str(&format!(" test_accuracy {t:.4}%"));
+            }
+        }
+        s
+    }
 }

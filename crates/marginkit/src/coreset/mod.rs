@@ -46,11 +46,34 @@
 //!   `50 m + 100` iterations (a returned flag, never a panic).
 //! - Swap routine: the paper's rule (no strict increase), with a relative guard
 //!   `r_new^2 > r_old^2 (1 + tol)` against floating-point cycles (`tol` = 1e-10 by default).
-//! - Consensus: the paper gives none. We stop at global quiescence, a diagnostic no node could
-//!   check locally: all nodes hold the same core-set, every node has run its routine since the last
-//!   change anywhere with only that set in its inbox, and no older message is still in flight.
-//!   From then on every node's inputs repeat exactly, so the state is a fixed point. A round budget
-//!   bounds the run; `agreed` is reported.
+//! - Consensus (the paper gives none): the **local rule** ([`consensus::StopRule::Local`], the
+//!   default). A node stops (freezes its set, ignores what it receives, keeps sending its set)
+//!   once its core-set has not changed for `W = 2 D + 1` consecutive rounds, where `D` is the
+//!   flooding time of the communication schedule ([`consensus::Schedule::flooding_time`]: the
+//!   directed diameter for a static graph); the run ends when every node has stopped (the MPI
+//!   transport learns that from the per-round diagnostic reduction; a peer-to-peer deployment
+//!   would flood a "stopped" flag, which is safe because of the claim below).
+//!   *Claim, for a static strongly connected graph (ring, grid, complete, edge list) with
+//!   synchronous activation, no loss and no delay:* when node `i` stops after round `t`, all
+//!   nodes hold its set and are at a fixed point. Proof: keys `(r^2, ids)` never decrease and
+//!   a node's key after round `s + dist(j, i)` is at least node `j`'s key after round `s`
+//!   (every round every node sends, and the warm start is the largest received key). With `K`
+//!   node `i`'s key over rounds `t-W..t`: every key after a round `s <= t - D` is `<= K`, and
+//!   every key after a round `s >= t - W + D` is `>= K`; with `W = 2 D + 1` all nodes hold key
+//!   `K` (the same set: the key contains the ids) after rounds `t-D-1` and `t-D`, so in round
+//!   `t-D` every node ran the routine on its own data with only that set received and kept
+//!   it: the inputs repeat forever. (The digest's `2 diam + 1` bound from constraints consensus,
+//!   re-derived here.) *Time-varying Erdos-Renyi graphs, asynchronous activation, loss, delay:*
+//!   `D` is the flooding time from round 0 of the seeded schedule (every node can compute it:
+//!   the schedule is a hash of the seed), a heuristic without guarantee (later rounds may
+//!   flood more slowly, and a delayed stale message may still improve a set); `agreed` and the
+//!   global check tell whether it worked, and the window can be set by hand.
+//! - The **global check** ([`consensus::StopRule::Global`], and a diagnostic under the local
+//!   rule: `quiescent`, `quiescent_round`): all nodes hold the same core-set, every node has run
+//!   its routine since the last change anywhere with only that set in its inbox, and no older
+//!   message is still in flight; from then on every node's inputs repeat exactly, so the state
+//!   is a fixed point. No node can check it alone. A round budget bounds every run; `agreed` is
+//!   reported.
 //!
 //! # Cost
 //! One swap: a farthest-point scan of the pool (`|P| k` kernel values), one `(k+1)`-point MEB,
@@ -84,7 +107,7 @@ use crate::error::{DataError, ParamError};
 
 pub use consensus::{
     run_in_process, Activation, ConsensusParams, ConsensusReport, CoreSetMsg, Graph, InProcess,
-    Schedule, Transport,
+    Schedule, StopRule, Transport,
 };
 pub use space::{FeatureKernel, PointSet, Problem};
 
@@ -137,9 +160,10 @@ pub enum CoresetError {
 /// Parameters of the core-set routine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CoresetParams {
-    /// Tolerance `eps` in (0, 1): the core-set has `ceil(1/eps)` points, capped at the number of
-    /// points in the centralized solve (a core-set of all points is exact). The distributed nodes
-    /// still use the uncapped `k` (a per-shard cap would shrink the global core-set).
+    /// Tolerance `eps` in (0, 1): the core-set has `k = ceil(1/eps)` points, capped at the total
+    /// number of points `n` (a core-set of all points is exact): `min(k, n)` in the centralized
+    /// solve and on every distributed node alike (the total is known to all nodes: summed over
+    /// the processes at the start, see [`consensus::Transport::sum`]).
     pub eps: f64,
     /// Relative guard of the strict-increase test (default 1e-10).
     pub tol: f64,
