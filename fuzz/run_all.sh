@@ -2,13 +2,18 @@
 # Runs every cargo-fuzz target for SECONDS each (default 60), one after the other, from fresh seed
 # corpora, and prints one line per target: runs executed, corpus size, crashes. Crash inputs land
 # in fuzz/artifacts/<target>/ (turn each into a regression test next to its parser).
-# Usage: bash fuzz/run_all.sh [SECONDS] [TARGET,TARGET...]   (needs nightly + cargo-fuzz; default: all)
+# Usage: [MARGINKIT_BIN=path/to/marginkit] bash fuzz/run_all.sh [SECONDS] [TARGET,TARGET...]
+# (needs nightly + cargo-fuzz; default: all targets)
 set -uo pipefail
 secs="${1:-60}"
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$here/.."
-( cd "$root" && cargo build --release -q -p marginkit-cli ) || exit 1
-MARGINKIT_BIN="${CARGO_TARGET_DIR:-$root/target}/release/marginkit" bash "$here/seed_corpus.sh" >/dev/null
+# A given MARGINKIT_BIN (an already built release CLI) skips the build.
+if [ -z "${MARGINKIT_BIN:-}" ]; then
+  ( cd "$root" && cargo build --release -q -p marginkit-cli ) || exit 1
+  MARGINKIT_BIN="${CARGO_TARGET_DIR:-$root/target}/release/marginkit"
+fi
+MARGINKIT_BIN="$MARGINKIT_BIN" bash "$here/seed_corpus.sh" >/dev/null
 cd "$here" || exit 1
 targets=$(sed -n 's/^name = "\(fuzz_[a-z_]*\)"/\1/p' Cargo.toml)
 if [ -n "${2:-}" ]; then targets=$(echo "$2" | tr ',' ' '); fi
