@@ -344,6 +344,32 @@ fn checkpoints_refuse_other_data_or_parameters() {
     }
 }
 
+/// The checksum catches a damaged file: every single flipped byte (and every flipped bit of a
+/// few bytes) is refused, and the message names the checksum wherever the magic still holds.
+#[test]
+fn a_flipped_byte_in_a_checkpoint_is_detected() {
+    let data = data_file("heart_scale");
+    let params = SvmParams::new().c(100.0).max_iter(30).check().unwrap();
+    let (_, _, ck) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    let bytes = ck.unwrap().to_bytes();
+    assert!(FitCheckpoint::from_bytes(&bytes).is_ok());
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x5a;
+        let e = FitCheckpoint::from_bytes(&bad).expect_err("a flipped byte was accepted");
+        if i >= 8 {
+            assert!(e.contains("checksum"), "byte {i}: {e}");
+        }
+    }
+    for i in [8, 20, bytes.len() / 2, bytes.len() - 9, bytes.len() - 1] {
+        for bit in 0..8 {
+            let mut bad = bytes.clone();
+            bad[i] ^= 1 << bit;
+            assert!(FitCheckpoint::from_bytes(&bad).is_err(), "byte {i} bit {bit}");
+        }
+    }
+}
+
 #[test]
 fn smo_snapshots_round_trip_and_continue_exactly() {
     let (x, y) = hard(7, 200);

@@ -260,7 +260,8 @@ pub fn fit_resumable(
 }
 
 /// Sample weights must be finite and non-negative (the field is public, so [`Dataset::new`]'s
-/// check may have been bypassed).
+/// check may have been bypassed), and at least one must be positive: a fit on weights that are
+/// all zero has nothing to learn from (it is an error, not an all-zero model).
 pub(crate) fn check_weights(w: &[f64], n: usize) -> Result<(), DataError> {
     if w.len() != n {
         return Err(DataError::Shape {
@@ -271,6 +272,7 @@ pub(crate) fn check_weights(w: &[f64], n: usize) -> Result<(), DataError> {
     }
     match w.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
         Some(row) => Err(DataError::BadWeight { row, value: w[row] }),
+        None if n > 0 && w.iter().all(|&v| v == 0.0) => Err(DataError::AllWeightsZero { n }),
         None => Ok(()),
     }
 }
