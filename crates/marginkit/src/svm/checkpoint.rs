@@ -81,7 +81,7 @@ pub(crate) fn unseal<'a>(bytes: &'a [u8], what: &str) -> Result<&'a [u8], String
 }
 
 /// FNV-1a, 64 bit: a stable fingerprint (not a cryptographic hash).
-pub(crate) struct Fnv(u64);
+pub(crate) struct Fnv(pub(crate) u64);
 
 impl Fnv {
     pub fn new() -> Self {
@@ -118,6 +118,12 @@ pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
         params.seed
     );
     h.bytes(p.as_bytes());
+    hash_dataset(&mut h, data);
+    h.0
+}
+
+/// Adds the data set (sizes, labels, weights, every non-zero feature) to a fingerprint.
+pub(crate) fn hash_dataset(h: &mut Fnv, data: &Dataset) {
     h.u64(data.len() as u64);
     h.u64(data.n_features() as u64);
     for i in 0..data.len() {
@@ -131,7 +137,6 @@ pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
         }
         h.u64(u64::MAX);
     }
-    h.0
 }
 
 impl FitCheckpoint {
@@ -311,7 +316,7 @@ pub(crate) fn status_code(s: Status) -> u8 {
     }
 }
 
-fn status_from(c: u8) -> Result<Status, String> {
+pub(crate) fn status_from(c: u8) -> Result<Status, String> {
     Ok(match c {
         0 => Status::Converged,
         1 => Status::MaxIterations,
