@@ -326,6 +326,53 @@ fn interrupted_fits_resume_to_the_identical_model() {
     }
 }
 
+/// SVR with `-b 1`: a stop during the cross-validation behind the Laplace scale returns at once
+/// (the remaining folds are skipped) with a model without `probA`, an interrupted status and a
+/// checkpoint; resuming gives the uninterrupted model, scale included.
+#[test]
+fn svr_probability_folds_can_be_interrupted_and_resumed() {
+    let auto = data_file("auto.scale.svm");
+    let params = SvmParams::new()
+        .svm_type(SvmType::EpsSvr)
+        .c(100.0)
+        .gamma(0.5)
+        .tol(1e-6)
+        .probability(marginkit::svm::params::Probability::On)
+        .check()
+        .unwrap();
+    let (m0, r0, none) = fit_resumable(&params, &auto, &mut NoObserver, None).unwrap();
+    assert!(none.is_none());
+    assert_eq!(m0.prob_a.len(), 1);
+    assert_eq!(r0.calibration.len(), 5);
+    assert!(r0.calibration.iter().all(|c| c.status == Status::Converged));
+    let mut in_cv = 0;
+    for k in 1..200 {
+        let (m, r, ck) =
+            fit_resumable(&params, &auto, &mut StopAt { k, calls: 0 }, None).unwrap();
+        if r.status() == Status::Converged {
+            break;
+        }
+        let ck = ck.expect("a stopped fit has a checkpoint");
+        if r.subproblems[0].status == Status::Converged {
+            // Stopped inside the folds: the folds after the stopped one were skipped.
+            in_cv += 1;
+            assert_eq!(r.status(), Status::Interrupted);
+            assert!(m.prob_a.is_empty());
+            assert!(r.calibration.len() <= 5);
+            assert_eq!(
+                r.calibration.last().map(|c| c.status),
+                Some(Status::Interrupted)
+            );
+            let back = FitCheckpoint::from_bytes(&ck.to_bytes()).unwrap();
+            let (m1, r1, none) = fit_resumable(&params, &auto, &mut NoObserver, Some(&back)).unwrap();
+            assert!(none.is_none());
+            assert_eq!(r1.status(), Status::Converged);
+            assert_eq!(m1, m0);
+        }
+    }
+    assert!(in_cv > 0, "no stop fell inside the folds");
+}
+
 #[test]
 fn checkpoints_refuse_other_data_or_parameters() {
     let data = data_file("heart_scale");

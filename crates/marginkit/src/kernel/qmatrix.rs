@@ -608,7 +608,8 @@ impl<'a> SvcQ<'a> {
         let rows = KernelRows::new(x, kernel)?;
         let n = rows.n();
         let diag = (0..n).map(|i| rows.self_value(i)).collect();
-        let budget = (cache_bytes as u64).saturating_sub(rows.heap_bytes());
+        let budget = (cache_bytes as u64)
+            .saturating_sub(rows.heap_bytes() + ColumnCache::overhead_bytes(n));
         Ok(Self {
             rows,
             y,
@@ -725,7 +726,8 @@ impl<'a> SvrQ<'a> {
         sign.extend(std::iter::repeat_n(-1i8, l));
         let index = (0..l as u32).chain(0..l as u32).collect();
         // The two expanded columns (2 x 2l floats) count as well.
-        let budget = (cache_bytes as u64).saturating_sub(rows.heap_bytes() + 16 * l as u64);
+        let budget = (cache_bytes as u64)
+            .saturating_sub(rows.heap_bytes() + 16 * l as u64 + ColumnCache::overhead_bytes(l));
         Ok(Self {
             rows,
             cache: ColumnCache::new(l, budget),

@@ -228,7 +228,9 @@ pub fn fit_resumable(
                 && params.svm_type.is_regression()
                 && f.report.status == Status::Converged
             {
-                vec![svr_sigma(params, data)?]
+                // Empty (and the report interrupted) when the observer stopped a fold's fit:
+                // a resumed fit recomputes it.
+                svr_sigma(params, data, obs, &mut report)?.map_or_else(Vec::new, |s| vec![s])
             } else {
                 Vec::new()
             };
@@ -925,15 +927,42 @@ fn binary_probability(
     Ok(Some((a, 0.0)))
 }
 
-/// Laplace scale of SVR residuals from 5-fold cross-validation.
-fn svr_sigma(params: &SvmValidParams, data: &Dataset) -> Result<f64, FitError> {
+/// Laplace scale of SVR residuals from 5-fold cross-validation (the folds and fits of
+/// [`cross_validation`], with the observer passed to every fold's fit). `None` when the
+/// observer stopped a fold's fit (the remaining folds are skipped); the folds' solves go to
+/// `report.calibration`.
+fn svr_sigma(
+    params: &SvmValidParams,
+    data: &Dataset,
+    obs: &mut dyn Observer,
+    report: &mut FitReport,
+) -> Result<Option<f64>, FitError> {
     let sub = SvmValidParams {
         probability: Probability::Off,
         ..params.clone()
     };
-    let pred = cross_validation(&sub, data, PROB_FOLDS, params.seed)?;
+    let n = data.len();
+    let k = PROB_FOLDS.clamp(1, n);
+    let folds = fold_assignment(&data.y, k, false, params.seed);
+    let mut stopped = false;
+    let pred = predict_by_folds(data, &folds, k, |train, test_x| {
+        if stopped {
+            return Ok(vec![0.0; test_x.n_rows()]);
+        }
+        let (model, rep) = fit(&sub, train, obs)?;
+        report.calibration.extend(rep.subproblems.iter().cloned());
+        stopped = rep.status() == Status::Interrupted;
+        Ok(model
+            .decision_values(test_x)
+            .iter()
+            .map(|d| model.predict_from_decision(d))
+            .collect())
+    })?;
+    if stopped {
+        return Ok(None);
+    }
     let res: Vec<f64> = pred.iter().zip(&data.y).map(|(p, y)| y - p).collect();
-    Ok(probability::laplace_sigma(&res))
+    Ok(Some(probability::laplace_sigma(&res)))
 }
 
 /// k-fold cross-validation (stratified for classification, seeded): the prediction for every
