@@ -213,7 +213,7 @@ pub fn fit_resumable(
                         _ => None,
                     };
                     let (f, snap) =
-                        solve_one(params, kernel, &data.x, &data.y, &c, obs, snap, true)?;
+                        solve_one(params, kernel, &data.x, None, &data.y, &c, obs, snap, true)?;
                     subs.push(sub_state(&f, snap, None));
                     f
                 }
@@ -463,14 +463,14 @@ fn fit_classifier(
                     cache: CacheStats::default(),
                 }
             } else {
-                let sub = data.subset(&idx);
+                // The pair's rows are read in place (no copy of the data for the subproblem).
                 let y: Vec<f64> = (0..idx.len())
                     .map(|k| if k < members[i].len() { 1.0 } else { -1.0 })
                     .collect();
                 let c: Vec<f64> = (0..idx.len())
                     .map(|k| {
                         let class_w = if y[k] > 0.0 { cw[i] } else { cw[j] };
-                        params.c * class_w * sub.weight(k)
+                        params.c * class_w * data.weight(idx[k])
                     })
                     .collect();
                 let (snap, saved_prob) = match saved {
@@ -481,8 +481,8 @@ fn fit_classifier(
                     match saved_prob {
                         Some(p) => Some(p),
                         None => {
-                            let sw: Vec<f64> = (0..idx.len()).map(|k| sub.weight(k)).collect();
-                            binary_probability(params, kernel, &sub.x, &y, &c, &sw, obs, report)?
+                            let sw: Vec<f64> = idx.iter().map(|&k| data.weight(k)).collect();
+                            binary_probability(params, kernel, &data.x, &idx, &y, &c, &sw, obs, report)?
                         }
                     }
                 } else {
@@ -498,7 +498,8 @@ fn fit_classifier(
                         prob_a.push(a);
                         prob_b.push(b);
                     }
-                    let (f, snap) = solve_one(params, kernel, &sub.x, &y, &c, obs, snap, true)?;
+                    let (f, snap) =
+                        solve_one(params, kernel, &data.x, Some(&idx), &y, &c, obs, snap, true)?;
                     if f.report.status == Status::Interrupted {
                         interrupted = true;
                     }
@@ -593,6 +594,7 @@ fn solve_one(
     params: &SvmValidParams,
     kernel: KernelSpec,
     x: &Features,
+    rows: Option<&[usize]>,
     y: &[f64],
     c: &[f64],
     obs: &mut dyn Observer,
@@ -602,6 +604,16 @@ fn solve_one(
     let snapshot;
     let cache;
     let l = y.len();
+    // The classifiers' matrix reads the selected rows in place; the others get a copy.
+    let selected;
+    let (x, rows) = match (params.svm_type, rows) {
+        (SvmType::CSvc | SvmType::NuSvc, r) => (x, r),
+        (_, Some(r)) => {
+            selected = x.select_rows(r);
+            (&selected, None)
+        }
+        (_, None) => (x, None),
+    };
     let settings = &params.solver;
     let cb = cache_bytes(params);
     let (coef, info, upper_of) = match params.svm_type {
@@ -615,7 +627,7 @@ fn solve_one(
                 equality: Equality::Sum { delta: 0.0 },
                 fixed: None,
             };
-            let mut q = SvcQ::new(x, kernel, &signs, cb)?;
+            let mut q = SvcQ::with_rows(x, rows, kernel, &signs, cb)?;
             let mut alpha = vec![0.0; l];
             let (info, _, snap) = smo::solve_resumable(
                 &mut q,
@@ -655,7 +667,7 @@ fn solve_one(
                 equality: Equality::Sum { delta: 0.0 },
                 fixed: None,
             };
-            let mut q = SvcQ::new(x, kernel, &signs, cb)?;
+            let mut q = SvcQ::with_rows(x, rows, kernel, &signs, cb)?;
             let (mut info, r, snap) = smo::solve_resumable(
                 &mut q,
                 &qp,
@@ -883,6 +895,7 @@ fn binary_probability(
     params: &SvmValidParams,
     kernel: KernelSpec,
     x: &Features,
+    rows: &[usize],
     y: &[f64],
     c: &[f64],
     w: &[f64],
@@ -905,18 +918,19 @@ fn binary_probability(
             }
             continue;
         }
-        let tx = x.select_rows(&train);
+        let tx = x.select_rows(&train.iter().map(|&i| rows[i]).collect::<Vec<_>>());
         let tc: Vec<f64> = train.iter().map(|&i| c[i]).collect();
         let sub = SvmValidParams {
             probability: Probability::Off,
             ..params.clone()
         };
-        let (fdec, _) = solve_one(&sub, kernel, &tx, &ty, &tc, obs, None, false)?;
+        let (fdec, _) = solve_one(&sub, kernel, &tx, None, &ty, &tc, obs, None, false)?;
         report.calibration.push(fdec.report.clone());
         if fdec.report.status == Status::Interrupted {
             return Ok(None);
         }
-        let d = binary_decisions(kernel, &tx, &fdec.coef, fdec.rho, &x.select_rows(&test));
+        let test_rows: Vec<usize> = test.iter().map(|&i| rows[i]).collect();
+        let d = binary_decisions(kernel, &tx, &fdec.coef, fdec.rho, &x.select_rows(&test_rows));
         for (pos, &i) in test.iter().enumerate() {
             dec[i] = d[pos];
         }
