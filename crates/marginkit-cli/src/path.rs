@@ -287,8 +287,7 @@ pub fn run(a: PathArgs) -> CliResult {
     }
     let resume = match &a.resume {
         Some(p) => {
-            let bytes =
-                std::fs::read(p).map_err(|e| CliError(format!("{}: {e}", p.display())))?;
+            let bytes = std::fs::read(p).map_err(|e| CliError(format!("{}: {e}", p.display())))?;
             Some(
                 PathCheckpoint::from_bytes(&bytes)
                     .map_err(|e| CliError(format!("{}: {e}", p.display())))?,
@@ -415,9 +414,9 @@ pub fn run(a: PathArgs) -> CliResult {
         eprintln!(
             "marginkit: interrupted after {} points (the last one is marked 'interrupted'){}",
             result.points.len(),
-            state_written.as_ref().map_or(String::new(), |s| format!(
-                "; continue with --resume {s}"
-            ))
+            state_written
+                .as_ref()
+                .map_or(String::new(), |s| format!("; continue with --resume {s}"))
         );
         std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
     }

@@ -321,9 +321,8 @@ pub fn state_path(a: &TrainArgs, model: &Path) -> PathBuf {
 /// absolute; existing ones after resolving links.
 pub fn refuse_same_file(state: &Path, model: &Path) -> CliResult {
     let norm = |p: &Path| {
-        std::fs::canonicalize(p).unwrap_or_else(|_| {
-            std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
-        })
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
     };
     if norm(state) == norm(model) {
         return Err(CliError(format!(

@@ -156,8 +156,8 @@ fn ctrl_c_stops_path_and_resume_gives_the_same_points() {
     write_hard(&file, 3000);
     let f = file.to_str().unwrap();
     let args = [
-        "path", "--json", "-g", "1", "-e", "1e-6", "-m", "1", "--c-min", "1", "--c-max",
-        "10000", "--grid", "12", f,
+        "path", "--json", "-g", "1", "-e", "1e-6", "-m", "1", "--c-min", "1", "--c-max", "10000",
+        "--grid", "12", f,
     ];
     let t0 = Instant::now();
     let full = json(&run(&args, dir.path()));

@@ -264,7 +264,15 @@ fn misuses_of_weights_state_files_and_cross_validation_are_clear_errors() {
     // --state-file naming the model file (also through another spelling of the same path).
     for state in ["m.model", "./m.model"] {
         let o = run(
-            &["train", "--max-iter", "5", "--state-file", state, h, "m.model"],
+            &[
+                "train",
+                "--max-iter",
+                "5",
+                "--state-file",
+                state,
+                h,
+                "m.model",
+            ],
             dir.path(),
         );
         assert_eq!(o.status.code(), Some(1), "{state}");
@@ -273,7 +281,10 @@ fn misuses_of_weights_state_files_and_cross_validation_are_clear_errors() {
         assert!(!dir.path().join("m.model").exists());
     }
     // A real state file, then -v with --resume.
-    let o = run(&["train", "-q", "--max-iter", "5", h, "m.model"], dir.path());
+    let o = run(
+        &["train", "-q", "--max-iter", "5", h, "m.model"],
+        dir.path(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(dir.path().join("m.model.state").exists());
     let o = run(
@@ -282,7 +293,10 @@ fn misuses_of_weights_state_files_and_cross_validation_are_clear_errors() {
     );
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("-v (cross-validation) cannot be combined"), "{err}");
+    assert!(
+        err.contains("-v (cross-validation) cannot be combined"),
+        "{err}"
+    );
     assert!(o.stdout.is_empty());
     // The state file still resumes the fit it came from.
     let j = json(&run(

@@ -564,8 +564,22 @@ fn assert_identical_points(a: &PathResult, b: &PathResult) {
         assert_eq!(p.c.to_bits(), q.c.to_bits());
         assert_eq!(p.objective.to_bits(), q.objective.to_bits(), "C = {}", p.c);
         assert_eq!(
-            (p.n_sv, p.n_bsv, p.screened_r, p.screened_l, p.iterations, p.status),
-            (q.n_sv, q.n_bsv, q.screened_r, q.screened_l, q.iterations, q.status)
+            (
+                p.n_sv,
+                p.n_bsv,
+                p.screened_r,
+                p.screened_l,
+                p.iterations,
+                p.status
+            ),
+            (
+                q.n_sv,
+                q.n_bsv,
+                q.screened_r,
+                q.screened_l,
+                q.iterations,
+                q.status
+            )
         );
         assert_eq!(p.valid_accuracy, q.valid_accuracy);
         assert_eq!(p.alpha, q.alpha);
@@ -656,7 +670,10 @@ fn interrupted_paths_resume_to_the_identical_points() {
     for i in (0..bytes.len()).step_by(7) {
         let mut bad = bytes.clone();
         bad[i] ^= 0x10;
-        assert!(marginkit::path::PathCheckpoint::from_bytes(&bad).is_err(), "byte {i}");
+        assert!(
+            marginkit::path::PathCheckpoint::from_bytes(&bad).is_err(),
+            "byte {i}"
+        );
     }
     for cut in [0, 8, 30, bytes.len() - 1] {
         assert!(marginkit::path::PathCheckpoint::from_bytes(&bytes[..cut]).is_err());

@@ -637,8 +637,8 @@ impl<'a> SvcQ<'a> {
         let rows = KernelRows::new(x, sel, kernel)?;
         let n = rows.n();
         let diag = (0..n).map(|i| rows.self_value(i)).collect();
-        let budget = (cache_bytes as u64)
-            .saturating_sub(rows.heap_bytes() + ColumnCache::overhead_bytes(n));
+        let budget =
+            (cache_bytes as u64).saturating_sub(rows.heap_bytes() + ColumnCache::overhead_bytes(n));
         Ok(Self {
             rows,
             y,

@@ -1402,11 +1402,7 @@ fn linear_path(
         // The sketch this point starts from (see the kernel engine).
         let before = sketch.clone();
         if stopped(obs, n) {
-            *ck_out = Some(linear_checkpoint(
-                &result.points,
-                reference.take(),
-                &before,
-            ));
+            *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
             break;
         }
         let t_rule = Instant::now();
@@ -1490,11 +1486,7 @@ fn linear_path(
         on_point(&point);
         let stop = status == Status::Interrupted;
         if stop {
-            *ck_out = Some(linear_checkpoint(
-                &result.points,
-                reference.take(),
-                &before,
-            ));
+            *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
         }
         let alpha = if params.keep_solutions {
             point.alpha.clone()

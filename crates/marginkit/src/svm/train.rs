@@ -482,7 +482,9 @@ fn fit_classifier(
                         Some(p) => Some(p),
                         None => {
                             let sw: Vec<f64> = idx.iter().map(|&k| data.weight(k)).collect();
-                            binary_probability(params, kernel, &data.x, &idx, &y, &c, &sw, obs, report)?
+                            binary_probability(
+                                params, kernel, &data.x, &idx, &y, &c, &sw, obs, report,
+                            )?
                         }
                     }
                 } else {
@@ -930,7 +932,13 @@ fn binary_probability(
             return Ok(None);
         }
         let test_rows: Vec<usize> = test.iter().map(|&i| rows[i]).collect();
-        let d = binary_decisions(kernel, &tx, &fdec.coef, fdec.rho, &x.select_rows(&test_rows));
+        let d = binary_decisions(
+            kernel,
+            &tx,
+            &fdec.coef,
+            fdec.rho,
+            &x.select_rows(&test_rows),
+        );
         for (pos, &i) in test.iter().enumerate() {
             dec[i] = d[pos];
         }
