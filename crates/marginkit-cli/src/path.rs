@@ -412,7 +412,7 @@ pub fn run(a: PathArgs) -> CliResult {
     }
     if cancel.is_cancelled() {
         eprintln!(
-            "marginkit: interrupted after {} points (the last one is marked 'interrupted'){}",
+            "marginkit: interrupted after {} finished points{}",
             result.points.len(),
             state_written
                 .as_ref()

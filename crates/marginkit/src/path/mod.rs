@@ -442,8 +442,8 @@ impl PathResult {
 
 /// Runs the path on `train` (exactly two classes, no sample weights), evaluating each point on
 /// `valid` when given. `on_point` is called after each C (progress); `obs` receives the
-/// solvers' progress and may stop a solve (the point then reports [`Status::Interrupted`] and the
-/// path ends there).
+/// solvers' progress (and one call with iteration 0 before each point) and may stop the path:
+/// it then ends with the points finished so far (see [`run_path_resumable`] to continue it).
 ///
 /// # Errors
 /// [`FitError::Data`] for empty data, one class or more than two, sample weights, a validation
@@ -458,10 +458,10 @@ pub fn run_path(
     run_path_resumable(params, train, valid, on_point, obs, None).map(|(r, _)| r)
 }
 
-/// [`run_path`] that can stop and continue. When a point is interrupted (the observer stopped
-/// its solve), the result ends with that partial point (status [`Status::Interrupted`]) and a
-/// [`PathCheckpoint`] is returned: the finished points and the state before the interrupted
-/// one. Given back as `resume` (same data, validation data and parameters; limits, cache size
+/// [`run_path`] that can stop and continue. When the observer stops a solve (or says stop
+/// between points), the path returns at once with the finished points only (the unfinished
+/// point is not reported: no margin pass over its partial solution) and a [`PathCheckpoint`]:
+/// the finished points and the state before the unfinished one. Given back as `resume` (same data, validation data and parameters; limits, cache size
 /// and thread count may differ), the path continues at the interrupted point and every point
 /// is the one an uninterrupted run computes, bit for bit. `on_point` is also called for the
 /// points taken from the checkpoint.
@@ -934,7 +934,7 @@ fn kernel_path<Q: QMatrix>(
         result.points = ck.points.clone();
         k = ck.points.len();
     }
-    loop {
+    'points: loop {
         let c = match &grid {
             Some(v) => match v.get(k) {
                 Some(&c) => c,
@@ -1035,6 +1035,17 @@ fn kernel_path<Q: QMatrix>(
                 pos[o] = k;
             }
             let info = info?;
+            if info.status == Status::Interrupted {
+                // Out at once: no O(n x nSV) margin pass for a point that is not finished (it is
+                // solved again from its start on resume, so it is not reported).
+                *ck_out = Some(kernel_checkpoint(
+                    &result.points,
+                    reference.take(),
+                    &before.0,
+                    before.1,
+                ));
+                break 'points;
+            }
             solves += 1;
             iterations += info.iterations;
             let g = full_margins(q, &alpha, &perm, &pos);
@@ -1057,15 +1068,6 @@ fn kernel_path<Q: QMatrix>(
             |alpha| kernel_model(params.engine, params.bias, ctx.labels, alpha, ctx.train),
         )?;
         on_point(&point);
-        let stop = status == Status::Interrupted;
-        if stop {
-            *ck_out = Some(kernel_checkpoint(
-                &result.points,
-                reference.take(),
-                &before.0,
-                before.1,
-            ));
-        }
         let mut point = point;
         let alpha = if params.keep_solutions {
             point.alpha.clone()
@@ -1074,9 +1076,6 @@ fn kernel_path<Q: QMatrix>(
         };
         reference = Some(Reference { c, alpha, g });
         result.points.push(point);
-        if stop {
-            break;
-        }
     }
     Ok(())
 }
@@ -1373,7 +1372,7 @@ fn linear_path(
         result.points = ck.points.clone();
         k = ck.points.len();
     }
-    loop {
+    'points: loop {
         let c = match &grid {
             Some(v) => match v.get(k) {
                 Some(&c) => c,
@@ -1459,6 +1458,11 @@ fn linear_path(
                 diag_shift: &zero,
             };
             let res = dcd::solve_svc(&prob, &ctx.settings, params.seed, &mut alpha, &mut Fwd(obs))?;
+            if res.info.status == Status::Interrupted {
+                // As the kernel engine: the unfinished point is not reported.
+                *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
+                break 'points;
+            }
             solves += 1;
             iterations += res.info.iterations;
             let g = design.margins(&res.w);
@@ -1484,10 +1488,6 @@ fn linear_path(
         // 1/2 |w|^2 from the primal weights (the same value as a'g / 2 up to rounding).
         point.objective = 0.5 * wn2 - point.alpha.iter().sum::<f64>();
         on_point(&point);
-        let stop = status == Status::Interrupted;
-        if stop {
-            *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
-        }
         let alpha = if params.keep_solutions {
             point.alpha.clone()
         } else {
@@ -1496,9 +1496,6 @@ fn linear_path(
         };
         reference = Some((Reference { c, alpha, g }, w));
         result.points.push(point);
-        if stop {
-            break;
-        }
     }
     Ok(())
 }
