@@ -2,7 +2,8 @@
 """Production figures of marginkit: threads 1 vs 2 (RBF C-SVC, linear DCD), peak memory of a large
 RBF fit against cache + 3x data, and the time Ctrl-C takes to return.
 
-    /work/venv/bin/python bench/prod_bench.py [--repeats 3] [--mem-n 200000] [--skip threads,mem,ctrlc]
+    /work/venv/bin/python bench/prod_bench.py [--repeats 3] [--mem-n 200000] [--mem-max-iter N]
+        [--skip threads,mem,ctrlc]
 
 Everything runs the release CLI (`cargo build --release -p marginkit-cli`; --marginkit to override)
 on seeded synthetic blobs written as LIBSVM text to the temp directory:
@@ -77,12 +78,16 @@ def bench_threads(binary, reps):
               f"{'bit-identical' if same else f'{res[1][1]} vs {res[2][1]}'} |", flush=True)
 
 
-def bench_mem(binary, n):
-    print(f"\n## memory: RBF C-SVC, n = {n:,}, d = 10, -m 200")
+def bench_mem(binary, n, max_iter=None):
+    print(f"\n## memory: RBF C-SVC, n = {n:,}, d = 10, -m 200"
+          + (f", --max-iter {max_iter}" if max_iter else ""))
     data = os.path.join(TMP, f"mk_blobs_{n}_10.svm")
     blobs(data, n, 10, 3, 4.0)
     t0 = time.perf_counter()
-    r = train(binary, ["-c", "1", "-g", "0.1", "-m", "200"], data, rss=True)
+    # The peak is reached once the cache is full (a few thousand iterations): --mem-max-iter
+    # measures it without the whole fit.
+    extra = ["--max-iter", str(max_iter)] if max_iter else []
+    r = train(binary, ["-c", "1", "-g", "0.1", "-m", "200"] + extra, data, rss=True)
     wall = time.perf_counter() - t0
     dense = n * 10 * 8 / 2**20
     filemb = os.path.getsize(data) / 2**20
@@ -120,6 +125,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--mem-n", type=int, default=200000)
+    ap.add_argument("--mem-max-iter", type=int, default=None)
     ap.add_argument("--skip", default="")
     ap.add_argument("--marginkit", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")),
                                                         "release", "marginkit"))
@@ -128,7 +134,7 @@ def main():
     if "threads" not in skip:
         bench_threads(a.marginkit, a.repeats)
     if "mem" not in skip:
-        bench_mem(a.marginkit, a.mem_n)
+        bench_mem(a.marginkit, a.mem_n, a.mem_max_iter)
     if "ctrlc" not in skip:
         bench_ctrlc(a.marginkit, a.repeats)
 

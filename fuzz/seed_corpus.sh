@@ -80,7 +80,11 @@ if [ -x "$bin" ]; then
     for it in 3 40; do
       # shellcheck disable=SC2086
       "$bin" train -q $args --max-iter $it --state-file "$tmp/s" "$data/heart_scale" "$tmp/m" 2>/dev/null || true
-      [ -f "$tmp/s" ] && mv "$tmp/s" "$corpus/fuzz_checkpoint/heart_${k}_$it"
+      if [ -f "$tmp/s" ]; then
+        # The body without its checksum too (the target appends one itself).
+        head -c -8 "$tmp/s" > "$corpus/fuzz_checkpoint/heart_${k}_${it}_body"
+        mv "$tmp/s" "$corpus/fuzz_checkpoint/heart_${k}_$it"
+      fi
     done
     k=$((k + 1))
   done
@@ -90,5 +94,5 @@ if [ -x "$bin" ]; then
 else
   echo "no marginkit binary at $bin: fuzz_checkpoint starts from an empty corpus" >&2
 fi
-printf 'MKFITCK1' > "$corpus/fuzz_checkpoint/magic"
+printf 'MKFITCK2' > "$corpus/fuzz_checkpoint/magic"
 echo "seed corpora written under $corpus"

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args};
 use indicatif::{ProgressBar, ProgressStyle};
-use marginkit::path::{run_path, Engine, Grid, PathParams, PathPoint, PathResult};
+use marginkit::path::{
+    run_path_resumable, Engine, Grid, PathCheckpoint, PathParams, PathPoint, PathResult,
+};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::screening::Rule;
 use marginkit::solver::Shrinking;
@@ -65,6 +67,15 @@ pub struct PathArgs {
     /// Write the model with the best validation accuracy here (needs --valid).
     #[arg(long, requires = "valid")]
     pub best_model: Option<PathBuf>,
+    /// Continue the path saved in this state file (written when Ctrl-C stops a path): the
+    /// finished points are kept and the path goes on from the interrupted one, to the same
+    /// points as an uninterrupted run. Same data and parameters; limits may change.
+    #[arg(long, value_name = "STATE")]
+    pub resume: Option<PathBuf>,
+    /// Where to write the state file of an interrupted path (default: TRAIN_FILE's name +
+    /// ".path.state" in the current directory).
+    #[arg(long, value_name = "FILE")]
+    pub state_file: Option<PathBuf>,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -264,18 +275,53 @@ pub fn run(a: PathArgs) -> CliResult {
         Grid::List(v) => Some(v.len()),
         Grid::Epsilon { .. } => None,
     };
+    let state_path = a.state_file.clone().unwrap_or_else(|| {
+        let name = a
+            .train_file
+            .file_name()
+            .map_or("stdin".into(), |n| n.to_string_lossy().into_owned());
+        PathBuf::from(format!("{name}.path.state"))
+    });
+    for out in [&a.best_model, &a.plot].into_iter().flatten() {
+        crate::train::refuse_same_file(&state_path, out)?;
+    }
+    let resume = match &a.resume {
+        Some(p) => {
+            let bytes = std::fs::read(p).map_err(|e| CliError(format!("{}: {e}", p.display())))?;
+            Some(
+                PathCheckpoint::from_bytes(&bytes)
+                    .map_err(|e| CliError(format!("{}: {e}", p.display())))?,
+            )
+        }
+        None => None,
+    };
     let bar = Bar::new(!a.quiet && !a.json, len);
-    // Ctrl-C stops the running solve; the points done so far are reported and written.
+    // Ctrl-C stops the running solve; the points done so far are reported and written, with a
+    // state file to continue from.
     let mut cancel = crate::interrupt::install();
-    let result = run_path(
+    let result = run_path_resumable(
         &params,
         &data,
         valid.as_ref(),
         &mut |p| bar.point(p),
         &mut cancel,
+        resume.as_ref(),
     );
     bar.finish();
-    let result = result?;
+    let (result, checkpoint) = result.map_err(|e| match &a.resume {
+        Some(p) => CliError(format!("{}: {e}", p.display())),
+        None => CliError(e.to_string()),
+    })?;
+    let state_written = match &checkpoint {
+        Some(c) => {
+            marginkit::data::write_atomically(&state_path, |w| {
+                std::io::Write::write_all(w, &c.to_bytes())
+            })
+            .map_err(|e| CliError(format!("{}: {e}", state_path.display())))?;
+            Some(state_path.display().to_string())
+        }
+        None => None,
+    };
     if !a.quiet && !a.json {
         println!(
             "{:>12} {:>14} {:>6} {:>6} {:>6} {:>6} {:>9} {:>9} {:>5}{}",
@@ -359,13 +405,18 @@ pub fn run(a: PathArgs) -> CliResult {
         }
         if let Value::Object(o) = &mut out {
             o.insert("interrupted".into(), json!(cancel.is_cancelled()));
+            o.insert("state_file".into(), json!(state_written));
+            o.insert("resumed".into(), json!(a.resume.is_some()));
         }
         println!("{out}");
     }
     if cancel.is_cancelled() {
         eprintln!(
-            "marginkit: interrupted after {} points (the last one is marked 'interrupted')",
-            result.points.len()
+            "marginkit: interrupted after {} finished points{}",
+            result.points.len(),
+            state_written
+                .as_ref()
+                .map_or(String::new(), |s| format!("; continue with --resume {s}"))
         );
         std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
     }

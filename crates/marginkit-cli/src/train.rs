@@ -201,6 +201,7 @@ fn per_subproblem(
 
 pub fn run(a: TrainArgs) -> CliResult {
     init_threads(a.model.threads)?;
+    refuse_cv_state(&a)?;
     if a.model.linear {
         return crate::train_linear::run(a);
     }
@@ -213,15 +214,16 @@ pub fn run(a: TrainArgs) -> CliResult {
     if let Some(k) = a.folds {
         return run_cv(&params, &data, k, &a);
     }
-    let resume = match &a.resume {
-        Some(p) => Some(read_state(p)?),
-        None => None,
-    };
     let path = a
         .model_file
         .clone()
         .unwrap_or_else(|| default_model_path(&a.train_file));
     let state_path = state_path(&a, &path);
+    refuse_same_file(&state_path, &path)?;
+    let resume = match &a.resume {
+        Some(p) => Some(read_state(p)?),
+        None => None,
+    };
     let cancel = crate::interrupt::install();
     let mut obs = Both(Progress::new(!a.quiet && !a.json), cancel.clone());
     let t0 = Instant::now();
@@ -312,6 +314,34 @@ pub fn state_path(a: &TrainArgs, model: &Path) -> PathBuf {
         s.push(".state");
         PathBuf::from(s)
     })
+}
+
+/// Refuses a state file that is the model file (the state would overwrite the model, or the
+/// model the state). Paths that do not exist yet are compared as given, after making them
+/// absolute; existing ones after resolving links.
+pub fn refuse_same_file(state: &Path, model: &Path) -> CliResult {
+    let norm = |p: &Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+    };
+    if norm(state) == norm(model) {
+        return Err(CliError(format!(
+            "--state-file {} is the model file: the state would overwrite the model; give another path",
+            state.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses `--resume` and `--state-file` together with `-v` (cross-validation has no state to
+/// continue: each fold is a fresh fit, and nothing of a stopped run is kept).
+pub fn refuse_cv_state(a: &TrainArgs) -> CliResult {
+    if a.folds.is_some() && (a.resume.is_some() || a.state_file.is_some()) {
+        return Err(CliError(
+            "-v (cross-validation) cannot be combined with --resume or --state-file: cross-validation writes no state to continue from".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn read_state(p: &Path) -> CliResult<FitCheckpoint> {

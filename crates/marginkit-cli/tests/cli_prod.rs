@@ -241,3 +241,67 @@ fn weight_files_scale_the_costs_and_bad_weights_are_errors() {
     assert_eq!(o.status.code(), Some(1));
     assert!(!dir.path().join("c").exists());
 }
+
+/// Weights that are all zero, a state file that is the model file, and `-v` with `--resume`
+/// are refused with a message that says why, and nothing is written.
+#[test]
+fn misuses_of_weights_state_files_and_cross_validation_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = data("heart_scale.train");
+    let h = h.to_str().unwrap();
+    let n = std::fs::read_to_string(h).unwrap().lines().count();
+    std::fs::write(dir.path().join("w0"), "0\n".repeat(n)).unwrap();
+    for extra in [&[][..], &["--linear"][..], &["-s", "3"][..]] {
+        let mut args = vec!["train", "-W", "w0"];
+        args.extend(extra);
+        args.extend([h, "z.model"]);
+        let o = run(&args, dir.path());
+        assert_eq!(o.status.code(), Some(1), "{extra:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("sample weights are zero"), "{extra:?}: {err}");
+        assert!(!dir.path().join("z.model").exists());
+    }
+    // --state-file naming the model file (also through another spelling of the same path).
+    for state in ["m.model", "./m.model"] {
+        let o = run(
+            &[
+                "train",
+                "--max-iter",
+                "5",
+                "--state-file",
+                state,
+                h,
+                "m.model",
+            ],
+            dir.path(),
+        );
+        assert_eq!(o.status.code(), Some(1), "{state}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("is the model file"), "{err}");
+        assert!(!dir.path().join("m.model").exists());
+    }
+    // A real state file, then -v with --resume.
+    let o = run(
+        &["train", "-q", "--max-iter", "5", h, "m.model"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.path().join("m.model.state").exists());
+    let o = run(
+        &["train", "-v", "5", "--resume", "m.model.state", h],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("-v (cross-validation) cannot be combined"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    // The state file still resumes the fit it came from.
+    let j = json(&run(
+        &["train", "--json", "--resume", "m.model.state", h, "m.model"],
+        dir.path(),
+    ));
+    assert_eq!(j["status"], "converged");
+}

@@ -38,6 +38,12 @@ pub enum DataError {
         /// The weight.
         value: f64,
     },
+    /// Every sample weight is zero: no sample can enter the fit.
+    #[error("all {n} sample weights are zero: there is nothing to train on")]
+    AllWeightsZero {
+        /// Number of samples.
+        n: usize,
+    },
     /// The data set has no samples.
     #[error("the data set is empty")]
     Empty,

@@ -326,6 +326,58 @@ fn interrupted_fits_resume_to_the_identical_model() {
     }
 }
 
+/// SVR with `-b 1`: a stop during the cross-validation behind the Laplace scale returns at once
+/// (the remaining folds are skipped) with a model without `probA`, an interrupted status and a
+/// checkpoint; resuming gives the uninterrupted model, scale included.
+#[test]
+fn svr_probability_folds_can_be_interrupted_and_resumed() {
+    let auto = data_file("auto.scale.svm");
+    let params = SvmParams::new()
+        .svm_type(SvmType::EpsSvr)
+        .c(100.0)
+        .gamma(0.5)
+        .tol(1e-6)
+        .probability(marginkit::svm::params::Probability::On)
+        .check()
+        .unwrap();
+    let (m0, r0, none) = fit_resumable(&params, &auto, &mut NoObserver, None).unwrap();
+    assert!(none.is_none());
+    assert_eq!(m0.prob_a.len(), 1);
+    assert_eq!(r0.calibration.len(), 5);
+    assert!(r0.calibration.iter().all(|c| c.status == Status::Converged));
+    // The main solve reports every 1000 iterations: the first report after it is in the folds
+    // (some fold is long enough to report).
+    assert!(r0.calibration.iter().any(|c| c.iterations > 1000));
+    let m = r0.subproblems[0].iterations / 1000;
+    let mut in_cv = 0;
+    for k in m.saturating_sub(1).max(1)..m + 4 {
+        let (m, r, ck) = fit_resumable(&params, &auto, &mut StopAt { k, calls: 0 }, None).unwrap();
+        if r.status() == Status::Converged {
+            break;
+        }
+        let ck = ck.expect("a stopped fit has a checkpoint");
+        if r.subproblems[0].status == Status::Converged {
+            // Stopped inside the folds: the folds after the stopped one were skipped.
+            in_cv += 1;
+            assert_eq!(r.status(), Status::Interrupted);
+            assert!(m.prob_a.is_empty());
+            assert!(r.calibration.len() <= 5);
+            assert_eq!(
+                r.calibration.last().map(|c| c.status),
+                Some(Status::Interrupted)
+            );
+            let back = FitCheckpoint::from_bytes(&ck.to_bytes()).unwrap();
+            let (m1, r1, none) =
+                fit_resumable(&params, &auto, &mut NoObserver, Some(&back)).unwrap();
+            assert!(none.is_none());
+            assert_eq!(r1.status(), Status::Converged);
+            assert_eq!(m1, m0);
+            break;
+        }
+    }
+    assert!(in_cv > 0, "no stop fell inside the folds");
+}
+
 #[test]
 fn checkpoints_refuse_other_data_or_parameters() {
     let data = data_file("heart_scale");
@@ -341,6 +393,35 @@ fn checkpoints_refuse_other_data_or_parameters() {
     let bytes = ck.to_bytes();
     for cut in [0, 7, 8, 20, bytes.len() / 2, bytes.len() - 1] {
         assert!(FitCheckpoint::from_bytes(&bytes[..cut]).is_err());
+    }
+}
+
+/// The checksum catches a damaged file: every single flipped byte (and every flipped bit of a
+/// few bytes) is refused, and the message names the checksum wherever the magic still holds.
+#[test]
+fn a_flipped_byte_in_a_checkpoint_is_detected() {
+    let data = data_file("heart_scale");
+    let params = SvmParams::new().c(100.0).max_iter(30).check().unwrap();
+    let (_, _, ck) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    let bytes = ck.unwrap().to_bytes();
+    assert!(FitCheckpoint::from_bytes(&bytes).is_ok());
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x5a;
+        let e = FitCheckpoint::from_bytes(&bad).expect_err("a flipped byte was accepted");
+        if i >= 8 {
+            assert!(e.contains("checksum"), "byte {i}: {e}");
+        }
+    }
+    for i in [8, 20, bytes.len() / 2, bytes.len() - 9, bytes.len() - 1] {
+        for bit in 0..8 {
+            let mut bad = bytes.clone();
+            bad[i] ^= 1 << bit;
+            assert!(
+                FitCheckpoint::from_bytes(&bad).is_err(),
+                "byte {i} bit {bit}"
+            );
+        }
     }
 }
 

@@ -498,3 +498,184 @@ fn bad_inputs_are_errors() {
     let p = PathParams::linear().check().unwrap();
     assert!(run_path(&p, &three, None, &mut |_| {}, &mut NoObserver).is_err());
 }
+
+/// Stops the `stop_at`-th observer call (counting from 1).
+struct StopAt {
+    stop_at: usize,
+    calls: usize,
+}
+
+impl marginkit::solver::Observer for StopAt {
+    fn on_iter(&mut self, _s: &marginkit::solver::IterStats) -> marginkit::solver::Control {
+        self.calls += 1;
+        if self.calls == self.stop_at {
+            marginkit::solver::Control::Stop
+        } else {
+            marginkit::solver::Control::Continue
+        }
+    }
+}
+
+/// Runs the path with stops at the given observer calls of each run, continuing from each
+/// checkpoint (through its bytes), and returns the final result and the number of stops.
+fn chained_path(
+    data: &Dataset,
+    valid: Option<&Dataset>,
+    params: &marginkit::path::PathValidParams,
+    stops: &[usize],
+) -> (PathResult, usize) {
+    use marginkit::path::{run_path_resumable, PathCheckpoint};
+    let mut ck: Option<PathCheckpoint> = None;
+    let mut n_stops = 0;
+    for &s in stops.iter().chain(std::iter::once(&usize::MAX)) {
+        let mut seen = 0;
+        let (r, next) = run_path_resumable(
+            params,
+            data,
+            valid,
+            &mut |_| seen += 1,
+            &mut StopAt {
+                stop_at: s,
+                calls: 0,
+            },
+            ck.as_ref(),
+        )
+        .unwrap();
+        assert!(seen >= ck.as_ref().map_or(0, |c| c.n_points()));
+        match next {
+            Some(c) => {
+                n_stops += 1;
+                assert!(r.points.len() >= c.n_points());
+                let bytes = c.to_bytes();
+                let back = PathCheckpoint::from_bytes(&bytes).unwrap();
+                assert_eq!(back, c);
+                ck = Some(back);
+            }
+            None => return (r, n_stops),
+        }
+    }
+    unreachable!("the last run has no stop")
+}
+
+fn assert_identical_points(a: &PathResult, b: &PathResult) {
+    assert_eq!(a.points.len(), b.points.len());
+    assert_eq!(a.c_min_trivial, b.c_min_trivial);
+    for (p, q) in a.points.iter().zip(&b.points) {
+        assert_eq!(p.c.to_bits(), q.c.to_bits());
+        assert_eq!(p.objective.to_bits(), q.objective.to_bits(), "C = {}", p.c);
+        assert_eq!(
+            (
+                p.n_sv,
+                p.n_bsv,
+                p.screened_r,
+                p.screened_l,
+                p.iterations,
+                p.status
+            ),
+            (
+                q.n_sv,
+                q.n_bsv,
+                q.screened_r,
+                q.screened_l,
+                q.iterations,
+                q.status
+            )
+        );
+        assert_eq!(p.valid_accuracy, q.valid_accuracy);
+        assert_eq!(p.alpha, q.alpha);
+        assert_eq!(p.w, q.w);
+    }
+}
+
+/// Interrupting a path (inside a solve, or between points) and continuing from the checkpoint
+/// gives every point of the uninterrupted path bit for bit: kernel (log grid with IT screening,
+/// with a bias feature, the epsilon path) and linear engines.
+#[test]
+fn interrupted_paths_resume_to_the_identical_points() {
+    let data = blobs(11, 300, 4, 0.35);
+    let valid = blobs(12, 100, 4, 0.35);
+    let rbf = KernelSpec::Rbf { gamma: 0.5 };
+    let cases = [
+        PathParams::kernel(rbf)
+            .grid(Grid::Log {
+                c_min: 0.05,
+                c_max: 500.0,
+                points: 9,
+            })
+            .tol(1e-4)
+            .keep_solutions(true),
+        PathParams::kernel(rbf)
+            .bias(Some(1.0))
+            .screening(Some(Rule::Bt2))
+            .grid(Grid::Log {
+                c_min: 0.1,
+                c_max: 100.0,
+                points: 6,
+            }),
+        PathParams::kernel(KernelSpec::Linear).grid(Grid::Epsilon {
+            eps: 1e-2,
+            c_max: 50.0,
+            max_points: 1000,
+        }),
+        PathParams::linear()
+            .bias(Some(1.0))
+            .grid(Grid::Log {
+                c_min: 0.01,
+                c_max: 100.0,
+                points: 8,
+            })
+            .keep_solutions(true),
+        PathParams::linear().grid(Grid::Epsilon {
+            eps: 1e-2,
+            c_max: 10.0,
+            max_points: 1000,
+        }),
+    ];
+    for (i, p) in cases.into_iter().enumerate() {
+        let p = p.check().unwrap();
+        let (full, none) = chained_path(&data, Some(&valid), &p, &[]);
+        assert_eq!(none, 0);
+        assert!(full.points.len() >= 3, "case {i}");
+        // Stops at the first call (before any point), early, in the middle, twice in a row.
+        let (r, k) = chained_path(&data, Some(&valid), &p, &[1, 2, 3, 2, 5, 1]);
+        assert!(k >= 4, "case {i}: {k} stops");
+        assert_identical_points(&full, &r);
+    }
+    // Other data, validation data or parameters are refused; a damaged file is detected.
+    let p = PathParams::kernel(rbf).check().unwrap();
+    let (_, ck) = marginkit::path::run_path_resumable(
+        &p,
+        &data,
+        None,
+        &mut |_| {},
+        &mut StopAt {
+            stop_at: 3,
+            calls: 0,
+        },
+        None,
+    )
+    .unwrap();
+    let ck = ck.unwrap();
+    let other = PathParams::kernel(KernelSpec::Rbf { gamma: 0.4 })
+        .check()
+        .unwrap();
+    let run = |p: &marginkit::path::PathValidParams, d: &Dataset, v: Option<&Dataset>| {
+        marginkit::path::run_path_resumable(p, d, v, &mut |_| {}, &mut NoObserver, Some(&ck))
+    };
+    assert!(run(&other, &data, None).is_err());
+    assert!(run(&p, &blobs(13, 300, 4, 0.35), None).is_err());
+    assert!(run(&p, &data, Some(&valid)).is_err());
+    assert!(run(&p, &data, None).is_ok());
+    let bytes = ck.to_bytes();
+    for i in (0..bytes.len()).step_by(7) {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x10;
+        assert!(
+            marginkit::path::PathCheckpoint::from_bytes(&bad).is_err(),
+            "byte {i}"
+        );
+    }
+    for cut in [0, 8, 30, bytes.len() - 1] {
+        assert!(marginkit::path::PathCheckpoint::from_bytes(&bytes[..cut]).is_err());
+    }
+}

@@ -85,6 +85,15 @@ impl ColumnCache {
         }
     }
 
+    /// Bytes of the per-column bookkeeping of a cache over `n` columns (slot headers, LRU
+    /// links, maps), which [`ColumnCache::new`]'s budget (floats only) does not include: the
+    /// kernel matrices subtract it from the user's cache size, so that `-m` bounds the whole
+    /// cache (at n = 200,000 this is 8.6 MB).
+    pub fn overhead_bytes(n: usize) -> u64 {
+        let per_col = std::mem::size_of::<Vec<f32>>() + 4 * std::mem::size_of::<u32>() + 1;
+        (n as u64) * per_col as u64 + 8 * std::mem::size_of::<u32>() as u64
+    }
+
     /// Number of columns.
     pub fn n(&self) -> usize {
         self.n

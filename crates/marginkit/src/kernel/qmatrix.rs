@@ -107,12 +107,13 @@ impl DenseDots<'_> {
 }
 
 /// Packs row-major values into the panel layout (rows padded with zeros).
-fn pack_panels(vals: &[f64], n: usize, d: usize) -> Vec<f64> {
+fn pack_panels(vals: &[f64], n: usize, d: usize, src: impl Fn(usize) -> usize) -> Vec<f64> {
     let np = n.div_ceil(PANEL);
     let mut out = vec![0.0; np * PANEL * d];
     for r in 0..n {
+        let from = src(r) * d;
         for k in 0..d {
-            out[(r / PANEL) * PANEL * d + k * PANEL + r % PANEL] = vals[r * d + k];
+            out[(r / PANEL) * PANEL * d + k * PANEL + r % PANEL] = vals[from + k];
         }
     }
     out
@@ -387,13 +388,24 @@ fn fill_blocks<D: Dots, O: Outer>(
 }
 
 impl<'a> KernelRows<'a> {
-    fn new(x: &'a Features, spec: KernelSpec) -> Result<Self, DataError> {
-        let n = x.n_rows();
+    /// The rows `sel` of `x` in that order (all rows when `None`), read in place: the dense
+    /// layout packs them straight from `x`, the sparse and precomputed ones index `x` through
+    /// their permutation, so a subproblem (a class pair) needs no copy of its rows first.
+    fn new(x: &'a Features, sel: Option<&[usize]>, spec: KernelSpec) -> Result<Self, DataError> {
+        let n = sel.map_or(x.n_rows(), <[usize]>::len);
+        if let Some(bad) = sel.and_then(|s| s.iter().find(|&&r| r >= x.n_rows())) {
+            return Err(DataError::Shape {
+                what: "selected rows",
+                expected: x.n_rows(),
+                found: *bad,
+            });
+        }
+        let src = |r: usize| sel.map_or(r, |s| s[r]);
         let rows = match (spec, x) {
             (KernelSpec::Precomputed, _) => {
                 let mut serial = Vec::with_capacity(n);
                 for r in 0..n {
-                    let s = x.row(r).get(0);
+                    let s = x.row(src(r)).get(0);
                     // The serial names a column of the kernel rows; it refers to the original
                     // training set, so a subset (a CV fold, a class pair) keeps serials up to the
                     // row width rather than up to its own size.
@@ -408,16 +420,16 @@ impl<'a> KernelRows<'a> {
                 Rows::Pre {
                     x,
                     serial,
-                    perm: (0..n as u32).collect(),
+                    perm: (0..n).map(|r| src(r) as u32).collect(),
                 }
             }
             (_, Features::Dense(m)) => Rows::Dense {
-                panels: pack_panels(m.values(), n, m.n_cols()),
+                panels: pack_panels(m.values(), n, m.n_cols(), src),
                 d: m.n_cols(),
             },
             (_, Features::Sparse(m)) => Rows::Sparse {
                 x: m,
-                perm: (0..n as u32).collect(),
+                perm: (0..n).map(|r| src(r) as u32).collect(),
             },
         };
         let mut kr = Self {
@@ -594,21 +606,39 @@ impl<'a> SvcQ<'a> {
         y: &[i8],
         cache_bytes: usize,
     ) -> Result<Self, DataError> {
-        check_len("labels", x.n_rows(), y.len())?;
+        Self::with_rows(x, None, kernel, y, cache_bytes)
+    }
+
+    /// [`SvcQ::new`] over the rows `rows` of `x`, in that order (all rows when `None`), without
+    /// a copy of those rows beyond the matrix's own (a class pair of a multi-class fit, or the
+    /// class-grouped order of a binary one, is read in place).
+    ///
+    /// # Errors
+    /// As [`SvcQ::new`]; [`DataError::Shape`] for a row index out of range.
+    pub fn with_rows(
+        x: &'a Features,
+        rows: Option<&[usize]>,
+        kernel: KernelSpec,
+        y: &[i8],
+        cache_bytes: usize,
+    ) -> Result<Self, DataError> {
+        check_len("labels", rows.map_or(x.n_rows(), <[usize]>::len), y.len())?;
         let y = y.iter().map(|&v| if v > 0 { 1 } else { -1 }).collect();
-        Self::build(x, kernel, Some(y), cache_bytes)
+        Self::build(x, rows, kernel, Some(y), cache_bytes)
     }
 
     fn build(
         x: &'a Features,
+        sel: Option<&[usize]>,
         kernel: KernelSpec,
         y: Option<Vec<i8>>,
         cache_bytes: usize,
     ) -> Result<Self, DataError> {
-        let rows = KernelRows::new(x, kernel)?;
+        let rows = KernelRows::new(x, sel, kernel)?;
         let n = rows.n();
         let diag = (0..n).map(|i| rows.self_value(i)).collect();
-        let budget = (cache_bytes as u64).saturating_sub(rows.heap_bytes());
+        let budget =
+            (cache_bytes as u64).saturating_sub(rows.heap_bytes() + ColumnCache::overhead_bytes(n));
         Ok(Self {
             rows,
             y,
@@ -670,7 +700,7 @@ impl<'a> OneClassQ<'a> {
     /// # Errors
     /// [`DataError::Precomputed`] for bad serial numbers with a precomputed kernel.
     pub fn new(x: &'a Features, kernel: KernelSpec, cache_bytes: usize) -> Result<Self, DataError> {
-        SvcQ::build(x, kernel, None, cache_bytes).map(Self)
+        SvcQ::build(x, None, kernel, None, cache_bytes).map(Self)
     }
 }
 
@@ -716,7 +746,7 @@ impl<'a> SvrQ<'a> {
     /// # Errors
     /// [`DataError::Precomputed`] for bad serial numbers with a precomputed kernel.
     pub fn new(x: &'a Features, kernel: KernelSpec, cache_bytes: usize) -> Result<Self, DataError> {
-        let rows = KernelRows::new(x, kernel)?;
+        let rows = KernelRows::new(x, None, kernel)?;
         let l = rows.n();
         let kd: Vec<f64> = (0..l).map(|i| rows.self_value(i)).collect();
         let mut diag = kd.clone();
@@ -725,7 +755,8 @@ impl<'a> SvrQ<'a> {
         sign.extend(std::iter::repeat_n(-1i8, l));
         let index = (0..l as u32).chain(0..l as u32).collect();
         // The two expanded columns (2 x 2l floats) count as well.
-        let budget = (cache_bytes as u64).saturating_sub(rows.heap_bytes() + 16 * l as u64);
+        let budget = (cache_bytes as u64)
+            .saturating_sub(rows.heap_bytes() + 16 * l as u64 + ColumnCache::overhead_bytes(l));
         Ok(Self {
             rows,
             cache: ColumnCache::new(l, budget),

@@ -80,6 +80,10 @@
 
 use std::time::{Duration, Instant};
 
+pub mod checkpoint;
+pub use checkpoint::PathCheckpoint;
+use checkpoint::RefState;
+
 use crate::data::Dataset;
 use crate::error::{DataError, FitError, ParamError};
 use crate::kernel::cache::CacheStats;
@@ -438,8 +442,8 @@ impl PathResult {
 
 /// Runs the path on `train` (exactly two classes, no sample weights), evaluating each point on
 /// `valid` when given. `on_point` is called after each C (progress); `obs` receives the
-/// solvers' progress and may stop a solve (the point then reports [`Status::Interrupted`] and the
-/// path ends there).
+/// solvers' progress (and one call with iteration 0 before each point) and may stop the path:
+/// it then ends with the points finished so far (see [`run_path_resumable`] to continue it).
 ///
 /// # Errors
 /// [`FitError::Data`] for empty data, one class or more than two, sample weights, a validation
@@ -451,6 +455,28 @@ pub fn run_path(
     on_point: &mut dyn FnMut(&PathPoint),
     obs: &mut dyn Observer,
 ) -> Result<PathResult, FitError> {
+    run_path_resumable(params, train, valid, on_point, obs, None).map(|(r, _)| r)
+}
+
+/// [`run_path`] that can stop and continue. When the observer stops a solve (or says stop
+/// between points), the path returns at once with the finished points only (the unfinished
+/// point is not reported: no margin pass over its partial solution) and a [`PathCheckpoint`]:
+/// the finished points and the state before the unfinished one. Given back as `resume` (same data, validation data and parameters; limits, cache size
+/// and thread count may differ), the path continues at the interrupted point and every point
+/// is the one an uninterrupted run computes, bit for bit. `on_point` is also called for the
+/// points taken from the checkpoint.
+///
+/// # Errors
+/// As [`run_path`]; [`SolveError::Infeasible`](crate::error::SolveError::Infeasible) when the
+/// checkpoint was made with other data or parameters, or does not fit the problem.
+pub fn run_path_resumable(
+    params: &PathValidParams,
+    train: &Dataset,
+    valid: Option<&Dataset>,
+    on_point: &mut dyn FnMut(&PathPoint),
+    obs: &mut dyn Observer,
+    resume: Option<&PathCheckpoint>,
+) -> Result<(PathResult, Option<PathCheckpoint>), FitError> {
     let start = Instant::now();
     if train.is_empty() {
         return Err(DataError::Empty.into());
@@ -472,6 +498,18 @@ pub fn run_path(
         )
         .into());
     }
+    let fp = checkpoint::fingerprint(params, train, valid);
+    if let Some(ck) = resume {
+        if ck.fingerprint != fp {
+            return Err(crate::error::SolveError::Infeasible(
+                "the path checkpoint was made with other data or other parameters",
+            )
+            .into());
+        }
+        let d = train.n_features() + usize::from(params.bias.is_some());
+        ck.check_fits(params.engine == Engine::Linear, train.len(), d)
+            .map_err(crate::error::SolveError::Infeasible)?;
+    }
     let labels = [labels[0], labels[1]];
     let y: Vec<i8> = train
         .y
@@ -491,6 +529,7 @@ pub fn run_path(
             time_limit: params.time_limit,
         },
     };
+    let mut ck: Option<PathCheckpoint> = None;
     let mut result = PathResult {
         points: Vec::new(),
         labels,
@@ -507,20 +546,123 @@ pub fn run_path(
             match params.bias {
                 None => {
                     let mut q = base;
-                    kernel_path(&mut ctx, &mut q, &mut result, on_point, obs)?;
+                    kernel_path(
+                        &mut ctx,
+                        &mut q,
+                        &mut result,
+                        on_point,
+                        obs,
+                        (resume, &mut ck),
+                    )?;
                     result.cache = Some(q.cache_stats());
                 }
                 Some(b) => {
                     let mut q = Augmented::new(base, &ctx.y, b * b);
-                    kernel_path(&mut ctx, &mut q, &mut result, on_point, obs)?;
+                    kernel_path(
+                        &mut ctx,
+                        &mut q,
+                        &mut result,
+                        on_point,
+                        obs,
+                        (resume, &mut ck),
+                    )?;
                     result.cache = Some(q.cache_stats());
                 }
             }
         }
-        Engine::Linear => linear_path(&mut ctx, &mut result, on_point, obs)?,
+        Engine::Linear => linear_path(&mut ctx, &mut result, on_point, obs, (resume, &mut ck))?,
     }
     result.total_seconds = start.elapsed().as_secs_f64();
-    Ok(result)
+    if let Some(c) = &mut ck {
+        c.fingerprint = fp;
+        c.c_min_trivial = result.c_min_trivial;
+    }
+    Ok((result, ck))
+}
+
+/// The resume input and the checkpoint output of one engine run.
+type Resumption<'a, 'b> = (Option<&'a PathCheckpoint>, &'b mut Option<PathCheckpoint>);
+
+/// Asks the observer between points whether to stop (iteration 0 of no solve).
+fn stopped(obs: &mut dyn Observer, n: usize) -> bool {
+    let s = IterStats {
+        iterations: 0,
+        max_violation: f64::INFINITY,
+        active: n,
+    };
+    obs.on_iter(&s) == crate::solver::Control::Stop
+}
+
+/// The kernel engine's checkpoint before a point (fingerprint and `C_min` are set by the
+/// caller).
+fn kernel_checkpoint(
+    points: &[PathPoint],
+    reference: Option<Reference>,
+    sketch: &KernelSketch,
+    perm: Vec<usize>,
+) -> PathCheckpoint {
+    let (s, h, flips) = sketch.parts();
+    PathCheckpoint {
+        fingerprint: 0,
+        linear: false,
+        c_min_trivial: None,
+        points: points.to_vec(),
+        reference: reference.map(|r| RefState {
+            c: r.c,
+            alpha: r.alpha,
+            g: r.g,
+            w: None,
+        }),
+        sketch_s: s.to_vec(),
+        sketch_a: h.to_vec(),
+        sketch_b: Vec::new(),
+        flips: flips as u64,
+        perm,
+    }
+}
+
+/// The linear engine's checkpoint before a point.
+fn linear_checkpoint(
+    points: &[PathPoint],
+    reference: Option<(Reference, Vec<f64>)>,
+    sketch: &LinearSketch,
+) -> PathCheckpoint {
+    let (s, zs, h) = sketch.parts();
+    PathCheckpoint {
+        fingerprint: 0,
+        linear: true,
+        c_min_trivial: None,
+        points: points.to_vec(),
+        reference: reference.map(|(r, w)| RefState {
+            c: r.c,
+            alpha: r.alpha,
+            g: r.g,
+            w: Some(w),
+        }),
+        sketch_s: s.to_vec(),
+        sketch_a: zs.to_vec(),
+        sketch_b: h.to_vec(),
+        flips: 0,
+        perm: Vec::new(),
+    }
+}
+
+/// Brings a fresh (identity-order) `q` into the order `perm` (position `k` holds sample
+/// `perm[k]`; `perm` is a checked permutation).
+fn permute_to<Q: QMatrix>(q: &mut Q, perm: &[usize]) {
+    let n = perm.len();
+    let mut cur: Vec<usize> = (0..n).collect();
+    let mut pos: Vec<usize> = (0..n).collect();
+    for k in 0..n {
+        let j = pos[perm[k]];
+        if j != k {
+            q.swap_index(k, j);
+            let (a, b) = (cur[k], cur[j]);
+            cur.swap(k, j);
+            pos[a] = j;
+            pos[b] = k;
+        }
+    }
 }
 
 /// What both engines share.
@@ -731,6 +873,7 @@ fn kernel_path<Q: QMatrix>(
     result: &mut PathResult,
     on_point: &mut dyn FnMut(&PathPoint),
     obs: &mut dyn Observer,
+    (resume, ck_out): Resumption<'_, '_>,
 ) -> Result<(), FitError> {
     let n = ctx.train.len();
     let params = ctx.params;
@@ -771,7 +914,27 @@ fn kernel_path<Q: QMatrix>(
         }
     }
     let mut k = 0usize;
-    loop {
+    if let Some(ck) = resume {
+        // Checked by `check_fits`: lengths and the permutation.
+        reference = ck.reference.as_ref().map(|r| Reference {
+            c: r.c,
+            alpha: r.alpha.clone(),
+            g: r.g.clone(),
+        });
+        sketch =
+            KernelSketch::from_parts(ck.sketch_s.clone(), ck.sketch_a.clone(), ck.flips as usize);
+        permute_to(q, &ck.perm);
+        perm.clone_from(&ck.perm);
+        for (k, &o) in perm.iter().enumerate() {
+            pos[o] = k;
+        }
+        for p in &ck.points {
+            on_point(p);
+        }
+        result.points = ck.points.clone();
+        k = ck.points.len();
+    }
+    'points: loop {
         let c = match &grid {
             Some(v) => match v.get(k) {
                 Some(&c) => c,
@@ -799,6 +962,20 @@ fn kernel_path<Q: QMatrix>(
             }
         };
         k += 1;
+        // The state this point starts from, kept until the point is done (a checkpoint of an
+        // interrupted point restarts it from here).
+        let before = (sketch.clone(), perm.clone());
+        // A stop requested between points (a solve shorter than the solver's reporting period
+        // never asks the observer) ends the path here, before this point.
+        if stopped(obs, n) {
+            *ck_out = Some(kernel_checkpoint(
+                &result.points,
+                reference.take(),
+                &before.0,
+                before.1,
+            ));
+            break;
+        }
         // 1. Screening.
         let t_rule = Instant::now();
         let mut fix = vec![VarFix::Free; n];
@@ -858,6 +1035,17 @@ fn kernel_path<Q: QMatrix>(
                 pos[o] = k;
             }
             let info = info?;
+            if info.status == Status::Interrupted {
+                // Out at once: no O(n x nSV) margin pass for a point that is not finished (it is
+                // solved again from its start on resume, so it is not reported).
+                *ck_out = Some(kernel_checkpoint(
+                    &result.points,
+                    reference.take(),
+                    &before.0,
+                    before.1,
+                ));
+                break 'points;
+            }
             solves += 1;
             iterations += info.iterations;
             let g = full_margins(q, &alpha, &perm, &pos);
@@ -880,7 +1068,6 @@ fn kernel_path<Q: QMatrix>(
             |alpha| kernel_model(params.engine, params.bias, ctx.labels, alpha, ctx.train),
         )?;
         on_point(&point);
-        let stop = status == Status::Interrupted;
         let mut point = point;
         let alpha = if params.keep_solutions {
             point.alpha.clone()
@@ -889,9 +1076,6 @@ fn kernel_path<Q: QMatrix>(
         };
         reference = Some(Reference { c, alpha, g });
         result.points.push(point);
-        if stop {
-            break;
-        }
     }
     Ok(())
 }
@@ -1129,6 +1313,7 @@ fn linear_path(
     result: &mut PathResult,
     on_point: &mut dyn FnMut(&PathPoint),
     obs: &mut dyn Observer,
+    (resume, ck_out): Resumption<'_, '_>,
 ) -> Result<(), FitError> {
     let n = ctx.train.len();
     let params = ctx.params;
@@ -1164,7 +1349,30 @@ fn linear_path(
         grid = Some(vec![1.0, params_c_max(&params.grid)]);
     }
     let mut k = 0usize;
-    loop {
+    if let Some(ck) = resume {
+        // Checked by `check_fits`: the lengths.
+        reference = ck.reference.as_ref().map(|r| {
+            (
+                Reference {
+                    c: r.c,
+                    alpha: r.alpha.clone(),
+                    g: r.g.clone(),
+                },
+                r.w.clone().unwrap_or_default(),
+            )
+        });
+        sketch = LinearSketch::from_parts(
+            ck.sketch_s.clone(),
+            ck.sketch_a.clone(),
+            ck.sketch_b.clone(),
+        );
+        for p in &ck.points {
+            on_point(p);
+        }
+        result.points = ck.points.clone();
+        k = ck.points.len();
+    }
+    'points: loop {
         let c = match &grid {
             Some(v) => match v.get(k) {
                 Some(&c) => c,
@@ -1190,6 +1398,12 @@ fn linear_path(
             }
         };
         k += 1;
+        // The sketch this point starts from (see the kernel engine).
+        let before = sketch.clone();
+        if stopped(obs, n) {
+            *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
+            break;
+        }
         let t_rule = Instant::now();
         let mut fix = vec![VarFix::Free; n];
         let (mut n_r, mut n_l) = (0, 0);
@@ -1244,6 +1458,11 @@ fn linear_path(
                 diag_shift: &zero,
             };
             let res = dcd::solve_svc(&prob, &ctx.settings, params.seed, &mut alpha, &mut Fwd(obs))?;
+            if res.info.status == Status::Interrupted {
+                // As the kernel engine: the unfinished point is not reported.
+                *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
+                break 'points;
+            }
             solves += 1;
             iterations += res.info.iterations;
             let g = design.margins(&res.w);
@@ -1269,7 +1488,6 @@ fn linear_path(
         // 1/2 |w|^2 from the primal weights (the same value as a'g / 2 up to rounding).
         point.objective = 0.5 * wn2 - point.alpha.iter().sum::<f64>();
         on_point(&point);
-        let stop = status == Status::Interrupted;
         let alpha = if params.keep_solutions {
             point.alpha.clone()
         } else {
@@ -1278,9 +1496,6 @@ fn linear_path(
         };
         reference = Some((Reference { c, alpha, g }, w));
         result.points.push(point);
-        if stop {
-            break;
-        }
     }
     Ok(())
 }

@@ -376,6 +376,14 @@ impl KernelSketch {
             }
         }
     }
+    /// `(s, h, flips)`, for a path checkpoint.
+    pub(crate) fn parts(&self) -> (&[bool], &[f64], usize) {
+        (&self.s, &self.h, self.flips)
+    }
+    /// The sketch of [`KernelSketch::parts`] (lengths checked by the caller).
+    pub(crate) fn from_parts(s: Vec<bool>, h: Vec<f64>, flips: usize) -> Self {
+        Self { s, h, flips }
+    }
     /// Entries of `s` that changed in the last [`KernelSketch::update`].
     pub fn flips(&self) -> usize {
         self.flips
@@ -470,6 +478,14 @@ pub struct LinearSketch {
 }
 
 impl LinearSketch {
+    /// `(s, z_s, h)`, for a path checkpoint.
+    pub(crate) fn parts(&self) -> (&[bool], &[f64], &[f64]) {
+        (&self.s, &self.zs, &self.h)
+    }
+    /// The sketch of [`LinearSketch::parts`] (lengths checked by the caller).
+    pub(crate) fn from_parts(s: Vec<bool>, zs: Vec<f64>, h: Vec<f64>) -> Self {
+        Self { s, zs, h }
+    }
     /// An empty sketch for the design.
     pub fn new(design: &LinearDesignRef<'_>) -> Self {
         Self {

@@ -9,9 +9,12 @@
 //! parameter that changes the result (not the cache size, the thread count or the limits), so a
 //! checkpoint is never continued on other data.
 //!
-//! File form ([`FitCheckpoint::to_bytes`]): magic `MKFITCK1`, the fingerprint, the number of
+//! File form ([`FitCheckpoint::to_bytes`]): magic `MKFITCK2`, the fingerprint, the number of
 //! subproblems, then per subproblem a tag byte and its fields, little-endian, floats as their
-//! IEEE bits. [`FitCheckpoint::from_bytes`] checks every length and value and never panics.
+//! IEEE bits, and last an 8-byte checksum (FNV-1a, 64 bit, of every byte before it).
+//! [`FitCheckpoint::from_bytes`] verifies the checksum first (a damaged or edited file is
+//! refused as such), then checks every length and value, and never panics. (`MKFITCK1`, the
+//! form without the checksum, is no longer read.)
 
 use crate::data::Dataset;
 use crate::solver::smo::{ByteReader, SmoSnapshot};
@@ -49,10 +52,36 @@ pub struct FitCheckpoint {
     pub(crate) subs: Vec<SubState>,
 }
 
-const MAGIC: &[u8; 8] = b"MKFITCK1";
+const MAGIC: &[u8; 8] = b"MKFITCK2";
+
+/// Appends the body checksum (FNV-1a of every byte so far).
+pub(crate) fn seal(mut b: Vec<u8>) -> Vec<u8> {
+    let mut h = Fnv::new();
+    h.bytes(&b);
+    b.extend_from_slice(&h.0.to_le_bytes());
+    b
+}
+
+/// Verifies and strips the trailing checksum of a [`seal`]ed file.
+pub(crate) fn unseal<'a>(bytes: &'a [u8], what: &str) -> Result<&'a [u8], String> {
+    if bytes.len() < 8 {
+        return Err(format!("{what}: truncated (no checksum)"));
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - 8);
+    let mut h = Fnv::new();
+    h.bytes(body);
+    let mut want = [0u8; 8];
+    want.copy_from_slice(sum);
+    if h.0 != u64::from_le_bytes(want) {
+        return Err(format!(
+            "{what}: checksum mismatch (the file is damaged or was edited)"
+        ));
+    }
+    Ok(body)
+}
 
 /// FNV-1a, 64 bit: a stable fingerprint (not a cryptographic hash).
-pub(crate) struct Fnv(u64);
+pub(crate) struct Fnv(pub(crate) u64);
 
 impl Fnv {
     pub fn new() -> Self {
@@ -89,6 +118,12 @@ pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
         params.seed
     );
     h.bytes(p.as_bytes());
+    hash_dataset(&mut h, data);
+    h.0
+}
+
+/// Adds the data set (sizes, labels, weights, every non-zero feature) to a fingerprint.
+pub(crate) fn hash_dataset(h: &mut Fnv, data: &Dataset) {
     h.u64(data.len() as u64);
     h.u64(data.n_features() as u64);
     for i in 0..data.len() {
@@ -102,7 +137,6 @@ pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
         }
         h.u64(u64::MAX);
     }
-    h.0
 }
 
 impl FitCheckpoint {
@@ -170,7 +204,7 @@ impl FitCheckpoint {
                 }
             }
         }
-        b
+        seal(b)
     }
 
     /// Reads [`FitCheckpoint::to_bytes`]' form.
@@ -178,10 +212,12 @@ impl FitCheckpoint {
     /// # Errors
     /// A message naming what is wrong (magic, truncation, a bad value); never a panic.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        let mut r = ByteReader { b: bytes, pos: 0 };
-        if r.take(8)? != MAGIC {
+        if bytes.len() < 8 || &bytes[..8] != MAGIC {
             return Err("not a marginkit fit checkpoint (bad magic)".into());
         }
+        let bytes = unseal(bytes, "checkpoint")?;
+        let mut r = ByteReader { b: bytes, pos: 0 };
+        r.take(8)?;
         let fingerprint = r.u64()?;
         let n = r.u64()?;
         if n > (bytes.len() as u64) {
@@ -280,7 +316,7 @@ pub(crate) fn status_code(s: Status) -> u8 {
     }
 }
 
-fn status_from(c: u8) -> Result<Status, String> {
+pub(crate) fn status_from(c: u8) -> Result<Status, String> {
     Ok(match c {
         0 => Status::Converged,
         1 => Status::MaxIterations,

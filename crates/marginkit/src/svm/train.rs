@@ -213,7 +213,7 @@ pub fn fit_resumable(
                         _ => None,
                     };
                     let (f, snap) =
-                        solve_one(params, kernel, &data.x, &data.y, &c, obs, snap, true)?;
+                        solve_one(params, kernel, &data.x, None, &data.y, &c, obs, snap, true)?;
                     subs.push(sub_state(&f, snap, None));
                     f
                 }
@@ -228,7 +228,9 @@ pub fn fit_resumable(
                 && params.svm_type.is_regression()
                 && f.report.status == Status::Converged
             {
-                vec![svr_sigma(params, data)?]
+                // Empty (and the report interrupted) when the observer stopped a fold's fit:
+                // a resumed fit recomputes it.
+                svr_sigma(params, data, obs, &mut report)?.map_or_else(Vec::new, |s| vec![s])
             } else {
                 Vec::new()
             };
@@ -260,7 +262,8 @@ pub fn fit_resumable(
 }
 
 /// Sample weights must be finite and non-negative (the field is public, so [`Dataset::new`]'s
-/// check may have been bypassed).
+/// check may have been bypassed), and at least one must be positive: a fit on weights that are
+/// all zero has nothing to learn from (it is an error, not an all-zero model).
 pub(crate) fn check_weights(w: &[f64], n: usize) -> Result<(), DataError> {
     if w.len() != n {
         return Err(DataError::Shape {
@@ -271,6 +274,7 @@ pub(crate) fn check_weights(w: &[f64], n: usize) -> Result<(), DataError> {
     }
     match w.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
         Some(row) => Err(DataError::BadWeight { row, value: w[row] }),
+        None if n > 0 && w.iter().all(|&v| v == 0.0) => Err(DataError::AllWeightsZero { n }),
         None => Ok(()),
     }
 }
@@ -459,14 +463,14 @@ fn fit_classifier(
                     cache: CacheStats::default(),
                 }
             } else {
-                let sub = data.subset(&idx);
+                // The pair's rows are read in place (no copy of the data for the subproblem).
                 let y: Vec<f64> = (0..idx.len())
                     .map(|k| if k < members[i].len() { 1.0 } else { -1.0 })
                     .collect();
                 let c: Vec<f64> = (0..idx.len())
                     .map(|k| {
                         let class_w = if y[k] > 0.0 { cw[i] } else { cw[j] };
-                        params.c * class_w * sub.weight(k)
+                        params.c * class_w * data.weight(idx[k])
                     })
                     .collect();
                 let (snap, saved_prob) = match saved {
@@ -477,8 +481,10 @@ fn fit_classifier(
                     match saved_prob {
                         Some(p) => Some(p),
                         None => {
-                            let sw: Vec<f64> = (0..idx.len()).map(|k| sub.weight(k)).collect();
-                            binary_probability(params, kernel, &sub.x, &y, &c, &sw, obs, report)?
+                            let sw: Vec<f64> = idx.iter().map(|&k| data.weight(k)).collect();
+                            binary_probability(
+                                params, kernel, &data.x, &idx, &y, &c, &sw, obs, report,
+                            )?
                         }
                     }
                 } else {
@@ -494,7 +500,8 @@ fn fit_classifier(
                         prob_a.push(a);
                         prob_b.push(b);
                     }
-                    let (f, snap) = solve_one(params, kernel, &sub.x, &y, &c, obs, snap, true)?;
+                    let (f, snap) =
+                        solve_one(params, kernel, &data.x, Some(&idx), &y, &c, obs, snap, true)?;
                     if f.report.status == Status::Interrupted {
                         interrupted = true;
                     }
@@ -589,6 +596,7 @@ fn solve_one(
     params: &SvmValidParams,
     kernel: KernelSpec,
     x: &Features,
+    rows: Option<&[usize]>,
     y: &[f64],
     c: &[f64],
     obs: &mut dyn Observer,
@@ -598,6 +606,16 @@ fn solve_one(
     let snapshot;
     let cache;
     let l = y.len();
+    // The classifiers' matrix reads the selected rows in place; the others get a copy.
+    let selected;
+    let (x, rows) = match (params.svm_type, rows) {
+        (SvmType::CSvc | SvmType::NuSvc, r) => (x, r),
+        (_, Some(r)) => {
+            selected = x.select_rows(r);
+            (&selected, None)
+        }
+        (_, None) => (x, None),
+    };
     let settings = &params.solver;
     let cb = cache_bytes(params);
     let (coef, info, upper_of) = match params.svm_type {
@@ -611,7 +629,7 @@ fn solve_one(
                 equality: Equality::Sum { delta: 0.0 },
                 fixed: None,
             };
-            let mut q = SvcQ::new(x, kernel, &signs, cb)?;
+            let mut q = SvcQ::with_rows(x, rows, kernel, &signs, cb)?;
             let mut alpha = vec![0.0; l];
             let (info, _, snap) = smo::solve_resumable(
                 &mut q,
@@ -651,7 +669,7 @@ fn solve_one(
                 equality: Equality::Sum { delta: 0.0 },
                 fixed: None,
             };
-            let mut q = SvcQ::new(x, kernel, &signs, cb)?;
+            let mut q = SvcQ::with_rows(x, rows, kernel, &signs, cb)?;
             let (mut info, r, snap) = smo::solve_resumable(
                 &mut q,
                 &qp,
@@ -879,6 +897,7 @@ fn binary_probability(
     params: &SvmValidParams,
     kernel: KernelSpec,
     x: &Features,
+    rows: &[usize],
     y: &[f64],
     c: &[f64],
     w: &[f64],
@@ -901,18 +920,25 @@ fn binary_probability(
             }
             continue;
         }
-        let tx = x.select_rows(&train);
+        let tx = x.select_rows(&train.iter().map(|&i| rows[i]).collect::<Vec<_>>());
         let tc: Vec<f64> = train.iter().map(|&i| c[i]).collect();
         let sub = SvmValidParams {
             probability: Probability::Off,
             ..params.clone()
         };
-        let (fdec, _) = solve_one(&sub, kernel, &tx, &ty, &tc, obs, None, false)?;
+        let (fdec, _) = solve_one(&sub, kernel, &tx, None, &ty, &tc, obs, None, false)?;
         report.calibration.push(fdec.report.clone());
         if fdec.report.status == Status::Interrupted {
             return Ok(None);
         }
-        let d = binary_decisions(kernel, &tx, &fdec.coef, fdec.rho, &x.select_rows(&test));
+        let test_rows: Vec<usize> = test.iter().map(|&i| rows[i]).collect();
+        let d = binary_decisions(
+            kernel,
+            &tx,
+            &fdec.coef,
+            fdec.rho,
+            &x.select_rows(&test_rows),
+        );
         for (pos, &i) in test.iter().enumerate() {
             dec[i] = d[pos];
         }
@@ -923,15 +949,42 @@ fn binary_probability(
     Ok(Some((a, 0.0)))
 }
 
-/// Laplace scale of SVR residuals from 5-fold cross-validation.
-fn svr_sigma(params: &SvmValidParams, data: &Dataset) -> Result<f64, FitError> {
+/// Laplace scale of SVR residuals from 5-fold cross-validation (the folds and fits of
+/// [`cross_validation`], with the observer passed to every fold's fit). `None` when the
+/// observer stopped a fold's fit (the remaining folds are skipped); the folds' solves go to
+/// `report.calibration`.
+fn svr_sigma(
+    params: &SvmValidParams,
+    data: &Dataset,
+    obs: &mut dyn Observer,
+    report: &mut FitReport,
+) -> Result<Option<f64>, FitError> {
     let sub = SvmValidParams {
         probability: Probability::Off,
         ..params.clone()
     };
-    let pred = cross_validation(&sub, data, PROB_FOLDS, params.seed)?;
+    let n = data.len();
+    let k = PROB_FOLDS.clamp(1, n);
+    let folds = fold_assignment(&data.y, k, false, params.seed);
+    let mut stopped = false;
+    let pred = predict_by_folds(data, &folds, k, |train, test_x| {
+        if stopped {
+            return Ok(vec![0.0; test_x.n_rows()]);
+        }
+        let (model, rep) = fit(&sub, train, obs)?;
+        report.calibration.extend(rep.subproblems.iter().cloned());
+        stopped = rep.status() == Status::Interrupted;
+        Ok(model
+            .decision_values(test_x)
+            .iter()
+            .map(|d| model.predict_from_decision(d))
+            .collect())
+    })?;
+    if stopped {
+        return Ok(None);
+    }
     let res: Vec<f64> = pred.iter().zip(&data.y).map(|(p, y)| y - p).collect();
-    Ok(probability::laplace_sigma(&res))
+    Ok(Some(probability::laplace_sigma(&res)))
 }
 
 /// k-fold cross-validation (stratified for classification, seeded): the prediction for every
