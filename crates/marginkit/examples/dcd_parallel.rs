@@ -4,15 +4,16 @@
 //!
 //! ```text
 //! cargo run --release -p marginkit --example dcd_parallel -- [n] [d] [C] [eps] [blocks] [repeat]
-//!     [--sparse] [--threads 1,2,8] [--l2]
+//!     [--sparse] [--threads 1,2,8] [--l2] [--file data.svm]
 //! ```
 //! Defaults: n = 200000, d = 20, C = 1, eps = 0.1, blocks = DEFAULT_BLOCKS, repeat = 3 (medians
 //! of wall seconds). The data are the `dcd_blobs` example's (class means +-1/sqrt(d) per
-//! coordinate, unit variance). Prints, per solver and thread count: median wall seconds, passes,
+//! coordinate, unit variance); `--file` reads a LIBSVM file instead (first label = +1). Prints, per solver and thread count: median wall seconds, passes,
 //! dual objective, duality gap and final violation.
 
 use std::time::Instant;
 
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::solver::dcd::{solve_svc, solve_svc_blocks, LinearDesign, SvcDual, DEFAULT_BLOCKS};
 use marginkit::solver::{BoxQp, Equality, NoObserver, Shrinking, SolverSettings};
 use marginkit::{DenseMatrix, Features};
@@ -24,35 +25,12 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut flag = |name: &str| match args.iter().position(|a| a == name) {
-        Some(k) => {
-            args.remove(k);
-            true
-        }
-        None => false,
-    };
-    let sparse = flag("--sparse");
-    let l2 = flag("--l2");
-    let threads: Vec<usize> = match args.iter().position(|a| a == "--threads") {
-        Some(k) if k + 1 < args.len() => {
-            let v = args.remove(k + 1);
-            args.remove(k);
-            v.split(',').map(|s| s.parse()).collect::<Result<_, _>>()?
-        }
-        _ => vec![1, 2],
-    };
-    let num = |k: usize, default: f64| -> f64 {
-        args.get(k).and_then(|s| s.parse().ok()).unwrap_or(default)
-    };
-    let n = num(0, 200_000.0) as usize;
-    let d = num(1, 20.0) as usize;
-    let c = num(2, 1.0);
-    let eps = num(3, 0.1);
-    let blocks = num(4, DEFAULT_BLOCKS as f64) as usize;
-    let repeat = num(5, 3.0).max(1.0) as usize;
-
+/// The seeded blobs (dense, or the same values in CSR storage).
+fn blobs(
+    n: usize,
+    d: usize,
+    sparse: bool,
+) -> Result<(Features, Vec<i8>), Box<dyn std::error::Error>> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
     let mut values = Vec::with_capacity(n * d);
     let mut y = Vec::with_capacity(n);
@@ -80,6 +58,61 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         x
     };
+    Ok((x, y))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut flag = |name: &str| match args.iter().position(|a| a == name) {
+        Some(k) => {
+            args.remove(k);
+            true
+        }
+        None => false,
+    };
+    let sparse = flag("--sparse");
+    let l2 = flag("--l2");
+    let file = match args.iter().position(|a| a == "--file") {
+        Some(k) if k + 1 < args.len() => {
+            let v = args.remove(k + 1);
+            args.remove(k);
+            Some(v)
+        }
+        _ => None,
+    };
+    let threads: Vec<usize> = match args.iter().position(|a| a == "--threads") {
+        Some(k) if k + 1 < args.len() => {
+            let v = args.remove(k + 1);
+            args.remove(k);
+            v.split(',').map(|s| s.parse()).collect::<Result<_, _>>()?
+        }
+        _ => vec![1, 2],
+    };
+    let num = |k: usize, default: f64| -> f64 {
+        args.get(k).and_then(|s| s.parse().ok()).unwrap_or(default)
+    };
+    let n = num(0, 200_000.0) as usize;
+    let d = num(1, 20.0) as usize;
+    let c = num(2, 1.0);
+    let eps = num(3, 0.1);
+    let blocks = num(4, DEFAULT_BLOCKS as f64) as usize;
+    let repeat = num(5, 3.0).max(1.0) as usize;
+
+    let (x, y) = match &file {
+        Some(path) => {
+            let data = read_libsvm_path(path, &ReadOptions::default())?;
+            let first = data.y[0];
+            let y: Vec<i8> = data
+                .y
+                .iter()
+                .map(|&v| if v == first { 1 } else { -1 })
+                .collect();
+            (data.x, y)
+        }
+        None => blobs(n, d, sparse)?,
+    };
+    let n = y.len();
+    let d = x.n_cols();
     let p = vec![-1.0; n];
     let (upper, shift) = if l2 {
         (vec![f64::INFINITY; n], vec![0.5 / c; n])
@@ -106,7 +139,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "n = {n}, d = {d}, C = {c}, eps = {eps}, {} loss, {} rows, blocks = {blocks}, medians of {repeat}",
         if l2 { "L2" } else { "L1" },
-        if sparse { "sparse" } else { "dense" }
+        if matches!(x, Features::Sparse(_)) { "sparse" } else { "dense" }
     );
     let report = |name: &str, secs: f64, r: &marginkit::solver::dcd::DcdResult| {
         println!(

@@ -687,7 +687,7 @@ fn face_step<R: Rows>(
     for _ in 0..FACE_CG_MAX.min(m) {
         cg_iters += 1;
         let php = face_matvec(rows, coords, &sc.pos, &sc.p, &mut sc.hp, &mut sc.u);
-        if !(php > 1e-300) || !php.is_finite() {
+        if php.is_nan() || php <= 1e-300 || php.is_infinite() {
             break;
         }
         let step = rr / php;
@@ -708,7 +708,7 @@ fn face_step<R: Rows>(
         }
     }
     let gd = ops::dense_dot(&sc.g, &sc.delta);
-    if !(gd < 0.0) {
+    if gd.is_nan() || gd >= 0.0 {
         return Ok(0);
     }
     // Move B: exact minimum along delta, stopped at the first bound.
