@@ -1465,7 +1465,14 @@ fn linear_path(
             }
             solves += 1;
             iterations += res.info.iterations;
-            let g = design.margins(&res.w);
+            // Margins z_i'w from the solver's last pass (the same arithmetic as
+            // `design.margins(&res.w)`, without another pass over the data).
+            let g: Vec<f64> = res
+                .xw
+                .iter()
+                .zip(&ctx.y)
+                .map(|(&v, &yi)| f64::from(yi) * v)
+                .collect();
             let f = free_violators(&mut fix, &g, &alpha, c, params.tol, true);
             freed += f;
             if f == 0 || res.info.status != Status::Converged {
