@@ -55,8 +55,9 @@ enum Rows<'a> {
     Dense { panels: Vec<f64>, d: usize },
     /// Borrowed CSR rows through a permutation.
     Sparse { x: &'a CsrMatrix, perm: Vec<u32> },
-    /// Borrowed rows of kernel values: `K(a, b) = row_a[serial_b]` (original indices),
-    /// through a permutation.
+    /// Borrowed rows of kernel values: `K(a, b) = row_a[serial_b]`, through a permutation;
+    /// `serial` is kept in the current order (permuted with `perm`), since `perm` names rows
+    /// of `x`, which a row selection makes differ from the problem's own indices.
     Pre {
         x: &'a Features,
         serial: Vec<u32>,
@@ -221,16 +222,15 @@ impl Dots for PreDots<'_> {
     }
     #[inline]
     fn dot(&self, i: usize, j: usize) -> f64 {
-        let b = self.perm[j] as usize;
         self.x
             .row(self.perm[i] as usize)
-            .get(self.serial[b] as usize)
+            .get(self.serial[j] as usize)
     }
     #[inline]
     fn block(&self, i: usize, lo: usize, out: &mut [f64]) {
         let row = self.x.row(self.perm[i] as usize);
-        for (o, &pj) in out.iter_mut().zip(&self.perm[lo..]) {
-            *o = row.get(self.serial[pj as usize] as usize);
+        for (o, &sj) in out.iter_mut().zip(&self.serial[lo..]) {
+            *o = row.get(sj as usize);
         }
     }
 }
@@ -566,7 +566,11 @@ impl<'a> KernelRows<'a> {
                     }
                 }
             }
-            Rows::Sparse { perm, .. } | Rows::Pre { perm, .. } => perm.swap(i, j),
+            Rows::Sparse { perm, .. } => perm.swap(i, j),
+            Rows::Pre { perm, serial, .. } => {
+                perm.swap(i, j);
+                serial.swap(i, j);
+            }
         }
     }
 }
