@@ -46,6 +46,8 @@ pub(crate) struct Kern<'a> {
     misses: u64,
     slot_buf: Vec<usize>,
     coef_buf: Vec<f64>,
+    /// Primal weight buffer of the linear kernel (`width` entries), reused by every combination.
+    w_buf: Vec<f64>,
 }
 
 /// Rows per parallel block of [`Kern::combine`].
@@ -88,6 +90,7 @@ impl<'a> Kern<'a> {
             misses: 0,
             slot_buf: Vec::new(),
             coef_buf: Vec::new(),
+            w_buf: vec![0.0; width],
         }
     }
 
@@ -130,6 +133,37 @@ impl<'a> Kern<'a> {
 
     fn linear(&self) -> bool {
         self.spec == KernelSpec::Linear
+    }
+
+    /// For the linear kernel, the largest rank a Gram block can have (`d`, plus one with the bias
+    /// feature); `None` for other kernels.
+    pub fn rank_bound(&self) -> Option<usize> {
+        self.linear()
+            .then(|| self.width + usize::from(self.b2 > 0.0))
+    }
+
+    /// `out[k] = sum_l K(idx[k], idx[l]) z[l]` (the Gram block of training samples `idx` times
+    /// `z`): `O(|idx| d)` through the primal weights for the linear kernel, `O(|idx|^2)` kernel
+    /// entries otherwise.
+    pub fn gram_apply(&mut self, idx: &[usize], z: &[f64], out: &mut [f64]) {
+        if self.linear() {
+            let mut w = std::mem::take(&mut self.w_buf);
+            w.iter_mut().for_each(|v| *v = 0.0);
+            let mut sum = 0.0;
+            for (&j, &c) in idx.iter().zip(z) {
+                ops::axpy(c, self.train.row(j), &mut w);
+                sum += c;
+            }
+            let shift = self.b2 * sum;
+            for (o, &j) in out.iter_mut().zip(idx) {
+                *o = ops::dot_dense(self.train.row(j), &w) + shift;
+            }
+            self.w_buf = w;
+        } else {
+            for (o, &a) in out.iter_mut().zip(idx) {
+                *o = idx.iter().zip(z).map(|(&b, &c)| c * self.entry(a, b)).sum();
+            }
+        }
     }
 
     /// Column `j` (training sample) over all rows, through the cache.
@@ -198,7 +232,9 @@ impl<'a> Kern<'a> {
             return;
         }
         if self.linear() {
-            self.combine_linear(idx, coef, out);
+            let mut w = std::mem::take(&mut self.w_buf);
+            self.combine_linear(idx, coef, out, &mut w);
+            self.w_buf = w;
             return;
         }
         let mut slots = std::mem::take(&mut self.slot_buf);
@@ -252,7 +288,8 @@ impl<'a> Kern<'a> {
     /// columns, e.g. `f = K beta` from scratch).
     pub fn combine_direct(&self, idx: &[usize], coef: &[f64], out: &mut [f64]) {
         if self.linear() {
-            self.combine_linear(idx, coef, out);
+            // One-off product: its own weight buffer (the hot path uses `combine`).
+            self.combine_linear(idx, coef, out, &mut vec![0.0; self.width]);
             return;
         }
         let body = |i: usize| -> f64 {
@@ -277,17 +314,18 @@ impl<'a> Kern<'a> {
         }
     }
 
-    fn combine_linear(&self, idx: &[usize], coef: &[f64], out: &mut [f64]) {
-        let mut w = vec![0.0; self.width];
+    fn combine_linear(&self, idx: &[usize], coef: &[f64], out: &mut [f64], w: &mut [f64]) {
+        w.iter_mut().for_each(|v| *v = 0.0);
         let mut sum = 0.0;
         for (&j, &c) in idx.iter().zip(coef) {
             if c != 0.0 {
-                ops::axpy(c, self.train.row(j), &mut w);
+                ops::axpy(c, self.train.row(j), w);
                 sum += c;
             }
         }
         let shift = self.b2 * sum;
-        let body = |i: usize| ops::dot_dense(self.row(i), &w) + shift;
+        let w = &*w;
+        let body = |i: usize| ops::dot_dense(self.row(i), w) + shift;
         if out.len() >= 2 * PAR_ROWS {
             out.par_chunks_mut(PAR_ROWS)
                 .enumerate()
