@@ -134,13 +134,7 @@ impl<'k, 'a> Engine<'k, 'a> {
         tol: f64,
     ) -> Self {
         let n = y.len();
-        let (lo, hi): (Vec<f64>, Vec<f64>) = match task {
-            Task::Svc => y
-                .iter()
-                .map(|&v| if v > 0.0 { (0.0, c) } else { (-c, 0.0) })
-                .unzip(),
-            Task::Svr => (vec![-c; n], vec![c; n]),
-        };
+        let (lo, hi) = super::standard_box(task, &y, c);
         let sigma = match task {
             Task::Svc => y.clone(),
             Task::Svr => vec![0.0; n],
@@ -282,17 +276,15 @@ impl<'k, 'a> Engine<'k, 'a> {
 
     /// Full robust objective `1/2 beta'K beta + C sum_i loss_i` (continuous loss).
     pub fn objective(&self) -> f64 {
-        let mut quad = 0.0;
-        let mut loss = 0.0;
-        for i in 0..self.n {
-            quad += self.beta[i] * self.f[i];
-            let t = match self.task {
-                Task::Svc => self.y[i] * (self.y[i] - self.f[i]),
-                Task::Svr => (self.y[i] - self.f[i]).abs(),
-            };
-            loss += t.max(0.0) - (1.0 - self.theta) * (t - self.tt).max(0.0);
-        }
-        0.5 * quad + self.c * loss
+        super::objective_of(
+            self.task,
+            &self.y,
+            &self.f[..self.n],
+            &self.beta,
+            self.c,
+            self.theta,
+            self.tt,
+        )
     }
 
     fn valid_error(&self) -> Option<f64> {

@@ -50,6 +50,24 @@ pub(crate) struct Kern<'a> {
     w_buf: Vec<f64>,
 }
 
+/// `out[i] = value(i)` for every row, in parallel blocks of [`PAR_ROWS`] on long outputs (each
+/// entry is computed on its own, so the result does not depend on the thread count).
+fn fill_rows(out: &mut [f64], value: impl Fn(usize) -> f64 + Sync) {
+    if out.len() >= 2 * PAR_ROWS {
+        out.par_chunks_mut(PAR_ROWS)
+            .enumerate()
+            .for_each(|(c, ch)| {
+                for (k, o) in ch.iter_mut().enumerate() {
+                    *o = value(c * PAR_ROWS + k);
+                }
+            });
+    } else {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = value(i);
+        }
+    }
+}
+
 /// Rows per parallel block of [`Kern::combine`].
 const COMBINE_ROWS: usize = 1024;
 
@@ -208,19 +226,7 @@ impl<'a> Kern<'a> {
     }
 
     fn fill_column(&self, j: usize, out: &mut [f64]) {
-        if out.len() >= 2 * PAR_ROWS {
-            out.par_chunks_mut(PAR_ROWS)
-                .enumerate()
-                .for_each(|(c, ch)| {
-                    for (k, o) in ch.iter_mut().enumerate() {
-                        *o = self.entry(c * PAR_ROWS + k, j);
-                    }
-                });
-        } else {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = self.entry(i, j);
-            }
-        }
+        fill_rows(out, |i| self.entry(i, j));
     }
 
     /// `out = sum_k coef[k] K[:, idx[k]]` over all rows (training then validation).
@@ -292,26 +298,13 @@ impl<'a> Kern<'a> {
             self.combine_linear(idx, coef, out, &mut vec![0.0; self.width]);
             return;
         }
-        let body = |i: usize| -> f64 {
+        fill_rows(out, |i| {
             let mut s = 0.0;
             for (&j, &c) in idx.iter().zip(coef) {
                 s += c * self.entry(i, j);
             }
             s
-        };
-        if out.len() >= 2 * PAR_ROWS {
-            out.par_chunks_mut(PAR_ROWS)
-                .enumerate()
-                .for_each(|(c, ch)| {
-                    for (k, o) in ch.iter_mut().enumerate() {
-                        *o = body(c * PAR_ROWS + k);
-                    }
-                });
-        } else {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = body(i);
-            }
-        }
+        });
     }
 
     fn combine_linear(&self, idx: &[usize], coef: &[f64], out: &mut [f64], w: &mut [f64]) {
@@ -325,20 +318,7 @@ impl<'a> Kern<'a> {
         }
         let shift = self.b2 * sum;
         let w = &*w;
-        let body = |i: usize| ops::dot_dense(self.row(i), w) + shift;
-        if out.len() >= 2 * PAR_ROWS {
-            out.par_chunks_mut(PAR_ROWS)
-                .enumerate()
-                .for_each(|(c, ch)| {
-                    for (k, o) in ch.iter_mut().enumerate() {
-                        *o = body(c * PAR_ROWS + k);
-                    }
-                });
-        } else {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = body(i);
-            }
-        }
+        fill_rows(out, |i| ops::dot_dense(self.row(i), w) + shift);
     }
 
     /// Column requests served from the cache and computed.
