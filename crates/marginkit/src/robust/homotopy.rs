@@ -345,26 +345,12 @@ impl<'k, 'a> Engine<'k, 'a> {
         });
     }
 
-    /// Solves `(K_AA + tau I) x = b` in place. For the linear kernel with more active samples
-    /// than the Gram block's rank, `K_AA` is singular and the ridge would amplify the part of `b`
-    /// outside its range (rounding, by `1 / tau`) into a large null-space move of `beta_A` that
-    /// leaves `f` unchanged but throws coefficients out of their boxes. The solution is then
-    /// filtered twice, `x <- M^-1 K_AA x` (eigen-gain `lambda^3 / (lambda + tau)^3 / lambda`):
-    /// in-range components are kept to `O(tau / lambda)`, null-space components are removed.
-    /// Cost `O(|A| d + |A|^2)` per filter.
+    /// Solves `(K_AA + tau I) x = b` in place, filtered past the linear Gram rank
+    /// ([`super::chol::solve_in_range`]).
     fn solve_active(&mut self, x: &mut [f64]) {
-        self.chol.solve(x);
-        if self.kern.rank_bound().is_some_and(|r| self.act.len() > r) {
-            let mut g = std::mem::take(&mut self.gram);
-            g.clear();
-            g.resize(x.len(), 0.0);
-            for _ in 0..2 {
-                self.kern.gram_apply(&self.act, x, &mut g);
-                x.copy_from_slice(&g);
-                self.chol.solve(x);
-            }
-            self.gram = g;
-        }
+        let mut g = std::mem::take(&mut self.gram);
+        super::chol::solve_in_range(&self.chol, self.kern, &self.act, x, &mut g);
+        self.gram = g;
     }
 
     /// Direction per unit step. `theta_mode`: drivers are the O samples (theta decreasing);
