@@ -13,8 +13,9 @@
 //!   chosen by validation error (0-1 for SVC, mean absolute error for SVR) and scored on the clean
 //!   test set; SVR's theta methods use s = 1 (the paper does not state it; its Fig. 3a uses 1).
 //!
-//! `cargo run --release -p marginkit --example robust_repro -- [DATA_DIR] [OUT_DIR] [SPLITS]`
-//! (defaults: `/work/shared/data`, `docs/repro`, 10).
+//! `cargo run --release -p marginkit --example robust_repro -- [DATA_DIR] [OUT_DIR] [SPLITS] [CS]
+//! [op-only]` (defaults: `/work/shared/data`, `docs/repro`, 10, `0.01,0.1,1,10,100`; `CS` is a
+//! comma-separated C grid; `op-only` skips the CCCP columns, e.g. to check the paths at one C).
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -219,6 +220,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data_dir = args.get(1).map_or("/work/shared/data", String::as_str);
     let out_dir = std::path::PathBuf::from(args.get(2).map_or("docs/repro", String::as_str));
     let splits: usize = args.get(3).map_or(Ok(10), |s| s.parse())?;
+    let cs: Vec<f64> = match args.get(4) {
+        Some(list) => list
+            .split(',')
+            .map(|v| v.trim().parse::<f64>())
+            .collect::<Result<_, _>>()?,
+        None => CS.to_vec(),
+    };
+    let op_only = args.get(5).is_some_and(|a| a == "op-only");
+    let cs_text = cs
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let command = format!(
+        "cargo run --release -p marginkit --example robust_repro -- {}",
+        args[1..].join(" ")
+    );
     std::fs::create_dir_all(&out_dir)?;
     let t_all = Instant::now();
     let mut md = String::new();
@@ -228,19 +246,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     writeln!(
         md,
-        "Produced by `cargo run --release -p marginkit --example robust_repro` ({splits} random \
-         splits per data set; the paper uses 10). Protocol of Suzumura et al. (2015), Sec. 5: \
+        "Produced by `{command}` ({splits} random splits per data set; the paper uses 10). Protocol of Suzumura et al. (2015), Sec. 5: \
          40/30/30 train/validation/test splits; SVC: 15% of the training and validation labels \
          flipped; SVR: inputs in [-1, 1], outputs standardized, then 5% of the training and \
          validation samples get U(-2, 2) noise on every input and N(0, 10^2) on the output; \
-         linear and RBF (gamma = 1/d) kernels; C in {{0.01, 0.1, 1, 10, 100}}; every method picks \
+         linear and RBF (gamma = 1/d) kernels; C in {{{cs_text}}} (the paper: {{0.01, 0.1, 1, 10, \
+         100}}){}; every method picks \
          (C, theta or s) by validation error (0-1 for SVC, mean absolute error for SVR) and is \
          scored on the clean test set. Models have no bias, as in the paper. CCCP runs on the \
          paper's 5-point grids (theta in {{1, .75, .5, .25, 0}}; s in {{1, .75, .5, .25, 0}} x s_C \
          for SVC and {{1, .8, .6, .4, .2}} x s_R for SVR), warm-started along the grid; OP takes \
          every locally optimal breakpoint of its path as a candidate. SVR's theta variants use \
          s = 1 (not stated in the paper; its Fig. 3a uses s = 1). C-SVM is the standard no-bias \
-         SVM (hinge loss / LAD), C chosen by validation.\n"
+         SVM (hinge loss / LAD), C chosen by validation.\n",
+        if op_only {
+            "; CCCP not run (op-only)"
+        } else {
+            ""
+        }
     )?;
     writeln!(
         md,
@@ -314,8 +337,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     (PathKind::S, Method::Path, 4),
                 ];
                 for (kind, method, col) in runs {
+                    if op_only && matches!(method, Method::Cccp(_)) {
+                        continue;
+                    }
                     let t0 = Instant::now();
-                    let sel = select(&p, kind, &method, &CS, &sp.train, Some(&sp.valid))?;
+                    let sel = select(&p, kind, &method, &cs, &sp.train, Some(&sp.valid))?;
                     let dt = t0.elapsed().as_secs_f64();
                     if matches!(method, Method::Path) {
                         t_op += dt;
@@ -353,6 +379,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let ours: Vec<String> = errs
                 .iter()
                 .map(|e| {
+                    if e.is_empty() {
+                        return "-".to_string();
+                    }
                     let (m, s) = mean_std(e);
                     format!("{m:.3} ({s:.3})")
                 })
@@ -383,9 +412,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     writeln!(
         md,
         "Columns: {}; mean (standard deviation) over the splits. Seconds: total over all splits \
-         of model selection (5 values of C, both theta and s variants) for OP and for CCCP. \
+         of model selection ({} values of C, both theta and s variants) for OP and for CCCP. \
          Whole run: {:.1} s on this machine (2 shared cores).\n",
         METHODS.join(", "),
+        cs.len(),
         t_all.elapsed().as_secs_f64()
     )?;
     let out = out_dir.join("robust.md");

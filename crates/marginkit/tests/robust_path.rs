@@ -12,7 +12,7 @@ use marginkit::kernel::qmatrix::{kernel_value, SvcQ};
 use marginkit::robust::cccp::{cccp, THETA_GRID};
 use marginkit::robust::select::{select, Method};
 use marginkit::robust::{
-    check_local_optimality, model_from_beta, outlier_path, NodeKind, OutlierPath, PathKind,
+    check_local_optimality, model_from_beta, outlier_path, Node, NodeKind, OutlierPath, PathKind,
     PathStatus, RobustParams, Task,
 };
 use marginkit::solver::{smo, BoxQp, Equality, NoObserver, Shrinking, SolverSettings};
@@ -241,6 +241,83 @@ fn internal_y(task: Task, data: &Dataset) -> Vec<f64> {
     }
 }
 
+/// Oracle for one recorded point: the fixed-partition (conditional) problem of its outlier signs,
+/// solved by clarabel, has the same objective and the same `f` (within the interior-point
+/// accuracy), and the point is feasible for the partition's polytope.
+fn assert_conditional_optimum(
+    p: &RobustParams,
+    kmat: &[Vec<f64>],
+    y: &[f64],
+    k: usize,
+    node: &Node,
+    theta: f64,
+    s: f64,
+) {
+    let beta = node.beta.as_ref().unwrap();
+    let out = node.outlier_sign.as_ref().unwrap();
+    let yscale = y.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    // Independent conditional solve of this partition (clarabel, primal with the polytope).
+    let f_or = conditional_f(p.task, kmat, y, out, p.c, theta, s);
+    let j_or = LAST_OBJ.with(|o| o.get());
+    let f: Vec<f64> = (0..y.len())
+        .map(|i| kmat[i].iter().zip(beta).map(|(a, b)| a * b).sum())
+        .collect();
+    // Ours is feasible for the partition's polytope ...
+    let tt = match p.task {
+        Task::Svc => 1.0 - s,
+        Task::Svr => s,
+    };
+    let mut j_ours = 0.5 * beta.iter().zip(&f).map(|(a, b)| a * b).sum::<f64>();
+    for i in 0..y.len() {
+        let (t, pos) = match p.task {
+            Task::Svc => (y[i] * (y[i] - f[i]), 1.0 - y[i] * f[i]),
+            Task::Svr => ((y[i] - f[i]).abs(), (y[i] - f[i]).abs()),
+        };
+        let slack_tol = 1e-7 * tt.abs().max(1.0);
+        if out[i] == 0 {
+            assert!(
+                t <= tt + slack_tol,
+                "node {k}: inlier {i} beyond T ({t} > {tt})"
+            );
+        } else {
+            assert!(
+                t >= tt - slack_tol,
+                "node {k}: outlier {i} inside T ({t} < {tt})"
+            );
+            if p.task == Task::Svr {
+                assert_eq!(
+                    (y[i] - f[i]).signum() as i8,
+                    out[i],
+                    "node {k}: outlier side"
+                );
+            }
+        }
+        let w = if out[i] != 0 { theta } else { 1.0 };
+        j_ours += p.c * w * pos.max(0.0);
+    }
+    // ... and at least as good as the interior-point solution (up to its accuracy).
+    let eps_j = 1e-7 * j_or.abs().max(1.0);
+    assert!(
+        j_ours <= j_or + eps_j,
+        "node {k} ({:?}, param {}): J = {j_ours} > conditional optimum {j_or}",
+        node.kind,
+        node.param
+    );
+    // J is 1-strongly convex in w: |f_i - f*_i| <= |w - w*| sqrt(K_ii) <= sqrt(2 dJ K_ii).
+    let dj = (j_ours - j_or).abs() + eps_j;
+    for i in 0..y.len() {
+        let bound = (2.0 * dj * kmat[i][i]).sqrt() + 1e-7 * yscale;
+        assert!(
+            (f[i] - f_or[i]).abs() <= bound,
+            "node {k} ({:?}, param {}): f[{i}] = {} vs conditional {} (bound {bound})",
+            node.kind,
+            node.param,
+            f[i],
+            f_or[i]
+        );
+    }
+}
+
 /// Checks every oracle on one path.
 fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPath) {
     assert_eq!(path.status, PathStatus::Completed, "status");
@@ -250,7 +327,6 @@ fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPa
     );
     let kmat = gram(data, p.kernel, p.bias);
     let y = internal_y(p.task, data);
-    let yscale = y.iter().fold(1.0f64, |m, v| m.max(v.abs()));
     let mut jumps = 0;
     let mut degenerate = 0;
     for (k, node) in path.nodes.iter().enumerate() {
@@ -258,73 +334,13 @@ fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPa
             continue;
         }
         let beta = node.beta.as_ref().unwrap();
-        let out = node.outlier_sign.as_ref().unwrap();
         let (theta, s) = match kind {
             PathKind::Theta => (node.param, p.s_theta()),
             // The standard SVM opens OP-s: checked as the theta = 1 optimum (no sample beyond s).
             PathKind::S if node.kind == NodeKind::Start => (1.0, node.param),
             PathKind::S => (0.0, node.param),
         };
-        // Independent conditional solve of this partition (clarabel, primal with the polytope).
-        let f_or = conditional_f(p.task, &kmat, &y, out, p.c, theta, s);
-        let j_or = LAST_OBJ.with(|o| o.get());
-        let f: Vec<f64> = (0..y.len())
-            .map(|i| kmat[i].iter().zip(beta).map(|(a, b)| a * b).sum())
-            .collect();
-        // Ours is feasible for the partition's polytope ...
-        let tt = match p.task {
-            Task::Svc => 1.0 - s,
-            Task::Svr => s,
-        };
-        let mut j_ours = 0.5 * beta.iter().zip(&f).map(|(a, b)| a * b).sum::<f64>();
-        for i in 0..y.len() {
-            let (t, pos) = match p.task {
-                Task::Svc => (y[i] * (y[i] - f[i]), 1.0 - y[i] * f[i]),
-                Task::Svr => ((y[i] - f[i]).abs(), (y[i] - f[i]).abs()),
-            };
-            let slack_tol = 1e-7 * tt.abs().max(1.0);
-            if out[i] == 0 {
-                assert!(
-                    t <= tt + slack_tol,
-                    "node {k}: inlier {i} beyond T ({t} > {tt})"
-                );
-            } else {
-                assert!(
-                    t >= tt - slack_tol,
-                    "node {k}: outlier {i} inside T ({t} < {tt})"
-                );
-                if p.task == Task::Svr {
-                    assert_eq!(
-                        (y[i] - f[i]).signum() as i8,
-                        out[i],
-                        "node {k}: outlier side"
-                    );
-                }
-            }
-            let w = if out[i] != 0 { theta } else { 1.0 };
-            j_ours += p.c * w * pos.max(0.0);
-        }
-        // ... and at least as good as the interior-point solution (up to its accuracy).
-        let eps_j = 1e-7 * j_or.abs().max(1.0);
-        assert!(
-            j_ours <= j_or + eps_j,
-            "node {k} ({:?}, param {}): J = {j_ours} > conditional optimum {j_or}",
-            node.kind,
-            node.param
-        );
-        // J is 1-strongly convex in w: |f_i - f*_i| <= |w - w*| sqrt(K_ii) <= sqrt(2 dJ K_ii).
-        let dj = (j_ours - j_or).abs() + eps_j;
-        for i in 0..y.len() {
-            let bound = (2.0 * dj * kmat[i][i]).sqrt() + 1e-7 * yscale;
-            assert!(
-                (f[i] - f_or[i]).abs() <= bound,
-                "node {k} ({:?}, param {}): f[{i}] = {} vs conditional {} (bound {bound})",
-                node.kind,
-                node.param,
-                f[i],
-                f_or[i]
-            );
-        }
+        assert_conditional_optimum(p, &kmat, &y, k, node, theta, s);
         let lo = check_local_optimality(p, data, beta, theta, s).unwrap();
         assert!(
             (lo.objective - node.objective).abs() <= 1e-7 * node.objective.abs().max(1.0),
@@ -614,5 +630,42 @@ fn selection_picks_the_lowest_validation_error_and_exports_a_model() {
             .map(|(a, b)| a * b)
             .sum();
         assert!((pr[i] - f).abs() < 1e-9);
+    }
+}
+
+/// Independent oracle for CCCP (SVC and SVR, both grids, RBF and linear): at every grid point the
+/// converged partition's conditional problem, solved by clarabel, has CCCP's objective and `f`
+/// (CCCP's last convex subproblem agrees with the conditional problem on its polytope, and its
+/// optimum lies in that polytope once the partition no longer changes).
+#[test]
+fn cccp_points_equal_clarabel_solves_of_their_partition() {
+    use marginkit::robust::cccp::{S_GRID_SVC, S_GRID_SVR};
+    for task in [Task::Svc, Task::Svr] {
+        let data = match task {
+            Task::Svc => blobs(36, 0.15, 21),
+            Task::Svr => wave(36, 0.1, 22),
+        };
+        let kmat_of = |k| gram(&data, k, None);
+        let y = internal_y(task, &data);
+        for kernel in [KernelSpec::Rbf { gamma: 0.5 }, KernelSpec::Linear] {
+            let kmat = kmat_of(kernel);
+            let p = RobustParams::new(task, kernel).c(2.0).keep_solutions(true);
+            let s_grid: &[f64] = match task {
+                Task::Svc => &S_GRID_SVC,
+                Task::Svr => &S_GRID_SVR,
+            };
+            for (kind, grid) in [(PathKind::Theta, &THETA_GRID[..]), (PathKind::S, s_grid)] {
+                let cp = cccp(&p, kind, grid, &data, None).unwrap();
+                assert_eq!(cp.unconverged, 0, "{task:?} {kernel:?} {kind:?}");
+                assert_eq!(cp.nodes.len(), grid.len());
+                for (k, node) in cp.nodes.iter().enumerate() {
+                    let (theta, s) = match kind {
+                        PathKind::Theta => (node.param, p.s_theta()),
+                        PathKind::S => (0.0, node.param),
+                    };
+                    assert_conditional_optimum(&p, &kmat, &y, k, node, theta, s);
+                }
+            }
+        }
     }
 }

@@ -21,8 +21,8 @@ use std::time::Instant;
 
 use super::kern::Kern;
 use super::{
-    boxqp, check_data, check_state, code_labels, code_valid, objective_of, ridge_of, standard_box,
-    standard_solution, threshold, Node, NodeKind, PathKind, RobustParams, Task,
+    boxqp, check_state, objective_of, setup_standard, standard_box, threshold, Node, NodeKind,
+    PathKind, RobustParams, Task,
 };
 use crate::error::FitError;
 
@@ -71,33 +71,22 @@ pub fn cccp(
     train: &crate::data::Dataset,
     valid: Option<&crate::data::Dataset>,
 ) -> Result<CccpPath, FitError> {
-    params.check()?;
-    check_data(train, valid)?;
     for &g in grid {
         super::check_theta(g)?;
     }
     let start = Instant::now();
-    let coded = code_labels(params.task, train)?;
-    let yv = valid.map_or_else(Vec::new, |v| code_valid(params.task, coded.labels, v));
-    let mut kern = Kern::new(
-        &train.x,
-        valid.map(|v| &v.x),
-        params.kernel,
-        params.bias,
-        params.cache_bytes,
-    );
-    let ridge = ridge_of(&kern, params.ridge);
-    let (beta, f) = standard_solution(
-        &mut kern,
-        params.task,
-        &coded.y,
-        params.c,
-        params.solver_tol,
-        ridge,
-        None,
-    )?;
+    let (mut su, beta, f) = setup_standard(params, train, valid)?;
     cccp_from_standard(
-        params, kind, grid, &mut kern, &coded.y, &yv, beta, f, ridge, start,
+        params,
+        kind,
+        grid,
+        &mut su.kern,
+        &su.y,
+        &su.yv,
+        beta,
+        f,
+        su.ridge,
+        start,
     )
 }
 

@@ -129,6 +129,33 @@ impl Chol {
     }
 }
 
+/// Solves `(K_AA + tau I) x = b` in place for the active samples `idx` (factor `ch`). For the
+/// linear kernel with more samples than the Gram block's rank, `K_AA` is singular and the ridge
+/// would amplify the part of `b` outside its range (rounding, or an inexact start) by `1 / tau`
+/// into a large null-space move of the coefficients: `f` does not see it, but the coefficients
+/// leave their boxes and predictions lose every digit to cancellation. The solution is then
+/// filtered twice, `x <- M^-1 K_AA x` (eigen-gain `lambda^2 / (lambda + tau)^3`): in-range
+/// components are kept to `O(tau / lambda)`, null-space components removed (the minimum-norm
+/// least-squares solution in the limit). Cost `O(|A| d + |A|^2)` per filter; `g` is work space.
+pub(crate) fn solve_in_range(
+    ch: &Chol,
+    kern: &mut super::kern::Kern<'_>,
+    idx: &[usize],
+    x: &mut [f64],
+    g: &mut Vec<f64>,
+) {
+    ch.solve(x);
+    if kern.rank_bound().is_some_and(|r| idx.len() > r) {
+        g.clear();
+        g.resize(x.len(), 0.0);
+        for _ in 0..2 {
+            kern.gram_apply(idx, x, g);
+            x.copy_from_slice(g);
+            ch.solve(x);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

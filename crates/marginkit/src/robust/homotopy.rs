@@ -93,6 +93,12 @@ pub(crate) struct Engine<'k, 'a> {
     dbeta: Vec<f64>,
     df: Vec<f64>,
     buf: Vec<f64>,
+    /// Active-set work vectors (right-hand side, Gram product, indices, coefficients, drivers).
+    rhs: Vec<f64>,
+    gram: Vec<f64>,
+    idx_buf: Vec<usize>,
+    coef_buf: Vec<f64>,
+    drv: Vec<usize>,
     block: Vec<bool>,
     pub events: usize,
     pub max_events: usize,
@@ -128,13 +134,7 @@ impl<'k, 'a> Engine<'k, 'a> {
         tol: f64,
     ) -> Self {
         let n = y.len();
-        let (lo, hi): (Vec<f64>, Vec<f64>) = match task {
-            Task::Svc => y
-                .iter()
-                .map(|&v| if v > 0.0 { (0.0, c) } else { (-c, 0.0) })
-                .unzip(),
-            Task::Svr => (vec![-c; n], vec![c; n]),
-        };
+        let (lo, hi) = super::standard_box(task, &y, c);
         let sigma = match task {
             Task::Svc => y.clone(),
             Task::Svr => vec![0.0; n],
@@ -167,6 +167,11 @@ impl<'k, 'a> Engine<'k, 'a> {
             dbeta: vec![0.0; n],
             df: vec![0.0; rows],
             buf: vec![0.0; rows],
+            rhs: Vec::new(),
+            gram: Vec::new(),
+            idx_buf: Vec::new(),
+            coef_buf: Vec::new(),
+            drv: Vec::new(),
             block: vec![false; n],
             events: 0,
             max_events,
@@ -271,17 +276,15 @@ impl<'k, 'a> Engine<'k, 'a> {
 
     /// Full robust objective `1/2 beta'K beta + C sum_i loss_i` (continuous loss).
     pub fn objective(&self) -> f64 {
-        let mut quad = 0.0;
-        let mut loss = 0.0;
-        for i in 0..self.n {
-            quad += self.beta[i] * self.f[i];
-            let t = match self.task {
-                Task::Svc => self.y[i] * (self.y[i] - self.f[i]),
-                Task::Svr => (self.y[i] - self.f[i]).abs(),
-            };
-            loss += t.max(0.0) - (1.0 - self.theta) * (t - self.tt).max(0.0);
-        }
-        0.5 * quad + self.c * loss
+        super::objective_of(
+            self.task,
+            &self.y,
+            &self.f[..self.n],
+            &self.beta,
+            self.c,
+            self.theta,
+            self.tt,
+        )
     }
 
     fn valid_error(&self) -> Option<f64> {
@@ -342,12 +345,23 @@ impl<'k, 'a> Engine<'k, 'a> {
         });
     }
 
+    /// Solves `(K_AA + tau I) x = b` in place, filtered past the linear Gram rank
+    /// ([`super::chol::solve_in_range`]).
+    fn solve_active(&mut self, x: &mut [f64]) {
+        let mut g = std::mem::take(&mut self.gram);
+        super::chol::solve_in_range(&self.chol, self.kern, &self.act, x, &mut g);
+        self.gram = g;
+    }
+
     /// Direction per unit step. `theta_mode`: drivers are the O samples (theta decreasing);
     /// otherwise the clamped samples (mu decreasing).
     fn direction(&mut self, theta_mode: bool) {
         let na = self.act.len();
-        let mut rhs = vec![0.0; na];
-        let mut drv: Vec<usize> = Vec::new();
+        let mut rhs = std::mem::take(&mut self.rhs);
+        rhs.clear();
+        rhs.resize(na, 0.0);
+        let mut drv = std::mem::take(&mut self.drv);
+        drv.clear();
         if theta_mode {
             // dbeta_O = -C sigma_O; K_{A,O} dbeta_O = -C s_o[A].
             for (k, &a) in self.act.iter().enumerate() {
@@ -368,12 +382,16 @@ impl<'k, 'a> Engine<'k, 'a> {
                 rhs[k] = -s;
             }
         }
-        self.chol.solve(&mut rhs);
+        self.solve_active(&mut rhs);
         for (k, &a) in self.act.iter().enumerate() {
             self.dbeta[a] = rhs[k];
         }
-        let mut idx = self.act.clone();
-        let mut coef = rhs;
+        let mut idx = std::mem::take(&mut self.idx_buf);
+        let mut coef = std::mem::take(&mut self.coef_buf);
+        idx.clear();
+        coef.clear();
+        idx.extend_from_slice(&self.act);
+        coef.extend_from_slice(&rhs);
         if !theta_mode {
             for &j in &drv {
                 idx.push(j);
@@ -393,6 +411,10 @@ impl<'k, 'a> Engine<'k, 'a> {
             }
         }
         self.df = df;
+        self.rhs = rhs;
+        self.drv = drv;
+        self.idx_buf = idx;
+        self.coef_buf = coef;
     }
 
     /// Nearest event: (step, sample, event). `limit` is the step to the parameter's end.
@@ -496,33 +518,32 @@ impl<'k, 'a> Engine<'k, 'a> {
         if self.act.is_empty() {
             return;
         }
-        let mut x: Vec<f64> = self
-            .act
-            .iter()
-            .map(|&a| {
-                let target = match self.st[a] {
-                    St::E => self.y[a],
-                    _ => self.y[a] - self.sigma[a] * self.tt,
-                };
-                target - self.f[a]
-            })
-            .collect();
+        let mut x = std::mem::take(&mut self.rhs);
+        x.clear();
+        for &a in &self.act {
+            let target = match self.st[a] {
+                St::E => self.y[a],
+                _ => self.y[a] - self.sigma[a] * self.tt,
+            };
+            x.push(target - self.f[a]);
+        }
         // Rounding drift only: re-solve when it exceeds 1e-11 of the target scale (a full
         // combination of the active columns, as expensive as a direction).
         if x.iter().all(|v| v.abs() <= self.refine_tol) {
+            self.rhs = x;
             return;
         }
-        self.chol.solve(&mut x);
-        let idx = self.act.clone();
-        for (&a, &v) in idx.iter().zip(&x) {
+        self.solve_active(&mut x);
+        for (&a, &v) in self.act.iter().zip(&x) {
             self.beta[a] += v;
         }
         let mut buf = std::mem::take(&mut self.buf);
-        self.kern.combine(&idx, &x, &mut buf);
+        self.kern.combine(&self.act, &x, &mut buf);
         for (f, d) in self.f.iter_mut().zip(&buf) {
             *f += d;
         }
         self.buf = buf;
+        self.rhs = x;
     }
 
     /// Applies an event to sample `i` (snapping its value); boundary events in a C-step are
@@ -548,10 +569,15 @@ impl<'k, 'a> Engine<'k, 'a> {
                 self.set_state(i, s);
             }
             Ev::ToE => {
-                // f is not snapped (it stays K beta); refine() removes the rounding residual.
+                // Snap the slack to 0: with the linear kernel past rank d, leaving the rounding
+                // residual in f (commit c98745d) let spurious zero-length events grow the active
+                // set without bound (n = 3,000 blobs: |A| 11 -> 190, event limit); resync() and
+                // refine() keep f = K beta up to rounding.
+                self.f[i] = self.y[i];
                 self.set_state(i, St::E);
             }
             Ev::LBound | Ev::OBound => {
+                self.f[i] = self.y[i] - self.sigma[i] * self.tt;
                 if in_c_step {
                     return Some(if ev == Ev::LBound {
                         (vec![i], vec![])

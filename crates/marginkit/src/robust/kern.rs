@@ -46,6 +46,26 @@ pub(crate) struct Kern<'a> {
     misses: u64,
     slot_buf: Vec<usize>,
     coef_buf: Vec<f64>,
+    /// Primal weight buffer of the linear kernel (`width` entries), reused by every combination.
+    w_buf: Vec<f64>,
+}
+
+/// `out[i] = value(i)` for every row, in parallel blocks of [`PAR_ROWS`] on long outputs (each
+/// entry is computed on its own, so the result does not depend on the thread count).
+fn fill_rows(out: &mut [f64], value: impl Fn(usize) -> f64 + Sync) {
+    if out.len() >= 2 * PAR_ROWS {
+        out.par_chunks_mut(PAR_ROWS)
+            .enumerate()
+            .for_each(|(c, ch)| {
+                for (k, o) in ch.iter_mut().enumerate() {
+                    *o = value(c * PAR_ROWS + k);
+                }
+            });
+    } else {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = value(i);
+        }
+    }
 }
 
 /// Rows per parallel block of [`Kern::combine`].
@@ -88,6 +108,7 @@ impl<'a> Kern<'a> {
             misses: 0,
             slot_buf: Vec::new(),
             coef_buf: Vec::new(),
+            w_buf: vec![0.0; width],
         }
     }
 
@@ -132,6 +153,37 @@ impl<'a> Kern<'a> {
         self.spec == KernelSpec::Linear
     }
 
+    /// For the linear kernel, the largest rank a Gram block can have (`d`, plus one with the bias
+    /// feature); `None` for other kernels.
+    pub fn rank_bound(&self) -> Option<usize> {
+        self.linear()
+            .then(|| self.width + usize::from(self.b2 > 0.0))
+    }
+
+    /// `out[k] = sum_l K(idx[k], idx[l]) z[l]` (the Gram block of training samples `idx` times
+    /// `z`): `O(|idx| d)` through the primal weights for the linear kernel, `O(|idx|^2)` kernel
+    /// entries otherwise.
+    pub fn gram_apply(&mut self, idx: &[usize], z: &[f64], out: &mut [f64]) {
+        if self.linear() {
+            let mut w = std::mem::take(&mut self.w_buf);
+            w.iter_mut().for_each(|v| *v = 0.0);
+            let mut sum = 0.0;
+            for (&j, &c) in idx.iter().zip(z) {
+                ops::axpy(c, self.train.row(j), &mut w);
+                sum += c;
+            }
+            let shift = self.b2 * sum;
+            for (o, &j) in out.iter_mut().zip(idx) {
+                *o = ops::dot_dense(self.train.row(j), &w) + shift;
+            }
+            self.w_buf = w;
+        } else {
+            for (o, &a) in out.iter_mut().zip(idx) {
+                *o = idx.iter().zip(z).map(|(&b, &c)| c * self.entry(a, b)).sum();
+            }
+        }
+    }
+
     /// Column `j` (training sample) over all rows, through the cache.
     pub fn column(&mut self, j: usize) -> &[f64] {
         let len = self.n + self.nv;
@@ -174,19 +226,7 @@ impl<'a> Kern<'a> {
     }
 
     fn fill_column(&self, j: usize, out: &mut [f64]) {
-        if out.len() >= 2 * PAR_ROWS {
-            out.par_chunks_mut(PAR_ROWS)
-                .enumerate()
-                .for_each(|(c, ch)| {
-                    for (k, o) in ch.iter_mut().enumerate() {
-                        *o = self.entry(c * PAR_ROWS + k, j);
-                    }
-                });
-        } else {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = self.entry(i, j);
-            }
-        }
+        fill_rows(out, |i| self.entry(i, j));
     }
 
     /// `out = sum_k coef[k] K[:, idx[k]]` over all rows (training then validation).
@@ -198,7 +238,9 @@ impl<'a> Kern<'a> {
             return;
         }
         if self.linear() {
-            self.combine_linear(idx, coef, out);
+            let mut w = std::mem::take(&mut self.w_buf);
+            self.combine_linear(idx, coef, out, &mut w);
+            self.w_buf = w;
             return;
         }
         let mut slots = std::mem::take(&mut self.slot_buf);
@@ -252,55 +294,31 @@ impl<'a> Kern<'a> {
     /// columns, e.g. `f = K beta` from scratch).
     pub fn combine_direct(&self, idx: &[usize], coef: &[f64], out: &mut [f64]) {
         if self.linear() {
-            self.combine_linear(idx, coef, out);
+            // One-off product: its own weight buffer (the hot path uses `combine`).
+            self.combine_linear(idx, coef, out, &mut vec![0.0; self.width]);
             return;
         }
-        let body = |i: usize| -> f64 {
+        fill_rows(out, |i| {
             let mut s = 0.0;
             for (&j, &c) in idx.iter().zip(coef) {
                 s += c * self.entry(i, j);
             }
             s
-        };
-        if out.len() >= 2 * PAR_ROWS {
-            out.par_chunks_mut(PAR_ROWS)
-                .enumerate()
-                .for_each(|(c, ch)| {
-                    for (k, o) in ch.iter_mut().enumerate() {
-                        *o = body(c * PAR_ROWS + k);
-                    }
-                });
-        } else {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = body(i);
-            }
-        }
+        });
     }
 
-    fn combine_linear(&self, idx: &[usize], coef: &[f64], out: &mut [f64]) {
-        let mut w = vec![0.0; self.width];
+    fn combine_linear(&self, idx: &[usize], coef: &[f64], out: &mut [f64], w: &mut [f64]) {
+        w.iter_mut().for_each(|v| *v = 0.0);
         let mut sum = 0.0;
         for (&j, &c) in idx.iter().zip(coef) {
             if c != 0.0 {
-                ops::axpy(c, self.train.row(j), &mut w);
+                ops::axpy(c, self.train.row(j), w);
                 sum += c;
             }
         }
         let shift = self.b2 * sum;
-        let body = |i: usize| ops::dot_dense(self.row(i), &w) + shift;
-        if out.len() >= 2 * PAR_ROWS {
-            out.par_chunks_mut(PAR_ROWS)
-                .enumerate()
-                .for_each(|(c, ch)| {
-                    for (k, o) in ch.iter_mut().enumerate() {
-                        *o = body(c * PAR_ROWS + k);
-                    }
-                });
-        } else {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = body(i);
-            }
-        }
+        let w = &*w;
+        fill_rows(out, |i| ops::dot_dense(self.row(i), w) + shift);
     }
 
     /// Column requests served from the cache and computed.

@@ -57,7 +57,11 @@
 //! `mu`-path with the event list of the digest (the paper gives none). Simultaneous flips that push
 //! one another the wrong way are detected and then flipped one at a time
 //! ([`OutlierPath::wrong_direction`]). Singular `K_AA` (linear kernel with `|A| > d`, duplicated
-//! points) is handled by a ridge `tau = ridge * max_i K_ii` in the factor (see [`chol`]).
+//! points) is handled by a ridge `tau = ridge * max_i K_ii` in the factor (see [`chol`]); past the
+//! linear Gram rank the solves are filtered so the ridge cannot amplify rounding into a null-space
+//! move of the coefficients, and events snap the slack of the sample that reaches 0 or `T` (without
+//! the snap, spurious zero-length events grew the active set far past `d`: n = 3,000 blobs,
+//! `|A|` 11 -> 190 and the event limit).
 //!
 //! **Bias**: none, as in the paper. [`RobustParams::bias`] adds a regularized constant feature `b`:
 //! the kernel becomes `K + b^2` (for the linear kernel, exactly the feature `b` appended to every
@@ -426,6 +430,59 @@ pub(crate) fn code_valid(task: Task, labels: [f64; 2], valid: &Dataset) -> Vec<f
     }
 }
 
+/// What a path, a CCCP run and a selection share before the standard SVM: checked parameters
+/// and data, coded labels and validation targets, the kernel over both sets, the ridge.
+pub(crate) struct Setup<'a> {
+    pub y: Vec<f64>,
+    pub yv: Vec<f64>,
+    pub kern: Kern<'a>,
+    pub ridge: f64,
+}
+
+pub(crate) fn setup<'a>(
+    params: &RobustParams,
+    train: &'a Dataset,
+    valid: Option<&'a Dataset>,
+) -> Result<Setup<'a>, FitError> {
+    params.check()?;
+    check_data(train, valid)?;
+    let coded = code_labels(params.task, train)?;
+    let yv = valid.map_or_else(Vec::new, |v| code_valid(params.task, coded.labels, v));
+    let kern = Kern::new(
+        &train.x,
+        valid.map(|v| &v.x),
+        params.kernel,
+        params.bias,
+        params.cache_bytes,
+    );
+    let ridge = ridge_of(&kern, params.ridge);
+    Ok(Setup {
+        y: coded.y,
+        yv,
+        kern,
+        ridge,
+    })
+}
+
+/// [`setup`] followed by the standard SVM at `params.c` (cold start): `(setup, beta, f)`.
+pub(crate) fn setup_standard<'a>(
+    params: &RobustParams,
+    train: &'a Dataset,
+    valid: Option<&'a Dataset>,
+) -> Result<(Setup<'a>, Vec<f64>, Vec<f64>), FitError> {
+    let mut su = setup(params, train, valid)?;
+    let (beta, f) = standard_solution(
+        &mut su.kern,
+        params.task,
+        &su.y,
+        params.c,
+        params.solver_tol,
+        su.ridge,
+        None,
+    )?;
+    Ok((su, beta, f))
+}
+
 pub(crate) fn check_data(train: &Dataset, valid: Option<&Dataset>) -> Result<(), DataError> {
     if train.is_empty() || valid.is_some_and(|v| v.is_empty()) {
         return Err(DataError::Empty);
@@ -642,29 +699,19 @@ pub fn outlier_path(
     train: &Dataset,
     valid: Option<&Dataset>,
 ) -> Result<OutlierPath, FitError> {
-    params.check()?;
-    check_data(train, valid)?;
     let start = Instant::now();
-    let coded = code_labels(params.task, train)?;
-    let yv = valid.map_or_else(Vec::new, |v| code_valid(params.task, coded.labels, v));
-    let mut kern = Kern::new(
-        &train.x,
-        valid.map(|v| &v.x),
-        params.kernel,
-        params.bias,
-        params.cache_bytes,
-    );
-    let ridge = ridge_of(&kern, params.ridge);
-    let (beta, f) = standard_solution(
-        &mut kern,
-        params.task,
-        &coded.y,
-        params.c,
-        params.solver_tol,
-        ridge,
-        None,
-    )?;
-    path_from_standard(params, kind, &mut kern, coded.y, yv, beta, f, ridge, start)
+    let (mut su, beta, f) = setup_standard(params, train, valid)?;
+    path_from_standard(
+        params,
+        kind,
+        &mut su.kern,
+        su.y,
+        su.yv,
+        beta,
+        f,
+        su.ridge,
+        start,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -784,24 +831,14 @@ pub fn model_from_beta(
     }
     let b2 = bias.map_or(0.0, |b| b * b);
     let rho = -b2 * beta.iter().sum::<f64>();
-    match task {
-        Task::Svr => {
-            let sv: Vec<usize> = (0..beta.len()).filter(|&i| beta[i] != 0.0).collect();
-            Ok(SvmModel {
-                svm_type: SvmType::EpsSvr,
-                kernel,
-                labels: Vec::new(),
-                n_sv: Vec::new(),
-                sv: train.x.select_rows(&sv),
-                sv_coef: vec![sv.iter().map(|&i| beta[i]).collect()],
-                sv_indices: Some(sv),
-                rho: vec![rho],
-                prob_a: Vec::new(),
-                prob_b: Vec::new(),
-                sv_norms: Vec::new(),
-            }
-            .with_norms())
-        }
+    // SVC: support vectors grouped by class in the model's label order; SVR: in sample order.
+    let (svm_type, labels, n_sv, sv) = match task {
+        Task::Svr => (
+            SvmType::EpsSvr,
+            Vec::new(),
+            Vec::new(),
+            (0..beta.len()).filter(|&i| beta[i] != 0.0).collect(),
+        ),
         Task::Svc => {
             let coded = code_labels(task, train)?;
             let mut sv = Vec::new();
@@ -814,20 +851,21 @@ pub fn model_from_beta(
                     }
                 }
             }
-            Ok(SvmModel {
-                svm_type: SvmType::CSvc,
-                kernel,
-                labels: coded.labels.to_vec(),
-                n_sv,
-                sv: train.x.select_rows(&sv),
-                sv_coef: vec![sv.iter().map(|&i| beta[i]).collect()],
-                sv_indices: Some(sv),
-                rho: vec![rho],
-                prob_a: Vec::new(),
-                prob_b: Vec::new(),
-                sv_norms: Vec::new(),
-            }
-            .with_norms())
+            (SvmType::CSvc, coded.labels.to_vec(), n_sv, sv)
         }
+    };
+    Ok(SvmModel {
+        svm_type,
+        kernel,
+        labels,
+        n_sv,
+        sv: train.x.select_rows(&sv),
+        sv_coef: vec![sv.iter().map(|&i| beta[i]).collect::<Vec<f64>>()],
+        sv_indices: Some(sv),
+        rho: vec![rho],
+        prob_a: Vec::new(),
+        prob_b: Vec::new(),
+        sv_norms: Vec::new(),
     }
+    .with_norms())
 }

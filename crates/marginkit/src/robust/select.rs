@@ -11,10 +11,9 @@
 use std::time::Instant;
 
 use super::cccp::cccp_from_standard;
-use super::kern::Kern;
 use super::{
-    check_data, code_labels, code_valid, model_from_beta, path_from_standard, ridge_of,
-    standard_solution, Node, PathKind, RobustParams, Task,
+    model_from_beta, path_from_standard, setup, standard_solution, Node, PathKind, RobustParams,
+    Task,
 };
 use crate::data::Dataset;
 use crate::error::{DataError, FitError};
@@ -122,19 +121,9 @@ pub fn select(
     for &c in cs {
         crate::error::positive("C", c)?;
     }
-    params.check()?;
-    check_data(train, valid)?;
     let start = Instant::now();
-    let coded = code_labels(params.task, train)?;
-    let yv = valid.map_or_else(Vec::new, |v| code_valid(params.task, coded.labels, v));
-    let mut kern = Kern::new(
-        &train.x,
-        valid.map(|v| &v.x),
-        params.kernel,
-        params.bias,
-        params.cache_bytes,
-    );
-    let ridge = ridge_of(&kern, params.ridge);
+    let su = setup(params, train, valid)?;
+    let (y, yv, mut kern, ridge) = (su.y, su.yv, su.kern, su.ridge);
     let mut runs = Vec::new();
     let mut chosen: Option<Chosen> = None;
     let mut warm: Option<Vec<f64>> = None;
@@ -144,7 +133,7 @@ pub fn select(
         let (beta, f) = standard_solution(
             &mut kern,
             p.task,
-            &coded.y,
+            &y,
             c,
             p.solver_tol,
             ridge,
@@ -157,7 +146,7 @@ pub fn select(
                     &p,
                     kind,
                     &mut kern,
-                    coded.y.clone(),
+                    y.clone(),
                     yv.clone(),
                     beta,
                     f,
@@ -186,9 +175,8 @@ pub fn select(
                 for &g in grid {
                     super::check_theta(g)?;
                 }
-                let cp = cccp_from_standard(
-                    &p, kind, grid, &mut kern, &coded.y, &yv, beta, f, ridge, t0,
-                )?;
+                let cp =
+                    cccp_from_standard(&p, kind, grid, &mut kern, &y, &yv, beta, f, ridge, t0)?;
                 let last_beta = cp.nodes.last().and_then(|n| n.beta.clone());
                 let last = (
                     cp.nodes.len().saturating_sub(1),
