@@ -49,6 +49,7 @@
 //! Proven Optimality in Machine Learning" (arXiv preprint, February 2016).
 
 pub mod cluster;
+mod ksums;
 pub mod lad;
 pub mod s3vm;
 pub mod svm;
