@@ -23,7 +23,7 @@
 //!   `S_kq` are kept between iterations and updated through cluster kernel rows
 //!   `V_k(j) = sum_{i in C_k} K(x_i, x_j)`: when `a` splits, only its smaller children's rows are
 //!   computed and every other entry follows from `S_a. = sum over children` (see
-//!   `update_gram`); rows `V_k` are stored (up to 1 GiB) so that the larger child's row is
+//!   `update_gram`); rows `V_k` are stored (f32, up to 1 GiB, support clusters first) so that the larger child's row is
 //!   `V_a - V_small` and the decision values are `f(x_j) = sum_k coef_k V_k(j) + b` without new
 //!   kernel values.
 //!
@@ -203,8 +203,8 @@ struct SvmProblem<'a> {
     /// Cluster sizes of the previous iteration.
     sizes: Vec<usize>,
     /// Kernel only: stored cluster kernel rows `V_k = sum_{i in C_k} K(x_i, .)` (length n), at
-    /// most `max_vrows` of them.
-    vrows: Vec<Option<Vec<f64>>>,
+    /// most `max_vrows` of them, in f32 like the kernel cache (sums and subtractions in f64).
+    vrows: Vec<Option<Vec<f32>>>,
     max_vrows: usize,
 }
 
@@ -285,7 +285,7 @@ impl SvmProblem<'_> {
             }
         }
         let mut old_rows = std::mem::take(&mut self.vrows);
-        let mut vrows: Vec<Option<Vec<f64>>> = vec![None; k];
+        let mut vrows: Vec<Option<Vec<f32>>> = vec![None; k];
         let mut stored = 0usize;
         let mut g = vec![0.0; k * k];
         // tc[c][b] = sum_{y in ch(b)} S_cy for computed c (only needed with a parent map).
@@ -316,10 +316,12 @@ impl SvmProblem<'_> {
                     tc[c] = t;
                 }
                 if let Some(pr) = parent_row.as_mut() {
-                    pr.iter_mut().zip(&v).for_each(|(p, &x)| *p -= x);
+                    pr.iter_mut()
+                        .zip(&v)
+                        .for_each(|(p, &x)| *p = (f64::from(*p) - x) as f32);
                 }
                 if stored < self.max_vrows {
-                    vrows[c] = Some(v);
+                    vrows[c] = Some(v.iter().map(|&x| x as f32).collect());
                     stored += 1;
                 }
             }
@@ -354,19 +356,28 @@ impl SvmProblem<'_> {
     }
 
     /// `sum_k coef_k V_k(j)` for every row `j`; rows of support clusters that are not stored
-    /// are computed (and stored while the budget allows).
+    /// are computed and stored, evicting rows of non-support clusters when the budget is full.
     fn decision_values(&mut self, clusters: &Clusters, coef: &[(usize, f64)]) -> Vec<f64> {
         let n = self.data.len();
         let mut extra_rows: Vec<u32> = Vec::new();
         let mut extra_w: Vec<f64> = Vec::new();
         if let Some(ks) = self.ks.as_ref() {
             let mut stored = self.vrows.iter().filter(|v| v.is_some()).count();
+            let mut support = vec![false; self.vrows.len()];
+            coef.iter().for_each(|&(c, _)| support[c] = true);
+            let mut evict = 0usize;
             for &(c, w) in coef {
                 if self.vrows[c].is_none() {
+                    while stored >= self.max_vrows && evict < self.vrows.len() {
+                        if !support[evict] && self.vrows[evict].take().is_some() {
+                            stored -= 1;
+                        }
+                        evict += 1;
+                    }
                     if stored < self.max_vrows {
                         let mut v = vec![0.0; n];
                         ks.weighted(clusters.members(c), None, &mut v);
-                        self.vrows[c] = Some(v);
+                        self.vrows[c] = Some(v.iter().map(|&x| x as f32).collect());
                         stored += 1;
                     } else {
                         extra_rows.extend_from_slice(clusters.members(c));
@@ -388,7 +399,7 @@ impl SvmProblem<'_> {
             for &(c, w) in coef {
                 if let Some(v) = vrows[c].as_ref() {
                     for (o, &x) in out.iter_mut().zip(&v[lo..hi]) {
-                        *o += w * x;
+                        *o += w * f64::from(x);
                     }
                 }
             }
@@ -558,7 +569,7 @@ impl AidProblem for SvmProblem<'_> {
     }
 }
 
-/// Memory for stored cluster kernel rows (`8 n` bytes each); beyond it rows are recomputed.
+/// Memory for stored cluster kernel rows (`4 n` bytes each); beyond it rows are recomputed.
 const VROW_BUDGET_BYTES: usize = 1 << 30;
 
 /// Largest aggregated linear problem solved by SMO (above: DCD).
@@ -720,7 +731,7 @@ pub fn fit_aid_svm(
         gram: Vec::new(),
         sizes: Vec::new(),
         vrows: Vec::new(),
-        max_vrows: (VROW_BUDGET_BYTES / (8 * data.len().max(1))).max(1),
+        max_vrows: (VROW_BUDGET_BYTES / (4 * data.len().max(1))).max(1),
     };
     let run = run(&mut problem, clusters, &params.settings, progress)?;
     let model = build_model(data, &labels, params.kernel, &run.best)?;
