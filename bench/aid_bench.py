@@ -127,6 +127,7 @@ def lad_row(n, m, args):
         row["aid_s"] = median([a["seconds"] for a in aid])
         row["aid_obj"] = aid[0]["objective"]
         row["aid_rss_mb"] = aid[0].get("rss_mb")
+        row["aid_lb"] = aid[0].get("lower_bound")
         row.update({k: aid[0][k] for k in ("iterations", "r0", "rT", "init_seconds", "stop")})
     row["load_after_aid"] = load_now()
     if n * m <= args.full_max_cells:
