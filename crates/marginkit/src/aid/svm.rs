@@ -275,7 +275,10 @@ impl SvmProblem<'_> {
                 children[a].push(c);
             }
             for ch in &children {
-                let mut largest = ch[0];
+                let Some(&first) = ch.first() else {
+                    continue;
+                };
+                let mut largest = first;
                 for &c in &ch[1..] {
                     if clusters.size(c) > clusters.size(largest) {
                         largest = c;
