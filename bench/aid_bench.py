@@ -79,11 +79,33 @@ def example_binary():
     sys.exit("build first: cargo build --release -p marginkit --example aid_npy")
 
 
+TIMEOUT = None  # seconds for one run of ours (--ours-time-limit)
+
+
 def run_ours(method, xf, yf, *extra):
-    out = subprocess.run([example_binary(), method, xf, yf, *map(str, extra)], capture_output=True, text=True)
+    """Runs the example; under /usr/bin/time -v when present, adding its peak RSS (MB) as "rss_mb"."""
+    cmd = [example_binary(), method, xf, yf, *map(str, extra)]
+    timed = os.path.exists("/usr/bin/time")
+    if timed:
+        cmd = ["/usr/bin/time", "-v"] + cmd
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {"seconds": None, "timeout": TIMEOUT}
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    if timed:
+        import re
+
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr)
+        if m:
+            res["rss_mb"] = int(m.group(1)) / 1024.0
+    return res
+
+
+def load_now():
+    return os.getloadavg()[0]
 
 
 def median(v):
@@ -96,18 +118,29 @@ def lad_row(n, m, args):
 
     xf, yf = cached("lad", n, m, args.seed)
     x, y = np.load(xf), np.load(yf)
-    row = {"n": n, "m": m}
+    row = {"n": n, "m": m, "load_before": load_now()}
     aid = [run_ours("lad-aid", xf, yf) for _ in range(args.repeats)]
     print(json.dumps(aid[0]), flush=True)
-    row["aid_s"] = median([a["seconds"] for a in aid])
-    row["aid_obj"] = aid[0]["objective"]
-    row.update({k: aid[0][k] for k in ("iterations", "r0", "rT", "init_seconds", "stop")})
-    full = [run_ours("lad-full", xf, yf) for _ in range(args.repeats)]
-    row["full_s"] = median([a["seconds"] for a in full])
-    row["full_obj"] = full[0]["objective"]
+    if aid[0]["seconds"] is None:
+        row.update({"aid_s": None, "aid_obj": None, "iterations": None, "r0": None, "rT": None, "stop": "timeout"})
+    else:
+        row["aid_s"] = median([a["seconds"] for a in aid])
+        row["aid_obj"] = aid[0]["objective"]
+        row["aid_rss_mb"] = aid[0].get("rss_mb")
+        row["aid_lb"] = aid[0].get("lower_bound")
+        row.update({k: aid[0][k] for k in ("iterations", "r0", "rT", "init_seconds", "stop")})
+    row["load_after_aid"] = load_now()
+    if n * m <= args.full_max_cells:
+        full = [run_ours("lad-full", xf, yf) for _ in range(args.repeats)]
+        row["full_s"] = median([a["seconds"] for a in full]) if full[0]["seconds"] is not None else None
+        row["full_obj"] = full[0].get("objective")
+    else:
+        row["full_s"], row["full_obj"] = None, None
     from sklearn.linear_model import QuantileRegressor
 
-    for solver in ("highs-ipm", "highs"):
+    for solver in args.highs_solvers.split(","):
+        if not solver:
+            continue
         if n * m > args.highs_max_cells:
             row[solver + "_s"] = None
             continue
@@ -130,6 +163,7 @@ def lad_row(n, m, args):
         row[solver + "_obj"] = float(np.abs(y - q.predict(x)).sum()) if ok else None
         row[solver + "_timeout"] = (not ok) or row[solver + "_s"] >= 0.98 * args.highs_time_limit
         print(json.dumps({"n": n, "m": m, solver: row[solver + "_s"], "obj": row[solver + "_obj"]}), flush=True)
+    row["load_after"] = load_now()
     return row
 
 
@@ -199,6 +233,13 @@ def tfmt(r, solver):
     return f"> {v:.0f} (time limit)" if r.get(solver + "_timeout") else fmt(v)
 
 
+def ipm_ratio(r):
+    ipm = r.get("highs-ipm_s")
+    if ipm is None or r["aid_s"] is None:
+        return "n/a"
+    return ("< " if r.get("highs-ipm_timeout") else "") + format(r["aid_s"] / ipm, ".2f")
+
+
 def rel(a, b):
     return None if a is None or b is None else (a - b) / abs(b)
 
@@ -214,23 +255,35 @@ def main():
     ap.add_argument("--highs-max-cells", type=float, default=2.5e7, help="skip HiGHS above n*m")
     ap.add_argument("--highs-time-limit", type=float, default=300.0,
                     help="HiGHS time limit in seconds (a capped run is reported as '> limit')")
+    ap.add_argument("--highs-solvers", default="highs-ipm,highs", help="comma-separated scikit-learn solvers")
+    ap.add_argument("--full-max-cells", type=float, default=1e8, help="skip our full LP above n*m")
+    ap.add_argument("--ours-time-limit", type=float, default=None, help="kill a run of ours after this many s")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    global TIMEOUT
+    TIMEOUT = args.ours_time_limit
     lines = []
     if args.lad:
         lines += ["### LAD: AID-LAD vs the full LP (ours) vs HiGHS (scikit-learn QuantileRegressor)", "",
-                  "| n | m | r^0 | r^T | T | AID s | full LP (ours) s | HiGHS-ipm s | HiGHS (simplex) s | AID / HiGHS-ipm | AID / ours-full | objective rel. diff AID vs ours-full; vs HiGHS-ipm |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| n | m | r^0 | r^T | T | AID s | AID peak RSS MB | full LP (ours) s | HiGHS-ipm s | HiGHS (simplex) s | AID / HiGHS-ipm | AID / ours-full | objective rel. diff AID vs ours-full; vs HiGHS-ipm | load (1-min) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for size in args.lad.split(","):
             n, m = map(int, size.lower().split("x"))
             r = lad_row(n, m, args)
             print(json.dumps(r), flush=True)
             ipm = r.get("highs-ipm_s")
+            if r["aid_s"] is None:
+                lines.append(f"| {n:,} | {m} | - | - | - | > {args.ours_time_limit:.0f} (killed) | - | {fmt(r['full_s'])} | "
+                             f"{tfmt(r, 'highs-ipm')} | {tfmt(r, 'highs')} | - | - | - | {r['load_before']:.1f} |")
+                continue
+            full_ratio = None if r["full_s"] is None else r["aid_s"] / r["full_s"]
             lines.append(
                 f"| {n:,} | {m} | {100*r['r0']:.2f}% | {100*r['rT']:.2f}% | {r['iterations']} | {fmt(r['aid_s'])} | "
+                f"{fmt(r.get('aid_rss_mb'), '.0f')} | "
                 f"{fmt(r['full_s'])} | {tfmt(r, 'highs-ipm')} | {tfmt(r, 'highs')} | "
-                f"{fmt(None if ipm is None else r['aid_s'] / ipm, '.2f')} | {r['aid_s'] / r['full_s']:.2f} | "
-                f"{fmt(rel(r['aid_obj'], r['full_obj']), '.1e')}; {fmt(rel(r['aid_obj'], r.get('highs-ipm_obj')), '.1e')} |")
+                f"{ipm_ratio(r)} | {fmt(full_ratio, '.2f')} | "
+                f"{fmt(rel(r['aid_obj'], r['full_obj']), '.1e')}; {fmt(rel(r['aid_obj'], r.get('highs-ipm_obj')), '.1e')} | "
+                f"{r['load_before']:.1f}-{r['load_after']:.1f} |")
         lines.append("")
     if args.svm:
         lines += [f"### Linear SVM (C = {args.c}): AID-SVM vs LIBLINEAR (-s 3 -B 1) and LIBSVM (-t 0)", "",

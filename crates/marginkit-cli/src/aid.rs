@@ -149,6 +149,9 @@ pub struct AidS3vmArgs {
     /// Balance constraint: mean decision value of the unlabeled rows = mean labeled label.
     #[arg(long)]
     pub balance: bool,
+    /// Balance cost: the labeled rows of the minority class get M_l * n_majority / n_minority.
+    #[arg(long)]
+    pub balance_cost: bool,
     /// Unlabeled rows from a second file (its labels are ignored).
     #[arg(long)]
     pub unlabeled: Option<PathBuf>,
@@ -505,7 +508,10 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
     };
     let path = model_path(&a.train_file, &a.model_file);
     if a.exact {
-        let inst = full_instance(&data, a.c_labeled, a.c_unlabeled, a.balance)?;
+        let mut inst = full_instance(&data, a.c_labeled, a.c_unlabeled, a.balance)?;
+        if a.balance_cost {
+            inst = inst.with_balance_cost();
+        }
         let r = solve_bnb(&inst, &bnb)?;
         let total = t0.elapsed().as_secs_f64();
         let labels = marginkit::svm::train::class_order(
@@ -556,6 +562,7 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
         r0: a.common.r0.unwrap_or(0.01),
         seed: a.common.seed,
         balance: a.balance,
+        balance_cost: a.balance_cost,
         bnb,
         settings: settings(&a.common, AidS3vmParams::default().settings)?,
     };

@@ -314,3 +314,37 @@ fn aid_svm_engine_flag() {
         "--engine",
     );
 }
+
+/// `--balance-cost` up-weights the labeled minority: the exact optimum can only grow (every cost is
+/// multiplied by a factor >= 1), and AID's heuristic never beats the exact optimum of the same problem.
+#[test]
+fn aid_s3vm_balance_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.svm");
+    std::fs::write(
+        &lab,
+        "+1 1:5.948\n+1 1:4.1\n+1 1:0.2\n-1 1:-0.325\n0 1:1.699\n0 1:2.511\n0 1:-8.897\n0 1:-9.466\n0 1:4.496\n",
+    )
+    .unwrap();
+    let l = lab.to_str().unwrap();
+    let solve = |extra: &[&str]| {
+        let mut a = vec![
+            "aid",
+            "s3vm",
+            "-c",
+            "1",
+            "--c-unlabeled",
+            "0.05",
+            l,
+            "m.model",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json(&run(&a, dir.path()))["objective"].as_f64().unwrap()
+    };
+    let plain = solve(&["--exact"]);
+    let cost = solve(&["--exact", "--balance-cost"]);
+    assert!(cost > plain + 1e-9, "{cost} vs {plain}");
+    let aid = solve(&["--balance-cost", "--max-iter", "5"]);
+    assert!(aid >= cost - 1e-9, "{aid} vs {cost}");
+}

@@ -86,9 +86,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let fit = fit_aid_lad(&data, &AidLadParams::default(), &mut |_| {})?;
             let last = fit.run.iterations.last().map_or(0.0, |r| r.r);
             format!(
-                "{{\"method\":\"lad-aid\",\"seconds\":{},\"objective\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"init_seconds\":{},\"stop\":\"{}\"}}",
+                "{{\"method\":\"lad-aid\",\"seconds\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"init_seconds\":{},\"stop\":\"{}\"}}",
                 t0.elapsed().as_secs_f64(),
                 fit.run.best_objective,
+                fit.run.lower_bound,
                 fit.run.iterations.len(),
                 fit.run.iterations[0].r,
                 last,

@@ -8,11 +8,12 @@
 //!   problem solved by SMO (`marginkit train -t 0 -c 0.1`), plus one RBF row of kernel AID;
 //! * a Table 10-style per-iteration trace of one SVM run;
 //! * S3VM classification rates (AID1, the paper's fixed parameters M_l = 5, M_u = 1 scaled by c,
-//!   r^0 = 0.01, balance constraint) on digits_oe and breast_cancer with 10 and 100 labels,
+//!   r^0 = 0.01, balance constraint or balance cost) on digits_oe and breast_cancer with 10 and 100 labels,
 //!   averaged over 3 seeded label draws, beside a supervised SVM on the labeled rows only.
 //!
-//! `cargo run --release -p marginkit --example aid_repro -- [DATA_DIR] [OUT_DIR]`
-//! (defaults: `/work/shared/data`, `docs/repro`). Single runs; timings on a shared 2-core machine.
+//! `cargo run --release -p marginkit --example aid_repro -- [DATA_DIR] [OUT_DIR] [s3vm]`
+//! (defaults: `/work/shared/data`, `docs/repro`; `s3vm` re-runs only the S3VM section and splices it
+//! into the existing aid.md). Single runs; timings on a shared 2-core machine.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -172,6 +173,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let data_dir = args.get(1).cloned().unwrap_or("/work/shared/data".into());
     let out_dir = args.get(2).cloned().unwrap_or("docs/repro".into());
+    // `s3vm` as a third argument re-runs only the S3VM section and splices it into the existing
+    // aid.md (the other sections keep their earlier run).
+    let s3vm_only = args.get(3).is_some_and(|a| a == "s3vm");
     let started = Instant::now();
     let mut md = String::new();
     writeln!(
@@ -189,9 +193,10 @@ fn main() {
     )
     .unwrap();
 
-    // ---------------------------------------------------------------- Table 2 (LAD)
-    writeln!(md, "## Table 2-style rows: LAD\n").unwrap();
-    writeln!(
+    if !s3vm_only {
+        // ---------------------------------------------------------------- Table 2 (LAD)
+        writeln!(md, "## Table 2-style rows: LAD\n").unwrap();
+        writeln!(
         md,
         "Data: X ~ N(0,1), beta_j = 1 + (j mod 3), intercept 0.5, Student-t(2) noise, 5% gross outliers \
          (+-50). Baseline: our exact LP (`marginkit lad`: Frisch-Newton interior point + certified vertex), \
@@ -200,23 +205,23 @@ fn main() {
          rho = T_AID / T_full.\n"
     )
     .unwrap();
-    writeln!(md, "| n | m | r^0 | r^T | T | T_AID | T_full | Delta | rho | stop | paper (r^0 / r^T / T / T_AID / T_fn / Delta / rho) |").unwrap();
-    writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|").unwrap();
-    for (n, m, paper) in
-        PAPER_T2
-            .iter()
-            .map(|&(n, m, p)| (n, m, p))
-            .chain([(200_000usize, 50usize, "-")])
-    {
-        let d = lad_data(n, m, 1);
-        let t0 = Instant::now();
-        let aid = fit_aid_lad(&d, &AidLadParams::default(), &mut |_| {}).unwrap();
-        let ta = t0.elapsed().as_secs_f64();
-        let t0 = Instant::now();
-        let (_, full) = fit_lad(&d, true, None).unwrap();
-        let tf = t0.elapsed().as_secs_f64();
-        let its = &aid.run.iterations;
-        writeln!(
+        writeln!(md, "| n | m | r^0 | r^T | T | T_AID | T_full | Delta | rho | stop | paper (r^0 / r^T / T / T_AID / T_fn / Delta / rho) |").unwrap();
+        writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|").unwrap();
+        for (n, m, paper) in
+            PAPER_T2
+                .iter()
+                .map(|&(n, m, p)| (n, m, p))
+                .chain([(200_000usize, 50usize, "-")])
+        {
+            let d = lad_data(n, m, 1);
+            let t0 = Instant::now();
+            let aid = fit_aid_lad(&d, &AidLadParams::default(), &mut |_| {}).unwrap();
+            let ta = t0.elapsed().as_secs_f64();
+            let t0 = Instant::now();
+            let (_, full) = fit_lad(&d, true, None).unwrap();
+            let tf = t0.elapsed().as_secs_f64();
+            let its = &aid.run.iterations;
+            writeln!(
             md,
             "| {n} | {m} | {:.2}% | {:.2}% | {} | {ta:.2} | {tf:.2} | {:.1e} | {:.2} | {} | {paper} |",
             100.0 * its[0].r,
@@ -227,15 +232,15 @@ fn main() {
             aid.run.stop.as_str()
         )
         .unwrap();
-        eprintln!(
-            "LAD {n} x {m} done ({:.0} s)",
-            started.elapsed().as_secs_f64()
-        );
-    }
+            eprintln!(
+                "LAD {n} x {m} done ({:.0} s)",
+                started.elapsed().as_secs_f64()
+            );
+        }
 
-    // ---------------------------------------------------------------- Table 3 (SVM)
-    writeln!(md, "\n## Table 3-style rows: SVM, M = 0.1\n").unwrap();
-    writeln!(
+        // ---------------------------------------------------------------- Table 3 (SVM)
+        writeln!(md, "\n## Table 3-style rows: SVM, M = 0.1\n").unwrap();
+        writeln!(
         md,
         "Data: two overlapping classes (2/3 positive), m features uniform(-1.5, 1.5), the first two shifted \
          by +-0.8. Baseline: the full problem by our SMO (`marginkit train -t 0 -c 0.1`, eps 1e-3; LIBSVM's \
@@ -244,36 +249,36 @@ fn main() {
          (E_AID - E_full)/E_full.\n"
     )
     .unwrap();
-    writeln!(md, "| n | m | kernel | r^0 | r^T | T | T_AID | T_full | Delta | rho | stop | paper IBM (r^0 / r^T / T / T_AID / T_libsvm / Delta / rho) |").unwrap();
-    writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|").unwrap();
-    let lin = KernelParams {
-        kind: KernelKind::Linear,
-        ..KernelParams::default()
-    };
-    let mut rows: Vec<(usize, usize, Option<f64>, &str)> =
-        PAPER_T3.iter().map(|&(n, m, p)| (n, m, None, p)).collect();
-    rows.push((5_000, 10, Some(0.1), "- (the paper ran no kernel AID)"));
-    for (n, m, gamma, paper) in rows {
-        let d = svm_data(n, m, 2);
-        let params = AidSvmParams {
-            c: 0.1,
-            kernel: gamma.map(|g| KernelSpec::Rbf { gamma: g }),
-            ..AidSvmParams::default()
+        writeln!(md, "| n | m | kernel | r^0 | r^T | T | T_AID | T_full | Delta | rho | stop | paper IBM (r^0 / r^T / T / T_AID / T_libsvm / Delta / rho) |").unwrap();
+        writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|").unwrap();
+        let lin = KernelParams {
+            kind: KernelKind::Linear,
+            ..KernelParams::default()
         };
-        let t0 = Instant::now();
-        let aid = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
-        let ta = t0.elapsed().as_secs_f64();
-        let kp = match gamma {
-            Some(g) => KernelParams {
-                kind: KernelKind::Rbf,
-                gamma: Gamma::Value(g),
-                ..KernelParams::default()
-            },
-            None => lin,
-        };
-        let (full, tf) = full_svm(&d, kp, 0.1);
-        let its = &aid.run.iterations;
-        writeln!(
+        let mut rows: Vec<(usize, usize, Option<f64>, &str)> =
+            PAPER_T3.iter().map(|&(n, m, p)| (n, m, None, p)).collect();
+        rows.push((5_000, 10, Some(0.1), "- (the paper ran no kernel AID)"));
+        for (n, m, gamma, paper) in rows {
+            let d = svm_data(n, m, 2);
+            let params = AidSvmParams {
+                c: 0.1,
+                kernel: gamma.map(|g| KernelSpec::Rbf { gamma: g }),
+                ..AidSvmParams::default()
+            };
+            let t0 = Instant::now();
+            let aid = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
+            let ta = t0.elapsed().as_secs_f64();
+            let kp = match gamma {
+                Some(g) => KernelParams {
+                    kind: KernelKind::Rbf,
+                    gamma: Gamma::Value(g),
+                    ..KernelParams::default()
+                },
+                None => lin,
+            };
+            let (full, tf) = full_svm(&d, kp, 0.1);
+            let its = &aid.run.iterations;
+            writeln!(
             md,
             "| {n} | {m} | {} | {:.3}% | {:.2}% | {} | {ta:.2} | {tf:.2} | {:.1e} | {:.2} | {} | {paper} |",
             if gamma.is_some() { "RBF 0.1" } else { "linear" },
@@ -285,57 +290,57 @@ fn main() {
             aid.run.stop.as_str()
         )
         .unwrap();
-        eprintln!(
-            "SVM {n} x {m} done ({:.0} s)",
-            started.elapsed().as_secs_f64()
-        );
-    }
+            eprintln!(
+                "SVM {n} x {m} done ({:.0} s)",
+                started.elapsed().as_secs_f64()
+            );
+        }
 
-    // ---------------------------------------------------------------- Table 10 (trace)
-    writeln!(
-        md,
-        "\n## Table 10-style trace: linear AID-SVM, 50,000 x 30, M = 0.1\n"
-    )
-    .unwrap();
-    writeln!(
+        // ---------------------------------------------------------------- Table 10 (trace)
+        writeln!(
+            md,
+            "\n## Table 10-style trace: linear AID-SVM, 50,000 x 30, M = 0.1\n"
+        )
+        .unwrap();
+        writeln!(
         md,
         "Gap = (E_best - F_t)/E_best (the paper's §3.1 definition; its Table 10 divides by F_t, the last \
          column). F_t is the aggregated dual value (a certified lower bound). Training rate of the iterate \
          on the full data. Plot: `aid_trace.svg`.\n"
     )
     .unwrap();
-    let d = svm_data(50_000, 30, 3);
-    let params = AidSvmParams {
-        c: 0.1,
-        ..AidSvmParams::default()
-    };
-    let mut cum = 0.0;
-    let mut trace: Vec<IterRecord> = Vec::new();
-    let aid = fit_aid_svm(&d, &params, &mut |r| trace.push(*r)).unwrap();
-    writeln!(
-        md,
-        "| t | r^t | F_t | E_best | gap | iter s | cum s | gap / F_t |"
-    )
-    .unwrap();
-    writeln!(md, "|---|---|---|---|---|---|---|---|").unwrap();
-    for r in &trace {
-        cum += r.seconds;
+        let d = svm_data(50_000, 30, 3);
+        let params = AidSvmParams {
+            c: 0.1,
+            ..AidSvmParams::default()
+        };
+        let mut cum = 0.0;
+        let mut trace: Vec<IterRecord> = Vec::new();
+        let aid = fit_aid_svm(&d, &params, &mut |r| trace.push(*r)).unwrap();
         writeln!(
             md,
-            "| {} | {:.3}% | {:.4} | {:.4} | {:.2e} | {:.3} | {:.3} | {:.2e} |",
-            r.t,
-            100.0 * r.r,
-            r.bound_t,
-            r.best_objective,
-            r.gap,
-            r.seconds,
-            cum,
-            (r.best_objective - r.bound_t) / r.bound_t
+            "| t | r^t | F_t | E_best | gap | iter s | cum s | gap / F_t |"
         )
         .unwrap();
-    }
-    if let AidSvmModel::Linear(m) = &aid.model {
-        writeln!(
+        writeln!(md, "|---|---|---|---|---|---|---|---|").unwrap();
+        for r in &trace {
+            cum += r.seconds;
+            writeln!(
+                md,
+                "| {} | {:.3}% | {:.4} | {:.4} | {:.2e} | {:.3} | {:.3} | {:.2e} |",
+                r.t,
+                100.0 * r.r,
+                r.bound_t,
+                r.best_objective,
+                r.gap,
+                r.seconds,
+                cum,
+                (r.best_objective - r.bound_t) / r.bound_t
+            )
+            .unwrap();
+        }
+        if let AidSvmModel::Linear(m) = &aid.model {
+            writeln!(
             md,
             "\nFinal training rate {:.2}% (initial clustering {:.3} s, not in cum s). Paper (IBM, 1.3M x 342): \
              T = 8-9, r^T = 2.93-4.58%, gap < 0.1%, F_t non-decreasing; r^t roughly doubles while t <= 5.",
@@ -343,10 +348,11 @@ fn main() {
             aid.init_seconds
         )
         .unwrap();
+        }
+        let _ = std::fs::create_dir_all(&out_dir);
+        let _ = std::fs::write(format!("{out_dir}/aid_trace.svg"), trace_svg(&trace));
     }
-    let _ = std::fs::create_dir_all(&out_dir);
-    let _ = std::fs::write(format!("{out_dir}/aid_trace.svg"), trace_svg(&trace));
-
+    let s3_start = md.len();
     // ---------------------------------------------------------------- S3VM
     writeln!(
         md,
@@ -356,94 +362,138 @@ fn main() {
     writeln!(
         md,
         "AID1 = one aggregated MIQP solve (branch and bound, at most 2,000 nodes / 10 s) with the paper's \
-         fixed setting (M_l, M_u) = (5c, c), r^0 = 0.01, balance constraint; labels drawn at random (equal per \
-         class, 3 seeds; the rate is the mean over the seeds). Beside it: a linear SVM (C = 5c) on the \
-         labeled rows only. Our data are scikit-learn's digits (odd vs even, 1,797 x 64) and breast cancer \
-         (569 x 30), not the paper's benchmark sets; the paper's Table 8 (fixed parameters, Digit1: 83.4% at \
-         l = 10, 90.4% at l = 100; BCI: 51.2% / 69.1%) is quoted for the order of magnitude only.\n"
+         fixed setting (M_l, M_u) = (5c, c), r^0 = 0.01, and one of the paper's two unbalanced-data \
+         techniques (§4.3): the balance *constraint* (labels drawn at random, equal per class) or the balance \
+         *cost* (labels drawn at random from all rows, so the labeled classes follow the class frequencies; \
+         the minority's M_l is multiplied by n_majority / n_minority, the digest's P16 correction of the \
+         printed formula). 3 seeds; the rate is the mean over the seeds. Beside it: a linear SVM (C = 5c) on \
+         the labeled rows only. Our data are scikit-learn's digits (odd vs even, 1,797 x 64) and breast \
+         cancer (569 x 30, 63% / 37%), not the paper's benchmark sets; the paper's Table 8 (fixed \
+         parameters; balance constraint for Digit1: 83.4% at l = 10, 90.4% at l = 100; balance cost for \
+         BCI: 51.2% / 69.1%) is quoted for the order of magnitude only.\n"
     )
     .unwrap();
-    writeln!(md, "| data | l | c | AID1 rate | supervised SVM on labeled rows | aggregated B&B optimal (runs) | seconds (mean) |").unwrap();
-    writeln!(md, "|---|---|---|---|---|---|---|").unwrap();
+    writeln!(md, "| data | technique | l | c | AID1 rate | supervised SVM on labeled rows | aggregated B&B optimal (runs) | seconds (mean) |").unwrap();
+    writeln!(md, "|---|---|---|---|---|---|---|---|").unwrap();
     for name in ["digits_oe", "breast_cancer"] {
         let path = format!("{data_dir}/clf/{name}.scale.svm");
         let Ok(full) = read_libsvm_path(&path, &ReadOptions::default()) else {
-            writeln!(md, "| {name} | - | - | data not found at {path} | | | |").unwrap();
+            writeln!(
+                md,
+                "| {name} | - | - | - | data not found at {path} | | | |"
+            )
+            .unwrap();
             continue;
         };
-        for l in [10usize, 100] {
-            for c in [1.0, 0.01] {
-                let (mut rate, mut sup, mut opt, mut secs) = (0.0, 0.0, 0, 0.0);
-                let seeds = 3u64;
-                for seed in 0..seeds {
-                    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-                    let mut idx: Vec<usize> = (0..full.len()).collect();
-                    for i in (1..idx.len()).rev() {
-                        idx.swap(i, rng.gen_range(0..=i));
-                    }
-                    let (mut kp, mut kn) = (0, 0);
-                    let mut d = full.clone();
-                    let mut labeled = Vec::new();
-                    for &i in &idx {
-                        if full.y[i] > 0.0 && kp < l / 2 {
-                            kp += 1;
-                            labeled.push(i);
-                        } else if full.y[i] < 0.0 && kn < l / 2 {
-                            kn += 1;
-                            labeled.push(i);
-                        } else {
-                            d.y[i] = 0.0;
+        for technique in ["constraint", "cost"] {
+            for l in [10usize, 100] {
+                for c in [1.0, 0.01] {
+                    let (mut rate, mut sup, mut opt, mut secs) = (0.0, 0.0, 0, 0.0);
+                    let seeds = 3u64;
+                    for seed in 0..seeds {
+                        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+                        let mut idx: Vec<usize> = (0..full.len()).collect();
+                        for i in (1..idx.len()).rev() {
+                            idx.swap(i, rng.gen_range(0..=i));
                         }
+                        let (mut kp, mut kn) = (0, 0);
+                        let mut d = full.clone();
+                        let mut labeled = Vec::new();
+                        if technique == "constraint" {
+                            for &i in &idx {
+                                if full.y[i] > 0.0 && kp < l / 2 {
+                                    kp += 1;
+                                    labeled.push(i);
+                                } else if full.y[i] < 0.0 && kn < l / 2 {
+                                    kn += 1;
+                                    labeled.push(i);
+                                } else {
+                                    d.y[i] = 0.0;
+                                }
+                            }
+                        } else {
+                            // The first l shuffled rows; if they hold one class only, the last of
+                            // them is replaced by the first row of the other class.
+                            labeled = idx[..l].to_vec();
+                            let first = full.y[labeled[0]];
+                            if labeled.iter().all(|&i| full.y[i] == first) {
+                                if let Some(&o) = idx[l..].iter().find(|&&i| full.y[i] != first) {
+                                    labeled[l - 1] = o;
+                                }
+                            }
+                            for i in 0..d.len() {
+                                if !labeled.contains(&i) {
+                                    d.y[i] = 0.0;
+                                }
+                            }
+                        }
+                        let params = AidS3vmParams {
+                            c_labeled: 5.0 * c,
+                            c_unlabeled: c,
+                            balance: technique == "constraint",
+                            balance_cost: technique == "cost",
+                            seed,
+                            bnb: marginkit::aid::s3vm::BnbLimits {
+                                max_nodes: 2_000,
+                                time_limit: Some(std::time::Duration::from_secs(10)),
+                                rel_gap: 1e-6,
+                            },
+                            ..AidS3vmParams::default()
+                        };
+                        let t0 = Instant::now();
+                        let s3 = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
+                        secs += t0.elapsed().as_secs_f64();
+                        let unl: Vec<usize> = (0..d.len()).filter(|&i| d.y[i] == 0.0).collect();
+                        let truth: Vec<f64> = unl.iter().map(|&i| full.y[i]).collect();
+                        rate += accuracy(&s3.unlabeled_predictions, &truth);
+                        opt += usize::from(s3.run.best.bnb_optimal);
+                        // Supervised baseline on the labeled rows.
+                        let sub = full.subset(&labeled);
+                        let lin = KernelParams {
+                            kind: KernelKind::Linear,
+                            ..KernelParams::default()
+                        };
+                        let sp = SvmParams::new().kernel(lin).c(5.0 * c).check().unwrap();
+                        let (m, _) = fit(&sp, &sub, &mut NoObserver).unwrap();
+                        let pred = m.predict(&full.x.select_rows(&unl)).unwrap();
+                        sup += accuracy(&pred, &truth);
                     }
-                    let params = AidS3vmParams {
-                        c_labeled: 5.0 * c,
-                        c_unlabeled: c,
-                        balance: true,
-                        seed,
-                        bnb: marginkit::aid::s3vm::BnbLimits {
-                            max_nodes: 2_000,
-                            time_limit: Some(std::time::Duration::from_secs(10)),
-                            rel_gap: 1e-6,
-                        },
-                        ..AidS3vmParams::default()
-                    };
-                    let t0 = Instant::now();
-                    let s3 = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
-                    secs += t0.elapsed().as_secs_f64();
-                    let unl: Vec<usize> = (0..d.len()).filter(|&i| d.y[i] == 0.0).collect();
-                    let truth: Vec<f64> = unl.iter().map(|&i| full.y[i]).collect();
-                    rate += accuracy(&s3.unlabeled_predictions, &truth);
-                    opt += usize::from(s3.run.best.bnb_optimal);
-                    // Supervised baseline on the labeled rows.
-                    let sub = full.subset(&labeled);
-                    let sp = SvmParams::new().kernel(lin).c(5.0 * c).check().unwrap();
-                    let (m, _) = fit(&sp, &sub, &mut NoObserver).unwrap();
-                    let pred = m.predict(&full.x.select_rows(&unl)).unwrap();
-                    sup += accuracy(&pred, &truth);
-                }
-                let k = seeds as f64;
-                writeln!(
+                    let k = seeds as f64;
+                    writeln!(
                     md,
-                    "| {name} | {l} | {c} | {:.1}% | {:.1}% | {opt}/{seeds} | {:.2} |",
+                    "| {name} | {technique} | {l} | {c} | {:.1}% | {:.1}% | {opt}/{seeds} | {:.2} |",
                     100.0 * rate / k,
                     100.0 * sup / k,
                     secs / k
                 )
                 .unwrap();
-                eprintln!(
-                    "S3VM {name} l={l} c={c} done ({:.0} s)",
-                    started.elapsed().as_secs_f64()
-                );
+                    eprintln!(
+                        "S3VM {name} {technique} l={l} c={c} done ({:.0} s)",
+                        started.elapsed().as_secs_f64()
+                    );
+                }
             }
         }
     }
     writeln!(
         md,
         "\nAID-S3VM is a heuristic: the paper's Prop. 5 is false (digest §4.8; `tests/aid_s3vm.rs` \
-         `prop5_counterexample`). Total run time of this example: {:.0} s.",
+         `prop5_counterexample`). {} {:.0} s.",
+        if s3vm_only {
+            "This section was re-run alone (`cargo run --release -p marginkit --example aid_repro -- \
+             /work/shared/data docs/repro s3vm`); the sections above are from the previous full run. Its run time:"
+        } else {
+            "Total run time of this example:"
+        },
         started.elapsed().as_secs_f64()
     )
     .unwrap();
-    std::fs::write(format!("{out_dir}/aid.md"), md).unwrap();
+    let path = format!("{out_dir}/aid.md");
+    if s3vm_only {
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        let keep = old.find("\n## S3VM").map_or(old.as_str(), |at| &old[..at]);
+        md = format!("{keep}\n{}", &md[s3_start..]);
+    }
+    std::fs::write(&path, md).unwrap();
     eprintln!("wrote {out_dir}/aid.md");
 }

@@ -239,3 +239,67 @@ fn bad_input_is_an_error() {
     let mixed = Clusters::from_assignment(&[0, 0, 1, 1, 1, 1, 1, 1, 1], 2);
     assert!(fit_aid_s3vm_from(&d, &AidS3vmParams::default(), mixed, &mut |_| {}).is_err());
 }
+
+/// Balance cost (the second unbalanced-data technique): the reported objective is the full
+/// problem's objective with the minority's labeled rows weighted `n_majority / n_minority`, checked
+/// by an independent evaluation of that objective at the returned model.
+#[test]
+fn balance_cost_weights_the_minority() {
+    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "data", "heart_scale"]
+        .iter()
+        .collect();
+    let mut d = read_libsvm_path(p, &ReadOptions::default()).unwrap();
+    // 12 labeled positives, 3 labeled negatives, the rest unlabeled.
+    let (mut kp, mut kn) = (0, 0);
+    for v in d.y.iter_mut() {
+        if *v > 0.0 && kp < 12 {
+            kp += 1;
+        } else if *v < 0.0 && kn < 3 {
+            kn += 1;
+        } else {
+            *v = 0.0;
+        }
+    }
+    let params = AidS3vmParams {
+        c_labeled: 0.05,
+        c_unlabeled: 0.01,
+        balance_cost: true,
+        ..AidS3vmParams::default()
+    };
+    let fit = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
+    let inst = full_instance(&d, 0.05, 0.01, false)
+        .unwrap()
+        .with_balance_cost();
+    // The positive class is labels()[0] iff it comes first in the file's class order.
+    let minority: Vec<f64> = inst
+        .label
+        .iter()
+        .zip(&inst.cost)
+        .filter(|(&l, _)| l != 0)
+        .map(|(_, &c)| c)
+        .collect();
+    assert_eq!(
+        minority
+            .iter()
+            .filter(|&&c| (c - 0.2).abs() < 1e-12)
+            .count(),
+        3
+    );
+    assert_eq!(
+        minority
+            .iter()
+            .filter(|&&c| (c - 0.05).abs() < 1e-12)
+            .count(),
+        12
+    );
+    let wb = fit.model.weights(0);
+    let (w, b) = wb.split_at(wb.len() - 1);
+    let e = inst.objective(w, b[0]);
+    assert!(
+        (e - fit.run.best_objective).abs() <= 1e-9 * e.abs().max(1.0),
+        "{e} vs {}",
+        fit.run.best_objective
+    );
+    let plain = full_instance(&d, 0.05, 0.01, false).unwrap();
+    assert!(plain.objective(w, b[0]) < e);
+}

@@ -16,13 +16,22 @@
 //! `|u_B| <= 1` (then `u` is dual feasible and `y'u = sum |r_i|`: zero duality gap). The fit
 //! reports whether it was certified; an uncertified vertex is used only if it is no worse.
 //!
+//! **Zero residuals (rounding).** A row off the basis with `|r_i| <= tau (1 + |y_i| + |xt_i beta|)`,
+//! `tau = 1e-10` (`ZERO_RTOL`), lies on the fit up to rounding: its dual value may be anything in
+//! `[-1, 1]`. The test takes for those rows, in turn, the interior point's dual value (clamped
+//! to `[-1, 1]`; it balances the rows off the fit), `u_i = 0`, then `u_i = sign(r_i)`; the
+//! certified lower bound is the computed dual value `y'u` (it differs from `sum |r_i|` only by
+//! the zero rows' residuals). Degenerate vertices with many points on the fit (or large `|y|`,
+//! where `r_i` of a point on the fit is `~1e-16 |y_i|`, not 0) are therefore certified instead
+//! of being rejected; before this rule any such row made the vertex "uncertified".
+//!
 //! # AID-LAD (§3.1)
 //!
 //! | paper                              | code |
 //! |------------------------------------|------|
 //! | `x_k^t, y_k^t` (centroids)         | cluster sums (the weighted problem (3) is the unweighted LAD on the sums: `|C_k| |y_k - x_k b| = |sum y - (sum x) b|`) |
 //! | `F^t`                              | the aggregated LP's optimum (certified vertex: exact; else clarabel's dual value) |
-//! | `r_i = y_i - x_i beta`             | side code `1` if `r_i > eps_i`, else `0` (split `r > 0` / `r <= 0`) |
+//! | `r_i = y_i - x_i beta`             | side code `1` if `r_i > eps_i`, else `0` (split `r > 0` / `r <= 0`); `eps_i = tau (1 + |y_i| + |x_i beta|)`, the same `tau` |
 //!
 //! Prop. 1: if every cluster's residuals have one sign, `beta^t` is optimal and `E^t = F^t`.
 //! Prop. 2: `F^t` is non-decreasing and a lower bound on `E*` (any aggregated dual point is a
@@ -212,12 +221,12 @@ impl Design for FeatureDesign<'_> {
 }
 
 /// The LP by clarabel (the fallback when the dedicated interior point does not converge):
-/// returns `(beta, dual value, iterations)`.
+/// returns `(beta, dual value, iterations, dual point u)`.
 fn solve_clarabel(
     design: &dyn Design,
     y: &[f64],
     time_limit: Option<Duration>,
-) -> Result<(Vec<f64>, f64, u32), FitError> {
+) -> Result<(Vec<f64>, f64, u32, Vec<f64>), FitError> {
     let (n, p) = (design.n(), design.p());
     // A = [Xt'; I; -I] (p + 2n rows, n columns), b = [0; 1; 1].
     let mut colptr = Vec::with_capacity(n + 1);
@@ -280,7 +289,7 @@ fn solve_clarabel(
         }
         .into());
     }
-    Ok((beta_ip, -sol.obj_val, sol.iterations))
+    Ok((beta_ip, -sol.obj_val, sol.iterations, sol.x.clone()))
 }
 
 /// Solves the LAD problem on the rows of `design` with targets `y` exactly (see module docs).
@@ -293,10 +302,11 @@ fn solve_design(
     if n == 0 {
         return Err(DataError::Empty.into());
     }
-    let ((beta_ip, dual_value, ip_iterations), solver) = match ipm::solve(design, y, time_limit) {
-        Some(r) => (r, LpSolver::FrischNewton),
-        None => (solve_clarabel(design, y, time_limit)?, LpSolver::Clarabel),
-    };
+    let ((beta_ip, dual_value, ip_iterations, u_ip), solver) =
+        match ipm::solve(design, y, time_limit) {
+            Some(r) => (r, LpSolver::FrischNewton),
+            None => (solve_clarabel(design, y, time_limit)?, LpSolver::Clarabel),
+        };
     let obj_of = |beta: &[f64]| det_sum(n, |i| (y[i] - design.dot(i, beta)).abs());
     let ip_obj = obj_of(&beta_ip);
     let mut best = LadSolution {
@@ -307,22 +317,33 @@ fn solve_design(
         ip_iterations,
         solver,
     };
-    if let Some((beta_v, certified)) = polish(design, y, &beta_ip) {
+    if let Some((beta_v, bound)) = polish(design, y, &beta_ip, &u_ip) {
         let v_obj = obj_of(&beta_v);
-        if certified || v_obj <= ip_obj {
+        if bound.is_some() || v_obj <= ip_obj {
             best.beta = beta_v;
             best.objective = v_obj;
-            best.certified = certified;
-            if certified {
-                best.lower_bound = v_obj;
+            best.certified = bound.is_some();
+            if let Some(b) = bound {
+                // `y'u` equals `v_obj` minus the zero residuals' share (rounding level).
+                best.lower_bound = b.min(v_obj);
             }
         }
     }
     Ok(best)
 }
 
-/// Moves `beta` to a vertex (see module docs); returns it and whether it is certified optimal.
-fn polish(design: &dyn Design, y: &[f64], beta: &[f64]) -> Option<(Vec<f64>, bool)> {
+/// Relative tolerance under which a residual counts as zero in the vertex certificate and the
+/// AID side test (see module docs).
+const ZERO_RTOL: f64 = 1e-10;
+
+/// Moves `beta` to a vertex (see module docs); returns it and, when certified optimal, the value
+/// `y'u` of the dual feasible point that certifies it.
+fn polish(
+    design: &dyn Design,
+    y: &[f64],
+    beta: &[f64],
+    u_ip: &[f64],
+) -> Option<(Vec<f64>, Option<f64>)> {
     let (n, p) = (design.n(), design.p());
     if p == 0 || n < p {
         return None;
@@ -381,28 +402,52 @@ fn polish(design: &dyn Design, y: &[f64], beta: &[f64]) -> Option<(Vec<f64>, boo
         .into_par_iter()
         .map(|i| y[i] - design.dot(i, &beta_v))
         .collect();
-    let scale = y.iter().fold(0.0f64, |a, v| a.max(v.abs())).max(1.0);
-    let mut rhs = vec![0.0; p];
-    let mut degenerate = false;
-    for i in 0..n {
-        if in_basis[i] {
-            continue;
+    // Zero residuals (on the fit up to rounding, see module docs): `|r_i| <= ZERO_RTOL (1 + |y_i|
+    // + |xt_i beta|)`. Their dual value may be anything in [-1, 1]; try the interior point's dual
+    // value (clamped) first, then `u_i = 0`, then the sign of the (rounding-level) residual.
+    let zero: Vec<bool> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            !in_basis[i] && rv[i].abs() <= ZERO_RTOL * (1.0 + y[i].abs() + (y[i] - rv[i]).abs())
+        })
+        .collect();
+    for attempt in 0..3 {
+        let mut rhs = vec![0.0; p];
+        let mut u = vec![0.0; n];
+        for i in 0..n {
+            if in_basis[i] || (zero[i] && attempt == 1) {
+                continue;
+            }
+            let s = if zero[i] && attempt == 0 {
+                u_ip.get(i).map_or(0.0, |v| v.clamp(-1.0, 1.0))
+            } else if rv[i] > 0.0 {
+                1.0
+            } else if rv[i] < 0.0 {
+                -1.0
+            } else {
+                0.0
+            };
+            u[i] = s;
+            if s != 0.0 {
+                design.for_each(i, &mut |j, a| rhs[j] -= s * a);
+            }
         }
-        let s = if rv[i] > 1e-12 * scale {
-            1.0
-        } else if rv[i] < -1e-12 * scale {
-            -1.0
-        } else {
-            degenerate = true;
-            0.0
+        let Some(ub) = lu_solve(&xb, p, &rhs, true) else {
+            return Some((beta_v, None));
         };
-        if s != 0.0 {
-            design.for_each(i, &mut |j, a| rhs[j] -= s * a);
+        if ub.iter().all(|v| v.abs() <= 1.0 + 1e-9) {
+            // A dual feasible point: its value `y'u` is the certified lower bound.
+            for (k, &i) in basis.iter().enumerate() {
+                u[i] = ub[k].clamp(-1.0, 1.0);
+            }
+            let bound = det_sum(n, |i| y[i] * u[i]);
+            return Some((beta_v, Some(bound)));
+        }
+        if !zero.iter().any(|&z| z) {
+            break;
         }
     }
-    let ub = lu_solve(&xb, p, &rhs, true);
-    let certified = !degenerate && ub.is_some_and(|u| u.iter().all(|v| v.abs() <= 1.0 + 1e-9));
-    Some((beta_v, certified))
+    Some((beta_v, None))
 }
 
 /// Solves `A z = b` (or `A' z = b` with `transpose`) for a dense row-major `p x p` matrix by LU
@@ -608,7 +653,7 @@ impl AidProblem for LadProblem<'_> {
                     let i = c * CHUNK + o;
                     let pred = design.dot(i, beta);
                     let r = y[i] - pred;
-                    let eps = 1e-10 * (1.0 + y[i].abs() + pred.abs());
+                    let eps = ZERO_RTOL * (1.0 + y[i].abs() + pred.abs());
                     *sd = u8::from(r > eps);
                     acc += r.abs();
                 }
@@ -908,7 +953,7 @@ mod ipm {
         design: &dyn Design,
         y: &[f64],
         time_limit: Option<Duration>,
-    ) -> Option<(Vec<f64>, f64, u32)> {
+    ) -> Option<(Vec<f64>, f64, u32, Vec<f64>)> {
         let start = Instant::now();
         let (n, p) = (design.n(), design.p());
         if p == 0 {
@@ -954,10 +999,11 @@ mod ipm {
             if converged || time_limit.is_some_and(|t| start.elapsed() >= t) {
                 let beta: Vec<f64> = g.iter().map(|v| -v).collect();
                 let value = dsum(n, |i| y[i] * (2.0 * x[i] - 1.0));
+                let u: Vec<f64> = x.iter().map(|a| 2.0 * a - 1.0).collect();
                 return beta
                     .iter()
                     .all(|v| v.is_finite())
-                    .then_some((beta, value, iter));
+                    .then_some((beta, value, iter, u));
             }
             let theta: Vec<f64> = (0..n)
                 .into_par_iter()
@@ -1044,9 +1090,9 @@ mod tests {
                     + rng.gen_range(-1.0f64..1.0).powi(3) * 10.0;
             }
             let d = DenseDesign { v: &v, p };
-            let (b1, _, it) = ipm::solve(&d, &y, None).expect("converges");
+            let (b1, _, it, _) = ipm::solve(&d, &y, None).expect("converges");
             assert!(it < 100);
-            let (b2, _, _) = solve_clarabel(&d, &y, None).unwrap();
+            let (b2, _, _, _) = solve_clarabel(&d, &y, None).unwrap();
             let obj = |b: &[f64]| (0..n).map(|i| (y[i] - d.dot(i, b)).abs()).sum::<f64>();
             let (o1, o2) = (obj(&b1), obj(&b2));
             assert!((o1 - o2).abs() <= 1e-8 * o2, "{o1} vs {o2}");

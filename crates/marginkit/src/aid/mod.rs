@@ -30,6 +30,16 @@
 //! is the largest `F^s` seen; with exact aggregated solves it is non-decreasing by itself
 //! (Props 2 and 4); taking the maximum keeps the reported gap valid when a solve is inexact.
 //!
+//! **Certificate tolerance.** When every cluster is uniform, Props 1/3 give `E^t = F^t` in exact
+//! arithmetic; in floating point `E^t` (a sum over `n` rows) and the lower bound (an aggregated
+//! dual value, exact vertex certificate or the interior point's dual value, which stops at a
+//! relative duality gap of `1e-11`) differ by rounding. The run is reported [`StopReason::Optimal`]
+//! when the relative gap is at most `max(gap_tol, CERT_GAP_RTOL)`, `CERT_GAP_RTOL = 1e-10`: the
+//! returned objective is then within `1e-10` (relative) of a valid lower bound, i.e. of the full
+//! optimum. A uniform partition with a larger gap (or no lower bound, as for S3VM) stops with
+//! [`StopReason::NoSplit`]: nothing is left to split but the bound does not certify optimality
+//! (the gap is in the last [`IterRecord`]).
+//!
 //! # Cost per iteration
 //!
 //! One aggregated solve on `|K^t|` rows, one pass over the `n` rows (prediction, side code,
@@ -49,6 +59,7 @@
 //! Proven Optimality in Machine Learning" (arXiv preprint, February 2016).
 
 pub mod cluster;
+mod ksums;
 pub mod lad;
 pub mod s3vm;
 pub mod svm;
@@ -56,6 +67,9 @@ pub mod svm;
 use std::time::{Duration, Instant};
 
 use cluster::Clusters;
+
+/// Relative gap accepted as rounding when every cluster is uniform (see the module docs).
+pub const CERT_GAP_RTOL: f64 = 1e-10;
 
 use crate::error::FitError;
 
@@ -117,7 +131,8 @@ impl Default for AidSettings {
 /// Why the loop stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
-    /// Every cluster was uniform and the relative gap is within `max(gap_tol, 1e-12)`: optimal.
+    /// Every cluster was uniform and the relative gap is within `max(gap_tol, CERT_GAP_RTOL)`
+    /// (`1e-10`, rounding; see the module docs): optimal.
     Optimal,
     /// Every cluster was uniform (nothing left to split) but the gap is above `gap_tol` or no
     /// lower bound exists (heuristic subproblems such as S3VM): NOT a certificate of optimality.
@@ -240,8 +255,8 @@ pub fn run<P: AidProblem>(
             seconds: 0.0,
         };
         let stop = if violating == 0 {
-            // Rounding in `E - F` leaves ~1e-16 relative: accept 1e-12 even with gap_tol = 0.
-            if has_bound && gap <= settings.gap_tol.max(1e-12) {
+            // Rounding in `E - F` (see "Certificate tolerance" above).
+            if has_bound && gap <= settings.gap_tol.max(CERT_GAP_RTOL) {
                 Some(StopReason::Optimal)
             } else {
                 Some(StopReason::NoSplit)

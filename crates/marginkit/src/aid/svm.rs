@@ -20,7 +20,12 @@
 //!   parameter `linear_engine: AidLinearEngine::Dcd` / CLI `--engine dcd` forces DCD for comparison);
 //! * kernel: `Q_kq = y_k y_q mean_{i in C_k, j in C_q} K(x_i, x_j)` (the inner product of the
 //!   feature-space centroids), solved by [`smo::solve`] on a [`DenseQ`]. The cluster-pair sums
-//!   `S_kq` are kept between iterations; only pairs touching a split cluster are recomputed.
+//!   `S_kq` are kept between iterations and updated through cluster kernel rows
+//!   `V_k(j) = sum_{i in C_k} K(x_i, x_j)`: when `a` splits, only its smaller children's rows are
+//!   computed and every other entry follows from `S_a. = sum over children` (see
+//!   `update_gram`); rows `V_k` are stored (f32, up to 1 GiB, support clusters first) so that the larger child's row is
+//!   `V_a - V_small` and the decision values are `f(x_j) = sum_k coef_k V_k(j) + b` without new
+//!   kernel values.
 //!
 //! The lower bound is the aggregated *dual* value `e'a - 1/2 a'Qa` recomputed in f64: any
 //! feasible `a` bounds `F^t` from below, and `F^t <= E*` (convexity of the hinge, Prop. 4), so the
@@ -41,10 +46,11 @@
 //!
 //! # Cost per iteration
 //!
-//! Linear: one DCD solve on `K` centroids plus `O(nnz)`. Kernel: `O(n * rows in split clusters)`
-//! kernel evaluations for the Gram sums, `O(n * rows in support clusters)` for the decision
-//! values, one SMO solve on `K` variables: kernel AID costs `O(n^2)` kernel evaluations per
-//! iteration in the worst case (the paper never ran it, digest P18).
+//! Linear: one DCD solve on `K` centroids plus `O(nnz)`. Kernel: the first iteration computes
+//! every `V_k` (`n^2` kernel values, vectorized); later ones `n * (rows in the smaller children of
+//! split clusters)` kernel values plus `O(n K)` for the sums and decision values (more when the
+//! row budget is exhausted: missing support rows are recomputed), and one SMO solve on `K`
+//! variables with a dense `K x K` matrix (the paper never ran kernel AID, digest P18).
 //!
 //! Warm start: a split cluster's children start from `a_parent |C_child| / |C_parent|` (inside
 //! their boxes, the equality unchanged).
@@ -58,6 +64,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
+use super::ksums::KernelSums;
 use super::{run, Aggregated, AidProblem, AidRun, AidSettings, IterRecord};
 use crate::data::{ops, Dataset, DenseMatrix, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
@@ -126,6 +133,9 @@ pub struct SvmSolution {
     pub expansion: Vec<(u32, f64)>,
     /// `|w|^2` (for kernels `a'Qa`).
     pub w_sq: f64,
+    /// Kernel only: `sum_i coef_i K(x_i, x_j)` (without `b`) for every training row `j`, from
+    /// the cluster kernel rows (empty for a linear model).
+    pub decision: Vec<f64>,
 }
 
 /// The fitted model: an ordinary marginkit model.
@@ -178,22 +188,6 @@ pub(crate) fn binary_signs(data: &Dataset) -> Result<(Vec<f64>, Vec<i8>), FitErr
     Ok((labels, y))
 }
 
-fn kernel_rows(x: &Features, k: KernelSpec) -> impl Fn(usize, usize) -> f64 + Sync + '_ {
-    let norms: Vec<f64> = if k.needs_norms() {
-        (0..x.n_rows()).map(|i| ops::sq_norm(x.row(i))).collect()
-    } else {
-        Vec::new()
-    };
-    move |i, j| {
-        let d = ops::dot(x.row(i), x.row(j));
-        if norms.is_empty() {
-            k.from_dot(d, 0.0, 0.0)
-        } else {
-            k.from_dot(d, norms[i], norms[j])
-        }
-    }
-}
-
 struct SvmProblem<'a> {
     data: &'a Dataset,
     y: Vec<i8>,
@@ -202,9 +196,16 @@ struct SvmProblem<'a> {
     tol: f64,
     seed: u64,
     engine: AidLinearEngine,
-    /// Kernel only: cluster-pair sums `S_kq` of the previous iteration and the cluster sizes.
+    /// Kernel only: the kernel row-sum primitive.
+    ks: Option<KernelSums<'a>>,
+    /// Kernel only: cluster-pair sums `S_kq` of the previous iteration (row-major `K x K`).
     gram: Vec<f64>,
+    /// Cluster sizes of the previous iteration.
     sizes: Vec<usize>,
+    /// Kernel only: stored cluster kernel rows `V_k = sum_{i in C_k} K(x_i, .)` (length n), at
+    /// most `max_vrows` of them, in f32 like the kernel cache (sums and subtractions in f64).
+    vrows: Vec<Option<Vec<f32>>>,
+    max_vrows: usize,
 }
 
 impl SvmProblem<'_> {
@@ -242,62 +243,171 @@ impl SvmProblem<'_> {
             .collect()
     }
 
-    /// Updates `self.gram` (cluster-pair kernel sums) for the new clusters.
-    fn update_gram(&mut self, clusters: &Clusters, parent: Option<&[usize]>, kern: KernelSpec) {
-        let k = clusters.len();
-        let old_k = self.sizes.len();
-        // A cluster is unchanged when its parent has a single child.
-        let mut children = vec![0usize; old_k];
-        let unchanged: Vec<Option<usize>> = match parent {
-            Some(par) if par.len() == k && old_k > 0 => {
-                par.iter().for_each(|&p| children[p] += 1);
-                par.iter()
-                    .map(|&p| (children[p] == 1).then_some(p))
-                    .collect()
-            }
-            _ => vec![None; k],
+    /// Updates `self.gram` (the cluster-pair kernel sums `S_kq`) and the stored cluster kernel
+    /// rows for the new clusters.
+    ///
+    /// A split cluster `a` has children `ch(a)`; all but its largest child `L(a)` are *computed*:
+    /// their row `V_c` costs `n |C_c|` kernel values and gives `S_cq = sum_{j in C_q} V_c(j)` for
+    /// every new `q`. Every other new cluster (`L(a)`, or an unchanged cluster, `a` itself) is
+    /// derived without kernel values: with old clusters `a = par(u)`, `b = par(v)`,
+    /// `S_uv = S_ab - sum_{c in Comp(a)} sum_{y in ch(b)} S_cy - sum_{c' in Comp(b)} S_uc'`,
+    /// since `S_ab` is the sum of `S_xy` over all child pairs. `V_L(a) = V_a - sum V_c` when
+    /// `V_a` is stored. Without a parent map every cluster is computed (`n^2` kernel values).
+    fn update_gram(&mut self, clusters: &Clusters, parent: Option<&[usize]>) {
+        let Some(ks) = self.ks.as_ref() else {
+            return;
         };
-        let x = &self.data.x;
-        let kv = kernel_rows(x, kern);
+        let k = clusters.len();
         let n = self.data.len();
-        // Row sums v_a(j) = sum_{i in C_a} K(x_i, x_j) for every changed cluster a, folded into
-        // S_aq = sum_{j in C_q} v_a(j): O(n |C_a|) kernel values per changed cluster.
-        let changed: Vec<usize> = (0..k).filter(|&a| unchanged[a].is_none()).collect();
-        let rows: Vec<(usize, Vec<f64>)> = changed
-            .par_iter()
-            .map(|&a| {
-                let mem = clusters.members(a);
-                let mut v = vec![0.0; n];
-                for (j, vj) in v.iter_mut().enumerate() {
-                    let mut s = 0.0;
-                    for &i in mem {
-                        s += kv(i as usize, j);
+        let old_k = self.sizes.len();
+        let par = parent.filter(|p| p.len() == k && old_k > 0 && self.gram.len() == old_k * old_k);
+        let mut cl = vec![0u32; n];
+        for c in 0..k {
+            for &i in clusters.members(c) {
+                cl[i as usize] = c as u32;
+            }
+        }
+        // Children of every old cluster, and whether a new cluster is computed.
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); old_k];
+        let mut computed = vec![true; k];
+        if let Some(par) = par {
+            for (c, &a) in par.iter().enumerate() {
+                children[a].push(c);
+            }
+            for ch in &children {
+                let Some(&first) = ch.first() else {
+                    continue;
+                };
+                let mut largest = first;
+                for &c in &ch[1..] {
+                    if clusters.size(c) > clusters.size(largest) {
+                        largest = c;
                     }
-                    *vj = s;
                 }
-                let srow: Vec<f64> = (0..k)
-                    .map(|q| clusters.members(q).iter().map(|&j| v[j as usize]).sum())
-                    .collect();
-                (a, srow)
-            })
-            .collect();
+                computed[largest] = false;
+            }
+        }
+        let mut old_rows = std::mem::take(&mut self.vrows);
+        let mut vrows: Vec<Option<Vec<f32>>> = vec![None; k];
+        let mut stored = 0usize;
         let mut g = vec![0.0; k * k];
-        for a in 0..k {
-            if let Some(pa) = unchanged[a] {
-                for q in 0..k {
-                    if let Some(pq) = unchanged[q] {
-                        g[a * k + q] = self.gram[pa * old_k + pq];
+        // tc[c][b] = sum_{y in ch(b)} S_cy for computed c (only needed with a parent map).
+        let mut tc: Vec<Vec<f64>> = vec![Vec::new(); k];
+        // Old clusters in order; without a parent map one pseudo-parent holds everything.
+        let groups: Vec<Vec<usize>> = match par {
+            Some(_) => children.clone(),
+            None => vec![(0..k).collect()],
+        };
+        for (a, ch) in groups.iter().enumerate() {
+            let mut parent_row = par.and_then(|_| old_rows.get_mut(a).and_then(Option::take));
+            for &c in ch.iter().filter(|&&c| computed[c]) {
+                let mut v = vec![0.0; n];
+                ks.weighted(clusters.members(c), None, &mut v);
+                let mut srow = vec![0.0; k];
+                for (j, &vj) in v.iter().enumerate() {
+                    srow[cl[j] as usize] += vj;
+                }
+                for (q, &sv) in srow.iter().enumerate() {
+                    g[c * k + q] = sv;
+                    g[q * k + c] = sv;
+                }
+                if let Some(par) = par {
+                    let mut t = vec![0.0; old_k];
+                    for (q, &sv) in srow.iter().enumerate() {
+                        t[par[q]] += sv;
+                    }
+                    tc[c] = t;
+                }
+                if let Some(pr) = parent_row.as_mut() {
+                    pr.iter_mut()
+                        .zip(&v)
+                        .for_each(|(p, &x)| *p = (f64::from(*p) - x) as f32);
+                }
+                if stored < self.max_vrows {
+                    vrows[c] = Some(v.iter().map(|&x| x as f32).collect());
+                    stored += 1;
+                }
+            }
+            if par.is_some() {
+                if let (Some(pr), Some(&u)) = (parent_row, ch.iter().find(|&&c| !computed[c])) {
+                    if stored < self.max_vrows {
+                        vrows[u] = Some(pr);
+                        stored += 1;
                     }
                 }
             }
         }
-        for (a, srow) in rows {
-            for q in 0..k {
-                g[a * k + q] = srow[q];
-                g[q * k + a] = srow[q];
+        if let Some(par) = par {
+            let unc: Vec<usize> = (0..k).filter(|&c| !computed[c]).collect();
+            for &u in &unc {
+                let a = par[u];
+                for &v in &unc {
+                    let b = par[v];
+                    let mut s = self.gram[a * old_k + b];
+                    for &c in children[a].iter().filter(|&&c| computed[c]) {
+                        s -= tc[c][b];
+                    }
+                    for &c in children[b].iter().filter(|&&c| computed[c]) {
+                        s -= g[c * k + u];
+                    }
+                    g[u * k + v] = s;
+                }
             }
         }
         self.gram = g;
+        self.vrows = vrows;
+    }
+
+    /// `sum_k coef_k V_k(j)` for every row `j`; rows of support clusters that are not stored
+    /// are computed and stored, evicting rows of non-support clusters when the budget is full.
+    fn decision_values(&mut self, clusters: &Clusters, coef: &[(usize, f64)]) -> Vec<f64> {
+        let n = self.data.len();
+        let mut extra_rows: Vec<u32> = Vec::new();
+        let mut extra_w: Vec<f64> = Vec::new();
+        if let Some(ks) = self.ks.as_ref() {
+            let mut stored = self.vrows.iter().filter(|v| v.is_some()).count();
+            let mut support = vec![false; self.vrows.len()];
+            coef.iter().for_each(|&(c, _)| support[c] = true);
+            let mut evict = 0usize;
+            for &(c, w) in coef {
+                if self.vrows[c].is_none() {
+                    while stored >= self.max_vrows && evict < self.vrows.len() {
+                        if !support[evict] && self.vrows[evict].take().is_some() {
+                            stored -= 1;
+                        }
+                        evict += 1;
+                    }
+                    if stored < self.max_vrows {
+                        let mut v = vec![0.0; n];
+                        ks.weighted(clusters.members(c), None, &mut v);
+                        self.vrows[c] = Some(v.iter().map(|&x| x as f32).collect());
+                        stored += 1;
+                    } else {
+                        extra_rows.extend_from_slice(clusters.members(c));
+                        extra_w.extend(std::iter::repeat_n(w, clusters.size(c)));
+                    }
+                }
+            }
+        }
+        let mut f = vec![0.0; n];
+        if let Some(ks) = self.ks.as_ref() {
+            if !extra_rows.is_empty() {
+                ks.weighted(&extra_rows, Some(&extra_w), &mut f);
+            }
+        }
+        let vrows = &self.vrows;
+        f.par_chunks_mut(4096).enumerate().for_each(|(b, out)| {
+            let lo = b * 4096;
+            let hi = lo + out.len();
+            for &(c, w) in coef {
+                if let Some(v) = vrows[c].as_ref() {
+                    for (o, &x) in out.iter_mut().zip(&v[lo..hi]) {
+                        *o += w * f64::from(x);
+                    }
+                }
+            }
+        });
+        f
     }
 }
 
@@ -378,12 +488,13 @@ impl AidProblem for SvmProblem<'_> {
                         alpha,
                         expansion: Vec::new(),
                         w_sq,
+                        decision: Vec::new(),
                     },
                 }
             }
-            Some(kern) => {
+            Some(_) => {
                 let parent = previous.map(|(_, p)| p);
-                self.update_gram(clusters, parent, kern);
+                self.update_gram(clusters, parent);
                 let sizes: Vec<f64> = (0..k).map(|c| clusters.size(c) as f64).collect();
                 let mut q = vec![0.0; k * k];
                 for a in 0..k {
@@ -405,12 +516,15 @@ impl AidProblem for SvmProblem<'_> {
                     .map(|c| upper[c] * (1.0 - qa[c] - f64::from(yk[c]) * b).max(0.0))
                     .sum();
                 let mut expansion = Vec::new();
+                let mut coefs = Vec::new();
                 for c in 0..k {
                     if alpha[c] > 0.0 {
                         let coef = alpha[c] * f64::from(yk[c]) / sizes[c];
                         expansion.extend(clusters.members(c).iter().map(|&i| (i, coef)));
+                        coefs.push((c, coef));
                     }
                 }
+                let decision = self.decision_values(clusters, &coefs);
                 Aggregated {
                     lower_bound: Some(dual),
                     objective: 0.5 * w_sq + hinge,
@@ -420,6 +534,7 @@ impl AidProblem for SvmProblem<'_> {
                         alpha,
                         expansion,
                         w_sq,
+                        decision,
                     },
                 }
             }
@@ -443,20 +558,12 @@ impl AidProblem for SvmProblem<'_> {
                 .into_par_iter()
                 .map(|i| 1.0 - f64::from(y[i]) * (ops::dot_dense(x.row(i), &sol.w) + sol.b))
                 .collect(),
-            Some(kern) => {
-                let kv = kernel_rows(x, kern);
-                (0..n)
-                    .into_par_iter()
-                    .map(|j| {
-                        let f: f64 = sol
-                            .expansion
-                            .iter()
-                            .map(|&(i, c)| c * kv(i as usize, j))
-                            .sum();
-                        1.0 - f64::from(y[j]) * (f + sol.b)
-                    })
-                    .collect()
-            }
+            Some(_) => sol
+                .decision
+                .par_iter()
+                .zip(y.par_iter())
+                .map(|(&f, &yj)| 1.0 - f64::from(yj) * (f + sol.b))
+                .collect(),
         };
         side.par_iter_mut()
             .zip(margins.par_iter())
@@ -464,6 +571,9 @@ impl AidProblem for SvmProblem<'_> {
         0.5 * sol.w_sq + self.c * det_sum(n, |i| margins[i].max(0.0))
     }
 }
+
+/// Memory for stored cluster kernel rows (`4 n` bytes each); beyond it rows are recomputed.
+const VROW_BUDGET_BYTES: usize = 1 << 30;
 
 /// Largest aggregated linear problem solved by SMO (above: DCD).
 const SMO_MAX: usize = 20_000;
@@ -474,7 +584,12 @@ pub fn svm_r0(n_class: usize, m: usize) -> f64 {
 }
 
 /// Initial clusters: per class, one k-means iteration on 1-D scores (see module docs).
-fn initial_clusters(data: &Dataset, y: &[i8], params: &AidSvmParams) -> Result<Clusters, FitError> {
+fn initial_clusters(
+    data: &Dataset,
+    y: &[i8],
+    params: &AidSvmParams,
+    ks: Option<&KernelSums<'_>>,
+) -> Result<Clusters, FitError> {
     let n = data.len();
     let m = data.n_features();
     let s = n.min(2000);
@@ -542,25 +657,18 @@ fn initial_clusters(data: &Dataset, y: &[i8], params: &AidSvmParams) -> Result<C
                 (vec![0.0; s], 0.0)
             };
             let sv: Vec<usize> = (0..s).filter(|&i| coef[i] != 0.0).collect();
-            let norms: Vec<f64> = (0..n).map(|i| ops::sq_norm(data.x.row(i))).collect();
-            (0..n)
-                .into_par_iter()
-                .map(|j| {
-                    let f: f64 = sv
-                        .iter()
-                        .map(|&t| {
-                            let i = sample[t];
-                            coef[t]
-                                * kern.from_dot(
-                                    ops::dot(data.x.row(i), data.x.row(j)),
-                                    norms[i],
-                                    norms[j],
-                                )
-                        })
-                        .sum();
-                    f + b
-                })
-                .collect()
+            let rows: Vec<u32> = sv.iter().map(|&t| sample[t] as u32).collect();
+            let w: Vec<f64> = sv.iter().map(|&t| coef[t]).collect();
+            let mut f = vec![0.0; n];
+            match ks {
+                Some(ks) => ks.weighted(&rows, Some(&w), &mut f),
+                None => {
+                    let ks = KernelSums::new(&data.x, kern);
+                    ks.weighted(&rows, Some(&w), &mut f);
+                }
+            }
+            f.iter_mut().for_each(|v| *v += b);
+            f
         }
     };
     let mut parts = Vec::new();
@@ -611,7 +719,8 @@ pub fn fit_aid_svm(
     }
     let (labels, y) = binary_signs(data)?;
     let t0 = Instant::now();
-    let clusters = initial_clusters(data, &y, params)?;
+    let ks = params.kernel.map(|k| KernelSums::new(&data.x, k));
+    let clusters = initial_clusters(data, &y, params, ks.as_ref())?;
     let init_seconds = t0.elapsed().as_secs_f64();
     let mut problem = SvmProblem {
         data,
@@ -621,8 +730,11 @@ pub fn fit_aid_svm(
         tol: params.solver_tol,
         seed: params.seed,
         engine: params.linear_engine,
+        ks,
         gram: Vec::new(),
         sizes: Vec::new(),
+        vrows: Vec::new(),
+        max_vrows: (VROW_BUDGET_BYTES / (4 * data.len().max(1))).max(1),
     };
     let run = run(&mut problem, clusters, &params.settings, progress)?;
     let model = build_model(data, &labels, params.kernel, &run.best)?;
