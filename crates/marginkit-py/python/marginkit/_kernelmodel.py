@@ -1,6 +1,7 @@
 """Shared pieces of the method estimators: binary targets, kernel-expansion models from the core."""
 
 import numpy as np
+from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -57,3 +58,15 @@ def classifier_tags(tags):
     tags.input_tags.sparse = True
     tags.classifier_tags.multi_class = False
     return tags
+
+
+class BinaryClassifierMixin(ClassifierMixin):
+    """A two-class classifier whose `decision_function` is positive for `classes_[1]`."""
+
+    def predict(self, X):
+        """Class labels."""
+        check_is_fitted(self)
+        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
+
+    def __sklearn_tags__(self):
+        return classifier_tags(super().__sklearn_tags__())

@@ -5,15 +5,15 @@ problems until the optimality certificate (or the gap tolerance) holds.
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._common import check_choice, check_int, check_real, seed_from, to_core, warn_stop
 from ._kernelmodel import (
+    BinaryClassifierMixin,
     KernelExpansionMixin,
     binary_targets,
-    classifier_tags,
     kernel_args,
     sign_of,
 )
@@ -136,7 +136,7 @@ class LADRegressor(RegressorMixin, BaseEstimator):
         return tags
 
 
-class AIDSVC(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
+class AIDSVC(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
     """Two-class C-SVM (hinge loss, unregularized bias: the problem of `sklearn.svm.SVC`) solved by
     aggregate & iterative disaggregate: the SVM on weighted cluster centroids, clusters split until
     none straddles the margin.
@@ -215,14 +215,6 @@ class AIDSVC(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
             s = X @ self.coef_[0] if not sp.issparse(X) else np.asarray(X @ self.coef_[0])
             return np.asarray(s).ravel() + self.intercept_[0]
         return self._expansion(X)
-
-    def predict(self, X):
-        """Class labels."""
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        return classifier_tags(super().__sklearn_tags__())
 
 
 __all__ = ["LADRegressor", "AIDSVC"]

@@ -7,12 +7,12 @@ and SVM mappings need a kernel with constant diagonal K(x, x) (RBF; or rows of e
 """
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin
+from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._common import check_int, check_real, seed_from, to_core, warn_stop
-from ._kernelmodel import KernelExpansionMixin, binary_targets, classifier_tags, kernel_args
+from ._kernelmodel import BinaryClassifierMixin, KernelExpansionMixin, binary_targets, kernel_args
 
 
 def _network(est):
@@ -185,7 +185,7 @@ class CoresetOneClassSVM(CoresetSVDD):
         return check_real("C", self.C)
 
 
-class CoresetSVC(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
+class CoresetSVC(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
     """Two-class 2-norm soft-margin SVM (squared hinge, regularized bias; the CVM mapping onto
     the MEB) by a core-set.
 
@@ -230,10 +230,3 @@ class CoresetSVC(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
         """Scores, positive for classes_[1]."""
         return self._expansion(X)
 
-    def predict(self, X):
-        """Class labels."""
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        return classifier_tags(super().__sklearn_tags__())

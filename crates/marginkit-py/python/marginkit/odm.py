@@ -7,8 +7,8 @@ QP). ODMC clusters by the minimax relaxation over labelings, by stochastic mirro
 """
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import _core
 from ._common import (
@@ -22,10 +22,10 @@ from ._common import (
     warn_status,
     warn_stop,
 )
-from ._kernelmodel import KernelExpansionMixin, binary_targets, classifier_tags, kernel_args
+from ._kernelmodel import BinaryClassifierMixin, KernelExpansionMixin, binary_targets, kernel_args
 
 
-class ODMClassifier(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
+class ODMClassifier(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
     """Two-class optimal margin distribution machine.
 
     Parameters
@@ -90,14 +90,6 @@ class ODMClassifier(KernelExpansionMixin, ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """f(x) = w'phi(x), positive for classes_[1]."""
         return self._expansion(X)
-
-    def predict(self, X):
-        """Class labels."""
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        return classifier_tags(super().__sklearn_tags__())
 
 
 class ODMC(ClusterMixin, BaseEstimator):

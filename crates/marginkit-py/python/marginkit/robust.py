@@ -10,13 +10,13 @@ without validation data the end of the first C's path is the model. The models h
 """
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import column_or_1d
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from . import _core
 from ._common import check_choice, check_int, check_real, to_core, warn_stop
-from ._kernelmodel import KernelExpansionMixin, binary_targets, classifier_tags, kernel_args
+from ._kernelmodel import BinaryClassifierMixin, KernelExpansionMixin, binary_targets, kernel_args
 
 
 class _RobustBase(KernelExpansionMixin, BaseEstimator):
@@ -108,7 +108,7 @@ class _RobustBase(KernelExpansionMixin, BaseEstimator):
         return self
 
 
-class RobustSVC(ClassifierMixin, _RobustBase):
+class RobustSVC(BinaryClassifierMixin, _RobustBase):
     """Ramp-loss (robust) two-class SVC along the outlier path.
 
     Parameters
@@ -143,14 +143,6 @@ class RobustSVC(ClassifierMixin, _RobustBase):
     def decision_function(self, X):
         """f(x) = sum_j dual_coef_j K(x_j, x) + intercept_, positive for classes_[1]."""
         return self._expansion(X)
-
-    def predict(self, X):
-        """Class labels."""
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        return classifier_tags(super().__sklearn_tags__())
 
 
 class RobustSVR(RegressorMixin, _RobustBase):

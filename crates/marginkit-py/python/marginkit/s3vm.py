@@ -3,16 +3,16 @@ bound (small problems) or by AID-S3VM (Park & Klabjan's aggregate & iterative di
 heuristic: the paper's optimality claim for it is false, see the library's `aid::s3vm`)."""
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._common import check_choice, check_int, check_real, seed_from, to_core, warn_stop
-from ._kernelmodel import classifier_tags
+from ._kernelmodel import BinaryClassifierMixin
 
 
-class S3VMClassifier(ClassifierMixin, BaseEstimator):
+class S3VMClassifier(BinaryClassifierMixin, BaseEstimator):
     """Two-class linear S3VM:
     `min 1/2 |w|^2 + C_labeled sum_labeled hinge(y_i f_i) + C_unlabeled sum_unlabeled
     max(0, 1 - |f_i|)`, `f = w'x + b`. Unlabeled rows have the label -1 (scikit-learn's
@@ -96,10 +96,3 @@ class S3VMClassifier(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return np.asarray(X @ self.coef_[0]).ravel() + self.intercept_[0]
 
-    def predict(self, X):
-        """Class labels."""
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        return classifier_tags(super().__sklearn_tags__())
