@@ -570,6 +570,31 @@ struct Coord<K> {
     d: f64,
 }
 
+impl<K> Coord<K> {
+    /// The exact minimizer of the dual along this coordinate, clipped to `[0, u]`, for the
+    /// partial derivative `g` at the current value.
+    ///
+    /// # Errors
+    /// [`SolveError::Infeasible`] for zero curvature and an infinite bound that the objective
+    /// decreases towards (the primal is infeasible).
+    #[inline(always)]
+    fn minimizer(&self, g: f64) -> Result<f64, SolveError> {
+        if self.qd > 0.0 {
+            Ok((self.a - g / self.qd).clamp(0.0, self.u))
+        } else if g < 0.0 {
+            // Zero curvature: the objective is linear along this coordinate.
+            if !self.u.is_finite() {
+                return Err(SolveError::Infeasible(
+                    "zero row with an infinite upper bound (primal infeasible)",
+                ));
+            }
+            Ok(self.u)
+        } else {
+            Ok(0.0)
+        }
+    }
+}
+
 /// Most conjugate-gradient iterations of one face step (the face system has rank at most
 /// `d + 1`, so on low-dimensional data CG ends well before this in exact arithmetic).
 const FACE_CG_MAX: usize = 50;
@@ -861,19 +886,7 @@ fn svc_box_loop<R: Rows, O: Observer>(
             pg_max = pg_max.max(pg);
             pg_min = pg_min.min(pg);
             if pg.abs() > PG_SKIP {
-                let new = if c.qd > 0.0 {
-                    (c.a - g / c.qd).clamp(0.0, c.u)
-                } else if g < 0.0 {
-                    // Zero curvature: the objective is linear along this coordinate.
-                    if !c.u.is_finite() {
-                        return Err(SolveError::Infeasible(
-                            "zero row with an infinite upper bound (primal infeasible)",
-                        ));
-                    }
-                    c.u
-                } else {
-                    0.0
-                };
+                let new = c.minimizer(g)?;
                 let step = new - c.a;
                 if step != 0.0 {
                     c.a = new;

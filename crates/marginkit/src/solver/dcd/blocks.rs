@@ -301,18 +301,7 @@ fn block_pass<R: Rows>(
         pg_max = pg_max.max(pg);
         pg_min = pg_min.min(pg);
         if pg.abs() > PG_SKIP {
-            let new = if c.qd > 0.0 {
-                (c.a - g / c.qd).clamp(0.0, c.u)
-            } else if g < 0.0 {
-                if !c.u.is_finite() {
-                    return Err(SolveError::Infeasible(
-                        "zero row with an infinite upper bound (primal infeasible)",
-                    ));
-                }
-                c.u
-            } else {
-                0.0
-            };
+            let new = c.minimizer(g)?;
             let step = new - c.a;
             if step != 0.0 {
                 dec += step * (g + 0.5 * c.qd * step);
