@@ -18,7 +18,7 @@ use marginkit::coreset::consensus::{centralized, run_in_process};
 use marginkit::coreset::experiment::{parse_graph, points_for};
 use marginkit::coreset::model::to_model;
 use marginkit::coreset::{
-    Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, Problem,
+    Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, Problem, StopRule,
 };
 use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
 use marginkit::odm::pool::PoolSpec;
@@ -345,6 +345,8 @@ fn fit_s3vm<'py>(
                     max_iter,
                     time_limit: None,
                 },
+                // The cost-weighting balance technique is the CLI's --balance-cost; not bound yet.
+                balance_cost: false,
             };
             let fit = py
                 .detach(|| fit_aid_s3vm(&data, &params, &mut |_| {}))
@@ -808,6 +810,8 @@ fn fit_coreset<'py>(
             max_delay: 0,
             max_rounds,
             record: false,
+            // The library's default: the local rule (no change for 2D+1 rounds).
+            stop: StopRule::default(),
         })
     } else {
         None
