@@ -710,6 +710,28 @@ fn fixed_grid(g: &Grid) -> Option<Vec<f64>> {
     }
 }
 
+/// The C of point `k`: the fixed grid's `k`-th value, or the epsilon path's next C from the
+/// reference solution (Lemma 9's C_min first); `None` when the path is done.
+fn next_c(fixed: Option<&[f64]>, k: usize, g: &Grid, reference: Option<&Reference>) -> Option<f64> {
+    if let Some(v) = fixed {
+        return v.get(k).copied();
+    }
+    let Grid::Epsilon {
+        eps,
+        c_max,
+        max_points,
+    } = *g
+    else {
+        return None;
+    };
+    // The epsilon path always starts from Lemma 9's C_min, so a reference exists here.
+    let r = reference?;
+    if k >= max_points || (k > 0 && !r.alpha.iter().any(|&a| a >= r.c)) {
+        return None;
+    }
+    next_epsilon_c(r.c, &r.alpha, &r.g, eps, c_max)
+}
+
 /// Next C of the epsilon path from `(c0, alpha, g)`, or `None` at `c_max`.
 fn next_epsilon_c(c0: f64, alpha: &[f64], g: &[f64], eps: f64, c_max: f64) -> Option<f64> {
     if c0 >= c_max {
@@ -934,33 +956,7 @@ fn kernel_path<Q: QMatrix>(
         result.points = ck.points.clone();
         k = ck.points.len();
     }
-    'points: loop {
-        let c = match &grid {
-            Some(v) => match v.get(k) {
-                Some(&c) => c,
-                None => break,
-            },
-            None => {
-                let (eps, c_max, max_points) = match params.grid {
-                    Grid::Epsilon {
-                        eps,
-                        c_max,
-                        max_points,
-                    } => (eps, c_max, max_points),
-                    _ => unreachable!("fixed grids are handled above"),
-                };
-                let r = reference
-                    .as_ref()
-                    .expect("the epsilon path starts from Lemma 9");
-                if k >= max_points || (k > 0 && !r.alpha.iter().any(|&a| a >= r.c)) {
-                    break;
-                }
-                match next_epsilon_c(r.c, &r.alpha, &r.g, eps, c_max) {
-                    Some(c) => c,
-                    None => break,
-                }
-            }
-        };
+    'points: while let Some(c) = next_c(grid.as_deref(), k, &params.grid, reference.as_ref()) {
         k += 1;
         // The state this point starts from, kept until the point is done (a checkpoint of an
         // interrupted point restarts it from here).
@@ -1372,31 +1368,12 @@ fn linear_path(
         result.points = ck.points.clone();
         k = ck.points.len();
     }
-    'points: loop {
-        let c = match &grid {
-            Some(v) => match v.get(k) {
-                Some(&c) => c,
-                None => break,
-            },
-            None => {
-                let (eps, c_max, max_points) = match params.grid {
-                    Grid::Epsilon {
-                        eps,
-                        c_max,
-                        max_points,
-                    } => (eps, c_max, max_points),
-                    _ => unreachable!("fixed grids are handled above"),
-                };
-                let (r, _) = reference.as_ref().expect("C_min exists here");
-                if k >= max_points || (k > 0 && !r.alpha.iter().any(|&a| a >= r.c)) {
-                    break;
-                }
-                match next_epsilon_c(r.c, &r.alpha, &r.g, eps, c_max) {
-                    Some(c) => c,
-                    None => break,
-                }
-            }
-        };
+    'points: while let Some(c) = next_c(
+        grid.as_deref(),
+        k,
+        &params.grid,
+        reference.as_ref().map(|(r, _)| r),
+    ) {
         k += 1;
         // The sketch this point starts from (see the kernel engine).
         let before = sketch.clone();
