@@ -55,13 +55,21 @@ fn q_matrix(data: &Dataset, kernel: KernelSpec) -> Vec<f64> {
     q
 }
 
-/// The bias-free dual at C solved tightly in f64 by exact coordinate descent (independent of the
-/// library's solvers, which store Q in f32).
+/// The bias-free dual at C solved tightly in f64 (independent of the library's solvers, which
+/// store Q in f32): exact coordinate descent, with a Newton step on the free face every 32 sweeps
+/// (kept only when it stays in the box and lowers the objective). Plain coordinate descent alone
+/// crawls on ill-conditioned faces (1-D RBF data: a factor 4 per 20,000 sweeps).
 fn solve_tight(q: &[f64], y: &[i8], c: f64) -> Vec<f64> {
     let n = y.len();
     let mut a = vec![0.0f64; n];
     let mut g = vec![0.0f64; n];
-    for _sweep in 0..200_000 {
+    for sweep in 0..20_000 {
+        if sweep % 32 == 31 {
+            face_newton(q, c, &mut a);
+            // Also refreshes the incrementally updated gradient (its rounding).
+            g = matvec(q, &a);
+        }
+        let tol = 1e-12 * (1.0 + g.iter().fold(0.0f64, |m, v| m.max(v.abs())));
         let mut viol = 0.0f64;
         for i in 0..n {
             let gi = g[i] - 1.0;
@@ -85,11 +93,80 @@ fn solve_tight(q: &[f64], y: &[i8], c: f64) -> Vec<f64> {
                 }
             }
         }
-        if viol < 1e-12 {
+        if viol < tol {
             return a;
         }
     }
     panic!("the oracle did not converge");
+}
+
+/// `0.5 a'Qa - sum(a)`.
+fn dual_objective(q: &[f64], a: &[f64]) -> f64 {
+    let qa = matvec(q, a);
+    a.iter().zip(&qa).map(|(x, v)| 0.5 * x * v - x).sum()
+}
+
+/// Replaces the free variables by the minimiser on their face, `Q_FF a_F = 1 - Q_FB a_B`
+/// (Cholesky with a 1e-14 relative ridge), if that point is inside the box and no worse.
+fn face_newton(q: &[f64], c: f64, a: &mut [f64]) {
+    let n = a.len();
+    let free: Vec<usize> = (0..n).filter(|&i| a[i] > 0.0 && a[i] < c).collect();
+    let m = free.len();
+    if m == 0 {
+        return;
+    }
+    let ridge = 1e-14 * free.iter().fold(0.0f64, |s, &i| s.max(q[i * n + i]));
+    let mut l = vec![0.0f64; m * m];
+    let mut rhs: Vec<f64> = free
+        .iter()
+        .map(|&i| {
+            1.0 - (0..n)
+                .filter(|j| !free.contains(j))
+                .map(|j| q[i * n + j] * a[j])
+                .sum::<f64>()
+        })
+        .collect();
+    for r in 0..m {
+        for k in 0..=r {
+            let mut v = q[free[r] * n + free[k]] + if r == k { ridge } else { 0.0 };
+            for t in 0..k {
+                v -= l[r * m + t] * l[k * m + t];
+            }
+            if r == k {
+                if v <= 0.0 {
+                    eprintln!("chol fail m {m} r {r} v {v:e}");
+                    return;
+                }
+                l[r * m + r] = v.sqrt();
+            } else {
+                l[r * m + k] = v / l[k * m + k];
+            }
+        }
+    }
+    for r in 0..m {
+        rhs[r] = (rhs[r] - (0..r).map(|t| l[r * m + t] * rhs[t]).sum::<f64>()) / l[r * m + r];
+    }
+    for r in (0..m).rev() {
+        rhs[r] = (rhs[r] - (r + 1..m).map(|t| l[t * m + r] * rhs[t]).sum::<f64>()) / l[r * m + r];
+    }
+    // The longest step toward the face minimiser that stays in the box (a convex objective
+    // decreases all along the segment); a variable that reaches its bound leaves the face.
+    let mut t = 1.0f64;
+    for (&i, &v) in free.iter().zip(&rhs) {
+        let d = v - a[i];
+        if a[i] + d < 0.0 {
+            t = t.min(a[i] / -d);
+        } else if a[i] + d > c {
+            t = t.min((c - a[i]) / d);
+        }
+    }
+    let mut b = a.to_vec();
+    for (&i, &v) in free.iter().zip(&rhs) {
+        b[i] = (a[i] + t * (v - a[i])).clamp(0.0, c);
+    }
+    if dual_objective(q, &b) <= dual_objective(q, a) {
+        a.copy_from_slice(&b);
+    }
 }
 
 fn matvec(q: &[f64], a: &[f64]) -> Vec<f64> {
@@ -215,7 +292,7 @@ fn check_rules(rules: &[Screening; 3], margins: &[f64], alpha: &[f64], c: f64) -
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn rules_are_safe_and_it_dominates(
@@ -240,14 +317,54 @@ proptest! {
         if !rbf {
             let lin = linear_rules(&data, &a_ref, c_ref, c);
             check_rules(&lin, &margins, &a, c);
-            // The kernel and linear forms compute the same bounds.
-            for k in 0..3 {
-                for i in 0..n {
-                    prop_assert!((lin[k].lower[i] - rules[k].lower[i]).abs() <= 1e-6 * (1.0 + rules[k].lower[i].abs()));
-                }
-            }
+            same_bounds(&lin, &rules);
         }
     }
+}
+
+/// The kernel and linear forms compute the same bounds. The one exception is IT where the two
+/// balls touch from outside: their intersection shrinks to a point, and rounding decides whether
+/// a form takes the lens formula (a near-point interval) or the safe fallback (the tighter of the
+/// two balls' bounds). Both are safe (`check_rules`); only there may the forms differ.
+fn same_bounds(lin: &[Screening; 3], ker: &[Screening; 3]) {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * (1.0 + b.abs());
+    for k in 0..3 {
+        for i in 0..lin[k].lower.len() {
+            let (l, r) = (&lin[k], &ker[k]);
+            if close(l.lower[i], r.lower[i]) && close(l.upper[i], r.upper[i]) {
+                continue;
+            }
+            let width = |s: &Screening| s.upper[i] - s.lower[i];
+            let scale = 1.0 + r.lower[i].abs().max(r.upper[i].abs());
+            assert!(
+                k == 2 && width(l).min(width(r)) <= 1e-6 * scale,
+                "rule {k} sample {i}: linear [{}, {}] vs kernel [{}, {}]",
+                l.lower[i],
+                l.upper[i],
+                r.lower[i],
+                r.upper[i]
+            );
+        }
+    }
+}
+
+/// A case the property test found (session 3): the balls touch from outside, the linear form
+/// takes the lens formula (width 5e-8 around margin 1) and the kernel form the fallback.
+#[test]
+fn tangent_balls_case_is_safe_in_both_forms() {
+    let (seed, n, sep, c_ref, ratio) = (577948, 12, 0.853830079703539, 4.96442, 0.7038305134840233);
+    let data = blobs(seed, n, 2, sep);
+    let q = q_matrix(&data, KernelSpec::Linear);
+    let y = signs(&data);
+    let c = c_ref / ratio;
+    let a_ref = solve_tight(&q, &y, c_ref);
+    let a = solve_tight(&q, &y, c);
+    let margins = matvec(&q, &a);
+    let rules = kernel_rules(&q, &a_ref, c_ref, c);
+    check_rules(&rules, &margins, &a, c);
+    let lin = linear_rules(&data, &a_ref, c_ref, c);
+    check_rules(&lin, &margins, &a, c);
+    same_bounds(&lin, &rules);
 }
 
 #[test]
