@@ -47,6 +47,40 @@ impl Clusters {
         Self { members, start }
     }
 
+    /// From the stored form (the permutation of the rows and the cluster starts), checked: the
+    /// members are a permutation of `0..n`, the starts rise strictly from 0 to `n`.
+    pub(crate) fn from_parts(members: Vec<u32>, start: Vec<usize>) -> Result<Self, &'static str> {
+        let n = members.len();
+        if start.first() != Some(&0) || start.last() != Some(&n) {
+            return Err("the cluster starts do not span the rows");
+        }
+        if start.windows(2).any(|w| w[0] >= w[1]) && n > 0 {
+            return Err("an empty cluster");
+        }
+        if n == 0 && start.len() != 1 {
+            return Err("an empty cluster");
+        }
+        let mut seen = vec![false; n];
+        for &m in &members {
+            let m = m as usize;
+            if m >= n || seen[m] {
+                return Err("the members are not a permutation of the rows");
+            }
+            seen[m] = true;
+        }
+        Ok(Self { members, start })
+    }
+
+    /// The permutation of the rows (clusters are consecutive ranges of it).
+    pub(crate) fn members_all(&self) -> &[u32] {
+        &self.members
+    }
+
+    /// The cluster starts into [`Clusters::members_all`] (length `len() + 1`).
+    pub(crate) fn starts(&self) -> &[usize] {
+        &self.start
+    }
+
     /// Every row in its own cluster.
     pub fn singletons(n: usize) -> Self {
         Self {

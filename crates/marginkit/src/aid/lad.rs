@@ -61,7 +61,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
-use super::{run, Aggregated, AidProblem, AidRun, AidSettings, IterRecord};
+use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
+use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
+use crate::solver::{NoObserver, Observer};
 use crate::data::{ops, Dataset, Features, Row};
 use crate::error::{DataError, FitError, ParamError, SolveError};
 
@@ -618,7 +620,8 @@ impl AidProblem for LadProblem<'_> {
         &mut self,
         clusters: &Clusters,
         _previous: Option<(&Vec<f64>, &[usize])>,
-    ) -> Result<Aggregated<Vec<f64>>, FitError> {
+        _obs: &mut dyn Observer,
+    ) -> Result<Option<Aggregated<Vec<f64>>>, FitError> {
         let d = self.data.n_features();
         let p = d + usize::from(self.intercept);
         let (sx, sy) = clusters.sums(&self.data.x, Some(&self.data.y));
@@ -633,11 +636,11 @@ impl AidProblem for LadProblem<'_> {
         let design = DenseDesign { v: &rows, p };
         let sol = solve_design(&design, &sy, None)?;
         self.last_certified = sol.certified;
-        Ok(Aggregated {
+        Ok(Some(Aggregated {
             lower_bound: Some(sol.lower_bound),
             objective: sol.objective,
             solution: sol.beta,
-        })
+        }))
     }
 
     fn evaluate(&self, beta: &Vec<f64>, side: &mut [u8]) -> f64 {
@@ -673,7 +676,96 @@ pub fn fit_aid_lad(
     params: &AidLadParams,
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidLadFit, FitError> {
+    let (fit, _) = fit_aid_lad_resumable(data, params, progress, &mut NoObserver, None)?;
+    fit.ok_or_else(|| {
+        SolveError::NonFinite {
+            what: "AID-LAD stopped without an observer",
+        }
+        .into()
+    })
+}
+
+fn lad_fingerprint(params: &AidLadParams, data: &Dataset) -> u64 {
+    checkpoint::fingerprint(
+        &format!(
+            "lad|{}|{:?}|{}|{:?}",
+            params.intercept,
+            params.r0.map(f64::to_bits),
+            params.seed,
+            params.settings.gap_tol.to_bits()
+        ),
+        data,
+    )
+}
+
+/// [`fit_aid_lad`] that can stop and continue: `obs` is asked before every aggregated solve
+/// (the LAD solves themselves, an interior point on the aggregated rows, are not interrupted:
+/// they take a small fraction of an iteration). When it asks to stop, the result is the best
+/// iterate so far with [`super::StopReason::Interrupted`] (`None` if no iteration finished)
+/// and an [`AidCheckpoint`]; `resume` continues such a checkpoint to the iterates an
+/// uninterrupted run makes, bit for bit.
+///
+/// # Errors
+/// As [`fit_aid_lad`]; [`ParamError::Incompatible`] when `resume` was made by another model,
+/// with other data or parameters, or does not fit the data.
+pub fn fit_aid_lad_resumable(
+    data: &Dataset,
+    params: &AidLadParams,
+    progress: &mut dyn FnMut(&IterRecord),
+    obs: &mut dyn Observer,
+    resume: Option<&AidCheckpoint>,
+) -> Result<(Option<AidLadFit>, Option<AidCheckpoint>), FitError> {
     check_data(data, params.intercept)?;
+    let fp = lad_fingerprint(params, data);
+    let d = data.n_features();
+    let p = d + usize::from(params.intercept);
+    let mut problem = LadProblem {
+        data,
+        intercept: params.intercept,
+        last_certified: false,
+    };
+    let (state, init_seconds) = match resume {
+        Some(ck) => {
+            ck.check(AidModel::Lad, fp, data.len(), p, false)
+                .map_err(ParamError::Incompatible)?;
+            problem.last_certified = ck.problem.last_certified;
+            let st = ck
+                .to_loop::<Vec<f64>>()
+                .ok_or(ParamError::Incompatible("the state file was made by another AID model"))?;
+            (st, ck.init_seconds)
+        }
+        None => {
+            let (c, s) = lad_initial_clusters(data, params)?;
+            (LoopState::start(c), s)
+        }
+    };
+    let out = run_resumable(&mut problem, state, &params.settings, progress, obs)?;
+    let make = |run: AidRun<Vec<f64>>, cert: bool| AidLadFit {
+        model: model_from(&run.best, d, params.intercept),
+        last_certified: cert,
+        run,
+        init_seconds,
+    };
+    Ok(match out {
+        Outcome::Done(run) => (Some(make(run, problem.last_certified)), None),
+        Outcome::Stopped { partial, state } => {
+            let ps = ProblemState {
+                last_certified: problem.last_certified,
+                ..ProblemState::default()
+            };
+            (
+                partial.map(|r| make(r, false)),
+                Some(AidCheckpoint::from_loop(fp, init_seconds, state, ps)),
+            )
+        }
+    })
+}
+
+/// The initial clusters of AID-LAD and the seconds they took.
+fn lad_initial_clusters(
+    data: &Dataset,
+    params: &AidLadParams,
+) -> Result<(Clusters, f64), FitError> {
     let t0 = Instant::now();
     let n = data.len();
     let d = data.n_features();
@@ -735,21 +827,8 @@ pub fn fit_aid_lad(
         });
         kmeans_one_iteration(&pts, 2, k0, params.seed ^ 0x9e37_79b9_7f4a_7c15)
     };
-    let init_seconds = t0.elapsed().as_secs_f64();
-    let mut problem = LadProblem {
-        data,
-        intercept: params.intercept,
-        last_certified: false,
-    };
-    let run = run(&mut problem, clusters, &params.settings, progress)?;
-    Ok(AidLadFit {
-        model: model_from(&run.best, d, params.intercept),
-        last_certified: problem.last_certified,
-        run,
-        init_seconds,
-    })
+    Ok((clusters, t0.elapsed().as_secs_f64()))
 }
-
 /// A primal-dual interior-point method (Mehrotra predictor-corrector) specialised to the LAD
 /// LP, in the bounded form of Koenker's Frisch-Newton method:
 ///

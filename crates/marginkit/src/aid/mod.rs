@@ -58,6 +58,7 @@
 //! Citation: Y. W. Park, D. Klabjan, "An Aggregate and Iterative Disaggregate Algorithm with
 //! Proven Optimality in Machine Learning" (arXiv preprint, February 2016).
 
+pub mod checkpoint;
 pub mod cluster;
 mod ksums;
 pub mod lad;
@@ -66,19 +67,25 @@ pub mod svm;
 
 use std::time::{Duration, Instant};
 
+use checkpoint::LoopState;
 use cluster::Clusters;
+
+pub use checkpoint::{AidCheckpoint, AidModel};
 
 /// Relative gap accepted as rounding when every cluster is uniform (see the module docs).
 pub const CERT_GAP_RTOL: f64 = 1e-10;
 
 use crate::error::FitError;
+use crate::solver::{Control, IterStats, NoObserver, Observer};
 
 /// What a model contributes to the AID loop.
 pub trait AidProblem {
     /// The aggregated (and full-data) solution, e.g. `(beta)` or `(w, b)`.
     type Solution: Clone;
 
-    /// Solves the aggregated problem on the current clusters.
+    /// Solves the aggregated problem on the current clusters. The inner solver polls `obs`
+    /// (SMO every 1000 pair updates, DCD every pass, branch and bound every node); `Ok(None)`
+    /// when it asked to stop (the partial solve is discarded).
     ///
     /// # Errors
     /// Whatever the underlying solver reports.
@@ -86,7 +93,8 @@ pub trait AidProblem {
         &mut self,
         clusters: &Clusters,
         previous: Option<(&Self::Solution, &[usize])>,
-    ) -> Result<Aggregated<Self::Solution>, FitError>;
+        obs: &mut dyn Observer,
+    ) -> Result<Option<Aggregated<Self::Solution>>, FitError>;
 
     /// One pass over all rows: writes each row's side code (`< 8`) into `side` and returns the
     /// objective of `sol` on the full data (`E^t`).
@@ -143,6 +151,8 @@ pub enum StopReason {
     MaxIterations,
     /// The time limit.
     TimeLimit,
+    /// An observer asked to stop (e.g. Ctrl-C): the best iterate so far, not converged.
+    Interrupted,
 }
 
 impl StopReason {
@@ -154,6 +164,7 @@ impl StopReason {
             StopReason::Gap => "gap",
             StopReason::MaxIterations => "max_iterations",
             StopReason::TimeLimit => "time_limit",
+            StopReason::Interrupted => "interrupted",
         }
     }
 }
@@ -208,24 +219,111 @@ pub struct AidRun<S> {
 /// Whatever the aggregated solves report.
 pub fn run<P: AidProblem>(
     problem: &mut P,
-    mut clusters: Clusters,
+    clusters: Clusters,
     settings: &AidSettings,
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidRun<P::Solution>, FitError> {
+    let st = LoopState::start(clusters);
+    match run_resumable(problem, st, settings, progress, &mut NoObserver)? {
+        Outcome::Done(r) => Ok(r),
+        // NoObserver never stops.
+        Outcome::Stopped { .. } => Err(crate::error::SolveError::NonFinite {
+            what: "AID loop stopped without an observer",
+        }
+        .into()),
+    }
+}
+
+impl<S> LoopState<S> {
+    /// The state before the first iteration.
+    pub(crate) fn start(clusters: Clusters) -> Self {
+        Self {
+            t: 0,
+            clusters,
+            parent: Vec::new(),
+            prev: None,
+            best: None,
+            lower: f64::NEG_INFINITY,
+            has_bound: false,
+            records: Vec::new(),
+        }
+    }
+}
+
+/// How [`run_resumable`] ended.
+pub(crate) enum Outcome<S> {
+    /// A stopping rule (not an interrupt).
+    Done(AidRun<S>),
+    /// The observer stopped it at the start of (or during) iteration `state.t`: the run so far
+    /// (`None` before the first finished iteration) and the state to continue from.
+    Stopped {
+        partial: Option<AidRun<S>>,
+        state: LoopState<S>,
+    },
+}
+
+/// Asks the observer between iterations whether to stop.
+fn stop_requested(obs: &mut dyn Observer, t: usize) -> bool {
+    let s = IterStats {
+        iterations: t as u64,
+        max_violation: f64::NAN,
+        active: 0,
+    };
+    obs.on_iter(&s) == Control::Stop
+}
+
+/// The AID loop from a state (the start, or a checkpoint's); see [`run`].
+pub(crate) fn run_resumable<P: AidProblem>(
+    problem: &mut P,
+    st: LoopState<P::Solution>,
+    settings: &AidSettings,
+    progress: &mut dyn FnMut(&IterRecord),
+    obs: &mut dyn Observer,
+) -> Result<Outcome<P::Solution>, FitError> {
     let start = Instant::now();
     let n = problem.n_rows();
     let mut side = vec![0u8; n];
-    let mut best: Option<(P::Solution, f64)> = None;
-    let mut lower = f64::NEG_INFINITY;
-    let mut has_bound = false;
-    let mut records = Vec::new();
-    let mut parent: Vec<usize> = Vec::new();
-    let mut prev: Option<P::Solution> = None;
-    let mut t = 0;
+    let LoopState {
+        mut t,
+        mut clusters,
+        mut parent,
+        mut prev,
+        mut best,
+        mut lower,
+        mut has_bound,
+        mut records,
+    } = st;
     loop {
         let it_start = Instant::now();
-        let warm = prev.as_ref().map(|s| (s, parent.as_slice()));
-        let agg = problem.solve_aggregated(&clusters, warm)?;
+        let agg = if stop_requested(obs, t) {
+            None
+        } else {
+            let warm = prev.as_ref().map(|s| (s, parent.as_slice()));
+            problem.solve_aggregated(&clusters, warm, obs)?
+        };
+        let Some(agg) = agg else {
+            let partial = best.as_ref().map(|(b, e)| AidRun {
+                best: b.clone(),
+                best_objective: *e,
+                lower_bound: if has_bound { lower } else { f64::NAN },
+                stop: StopReason::Interrupted,
+                iterations: records.clone(),
+                clusters: clusters.clone(),
+            });
+            return Ok(Outcome::Stopped {
+                partial,
+                state: LoopState {
+                    t,
+                    clusters,
+                    parent,
+                    prev,
+                    best,
+                    lower,
+                    has_bound,
+                    records,
+                },
+            });
+        };
         if let Some(f) = agg.lower_bound {
             has_bound = true;
             lower = lower.max(f);
@@ -284,14 +382,14 @@ pub fn run<P: AidProblem>(
                 }
                 .into());
             };
-            return Ok(AidRun {
+            return Ok(Outcome::Done(AidRun {
                 best,
                 best_objective,
                 lower_bound: if has_bound { lower } else { f64::NAN },
                 stop: reason,
                 iterations: records,
                 clusters,
-            });
+            }));
         }
         t += 1;
     }

@@ -64,9 +64,11 @@ use clarabel::solver::{
 use rayon::prelude::*;
 
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
-use super::{run, Aggregated, AidProblem, AidRun, AidSettings, IterRecord};
+use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
+use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::{ops, Dataset, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
+use crate::solver::{Control, IterStats, NoObserver, Observer};
 use crate::svm::linear::{LinearModel, LinearSolver};
 
 /// An S3VM instance on dense rows.
@@ -293,6 +295,21 @@ fn node_qp(inst: &S3vmInstance, fixed: &[i8]) -> Result<(f64, Vec<f64>, f64, boo
 /// # Errors
 /// [`SolveError`] when a node QP breaks down; [`DataError::Shape`] for inconsistent arrays.
 pub fn solve_bnb(inst: &S3vmInstance, limits: &BnbLimits) -> Result<BnbResult, FitError> {
+    // NoObserver never stops, so the search always returns a result.
+    bnb(inst, limits, &mut NoObserver)?.ok_or_else(|| {
+        SolveError::NonFinite {
+            what: "branch and bound stopped without an observer",
+        }
+        .into()
+    })
+}
+
+/// [`solve_bnb`] polling `obs` before every node QP (`None`: it asked to stop).
+fn bnb(
+    inst: &S3vmInstance,
+    limits: &BnbLimits,
+    obs: &mut dyn Observer,
+) -> Result<Option<BnbResult>, FitError> {
     let n = inst.n();
     if inst.x.len() != n * inst.m || inst.cost.len() != n {
         return Err(DataError::Shape {
@@ -325,6 +342,14 @@ pub fn solve_bnb(inst: &S3vmInstance, limits: &BnbLimits) -> Result<BnbResult, F
             heap.push(node);
             optimal = false;
             break;
+        }
+        let stats = IterStats {
+            iterations: nodes as u64,
+            max_violation: f64::NAN,
+            active: heap.len(),
+        };
+        if obs.on_iter(&stats) == Control::Stop {
+            return Ok(None);
         }
         nodes += 1;
         let (bound, w, b, almost) = node_qp(inst, &node.fixed)?;
@@ -375,7 +400,7 @@ pub fn solve_bnb(inst: &S3vmInstance, limits: &BnbLimits) -> Result<BnbResult, F
     } else {
         0.0
     };
-    Ok(BnbResult {
+    Ok(Some(BnbResult {
         w: best_w,
         b: best_b,
         objective: best,
@@ -383,7 +408,7 @@ pub fn solve_bnb(inst: &S3vmInstance, limits: &BnbLimits) -> Result<BnbResult, F
         gap,
         nodes,
         optimal,
-    })
+    }))
 }
 
 /// AID-S3VM parameters.
@@ -492,7 +517,8 @@ impl AidProblem for S3vmProblem<'_> {
         &mut self,
         clusters: &Clusters,
         _previous: Option<(&S3vmSolution, &[usize])>,
-    ) -> Result<Aggregated<S3vmSolution>, FitError> {
+        obs: &mut dyn Observer,
+    ) -> Result<Option<Aggregated<S3vmSolution>>, FitError> {
         let m = self.data.n_features();
         let k = clusters.len();
         let (mut sx, _) = clusters.sums(&self.data.x, None);
@@ -519,8 +545,10 @@ impl AidProblem for S3vmProblem<'_> {
             cost,
             balance: self.params.balance.then_some((wts, self.target)),
         };
-        let r = solve_bnb(&inst, &self.params.bnb)?;
-        Ok(Aggregated {
+        let Some(r) = bnb(&inst, &self.params.bnb, obs)? else {
+            return Ok(None);
+        };
+        Ok(Some(Aggregated {
             lower_bound: None,
             objective: r.objective,
             solution: S3vmSolution {
@@ -529,7 +557,7 @@ impl AidProblem for S3vmProblem<'_> {
                 bnb_optimal: r.optimal,
                 bnb_nodes: r.nodes,
             },
-        })
+        }))
     }
 
     fn evaluate(&self, sol: &S3vmSolution, side: &mut [u8]) -> f64 {
@@ -665,14 +693,71 @@ pub fn fit_aid_s3vm(
     params: &AidS3vmParams,
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidS3vmFit, FitError> {
+    let (fit, _) = fit_aid_s3vm_resumable(data, params, progress, &mut NoObserver, None)?;
+    fit.ok_or_else(|| {
+        SolveError::NonFinite {
+            what: "AID-S3VM stopped without an observer",
+        }
+        .into()
+    })
+}
+
+fn s3vm_fingerprint(params: &AidS3vmParams, data: &Dataset) -> u64 {
+    let p = params;
+    checkpoint::fingerprint(
+        &format!(
+            "s3vm|{:?}|{:?}|{:?}|{}|{}|{}|{}|{:?}|{:?}|{:?}",
+            p.c_labeled.to_bits(),
+            p.c_unlabeled.to_bits(),
+            p.r0.to_bits(),
+            p.seed,
+            p.balance,
+            p.balance_cost,
+            p.bnb.max_nodes,
+            p.bnb.time_limit,
+            p.bnb.rel_gap.to_bits(),
+            p.settings.gap_tol.to_bits()
+        ),
+        data,
+    )
+}
+
+/// [`fit_aid_s3vm`] that can stop and continue: `obs` is asked before every aggregated branch
+/// and bound and before every node QP of it (a node is one small clarabel solve). When it asks
+/// to stop, the result is the best iterate so far with [`super::StopReason::Interrupted`]
+/// (`None` if no iteration finished) and an [`AidCheckpoint`]; `resume` continues such a
+/// checkpoint to the iterates an uninterrupted run makes (bit for bit unless a branch and bound
+/// hits its wall-clock limit, which depends on the machine).
+///
+/// # Errors
+/// As [`fit_aid_s3vm`]; [`ParamError::Incompatible`] when `resume` was made by another model,
+/// with other data or parameters, or does not fit the data.
+pub fn fit_aid_s3vm_resumable(
+    data: &Dataset,
+    params: &AidS3vmParams,
+    progress: &mut dyn FnMut(&IterRecord),
+    obs: &mut dyn Observer,
+    resume: Option<&AidCheckpoint>,
+) -> Result<(Option<AidS3vmFit>, Option<AidCheckpoint>), FitError> {
     check_params(params)?;
     let (_, label) = s3vm_labels(data)?;
-    let t0 = Instant::now();
-    let clusters = initial_s3vm_clusters(data, &label, params.r0, params.seed);
-    let init = t0.elapsed().as_secs_f64();
-    let mut fit = fit_aid_s3vm_from(data, params, clusters, progress)?;
-    fit.init_seconds = init;
-    Ok(fit)
+    let fp = s3vm_fingerprint(params, data);
+    let (state, init) = match resume {
+        Some(ck) => {
+            ck.check(AidModel::S3vm, fp, data.len(), data.n_features(), false)
+                .map_err(ParamError::Incompatible)?;
+            let st = ck
+                .to_loop::<S3vmSolution>()
+                .ok_or(ParamError::Incompatible("the state file was made by another AID model"))?;
+            (st, ck.init_seconds)
+        }
+        None => {
+            let t0 = Instant::now();
+            let clusters = initial_s3vm_clusters(data, &label, params.r0, params.seed);
+            (LoopState::start(clusters), t0.elapsed().as_secs_f64())
+        }
+    };
+    s3vm_core(data, params, state, init, fp, progress, obs)
 }
 
 /// AID-S3VM from given clusters (each must be label-pure: all labeled of one class or all
@@ -688,7 +773,7 @@ pub fn fit_aid_s3vm_from(
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidS3vmFit, FitError> {
     check_params(params)?;
-    let (labels, label) = s3vm_labels(data)?;
+    let (_, label) = s3vm_labels(data)?;
     let mut seen = vec![false; data.len()];
     for c in 0..clusters.len() {
         let mem = clusters.members(c);
@@ -707,6 +792,36 @@ pub fn fit_aid_s3vm_from(
     if seen.iter().any(|s| !s) {
         return Err(ParamError::Incompatible("S3VM clusters must cover every row").into());
     }
+    let fp = s3vm_fingerprint(params, data);
+    let (fit, _) = s3vm_core(
+        data,
+        params,
+        LoopState::start(clusters),
+        0.0,
+        fp,
+        progress,
+        &mut NoObserver,
+    )?;
+    fit.ok_or_else(|| {
+        SolveError::NonFinite {
+            what: "AID-S3VM stopped without an observer",
+        }
+        .into()
+    })
+}
+
+/// The AID-S3VM loop from a state (checked labels and parameters).
+#[allow(clippy::too_many_arguments)]
+fn s3vm_core(
+    data: &Dataset,
+    params: &AidS3vmParams,
+    state: LoopState<S3vmSolution>,
+    init_seconds: f64,
+    fp: u64,
+    progress: &mut dyn FnMut(&IterRecord),
+    obs: &mut dyn Observer,
+) -> Result<(Option<AidS3vmFit>, Option<AidCheckpoint>), FitError> {
+    let (labels, label) = s3vm_labels(data)?;
     let nl = label.iter().filter(|&&l| l != 0).count();
     let target = label.iter().map(|&l| f64::from(l)).sum::<f64>() / nl as f64;
     let (c_pos, c_neg) = labeled_costs(params.c_labeled, &label, params.balance_cost);
@@ -718,7 +833,21 @@ pub fn fit_aid_s3vm_from(
         c_pos,
         c_neg,
     };
-    let run = run(&mut problem, clusters, &params.settings, progress)?;
+    let (run, ck) = match run_resumable(&mut problem, state, &params.settings, progress, obs)? {
+        Outcome::Done(run) => (Some(run), None),
+        Outcome::Stopped { partial, state } => (
+            partial,
+            Some(AidCheckpoint::from_loop(
+                fp,
+                init_seconds,
+                state,
+                ProblemState::default(),
+            )),
+        ),
+    };
+    let Some(run) = run else {
+        return Ok((None, ck));
+    };
     let mut w = run.best.w.clone();
     w.push(run.best.b);
     let model = LinearModel::from_parts(
@@ -739,12 +868,15 @@ pub fn fit_aid_s3vm_from(
             }
         })
         .collect();
-    Ok(AidS3vmFit {
-        model,
-        run,
-        unlabeled_predictions,
-        init_seconds: 0.0,
-    })
+    Ok((
+        Some(AidS3vmFit {
+            model,
+            run,
+            unlabeled_predictions,
+            init_seconds,
+        }),
+        ck,
+    ))
 }
 
 /// Builds the full (non-aggregated) S3VM instance of a data set (label 0 = unlabeled), e.g. to

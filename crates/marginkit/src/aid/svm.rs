@@ -65,13 +65,17 @@ use rayon::prelude::*;
 
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::ksums::KernelSums;
-use super::{run, Aggregated, AidProblem, AidRun, AidSettings, IterRecord};
+use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
+use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::{ops, Dataset, DenseMatrix, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
 use crate::kernel::qmatrix::{DenseQ, SvcQ};
 use crate::kernel::KernelSpec;
 use crate::solver::dcd::{self, LinearDesign, SvcDual};
-use crate::solver::{smo, BoxQp, Equality, NoObserver, Shrinking, SolverSettings};
+use crate::solver::{
+    smo, BoxQp, Control, Equality, IterStats, NoObserver, Observer, Shrinking, SolverSettings,
+    Status,
+};
 use crate::svm::linear::{LinearModel, LinearSolver};
 use crate::svm::model::SvmModel;
 use crate::svm::params::SvmType;
@@ -206,6 +210,18 @@ struct SvmProblem<'a> {
     /// most `max_vrows` of them, in f32 like the kernel cache (sums and subtractions in f64).
     vrows: Vec<Option<Vec<f32>>>,
     max_vrows: usize,
+    /// Kernel only: `gram` and `vrows` already describe the clusters of the solve in progress
+    /// (set by an interrupted solve, so that its continuation does not update them twice).
+    prepared: bool,
+}
+
+/// Forwards a `dyn Observer` to the generic DCD entry point.
+struct Fwd<'a>(&'a mut dyn Observer);
+
+impl Observer for Fwd<'_> {
+    fn on_iter(&mut self, s: &IterStats) -> Control {
+        self.0.on_iter(s)
+    }
 }
 
 impl SvmProblem<'_> {
@@ -422,7 +438,8 @@ impl AidProblem for SvmProblem<'_> {
         &mut self,
         clusters: &Clusters,
         previous: Option<(&SvmSolution, &[usize])>,
-    ) -> Result<Aggregated<SvmSolution>, FitError> {
+        obs: &mut dyn Observer,
+    ) -> Result<Option<Aggregated<SvmSolution>>, FitError> {
         let k = clusters.len();
         let yk = self.cluster_signs(clusters);
         let upper: Vec<f64> = (0..k).map(|c| self.c * clusters.size(c) as f64).collect();
@@ -453,14 +470,20 @@ impl AidProblem for SvmProblem<'_> {
                         diag_shift: &zero,
                     };
                     let res =
-                        dcd::solve_svc(&prob, &settings, self.seed, &mut alpha, &mut NoObserver)?;
+                        dcd::solve_svc(&prob, &settings, self.seed, &mut alpha, &mut Fwd(obs))?;
+                    if res.info.status == Status::Interrupted {
+                        return Ok(None);
+                    }
                     (res.w, res.info.rho)
                 } else {
                     // SMO with a linear kernel on the centroids: the weighted problems have
                     // bounds M|C_k| of very different sizes, on which the equality-constrained
                     // DCD (no shrinking) converges slowly; SMO's second-order working sets do not.
                     let mut q = SvcQ::new(&xc, KernelSpec::Linear, &yk, 256 << 20)?;
-                    let info = smo::solve(&mut q, &qp, &mut alpha, &settings, &mut NoObserver)?;
+                    let info = smo::solve(&mut q, &qp, &mut alpha, &settings, obs)?;
+                    if info.status == Status::Interrupted {
+                        return Ok(None);
+                    }
                     let mut w = vec![0.0; d];
                     for c in 0..k {
                         if alpha[c] != 0.0 {
@@ -493,8 +516,11 @@ impl AidProblem for SvmProblem<'_> {
                 }
             }
             Some(_) => {
-                let parent = previous.map(|(_, p)| p);
-                self.update_gram(clusters, parent);
+                if !self.prepared {
+                    let parent = previous.map(|(_, p)| p);
+                    self.update_gram(clusters, parent);
+                    self.prepared = true;
+                }
                 let sizes: Vec<f64> = (0..k).map(|c| clusters.size(c) as f64).collect();
                 let mut q = vec![0.0; k * k];
                 for a in 0..k {
@@ -504,7 +530,10 @@ impl AidProblem for SvmProblem<'_> {
                     }
                 }
                 let mut dq = DenseQ::new(k, &q)?;
-                let info = smo::solve(&mut dq, &qp, &mut alpha, &settings, &mut NoObserver)?;
+                let info = smo::solve(&mut dq, &qp, &mut alpha, &settings, obs)?;
+                if info.status == Status::Interrupted {
+                    return Ok(None);
+                }
                 let b = -info.rho;
                 let qa: Vec<f64> = (0..k)
                     .map(|a| ops::dense_dot(&q[a * k..(a + 1) * k], &alpha))
@@ -540,13 +569,14 @@ impl AidProblem for SvmProblem<'_> {
             }
         };
         self.sizes = (0..k).map(|c| clusters.size(c)).collect();
+        self.prepared = false;
         if !sol.objective.is_finite() {
             return Err(SolveError::NonFinite {
                 what: "aggregated SVM objective",
             }
             .into());
         }
-        Ok(sol)
+        Ok(Some(sol))
     }
 
     fn evaluate(&self, sol: &SvmSolution, side: &mut [u8]) -> f64 {
@@ -697,6 +727,86 @@ pub fn fit_aid_svm(
     params: &AidSvmParams,
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidSvmFit, FitError> {
+    let (fit, _) = fit_aid_svm_resumable(data, params, progress, &mut NoObserver, None)?;
+    fit.ok_or_else(|| {
+        SolveError::NonFinite {
+            what: "AID-SVM stopped without an observer",
+        }
+        .into()
+    })
+}
+
+fn svm_fingerprint(params: &AidSvmParams, data: &Dataset) -> u64 {
+    let p = params;
+    checkpoint::fingerprint(
+        &format!(
+            "svm|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
+            p.c.to_bits(),
+            p.kernel,
+            p.r0.map(f64::to_bits),
+            p.seed,
+            p.solver_tol.to_bits(),
+            p.settings.gap_tol.to_bits(),
+            p.linear_engine
+        ),
+        data,
+    )
+}
+
+/// [`fit_aid_svm`] that can stop and continue: `obs` is asked before every aggregated solve and
+/// by its solver (SMO every 1000 pair updates, DCD every pass). When it asks to stop, the
+/// result is the best iterate so far with [`super::StopReason::Interrupted`] (`None` if no
+/// iteration finished) and an [`AidCheckpoint`]; `resume` continues such a checkpoint to the
+/// iterates an uninterrupted run makes, bit for bit. With a kernel, the checkpoint holds the
+/// cluster-pair kernel sums and the stored cluster kernel rows (`4 n` bytes each, at most 1 GiB
+/// in all), so its size can reach that of the run's row store.
+///
+/// ```
+/// use marginkit::aid::svm::{fit_aid_svm, fit_aid_svm_resumable, AidSvmParams};
+/// use marginkit::aid::AidCheckpoint;
+/// use marginkit::solver::{Control, IterStats, NoObserver, Observer};
+/// use marginkit::{Dataset, DenseMatrix, Features};
+///
+/// // Stops at the second report it gets (a Ctrl-C handler would set a `Cancel` flag).
+/// struct StopAt(usize);
+/// impl Observer for StopAt {
+///     fn on_iter(&mut self, _: &IterStats) -> Control {
+///         self.0 = self.0.saturating_sub(1);
+///         if self.0 == 0 { Control::Stop } else { Control::Continue }
+///     }
+/// }
+/// let n = 400;
+/// let x: Vec<f64> = (0..n).flat_map(|i| {
+///     let t = i as f64 * 0.37;
+///     [t.sin() + if i % 2 == 0 { 0.6 } else { -0.6 }, (1.3 * t).cos()]
+/// }).collect();
+/// let y: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
+/// let data = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, x)?), y, None)?;
+/// let params = AidSvmParams { r0: Some(0.01), ..AidSvmParams::default() };
+/// let full = fit_aid_svm(&data, &params, &mut |_| {})?;
+///
+/// let (partial, state) = fit_aid_svm_resumable(&data, &params, &mut |_| {}, &mut StopAt(2), None)?;
+/// if let Some(state) = state {
+///     // The state file's bytes (FNV-1a checksummed) read back, then the run continues.
+///     let state = AidCheckpoint::from_bytes(&state.to_bytes()).map_err(std::io::Error::other)?;
+///     assert!(partial.is_none_or(|p| p.run.stop.as_str() == "interrupted"));
+///     let (done, more) = fit_aid_svm_resumable(&data, &params, &mut |_| {}, &mut NoObserver, Some(&state))?;
+///     assert!(more.is_none());
+///     assert_eq!(done.unwrap().run.best_objective, full.run.best_objective);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`fit_aid_svm`]; [`ParamError::Incompatible`] when `resume` was made by another model,
+/// with other data or parameters, or does not fit the data.
+pub fn fit_aid_svm_resumable(
+    data: &Dataset,
+    params: &AidSvmParams,
+    progress: &mut dyn FnMut(&IterRecord),
+    obs: &mut dyn Observer,
+    resume: Option<&AidCheckpoint>,
+) -> Result<(Option<AidSvmFit>, Option<AidCheckpoint>), FitError> {
     crate::error::positive("C", params.c)?;
     crate::error::positive("solver tolerance", params.solver_tol)?;
     if let Some(r) = params.r0 {
@@ -718,10 +828,9 @@ pub fn fit_aid_svm(
         k.check()?;
     }
     let (labels, y) = binary_signs(data)?;
+    let fp = svm_fingerprint(params, data);
     let t0 = Instant::now();
     let ks = params.kernel.map(|k| KernelSums::new(&data.x, k));
-    let clusters = initial_clusters(data, &y, params, ks.as_ref())?;
-    let init_seconds = t0.elapsed().as_secs_f64();
     let mut problem = SvmProblem {
         data,
         y,
@@ -735,16 +844,64 @@ pub fn fit_aid_svm(
         sizes: Vec::new(),
         vrows: Vec::new(),
         max_vrows: (VROW_BUDGET_BYTES / (4 * data.len().max(1))).max(1),
+        prepared: false,
     };
-    let run = run(&mut problem, clusters, &params.settings, progress)?;
+    let (state, init_seconds) = match resume {
+        Some(ck) => {
+            let width = if params.kernel.is_some() {
+                0
+            } else {
+                data.n_features()
+            };
+            ck.check(AidModel::Svm, fp, data.len(), width, params.kernel.is_some())
+                .map_err(ParamError::Incompatible)?;
+            let p = ck.problem.clone();
+            problem.sizes = p.sizes;
+            problem.gram = p.gram;
+            problem.vrows = p.vrows;
+            problem.prepared = p.prepared;
+            let st = ck
+                .to_loop::<SvmSolution>()
+                .ok_or(ParamError::Incompatible("the state file was made by another AID model"))?;
+            (st, ck.init_seconds)
+        }
+        None => {
+            let clusters = initial_clusters(data, &problem.y, params, problem.ks.as_ref())?;
+            (LoopState::start(clusters), t0.elapsed().as_secs_f64())
+        }
+    };
+    let (run, ck) = match run_resumable(&mut problem, state, &params.settings, progress, obs)? {
+        Outcome::Done(run) => (Some(run), None),
+        Outcome::Stopped { partial, state } => {
+            let ps = ProblemState {
+                sizes: std::mem::take(&mut problem.sizes),
+                gram: std::mem::take(&mut problem.gram),
+                vrows: std::mem::take(&mut problem.vrows),
+                prepared: problem.prepared,
+                last_certified: false,
+            };
+            (
+                partial,
+                Some(AidCheckpoint::from_loop(fp, init_seconds, state, ps)),
+            )
+        }
+    };
+    let Some(run) = run else {
+        return Ok((None, ck));
+    };
     let model = build_model(data, &labels, params.kernel, &run.best)?;
-    Ok(AidSvmFit {
-        model,
-        run,
-        init_seconds,
-        labels,
-    })
+    Ok((
+        Some(AidSvmFit {
+            model,
+            run,
+            init_seconds,
+            labels,
+        }),
+        ck,
+    ))
 }
+
+
 
 fn build_model(
     data: &Dataset,

@@ -1,0 +1,370 @@
+//! Interrupt and resume of AID (LAD, linear and kernel SVM, S3VM): a run stopped by an observer
+//! after k reports and continued from its (serialized) checkpoint makes exactly the iterates of
+//! an uninterrupted run (bit for bit: every aggregated solve is deterministic); checkpoints made
+//! with other data, parameters or another model are refused; damaged state files are errors.
+
+use std::path::PathBuf;
+
+use marginkit::aid::lad::{fit_aid_lad_resumable, AidLadParams};
+use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, BnbLimits};
+use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams};
+use marginkit::aid::{AidCheckpoint, AidSettings, IterRecord, StopReason};
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::error::FitError;
+use marginkit::kernel::KernelSpec;
+use marginkit::solver::{Control, IterStats, NoObserver, Observer};
+use marginkit::{Dataset, DenseMatrix, Features};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Counts reports; stops at report number `stop_at` (never when 0).
+struct StopAfter {
+    seen: usize,
+    stop_at: usize,
+}
+
+impl StopAfter {
+    fn new(stop_at: usize) -> Self {
+        Self { seen: 0, stop_at }
+    }
+}
+
+impl Observer for StopAfter {
+    fn on_iter(&mut self, _: &IterStats) -> Control {
+        self.seen += 1;
+        if self.seen == self.stop_at {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
+
+fn heart() -> Dataset {
+    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "data", "heart_scale"]
+        .iter()
+        .collect();
+    read_libsvm_path(p, &ReadOptions::default()).unwrap()
+}
+
+/// Linear model plus heavy-tailed noise and gross outliers (as in `aid_lad.rs`).
+fn regression(n: usize, m: usize, seed: u64) -> Dataset {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut x = Vec::with_capacity(n * m);
+    let mut y = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut v = 0.5;
+        for j in 0..m {
+            let a: f64 = rng.gen_range(-2.0..2.0);
+            x.push(a);
+            v += a * (1.0 + (j % 3) as f64);
+        }
+        let u: f64 = rng.gen_range(-1.0..1.0);
+        v += u * u * u * 3.0;
+        if i % 20 == 7 {
+            v += if u > 0.0 { 50.0 } else { -50.0 };
+        }
+        y.push(v);
+    }
+    Dataset::new(Features::Dense(DenseMatrix::new(n, m, x).unwrap()), y, None).unwrap()
+}
+
+/// The records without their timings.
+fn trace(r: &[IterRecord]) -> Vec<[u64; 8]> {
+    r.iter()
+        .map(|r| {
+            [
+                r.t as u64,
+                r.clusters as u64,
+                r.lower_bound.to_bits(),
+                r.bound_t.to_bits(),
+                r.aggregated_objective.to_bits(),
+                r.objective.to_bits(),
+                r.best_objective.to_bits(),
+                r.violating as u64,
+            ]
+        })
+        .collect()
+}
+
+/// One model's resumable fit, reduced to what the comparison needs:
+/// `(trace, best objective, stop, best solution as bits)`, or the checkpoint.
+type Summary = (Vec<[u64; 8]>, f64, StopReason, Vec<u64>);
+type Fit<'a> = dyn FnMut(
+        &mut dyn Observer,
+        Option<&AidCheckpoint>,
+    ) -> Result<(Option<Summary>, Option<AidCheckpoint>), FitError>
+    + 'a;
+
+/// Runs uninterrupted, counts the reports, then for several stop points: stop, write and read
+/// the state, continue (stopping once more on the way when possible), and compare.
+fn check_resume(fit: &mut Fit<'_>, min_stops: usize) {
+    let mut count = StopAfter::new(0);
+    let (full, ck) = fit(&mut count, None).unwrap();
+    assert!(ck.is_none());
+    let full = full.unwrap();
+    let total = count.seen;
+    assert!(total >= 3, "only {total} observer reports");
+    let mut stops = 0;
+    let points: Vec<usize> = [1, 2, total / 3, total / 2, 2 * total / 3, total - 1]
+        .into_iter()
+        .filter(|&k| k >= 1)
+        .collect();
+    for k in points {
+        let (partial, ck) = fit(&mut StopAfter::new(k), None).unwrap();
+        let Some(ck) = ck else {
+            // The report came from a solve that converged at the same moment.
+            continue;
+        };
+        stops += 1;
+        if let Some(p) = &partial {
+            assert_eq!(p.2, StopReason::Interrupted);
+            assert!(p.1 >= full.1, "partial {} < full {}", p.1, full.1);
+        }
+        let bytes = ck.to_bytes();
+        let ck = AidCheckpoint::from_bytes(&bytes).unwrap();
+        assert_eq!(ck.to_bytes(), bytes);
+        // Continue, stopping once more after a few reports; then to the end.
+        let (_, ck2) = fit(&mut StopAfter::new(2), Some(&ck)).unwrap();
+        let ck = match ck2 {
+            Some(c) => AidCheckpoint::from_bytes(&c.to_bytes()).unwrap(),
+            None => ck,
+        };
+        let (done, more) = fit(&mut NoObserver, Some(&ck)).unwrap();
+        assert!(more.is_none());
+        let done = done.unwrap();
+        assert_eq!(done.0, full.0, "iterates differ after a stop at report {k}");
+        assert_eq!(done.1.to_bits(), full.1.to_bits());
+        assert_eq!(done.2, full.2);
+        assert_eq!(done.3, full.3);
+    }
+    assert!(stops >= min_stops, "{stops} stops");
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn lad_resumes_to_the_same_iterates() {
+    let d = regression(3000, 4, 7);
+    let params = AidLadParams {
+        r0: Some(0.004),
+        ..AidLadParams::default()
+    };
+    check_resume(
+        &mut |obs, resume| {
+            let (f, c) = fit_aid_lad_resumable(&d, &params, &mut |_| {}, obs, resume)?;
+            Ok((
+                f.map(|f| {
+                    (
+                        trace(&f.run.iterations),
+                        f.run.best_objective,
+                        f.run.stop,
+                        bits(&f.run.best),
+                    )
+                }),
+                c,
+            ))
+        },
+        2,
+    );
+}
+
+fn svm_summary(f: marginkit::aid::svm::AidSvmFit) -> Summary {
+    let b = &f.run.best;
+    let mut v = bits(&b.w);
+    v.push(b.b.to_bits());
+    v.extend(bits(&b.alpha));
+    v.extend(bits(&b.decision));
+    v.extend(b.expansion.iter().flat_map(|&(i, c)| [u64::from(i), c.to_bits()]));
+    (
+        trace(&f.run.iterations),
+        f.run.best_objective,
+        f.run.stop,
+        v,
+    )
+}
+
+#[test]
+fn linear_svm_resumes_to_the_same_iterates() {
+    let d = heart();
+    let params = AidSvmParams {
+        c: 1.0,
+        r0: Some(0.02),
+        settings: AidSettings {
+            gap_tol: 1e-6,
+            ..AidSettings::default()
+        },
+        ..AidSvmParams::default()
+    };
+    check_resume(
+        &mut |obs, resume| {
+            let (f, c) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, obs, resume)?;
+            Ok((f.map(svm_summary), c))
+        },
+        3,
+    );
+}
+
+#[test]
+fn kernel_svm_resumes_to_the_same_iterates() {
+    let d = heart();
+    let params = AidSvmParams {
+        c: 1.0,
+        kernel: Some(KernelSpec::Rbf { gamma: 0.05 }),
+        r0: Some(0.02),
+        solver_tol: 1e-6,
+        ..AidSvmParams::default()
+    };
+    check_resume(
+        &mut |obs, resume| {
+            let (f, c) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, obs, resume)?;
+            Ok((f.map(svm_summary), c))
+        },
+        3,
+    );
+}
+
+fn s3vm_data() -> Dataset {
+    let mut d = heart();
+    let (mut kp, mut kn) = (0, 0);
+    for v in d.y.iter_mut() {
+        if *v > 0.0 && kp < 8 {
+            kp += 1;
+        } else if *v < 0.0 && kn < 8 {
+            kn += 1;
+        } else {
+            *v = 0.0;
+        }
+    }
+    d
+}
+
+fn s3vm_params() -> AidS3vmParams {
+    AidS3vmParams {
+        c_labeled: 0.05,
+        c_unlabeled: 0.01,
+        balance: true,
+        bnb: BnbLimits {
+            max_nodes: 400,
+            time_limit: None,
+            rel_gap: 1e-6,
+        },
+        settings: AidSettings {
+            gap_tol: 0.0,
+            max_iter: 3,
+            time_limit: None,
+        },
+        ..AidS3vmParams::default()
+    }
+}
+
+#[test]
+fn s3vm_resumes_to_the_same_iterates() {
+    let d = s3vm_data();
+    let params = s3vm_params();
+    check_resume(
+        &mut |obs, resume| {
+            let (f, c) = fit_aid_s3vm_resumable(&d, &params, &mut |_| {}, obs, resume)?;
+            Ok((
+                f.map(|f| {
+                    let mut v = bits(&f.run.best.w);
+                    v.push(f.run.best.b.to_bits());
+                    (
+                        trace(&f.run.iterations),
+                        f.run.best_objective,
+                        f.run.stop,
+                        v,
+                    )
+                }),
+                c,
+            ))
+        },
+        2,
+    );
+}
+
+/// A checkpoint of the linear AID-SVM on heart_scale, stopped at the third report.
+fn svm_checkpoint(d: &Dataset, params: &AidSvmParams) -> AidCheckpoint {
+    let (_, ck) = fit_aid_svm_resumable(d, params, &mut |_| {}, &mut StopAfter::new(3), None).unwrap();
+    ck.unwrap()
+}
+
+#[test]
+fn foreign_checkpoints_are_refused() {
+    let d = heart();
+    let params = AidSvmParams {
+        r0: Some(0.02),
+        ..AidSvmParams::default()
+    };
+    let ck = svm_checkpoint(&d, &params);
+    fn msg<T>(r: Result<T, FitError>) -> String {
+        match r {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+    // Other data: one label flipped.
+    let mut other = d.clone();
+    other.y[5] = -other.y[5];
+    let m = msg(fit_aid_svm_resumable(&other, &params, &mut |_| {}, &mut NoObserver, Some(&ck)));
+    assert!(m.contains("other data"), "{m}");
+    // Other parameters: C, or the kernel.
+    let p2 = AidSvmParams {
+        c: 2.0,
+        ..params.clone()
+    };
+    let m = msg(fit_aid_svm_resumable(&d, &p2, &mut |_| {}, &mut NoObserver, Some(&ck)));
+    assert!(m.contains("other parameters"), "{m}");
+    let p3 = AidSvmParams {
+        kernel: Some(KernelSpec::Rbf { gamma: 0.1 }),
+        ..params.clone()
+    };
+    assert!(fit_aid_svm_resumable(&d, &p3, &mut |_| {}, &mut NoObserver, Some(&ck)).is_err());
+    // Another model.
+    let m = msg(
+        fit_aid_lad_resumable(&d, &AidLadParams::default(), &mut |_| {}, &mut NoObserver, Some(&ck))
+    );
+    assert!(m.contains("another AID model"), "{m}");
+    let m = msg(
+        fit_aid_s3vm_resumable(&s3vm_data(), &s3vm_params(), &mut |_| {}, &mut NoObserver, Some(&ck))
+    );
+    assert!(m.contains("another AID model"), "{m}");
+    // The iteration and time limits may change.
+    let p4 = AidSvmParams {
+        settings: AidSettings {
+            max_iter: 500,
+            time_limit: Some(std::time::Duration::from_secs(100)),
+            ..params.settings
+        },
+        ..params.clone()
+    };
+    assert!(fit_aid_svm_resumable(&d, &p4, &mut |_| {}, &mut NoObserver, Some(&ck)).is_ok());
+}
+
+#[test]
+fn damaged_state_files_are_errors() {
+    let d = heart();
+    let params = AidSvmParams {
+        r0: Some(0.02),
+        ..AidSvmParams::default()
+    };
+    let bytes = svm_checkpoint(&d, &params).to_bytes();
+    assert!(AidCheckpoint::from_bytes(&bytes).is_ok());
+    for len in 0..bytes.len() {
+        let e = AidCheckpoint::from_bytes(&bytes[..len]).unwrap_err();
+        assert!(e.contains("AID state file"), "{e}");
+    }
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+    for _ in 0..300 {
+        let mut b = bytes.clone();
+        let i = rng.gen_range(0..b.len());
+        b[i] ^= 1 << rng.gen_range(0..8);
+        assert!(AidCheckpoint::from_bytes(&b).is_err());
+    }
+    let mut b = bytes.clone();
+    b.push(0);
+    assert!(AidCheckpoint::from_bytes(&b).is_err());
+    assert!(AidCheckpoint::from_bytes(b"MKFITCK2 not an AID file").is_err());
+}
