@@ -6,14 +6,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{ArgAction, Args, Subcommand};
-use marginkit::aid::lad::{fit_aid_lad, fit_lad, AidLadParams, LadModel};
-use marginkit::aid::s3vm::{fit_aid_s3vm, full_instance, solve_bnb, AidS3vmParams, BnbLimits};
-use marginkit::aid::svm::{fit_aid_svm, AidSvmModel, AidSvmParams};
-use marginkit::aid::{AidSettings, IterRecord};
+use marginkit::aid::lad::{fit_aid_lad_resumable, fit_lad, AidLadParams, LadModel};
+use marginkit::aid::s3vm::{
+    fit_aid_s3vm_resumable, full_instance, solve_bnb, AidS3vmParams, BnbLimits,
+};
+use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmModel, AidSvmParams};
+use marginkit::aid::{AidCheckpoint, AidSettings, IterRecord, StopReason};
+use marginkit::solver::{Cancel, Status};
 use marginkit::data::write_atomically;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::svm::linear::LinearModel;
-use marginkit::svm::model_io::save_model;
+use marginkit::svm::model_io::save_model_with_status;
 use marginkit::{Dataset, KernelSpec};
 use serde_json::{json, Value};
 
@@ -74,6 +77,16 @@ pub struct AidCommon {
     #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Print help.
+    /// Continue the run saved in this state file (written when Ctrl-C stops a run): the
+    /// finished iterations are kept and the run goes on from the interrupted one, to the same
+    /// iterates as an uninterrupted run. Same data and parameters; --max-iter and --time-limit
+    /// may change.
+    #[arg(long, value_name = "STATE")]
+    pub resume: Option<PathBuf>,
+    /// Where to write the state file of an interrupted run (default: the model file's name +
+    /// ".state").
+    #[arg(long, value_name = "FILE")]
+    pub state_file: Option<PathBuf>,
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
 }
@@ -353,6 +366,112 @@ fn model_path(train: &Path, model: &Option<PathBuf>) -> PathBuf {
     model.clone().unwrap_or_else(|| default_model_path(train))
 }
 
+/// Ctrl-C handling and the state file of one run.
+struct Interrupt {
+    state_path: PathBuf,
+    resume_path: Option<PathBuf>,
+    resume: Option<AidCheckpoint>,
+    cancel: Cancel,
+}
+
+impl Interrupt {
+    /// Reads `--resume`, picks the state path (refusing one that is an output file) and
+    /// installs the Ctrl-C handler.
+    fn new(common: &AidCommon, outputs: &[&Path]) -> CliResult<Self> {
+        let model = outputs[0];
+        let state_path = common.state_file.clone().unwrap_or_else(|| {
+            let mut s = model.as_os_str().to_owned();
+            s.push(".state");
+            PathBuf::from(s)
+        });
+        for out in outputs.iter().copied().chain(common.plot.as_deref()) {
+            crate::train::refuse_same_file(&state_path, out)?;
+        }
+        let resume = match &common.resume {
+            Some(p) => {
+                let bytes =
+                    std::fs::read(p).map_err(|e| CliError(format!("{}: {e}", p.display())))?;
+                Some(
+                    AidCheckpoint::from_bytes(&bytes)
+                        .map_err(|e| CliError(format!("{}: {e}", p.display())))?,
+                )
+            }
+            None => None,
+        };
+        Ok(Self {
+            state_path,
+            resume_path: common.resume.clone(),
+            resume,
+            cancel: crate::interrupt::install(),
+        })
+    }
+
+    /// A library error; names the state file when continuing one (a refused state).
+    fn err(&self, e: marginkit::FitError) -> CliError {
+        match &self.resume_path {
+            Some(p) => CliError(format!("{}: {e}", p.display())),
+            None => CliError(e.to_string()),
+        }
+    }
+
+    /// Writes the state of a stopped run (atomically); returns its path.
+    fn write(&self, ck: Option<&AidCheckpoint>) -> CliResult<Option<String>> {
+        let Some(ck) = ck else {
+            return Ok(None);
+        };
+        write_atomically(&self.state_path, |w| w.write_all(&ck.to_bytes()))
+            .map_err(|e| CliError(format!("{}: {e}", self.state_path.display())))?;
+        Ok(Some(self.state_path.display().to_string()))
+    }
+
+    /// After the outputs are written: the keys of `--json`, and the exit of a stopped run.
+    fn report(&self, out: &mut Value, written: &Option<String>) {
+        if let Value::Object(o) = out {
+            o.insert("interrupted".into(), json!(written.is_some()));
+            o.insert("state_file".into(), json!(written));
+            o.insert("resumed".into(), json!(self.resume_path.is_some()));
+        }
+    }
+
+    fn exit_if_stopped(&self, written: &Option<String>, finished: usize) {
+        if let Some(s) = written {
+            eprintln!(
+                "marginkit: interrupted after {finished} finished iterations; the model (if any) is marked \
+                 'status interrupted'; continue with --resume {s}"
+            );
+            std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+        }
+    }
+}
+
+/// Output of a run stopped before its first iteration finished: no model, only the state.
+fn no_model(common: &AidCommon, model: &str, ir: &Interrupt, written: &Option<String>) {
+    if common.json {
+        let mut out = json!({"model": model, "stop": "interrupted", "objective": Value::Null,
+                             "iterations": []});
+        ir.report(&mut out, written);
+        println!("{out}");
+    }
+    ir.exit_if_stopped(written, 0);
+}
+
+fn status_of(stop: StopReason) -> Status {
+    if stop == StopReason::Interrupted {
+        Status::Interrupted
+    } else {
+        Status::Converged
+    }
+}
+
+fn write_linear_status(path: &Path, m: &LinearModel, stop: StopReason) -> CliResult {
+    if stop == StopReason::Interrupted {
+        write_atomically(path, |w| m.write_with_status(w, Status::Interrupted))
+            .map_err(|e| CliError(format!("{}: {e}", path.display())))
+    } else {
+        write_linear(path, m)
+    }
+}
+
 fn finish(
     common: &AidCommon,
     train: &Path,
@@ -397,20 +516,45 @@ fn run_lad(a: AidLadArgs) -> CliResult {
         settings: settings(&a.common, AidLadParams::default().settings)?,
     };
     let table = Table::new(!a.common.quiet && !a.common.json);
-    let fit = fit_aid_lad(&data, &params, &mut |r| table.row(r))?;
+    let mpath = model_path(&a.train_file, &a.model_file);
+    let ir = Interrupt::new(&a.common, &[&mpath])?;
+    let mut cancel = ir.cancel.clone();
+    let (fit, ck) = fit_aid_lad_resumable(
+        &data,
+        &params,
+        &mut |r| table.row(r),
+        &mut cancel,
+        ir.resume.as_ref(),
+    )
+    .map_err(|e| ir.err(e))?;
+    let written = ir.write(ck.as_ref())?;
+    let Some(fit) = fit else {
+        no_model(&a.common, "lad", &ir, &written);
+        return Ok(());
+    };
     let total = t0.elapsed().as_secs_f64();
-    write_text(
-        &model_path(&a.train_file, &a.model_file),
-        &fit.model.to_json(),
-    )?;
-    let out = json!({
+    let text = if fit.run.stop == StopReason::Interrupted {
+        // The JSON model gets the status key the other model formats carry as a line.
+        let mut v: Value = serde_json::from_str(&fit.model.to_json())
+            .map_err(|e| CliError(format!("internal: LAD model JSON: {e}")))?;
+        if let Value::Object(o) = &mut v {
+            o.insert("status".into(), json!(Status::Interrupted.as_str()));
+        }
+        v.to_string()
+    } else {
+        fit.model.to_json()
+    };
+    write_text(&mpath, &text)?;
+    let mut out = json!({
         "model": "lad",
         "stop": fit.run.stop.as_str(),
         "n": data.len(),
         "init_seconds": fit.init_seconds,
         "lower_bound": finite(fit.run.lower_bound),
         "certified": fit.run.stop == marginkit::aid::StopReason::Optimal && fit.last_certified,
+        "status": status_of(fit.run.stop).as_str(),
     });
+    ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
         println!("stop: {}", fit.run.stop.as_str());
     }
@@ -421,7 +565,9 @@ fn run_lad(a: AidLadArgs) -> CliResult {
         out,
         fit.run.best_objective,
         total,
-    )
+    )?;
+    ir.exit_if_stopped(&written, fit.run.iterations.len());
+    Ok(())
 }
 
 fn kernel_of(a: &AidSvmArgs, data: &Dataset) -> CliResult<Option<KernelSpec>> {
@@ -464,22 +610,42 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
         },
     };
     let table = Table::new(!a.common.quiet && !a.common.json);
-    let fit = fit_aid_svm(&data, &params, &mut |r| table.row(r))?;
-    let total = t0.elapsed().as_secs_f64();
     let path = model_path(&a.train_file, &a.model_file);
+    let ir = Interrupt::new(&a.common, &[&path])?;
+    let mut cancel = ir.cancel.clone();
+    let (fit, ck) = fit_aid_svm_resumable(
+        &data,
+        &params,
+        &mut |r| table.row(r),
+        &mut cancel,
+        ir.resume.as_ref(),
+    )
+    .map_err(|e| ir.err(e))?;
+    let written = ir.write(ck.as_ref())?;
+    let name = if params.kernel.is_some() {
+        "aid_svm_kernel"
+    } else {
+        "aid_svm_linear"
+    };
+    let Some(fit) = fit else {
+        no_model(&a.common, name, &ir, &written);
+        return Ok(());
+    };
+    let total = t0.elapsed().as_secs_f64();
     match &fit.model {
-        AidSvmModel::Linear(m) => write_linear(&path, m)?,
-        AidSvmModel::Kernel(m) => {
-            save_model(&path, m).map_err(|e| CliError(format!("{}: {e}", path.display())))?
-        }
+        AidSvmModel::Linear(m) => write_linear_status(&path, m, fit.run.stop)?,
+        AidSvmModel::Kernel(m) => save_model_with_status(&path, m, status_of(fit.run.stop))
+            .map_err(|e| CliError(format!("{}: {e}", path.display())))?,
     }
-    let out = json!({
-        "model": if params.kernel.is_some() { "aid_svm_kernel" } else { "aid_svm_linear" },
+    let mut out = json!({
+        "model": name,
         "stop": fit.run.stop.as_str(),
         "n": data.len(),
         "init_seconds": fit.init_seconds,
         "lower_bound": finite(fit.run.lower_bound),
+        "status": status_of(fit.run.stop).as_str(),
     });
+    ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
         println!("stop: {}", fit.run.stop.as_str());
     }
@@ -490,7 +656,9 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
         out,
         fit.run.best_objective,
         total,
-    )
+    )?;
+    ir.exit_if_stopped(&written, fit.run.iterations.len());
+    Ok(())
 }
 
 fn run_s3vm(a: AidS3vmArgs) -> CliResult {
@@ -507,6 +675,11 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
         rel_gap: 1e-6,
     };
     let path = model_path(&a.train_file, &a.model_file);
+    if a.exact && (a.common.resume.is_some() || a.common.state_file.is_some()) {
+        return Err(CliError(
+            "--exact cannot be combined with --resume or --state-file: the exact branch and bound writes no state to continue from".into(),
+        ));
+    }
     if a.exact {
         let mut inst = full_instance(&data, a.c_labeled, a.c_unlabeled, a.balance)?;
         if a.balance_cost {
@@ -567,18 +740,36 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
         settings: settings(&a.common, AidS3vmParams::default().settings)?,
     };
     let table = Table::new(!a.common.quiet && !a.common.json);
-    let fit = fit_aid_s3vm(&data, &params, &mut |r| table.row(r))?;
+    let mut outputs: Vec<&Path> = vec![&path];
+    outputs.extend(a.predictions.as_deref());
+    let ir = Interrupt::new(&a.common, &outputs)?;
+    let mut cancel = ir.cancel.clone();
+    let (fit, ck) = fit_aid_s3vm_resumable(
+        &data,
+        &params,
+        &mut |r| table.row(r),
+        &mut cancel,
+        ir.resume.as_ref(),
+    )
+    .map_err(|e| ir.err(e))?;
+    let written = ir.write(ck.as_ref())?;
+    let Some(fit) = fit else {
+        no_model(&a.common, "aid_s3vm", &ir, &written);
+        return Ok(());
+    };
     let total = t0.elapsed().as_secs_f64();
-    write_linear(&path, &fit.model)?;
+    write_linear_status(&path, &fit.model, fit.run.stop)?;
     write_predictions(&a, &data, &fit.model)?;
-    let out = json!({
+    let mut out = json!({
         "model": "aid_s3vm",
         "heuristic": true,
         "stop": fit.run.stop.as_str(),
         "n": data.len(),
         "unlabeled": fit.unlabeled_predictions.len(),
         "init_seconds": fit.init_seconds,
+        "status": status_of(fit.run.stop).as_str(),
     });
+    ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
         println!(
             "stop: {} (AID-S3VM is a heuristic: no bound)",
@@ -592,7 +783,9 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
         out,
         fit.run.best_objective,
         total,
-    )
+    )?;
+    ir.exit_if_stopped(&written, fit.run.iterations.len());
+    Ok(())
 }
 
 fn write_predictions(a: &AidS3vmArgs, data: &Dataset, model: &LinearModel) -> CliResult {
