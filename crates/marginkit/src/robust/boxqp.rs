@@ -16,12 +16,14 @@
 use super::chol::Chol;
 use super::kern::{BetaQ, Kern};
 use crate::error::SolveError;
-use crate::solver::{smo, BoxQp, Equality, NoObserver, Shrinking, SolveInfo, SolverSettings};
+use crate::solver::{smo, BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status};
 
 /// Rounds of the polishing active-set loop before giving up.
 const POLISH_ROUNDS: usize = 200;
 
-/// Solves the box problem by SMO from the warm start `beta` (clipped into the box first).
+/// Solves the box problem by SMO from the warm start `beta` (clipped into the box first). The
+/// solver polls `obs` every 1000 pair updates; when it stops, `beta` is left as it was and the
+/// status is [`crate::solver::Status::Interrupted`].
 pub(crate) fn solve_box(
     kern: &mut Kern<'_>,
     y: &[f64],
@@ -29,6 +31,7 @@ pub(crate) fn solve_box(
     hi: &[f64],
     beta: &mut [f64],
     tol: f64,
+    obs: &mut dyn Observer,
 ) -> Result<SolveInfo, SolveError> {
     let n = y.len();
     let mut p = Vec::with_capacity(2 * n);
@@ -56,7 +59,10 @@ pub(crate) fn solve_box(
         time_limit: None,
     };
     let mut q = BetaQ::new(kern);
-    let info = smo::solve(&mut q, &qp, &mut a, &settings, &mut NoObserver)?;
+    let info = smo::solve(&mut q, &qp, &mut a, &settings, obs)?;
+    if info.status == Status::Interrupted {
+        return Ok(info);
+    }
     for i in 0..n {
         beta[i] = a[i] - a[n + i];
     }

@@ -25,6 +25,7 @@ use super::{
     PathKind, RobustParams, Task,
 };
 use crate::error::FitError;
+use crate::solver::{NoObserver, Observer};
 
 /// Outer CCCP rounds per grid point.
 pub const MAX_OUTER: usize = 100;
@@ -76,18 +77,41 @@ pub fn cccp(
     }
     let start = Instant::now();
     let (mut su, beta, f) = setup_standard(params, train, valid)?;
-    cccp_from_standard(
+    let (path, _) = cccp_from_standard(
         params,
         kind,
         grid,
         &mut su.kern,
         &su.y,
         &su.yv,
-        beta,
-        f,
+        CccpStart::Standard(beta, f),
         su.ridge,
         start,
-    )
+        &mut NoObserver,
+    )?;
+    Ok(path)
+}
+
+/// Where a CCCP run starts: the exact standard SVM `(beta, f)`, or a stopped run's state.
+pub(crate) enum CccpStart<'s> {
+    Standard(Vec<f64>, Vec<f64>),
+    Resume(&'s CccpResume),
+}
+
+/// A stopped CCCP run, at the start of outer round `r + 1` of grid point `k`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CccpResume {
+    pub tmax: f64,
+    pub k: usize,
+    pub r: usize,
+    /// The partition of the round (`sigma_i`, see the module doc).
+    pub sig: Vec<i8>,
+    pub beta: Vec<f64>,
+    pub f: Vec<f64>,
+    pub nodes: Vec<Node>,
+    pub rounds: Vec<usize>,
+    pub unconverged: usize,
+    pub best: Option<(usize, f64, Vec<f64>)>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -98,11 +122,11 @@ pub(crate) fn cccp_from_standard(
     kern: &mut Kern<'_>,
     y: &[f64],
     yv: &[f64],
-    mut beta: Vec<f64>,
-    mut f: Vec<f64>,
+    from: CccpStart<'_>,
     ridge: f64,
     start: Instant,
-) -> Result<CccpPath, FitError> {
+    obs: &mut dyn Observer,
+) -> Result<(CccpPath, Option<CccpResume>), FitError> {
     let task = params.task;
     let n = y.len();
     let c = params.c;
@@ -110,16 +134,29 @@ pub(crate) fn cccp_from_standard(
         Task::Svc => y[i] * (y[i] - f[i]),
         Task::Svr => (y[i] - f[i]).abs(),
     };
-    let tmax = (0..n)
-        .map(|i| slack(&f, i))
-        .fold(f64::NEG_INFINITY, f64::max);
+    let (tmax, mut beta, mut f, k0, mut at, mut nodes, mut rounds, mut unconverged, mut best) =
+        match from {
+            CccpStart::Standard(beta, f) => {
+                let tmax = (0..n)
+                    .map(|i| slack(&f, i))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                (tmax, beta, f, 0, None, Vec::new(), Vec::new(), 0, None)
+            }
+            CccpStart::Resume(r) => (
+                r.tmax,
+                r.beta.clone(),
+                r.f.clone(),
+                r.k,
+                Some((r.sig.clone(), r.r)),
+                r.nodes.clone(),
+                r.rounds.clone(),
+                r.unconverged,
+                r.best.clone(),
+            ),
+        };
     let s_standard = super::s_of(task, tmax);
     let (lo0, hi0) = standard_box(task, y, c);
-    let mut nodes = Vec::new();
-    let mut rounds = Vec::new();
-    let mut unconverged = 0;
-    let mut best: Option<(usize, f64, Vec<f64>)> = None;
-    for (k, &g) in grid.iter().enumerate() {
+    for (k, &g) in grid.iter().enumerate().skip(k0) {
         let (theta, s) = match kind {
             PathKind::Theta => (g, params.s_theta()),
             PathKind::S => (0.0, g * s_standard),
@@ -140,15 +177,46 @@ pub(crate) fn cccp_from_standard(
                 })
                 .collect()
         };
-        let mut sig = part(&f);
-        let mut r = 0;
+        let (mut sig, mut r) = at.take().unwrap_or_else(|| (part(&f), 0));
         let mut settled = false;
         while r < MAX_OUTER {
-            r += 1;
+            let stop = |sig: Vec<i8>, beta: Vec<f64>, f: Vec<f64>, nodes, rounds, best| {
+                let path = CccpPath {
+                    task,
+                    kind,
+                    c,
+                    nodes: Vec::new(),
+                    rounds: Vec::new(),
+                    unconverged,
+                    best: None,
+                    s_standard,
+                    seconds: start.elapsed().as_secs_f64(),
+                };
+                let res = CccpResume {
+                    tmax,
+                    k,
+                    r,
+                    sig,
+                    beta,
+                    f,
+                    nodes,
+                    rounds,
+                    unconverged,
+                    best,
+                };
+                Ok((path, Some(res)))
+            };
+            if super::stop_requested(obs, r) {
+                return stop(sig, beta, f, nodes, rounds, best);
+            }
             let shift = c * (1.0 - theta);
             let lo: Vec<f64> = (0..n).map(|i| lo0[i] - shift * sig[i] as f64).collect();
             let hi: Vec<f64> = (0..n).map(|i| hi0[i] - shift * sig[i] as f64).collect();
-            boxqp::solve_box(kern, y, &lo, &hi, &mut beta, params.solver_tol)?;
+            let info = boxqp::solve_box(kern, y, &lo, &hi, &mut beta, params.solver_tol, obs)?;
+            if info.status == crate::solver::Status::Interrupted {
+                return stop(sig, beta, f, nodes, rounds, best);
+            }
+            r += 1;
             boxqp::fresh_f(kern, &beta, &mut f);
             boxqp::polish(kern, y, &lo, &hi, &mut beta, &mut f, ridge);
             let new = part(&f);
@@ -188,15 +256,18 @@ pub(crate) fn cccp_from_standard(
             outlier_sign: params.keep_solutions.then_some(outlier_sign),
         });
     }
-    Ok(CccpPath {
-        task,
-        kind,
-        c,
-        nodes,
-        rounds,
-        unconverged,
-        best,
-        s_standard,
-        seconds: start.elapsed().as_secs_f64(),
-    })
+    Ok((
+        CccpPath {
+            task,
+            kind,
+            c,
+            nodes,
+            rounds,
+            unconverged,
+            best,
+            s_standard,
+            seconds: start.elapsed().as_secs_f64(),
+        },
+        None,
+    ))
 }

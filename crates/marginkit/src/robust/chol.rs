@@ -108,6 +108,40 @@ impl Chol {
         self.k -= 1;
     }
 
+    /// The ridge.
+    pub fn tau(&self) -> f64 {
+        self.tau
+    }
+
+    /// Writes the factor's lower triangle, row by row (`k (k + 1) / 2` values), into `v`.
+    pub fn packed_into(&self, v: &mut Vec<f64>) {
+        v.clear();
+        for i in 0..self.k {
+            v.extend_from_slice(&self.l[i * self.cap..i * self.cap + i + 1]);
+        }
+    }
+
+    /// Rebuilds [`Chol::packed_into`]'s factor of `k` members (`None` if the length is wrong).
+    pub fn from_packed(tau: f64, k: usize, packed: &[f64]) -> Option<Self> {
+        if k.checked_mul(k + 1).map(|m| m / 2) != Some(packed.len()) {
+            return None;
+        }
+        let cap = k.max(16);
+        let mut l = vec![0.0; cap * cap];
+        let mut at = 0;
+        for i in 0..k {
+            l[i * cap..i * cap + i + 1].copy_from_slice(&packed[at..at + i + 1]);
+            at += i + 1;
+        }
+        Some(Self {
+            k,
+            cap,
+            l,
+            tau,
+            work: vec![0.0; cap],
+        })
+    }
+
     /// Solves `M x = b` in place.
     pub fn solve(&self, b: &mut [f64]) {
         let (k, cap) = (self.k, self.cap);

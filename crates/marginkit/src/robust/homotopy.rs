@@ -23,6 +23,7 @@
 use super::chol::Chol;
 use super::kern::Kern;
 use super::{Node, NodeKind, PathStatus, Task};
+use crate::solver::{Control, IterStats, Observer};
 
 /// Per-sample state (see the module table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +63,108 @@ enum CEnd {
     Done,
     Boundary { bi: Vec<usize>, bo: Vec<usize> },
     Limit,
+    Stop,
+}
+
+/// Whether the next event may be processed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Go,
+    Limit,
+    Stop,
+}
+
+/// Where a snapshot continues: the top of a theta C-step, a theta jump about to start (the
+/// pre-jump node recorded), or the top of the OP-s loop.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) enum Phase {
+    #[default]
+    ThetaC,
+    ThetaD {
+        bi: Vec<usize>,
+        bo: Vec<usize>,
+    },
+    STop,
+}
+
+/// The engine's state at a safe point (no sample clamped): everything the next events read
+/// that depends on the history (the incrementally updated factor, `f`, `s_o`, the blocked
+/// flags) besides the recorded nodes, which are only truncated to `n_nodes`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct EngineSnap {
+    pub phase: Phase,
+    pub theta: f64,
+    pub tt: f64,
+    pub beta: Vec<f64>,
+    pub f: Vec<f64>,
+    /// State codes (`St as u8`, never a clamped state).
+    pub st: Vec<u8>,
+    pub sigma: Vec<f64>,
+    pub act: Vec<usize>,
+    /// [`Chol::packed_into`] of the active-set factor.
+    pub chol: Vec<f64>,
+    pub track_o: bool,
+    pub s_o: Vec<f64>,
+    pub block: Vec<bool>,
+    pub events: usize,
+    pub d_steps: usize,
+    pub wrong_direction: usize,
+    pub degenerate_jumps: usize,
+    pub max_active: usize,
+    pub n_nodes: usize,
+}
+
+fn st_code(s: St) -> u8 {
+    match s {
+        St::R => 0,
+        St::E => 1,
+        St::L => 2,
+        St::O => 3,
+        St::Bi => 4,
+        St::Bo => 5,
+        St::ClIO => 6,
+        St::ClOI => 7,
+    }
+}
+
+impl EngineSnap {
+    /// Checks the snapshot against an engine over `n` samples and `rows` rows, so that
+    /// restoring it cannot index out of range or break the active-set invariants.
+    pub fn check(&self, n: usize, rows: usize) -> Result<(), &'static str> {
+        let bad = "the robust state does not fit the problem (array lengths)";
+        if self.beta.len() != n
+            || self.f.len() != rows
+            || self.st.len() != n
+            || self.sigma.len() != n
+            || self.s_o.len() != rows
+            || self.block.len() != n
+        {
+            return Err(bad);
+        }
+        if self.st.iter().any(|&c| c > 5) {
+            return Err("the robust state has a bad sample state");
+        }
+        let mut seen = vec![false; n];
+        for &a in &self.act {
+            if a >= n || seen[a] || !matches!(self.st[a], 1 | 4 | 5) {
+                return Err("the robust state's active set is inconsistent");
+            }
+            seen[a] = true;
+        }
+        if (0..n).any(|i| matches!(self.st[i], 1 | 4 | 5) && !seen[i]) {
+            return Err("the robust state's active set is inconsistent");
+        }
+        let k = self.act.len();
+        if k.checked_mul(k + 1).map(|m| m / 2) != Some(self.chol.len()) {
+            return Err(bad);
+        }
+        if let Phase::ThetaD { bi, bo } = &self.phase {
+            if bi.iter().chain(bo).any(|&i| i >= n) {
+                return Err(bad);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The engine's state.
@@ -113,6 +216,10 @@ pub(crate) struct Engine<'k, 'a> {
     refine_tol: f64,
     pub nodes: Vec<Node>,
     pub best: Option<(usize, f64, Vec<f64>)>,
+    /// The state before the current jump (a stop inside it returns here).
+    pre: EngineSnap,
+    /// The state a stopped path continues from.
+    pub stopped: Option<EngineSnap>,
 }
 
 const NONE: usize = usize::MAX;
@@ -183,7 +290,76 @@ impl<'k, 'a> Engine<'k, 'a> {
             tol,
             nodes: Vec::new(),
             best: None,
+            pre: EngineSnap::default(),
+            stopped: None,
         }
+    }
+
+    /// Copies the state into `snap` (reusing its buffers).
+    fn snapshot_into(&self, snap: &mut EngineSnap, phase: Phase) {
+        snap.phase = phase;
+        snap.theta = self.theta;
+        snap.tt = self.tt;
+        snap.beta.clone_from(&self.beta);
+        snap.f.clone_from(&self.f);
+        snap.st.clear();
+        snap.st.extend(self.st.iter().map(|&s| st_code(s)));
+        snap.sigma.clone_from(&self.sigma);
+        snap.act.clone_from(&self.act);
+        self.chol.packed_into(&mut snap.chol);
+        snap.track_o = self.track_o;
+        snap.s_o.clone_from(&self.s_o);
+        snap.block.clone_from(&self.block);
+        snap.events = self.events;
+        snap.d_steps = self.d_steps;
+        snap.wrong_direction = self.wrong_direction;
+        snap.degenerate_jumps = self.degenerate_jumps;
+        snap.max_active = self.max_active;
+        snap.n_nodes = self.nodes.len();
+    }
+
+    /// Restores a snapshot (checked by [`EngineSnap::check`]).
+    pub fn restore(&mut self, snap: &EngineSnap) {
+        self.theta = snap.theta;
+        self.tt = snap.tt;
+        self.beta.clone_from(&snap.beta);
+        self.f.clone_from(&snap.f);
+        for (s, &c) in self.st.iter_mut().zip(&snap.st) {
+            *s = match c {
+                0 => St::R,
+                1 => St::E,
+                2 => St::L,
+                3 => St::O,
+                4 => St::Bi,
+                _ => St::Bo,
+            };
+        }
+        self.sigma.clone_from(&snap.sigma);
+        self.act.clone_from(&snap.act);
+        self.pos.iter_mut().for_each(|p| *p = NONE);
+        for (k, &a) in self.act.iter().enumerate() {
+            self.pos[a] = k;
+        }
+        let tau = self.chol.tau();
+        if let Some(ch) = Chol::from_packed(tau, self.act.len(), &snap.chol) {
+            self.chol = ch;
+        }
+        self.track_o = snap.track_o;
+        self.s_o.clone_from(&snap.s_o);
+        self.block.clone_from(&snap.block);
+        self.events = snap.events;
+        self.d_steps = snap.d_steps;
+        self.wrong_direction = snap.wrong_direction;
+        self.degenerate_jumps = snap.degenerate_jumps;
+        self.max_active = snap.max_active;
+        self.nodes.truncate(snap.n_nodes);
+    }
+
+    /// The current state as a snapshot continuing at `phase`.
+    fn snapshot(&self, phase: Phase) -> EngineSnap {
+        let mut s = EngineSnap::default();
+        self.snapshot_into(&mut s, phase);
+        s
     }
 
     #[inline]
@@ -614,9 +790,22 @@ impl<'k, 'a> Engine<'k, 'a> {
         }
     }
 
-    fn bump(&mut self) -> bool {
+    /// Asks the observer, then counts the event against the limit.
+    fn bump(&mut self, obs: &mut dyn Observer) -> Step {
+        let stats = IterStats {
+            iterations: self.events as u64,
+            max_violation: f64::NAN,
+            active: self.act.len(),
+        };
+        if obs.on_iter(&stats) == Control::Stop {
+            return Step::Stop;
+        }
         self.events += 1;
-        self.events > self.max_events
+        if self.events > self.max_events {
+            Step::Limit
+        } else {
+            Step::Go
+        }
     }
 
     /// Recomputes `f = K beta` from scratch (clearing accumulated rounding and the small
@@ -630,13 +819,15 @@ impl<'k, 'a> Engine<'k, 'a> {
     }
 
     /// OP-theta C-step from the current theta toward 0.
-    fn c_step_theta(&mut self) -> CEnd {
+    fn c_step_theta(&mut self, obs: &mut dyn Observer) -> CEnd {
         loop {
             if self.theta <= 0.0 {
                 return CEnd::Done;
             }
-            if self.bump() {
-                return CEnd::Limit;
+            match self.bump(obs) {
+                Step::Go => {}
+                Step::Limit => return CEnd::Limit,
+                Step::Stop => return CEnd::Stop,
             }
             self.direction(true);
             let (h, i, ev) = self.nearest(self.theta, true);
@@ -657,19 +848,25 @@ impl<'k, 'a> Engine<'k, 'a> {
 
     /// D-step: flips `bi` (inliers on the boundary) and `bo` (outliers on the boundary) and
     /// traces mu from 1 to 0, repeating while samples remain held on the boundary.
-    /// Returns `false` on the event limit.
-    fn d_step(&mut self, bi: Vec<usize>, bo: Vec<usize>) -> bool {
+    /// Returns [`Step::Limit`] on the event limit, [`Step::Stop`] when the observer stopped it
+    /// (the state is then mid-jump: the caller restores the pre-jump snapshot).
+    fn d_step(&mut self, bi: Vec<usize>, bo: Vec<usize>, obs: &mut dyn Observer) -> Step {
         self.d_steps += 1;
         let before = self.objective();
-        let ok = self.d_step_inner(bi, bo);
+        let step = self.d_step_inner(bi, bo, obs);
         let after = self.objective();
-        if ok && (before - after).abs() <= 1e-12 * before.abs().max(1.0) {
+        if step == Step::Go && (before - after).abs() <= 1e-12 * before.abs().max(1.0) {
             self.degenerate_jumps += 1;
         }
-        ok
+        step
     }
 
-    fn d_step_inner(&mut self, mut bi: Vec<usize>, mut bo: Vec<usize>) -> bool {
+    fn d_step_inner(
+        &mut self,
+        mut bi: Vec<usize>,
+        mut bo: Vec<usize>,
+        obs: &mut dyn Observer,
+    ) -> Step {
         let c = self.c;
         let ct = self.c * self.theta;
         loop {
@@ -708,8 +905,9 @@ impl<'k, 'a> Engine<'k, 'a> {
             }
             let mut mu = 1.0;
             while mu > 0.0 {
-                if self.bump() {
-                    return false;
+                match self.bump(obs) {
+                    Step::Go => {}
+                    other => return other,
                 }
                 self.direction(false);
                 let (h, i, ev) = self.nearest(mu, false);
@@ -743,30 +941,67 @@ impl<'k, 'a> Engine<'k, 'a> {
             bi = (0..self.n).filter(|&i| self.st[i] == St::Bi).collect();
             bo = (0..self.n).filter(|&i| self.st[i] == St::Bo).collect();
             if bi.is_empty() && bo.is_empty() {
-                return true;
+                return Step::Go;
             }
         }
     }
 
-    /// The whole OP-theta path from theta = 1.
-    pub fn run_theta(&mut self) -> PathStatus {
-        self.record(1.0, NodeKind::Start);
-        loop {
-            match self.c_step_theta() {
-                CEnd::Done => {
-                    self.resync();
-                    self.record(0.0, NodeKind::End);
-                    return PathStatus::Completed;
-                }
-                CEnd::Limit => return PathStatus::EventLimit,
-                CEnd::Boundary { bi, bo } => {
-                    self.record(self.theta, NodeKind::PreJump);
-                    if !self.d_step(bi, bo) {
-                        return PathStatus::EventLimit;
-                    }
-                    self.record(self.theta, NodeKind::PostJump);
-                }
+    /// Restores the pre-jump snapshot after a stop inside a jump and keeps it as the state to
+    /// continue from.
+    fn stop_in_jump(&mut self) -> PathStatus {
+        let pre = std::mem::take(&mut self.pre);
+        self.restore(&pre);
+        self.stopped = Some(pre);
+        PathStatus::Interrupted
+    }
+
+    /// The whole OP-theta path from theta = 1, or from a snapshot's `phase` (restored before).
+    /// The observer is asked before every event; a stop leaves the state to continue from in
+    /// [`Engine::stopped`].
+    pub fn run_theta(&mut self, obs: &mut dyn Observer, from: Option<Phase>) -> PathStatus {
+        let mut pending = match from {
+            None => {
+                self.record(1.0, NodeKind::Start);
+                None
             }
+            Some(Phase::ThetaD { bi, bo }) => Some((bi, bo)),
+            Some(_) => None,
+        };
+        loop {
+            let (bi, bo) = match pending.take() {
+                Some(b) => b,
+                None => match self.c_step_theta(obs) {
+                    CEnd::Done => {
+                        self.resync();
+                        self.record(0.0, NodeKind::End);
+                        return PathStatus::Completed;
+                    }
+                    CEnd::Limit => return PathStatus::EventLimit,
+                    CEnd::Stop => {
+                        self.stopped = Some(self.snapshot(Phase::ThetaC));
+                        return PathStatus::Interrupted;
+                    }
+                    CEnd::Boundary { bi, bo } => {
+                        self.record(self.theta, NodeKind::PreJump);
+                        (bi, bo)
+                    }
+                },
+            };
+            let mut pre = std::mem::take(&mut self.pre);
+            self.snapshot_into(
+                &mut pre,
+                Phase::ThetaD {
+                    bi: bi.clone(),
+                    bo: bo.clone(),
+                },
+            );
+            self.pre = pre;
+            match self.d_step(bi, bo, obs) {
+                Step::Go => {}
+                Step::Limit => return PathStatus::EventLimit,
+                Step::Stop => return self.stop_in_jump(),
+            }
+            self.record(self.theta, NodeKind::PostJump);
         }
     }
 
@@ -787,10 +1022,17 @@ impl<'k, 'a> Engine<'k, 'a> {
         }
     }
 
-    /// The whole OP-s path (theta = 0) from `T = t_start` down to `t_end`.
-    pub fn run_s(&mut self, t_end: f64) -> PathStatus {
-        self.record_standard();
+    /// The whole OP-s path (theta = 0) from `T = t_start` down to `t_end`, or from a snapshot
+    /// (restored before; `resumed`). The observer is asked before every event; a stop leaves
+    /// the state to continue from in [`Engine::stopped`].
+    pub fn run_s(&mut self, t_end: f64, obs: &mut dyn Observer, resumed: bool) -> PathStatus {
+        if !resumed {
+            self.record_standard();
+        }
         loop {
+            let mut pre = std::mem::take(&mut self.pre);
+            self.snapshot_into(&mut pre, Phase::STop);
+            self.pre = pre;
             // The largest inlier slack sets the next boundary hit.
             let mut tmax = f64::NEG_INFINITY;
             for i in 0..self.n {
@@ -804,8 +1046,10 @@ impl<'k, 'a> Engine<'k, 'a> {
                 self.record(self.param_s(), NodeKind::End);
                 return PathStatus::Completed;
             }
-            if self.bump() {
-                return PathStatus::EventLimit;
+            match self.bump(obs) {
+                Step::Go => {}
+                Step::Limit => return PathStatus::EventLimit,
+                Step::Stop => return self.stop_in_jump(),
             }
             self.tt = tmax.min(self.tt);
             let tie = 1e-12 * self.tt.abs().max(1.0);
@@ -813,8 +1057,10 @@ impl<'k, 'a> Engine<'k, 'a> {
                 .filter(|&i| self.st[i] == St::L && self.t(i) >= self.tt - tie)
                 .collect();
             self.record(self.param_s(), NodeKind::PreJump);
-            if !self.d_step(bi, Vec::new()) {
-                return PathStatus::EventLimit;
+            match self.d_step(bi, Vec::new(), obs) {
+                Step::Go => {}
+                Step::Limit => return PathStatus::EventLimit,
+                Step::Stop => return self.stop_in_jump(),
             }
             self.record(self.param_s(), NodeKind::PostJump);
         }

@@ -78,6 +78,7 @@
 
 pub(crate) mod boxqp;
 pub mod cccp;
+pub mod checkpoint;
 pub(crate) mod chol;
 pub(crate) mod homotopy;
 pub(crate) mod kern;
@@ -88,7 +89,9 @@ use std::time::Instant;
 use crate::data::Dataset;
 use crate::error::{DataError, FitError, ParamError};
 use crate::kernel::KernelSpec;
+use crate::solver::{NoObserver, Observer};
 use crate::svm::{SvmModel, SvmType};
+pub use checkpoint::RobustCheckpoint;
 use homotopy::Engine;
 use kern::Kern;
 
@@ -317,6 +320,8 @@ pub enum PathStatus {
     Completed,
     /// Stopped at the event limit.
     EventLimit,
+    /// An observer asked to stop (e.g. Ctrl-C).
+    Interrupted,
 }
 
 impl PathStatus {
@@ -325,6 +330,7 @@ impl PathStatus {
         match self {
             PathStatus::Completed => "completed",
             PathStatus::EventLimit => "event_limit",
+            PathStatus::Interrupted => "interrupted",
         }
     }
 }
@@ -368,6 +374,16 @@ pub struct OutlierPath {
     pub final_violation: Option<(usize, &'static str)>,
     /// Wall-clock seconds.
     pub seconds: f64,
+}
+
+/// Asks the observer between steps (iteration `i` of no solver) whether to stop.
+pub(crate) fn stop_requested(obs: &mut dyn Observer, i: usize) -> bool {
+    let s = crate::solver::IterStats {
+        iterations: i as u64,
+        max_violation: f64::NAN,
+        active: 0,
+    };
+    obs.on_iter(&s) == crate::solver::Control::Stop
 }
 
 /// Internal label coding: SVC `+1` for the first label in order of appearance, `-1` otherwise.
@@ -471,7 +487,7 @@ pub(crate) fn setup_standard<'a>(
     valid: Option<&'a Dataset>,
 ) -> Result<(Setup<'a>, Vec<f64>, Vec<f64>), FitError> {
     let mut su = setup(params, train, valid)?;
-    let (beta, f) = standard_solution(
+    let Some((beta, f)) = standard_solution(
         &mut su.kern,
         params.task,
         &su.y,
@@ -479,7 +495,15 @@ pub(crate) fn setup_standard<'a>(
         params.solver_tol,
         su.ridge,
         None,
-    )?;
+        &mut NoObserver,
+    )?
+    else {
+        // NoObserver never stops.
+        return Err(crate::error::SolveError::NonFinite {
+            what: "standard SVM stopped without an observer",
+        }
+        .into());
+    };
     Ok((su, beta, f))
 }
 
@@ -489,6 +513,15 @@ pub(crate) fn check_data(train: &Dataset, valid: Option<&Dataset>) -> Result<(),
     }
     Ok(())
 }
+
+/// The conditions [`check_state`] names (Theorems 4 and 5).
+pub(crate) const VIOLATIONS: [&str; 5] = [
+    "on the threshold (19e / 26d)",
+    "margin > 1 needs alpha = 0 (19a)",
+    "on the margin needs alpha in [0, C] (19b / 26a)",
+    "inlier needs alpha = C sign (19c / 26b)",
+    "outlier needs alpha = C theta sign (19d / 26c)",
+];
 
 /// The first violation of the local-optimality conditions, if any: `(sample, condition)`.
 #[allow(clippy::too_many_arguments)]
@@ -513,12 +546,12 @@ pub(crate) fn check_state(
             }
         };
         if theta < 1.0 && (t - tt).abs() <= tol_t {
-            return Some((i, "on the threshold (19e / 26d)"));
+            return Some((i, VIOLATIONS[0]));
         }
         if t < -tol_t {
             // SVC margin > 1.
             if a.abs() > tol_a {
-                return Some((i, "margin > 1 needs alpha = 0 (19a)"));
+                return Some((i, VIOLATIONS[1]));
             }
         } else if t <= tol_t {
             let ok = match task {
@@ -526,14 +559,14 @@ pub(crate) fn check_state(
                 Task::Svr => beta[i].abs() <= c + tol_a,
             };
             if !ok {
-                return Some((i, "on the margin needs alpha in [0, C] (19b / 26a)"));
+                return Some((i, VIOLATIONS[2]));
             }
         } else if t < tt {
             if (a - c).abs() > tol_a {
-                return Some((i, "inlier needs alpha = C sign (19c / 26b)"));
+                return Some((i, VIOLATIONS[3]));
             }
         } else if (a - c * theta).abs() > tol_a {
-            return Some((i, "outlier needs alpha = C theta sign (19d / 26c)"));
+            return Some((i, VIOLATIONS[4]));
         }
     }
     None
@@ -668,7 +701,9 @@ pub(crate) fn ridge_of(kern: &Kern<'_>, rel: f64) -> f64 {
     rel * m.max(1e-300)
 }
 
-/// The exact standard SVM (`theta = 1`): SMO then polishing. Returns `beta` and `f` (all rows).
+/// The exact standard SVM (`theta = 1`): SMO then polishing. Returns `beta` and `f` (all rows),
+/// or `None` when `obs` stopped the SMO solve.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn standard_solution(
     kern: &mut Kern<'_>,
     task: Task,
@@ -677,14 +712,18 @@ pub(crate) fn standard_solution(
     solver_tol: f64,
     ridge: f64,
     warm: Option<&[f64]>,
-) -> Result<(Vec<f64>, Vec<f64>), FitError> {
+    obs: &mut dyn Observer,
+) -> Result<Option<(Vec<f64>, Vec<f64>)>, FitError> {
     let (lo, hi) = standard_box(task, y, c);
     let mut beta = warm.map_or_else(|| vec![0.0; y.len()], |w| w.to_vec());
-    boxqp::solve_box(kern, y, &lo, &hi, &mut beta, solver_tol)?;
+    let info = boxqp::solve_box(kern, y, &lo, &hi, &mut beta, solver_tol, obs)?;
+    if info.status == crate::solver::Status::Interrupted {
+        return Ok(None);
+    }
     let mut f = vec![0.0; kern.rows()];
     boxqp::fresh_f(kern, &beta, &mut f);
     boxqp::polish(kern, y, &lo, &hi, &mut beta, &mut f, ridge);
-    Ok((beta, f))
+    Ok(Some((beta, f)))
 }
 
 /// Runs the outlier path `kind` for one `C` on `train`, recording the validation error of every
@@ -701,19 +740,37 @@ pub fn outlier_path(
 ) -> Result<OutlierPath, FitError> {
     let start = Instant::now();
     let (mut su, beta, f) = setup_standard(params, train, valid)?;
-    path_from_standard(
+    let (path, _) = path_from_standard(
         params,
         kind,
         &mut su.kern,
         su.y,
         su.yv,
-        beta,
-        f,
+        Start::Standard(beta, f),
         su.ridge,
         start,
-    )
+        &mut NoObserver,
+    );
+    Ok(path)
 }
 
+/// Where a path starts: the exact standard SVM `(beta, f)`, or a stopped path's state.
+pub(crate) enum Start<'s> {
+    Standard(Vec<f64>, Vec<f64>),
+    Resume(&'s PathResume),
+}
+
+/// A stopped path: the largest slack of its standard SVM, the engine's state, the recorded
+/// nodes and the best node so far.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PathResume {
+    pub tmax: f64,
+    pub snap: homotopy::EngineSnap,
+    pub nodes: Vec<Node>,
+    pub best: Option<(usize, f64, Vec<f64>)>,
+}
+
+/// The outlier path from its start; with a stop, the state to continue from.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn path_from_standard(
     params: &RobustParams,
@@ -721,20 +778,26 @@ pub(crate) fn path_from_standard(
     kern: &mut Kern<'_>,
     y: Vec<f64>,
     yv: Vec<f64>,
-    beta: Vec<f64>,
-    f: Vec<f64>,
+    from: Start<'_>,
     ridge: f64,
     start: Instant,
-) -> Result<OutlierPath, FitError> {
+    obs: &mut dyn Observer,
+) -> (OutlierPath, Option<PathResume>) {
     let n = y.len();
     let task = params.task;
-    // Largest slack of the standard SVM: s_C = 1 - max t (SVC), s_R = max |r| (SVR).
-    let tmax = (0..n)
-        .map(|i| match task {
-            Task::Svc => y[i] * (y[i] - f[i]),
-            Task::Svr => (y[i] - f[i]).abs(),
-        })
-        .fold(f64::NEG_INFINITY, f64::max);
+    let (tmax, beta, f) = match &from {
+        Start::Standard(beta, f) => {
+            // Largest slack of the standard SVM: s_C = 1 - max t (SVC), s_R = max |r| (SVR).
+            let tmax = (0..n)
+                .map(|i| match task {
+                    Task::Svc => y[i] * (y[i] - f[i]),
+                    Task::Svr => (y[i] - f[i]).abs(),
+                })
+                .fold(f64::NEG_INFINITY, f64::max);
+            (tmax, beta.clone(), f.clone())
+        }
+        Start::Resume(r) => (r.tmax, r.snap.beta.clone(), r.snap.f.clone()),
+    };
     let s_standard = s_of(task, tmax);
     let max_events = params.max_events.unwrap_or((50 * n).max(10_000));
     let mut eng = Engine::new(
@@ -750,26 +813,47 @@ pub(crate) fn path_from_standard(
         params.keep_solutions,
         params.check_tol,
     );
+    let resume = match from {
+        Start::Resume(r) => {
+            eng.nodes = r.nodes.clone();
+            eng.best = r.best.clone();
+            eng.restore(&r.snap);
+            Some(r.snap.phase.clone())
+        }
+        Start::Standard(..) => None,
+    };
     let status = match kind {
         PathKind::Theta => {
-            let tt = threshold(task, params.s_theta());
-            eng.init_states(tt, 1.0, false, true);
-            eng.run_theta()
+            if resume.is_none() {
+                let tt = threshold(task, params.s_theta());
+                eng.init_states(tt, 1.0, false, true);
+            }
+            eng.run_theta(obs, resume)
         }
         PathKind::S => {
             let t_end = match task {
                 Task::Svc => 1.0,
                 Task::Svr => params.s_end_fraction * tmax,
             };
-            eng.init_states(tmax.max(t_end), 0.0, true, false);
-            if tmax <= t_end {
-                eng.record_standard();
-                PathStatus::Completed
+            if resume.is_some() {
+                eng.run_s(t_end, obs, true)
             } else {
-                eng.run_s(t_end)
+                eng.init_states(tmax.max(t_end), 0.0, true, false);
+                if tmax <= t_end {
+                    eng.record_standard();
+                    PathStatus::Completed
+                } else {
+                    eng.run_s(t_end, obs, false)
+                }
             }
         }
     };
+    let stopped = eng.stopped.take().map(|snap| PathResume {
+        tmax,
+        snap,
+        nodes: eng.nodes.clone(),
+        best: eng.best.clone(),
+    });
     let final_beta = eng.beta.clone();
     let mut fresh = vec![0.0; eng.n];
     {
@@ -790,7 +874,7 @@ pub(crate) fn path_from_standard(
         params.check_tol,
     );
     let final_ok = status == PathStatus::Completed && final_violation.is_none();
-    Ok(OutlierPath {
+    let path = OutlierPath {
         task,
         kind,
         c: params.c,
@@ -807,7 +891,8 @@ pub(crate) fn path_from_standard(
         final_locally_optimal: final_ok,
         final_violation,
         seconds: start.elapsed().as_secs_f64(),
-    })
+    };
+    (path, stopped)
 }
 
 /// An ordinary marginkit model from coefficients `beta` on `train` (C-SVC with the training

@@ -10,13 +10,15 @@
 
 use std::time::Instant;
 
-use super::cccp::cccp_from_standard;
+use super::cccp::{cccp_from_standard, CccpStart};
+use super::checkpoint::{Current, RobustCheckpoint};
 use super::{
     model_from_beta, path_from_standard, setup, standard_solution, Node, PathKind, RobustParams,
-    Task,
+    Start, Task,
 };
 use crate::data::Dataset;
-use crate::error::{DataError, FitError};
+use crate::error::{DataError, FitError, ParamError};
+use crate::solver::{NoObserver, Observer};
 use crate::svm::SvmModel;
 
 /// Outlier path or the CCCP baseline.
@@ -29,7 +31,7 @@ pub enum Method {
 }
 
 /// One `C`'s run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Run {
     /// `C`.
     pub c: f64,
@@ -84,6 +86,10 @@ pub struct Selection {
     pub chosen: Chosen,
     /// Total seconds.
     pub seconds: f64,
+    /// An observer stopped the runs ([`select_resumable`]): `runs` holds the finished `C`s and
+    /// the interrupted one (status `"interrupted"`), `chosen` the best candidate so far (or the
+    /// interrupted run's current coefficients when there is none).
+    pub interrupted: bool,
 }
 
 impl Selection {
@@ -115,44 +121,202 @@ pub fn select(
     train: &Dataset,
     valid: Option<&Dataset>,
 ) -> Result<Selection, FitError> {
+    let (sel, _) = select_resumable(params, kind, method, cs, train, valid, &mut NoObserver, None)?;
+    Ok(sel)
+}
+
+/// [`select`] that can stop and continue. `obs` is asked before every event of an outlier
+/// path (a breakpoint step or a jump sub-step), before every CCCP outer round, and by the SMO
+/// solves of the standard SVMs and the CCCP subproblems (every 1000 pair updates). When it asks
+/// to stop, the result is marked [`Selection::interrupted`] and comes with a
+/// [`RobustCheckpoint`]: the finished `C`s, and the interrupted one at its last safe point (a
+/// path: before the event, or before the jump that was stopped; CCCP: before the outer round;
+/// the standard SVM: from its warm start). `resume` continues such a checkpoint to the nodes,
+/// objectives and breakpoints of an uninterrupted run, bit for bit (every step is
+/// deterministic; tested: `tests/robust_resume.rs`).
+///
+/// ```
+/// use marginkit::robust::select::{select, select_resumable, Method};
+/// use marginkit::robust::{PathKind, RobustCheckpoint, RobustParams, Task};
+/// use marginkit::solver::{Control, IterStats, NoObserver, Observer};
+/// use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
+///
+/// // Stops at the 20th report (a Ctrl-C handler would set a `Cancel` flag instead).
+/// struct StopAt(usize);
+/// impl Observer for StopAt {
+///     fn on_iter(&mut self, _: &IterStats) -> Control {
+///         self.0 = self.0.saturating_sub(1);
+///         if self.0 == 0 { Control::Stop } else { Control::Continue }
+///     }
+/// }
+/// let n = 60;
+/// let x: Vec<f64> = (0..n).flat_map(|i| {
+///     let t = i as f64 * 0.71;
+///     [t.sin() + if i % 2 == 0 { 0.4 } else { -0.4 }, (1.7 * t).cos()]
+/// }).collect();
+/// let y: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
+/// let data = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, x)?), y, None)?;
+/// let params = RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 1.0 });
+/// let cs = [1.0, 10.0];
+/// let full = select(&params, PathKind::Theta, &Method::Path, &cs, &data, None)?;
+/// let (part, state) =
+///     select_resumable(&params, PathKind::Theta, &Method::Path, &cs, &data, None, &mut StopAt(20), None)?;
+/// if let Some(state) = state {
+///     assert!(part.interrupted);
+///     let state = RobustCheckpoint::from_bytes(&state.to_bytes()).map_err(std::io::Error::other)?;
+///     let (done, more) = select_resumable(
+///         &params, PathKind::Theta, &Method::Path, &cs, &data, None, &mut NoObserver, Some(&state),
+///     )?;
+///     assert!(more.is_none() && !done.interrupted);
+///     for (a, b) in done.runs.iter().zip(&full.runs) {
+///         let obj = |r: &marginkit::robust::select::Run| r.nodes.iter().map(|n| n.objective).collect::<Vec<_>>();
+///         assert_eq!(obj(a), obj(b));
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`select`]; [`ParamError::Incompatible`] when `resume` was made with other data or other
+/// parameters, or does not fit the data.
+#[allow(clippy::too_many_arguments)]
+pub fn select_resumable(
+    params: &RobustParams,
+    kind: PathKind,
+    method: &Method,
+    cs: &[f64],
+    train: &Dataset,
+    valid: Option<&Dataset>,
+    obs: &mut dyn Observer,
+    resume: Option<&RobustCheckpoint>,
+) -> Result<(Selection, Option<RobustCheckpoint>), FitError> {
     if cs.is_empty() {
         return Err(crate::error::ParamError::Incompatible("the C grid is empty").into());
     }
     for &c in cs {
         crate::error::positive("C", c)?;
     }
+    if let Method::Cccp(grid) = method {
+        for &g in grid {
+            super::check_theta(g)?;
+        }
+    }
     let start = Instant::now();
     let su = setup(params, train, valid)?;
     let (y, yv, mut kern, ridge) = (su.y, su.yv, su.kern, su.ridge);
+    let fp = super::checkpoint::fingerprint(params, kind, method, cs, train, valid);
     let mut runs = Vec::new();
     let mut chosen: Option<Chosen> = None;
     let mut warm: Option<Vec<f64>> = None;
-    for (r, &c) in cs.iter().enumerate() {
+    let mut current = Current::Standard;
+    let mut seconds_before = 0.0;
+    if let Some(ck) = resume {
+        let grid = match method {
+            Method::Cccp(g) => g.len(),
+            Method::Path => 0,
+        };
+        ck.check(fp, y.len(), kern.rows(), cs.len(), grid)
+            .map_err(ParamError::Incompatible)?;
+        runs = ck.runs.clone();
+        chosen = ck.chosen.clone();
+        warm = ck.warm.clone();
+        current = ck.current.clone();
+        seconds_before = ck.seconds;
+    }
+    let first = runs.len();
+    for (r, &c) in cs.iter().enumerate().skip(first) {
         let t0 = Instant::now();
         let p = params.clone().c(c);
-        let (beta, f) = standard_solution(
-            &mut kern,
-            p.task,
-            &y,
-            c,
-            p.solver_tol,
-            ridge,
-            warm.as_deref(),
-        )?;
-        warm = Some(beta.clone());
+        let cur = std::mem::replace(&mut current, Current::Standard);
+        let stopped = |runs: Vec<Run>, chosen: Option<Chosen>, warm: Option<Vec<f64>>, cur, beta: Vec<f64>| {
+            let ck = RobustCheckpoint {
+                fingerprint: fp,
+                runs: runs.clone(),
+                chosen: chosen.clone(),
+                warm: warm.clone(),
+                seconds: seconds_before + start.elapsed().as_secs_f64(),
+                current: cur,
+            };
+            let mut runs = runs;
+            runs.push(Run {
+                c,
+                nodes: Vec::new(),
+                status: "interrupted",
+                events: 0,
+                d_steps: 0,
+                final_locally_optimal: false,
+                final_violation: None,
+                s_standard: f64::NAN,
+                max_active: 0,
+                seconds: t0.elapsed().as_secs_f64(),
+            });
+            let chosen = chosen.unwrap_or(Chosen {
+                run: r,
+                node: 0,
+                c,
+                param: f64::NAN,
+                valid_error: None,
+                beta,
+            });
+            (
+                Selection {
+                    task: params.task,
+                    kind,
+                    runs,
+                    chosen,
+                    seconds: seconds_before + start.elapsed().as_secs_f64(),
+                    interrupted: true,
+                },
+                Some(ck),
+            )
+        };
+        // The standard SVM (unless the run is continued past it).
+        let std_sol = match &cur {
+            Current::Standard => {
+                match standard_solution(
+                    &mut kern,
+                    p.task,
+                    &y,
+                    c,
+                    p.solver_tol,
+                    ridge,
+                    warm.as_deref(),
+                    obs,
+                )? {
+                    Some(s) => Some(s),
+                    None => {
+                        let beta = warm.clone().unwrap_or_else(|| vec![0.0; y.len()]);
+                        return Ok(stopped(runs, chosen, warm, Current::Standard, beta));
+                    }
+                }
+            }
+            _ => None,
+        };
+        if let Some((beta, _)) = &std_sol {
+            warm = Some(beta.clone());
+        }
         let (run, best, last) = match method {
             Method::Path => {
-                let path = path_from_standard(
+                let from = match (&cur, std_sol) {
+                    (Current::Path(res), _) => Start::Resume(res),
+                    (_, Some((beta, f))) => Start::Standard(beta, f),
+                    _ => return Err(ParamError::Incompatible("the robust state is of another method").into()),
+                };
+                let (path, stop) = path_from_standard(
                     &p,
                     kind,
                     &mut kern,
                     y.clone(),
                     yv.clone(),
-                    beta,
-                    f,
+                    from,
                     ridge,
                     t0,
-                )?;
+                    obs,
+                );
+                if let Some(res) = stop {
+                    let beta = path.final_beta.clone();
+                    return Ok(stopped(runs, chosen, warm, Current::Path(res), beta));
+                }
                 let last = (path.nodes.len().saturating_sub(1), path.final_beta.clone());
                 (
                     Run {
@@ -172,11 +336,17 @@ pub fn select(
                 )
             }
             Method::Cccp(grid) => {
-                for &g in grid {
-                    super::check_theta(g)?;
+                let from = match (&cur, std_sol) {
+                    (Current::Cccp(res), _) => CccpStart::Resume(res),
+                    (_, Some((beta, f))) => CccpStart::Standard(beta, f),
+                    _ => return Err(ParamError::Incompatible("the robust state is of another method").into()),
+                };
+                let (cp, stop) =
+                    cccp_from_standard(&p, kind, grid, &mut kern, &y, &yv, from, ridge, t0, obs)?;
+                if let Some(res) = stop {
+                    let beta = res.beta.clone();
+                    return Ok(stopped(runs, chosen, warm, Current::Cccp(res), beta));
                 }
-                let cp =
-                    cccp_from_standard(&p, kind, grid, &mut kern, &y, &yv, beta, f, ridge, t0)?;
                 let last_beta = cp.nodes.last().and_then(|n| n.beta.clone());
                 let last = (
                     cp.nodes.len().saturating_sub(1),
@@ -245,11 +415,15 @@ pub fn select(
             }
         }
     };
-    Ok(Selection {
-        task: params.task,
-        kind,
-        runs,
-        chosen,
-        seconds: start.elapsed().as_secs_f64(),
-    })
+    Ok((
+        Selection {
+            task: params.task,
+            kind,
+            runs,
+            chosen,
+            seconds: seconds_before + start.elapsed().as_secs_f64(),
+            interrupted: false,
+        },
+        None,
+    ))
 }

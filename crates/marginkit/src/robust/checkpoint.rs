@@ -1,0 +1,524 @@
+//! Checkpoints of the robust model selection ([`super::select::select_resumable`]): what a
+//! stopped run over a `C` grid needs to continue to exactly the nodes of an uninterrupted run.
+//!
+//! A checkpoint holds the finished `C`s (their runs), the best candidate so far, the warm start
+//! of the next standard SVM, and the interrupted `C` at its last safe point:
+//! * **standard SVM** not finished: nothing but the warm start (the SMO solve is re-run);
+//! * **outlier path**: the engine's state before the event that was stopped, or before the jump
+//!   that was stopped (the pre-jump node recorded): coefficients, `f` on the training and
+//!   validation rows, per-sample states and signs, the active set in its order and the
+//!   Cholesky factor of `K_AA + tau I` as it was updated (a refactorization would round
+//!   differently), the running outlier sum `s_o`, the blocked flags, the counters, the nodes
+//!   recorded so far and the best node;
+//! * **CCCP**: the grid point, the outer round, its partition, `beta`, `f`, and the nodes.
+//!
+//! Continuing replays the very steps of an uninterrupted run (every step is deterministic), so
+//! nodes, breakpoints and objectives are bit-identical (tested: `tests/robust_resume.rs`).
+//!
+//! File form ([`RobustCheckpoint::to_bytes`]), little-endian, floats as their IEEE bits: magic
+//! `MKROBCK1`, the fingerprint (training and validation data, task, kernel, `s`, bias, event
+//! limit, tolerances, ridge, path kind, method and grid, the `C` list; not the cache size), the
+//! elapsed seconds, the runs, the chosen candidate, the warm start, the current state (tag 0
+//! standard, 1 path, 2 CCCP), and an 8-byte FNV-1a checksum of every byte before it, verified
+//! first. [`RobustCheckpoint::from_bytes`] checks every length and tag and never panics; an
+//! accepted file writes back to the same bytes.
+
+use crate::aid::checkpoint::{open, Dec, Enc};
+use crate::data::Dataset;
+use crate::svm::checkpoint::{hash_dataset, seal, Fnv};
+
+use super::cccp::{CccpResume, MAX_OUTER};
+use super::homotopy::{EngineSnap, Phase};
+use super::select::{Chosen, Method, Run};
+use super::{Node, NodeKind, PathKind, PathResume, RobustParams, VIOLATIONS};
+
+const MAGIC: &[u8; 8] = b"MKROBCK1";
+const WHAT: &str = "robust state file";
+
+/// The interrupted `C`'s state.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Current {
+    Standard,
+    Path(PathResume),
+    Cccp(CccpResume),
+}
+
+/// Where a stopped robust model selection is, to be continued by
+/// [`super::select::select_resumable`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RobustCheckpoint {
+    pub(crate) fingerprint: u64,
+    pub(crate) runs: Vec<Run>,
+    pub(crate) chosen: Option<Chosen>,
+    pub(crate) warm: Option<Vec<f64>>,
+    pub(crate) seconds: f64,
+    pub(crate) current: Current,
+}
+
+/// Fingerprint of a selection's data and result-changing parameters.
+pub(crate) fn fingerprint(
+    params: &RobustParams,
+    kind: PathKind,
+    method: &Method,
+    cs: &[f64],
+    train: &Dataset,
+    valid: Option<&Dataset>,
+) -> u64 {
+    let p = params;
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+    let mut h = Fnv::new();
+    let desc = format!(
+        "robust|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
+        p.task,
+        p.kernel,
+        p.s_fixed.map(f64::to_bits),
+        p.s_end_fraction.to_bits(),
+        p.bias.map(f64::to_bits),
+        p.max_events,
+        p.solver_tol.to_bits(),
+        p.ridge.to_bits(),
+        p.check_tol.to_bits(),
+        kind,
+        p.keep_solutions,
+        match method {
+            Method::Path => None,
+            Method::Cccp(g) => Some(bits(g)),
+        },
+        bits(cs),
+        p.c.to_bits(),
+    );
+    h.bytes(desc.as_bytes());
+    hash_dataset(&mut h, train);
+    match valid {
+        Some(v) => {
+            h.u64(1);
+            hash_dataset(&mut h, v);
+        }
+        None => h.u64(0),
+    }
+    h.0
+}
+
+fn kind_code(k: NodeKind) -> u8 {
+    match k {
+        NodeKind::Start => 0,
+        NodeKind::SetChange => 1,
+        NodeKind::PreJump => 2,
+        NodeKind::PostJump => 3,
+        NodeKind::End => 4,
+    }
+}
+
+const STATUSES: [&str; 4] = ["completed", "event_limit", "unconverged", "interrupted"];
+
+fn put_opt_vec(e: &mut Enc, v: Option<&[f64]>) {
+    match v {
+        Some(v) => {
+            e.u8(1);
+            e.f64s(v);
+        }
+        None => e.u8(0),
+    }
+}
+
+fn get_opt_vec(d: &mut Dec<'_>) -> Result<Option<Vec<f64>>, String> {
+    Ok(if d.bool()? { Some(d.f64s()?) } else { None })
+}
+
+fn put_node(e: &mut Enc, n: &Node) {
+    e.f64(n.param);
+    e.u8(kind_code(n.kind));
+    e.f64(n.objective);
+    e.usize(n.n_outliers);
+    e.opt_f64(n.valid_error);
+    e.bool(n.locally_optimal);
+    put_opt_vec(e, n.beta.as_deref());
+    match &n.outlier_sign {
+        Some(s) => {
+            e.u8(1);
+            e.i8s(s);
+        }
+        None => e.u8(0),
+    }
+}
+
+fn get_node(d: &mut Dec<'_>) -> Result<Node, String> {
+    let param = d.f64()?;
+    let kind = match d.u8()? {
+        0 => NodeKind::Start,
+        1 => NodeKind::SetChange,
+        2 => NodeKind::PreJump,
+        3 => NodeKind::PostJump,
+        4 => NodeKind::End,
+        t => return Err(d.err(&format!("bad node kind {t}"))),
+    };
+    Ok(Node {
+        param,
+        kind,
+        objective: d.f64()?,
+        n_outliers: d.usize()?,
+        valid_error: d.opt_f64()?,
+        locally_optimal: d.bool()?,
+        beta: get_opt_vec(d)?,
+        outlier_sign: if d.bool()? { Some(d.i8s()?) } else { None },
+    })
+}
+
+fn put_nodes(e: &mut Enc, nodes: &[Node]) {
+    e.usize(nodes.len());
+    nodes.iter().for_each(|n| put_node(e, n));
+}
+
+fn get_nodes(d: &mut Dec<'_>) -> Result<Vec<Node>, String> {
+    // A node takes at least 8 + 1 + 8 + 8 + 1 + 1 + 1 + 1 bytes.
+    let k = d.len(29)?;
+    (0..k).map(|_| get_node(d)).collect()
+}
+
+fn put_best(e: &mut Enc, b: &Option<(usize, f64, Vec<f64>)>) {
+    match b {
+        Some((i, v, beta)) => {
+            e.u8(1);
+            e.usize(*i);
+            e.f64(*v);
+            e.f64s(beta);
+        }
+        None => e.u8(0),
+    }
+}
+
+fn get_best(d: &mut Dec<'_>) -> Result<Option<(usize, f64, Vec<f64>)>, String> {
+    Ok(if d.bool()? {
+        Some((d.usize()?, d.f64()?, d.f64s()?))
+    } else {
+        None
+    })
+}
+
+fn put_bools(e: &mut Enc, v: &[bool]) {
+    e.usize(v.len());
+    e.0.extend(v.iter().map(|&b| u8::from(b)));
+}
+
+fn get_bools(d: &mut Dec<'_>) -> Result<Vec<bool>, String> {
+    let n = d.len(1)?;
+    (0..n).map(|_| d.bool()).collect()
+}
+
+fn put_snap(e: &mut Enc, s: &EngineSnap) {
+    match &s.phase {
+        Phase::ThetaC => e.u8(0),
+        Phase::ThetaD { bi, bo } => {
+            e.u8(1);
+            e.usizes(bi);
+            e.usizes(bo);
+        }
+        Phase::STop => e.u8(2),
+    }
+    e.f64(s.theta);
+    e.f64(s.tt);
+    e.f64s(&s.beta);
+    e.f64s(&s.f);
+    e.usize(s.st.len());
+    e.0.extend_from_slice(&s.st);
+    e.f64s(&s.sigma);
+    e.usizes(&s.act);
+    e.f64s(&s.chol);
+    e.bool(s.track_o);
+    e.f64s(&s.s_o);
+    put_bools(e, &s.block);
+    for v in [
+        s.events,
+        s.d_steps,
+        s.wrong_direction,
+        s.degenerate_jumps,
+        s.max_active,
+        s.n_nodes,
+    ] {
+        e.usize(v);
+    }
+}
+
+fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, String> {
+    let phase = match d.u8()? {
+        0 => Phase::ThetaC,
+        1 => Phase::ThetaD {
+            bi: d.usizes()?,
+            bo: d.usizes()?,
+        },
+        2 => Phase::STop,
+        t => return Err(d.err(&format!("bad phase {t}"))),
+    };
+    let theta = d.f64()?;
+    let tt = d.f64()?;
+    let beta = d.f64s()?;
+    let f = d.f64s()?;
+    let ns = d.len(1)?;
+    let mut st = Vec::with_capacity(ns);
+    for _ in 0..ns {
+        st.push(d.u8()?);
+    }
+    let sigma = d.f64s()?;
+    let act = d.usizes()?;
+    let chol = d.f64s()?;
+    let track_o = d.bool()?;
+    let s_o = d.f64s()?;
+    let block = get_bools(d)?;
+    let mut c = [0usize; 6];
+    for v in &mut c {
+        *v = d.usize()?;
+    }
+    Ok(EngineSnap {
+        phase,
+        theta,
+        tt,
+        beta,
+        f,
+        st,
+        sigma,
+        act,
+        chol,
+        track_o,
+        s_o,
+        block,
+        events: c[0],
+        d_steps: c[1],
+        wrong_direction: c[2],
+        degenerate_jumps: c[3],
+        max_active: c[4],
+        n_nodes: c[5],
+    })
+}
+
+fn put_run(e: &mut Enc, r: &Run) {
+    e.f64(r.c);
+    put_nodes(e, &r.nodes);
+    e.u8(STATUSES.iter().position(|s| *s == r.status).unwrap_or(255) as u8);
+    e.usize(r.events);
+    e.usize(r.d_steps);
+    e.bool(r.final_locally_optimal);
+    match r.final_violation {
+        Some((i, what)) => {
+            e.u8(1);
+            e.usize(i);
+            e.u8(VIOLATIONS.iter().position(|s| *s == what).unwrap_or(255) as u8);
+        }
+        None => e.u8(0),
+    }
+    e.f64(r.s_standard);
+    e.usize(r.max_active);
+    e.f64(r.seconds);
+}
+
+fn get_run(d: &mut Dec<'_>) -> Result<Run, String> {
+    let c = d.f64()?;
+    let nodes = get_nodes(d)?;
+    let status = *STATUSES
+        .get(d.u8()? as usize)
+        .ok_or_else(|| d.err("bad run status"))?;
+    let events = d.usize()?;
+    let d_steps = d.usize()?;
+    let final_locally_optimal = d.bool()?;
+    let final_violation = if d.bool()? {
+        let i = d.usize()?;
+        let w = *VIOLATIONS
+            .get(d.u8()? as usize)
+            .ok_or_else(|| d.err("bad violation code"))?;
+        Some((i, w))
+    } else {
+        None
+    };
+    Ok(Run {
+        c,
+        nodes,
+        status,
+        events,
+        d_steps,
+        final_locally_optimal,
+        final_violation,
+        s_standard: d.f64()?,
+        max_active: d.usize()?,
+        seconds: d.f64()?,
+    })
+}
+
+impl RobustCheckpoint {
+    /// Number of finished `C`s (the run continues with the next one).
+    pub fn n_finished(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The binary form (see the module documentation).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut e = Enc(MAGIC.to_vec());
+        e.u64(self.fingerprint);
+        e.f64(self.seconds);
+        e.usize(self.runs.len());
+        self.runs.iter().for_each(|r| put_run(&mut e, r));
+        match &self.chosen {
+            Some(ch) => {
+                e.u8(1);
+                e.usize(ch.run);
+                e.usize(ch.node);
+                e.f64(ch.c);
+                e.f64(ch.param);
+                e.opt_f64(ch.valid_error);
+                e.f64s(&ch.beta);
+            }
+            None => e.u8(0),
+        }
+        put_opt_vec(&mut e, self.warm.as_deref());
+        match &self.current {
+            Current::Standard => e.u8(0),
+            Current::Path(p) => {
+                e.u8(1);
+                e.f64(p.tmax);
+                put_snap(&mut e, &p.snap);
+                put_nodes(&mut e, &p.nodes);
+                put_best(&mut e, &p.best);
+            }
+            Current::Cccp(c) => {
+                e.u8(2);
+                e.f64(c.tmax);
+                e.usize(c.k);
+                e.usize(c.r);
+                e.i8s(&c.sig);
+                e.f64s(&c.beta);
+                e.f64s(&c.f);
+                put_nodes(&mut e, &c.nodes);
+                e.usizes(&c.rounds);
+                e.usize(c.unconverged);
+                put_best(&mut e, &c.best);
+            }
+        }
+        seal(e.0)
+    }
+
+    /// Reads [`RobustCheckpoint::to_bytes`]' form.
+    ///
+    /// # Errors
+    /// A message naming what is wrong (magic, checksum, truncation, a bad tag); never a panic.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+        let body = open(bytes, MAGIC, WHAT)?;
+        let mut d = Dec::new(body, 8, WHAT);
+        let fingerprint = d.u64()?;
+        let seconds = d.f64()?;
+        // A run takes at least 8 + 8 + 1 + 8 + 8 + 1 + 1 + 8 + 8 + 8 bytes.
+        let nr = d.len(59)?;
+        let mut runs = Vec::with_capacity(nr);
+        for _ in 0..nr {
+            runs.push(get_run(&mut d)?);
+        }
+        let chosen = if d.bool()? {
+            Some(Chosen {
+                run: d.usize()?,
+                node: d.usize()?,
+                c: d.f64()?,
+                param: d.f64()?,
+                valid_error: d.opt_f64()?,
+                beta: d.f64s()?,
+            })
+        } else {
+            None
+        };
+        let warm = get_opt_vec(&mut d)?;
+        let current = match d.u8()? {
+            0 => Current::Standard,
+            1 => Current::Path(PathResume {
+                tmax: d.f64()?,
+                snap: get_snap(&mut d)?,
+                nodes: get_nodes(&mut d)?,
+                best: get_best(&mut d)?,
+            }),
+            2 => Current::Cccp(CccpResume {
+                tmax: d.f64()?,
+                k: d.usize()?,
+                r: d.usize()?,
+                sig: d.i8s()?,
+                beta: d.f64s()?,
+                f: d.f64s()?,
+                nodes: get_nodes(&mut d)?,
+                rounds: d.usizes()?,
+                unconverged: d.usize()?,
+                best: get_best(&mut d)?,
+            }),
+            t => return Err(d.err(&format!("bad state tag {t}"))),
+        };
+        d.finish()?;
+        Ok(Self {
+            fingerprint,
+            runs,
+            chosen,
+            warm,
+            seconds,
+            current,
+        })
+    }
+
+    /// Checks the checkpoint against the selection about to continue it: the fingerprint, and
+    /// every length and index the continuation uses (`n` samples, `rows` training plus
+    /// validation rows, `n_cs` values of `C`, `grid` CCCP points).
+    pub(crate) fn check(
+        &self,
+        fingerprint: u64,
+        n: usize,
+        rows: usize,
+        n_cs: usize,
+        grid: usize,
+    ) -> Result<(), &'static str> {
+        if self.fingerprint != fingerprint {
+            return Err("the state file was made with other data or other parameters");
+        }
+        let bad = "the robust state does not fit the problem (array lengths)";
+        if self.runs.len() >= n_cs {
+            return Err(bad);
+        }
+        let node_ok = |nd: &Node| {
+            nd.beta.as_ref().is_none_or(|b| b.len() == n)
+                && nd.outlier_sign.as_ref().is_none_or(|s| s.len() == n)
+        };
+        let nodes_ok = |nodes: &[Node]| nodes.iter().all(node_ok);
+        if !self.runs.iter().all(|r| nodes_ok(&r.nodes)) {
+            return Err(bad);
+        }
+        if let Some(ch) = &self.chosen {
+            if ch.beta.len() != n || ch.run > self.runs.len() {
+                return Err(bad);
+            }
+        }
+        if self.warm.as_ref().is_some_and(|w| w.len() != n) {
+            return Err(bad);
+        }
+        let best_ok = |b: &Option<(usize, f64, Vec<f64>)>, len: usize| {
+            b.as_ref().is_none_or(|(i, _, beta)| *i < len && beta.len() == n)
+        };
+        match &self.current {
+            Current::Standard => {}
+            Current::Path(p) => {
+                p.snap.check(n, rows)?;
+                if p.snap.n_nodes != p.nodes.len()
+                    || !nodes_ok(&p.nodes)
+                    || !best_ok(&p.best, p.nodes.len())
+                {
+                    return Err(bad);
+                }
+            }
+            Current::Cccp(c) => {
+                if c.k >= grid
+                    || c.r >= MAX_OUTER
+                    || c.sig.len() != n
+                    || c.sig.iter().any(|s| !(-1..=1).contains(s))
+                    || c.beta.len() != n
+                    || c.f.len() != rows
+                    || c.nodes.len() != c.k
+                    || c.rounds.len() != c.k
+                    || !nodes_ok(&c.nodes)
+                    || !best_ok(&c.best, c.k)
+                {
+                    return Err(bad);
+                }
+            }
+        }
+        Ok(())
+    }
+}
