@@ -13,7 +13,12 @@ if [ -z "${MARGINKIT_BIN:-}" ]; then
   ( cd "$root" && cargo build --release -q -p marginkit-cli ) || exit 1
   MARGINKIT_BIN="${CARGO_TARGET_DIR:-$root/target}/release/marginkit"
 fi
-MARGINKIT_BIN="$MARGINKIT_BIN" bash "$here/seed_corpus.sh" >/dev/null
+# The AID / robust state files of fuzz_method_state come from an example (see seed_corpus.sh).
+if [ -z "${MARGINKIT_STATES:-}" ]; then
+  ( cd "$root" && cargo build --release -q -p marginkit --example method_states ) || exit 1
+  MARGINKIT_STATES="${CARGO_TARGET_DIR:-$root/target}/release/examples/method_states"
+fi
+MARGINKIT_BIN="$MARGINKIT_BIN" MARGINKIT_STATES="$MARGINKIT_STATES" bash "$here/seed_corpus.sh" >/dev/null
 cd "$here" || exit 1
 targets=$(sed -n 's/^name = "\(fuzz_[a-z_]*\)"/\1/p' Cargo.toml)
 if [ -n "${2:-}" ]; then targets=$(echo "$2" | tr ',' ' '); fi

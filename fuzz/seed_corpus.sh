@@ -7,7 +7,8 @@ data="$here/../crates/marginkit/tests/data"
 corpus="$here/corpus"
 golden="$here/../tests/data/golden"
 mkdir -p "$corpus/fuzz_libsvm" "$corpus/fuzz_csv" "$corpus/fuzz_scale_params" \
-  "$corpus/fuzz_svm_model" "$corpus/fuzz_linear_model" "$corpus/fuzz_checkpoint" "$corpus/fuzz_weights"
+  "$corpus/fuzz_svm_model" "$corpus/fuzz_linear_model" "$corpus/fuzz_checkpoint" "$corpus/fuzz_weights" \
+  "$corpus/fuzz_method_state"
 
 # LIBSVM: heart_scale in chunks of 10 lines, each prefixed by a mode byte (see fuzz_libsvm.rs).
 i=0
@@ -95,4 +96,20 @@ else
   echo "no marginkit binary at $bin: fuzz_checkpoint starts from an empty corpus" >&2
 fi
 printf 'MKFITCK2' > "$corpus/fuzz_checkpoint/magic"
+
+# AID and robust state files (only an interrupt writes them, so the CLI cannot make them
+# reproducibly): the example `method_states` stops real runs on heart_scale after k observer
+# reports, for every AID model and every robust method, and writes their state files.
+states="${MARGINKIT_STATES:-${CARGO_TARGET_DIR:-$here/../target}/release/examples/method_states}"
+if [ -x "$states" ]; then
+  "$states" "$data/heart_scale" "$corpus/fuzz_method_state"
+  # Bodies without their checksums too (the target appends one itself).
+  for f in "$corpus/fuzz_method_state"/*; do
+    head -c -8 "$f" > "${f}_body"
+  done
+else
+  echo "no method_states example at $states (cargo build --release -p marginkit --example method_states): fuzz_method_state starts from magics only" >&2
+fi
+printf 'MKAIDCK1' > "$corpus/fuzz_method_state/magic_aid"
+printf 'MKROBCK1' > "$corpus/fuzz_method_state/magic_robust"
 echo "seed corpora written under $corpus"

@@ -10,9 +10,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::data::write_atomically;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::robust::cccp::{S_GRID_SVC, S_GRID_SVR, THETA_GRID};
-use marginkit::robust::select::{select, Method, Selection};
-use marginkit::robust::{outlier_path, PathKind, RobustParams, Task};
-use marginkit::svm::model_io::save_model;
+use marginkit::robust::select::{select_resumable, Method, Selection};
+use marginkit::robust::{outlier_path, PathKind, RobustCheckpoint, RobustParams, Task};
+use marginkit::solver::Status;
+use marginkit::svm::model_io::save_model_with_status;
 use marginkit::{Dataset, KernelSpec};
 use serde_json::{json, Value};
 
@@ -105,6 +106,15 @@ pub struct RobustArgs {
     /// Write the selected model (LIBSVM format, readable by `marginkit predict`).
     #[arg(long)]
     pub save_model: Option<PathBuf>,
+    /// Continue the runs saved in this state file (written when Ctrl-C stops a run): the
+    /// finished values of C are kept and the interrupted one goes on from its last event, to
+    /// the same breakpoints as an uninterrupted run. Same data and parameters.
+    #[arg(long, value_name = "STATE")]
+    pub resume: Option<PathBuf>,
+    /// Where to write the state file of an interrupted run (default: TRAIN_FILE's name +
+    /// ".robust.state" in the current directory).
+    #[arg(long, value_name = "FILE")]
+    pub state_file: Option<PathBuf>,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -371,13 +381,61 @@ pub fn run(a: RobustArgs) -> CliResult {
         b.enable_steady_tick(Duration::from_millis(120));
         b
     });
-    let sel = select(&p, kind, &method, &cs, &data, valid.as_ref());
+    let state_path = a.state_file.clone().unwrap_or_else(|| {
+        let name = a
+            .train_file
+            .file_name()
+            .map_or("stdin".into(), |n| n.to_string_lossy().into_owned());
+        PathBuf::from(format!("{name}.robust.state"))
+    });
+    for out in [&a.save_model, &a.plot].into_iter().flatten() {
+        crate::train::refuse_same_file(&state_path, out)?;
+    }
+    let resume = match &a.resume {
+        Some(f) => {
+            let bytes = std::fs::read(f).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
+            Some(
+                RobustCheckpoint::from_bytes(&bytes)
+                    .map_err(|e| CliError(format!("{}: {e}", f.display())))?,
+            )
+        }
+        None => None,
+    };
+    // Ctrl-C stops the running event or solve; the runs so far are reported and the chosen
+    // model written, with a state file to continue from.
+    let mut cancel = crate::interrupt::install();
+    let sel = select_resumable(
+        &p,
+        kind,
+        &method,
+        &cs,
+        &data,
+        valid.as_ref(),
+        &mut cancel,
+        resume.as_ref(),
+    );
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    let sel = sel?;
+    let (sel, checkpoint) = sel.map_err(|e| match &a.resume {
+        Some(f) => CliError(format!("{}: {e}", f.display())),
+        None => CliError(e.to_string()),
+    })?;
+    let state_written = match &checkpoint {
+        Some(c) => {
+            write_atomically(&state_path, |w| w.write_all(&c.to_bytes()))
+                .map_err(|e| CliError(format!("{}: {e}", state_path.display())))?;
+            Some(state_path.display().to_string())
+        }
+        None => None,
+    };
+    let status = if sel.interrupted {
+        Status::Interrupted
+    } else {
+        Status::Converged
+    };
     for r in &sel.runs {
-        if r.status != "completed" {
+        if r.status != "completed" && r.status != "interrupted" {
             eprintln!(
                 "marginkit: warning: C = {} stopped early ({}); raise --max-events",
                 r.c, r.status
@@ -386,9 +444,15 @@ pub fn run(a: RobustArgs) -> CliResult {
     }
     if let Some(path) = &a.save_model {
         let model = sel.model(&p, &data)?;
-        save_model(path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+        save_model_with_status(path, &model, status)
+            .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     }
-    if let Some(path) = &a.plot {
+    if let (Some(path), true) = (&a.plot, sel.interrupted) {
+        eprintln!(
+            "marginkit: interrupted: no plot written to {}",
+            path.display()
+        );
+    } else if let Some(path) = &a.plot {
         let title = a
             .train_file
             .file_name()
@@ -419,7 +483,14 @@ pub fn run(a: RobustArgs) -> CliResult {
     }
     let total = t0.elapsed().as_secs_f64();
     if a.json {
-        println!("{}", report(&a, &sel, total, data.len()));
+        let mut out = report(&a, &sel, total, data.len());
+        if let Value::Object(o) = &mut out {
+            o.insert("interrupted".into(), json!(sel.interrupted));
+            o.insert("status".into(), json!(status.as_str()));
+            o.insert("state_file".into(), json!(state_written));
+            o.insert("resumed".into(), json!(a.resume.is_some()));
+        }
+        println!("{out}");
     } else if !a.quiet {
         let key = param_key(kind);
         println!(
@@ -459,6 +530,14 @@ pub fn run(a: RobustArgs) -> CliResult {
             ),
         }
         println!("total {total:.4} s");
+    }
+    if let Some(s) = &state_written {
+        eprintln!(
+            "marginkit: interrupted after {} finished values of C; --save-model (if given) is marked \
+             'status interrupted'; continue with --resume {s}",
+            sel.runs.len().saturating_sub(1)
+        );
+        std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
     }
     Ok(())
 }

@@ -1,0 +1,115 @@
+//! Writes real AID and robust state files (the seed corpus of the `fuzz_method_state` target):
+//! runs on a LIBSVM data set stopped by an observer after k reports, for every AID model and
+//! every robust method. Usage: `method_states DATA OUT_DIR`.
+
+use std::path::PathBuf;
+
+use marginkit::aid::lad::{fit_aid_lad_resumable, AidLadParams};
+use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, BnbLimits};
+use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams};
+use marginkit::aid::AidSettings;
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::robust::cccp::THETA_GRID;
+use marginkit::robust::select::{select_resumable, Method};
+use marginkit::robust::{PathKind, RobustParams, Task};
+use marginkit::solver::{Control, IterStats, Observer};
+use marginkit::{Dataset, KernelSpec};
+
+/// Stops at report number `k`.
+struct StopAt(usize);
+
+impl Observer for StopAt {
+    fn on_iter(&mut self, _: &IterStats) -> Control {
+        self.0 = self.0.saturating_sub(1);
+        if self.0 == 0 {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 3 {
+        return Err("usage: method_states DATA OUT_DIR".into());
+    }
+    let data = read_libsvm_path(&args[1], &ReadOptions::default())?;
+    let out = PathBuf::from(&args[2]);
+    std::fs::create_dir_all(&out)?;
+    let mut written = 0;
+    let mut save = |name: String, bytes: Option<Vec<u8>>| -> std::io::Result<()> {
+        if let Some(b) = bytes {
+            std::fs::write(out.join(name), b)?;
+            written += 1;
+        }
+        Ok(())
+    };
+    let small: Dataset = data.subset(&(0..data.len().min(120)).collect::<Vec<_>>());
+    for k in [1, 3, 8] {
+        let lad = AidLadParams {
+            r0: Some(0.05),
+            ..AidLadParams::default()
+        };
+        let (_, c) = fit_aid_lad_resumable(&data, &lad, &mut |_| {}, &mut StopAt(k), None)?;
+        save(format!("aid_lad_{k}"), c.map(|c| c.to_bytes()))?;
+        for kernel in [None, Some(KernelSpec::Rbf { gamma: 0.05 })] {
+            let p = AidSvmParams {
+                kernel,
+                r0: Some(0.02),
+                ..AidSvmParams::default()
+            };
+            let (_, c) = fit_aid_svm_resumable(&data, &p, &mut |_| {}, &mut StopAt(k), None)?;
+            let tag = if kernel.is_some() { "rbf" } else { "linear" };
+            save(format!("aid_svm_{tag}_{k}"), c.map(|c| c.to_bytes()))?;
+        }
+        let mut semi = data.clone();
+        semi.y.iter_mut().skip(20).for_each(|v| *v = 0.0);
+        let p = AidS3vmParams {
+            c_labeled: 0.05,
+            c_unlabeled: 0.01,
+            bnb: BnbLimits {
+                max_nodes: 50,
+                time_limit: None,
+                rel_gap: 1e-6,
+            },
+            settings: AidSettings {
+                gap_tol: 0.0,
+                max_iter: 2,
+                time_limit: None,
+            },
+            ..AidS3vmParams::default()
+        };
+        let (_, c) = fit_aid_s3vm_resumable(&semi, &p, &mut |_| {}, &mut StopAt(k), None)?;
+        save(format!("aid_s3vm_{k}"), c.map(|c| c.to_bytes()))?;
+    }
+    for k in [2, 15, 60] {
+        for (task, kind, method, name) in [
+            (Task::Svc, PathKind::Theta, Method::Path, "svc_theta"),
+            (Task::Svc, PathKind::S, Method::Path, "svc_s"),
+            (Task::Svr, PathKind::Theta, Method::Path, "svr_theta"),
+            (
+                Task::Svc,
+                PathKind::Theta,
+                Method::Cccp(THETA_GRID.to_vec()),
+                "svc_cccp",
+            ),
+        ] {
+            let p = RobustParams::new(task, KernelSpec::Rbf { gamma: 0.1 })
+                .keep_solutions(k == 15);
+            let (_, c) = select_resumable(
+                &p,
+                kind,
+                &method,
+                &[1.0, 10.0],
+                &small,
+                None,
+                &mut StopAt(k),
+                None,
+            )?;
+            save(format!("robust_{name}_{k}"), c.map(|c| c.to_bytes()))?;
+        }
+    }
+    println!("{written} state files in {}", out.display());
+    Ok(())
+}
