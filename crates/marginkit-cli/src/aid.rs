@@ -12,9 +12,9 @@ use marginkit::aid::s3vm::{
 };
 use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmModel, AidSvmParams};
 use marginkit::aid::{AidCheckpoint, AidSettings, IterRecord, StopReason};
-use marginkit::solver::{Cancel, Status};
 use marginkit::data::write_atomically;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
+use marginkit::solver::{Cancel, Status};
 use marginkit::svm::linear::LinearModel;
 use marginkit::svm::model_io::save_model_with_status;
 use marginkit::{Dataset, KernelSpec};
@@ -427,7 +427,10 @@ impl Interrupt {
     /// After the outputs are written: the keys of `--json`, and the exit of a stopped run.
     fn report(&self, out: &mut Value, written: &Option<String>) {
         if let Value::Object(o) = out {
-            o.insert("interrupted".into(), json!(written.is_some()));
+            o.insert(
+                "interrupted".into(),
+                json!(written.is_some() || self.cancel.is_cancelled()),
+            );
             o.insert("state_file".into(), json!(written));
             o.insert("resumed".into(), json!(self.resume_path.is_some()));
         }
@@ -438,6 +441,12 @@ impl Interrupt {
             eprintln!(
                 "marginkit: interrupted after {finished} finished iterations; the model (if any) is marked \
                  'status interrupted'; continue with --resume {s}"
+            );
+            std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+        }
+        if self.cancel.is_cancelled() && finished == 0 {
+            eprintln!(
+                "marginkit: interrupted during the initial clustering: no model and nothing to continue"
             );
             std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
         }

@@ -84,7 +84,9 @@ fn ctrl_c_stops_aid_and_resume_gives_the_same_model() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     write_data(&p.join("d.svm"), 2500, 10, 0.15);
-    let base = ["aid", "svm", "-t", "2", "-g", "2", "-c", "10", "-q", "d.svm"];
+    let base = [
+        "aid", "svm", "-t", "2", "-g", "2", "-c", "10", "-q", "d.svm",
+    ];
     let mut full = base.to_vec();
     full.push("full.model");
     let mut part = base.to_vec();
@@ -100,7 +102,10 @@ fn ctrl_c_stops_aid_and_resume_gives_the_same_model() {
     if !j["objective"].is_null() {
         assert_eq!(j["status"], "interrupted");
         let m = std::fs::read_to_string(p.join("part.model")).unwrap();
-        assert!(m.starts_with("svm_type c_svc\nstatus interrupted\n"), "{m:.60}");
+        assert!(
+            m.starts_with("svm_type c_svc\nstatus interrupted\n"),
+            "{m:.60}"
+        );
     }
     // Refused: other parameters, a damaged file, the state file as the model file.
     let mut other = base.to_vec();
@@ -109,7 +114,10 @@ fn ctrl_c_stops_aid_and_resume_gives_the_same_model() {
     let o = run(&other, p);
     assert_eq!(o.status.code(), Some(1));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("part.model.state") && e.contains("other parameters"), "{e}");
+    assert!(
+        e.contains("part.model.state") && e.contains("other parameters"),
+        "{e}"
+    );
     let mut bytes = std::fs::read(p.join(&state)).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x10;
@@ -171,16 +179,28 @@ fn ctrl_c_stops_robust_and_resume_gives_the_same_path() {
     assert_eq!(j["status"], "interrupted");
     assert_eq!(j["state_file"], "r.state");
     let m = std::fs::read_to_string(p.join("part.model")).unwrap();
-    assert!(m.starts_with("svm_type c_svc\nstatus interrupted\n"), "{m:.60}");
+    assert!(
+        m.starts_with("svm_type c_svc\nstatus interrupted\n"),
+        "{m:.60}"
+    );
     let mut other = base.to_vec();
     other[8] = "1,10,101";
     other.extend(["--resume", "r.state"]);
     let o = run(&other, p);
     assert_eq!(o.status.code(), Some(1));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("r.state") && e.contains("other parameters"), "{e}");
+    assert!(
+        e.contains("r.state") && e.contains("other parameters"),
+        "{e}"
+    );
     let mut res = base.to_vec();
-    res.extend(["--save-model", "part.model", "--resume", "r.state", "--json"]);
+    res.extend([
+        "--save-model",
+        "part.model",
+        "--resume",
+        "r.state",
+        "--json",
+    ]);
     let o = run(&res, p);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let jr: Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -95,8 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "svc_cccp",
             ),
         ] {
-            let p = RobustParams::new(task, KernelSpec::Rbf { gamma: 0.1 })
-                .keep_solutions(k == 15);
+            let p = RobustParams::new(task, KernelSpec::Rbf { gamma: 0.1 }).keep_solutions(k == 15);
             let (_, c) = select_resumable(
                 &p,
                 kind,

@@ -177,7 +177,11 @@ fn svm_summary(f: marginkit::aid::svm::AidSvmFit) -> Summary {
     v.push(b.b.to_bits());
     v.extend(bits(&b.alpha));
     v.extend(bits(&b.decision));
-    v.extend(b.expansion.iter().flat_map(|&(i, c)| [u64::from(i), c.to_bits()]));
+    v.extend(
+        b.expansion
+            .iter()
+            .flat_map(|&(i, c)| [u64::from(i), c.to_bits()]),
+    );
     (
         trace(&f.run.iterations),
         f.run.best_objective,
@@ -287,7 +291,8 @@ fn s3vm_resumes_to_the_same_iterates() {
 
 /// A checkpoint of the linear AID-SVM on heart_scale, stopped at the third report.
 fn svm_checkpoint(d: &Dataset, params: &AidSvmParams) -> AidCheckpoint {
-    let (_, ck) = fit_aid_svm_resumable(d, params, &mut |_| {}, &mut StopAfter::new(3), None).unwrap();
+    let (_, ck) =
+        fit_aid_svm_resumable(d, params, &mut |_| {}, &mut StopAfter::new(3), None).unwrap();
     ck.unwrap()
 }
 
@@ -308,14 +313,26 @@ fn foreign_checkpoints_are_refused() {
     // Other data: one label flipped.
     let mut other = d.clone();
     other.y[5] = -other.y[5];
-    let m = msg(fit_aid_svm_resumable(&other, &params, &mut |_| {}, &mut NoObserver, Some(&ck)));
+    let m = msg(fit_aid_svm_resumable(
+        &other,
+        &params,
+        &mut |_| {},
+        &mut NoObserver,
+        Some(&ck),
+    ));
     assert!(m.contains("other data"), "{m}");
     // Other parameters: C, or the kernel.
     let p2 = AidSvmParams {
         c: 2.0,
         ..params.clone()
     };
-    let m = msg(fit_aid_svm_resumable(&d, &p2, &mut |_| {}, &mut NoObserver, Some(&ck)));
+    let m = msg(fit_aid_svm_resumable(
+        &d,
+        &p2,
+        &mut |_| {},
+        &mut NoObserver,
+        Some(&ck),
+    ));
     assert!(m.contains("other parameters"), "{m}");
     let p3 = AidSvmParams {
         kernel: Some(KernelSpec::Rbf { gamma: 0.1 }),
@@ -323,13 +340,21 @@ fn foreign_checkpoints_are_refused() {
     };
     assert!(fit_aid_svm_resumable(&d, &p3, &mut |_| {}, &mut NoObserver, Some(&ck)).is_err());
     // Another model.
-    let m = msg(
-        fit_aid_lad_resumable(&d, &AidLadParams::default(), &mut |_| {}, &mut NoObserver, Some(&ck))
-    );
+    let m = msg(fit_aid_lad_resumable(
+        &d,
+        &AidLadParams::default(),
+        &mut |_| {},
+        &mut NoObserver,
+        Some(&ck),
+    ));
     assert!(m.contains("another AID model"), "{m}");
-    let m = msg(
-        fit_aid_s3vm_resumable(&s3vm_data(), &s3vm_params(), &mut |_| {}, &mut NoObserver, Some(&ck))
-    );
+    let m = msg(fit_aid_s3vm_resumable(
+        &s3vm_data(),
+        &s3vm_params(),
+        &mut |_| {},
+        &mut NoObserver,
+        Some(&ck),
+    ));
     assert!(m.contains("another AID model"), "{m}");
     // The iteration and time limits may change.
     let p4 = AidSvmParams {

@@ -173,7 +173,8 @@ fn svc_paths_resume_to_the_same_nodes() {
     let valid = blobs(40, 0.15, 4);
     for kind in [PathKind::Theta, PathKind::S] {
         let case = Case {
-            params: RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 0.5 }).keep_solutions(true),
+            params: RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 0.5 })
+                .keep_solutions(true),
             kind,
             method: Method::Path,
             cs: vec![0.3, 3.0],
@@ -189,7 +190,8 @@ fn svr_paths_resume_to_the_same_nodes() {
     let train = wave(60, 5);
     for kind in [PathKind::Theta, PathKind::S] {
         let case = Case {
-            params: RobustParams::new(Task::Svr, KernelSpec::Rbf { gamma: 1.0 }).keep_solutions(true),
+            params: RobustParams::new(Task::Svr, KernelSpec::Rbf { gamma: 1.0 })
+                .keep_solutions(true),
             kind,
             method: Method::Path,
             cs: vec![1.0, 10.0],
@@ -236,28 +238,68 @@ fn foreign_and_damaged_state_files_are_refused() {
         train: &train,
         valid: None,
     };
-    let (_, ck) = case.run(&mut StopAfter { seen: 0, stop_at: 15 }, None);
+    let (_, ck) = case.run(
+        &mut StopAfter {
+            seen: 0,
+            stop_at: 15,
+        },
+        None,
+    );
     let ck = ck.unwrap();
     let err = |c: &Case<'_>| {
-        select_resumable(&c.params, c.kind, &c.method, &c.cs, c.train, c.valid, &mut NoObserver, Some(&ck))
-            .unwrap_err()
-            .to_string()
+        select_resumable(
+            &c.params,
+            c.kind,
+            &c.method,
+            &c.cs,
+            c.train,
+            c.valid,
+            &mut NoObserver,
+            Some(&ck),
+        )
+        .unwrap_err()
+        .to_string()
     };
     let mut other = train.clone();
     other.y[3] = -other.y[3];
-    let m = err(&Case { train: &other, ..case.clone_with() });
+    let m = err(&Case {
+        train: &other,
+        ..case.clone_with()
+    });
     assert!(m.contains("other data"), "{m}");
-    let m = err(&Case { kind: PathKind::S, ..case.clone_with() });
+    let m = err(&Case {
+        kind: PathKind::S,
+        ..case.clone_with()
+    });
     assert!(m.contains("other parameters"), "{m}");
-    let m = err(&Case { cs: vec![1.0, 11.0], ..case.clone_with() });
+    let m = err(&Case {
+        cs: vec![1.0, 11.0],
+        ..case.clone_with()
+    });
     assert!(m.contains("other parameters"), "{m}");
-    let m = err(&Case { method: Method::Cccp(THETA_GRID.to_vec()), ..case.clone_with() });
+    let m = err(&Case {
+        method: Method::Cccp(THETA_GRID.to_vec()),
+        ..case.clone_with()
+    });
     assert!(m.contains("other parameters"), "{m}");
     // The cache size may change.
     let mut p = case.params.clone();
     p.cache_bytes = 1 << 20;
-    let c2 = Case { params: p, ..case.clone_with() };
-    assert!(select_resumable(&c2.params, c2.kind, &c2.method, &c2.cs, c2.train, None, &mut NoObserver, Some(&ck)).is_ok());
+    let c2 = Case {
+        params: p,
+        ..case.clone_with()
+    };
+    assert!(select_resumable(
+        &c2.params,
+        c2.kind,
+        &c2.method,
+        &c2.cs,
+        c2.train,
+        None,
+        &mut NoObserver,
+        Some(&ck)
+    )
+    .is_ok());
     // Damaged files.
     let bytes = ck.to_bytes();
     for len in 0..bytes.len() {

@@ -167,7 +167,11 @@ impl<'a> Dec<'a> {
         Ok(self.take(n)?.iter().map(|&b| b as i8).collect())
     }
     pub fn opt_f64(&mut self) -> Result<Option<f64>, String> {
-        Ok(if self.bool()? { Some(self.f64()?) } else { None })
+        Ok(if self.bool()? {
+            Some(self.f64()?)
+        } else {
+            None
+        })
     }
     /// Errors unless every byte was read.
     pub fn finish(&self) -> Result<(), String> {

@@ -60,12 +60,12 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
+use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
-use crate::solver::{NoObserver, Observer};
 use crate::data::{ops, Dataset, Features, Row};
 use crate::error::{DataError, FitError, ParamError, SolveError};
+use crate::solver::{NoObserver, Observer};
 
 /// A fitted LAD model: `y ~ x'coef + intercept`.
 #[derive(Debug, Clone, PartialEq)]
@@ -729,9 +729,9 @@ pub fn fit_aid_lad_resumable(
             ck.check(AidModel::Lad, fp, data.len(), p, false)
                 .map_err(ParamError::Incompatible)?;
             problem.last_certified = ck.problem.last_certified;
-            let st = ck
-                .to_loop::<Vec<f64>>()
-                .ok_or(ParamError::Incompatible("the state file was made by another AID model"))?;
+            let st = ck.to_loop::<Vec<f64>>().ok_or(ParamError::Incompatible(
+                "the state file was made by another AID model",
+            ))?;
             (st, ck.init_seconds)
         }
         None => {

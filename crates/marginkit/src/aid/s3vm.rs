@@ -63,8 +63,8 @@ use clarabel::solver::{
 };
 use rayon::prelude::*;
 
-use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
+use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::{ops, Dataset, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
@@ -748,7 +748,9 @@ pub fn fit_aid_s3vm_resumable(
                 .map_err(ParamError::Incompatible)?;
             let st = ck
                 .to_loop::<S3vmSolution>()
-                .ok_or(ParamError::Incompatible("the state file was made by another AID model"))?;
+                .ok_or(ParamError::Incompatible(
+                    "the state file was made by another AID model",
+                ))?;
             (st, ck.init_seconds)
         }
         None => {

@@ -63,9 +63,9 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
+use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::ksums::KernelSums;
-use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::{ops, Dataset, DenseMatrix, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
@@ -613,13 +613,15 @@ pub fn svm_r0(n_class: usize, m: usize) -> f64 {
     (1.1 * m as f64 / n_class.max(1) as f64).max(1e-4)
 }
 
-/// Initial clusters: per class, one k-means iteration on 1-D scores (see module docs).
+/// Initial clusters: per class, one k-means iteration on 1-D scores (see module docs); `None`
+/// when `obs` stopped the sample fit.
 fn initial_clusters(
     data: &Dataset,
     y: &[i8],
     params: &AidSvmParams,
     ks: Option<&KernelSums<'_>>,
-) -> Result<Clusters, FitError> {
+    obs: &mut dyn Observer,
+) -> Result<Option<Clusters>, FitError> {
     let n = data.len();
     let m = data.n_features();
     let s = n.min(2000);
@@ -660,7 +662,10 @@ fn initial_clusters(
                     qp,
                     diag_shift: &zero,
                 };
-                let r = dcd::solve_svc(&prob, &settings, params.seed, &mut alpha, &mut NoObserver)?;
+                let r = dcd::solve_svc(&prob, &settings, params.seed, &mut alpha, &mut Fwd(obs))?;
+                if r.info.status == Status::Interrupted {
+                    return Ok(None);
+                }
                 (r.w, -r.info.rho)
             } else {
                 (vec![0.0; m], 0.0)
@@ -674,7 +679,10 @@ fn initial_clusters(
         Some(kern) => {
             let (coef, b) = if two_classes {
                 let mut q = SvcQ::new(&sub.x, kern, &ys, 64 << 20)?;
-                let info = smo::solve(&mut q, &qp, &mut alpha, &settings, &mut NoObserver)?;
+                let info = smo::solve(&mut q, &qp, &mut alpha, &settings, obs)?;
+                if info.status == Status::Interrupted {
+                    return Ok(None);
+                }
                 (
                     alpha
                         .iter()
@@ -713,7 +721,7 @@ fn initial_clusters(
         let c = kmeans_one_iteration(&pts, 1, k, params.seed.wrapping_add(ci as u64 + 1));
         parts.push(c.relabel(&rows));
     }
-    Ok(Clusters::concat(parts))
+    Ok(Some(Clusters::concat(parts)))
 }
 
 /// AID-SVM (see module docs).
@@ -756,8 +764,9 @@ fn svm_fingerprint(params: &AidSvmParams, data: &Dataset) -> u64 {
 /// [`fit_aid_svm`] that can stop and continue: `obs` is asked before every aggregated solve and
 /// by its solver (SMO every 1000 pair updates, DCD every pass). When it asks to stop, the
 /// result is the best iterate so far with [`super::StopReason::Interrupted`] (`None` if no
-/// iteration finished) and an [`AidCheckpoint`]; `resume` continues such a checkpoint to the
-/// iterates an uninterrupted run makes, bit for bit. With a kernel, the checkpoint holds the
+/// iteration finished) and an [`AidCheckpoint`] (`None` too when the stop came during the
+/// initial clustering's sample fit: a rerun starts over); `resume` continues such a checkpoint
+/// to the iterates an uninterrupted run makes, bit for bit. With a kernel, the checkpoint holds the
 /// cluster-pair kernel sums and the stored cluster kernel rows (`4 n` bytes each, at most 1 GiB
 /// in all), so its size can reach that of the run's row store.
 ///
@@ -853,20 +862,31 @@ pub fn fit_aid_svm_resumable(
             } else {
                 data.n_features()
             };
-            ck.check(AidModel::Svm, fp, data.len(), width, params.kernel.is_some())
-                .map_err(ParamError::Incompatible)?;
+            ck.check(
+                AidModel::Svm,
+                fp,
+                data.len(),
+                width,
+                params.kernel.is_some(),
+            )
+            .map_err(ParamError::Incompatible)?;
             let p = ck.problem.clone();
             problem.sizes = p.sizes;
             problem.gram = p.gram;
             problem.vrows = p.vrows;
             problem.prepared = p.prepared;
-            let st = ck
-                .to_loop::<SvmSolution>()
-                .ok_or(ParamError::Incompatible("the state file was made by another AID model"))?;
+            let st = ck.to_loop::<SvmSolution>().ok_or(ParamError::Incompatible(
+                "the state file was made by another AID model",
+            ))?;
             (st, ck.init_seconds)
         }
         None => {
-            let clusters = initial_clusters(data, &problem.y, params, problem.ks.as_ref())?;
+            let Some(clusters) =
+                initial_clusters(data, &problem.y, params, problem.ks.as_ref(), obs)?
+            else {
+                // Stopped in the sample fit: nothing worth keeping (a rerun redoes it).
+                return Ok((None, None));
+            };
             (LoopState::start(clusters), t0.elapsed().as_secs_f64())
         }
     };
@@ -900,8 +920,6 @@ pub fn fit_aid_svm_resumable(
         ck,
     ))
 }
-
-
 
 fn build_model(
     data: &Dataset,

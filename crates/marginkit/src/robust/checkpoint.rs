@@ -490,7 +490,8 @@ impl RobustCheckpoint {
             return Err(bad);
         }
         let best_ok = |b: &Option<(usize, f64, Vec<f64>)>, len: usize| {
-            b.as_ref().is_none_or(|(i, _, beta)| *i < len && beta.len() == n)
+            b.as_ref()
+                .is_none_or(|(i, _, beta)| *i < len && beta.len() == n)
         };
         match &self.current {
             Current::Standard => {}

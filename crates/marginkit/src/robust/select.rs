@@ -121,7 +121,16 @@ pub fn select(
     train: &Dataset,
     valid: Option<&Dataset>,
 ) -> Result<Selection, FitError> {
-    let (sel, _) = select_resumable(params, kind, method, cs, train, valid, &mut NoObserver, None)?;
+    let (sel, _) = select_resumable(
+        params,
+        kind,
+        method,
+        cs,
+        train,
+        valid,
+        &mut NoObserver,
+        None,
+    )?;
     Ok(sel)
 }
 
@@ -228,7 +237,11 @@ pub fn select_resumable(
         let t0 = Instant::now();
         let p = params.clone().c(c);
         let cur = std::mem::replace(&mut current, Current::Standard);
-        let stopped = |runs: Vec<Run>, chosen: Option<Chosen>, warm: Option<Vec<f64>>, cur, beta: Vec<f64>| {
+        let stopped = |runs: Vec<Run>,
+                       chosen: Option<Chosen>,
+                       warm: Option<Vec<f64>>,
+                       cur,
+                       beta: Vec<f64>| {
             let ck = RobustCheckpoint {
                 fingerprint: fp,
                 runs: runs.clone(),
@@ -300,7 +313,12 @@ pub fn select_resumable(
                 let from = match (&cur, std_sol) {
                     (Current::Path(res), _) => Start::Resume(res),
                     (_, Some((beta, f))) => Start::Standard(beta, f),
-                    _ => return Err(ParamError::Incompatible("the robust state is of another method").into()),
+                    _ => {
+                        return Err(ParamError::Incompatible(
+                            "the robust state is of another method",
+                        )
+                        .into())
+                    }
                 };
                 let (path, stop) = path_from_standard(
                     &p,
@@ -339,7 +357,12 @@ pub fn select_resumable(
                 let from = match (&cur, std_sol) {
                     (Current::Cccp(res), _) => CccpStart::Resume(res),
                     (_, Some((beta, f))) => CccpStart::Standard(beta, f),
-                    _ => return Err(ParamError::Incompatible("the robust state is of another method").into()),
+                    _ => {
+                        return Err(ParamError::Incompatible(
+                            "the robust state is of another method",
+                        )
+                        .into())
+                    }
                 };
                 let (cp, stop) =
                     cccp_from_standard(&p, kind, grid, &mut kern, &y, &yv, from, ridge, t0, obs)?;
