@@ -106,14 +106,27 @@ fn check_resume(fit: &mut Fit<'_>, min_stops: usize) {
     let total = count.seen;
     assert!(total >= 3, "only {total} observer reports");
     let mut stops = 0;
-    let points: Vec<usize> = [1, 2, total / 3, total / 2, 2 * total / 3, total - 1]
-        .into_iter()
-        .filter(|&k| k >= 1)
-        .collect();
+    // The last reports come from the AID loop even when an initial sample fit reports many times.
+    let mut points: Vec<usize> = [
+        1,
+        2,
+        total / 3,
+        total / 2,
+        2 * total / 3,
+        total.saturating_sub(6),
+        total.saturating_sub(4),
+        total - 2,
+        total - 1,
+    ]
+    .into_iter()
+    .filter(|&k| k >= 1)
+    .collect();
+    points.dedup();
     for k in points {
         let (partial, ck) = fit(&mut StopAfter::new(k), None).unwrap();
         let Some(ck) = ck else {
-            // The report came from a solve that converged at the same moment.
+            // A stop in AID-SVM's initial sample fit (nothing to keep), or a report from a solve
+            // that converged at the same moment.
             continue;
         };
         stops += 1;
@@ -289,10 +302,19 @@ fn s3vm_resumes_to_the_same_iterates() {
     );
 }
 
-/// A checkpoint of the linear AID-SVM on heart_scale, stopped at the third report.
+/// A checkpoint of the linear AID-SVM on heart_scale, stopped half-way (a stop in the initial
+/// sample fit, the first reports, gives no checkpoint).
 fn svm_checkpoint(d: &Dataset, params: &AidSvmParams) -> AidCheckpoint {
-    let (_, ck) =
-        fit_aid_svm_resumable(d, params, &mut |_| {}, &mut StopAfter::new(3), None).unwrap();
+    let mut count = StopAfter::new(0);
+    fit_aid_svm_resumable(d, params, &mut |_| {}, &mut count, None).unwrap();
+    let (_, ck) = fit_aid_svm_resumable(
+        d,
+        params,
+        &mut |_| {},
+        &mut StopAfter::new(count.seen / 2 + 1),
+        None,
+    )
+    .unwrap();
     ck.unwrap()
 }
 

@@ -701,6 +701,9 @@ pub(crate) fn ridge_of(kern: &Kern<'_>, rel: f64) -> f64 {
     rel * m.max(1e-300)
 }
 
+/// Coefficients `beta` and `f = K beta` over all rows.
+pub(crate) type BetaF = (Vec<f64>, Vec<f64>);
+
 /// The exact standard SVM (`theta = 1`): SMO then polishing. Returns `beta` and `f` (all rows),
 /// or `None` when `obs` stopped the SMO solve.
 #[allow(clippy::too_many_arguments)]
@@ -713,7 +716,7 @@ pub(crate) fn standard_solution(
     ridge: f64,
     warm: Option<&[f64]>,
     obs: &mut dyn Observer,
-) -> Result<Option<(Vec<f64>, Vec<f64>)>, FitError> {
+) -> Result<Option<BetaF>, FitError> {
     let (lo, hi) = standard_box(task, y, c);
     let mut beta = warm.map_or_else(|| vec![0.0; y.len()], |w| w.to_vec());
     let info = boxqp::solve_box(kern, y, &lo, &hi, &mut beta, solver_tol, obs)?;
