@@ -302,7 +302,7 @@ fn s3vm_resumes_to_the_same_iterates() {
     );
 }
 
-/// A checkpoint of the linear AID-SVM on heart_scale, stopped half-way (a stop in the initial
+/// A checkpoint of the linear AID-SVM on heart_scale, stopped near the end (a stop in the initial
 /// sample fit, the first reports, gives no checkpoint).
 fn svm_checkpoint(d: &Dataset, params: &AidSvmParams) -> AidCheckpoint {
     let mut count = StopAfter::new(0);
@@ -311,7 +311,7 @@ fn svm_checkpoint(d: &Dataset, params: &AidSvmParams) -> AidCheckpoint {
         d,
         params,
         &mut |_| {},
-        &mut StopAfter::new(count.seen / 2 + 1),
+        &mut StopAfter::new(count.seen - 2),
         None,
     )
     .unwrap();
