@@ -37,9 +37,13 @@
 //!    (diagonal preconditioner `M = (1 - a) I + a diag(H)`, `a = 0.01`, Hsia, Chiang & Lin
 //!    2018), stopped when `|r| <= 0.1 |g|` or after [`MAX_CG`] steps; every CG step is one fused
 //!    pass `Xb_I' (D_I (Xb_I v))` over the active rows only;
-//! 2. `Xb s` is computed once, after which `P(w + t s)` costs `O(n)` for any step `t`
-//!    (`z + t Xb s`): backtracking from `t = 1` by halves until the Armijo condition
-//!    `P(w + t s) <= P(w) + 0.01 t g's` holds;
+//! 2. `Xb s` is computed once, after which the slope and curvature of `phi(t) = P(w + t s)`
+//!    cost `O(n)` for any step `t` (`z + t Xb s`): `phi` is convex and piecewise quadratic, so a
+//!    safeguarded Newton iteration on `phi'` from `t = 1` inside a bracket finds `t` with
+//!    `|phi'(t)| <= 0.01 |phi'(0)|` (usually `t = 1` at once: `phi'(1) = -s'r`, which CG makes 0
+//!    while the active set stays). LIBLINEAR backtracks on `phi` itself instead (Armijo); slopes
+//!    keep their relative precision near the optimum, where differences of objective values
+//!    cancel, so very tight tolerances stay reachable;
 //! 3. `w += t s`, `z += t Xb s`, and the loss, the gradient, `I` and `diag(H)` are recomputed in one
 //!    pass at the new point.
 //!
@@ -49,8 +53,9 @@
 //! as LIBLINEAR does: for SVC by `max(min(#pos, #neg), 1) / n`), else the iteration limit
 //! ([`SolverSettings::max_iter`], Newton iterations, default [`DEFAULT_MAX_NEWTON`]), the time
 //! limit, or an [`Observer`] stop (consulted after every Newton iteration and every CG step). A
-//! line search that cannot decrease `P` (only at the limit of floating-point precision) also ends
-//! the solve, as converged when `|g| <= 10 tol |g0|`, else with [`Status::MaxIterations`].
+//! direction that is not one of descent (`g's >= 0`, only at the limit of floating-point
+//! precision) also ends the solve, as converged when `|g| <= 10 tol |g0|`, else with
+//! [`Status::MaxIterations`].
 //!
 //! # Parallelism and determinism
 //!
@@ -108,10 +113,10 @@ const MIN_CHUNK_NNZ: usize = 32_768;
 const PCG_MIX: f64 = 0.01;
 /// CG stops when `|r| <= CG_REL |g|`.
 const CG_REL: f64 = 0.1;
-/// Armijo constant of the backtracking line search.
-const ARMIJO: f64 = 0.01;
-/// Most halvings in one line search.
-const MAX_HALVINGS: u32 = 40;
+/// The line search stops when `|phi'(t)| <= LINE_REL |phi'(0)|`.
+const LINE_REL: f64 = 0.01;
+/// Most slope evaluations in one line search.
+const MAX_LINE_STEPS: u32 = 40;
 
 /// A primal L2-loss SVC problem (`-s 2`).
 #[derive(Debug, Clone, Copy)]
@@ -444,6 +449,7 @@ struct Chunk {
     /// Partial `diag(Xb_I' D_I Xb_I)`.
     acc2: Vec<f64>,
     sum: f64,
+    sum2: f64,
     /// Extremes of the dual violation terms (final report only).
     hi: f64,
     lo: f64,
@@ -557,17 +563,24 @@ fn hess_part<R: Rows>(rows: &R, v: &[f64], chunks: &mut [Chunk]) {
     });
 }
 
-/// Loss at `z + t xs` into each chunk's `sum`.
-fn loss_along<L: Loss>(loss: L, t: f64, chunks: &mut [Chunk]) {
+/// Slope and curvature of the loss part of `t -> P(w + t s)`: `sum_i l'(z_i + t xs_i) xs_i`
+/// into each chunk's `sum`, `sum_{i active} 2 C_i xs_i^2` into `sum2`.
+fn slope_along<L: Loss>(loss: L, t: f64, chunks: &mut [Chunk]) {
     chunks.par_iter_mut().for_each(|ch| {
-        let mut s = 0.0;
+        let (mut s, mut h) = (0.0, 0.0);
         for k in 0..ch.z.len() {
             let c = ch.cost[k];
             if c > 0.0 {
-                s += loss.eval(ch.lab[k], c, ch.z[k] + t * ch.xs[k]).0;
+                let x = ch.xs[k];
+                let (_, d1, act) = loss.eval(ch.lab[k], c, ch.z[k] + t * x);
+                s += d1 * x;
+                if act {
+                    h += 2.0 * c * x * x;
+                }
             }
         }
         ch.sum = s;
+        ch.sum2 = h;
     });
 }
 
@@ -618,6 +631,7 @@ fn newton<R: Rows, L: Loss, O: Observer>(
             acc: vec![0.0; dim],
             acc2: vec![0.0; dim],
             sum: 0.0,
+            sum2: 0.0,
             hi: f64::NEG_INFINITY,
             lo: f64::INFINITY,
             rows: r,
@@ -699,33 +713,51 @@ fn newton<R: Rows, L: Loss, O: Observer>(
                 break 'outer st;
             }
         }
-        // Backtracking line search along s; P(w + t s) costs O(n) once xs = Xb s is known.
+        // Line search along s on the slope of phi(t) = P(w + t s), which costs O(n) per t once
+        // xs = Xb s is known. phi is convex and piecewise quadratic, so its slope is monotone
+        // and piecewise linear: safeguarded Newton steps on phi' inside a bracket [lo, hi].
+        // Slopes, unlike differences of objective values, keep their relative precision near
+        // the optimum. At t = 1, phi'(1) = -s'r with r the CG residual, which CG makes 0 while
+        // the active set does not change: the full Newton step is then accepted at once.
         x_times(rows, &s, &mut chunks);
-        let (gs, ws, ss, ww) = (
+        let (gs, ws, ss) = (
             ops::dense_dot(&g, &s),
             ops::dense_dot(&w, &s),
             ops::dense_dot(&s, &s),
-            ops::dense_dot(&w, &w),
         );
-        let mut t = 1.0;
-        let mut accepted = false;
-        for _ in 0..MAX_HALVINGS {
-            loss_along(loss, t, &mut chunks);
-            let f_new = 0.5 * (ww + t * (2.0 * ws + t * ss)) + sum_chunks(&chunks);
-            if f_new <= f + ARMIJO * t * gs {
-                accepted = true;
-                break;
-            }
-            t *= 0.5;
-        }
-        if !accepted || gs >= 0.0 {
-            // No decrease is possible at this precision.
+        if !(gs < 0.0) {
+            // Not a descent direction: only possible at the limit of floating-point precision.
             break if gnorm <= 10.0 * target {
                 Status::Converged
             } else {
                 Status::MaxIterations
             };
         }
+        let (mut lo, mut hi, mut t) = (0.0f64, f64::INFINITY, 1.0f64);
+        for _ in 0..MAX_LINE_STEPS {
+            slope_along(loss, t, &mut chunks);
+            let slope = ws + t * ss + sum_chunks(&chunks);
+            if slope.abs() <= LINE_REL * -gs {
+                lo = t;
+                break;
+            }
+            if slope > 0.0 {
+                hi = t;
+            } else {
+                lo = t;
+            }
+            let curv = ss + chunks.iter().fold(0.0, |a, ch| a + ch.sum2);
+            let mut next = t - slope / curv;
+            if !(next > lo && next < hi) {
+                next = if hi.is_finite() { 0.5 * (lo + hi) } else { 2.0 * t };
+            }
+            if hi - lo <= 1e-12 * hi {
+                break;
+            }
+            t = next;
+        }
+        // phi' <= 0 on [0, lo] (or |phi'(lo)| is negligible), so phi(lo) < phi(0).
+        let t = if lo > 0.0 { lo } else { t };
         for j in 0..dim {
             w[j] += t * s[j];
         }
