@@ -2,15 +2,16 @@
 --threads 1 and 2 against marginkit's serial dual coordinate descent (-s 1) and LIBLINEAR's -s 2
 and -s 1, on n = 200,000 rows, dense and sparse.
 
-    /work/venv/bin/python bench/par_linear_bench.py [--repeats 3] [--n 200000] [--cs 0.1,1]
-        [--cases dense20,dense100,tfidf] [--marginkit PATH]
+    /work/venv/bin/python bench/par_linear_bench.py [--repeats 3] [--dual-repeats 1] [--n 200000]
+        [--cs 0.1,1] [--cases dense20,dense100,tfidf] [--marginkit PATH] [--no-liblinear]
 
 One command, about 2-3 minutes on a quiet 2-core machine (the data files are written once to the
 temp directory and reused). Everything uses LIBLINEAR's defaults for the tolerance (-e 0.01 for -s 2,
 0.1 for -s 1) and -B 1. marginkit runs the release CLI (`cargo build --release -p marginkit-cli`)
 and is timed by its own `train_seconds` (the solve, without reading the file); LIBLINEAR runs
 in-process (liblinear-official, bench/requirements.txt) on a prebuilt problem, timed around
-`train` only. Wall seconds are medians of --repeats; CPU seconds (user + sys) are medians too:
+`train` only. Wall seconds are medians of --repeats (--dual-repeats for the slower -s 1 runs,
+which are there for reference only); CPU seconds (user + sys) are medians too:
 for marginkit those of the whole process (file parsing included, so CPU > wall is normal), for
 LIBLINEAR the process time of the `train` call. The speed-up is wall(-s 2, 1 thread) / wall(-s 2,
 2 threads) of marginkit; "P rel" is the primal objective relative to the best of all runs (the
@@ -41,7 +42,7 @@ def make_dense(n, d, seed):
 
     rng = np.random.default_rng(seed)
     y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
-    x = rng.standard_normal((n, d)) + 1.5 * y[:, None] / np.sqrt(d)
+    x = (rng.standard_normal((n, d)) + 1.5 * y[:, None] / np.sqrt(d)).round(4)
     y = np.where(rng.random(n) < 0.02, -y, y)
     return x, y
 
@@ -71,23 +72,32 @@ def make_tfidf(n, d, seed, terms=40):
     return x, y
 
 
-def write_svm(path, x, y):
-    """LIBSVM text, once (cached by name)."""
+def write_data(path, x, y):
+    """Once (cached by name): sparse data as LIBSVM text, dense data as CSV with the label last
+    (written row by row by numpy's C formatter, several times faster than Python formatting).
+    Dense values are rounded to 4 decimals when generated and sparse ones written in shortest
+    round-trip form, so that LIBLINEAR (fed the arrays) and marginkit (fed the file) see the
+    same numbers (to an ulp)."""
+    import numpy as np
     import scipy.sparse as sp
 
     if os.path.exists(path):
         return
-    with open(path + ".tmp", "w") as f:
+    with open(path + ".tmp", "wb") as f:
         if sp.issparse(x):
             ptr, idx, val = x.indptr, x.indices, x.data
             for i in range(x.shape[0]):
                 a, b = ptr[i], ptr[i + 1]
-                f.write(f"{int(y[i])} " + " ".join(
-                    f"{k + 1}:{v:.6g}" for k, v in zip(idx[a:b].tolist(), val[a:b].tolist())) + "\n")
+                f.write((f"{int(y[i])} " + " ".join(
+                    f"{k + 1}:{v!r}" for k, v in zip(idx[a:b].tolist(), val[a:b].tolist())) + "\n")
+                    .encode())
         else:
-            fmt = "%d " + " ".join(f"{k + 1}:%.6g" for k in range(x.shape[1])) + "\n"
+            row = np.empty(x.shape[1] + 1)
             for i in range(x.shape[0]):
-                f.write(fmt % (int(y[i]), *x[i].tolist()))
+                row[:-1] = x[i]
+                row[-1] = y[i]
+                row.tofile(f, sep=",", format="%.4f")
+                f.write(b"\n")
     os.replace(path + ".tmp", path)
 
 
@@ -103,8 +113,9 @@ def primal(x, y, w, b, c, pos):
 def run_marginkit(binary, data, s, c, threads):
     with tempfile.TemporaryDirectory() as td:
         model = os.path.join(td, "m")
+        csv = ["--csv"] if data.endswith(".csv") else []
         cmd = [binary, "train", "--linear", "--json", "-q", "-s", str(s), "-c", repr(c), "-B", "1",
-               "--threads", str(threads), data, model]
+               "--threads", str(threads)] + csv + [data, model]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -147,6 +158,7 @@ def find_marginkit(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--dual-repeats", type=int, default=1)
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--cs", default="0.1,1")
     ap.add_argument("--cases", default="dense20,dense100,tfidf")
@@ -156,7 +168,8 @@ def main():
     binary = find_marginkit(a.marginkit)
     cs = [float(v) for v in a.cs.split(",")]
     med = statistics.median
-    print(f"# parallel linear SVM, n = {a.n:,}, medians of {a.repeats}; cpu = user + sys seconds\n")
+    print(f"# parallel linear SVM, n = {a.n:,}, medians of {a.repeats} (-s 1: {a.dual_repeats}); "
+          "wall seconds (cpu = user + sys seconds)\n")
     print("| data | C | mk -s 2 t=1 s (cpu) | mk -s 2 t=2 s (cpu) | speed-up | bit-identical | "
           "mk -s 1 s | LIBLINEAR -s 2 s | LIBLINEAR -s 1 s | mk-s2(t=2)/LL-s2 | P rel: mk -s 2, mk -s 1, "
           "LL -s 2, LL -s 1 |")
@@ -169,18 +182,21 @@ def main():
             x, y = make_tfidf(a.n, 20_000, 3)
         else:
             sys.exit(f"unknown case {case}")
-        path = os.path.join(TMP, f"mk_par_linear_{case}_{a.n}.svm")
-        write_svm(path, x, y)
+        ext = "svm" if case == "tfidf" else "csv"
+        path = os.path.join(TMP, f"mk_par_linear_{case}_{a.n}.{ext}")
+        write_data(path, x, y)
         for c in cs:
             row = {}
             for key, s, t in [("s2t1", 2, 1), ("s2t2", 2, 2), ("s1", 1, 1)]:
-                rr = [run_marginkit(binary, path, s, c, t) for _ in range(a.repeats)]
+                reps = a.repeats if s == 2 else a.dual_repeats
+                rr = [run_marginkit(binary, path, s, c, t) for _ in range(reps)]
                 row[key] = (med(r["train_seconds"] for r in rr), med(r["_cpu"] for r in rr),
                             rr[0]["primal_objective"], rr[0]["_model"])
             ll = {}
             if not a.no_liblinear:
                 for s in (2, 1):
-                    rr = [run_liblinear(x, y, s, c) for _ in range(a.repeats)]
+                    reps = a.repeats if s == 2 else a.dual_repeats
+                    rr = [run_liblinear(x, y, s, c) for _ in range(reps)]
                     _, _, w, b, pos = rr[0]
                     ll[s] = (med(r[0] for r in rr), med(r[1] for r in rr), primal(x, y, w, b, c, pos))
             objs = [row["s2t1"][2], row["s1"][2]] + [ll[s][2] for s in (2, 1) if s in ll]

@@ -71,10 +71,12 @@
 //! # Report (same fields as the dual solvers)
 //!
 //! At the end the dual point implied by the primal one (`alpha_i = 2 C_i max(0, 1 - y_i z_i)`,
-//! `beta_i = -l'(z_i)`, both exact at the optimum) gives the dual objective, the duality gap
+//! `beta_i = -l'(z_i)`, both exact at the optimum), scaled by the factor `s >= 0` that minimises
+//! the dual objective along its ray (a closed form; `s -> 1` at the optimum, and away from it the
+//! scaling shrinks the gap by orders of magnitude), gives the dual objective, the duality gap
 //! `P(w) + f(alpha)` (valid for any `w`, 0 only at the optimum) and the dual solvers' violation
 //! measure (the projected-gradient span for SVC, the largest minimum-norm subgradient for SVR),
-//! computed with `w(alpha) = w - grad P(w)` and one more pass `Xb grad P(w)`.
+//! computed with `w(alpha) = s (w - grad P(w))` and one more pass `Xb w(alpha)`.
 //!
 //! # Cost
 //!
@@ -364,8 +366,9 @@ trait Loss: Copy + Sync {
     /// `(l(z), l'(z), active)` for label/target `lab` and cost `c > 0`.
     fn eval(self, lab: f64, c: f64, z: f64) -> (f64, f64, bool);
     /// The sample's part of the dual objective (minimisation form) at its dual variable, given
-    /// `coef = -l'(z)` (so that `w(dual) = sum_i coef_i xb_i`).
-    fn dual_term(self, lab: f64, c: f64, coef: f64) -> f64;
+    /// `coef = -l'(z)` (so that `w(dual) = sum_i coef_i xb_i`), split into its quadratic and
+    /// its positively homogeneous part: at `s * coef` (`s >= 0`) it is `s^2 quad + s lin`.
+    fn dual_term(self, lab: f64, c: f64, coef: f64) -> (f64, f64);
     /// The dual violation contribution `(for the max, for the min)` of a sample whose dual
     /// variable is given by `coef`, at `v = xb_i'w(dual)`.
     fn violation(self, lab: f64, c: f64, coef: f64, v: f64) -> (f64, f64);
@@ -384,9 +387,9 @@ impl Loss for SvcLoss {
             (0.0, 0.0, false)
         }
     }
-    fn dual_term(self, y: f64, c: f64, coef: f64) -> f64 {
+    fn dual_term(self, y: f64, c: f64, coef: f64) -> (f64, f64) {
         let a = y * coef;
-        a * a / (4.0 * c) - a
+        (a * a / (4.0 * c), -a)
     }
     fn violation(self, y: f64, c: f64, coef: f64, v: f64) -> (f64, f64) {
         // Dual gradient y_i xb_i'w(alpha) - 1 + alpha_i / (2 C_i), projected at alpha_i = 0.
@@ -416,8 +419,8 @@ impl Loss for SvrLoss {
             (0.0, 0.0, false)
         }
     }
-    fn dual_term(self, t: f64, c: f64, beta: f64) -> f64 {
-        beta * beta / (4.0 * c) - t * beta + self.eps * beta.abs()
+    fn dual_term(self, t: f64, c: f64, beta: f64) -> (f64, f64) {
+        (beta * beta / (4.0 * c), -t * beta + self.eps * beta.abs())
     }
     fn violation(self, t: f64, c: f64, beta: f64, v: f64) -> (f64, f64) {
         // Smooth part of the dual gradient, then the minimum-norm subgradient of eps |beta|.
@@ -807,24 +810,44 @@ fn finish<R: Rows, L: Loss>(
     reduce(chunks, Which::Acc, &mut wd);
     // w(dual) = sum_i coef_i xb_i = -Xb' l' (= w - grad P(w)).
     wd.iter_mut().for_each(|v| *v = -*v);
+    // The dual objective along the ray {s * coef : s >= 0} is s^2 A + s B; its minimiser s*
+    // tends to 1 at the optimum, and away from it (a loose tolerance) scaling the implied dual
+    // point by s* gives a much smaller, still valid, duality gap.
+    chunks.par_iter_mut().for_each(|ch| {
+        let (mut quad, mut lin) = (0.0, 0.0);
+        for k in 0..ch.z.len() {
+            let c = ch.cost[k];
+            if c > 0.0 {
+                let (q, l) = loss.dual_term(ch.lab[k], c, -ch.d1[k]);
+                quad += q;
+                lin += l;
+            }
+        }
+        ch.sum = quad;
+        ch.sum2 = lin;
+    });
+    let a_coef = 0.5 * ops::dense_dot(&wd, &wd) + sum_chunks(chunks);
+    let b_coef = chunks.iter().fold(0.0, |acc, ch| acc + ch.sum2);
+    let scale = if a_coef > 0.0 {
+        (-b_coef / (2.0 * a_coef)).max(0.0)
+    } else {
+        0.0
+    };
+    let dual = scale * (scale * a_coef + b_coef);
     x_times(rows, &wd, chunks);
     chunks.par_iter_mut().for_each(|ch| {
-        let (mut dual, mut hi, mut lo) = (0.0, f64::NEG_INFINITY, f64::INFINITY);
+        let (mut hi, mut lo) = (f64::NEG_INFINITY, f64::INFINITY);
         for k in 0..ch.z.len() {
             let c = ch.cost[k];
             if c <= 0.0 {
                 continue;
             }
-            let coef = -ch.d1[k];
-            dual += loss.dual_term(ch.lab[k], c, coef);
-            let (h, l) = loss.violation(ch.lab[k], c, coef, ch.xs[k]);
+            let (h, l) = loss.violation(ch.lab[k], c, -scale * ch.d1[k], scale * ch.xs[k]);
             hi = hi.max(h);
             lo = lo.min(l);
         }
-        ch.sum = dual;
         (ch.hi, ch.lo) = (hi, lo);
     });
-    let dual = 0.5 * ops::dense_dot(&wd, &wd) + sum_chunks(chunks);
     let (mut hi, mut lo) = (f64::NEG_INFINITY, f64::INFINITY);
     for ch in chunks.iter() {
         hi = hi.max(ch.hi);
