@@ -11,7 +11,9 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(name)
 }
 
 fn run(args: &[&str]) -> Output {
@@ -41,11 +43,33 @@ fn primal_newton_svc_matches_dual_and_is_thread_independent() {
         dir.path().join("dual"),
     );
     let a = train(
-        &["-s", "2", "-c", "2", "-B", "1", "-e", "1e-8", "--threads", "1"],
+        &[
+            "-s",
+            "2",
+            "-c",
+            "2",
+            "-B",
+            "1",
+            "-e",
+            "1e-8",
+            "--threads",
+            "1",
+        ],
         &m1,
     );
     let b = train(
-        &["-s", "2", "-c", "2", "-B", "1", "-e", "1e-8", "--threads", "2"],
+        &[
+            "-s",
+            "2",
+            "-c",
+            "2",
+            "-B",
+            "1",
+            "-e",
+            "1e-8",
+            "--threads",
+            "2",
+        ],
         &m2,
     );
     let d = train(&["-s", "1", "-c", "2", "-B", "1", "-e", "1e-8"], &md);
@@ -94,7 +118,10 @@ fn primal_newton_svr_and_iteration_limit() {
         .unwrap()
         .starts_with(b"solver_type L2R_L2LOSS_SVR\n"));
     let lim = dir.path().join("lim");
-    let l = train(&["-s", "2", "-c", "100", "-e", "1e-12", "--max-iter", "1"], &lim);
+    let l = train(
+        &["-s", "2", "-c", "100", "-e", "1e-12", "--max-iter", "1"],
+        &lim,
+    );
     assert_eq!(l["status"], "max_iterations");
     assert_eq!(l["converged"], false);
     let text = std::fs::read_to_string(&lim).unwrap();

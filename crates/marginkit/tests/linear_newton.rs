@@ -195,11 +195,18 @@ fn svc_primal_equals_dual_dcd_optimum() {
                     let pos = pr.model.labels()[k];
                     let (f, g) = primal_and_grad(data, w, c, bias, None, pos);
                     if (f - a.primal_objective).abs() > 1e-9 * f {
-                        bad.push(format!("{ctx}: reported primal {} vs {f}", a.primal_objective));
+                        bad.push(format!(
+                            "{ctx}: reported primal {} vs {f}",
+                            a.primal_objective
+                        ));
                     }
                     let (_, g0) = primal_and_grad(data, &vec![0.0; w.len()], c, bias, None, pos);
                     if norm(&g) > 1e-8 * norm(&g0) {
-                        bad.push(format!("{ctx}: |grad| {} vs |grad0| {}", norm(&g), norm(&g0)));
+                        bad.push(format!(
+                            "{ctx}: |grad| {} vs |grad0| {}",
+                            norm(&g),
+                            norm(&g0)
+                        ));
                     }
                     if let Err(e) = close_weights(w, du.model.weights(k), 1e-4) {
                         bad.push(format!("{ctx}: {e}"));
@@ -488,7 +495,11 @@ fn limits_and_interrupts_are_reported() {
             Control::Continue
         }
     }
-    let y: Vec<i8> = data.y.iter().map(|&v| if v > 0.5 { 1 } else { -1 }).collect();
+    let y: Vec<i8> = data
+        .y
+        .iter()
+        .map(|&v| if v > 0.5 { 1 } else { -1 })
+        .collect();
     let cost = vec![1.0; data.len()];
     let prob = SvcPrimal {
         design: LinearDesign {
@@ -505,7 +516,12 @@ fn limits_and_interrupts_are_reported() {
     let mut last = Last(f64::NAN, 0);
     let r = solve_svc_primal(&prob, &settings, &mut last).unwrap();
     assert_eq!(r.info.status, Status::Converged);
-    assert!(last.0 <= 1e-6 && last.1 == r.info.iterations, "{} {}", last.0, last.1);
+    assert!(
+        last.0 <= 1e-6 && last.1 == r.info.iterations,
+        "{} {}",
+        last.0,
+        last.1
+    );
     assert_eq!(r.xw.len(), data.len());
     // Bad input is an error, not a panic.
     let short = vec![1.0; 3];
@@ -528,6 +544,12 @@ fn model_files_round_trip_with_liblinear_names() {
     let b = bytes(&r);
     assert!(b.starts_with(b"solver_type L2R_L2LOSS_SVR\n"));
     assert_eq!(LinearModel::from_bytes(&b).unwrap(), r.model);
-    assert_eq!(LinearSolver::from_id(2), Some(LinearSolver::L2LossSvcPrimal));
-    assert_eq!(LinearSolver::from_id(11), Some(LinearSolver::L2LossSvrPrimal));
+    assert_eq!(
+        LinearSolver::from_id(2),
+        Some(LinearSolver::L2LossSvcPrimal)
+    );
+    assert_eq!(
+        LinearSolver::from_id(11),
+        Some(LinearSolver::L2LossSvrPrimal)
+    );
 }

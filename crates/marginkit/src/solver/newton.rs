@@ -728,7 +728,7 @@ fn newton<R: Rows, L: Loss, O: Observer>(
             ops::dense_dot(&w, &s),
             ops::dense_dot(&s, &s),
         );
-        if !(gs < 0.0) {
+        if gs >= 0.0 || gs.is_nan() {
             // Not a descent direction: only possible at the limit of floating-point precision.
             break if gnorm <= 10.0 * target {
                 Status::Converged
@@ -752,7 +752,11 @@ fn newton<R: Rows, L: Loss, O: Observer>(
             let curv = ss + chunks.iter().fold(0.0, |a, ch| a + ch.sum2);
             let mut next = t - slope / curv;
             if !(next > lo && next < hi) {
-                next = if hi.is_finite() { 0.5 * (lo + hi) } else { 2.0 * t };
+                next = if hi.is_finite() {
+                    0.5 * (lo + hi)
+                } else {
+                    2.0 * t
+                };
             }
             if hi - lo <= 1e-12 * hi {
                 break;
@@ -803,7 +807,9 @@ fn finish<R: Rows, L: Loss>(
     // z accumulated z += t Xb s over the iterations: recompute it exactly, then the loss,
     // l' and the gradient at the returned w.
     x_times(rows, &w, chunks);
-    chunks.par_iter_mut().for_each(|ch| std::mem::swap(&mut ch.z, &mut ch.xs));
+    chunks
+        .par_iter_mut()
+        .for_each(|ch| std::mem::swap(&mut ch.z, &mut ch.xs));
     eval_at_z(rows, loss, chunks);
     let primal = 0.5 * ops::dense_dot(&w, &w) + sum_chunks(chunks);
     let mut wd = vec![0.0; dim];
