@@ -5,8 +5,9 @@ and -s 1, on n = 200,000 rows, dense and sparse.
     /work/venv/bin/python bench/par_linear_bench.py [--repeats 3] [--dual-repeats 1] [--n 200000]
         [--cs 0.1,1] [--cases dense20,dense100,tfidf] [--marginkit PATH] [--no-liblinear]
 
-One command, about 2-3 minutes on a quiet 2-core machine (the data files are written once to the
-temp directory and reused). Everything uses LIBLINEAR's defaults for the tolerance (-e 0.01 for -s 2,
+One command, about 2-3 minutes on a quiet 2-core machine once the data files exist: they are
+written once to the temp directory (mk_par_linear_*_200000.{csv,svm}, 320 MB) and reused; writing
+them takes a few minutes more the first time (half an hour at load 20). Everything uses LIBLINEAR's defaults for the tolerance (-e 0.01 for -s 2,
 0.1 for -s 1) and -B 1. marginkit runs the release CLI (`cargo build --release -p marginkit-cli`)
 and is timed by its own `train_seconds` (the solve, without reading the file); LIBLINEAR runs
 in-process (liblinear-official, bench/requirements.txt) on a prebuilt problem, timed around
