@@ -241,7 +241,10 @@ fn svr_primal_equals_dual_dcd_optimum() {
                         a.primal_objective, b.primal_objective
                     ));
                 }
-                if !(a.gap.abs() <= 1e-6 * a.primal_objective) || a.max_violation > 1e-4 {
+                if a.gap.is_nan()
+                    || a.gap.abs() > 1e-6 * a.primal_objective
+                    || a.max_violation > 1e-4
+                {
                     bad.push(format!("{ctx}: gap {} viol {}", a.gap, a.max_violation));
                 }
                 let w = pr.model.weights(0);
