@@ -66,7 +66,8 @@ pub struct InputArgs {
 #[command(next_help_heading = "Model (LIBSVM's flags; LIBLINEAR's with --linear)")]
 pub struct ModelArgs {
     /// svm_type (LIBSVM): 0 C-SVC, 1 nu-SVC, 2 one-class, 3 epsilon-SVR, 4 nu-SVR.
-    /// With --linear (LIBLINEAR): 1 L2-loss dual SVC, 3 L1-loss dual SVC, 12 L2-loss dual SVR, 13 L1-loss dual SVR.
+    /// With --linear (LIBLINEAR): 1 L2-loss dual SVC, 2 L2-loss primal SVC (Newton, uses all threads),
+    /// 3 L1-loss dual SVC, 11 L2-loss primal SVR (Newton, all threads), 12 L2-loss dual SVR, 13 L1-loss dual SVR.
     #[arg(short = 's')]
     pub svm_type: Option<u8>,
     /// kernel_type: 0 linear, 1 polynomial, 2 RBF, 3 sigmoid, 4 precomputed.
@@ -94,7 +95,7 @@ pub struct ModelArgs {
     /// /proc/meminfo), at least 64 MB.
     #[arg(short = 'm', default_value = "200", allow_negative_numbers = true, value_parser = parse_cache_mb)]
     pub cache_mb: f64,
-    /// Stopping tolerance (default 0.001; LIBLINEAR's 0.1 with --linear).
+    /// Stopping tolerance (default 0.001; LIBLINEAR's with --linear: 0.1, -s 2 0.01, -s 11 0.0001).
     #[arg(short = 'e', allow_negative_numbers = true)]
     pub eps: Option<f64>,
     /// Shrinking heuristics: 1 on, 0 off.
@@ -117,8 +118,8 @@ pub struct ModelArgs {
     /// Bias term of linear models: B > 0 appends a constant feature B; -1 none.
     #[arg(short = 'B', default_value_t = -1.0, allow_negative_numbers = true)]
     pub bias: f64,
-    /// Iteration limit of the solver (passes with --linear); the run then ends with status
-    /// max_iterations and a warning.
+    /// Iteration limit of the solver (passes with --linear; Newton iterations with --linear
+    /// -s 2/11); the run then ends with status max_iterations and a warning.
     #[arg(long, help_heading = "Solver and run")]
     pub max_iter: Option<u64>,
     /// Time limit of each solve, in seconds (finite, > 0, at most ~1.8e19; larger is an error).

@@ -21,7 +21,7 @@ fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> 
     let id = m.svm_type.unwrap_or(1);
     let solver = LinearSolver::from_id(u32::from(id)).ok_or_else(|| {
         CliError(format!(
-            "unknown linear solver -s {id} (supported: 1 L2-loss dual SVC, 3 L1-loss dual SVC, 12 L2-loss dual SVR, 13 L1-loss dual SVR)"
+            "unknown linear solver -s {id} (supported: 1 L2-loss dual SVC, 2 L2-loss primal SVC (Newton, all threads), 3 L1-loss dual SVC, 11 L2-loss primal SVR (Newton, all threads), 12 L2-loss dual SVR, 13 L1-loss dual SVR)"
         ))
     })?;
     let mut p = LinearParams::new(solver)

@@ -515,7 +515,9 @@ fn fit_linear<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let t_total = Instant::now();
     let solver = LinearSolver::from_id(solver).ok_or_else(|| {
-        PyValueError::new_err(format!("unknown linear solver -s {solver} (1, 3, 12, 13)"))
+        PyValueError::new_err(format!(
+            "unknown linear solver -s {solver} (1, 2, 3, 11, 12, 13)"
+        ))
     })?;
     let mut params = LinearParams::new(solver)
         .c(c)

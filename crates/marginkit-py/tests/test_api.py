@@ -35,7 +35,8 @@ from conftest import assert_same_predictions
     (mk.SVCPath(C_min=10.0, C_max=1.0), "c_min must be <= c_max"),
     (mk.SVCPath(screening="xx"), "screening must be one of"),
     (mk.SVC(kernel="cubic"), "kernel must be one of"),
-    (mk.LinearSVC(dual=False), "dual=False"),
+    (mk.LinearSVC(dual=False, loss="hinge"), "dual=False"),
+    (mk.LinearSVR(dual=False), "dual=False"),
 ])
 def test_bad_parameters_raise_value_error(heart, est, message):
     Xtr, ytr, _, _ = heart

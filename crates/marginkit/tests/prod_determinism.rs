@@ -163,15 +163,20 @@ fn cross_validation_is_identical_at_1_2_and_8_threads() {
 #[test]
 fn linear_models_are_identical_at_1_2_and_8_threads() {
     let sparse = blobs(3, 3000, 300, 0.05, true);
-    for solver in [
-        LinearSolver::L1LossSvcDual,
-        LinearSolver::L2LossSvcDual,
-        LinearSolver::L2LossSvrDual,
+    // Large enough that the primal Newton solvers cut the rows into several parallel chunks.
+    let dense = blobs(4, 4000, 40, 1.0, false);
+    for (solver, data) in [
+        (LinearSolver::L1LossSvcDual, &sparse),
+        (LinearSolver::L2LossSvcDual, &sparse),
+        (LinearSolver::L2LossSvrDual, &sparse),
+        (LinearSolver::L2LossSvcPrimal, &sparse),
+        (LinearSolver::L2LossSvcPrimal, &dense),
+        (LinearSolver::L2LossSvrPrimal, &dense),
     ] {
         let p = LinearParams::new(solver).c(1.0).bias(1.0).check().unwrap();
         let bytes = |t| {
             in_pool(t, || {
-                let fit = p.fit(&sparse).unwrap();
+                let fit = p.fit(data).unwrap();
                 let mut out = Vec::new();
                 fit.model.write(&mut out).unwrap();
                 out

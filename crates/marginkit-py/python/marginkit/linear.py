@@ -1,5 +1,6 @@
 """Linear SVMs with scikit-learn's interface: LinearSVC, LinearSVR (LIBLINEAR's dual solvers,
-trained by marginkit's dual coordinate descent).
+trained by marginkit's dual coordinate descent; with dual=False and a squared loss, LIBLINEAR's
+primal problems -s 2 / -s 11, trained by marginkit's truncated Newton method on all threads).
 
 As in scikit-learn (and LIBLINEAR), the intercept is learned as the weight of a constant
 feature of value `intercept_scaling`, and is therefore regularized. A two-class model has one
@@ -25,10 +26,13 @@ from ._common import (
 )
 
 
-def _check_common(est):
-    if est.dual not in ("auto", True):
+def _check_common(est, squared):
+    if est.dual not in ("auto", True, False):
+        raise ValueError(f"dual must be 'auto', True or False, got {est.dual!r}")
+    if est.dual is False and not squared:
         raise ValueError(
-            "dual=False (primal solvers) is not available in marginkit: use dual='auto' or True"
+            "dual=False (the primal Newton solver) needs the squared loss "
+            "('squared_hinge' or 'squared_epsilon_insensitive')"
         )
     if not isinstance(est.fit_intercept, (bool, np.bool_)):
         raise ValueError(f"fit_intercept must be a bool, got {est.fit_intercept!r}")
@@ -52,9 +56,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     scikit-learn's interface and defaults.
 
     Parameters: penalty ('l2' only), loss ('squared_hinge' -> LIBLINEAR -s 1, 'hinge' -> -s 3),
-    dual ('auto' or True; the primal solvers are not available), tol, C, multi_class ('ovr'
-    only), fit_intercept, intercept_scaling, class_weight, verbose (ignored), random_state
-    (seeds the coordinate order), max_iter (passes over the data).
+    dual ('auto' or True: dual coordinate descent; False with 'squared_hinge': LIBLINEAR -s 2,
+    the primal truncated Newton method, parallel), tol, C, multi_class ('ovr' only),
+    fit_intercept, intercept_scaling, class_weight, verbose (ignored), random_state (seeds the
+    coordinate order), max_iter (passes over the data, or Newton iterations with dual=False).
     """
 
     def __init__(self, penalty="l2", loss="squared_hinge", *, dual="auto", tol=1e-4, C=1.0,
@@ -78,7 +83,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         check_choice("penalty", self.penalty, {"l2"})
         check_choice("loss", self.loss, {"squared_hinge", "hinge"})
         check_choice("multi_class", self.multi_class, {"ovr"})
-        tol, c, max_iter, bias = _check_common(self)
+        tol, c, max_iter, bias = _check_common(self, self.loss == "squared_hinge")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         check_classification_targets(y)
         sw = None
@@ -91,7 +96,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 f"contains only one class: {self.classes_[0]!r}"
             )
         cw, self.class_weight_ = class_weight_pairs(self.class_weight, self.classes_, y_enc)
-        solver = 1 if self.loss == "squared_hinge" else 3
+        solver = (2 if self.dual is False else 1) if self.loss == "squared_hinge" else 3
         raw = _core.fit_linear(solver, to_core(X), y_enc.astype(np.float64), sw, c, tol, 0.0,
                                bias, cw, max_iter, seed_from(self.random_state), True)
         self.fit_report_ = report_dict(raw)
@@ -137,8 +142,9 @@ class LinearSVR(RegressorMixin, BaseEstimator):
     epsilon-insensitive loss), scikit-learn's interface and defaults.
 
     Parameters: epsilon, tol, C, loss ('epsilon_insensitive' -> LIBLINEAR -s 13,
-    'squared_epsilon_insensitive' -> -s 12), fit_intercept, intercept_scaling, dual ('auto' or
-    True), verbose (ignored), random_state, max_iter (passes).
+    'squared_epsilon_insensitive' -> -s 12, or -s 11 (primal truncated Newton, parallel) with
+    dual=False), fit_intercept, intercept_scaling, dual ('auto', True or False), verbose
+    (ignored), random_state, max_iter (passes, or Newton iterations with dual=False).
     """
 
     def __init__(self, *, epsilon=0.0, tol=1e-4, C=1.0, loss="epsilon_insensitive",
@@ -158,14 +164,17 @@ class LinearSVR(RegressorMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         """Fits the model."""
         check_choice("loss", self.loss, {"epsilon_insensitive", "squared_epsilon_insensitive"})
-        tol, c, max_iter, bias = _check_common(self)
+        tol, c, max_iter, bias = _check_common(self, self.loss == "squared_epsilon_insensitive")
         eps = check_real("epsilon", self.epsilon)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              y_numeric=True)
         sw = None
         if sample_weight is not None:
             sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        solver = 13 if self.loss == "epsilon_insensitive" else 12
+        if self.loss == "epsilon_insensitive":
+            solver = 13
+        else:
+            solver = 11 if self.dual is False else 12
         raw = _core.fit_linear(solver, to_core(X), np.asarray(y, dtype=np.float64), sw, c, tol,
                                eps, bias, [], max_iter, seed_from(self.random_state), True)
         self.fit_report_ = report_dict(raw)

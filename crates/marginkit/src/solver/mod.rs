@@ -9,6 +9,7 @@
 
 pub mod dcd;
 pub mod kkt;
+pub mod newton;
 pub mod smo;
 pub mod smo_nu;
 

@@ -1,6 +1,7 @@
 //! Linear SVMs of the LIBLINEAR class: L1/L2-loss SVC (one-vs-rest for more than two classes)
-//! and L1/L2-loss SVR, trained by dual coordinate descent ([`crate::solver::dcd`]), with
-//! LIBLINEAR-compatible model files.
+//! and L1/L2-loss SVR, trained by dual coordinate descent ([`crate::solver::dcd`]) or, for the
+//! L2 losses, by a primal truncated Newton method that uses every thread
+//! ([`crate::solver::newton`], `-s 2` and `-s 11`), with LIBLINEAR-compatible model files.
 //!
 //! ```
 //! use marginkit::svm::linear::{LinearParams, LinearSolver};
@@ -27,6 +28,7 @@ use crate::error::{
     non_negative, positive, DataError, FitError, IoError, ParamError, ParseError, ParseErrorKind,
 };
 use crate::solver::dcd::{self, LinearDesign, SvcDual, SvrDual};
+use crate::solver::newton::{self, SvcPrimal, SvrPrimal};
 use crate::solver::{BoxQp, Equality, NoObserver, Observer, Shrinking, SolverSettings, Status};
 
 /// Most classes a model may have (fit and model files).
@@ -41,8 +43,13 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 pub enum LinearSolver {
     /// `-s 1`: L2-regularized L2-loss (squared hinge) SVC, dual (`L2R_L2LOSS_SVC_DUAL`).
     L2LossSvcDual,
+    /// `-s 2`: L2-regularized L2-loss SVC, primal (`L2R_L2LOSS_SVC`): truncated Newton whose
+    /// passes over the data run on all threads (bit-identical results for any thread count).
+    L2LossSvcPrimal,
     /// `-s 3`: L2-regularized L1-loss (hinge) SVC, dual (`L2R_L1LOSS_SVC_DUAL`).
     L1LossSvcDual,
+    /// `-s 11`: L2-regularized L2-loss SVR, primal (`L2R_L2LOSS_SVR`), truncated Newton as `-s 2`.
+    L2LossSvrPrimal,
     /// `-s 12`: L2-regularized L2-loss SVR, dual (`L2R_L2LOSS_SVR_DUAL`).
     L2LossSvrDual,
     /// `-s 13`: L2-regularized L1-loss SVR, dual (`L2R_L1LOSS_SVR_DUAL`).
@@ -51,9 +58,11 @@ pub enum LinearSolver {
 
 impl LinearSolver {
     /// All supported solvers.
-    pub const ALL: [LinearSolver; 4] = [
+    pub const ALL: [LinearSolver; 6] = [
         LinearSolver::L2LossSvcDual,
+        LinearSolver::L2LossSvcPrimal,
         LinearSolver::L1LossSvcDual,
+        LinearSolver::L2LossSvrPrimal,
         LinearSolver::L2LossSvrDual,
         LinearSolver::L1LossSvrDual,
     ];
@@ -62,7 +71,9 @@ impl LinearSolver {
     pub fn id(self) -> u32 {
         match self {
             LinearSolver::L2LossSvcDual => 1,
+            LinearSolver::L2LossSvcPrimal => 2,
             LinearSolver::L1LossSvcDual => 3,
+            LinearSolver::L2LossSvrPrimal => 11,
             LinearSolver::L2LossSvrDual => 12,
             LinearSolver::L1LossSvrDual => 13,
         }
@@ -77,7 +88,9 @@ impl LinearSolver {
     pub fn name(self) -> &'static str {
         match self {
             LinearSolver::L2LossSvcDual => "L2R_L2LOSS_SVC_DUAL",
+            LinearSolver::L2LossSvcPrimal => "L2R_L2LOSS_SVC",
             LinearSolver::L1LossSvcDual => "L2R_L1LOSS_SVC_DUAL",
+            LinearSolver::L2LossSvrPrimal => "L2R_L2LOSS_SVR",
             LinearSolver::L2LossSvrDual => "L2R_L2LOSS_SVR_DUAL",
             LinearSolver::L1LossSvrDual => "L2R_L1LOSS_SVR_DUAL",
         }
@@ -92,20 +105,44 @@ impl LinearSolver {
     pub fn is_regression(self) -> bool {
         matches!(
             self,
-            LinearSolver::L2LossSvrDual | LinearSolver::L1LossSvrDual
+            LinearSolver::L2LossSvrPrimal
+                | LinearSolver::L2LossSvrDual
+                | LinearSolver::L1LossSvrDual
         )
+    }
+
+    /// True for the primal (truncated Newton) solvers `-s 2` and `-s 11`.
+    pub fn is_primal(self) -> bool {
+        matches!(
+            self,
+            LinearSolver::L2LossSvcPrimal | LinearSolver::L2LossSvrPrimal
+        )
+    }
+
+    /// LIBLINEAR's default stopping tolerance `-e` for this solver: 0.1 for the duals, 0.01 for
+    /// `-s 2`, 0.0001 for `-s 11` (relative gradient norms, see [`crate::solver::newton`]).
+    pub fn default_eps(self) -> f64 {
+        match self {
+            LinearSolver::L2LossSvcPrimal => 0.01,
+            LinearSolver::L2LossSvrPrimal => 1e-4,
+            _ => DEFAULT_EPS,
+        }
     }
 
     /// True for the squared (L2) losses.
     pub fn is_l2_loss(self) -> bool {
         matches!(
             self,
-            LinearSolver::L2LossSvcDual | LinearSolver::L2LossSvrDual
+            LinearSolver::L2LossSvcDual
+                | LinearSolver::L2LossSvcPrimal
+                | LinearSolver::L2LossSvrPrimal
+                | LinearSolver::L2LossSvrDual
         )
     }
 }
 
-/// LIBLINEAR's default stopping tolerance for the dual solvers (`-e 0.1`).
+/// LIBLINEAR's default stopping tolerance for the dual solvers (`-e 0.1`); see
+/// [`LinearSolver::default_eps`] for the primal ones.
 pub const DEFAULT_EPS: f64 = 0.1;
 
 /// Unchecked parameters of a linear SVM (builder). [`LinearParams::check`] validates them.
@@ -113,13 +150,15 @@ pub const DEFAULT_EPS: f64 = 0.1;
 pub struct LinearParams {
     solver: LinearSolver,
     c: f64,
-    eps: f64,
+    /// `None`: the solver's default ([`LinearSolver::default_eps`]).
+    eps: Option<f64>,
     p: f64,
     bias: Option<f64>,
     class_weights: Vec<(f64, f64)>,
     seed: u64,
     shrinking: Shrinking,
-    max_passes: u64,
+    /// `None`: the solver's default.
+    max_passes: Option<u64>,
     time_limit: Option<Duration>,
 }
 
@@ -128,19 +167,21 @@ pub struct LinearParams {
 pub struct LinearValidParams(LinearParams);
 
 impl LinearParams {
-    /// Defaults: `C = 1`, `eps = 0.1`, `p = 0.1`, no bias, no class weights, seed 0, shrinking
-    /// on, at most [`dcd::DEFAULT_MAX_PASSES`] (10,000) passes, no time limit.
+    /// Defaults: `C = 1`, `eps` the solver's ([`LinearSolver::default_eps`]), `p = 0.1`, no
+    /// bias, no class weights, seed 0, shrinking on, at most [`dcd::DEFAULT_MAX_PASSES`]
+    /// (10,000) passes (primal solvers: [`newton::DEFAULT_MAX_NEWTON`] Newton iterations), no
+    /// time limit.
     pub fn new(solver: LinearSolver) -> Self {
         Self {
             solver,
             c: 1.0,
-            eps: DEFAULT_EPS,
+            eps: None,
             p: 0.1,
             bias: None,
             class_weights: Vec::new(),
             seed: 0,
             shrinking: Shrinking::On,
-            max_passes: dcd::DEFAULT_MAX_PASSES,
+            max_passes: None,
             time_limit: None,
         }
     }
@@ -154,9 +195,10 @@ impl LinearParams {
         self.c = c;
         self
     }
-    /// Stopping tolerance `> 0` (`-e`, default 0.1; see [`crate::solver::dcd`] for the rule).
+    /// Stopping tolerance `> 0` (`-e`, default [`LinearSolver::default_eps`]; see
+    /// [`crate::solver::dcd`] and [`crate::solver::newton`] for the rules).
     pub fn eps(mut self, eps: f64) -> Self {
-        self.eps = eps;
+        self.eps = Some(eps);
         self
     }
     /// SVR insensitive-tube width `>= 0` (`-p`, default 0.1); ignored by SVC.
@@ -189,9 +231,10 @@ impl LinearParams {
         self.shrinking = s;
         self
     }
-    /// Most outer passes per subproblem, `>= 1` (default [`dcd::DEFAULT_MAX_PASSES`]).
+    /// Most outer passes per subproblem, `>= 1` (default [`dcd::DEFAULT_MAX_PASSES`]); for the
+    /// primal solvers, most Newton iterations (default [`newton::DEFAULT_MAX_NEWTON`]).
     pub fn max_passes(mut self, m: u64) -> Self {
-        self.max_passes = m;
+        self.max_passes = Some(m);
         self
     }
     /// Wall-clock limit per subproblem.
@@ -207,7 +250,9 @@ impl LinearParams {
     /// weight is negative or NaN, a class-weight label is not finite, or `max_passes` is 0.
     pub fn check(&self) -> Result<LinearValidParams, ParamError> {
         positive("C", self.c)?;
-        positive("eps", self.eps)?;
+        if let Some(e) = self.eps {
+            positive("eps", e)?;
+        }
         non_negative("p", self.p)?;
         if let Some(b) = self.bias {
             positive("bias", b)?;
@@ -222,7 +267,7 @@ impl LinearParams {
             }
             non_negative("class weight", factor)?;
         }
-        if self.max_passes == 0 {
+        if self.max_passes == Some(0) {
             return Err(ParamError::OutOfRange {
                 name: "max_passes",
                 value: 0.0,
@@ -286,9 +331,13 @@ impl LinearValidParams {
 
     fn settings(&self) -> SolverSettings {
         SolverSettings {
-            tol: self.0.eps,
+            tol: self.0.eps.unwrap_or(self.0.solver.default_eps()),
             shrinking: self.0.shrinking,
-            max_iter: Some(self.0.max_passes),
+            max_iter: Some(self.0.max_passes.unwrap_or(if self.0.solver.is_primal() {
+                newton::DEFAULT_MAX_NEWTON
+            } else {
+                dcd::DEFAULT_MAX_PASSES
+            })),
             time_limit: self.0.time_limit,
         }
     }
@@ -381,6 +430,7 @@ impl LinearValidParams {
         let p = vec![-1.0; n];
         let (mut y, mut upper, mut shift) = (vec![0i8; n], vec![0.0; n], vec![0.0; n]);
         let mut alpha = vec![0.0; n];
+        let mut cost = vec![0.0; n];
         let mut w_all = Vec::with_capacity(nr_w);
         let mut reports = Vec::with_capacity(nr_w);
         for k in 0..nr_w {
@@ -415,19 +465,50 @@ impl LinearValidParams {
                 };
                 (upper[i], shift[i]) = self.bound_and_shift(c_class * data.weight(i));
             }
-            alpha.iter_mut().for_each(|a| *a = 0.0);
-            let prob = SvcDual {
-                design,
-                qp: BoxQp {
-                    p: &p,
+            let r = if prm.solver.is_primal() {
+                for i in 0..n {
+                    let c_class = if nr_w == 1 {
+                        weighted_c[class_of[i]]
+                    } else if class_of[i] == k {
+                        weighted_c[k]
+                    } else {
+                        prm.c
+                    };
+                    cost[i] = c_class * data.weight(i);
+                }
+                // LIBLINEAR scales the relative gradient tolerance of -s 2 by min(#pos, #neg)/n
+                // (counting the samples that take part).
+                let (mut pos, mut neg) = (0usize, 0usize);
+                for i in (0..n).filter(|&i| cost[i] > 0.0) {
+                    if y[i] > 0 {
+                        pos += 1;
+                    } else {
+                        neg += 1;
+                    }
+                }
+                let mut st = settings;
+                st.tol *= pos.min(neg).max(1) as f64 / (pos + neg).max(1) as f64;
+                let prob = SvcPrimal {
+                    design,
                     y: &y,
-                    upper: &upper,
-                    equality: Equality::None,
-                    fixed: None,
-                },
-                diag_shift: &shift,
+                    cost: &cost,
+                };
+                newton::solve_svc_primal(&prob, &st, &mut obs)?
+            } else {
+                alpha.iter_mut().for_each(|a| *a = 0.0);
+                let prob = SvcDual {
+                    design,
+                    qp: BoxQp {
+                        p: &p,
+                        y: &y,
+                        upper: &upper,
+                        equality: Equality::None,
+                        fixed: None,
+                    },
+                    diag_shift: &shift,
+                };
+                dcd::solve_svc(&prob, &settings, prm.seed, &mut alpha, &mut obs)?
             };
-            let r = dcd::solve_svc(&prob, &settings, prm.seed, &mut alpha, &mut obs)?;
             if r.info.status != Status::Converged {
                 warnings.push(format!(
                     "subproblem for label {} stopped early ({}) after {} passes",
@@ -476,18 +557,30 @@ impl LinearValidParams {
         for i in 0..n {
             (upper[i], shift[i]) = self.bound_and_shift(prm.c * data.weight(i));
         }
-        let prob = SvrDual {
-            design: LinearDesign {
-                x: &data.x,
-                bias: prm.bias,
-            },
-            target: &data.y,
-            epsilon: prm.p,
-            upper: &upper,
-            diag_shift: &shift,
+        let design = LinearDesign {
+            x: &data.x,
+            bias: prm.bias,
         };
-        let mut beta = vec![0.0; n];
-        let r = dcd::solve_svr(&prob, &self.settings(), prm.seed, &mut beta, &mut obs)?;
+        let r = if prm.solver.is_primal() {
+            let cost: Vec<f64> = (0..n).map(|i| prm.c * data.weight(i)).collect();
+            let prob = SvrPrimal {
+                design,
+                target: &data.y,
+                epsilon: prm.p,
+                cost: &cost,
+            };
+            newton::solve_svr_primal(&prob, &self.settings(), &mut obs)?
+        } else {
+            let prob = SvrDual {
+                design,
+                target: &data.y,
+                epsilon: prm.p,
+                upper: &upper,
+                diag_shift: &shift,
+            };
+            let mut beta = vec![0.0; n];
+            dcd::solve_svr(&prob, &self.settings(), prm.seed, &mut beta, &mut obs)?
+        };
         if r.info.status != Status::Converged {
             warnings.push(format!(
                 "regression stopped early ({}) after {} passes",
@@ -1238,6 +1331,6 @@ mod tests {
             assert_eq!(LinearSolver::from_id(s.id()), Some(s));
             assert_eq!(LinearSolver::from_name(s.name()), Some(s));
         }
-        assert_eq!(LinearSolver::from_id(2), None);
+        assert_eq!(LinearSolver::from_id(4), None);
     }
 }
