@@ -331,6 +331,50 @@ pub fn screen(rule: Rule, inp: &RuleInputs<'_>) -> Screening {
     out
 }
 
+/// The fixings of [`screen`] (R -> `AtZero`, L -> `AtUpper`) written into `fix`, with `h_i`
+/// evaluated by `h_of(i)` only where the verdict needs it; returns `(n_R, n_L)`.
+///
+/// `inp.h` is ignored. For IT, BT1 runs first and `h_i` is computed only for the samples it
+/// leaves undecided: IT's bounds are clamped inside BT1's (`l_IT >= l_1`, `u_IT <= u_1`, in
+/// floating point too), so every sample BT1 screens IT screens into the same set, and the
+/// verdicts equal [`screen`]'s exactly (tested). On the linear engine `h_i = z_i'z_s` is an
+/// `O(nnz(x_i))` dot product, so this saves that share of the sketch's pass over the data.
+pub fn screen_fixes(
+    rule: Rule,
+    inp: &RuleInputs<'_>,
+    mut h_of: impl FnMut(usize) -> f64,
+    fix: &mut [VarFix],
+) -> (usize, usize) {
+    let balls = Balls::new(inp);
+    let valid = inp.c_ref.is_finite()
+        && inp.c_ref > 0.0
+        && inp.c.is_finite()
+        && inp.c > 0.0
+        && inp.ref_norm2.is_finite()
+        && inp.hinge_ref.is_finite();
+    let (mut n_r, mut n_l) = (0, 0);
+    for (i, f) in fix.iter_mut().enumerate() {
+        *f = VarFix::Free;
+        if !valid {
+            continue;
+        }
+        let (g, q) = (inp.g[i], inp.qd[i]);
+        let (mut l, mut u) = sample_bounds(&balls, Rule::Bt1, g, q, 0.0);
+        let decided = l > 1.0 + SAFETY_MARGIN || u < 1.0 - SAFETY_MARGIN;
+        if rule == Rule::Bt2 || (rule == Rule::It && !decided) {
+            (l, u) = sample_bounds(&balls, rule, g, q, h_of(i));
+        }
+        if l > 1.0 + SAFETY_MARGIN {
+            *f = VarFix::AtZero;
+            n_r += 1;
+        } else if u < 1.0 - SAFETY_MARGIN {
+            *f = VarFix::AtUpper;
+            n_l += 1;
+        }
+    }
+    (n_r, n_l)
+}
+
 /// The scalar inputs that depend on the reference only: `|w_ref|^2 = a'g` and the hinge loss.
 pub fn reference_scalars(alpha: &[f64], g: &[f64]) -> (f64, f64) {
     let norm2 = alpha.iter().zip(g).map(|(a, g)| a * g).sum::<f64>();
@@ -496,6 +540,14 @@ impl LinearSketch {
     }
     /// Moves `s` to eq. 25's choice, updates `z_s` by the flipped rows and recomputes `h`.
     pub fn update(&mut self, design: &LinearDesignRef<'_>, g: &[f64], c_ref: f64, c: f64) {
+        self.update_zs(design, g, c_ref, c);
+        for (i, h) in self.h.iter_mut().enumerate() {
+            *h = design.z_dot(i, &self.zs);
+        }
+    }
+    /// Moves `s` to eq. 25's choice and updates `z_s` by the flipped rows only (`O(nnz)` of the
+    /// flips); `h` is left as it was: read `h_i` by [`LinearSketch::h_at`] (for [`screen_fixes`]).
+    pub fn update_zs(&mut self, design: &LinearDesignRef<'_>, g: &[f64], c_ref: f64, c: f64) {
         let thr = s_threshold(c_ref, c);
         for (j, s) in self.s.iter_mut().enumerate() {
             let want = g[j] < thr;
@@ -504,9 +556,10 @@ impl LinearSketch {
                 design.z_axpy(j, if want { 1.0 } else { -1.0 }, &mut self.zs);
             }
         }
-        for (i, h) in self.h.iter_mut().enumerate() {
-            *h = design.z_dot(i, &self.zs);
-        }
+    }
+    /// `h_i = z_i'z_s` from the current `z_s`.
+    pub fn h_at(&self, design: &LinearDesignRef<'_>, i: usize) -> f64 {
+        design.z_dot(i, &self.zs)
     }
     /// `h = Z z_s`.
     pub fn h(&self) -> &[f64] {
@@ -555,6 +608,44 @@ mod tests {
         for i in 0..3 {
             assert!(it.lower[i] >= b1.lower[i].max(b2.lower[i]));
             assert!(it.upper[i] <= b1.upper[i].min(b2.upper[i]));
+        }
+    }
+
+    #[test]
+    fn lazy_fixes_equal_screen_verdicts() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        for case in 0..300 {
+            let n = 40;
+            let g: Vec<f64> = (0..n).map(|_| rng.gen_range(-1.0..4.0)).collect();
+            let qd: Vec<f64> = (0..n).map(|_| rng.gen_range(0.0..2.0)).collect();
+            let h: Vec<f64> = (0..n).map(|_| rng.gen_range(-2.0..2.0)).collect();
+            let mut inp = inputs(&g, &qd, &h);
+            inp.c = 1.0 + rng.gen_range(0.01..3.0);
+            inp.ref_norm2 = rng.gen_range(0.0..3.0);
+            inp.ref_dot_s = rng.gen_range(-1.0..1.0);
+            inp.s_norm2 = rng.gen_range(0.0..3.0);
+            inp.s_count = rng.gen_range(0.0..3.0);
+            inp.hinge_ref = rng.gen_range(0.0..3.0);
+            for rule in [Rule::Bt1, Rule::Bt2, Rule::It] {
+                let full = screen(rule, &inp);
+                let mut fix = vec![VarFix::AtZero; n];
+                let mut asked = 0;
+                let (r, l) = screen_fixes(
+                    rule,
+                    &inp,
+                    |i| {
+                        asked += 1;
+                        h[i]
+                    },
+                    &mut fix,
+                );
+                assert_eq!(fix, full.fixes(), "case {case} rule {rule:?}");
+                assert_eq!((r, l), (full.n_r, full.n_l));
+                if rule == Rule::Bt1 {
+                    assert_eq!(asked, 0);
+                }
+            }
         }
     }
 
