@@ -818,7 +818,11 @@ fn warm_start_secant(
     c: f64,
 ) -> (Vec<f64>, Vec<f64>) {
     let t = (c - c1) / (c1 - c0);
-    let mut w: Vec<f64> = w1.iter().zip(w0).map(|(v1, v0)| v1 + t * (v1 - v0)).collect();
+    let mut w: Vec<f64> = w1
+        .iter()
+        .zip(w0)
+        .map(|(v1, v0)| v1 + t * (v1 - v0))
+        .collect();
     let alpha = a1
         .iter()
         .zip(a0)
@@ -1483,7 +1487,8 @@ fn linear_path(
                         // comparison: both candidates carry their w). It loses where the two
                         // previous solutions differ along directions the tolerance leaves
                         // loose (degenerate faces), which the secant amplifies.
-                        let sec = warm_start_secant(&design, (*c0, a0, w0), (r.c, &r.alpha, w_ref), c);
+                        let sec =
+                            warm_start_secant(&design, (*c0, a0, w0), (r.c, &r.alpha, w_ref), c);
                         if dual_objective(&sec.0, &sec.1) < dual_objective(&scaled.0, &scaled.1) {
                             sec
                         } else {

@@ -397,12 +397,24 @@ pub(crate) fn solve_svc_warm<O: Observer>(
 ) -> Result<DcdResult, SolveError> {
     let b = check_bias(prob.design.bias)?;
     match prob.design.x {
-        Features::Dense(m) => {
-            svc_dispatch(&DenseRows { m, b }, prob, settings, seed, alpha, Some(warm), obs)
-        }
-        Features::Sparse(m) => {
-            svc_dispatch(&SparseRows { m, b }, prob, settings, seed, alpha, Some(warm), obs)
-        }
+        Features::Dense(m) => svc_dispatch(
+            &DenseRows { m, b },
+            prob,
+            settings,
+            seed,
+            alpha,
+            Some(warm),
+            obs,
+        ),
+        Features::Sparse(m) => svc_dispatch(
+            &SparseRows { m, b },
+            prob,
+            settings,
+            seed,
+            alpha,
+            Some(warm),
+            obs,
+        ),
     }
 }
 
