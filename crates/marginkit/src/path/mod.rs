@@ -613,6 +613,7 @@ fn kernel_checkpoint(
             g: r.g,
             w: None,
         }),
+        previous: None,
         sketch_s: s.to_vec(),
         sketch_a: h.to_vec(),
         sketch_b: Vec::new(),
@@ -625,6 +626,7 @@ fn kernel_checkpoint(
 fn linear_checkpoint(
     points: &[PathPoint],
     reference: Option<(Reference, Vec<f64>)>,
+    previous: Option<(f64, Vec<f64>, Vec<f64>)>,
     sketch: &LinearSketch,
 ) -> PathCheckpoint {
     let (s, zs, h) = sketch.parts();
@@ -637,6 +639,12 @@ fn linear_checkpoint(
             c: r.c,
             alpha: r.alpha,
             g: r.g,
+            w: Some(w),
+        }),
+        previous: previous.map(|(c, alpha, w)| RefState {
+            c,
+            alpha,
+            g: Vec::new(),
             w: Some(w),
         }),
         sketch_s: s.to_vec(),
@@ -1410,6 +1418,10 @@ fn linear_path(
                 r.w.clone().unwrap_or_default(),
             )
         });
+        previous = ck
+            .previous
+            .as_ref()
+            .map(|r| (r.c, r.alpha.clone(), r.w.clone().unwrap_or_default()));
         sketch = LinearSketch::from_parts(
             ck.sketch_s.clone(),
             ck.sketch_a.clone(),
@@ -1431,7 +1443,12 @@ fn linear_path(
         // The sketch this point starts from (see the kernel engine).
         let before = sketch.clone();
         if stopped(obs, n) {
-            *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
+            *ck_out = Some(linear_checkpoint(
+                &result.points,
+                reference.take(),
+                previous.take(),
+                &before,
+            ));
             break;
         }
         let t_rule = Instant::now();
@@ -1554,7 +1571,12 @@ fn linear_path(
             )?;
             if res.info.status == Status::Interrupted {
                 // As the kernel engine: the unfinished point is not reported.
-                *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
+                *ck_out = Some(linear_checkpoint(
+                    &result.points,
+                    reference.take(),
+                    previous.take(),
+                    &before,
+                ));
                 break 'points;
             }
             solves += 1;
