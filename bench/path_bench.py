@@ -5,7 +5,7 @@ marginkit path (warm starts) without screening and with Shrink+IT screening.
     python3 bench/path_bench.py                               # breast_cancer, digits_oe; RBF 0.1/d, 1/d, 10/d; linear
     python3 bench/path_bench.py --cases blobs20k              # the synthetic 20,000 x 20 set (generated, seeded)
     python3 bench/path_bench.py --large                       # Table III setting on a synthetic sparse set
-    python3 bench/path_bench.py --large --large-n 1000000 --large-d 100000
+    python3 bench/path_bench.py --large --large-n 1000000 --large-d 100000 --large-cref 100,500,2000
     python3 bench/path_bench.py --out results.md --repeat 3
 
 Grid: 31 values of C, 2^-5 .. 2^10 in steps of 2^0.5 (the issue's setting). marginkit solves the
@@ -31,8 +31,9 @@ Synthetic sets (no download; generated on first use into bench/.cache, seeded wi
 * the large sparse set (`--large`): `sparse_set` below; n rows, d features, about `nnz` nonzeros per row:
   half from a pool of 500 features owned by the row's class, half uniform over all d features, values
   1/sqrt(row nnz) (unit rows, like tf-idf), then 5% of the labels flipped. Table III setting: C_ref = 500 C_min (Lemma 9's C_min = 1/max(Q1)),
-  C = C_ref / 0.9; marginkit path --c-list C_ref,C; the time is that of the second point (rule + solve,
-  KKT re-check included), Shrink alone (--screening none) vs Shrink+IT (--screening it).
+  C = C_ref / 0.9 (`--large-cref` takes other multiples of C_min); marginkit path --c-list C_ref,C; the
+  time is that of the second point (rule + solve, KKT re-check included), Shrink alone (--screening none)
+  vs Shrink+IT (--screening it), wall and CPU (the point's time scaled by the process's CPU / wall).
 
 Peers: the `libsvm-official` / `liblinear-official` Python packages (bench/requirements.txt); a missing
 peer is reported and skipped. marginkit: `$CARGO_TARGET_DIR/release/marginkit` or
@@ -256,9 +257,16 @@ def grid_rows(args, exe):
     return lines
 
 
-def large_rows(args, exe):
-    import numpy as np
+def marginkit_path_cpu(exe, path, extra, screening):
+    """One run: (json, CPU seconds of the whole process, wall seconds of the whole process)."""
+    cmd = [exe, "path", path, "--json", "--screening", screening] + extra
+    env = dict(os.environ, RAYON_NUM_THREADS="1")
+    c0, t0 = child_cpu(), time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
+    return json.loads(out), child_cpu() - c0, time.perf_counter() - t0
 
+
+def large_rows(args, exe):
     path = os.path.join(cache_dir(), f"sparse_pool_n{args.large_n}_d{args.large_d}_k{args.large_nnz}_seed{args.seed}.svm")
     if not os.path.exists(path):
         print(f"generating {path} ...", file=sys.stderr)
@@ -266,28 +274,37 @@ def large_rows(args, exe):
     # Lemma 9: C_min = 1 / max(Q 1), Q = Z Z', Z_i = y_i x_i (computed by marginkit itself).
     probe, _ = marginkit_path(exe, path, ["--linear", "--c-list", "1e-9", "--max-iter", "1"], "none")
     c_min = probe["c_min_trivial"]
-    c_ref = 500.0 * c_min
-    c = c_ref / 0.9
-    extra = ["--linear", "--c-list", f"{c_ref!r},{c!r}"]
-    out = {}
-    for scr in ("none", "it"):
-        runs = []
-        for _ in range(args.repeat):
-            js, _ = marginkit_path(exe, path, extra, scr)
-            p = js["points"][1]
-            runs.append((js, p["rule_seconds"] + p["solve_seconds"]))
-        out[scr] = (runs[0][0], statistics.median(r[1] for r in runs))
-    a, b = out["none"][0]["points"][1], out["it"][0]["points"][1]
-    rel = abs(a["objective"] - b["objective"]) / abs(a["objective"])
-    return [
+    lines = [
         f"Large sparse set: n = {args.large_n}, d = {args.large_d}, ~{args.large_nnz} nonzeros per row, seed {args.seed}; "
-        f"C_min = {c_min:.4g}, C_ref = 500 C_min = {c_ref:.4g}, C = C_ref/0.9 (medians of {args.repeat}, wall seconds of the second point).",
+        f"C_min = {c_min:.4g} (Lemma 9); each run is `marginkit path --linear --c-list C_ref,C` with C = C_ref/0.9, "
+        f"timed at its second point (rule + solve, KKT re-check included). Medians of {args.repeat}. "
+        "\"CPU\" is that time scaled by the process's CPU / wall (one thread: the share of a core the process got).",
         "",
-        "| setting | Shrink (s) | Shrink+IT (s) | IT rule (s) | IT rate | screened R / L | Shrink+IT / Shrink | rel obj diff | passes (Shrink / IT) |",
-        "|---|---|---|---|---|---|---|---|---|",
-        f"| C = C_ref/0.9 | {out['none'][1]:.3f} | {out['it'][1]:.3f} | {b['rule_seconds']:.3f} | {b['screening_rate']:.3f} | "
-        f"{b['screened_r']} / {b['screened_l']} | {out['it'][1] / out['none'][1]:.3f} | {rel:.1e} | {a['iterations']} / {b['iterations']} |",
+        "| C_ref / C_min | C_ref | Shrink wall (s) | Shrink+IT wall (s) | Shrink CPU (s) | Shrink+IT CPU (s) | IT rule (s) | IT rate | screened R / L | Shrink+IT / Shrink (CPU) | rel obj diff | passes (Shrink / IT) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    for mult in [float(v) for v in args.large_cref.split(",")]:
+        c_ref = mult * c_min
+        c = c_ref / 0.9
+        extra = ["--linear", "--c-list", f"{c_ref!r},{c!r}"]
+        out = {}
+        for scr in ("none", "it"):
+            runs = []
+            for _ in range(args.repeat):
+                js, cpu, wall = marginkit_path_cpu(exe, path, extra, scr)
+                p = js["points"][1]
+                t = p["rule_seconds"] + p["solve_seconds"]
+                runs.append((js, t, t * min(1.0, cpu / wall)))
+                print(f"  C_ref {mult:g} C_min, {scr}: point 2 {t:.3f} s wall, process {cpu:.1f} s CPU / {wall:.1f} s wall", file=sys.stderr)
+            out[scr] = (runs[0][0], statistics.median(r[1] for r in runs), statistics.median(r[2] for r in runs))
+        a, b = out["none"][0]["points"][1], out["it"][0]["points"][1]
+        rel = abs(a["objective"] - b["objective"]) / abs(a["objective"])
+        lines.append(
+            f"| {mult:g} | {c_ref:.4g} | {out['none'][1]:.3f} | {out['it'][1]:.3f} | {out['none'][2]:.3f} | {out['it'][2]:.3f} | "
+            f"{b['rule_seconds']:.3f} | {b['screening_rate']:.3f} | {b['screened_r']} / {b['screened_l']} | "
+            f"{out['it'][2] / out['none'][2]:.3f} | {rel:.1e} | {a['iterations']} / {b['iterations']} |"
+        )
+    return lines
 
 
 def main():
@@ -303,6 +320,7 @@ def main():
     ap.add_argument("--large-n", type=int, default=1000000)
     ap.add_argument("--large-d", type=int, default=100000)
     ap.add_argument("--large-nnz", type=int, default=20)
+    ap.add_argument("--large-cref", default="500", help="C_ref as multiples of C_min, comma-separated")
     ap.add_argument("--out")
     args = ap.parse_args()
     exe = binary()

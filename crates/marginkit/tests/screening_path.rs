@@ -796,3 +796,50 @@ fn interrupted_paths_resume_to_the_identical_points() {
         assert!(marginkit::path::PathCheckpoint::from_bytes(&bytes[..cut]).is_err());
     }
 }
+
+/// `screen_fixes` (IT's `h_i` only where BT1 does not screen into R) gives exactly `screen`'s
+/// verdicts, on arbitrary (also inconsistent) rule inputs, for every rule; BT1 never asks for `h`.
+#[test]
+fn lazy_fixes_equal_screen_verdicts() {
+    use marginkit::screening::{screen, screen_fixes, RuleInputs};
+    use marginkit::solver::VarFix;
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+    for case in 0..300 {
+        let n = 40;
+        let g: Vec<f64> = (0..n).map(|_| rng.gen_range(-1.0..4.0)).collect();
+        let qd: Vec<f64> = (0..n).map(|_| rng.gen_range(0.0..2.0)).collect();
+        let h: Vec<f64> = (0..n).map(|_| rng.gen_range(-2.0..2.0)).collect();
+        let inp = RuleInputs {
+            c_ref: 1.0,
+            c: 1.0 + rng.gen_range(0.01..3.0),
+            g: &g,
+            qd: &qd,
+            h: Some(&h),
+            ref_norm2: rng.gen_range(0.0..3.0),
+            ref_dot_s: rng.gen_range(-1.0..1.0),
+            s_norm2: rng.gen_range(0.0..3.0),
+            s_count: rng.gen_range(0.0..3.0),
+            hinge_ref: rng.gen_range(0.0..3.0),
+        };
+        for rule in [Rule::Bt1, Rule::Bt2, Rule::It] {
+            let full = screen(rule, &inp);
+            let mut fix = vec![VarFix::AtZero; n];
+            let mut asked = 0;
+            let (r, l) = screen_fixes(
+                rule,
+                &inp,
+                |i| {
+                    asked += 1;
+                    h[i]
+                },
+                &mut fix,
+            );
+            assert_eq!(fix, full.fixes(), "case {case} rule {rule:?}");
+            assert_eq!((r, l), (full.n_r, full.n_l));
+            if rule == Rule::Bt1 {
+                assert_eq!(asked, 0);
+            }
+        }
+    }
+}

@@ -12,9 +12,10 @@
 //! interrupted point is not kept: a point is one warm-started solve, short next to a path).
 //!
 //! File form ([`PathCheckpoint::to_bytes`]), little-endian, floats as their IEEE bits: magic
-//! `MKPATHC1`, a fingerprint of the data, the validation data and the parameters that change the
+//! `MKPATHC2` (`C1` files, from before the linear secant start, are refused), a fingerprint of the data, the validation data and the parameters that change the
 //! points (not the cache size, the limits or the thread count), the engine byte, `C_min`, the
-//! finished points, the reference, the sketch, `perm`, and an 8-byte checksum (FNV-1a 64 of every
+//! finished points, the reference, the point before it (linear engine: `C`, `alpha`, `w` of the
+//! secant warm start), the sketch, `perm`, and an 8-byte checksum (FNV-1a 64 of every
 //! byte before it), verified first.
 
 use crate::data::Dataset;
@@ -23,7 +24,7 @@ use crate::svm::checkpoint::{hash_dataset, seal, status_code, status_from, unsea
 
 use super::{PathParams, PathPoint};
 
-const MAGIC: &[u8; 8] = b"MKPATHC1";
+const MAGIC: &[u8; 8] = b"MKPATHC2";
 
 /// The reference solution a path continues from.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +44,8 @@ pub struct PathCheckpoint {
     pub(crate) c_min_trivial: Option<f64>,
     pub(crate) points: Vec<PathPoint>,
     pub(crate) reference: Option<RefState>,
+    /// Linear engine: the solution before the reference (`g` empty), for the secant warm start.
+    pub(crate) previous: Option<RefState>,
     pub(crate) sketch_s: Vec<bool>,
     /// Kernel: `h`; linear: `z_s`.
     pub(crate) sketch_a: Vec<f64>,
@@ -197,6 +200,15 @@ impl PathCheckpoint {
             }
             None => b.push(0),
         }
+        match &self.previous {
+            Some(r) => {
+                b.push(1);
+                put_f64(&mut b, r.c);
+                put_vec(&mut b, &r.alpha);
+                put_opt_vec(&mut b, r.w.as_deref());
+            }
+            None => b.push(0),
+        }
         put_u64(&mut b, self.sketch_s.len() as u64);
         b.extend(self.sketch_s.iter().map(|&v| u8::from(v)));
         put_vec(&mut b, &self.sketch_a);
@@ -271,6 +283,16 @@ impl PathCheckpoint {
         } else {
             None
         };
+        let previous = if get_tag(&mut r)? {
+            Some(RefState {
+                c: r.f64()?,
+                alpha: get_vec(&mut r)?,
+                g: Vec::new(),
+                w: get_opt_vec(&mut r)?,
+            })
+        } else {
+            None
+        };
         let ns = get_len(&mut r, 1)?;
         let sketch_s = r
             .take(ns)?
@@ -301,6 +323,7 @@ impl PathCheckpoint {
             c_min_trivial,
             points,
             reference,
+            previous,
             sketch_s,
             sketch_a,
             sketch_b,
@@ -325,6 +348,11 @@ impl PathCheckpoint {
                 (Some(w), true) if w.len() == d => {}
                 (None, false) => {}
                 _ => return Err(bad),
+            }
+        }
+        if let Some(r) = &self.previous {
+            if !linear || r.alpha.len() != n || r.w.as_ref().is_none_or(|w| w.len() != d) {
+                return Err(bad);
             }
         }
         for p in &self.points {

@@ -613,6 +613,7 @@ fn kernel_checkpoint(
             g: r.g,
             w: None,
         }),
+        previous: None,
         sketch_s: s.to_vec(),
         sketch_a: h.to_vec(),
         sketch_b: Vec::new(),
@@ -625,6 +626,7 @@ fn kernel_checkpoint(
 fn linear_checkpoint(
     points: &[PathPoint],
     reference: Option<(Reference, Vec<f64>)>,
+    previous: Option<(f64, Vec<f64>, Vec<f64>)>,
     sketch: &LinearSketch,
 ) -> PathCheckpoint {
     let (s, zs, h) = sketch.parts();
@@ -637,6 +639,12 @@ fn linear_checkpoint(
             c: r.c,
             alpha: r.alpha,
             g: r.g,
+            w: Some(w),
+        }),
+        previous: previous.map(|(c, alpha, w)| RefState {
+            c,
+            alpha,
+            g: Vec::new(),
             w: Some(w),
         }),
         sketch_s: s.to_vec(),
@@ -799,6 +807,51 @@ fn warm_start(alpha: &[f64], _c_ref: f64, c: f64) -> Vec<f64> {
 fn warm_start_scaled(alpha: &[f64], c_ref: f64, c: f64) -> Vec<f64> {
     let s = c / c_ref;
     alpha.iter().map(|&a| (a * s).clamp(0.0, c)).collect()
+}
+
+/// The linear engine's warm start at `c` from the two previous solutions `(c0, a0, w0)` and
+/// `(c1, a1, w1)`, `c0 < c1 < c`: the secant `a1 + t (a1 - a0)`, `t = (c - c1) / (c1 - c0)`,
+/// clipped to `[0, c]`, with `w = w1 + t (w1 - w0)` corrected by the clipped rows.
+///
+/// Why: on a stretch of the path where the sets of free, zero and bounded variables do not
+/// change, the bias-free dual solution is affine in `C` (the free block solves
+/// `Q_FF a_F = 1 - C Q_FL 1`), so the secant is exact there, while the scaled start `(c / c1) a1`
+/// is off by the constant part of `a_F`. Bounded variables (`a = C` at both points) land on the
+/// new bound, zeros stay at zero. It is only a starting point: the solve runs to the same
+/// tolerance from wherever it starts.
+fn warm_start_secant(
+    design: &LinearDesignRef<'_>,
+    (c0, a0, w0): (f64, &[f64], &[f64]),
+    (c1, a1, w1): (f64, &[f64], &[f64]),
+    c: f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let t = (c - c1) / (c1 - c0);
+    let mut w: Vec<f64> = w1
+        .iter()
+        .zip(w0)
+        .map(|(v1, v0)| v1 + t * (v1 - v0))
+        .collect();
+    let alpha = a1
+        .iter()
+        .zip(a0)
+        .enumerate()
+        .map(|(i, (&x1, &x0))| {
+            let e = x1 + t * (x1 - x0);
+            let a = e.clamp(0.0, c);
+            // Rounding-level clips (a bounded variable at c1 and c0 lands on c up to an ulp)
+            // need no row operation: the solver rebuilds `w` from `alpha` at its end.
+            if (a - e).abs() > 1e-12 * c {
+                design.z_axpy(i, a - e, &mut w);
+            }
+            a
+        })
+        .collect();
+    (alpha, w)
+}
+
+/// `1/2 |w|^2 - 1'a`, the bias-free hinge-loss dual at `a` with `w = Z'a`.
+fn dual_objective(alpha: &[f64], w: &[f64]) -> f64 {
+    0.5 * w.iter().map(|v| v * v).sum::<f64>() - alpha.iter().sum::<f64>()
 }
 
 /// Counts of a solution.
@@ -1322,6 +1375,12 @@ fn linear_path(
     let p = vec![-1.0; n];
     let zero = vec![0.0; n];
     let mut sketch = LinearSketch::new(&design);
+    let dim = LinearDesign {
+        x: &ctx.train.x,
+        bias: params.bias,
+    }
+    .dim();
+    let mut fix = vec![VarFix::Free; n];
     // Lemma 9 (cheap for linear models): Q1 = Z (Z'1).
     let ones = vec![1.0; n];
     let sum_z = design.weights(&ones);
@@ -1329,6 +1388,8 @@ fn linear_path(
     let m = q1.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let mut grid = fixed_grid(&params.grid);
     let mut reference: Option<(Reference, Vec<f64>)> = None;
+    // The point before the reference, `(C, alpha, w)`, for the secant warm start.
+    let mut previous: Option<(f64, Vec<f64>, Vec<f64>)> = None;
     if m > 0.0 && (1.0 / m).is_finite() {
         let c0 = 1.0 / m;
         result.c_min_trivial = Some(c0);
@@ -1357,6 +1418,10 @@ fn linear_path(
                 r.w.clone().unwrap_or_default(),
             )
         });
+        previous = ck
+            .previous
+            .as_ref()
+            .map(|r| (r.c, r.alpha.clone(), r.w.clone().unwrap_or_default()));
         sketch = LinearSketch::from_parts(
             ck.sketch_s.clone(),
             ck.sketch_a.clone(),
@@ -1378,45 +1443,104 @@ fn linear_path(
         // The sketch this point starts from (see the kernel engine).
         let before = sketch.clone();
         if stopped(obs, n) {
-            *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
+            *ck_out = Some(linear_checkpoint(
+                &result.points,
+                reference.take(),
+                previous.take(),
+                &before,
+            ));
             break;
         }
         let t_rule = Instant::now();
-        let mut fix = vec![VarFix::Free; n];
+        fix.iter_mut().for_each(|f| *f = VarFix::Free);
         let (mut n_r, mut n_l) = (0, 0);
         if let (Some(rule), Some((r, w_ref))) = (params.screening, reference.as_ref()) {
-            if c > r.c {
+            if c > r.c && w_ref.len() == dim {
+                // Only z_s is updated here; `h_i = z_i'z_s` is computed inside the rule for the
+                // samples BT1 leaves undecided (IT's verdicts are unchanged, see `screen_fixes`).
                 if rule.needs_s() {
-                    sketch.update(&design, &r.g, r.c, c);
+                    sketch.update_zs(&design, &r.g, r.c, c);
                 }
                 let (a2, hinge) = screening::reference_scalars(&r.alpha, &r.g);
                 let (wz, zz, cnt) = sketch.scalars(w_ref);
-                let s = screening::screen(
+                (n_r, n_l) = screening::screen_fixes(
                     rule,
                     &RuleInputs {
                         c_ref: r.c,
                         c,
                         g: &r.g,
                         qd: &qd,
-                        h: rule.needs_s().then(|| sketch.h()),
+                        h: None,
                         ref_norm2: a2,
                         ref_dot_s: wz,
                         s_norm2: zz,
                         s_count: cnt,
                         hinge_ref: hinge,
                     },
+                    |i| sketch.h_at(&design, i),
+                    &mut fix,
                 );
-                n_r = s.n_r;
-                n_l = s.n_l;
-                fix = s.fixes();
             }
         }
         let rule_seconds = t_rule.elapsed().as_secs_f64();
         let t_solve = Instant::now();
-        let mut alpha: Vec<f64> = match reference.as_ref() {
-            Some((r, _)) => warm_start_scaled(&r.alpha, r.c, c),
-            None => vec![0.0; n],
+        // The warm start, its screened variables already at their values, and its `w` without a
+        // pass over the data: the reference's `w` scaled like `alpha`, plus the rows whose value
+        // the screening changed (the solver rebuilds `w` from `alpha` at its end as always).
+        let (mut alpha, mut w_start): (Vec<f64>, Vec<f64>) = match reference.as_ref() {
+            Some((r, w_ref)) => {
+                let s = c / r.c;
+                let w0 = if w_ref.len() == dim {
+                    w_ref.iter().map(|v| v * s).collect()
+                } else {
+                    Vec::new()
+                };
+                let scaled = (warm_start_scaled(&r.alpha, r.c, c), w0);
+                match previous.as_ref() {
+                    Some((c0, a0, w0))
+                        if w_ref.len() == dim && w0.len() == dim && *c0 < r.c && r.c < c =>
+                    {
+                        // The secant where it starts lower on the dual objective (an O(n + d)
+                        // comparison: both candidates carry their w). It loses where the two
+                        // previous solutions differ along directions the tolerance leaves
+                        // loose (degenerate faces), which the secant amplifies.
+                        let sec =
+                            warm_start_secant(&design, (*c0, a0, w0), (r.c, &r.alpha, w_ref), c);
+                        if dual_objective(&sec.0, &sec.1) < dual_objective(&scaled.0, &scaled.1) {
+                            sec
+                        } else {
+                            scaled
+                        }
+                    }
+                    _ => scaled,
+                }
+            }
+            None => (vec![0.0; n], vec![0.0; dim]),
         };
+        if w_start.len() == dim {
+            for (i, f) in fix.iter().enumerate() {
+                let target = match f {
+                    VarFix::Free => continue,
+                    VarFix::AtZero => 0.0,
+                    VarFix::AtUpper => c,
+                };
+                let delta = target - alpha[i];
+                if delta != 0.0 {
+                    design.z_axpy(i, delta, &mut w_start);
+                    alpha[i] = target;
+                }
+            }
+        } else {
+            // A resumed reference without weights: one rebuild.
+            for (i, f) in fix.iter().enumerate() {
+                match f {
+                    VarFix::Free => {}
+                    VarFix::AtZero => alpha[i] = 0.0,
+                    VarFix::AtUpper => alpha[i] = c,
+                }
+            }
+            w_start = design.weights(&alpha);
+        }
         let upper = vec![c; n];
         let (mut freed, mut solves, mut iterations) = (0usize, 0usize, 0u64);
         let (status, g, w, sv) = loop {
@@ -1434,10 +1558,25 @@ fn linear_path(
                 },
                 diag_shift: &zero,
             };
-            let res = dcd::solve_svc(&prob, &ctx.settings, params.seed, &mut alpha, &mut Fwd(obs))?;
+            let res = dcd::solve_svc_warm(
+                &prob,
+                &ctx.settings,
+                params.seed,
+                &mut alpha,
+                dcd::SvcWarm {
+                    qd: &qd,
+                    w: &w_start,
+                },
+                &mut Fwd(obs),
+            )?;
             if res.info.status == Status::Interrupted {
                 // As the kernel engine: the unfinished point is not reported.
-                *ck_out = Some(linear_checkpoint(&result.points, reference.take(), &before));
+                *ck_out = Some(linear_checkpoint(
+                    &result.points,
+                    reference.take(),
+                    previous.take(),
+                    &before,
+                ));
                 break 'points;
             }
             solves += 1;
@@ -1455,6 +1594,8 @@ fn linear_path(
             if f == 0 || res.info.status != Status::Converged {
                 break (res.info.status, g, res.w, res.info.max_violation);
             }
+            // The freed variables keep their values: `w` is the solver's (rebuilt) one.
+            w_start = res.w;
         };
         let solve_seconds = t_solve.elapsed().as_secs_f64();
         let wn2: f64 = w.iter().map(|v| v * v).sum();
@@ -1478,6 +1619,7 @@ fn linear_path(
             point.w = None;
             std::mem::take(&mut point.alpha)
         };
+        previous = reference.take().map(|(r, w)| (r.c, r.alpha, w));
         reference = Some((Reference { c, alpha, g }, w));
         result.points.push(point);
     }

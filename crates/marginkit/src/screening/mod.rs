@@ -331,6 +331,52 @@ pub fn screen(rule: Rule, inp: &RuleInputs<'_>) -> Screening {
     out
 }
 
+/// The fixings of [`screen`] (R -> `AtZero`, L -> `AtUpper`) written into `fix`, with `h_i`
+/// evaluated by `h_of(i)` only where the verdict needs it; returns `(n_R, n_L)`.
+///
+/// `inp.h` is ignored. For IT, BT1 runs first and `h_i` is computed only for the samples it
+/// does not screen into R: IT's bounds are clamped inside BT1's (`l_IT >= l_1`, in floating
+/// point too) and R is tested first, so every sample BT1 puts in R IT puts in R. (BT1's L
+/// verdicts are not reused: with inconsistent inputs IT's interval can be empty, `l_IT > u_IT`,
+/// and [`screen`] then says R.) The verdicts equal [`screen`]'s exactly (tested). On the linear
+/// engine `h_i = z_i'z_s` is an `O(nnz(x_i))` dot product, so this saves that share of the
+/// sketch's pass over the data.
+pub fn screen_fixes(
+    rule: Rule,
+    inp: &RuleInputs<'_>,
+    mut h_of: impl FnMut(usize) -> f64,
+    fix: &mut [VarFix],
+) -> (usize, usize) {
+    let balls = Balls::new(inp);
+    let valid = inp.c_ref.is_finite()
+        && inp.c_ref > 0.0
+        && inp.c.is_finite()
+        && inp.c > 0.0
+        && inp.ref_norm2.is_finite()
+        && inp.hinge_ref.is_finite();
+    let (mut n_r, mut n_l) = (0, 0);
+    for (i, f) in fix.iter_mut().enumerate() {
+        *f = VarFix::Free;
+        if !valid {
+            continue;
+        }
+        let (g, q) = (inp.g[i], inp.qd[i]);
+        let (mut l, mut u) = sample_bounds(&balls, Rule::Bt1, g, q, 0.0);
+        let decided = l > 1.0 + SAFETY_MARGIN;
+        if rule == Rule::Bt2 || (rule == Rule::It && !decided) {
+            (l, u) = sample_bounds(&balls, rule, g, q, h_of(i));
+        }
+        if l > 1.0 + SAFETY_MARGIN {
+            *f = VarFix::AtZero;
+            n_r += 1;
+        } else if u < 1.0 - SAFETY_MARGIN {
+            *f = VarFix::AtUpper;
+            n_l += 1;
+        }
+    }
+    (n_r, n_l)
+}
+
 /// The scalar inputs that depend on the reference only: `|w_ref|^2 = a'g` and the hinge loss.
 pub fn reference_scalars(alpha: &[f64], g: &[f64]) -> (f64, f64) {
     let norm2 = alpha.iter().zip(g).map(|(a, g)| a * g).sum::<f64>();
@@ -496,6 +542,14 @@ impl LinearSketch {
     }
     /// Moves `s` to eq. 25's choice, updates `z_s` by the flipped rows and recomputes `h`.
     pub fn update(&mut self, design: &LinearDesignRef<'_>, g: &[f64], c_ref: f64, c: f64) {
+        self.update_zs(design, g, c_ref, c);
+        for (i, h) in self.h.iter_mut().enumerate() {
+            *h = design.z_dot(i, &self.zs);
+        }
+    }
+    /// Moves `s` to eq. 25's choice and updates `z_s` by the flipped rows only (`O(nnz)` of the
+    /// flips); `h` is left as it was: read `h_i` by [`LinearSketch::h_at`] (for [`screen_fixes`]).
+    pub fn update_zs(&mut self, design: &LinearDesignRef<'_>, g: &[f64], c_ref: f64, c: f64) {
         let thr = s_threshold(c_ref, c);
         for (j, s) in self.s.iter_mut().enumerate() {
             let want = g[j] < thr;
@@ -504,9 +558,10 @@ impl LinearSketch {
                 design.z_axpy(j, if want { 1.0 } else { -1.0 }, &mut self.zs);
             }
         }
-        for (i, h) in self.h.iter_mut().enumerate() {
-            *h = design.z_dot(i, &self.zs);
-        }
+    }
+    /// `h_i = z_i'z_s` from the current `z_s`.
+    pub fn h_at(&self, design: &LinearDesignRef<'_>, i: usize) -> f64 {
+        design.z_dot(i, &self.zs)
     }
     /// `h = Z z_s`.
     pub fn h(&self) -> &[f64] {

@@ -46,6 +46,11 @@
 //! violating pair gap `max_{I_up} -y_i G_i - min_{I_low} -y_i G_i <= tol`, computed exactly over
 //! all variables at the start of every pass.
 //!
+//! Without the equality, the final check (after a pass over the full set met the rule) rebuilds
+//! `w` from the dual variables and computes the margins `xb_i'w` of every row from it; the
+//! projected gradients are re-measured from those margins, and on success the same margins give
+//! the objectives, the gap and [`DcdResult::xw`] (no second pass over the data).
+//!
 //! Every pass visits the active variables in a fresh random order drawn from a seeded
 //! `Xoshiro256PlusPlus`, so results are deterministic for a given seed.
 //!
@@ -358,8 +363,58 @@ pub fn solve_svc<O: Observer>(
 ) -> Result<DcdResult, SolveError> {
     let b = check_bias(prob.design.bias)?;
     match prob.design.x {
-        Features::Dense(m) => svc_dispatch(&DenseRows { m, b }, prob, settings, seed, alpha, obs),
-        Features::Sparse(m) => svc_dispatch(&SparseRows { m, b }, prob, settings, seed, alpha, obs),
+        Features::Dense(m) => {
+            svc_dispatch(&DenseRows { m, b }, prob, settings, seed, alpha, None, obs)
+        }
+        Features::Sparse(m) => {
+            svc_dispatch(&SparseRows { m, b }, prob, settings, seed, alpha, None, obs)
+        }
+    }
+}
+
+/// What a caller solving a sequence of related SVC duals (the regularization path) already
+/// holds, so that [`solve_svc_warm`] need not recompute it with two passes over the data.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SvcWarm<'w> {
+    /// `Q_ii = |xb_i|^2 + D_ii` for every variable.
+    pub(crate) qd: &'w [f64],
+    /// `w = sum_i y_i a_i xb_i` at the starting point *after* the fixed variables are set to
+    /// their values (length [`LinearDesign::dim`]).
+    pub(crate) w: &'w [f64],
+}
+
+/// [`solve_svc`] from a known `Q_ii` and starting `w` (see [`SvcWarm`]). The result is the same
+/// optimum to the tolerance: the loop only uses `w` as the running sum it maintains anyway, and
+/// the returned `w`, margins and objectives are recomputed from `alpha` at the end as always.
+/// Debug builds check `warm.w` against a rebuild from `alpha`.
+pub(crate) fn solve_svc_warm<O: Observer>(
+    prob: &SvcDual<'_>,
+    settings: &SolverSettings,
+    seed: u64,
+    alpha: &mut [f64],
+    warm: SvcWarm<'_>,
+    obs: &mut O,
+) -> Result<DcdResult, SolveError> {
+    let b = check_bias(prob.design.bias)?;
+    match prob.design.x {
+        Features::Dense(m) => svc_dispatch(
+            &DenseRows { m, b },
+            prob,
+            settings,
+            seed,
+            alpha,
+            Some(warm),
+            obs,
+        ),
+        Features::Sparse(m) => svc_dispatch(
+            &SparseRows { m, b },
+            prob,
+            settings,
+            seed,
+            alpha,
+            Some(warm),
+            obs,
+        ),
     }
 }
 
@@ -497,6 +552,7 @@ fn svc_dispatch<R: Rows, O: Observer>(
     settings: &SolverSettings,
     seed: u64,
     alpha: &mut [f64],
+    warm: Option<SvcWarm<'_>>,
     obs: &mut O,
 ) -> Result<DcdResult, SolveError> {
     check_svc(rows, prob, alpha)?;
@@ -504,10 +560,30 @@ fn svc_dispatch<R: Rows, O: Observer>(
     let qp = &prob.qp;
     let dim = prob.design.x.n_cols() + 1;
     let mut w = vec![0.0; dim];
-    rebuild_w(rows, qp.y, alpha, &mut w);
-    let qd: Vec<f64> = (0..n)
-        .map(|i| rows.sq_norm(i) + prob.diag_shift[i])
-        .collect();
+    let computed_qd: Vec<f64>;
+    let qd: &[f64] = match warm {
+        Some(h) => {
+            check_len("warm qd", h.qd.len(), n)?;
+            check_len("warm w", h.w.len(), prob.design.dim())?;
+            w[..h.w.len()].copy_from_slice(h.w);
+            #[cfg(debug_assertions)]
+            {
+                let mut r = vec![0.0; dim];
+                rebuild_w(rows, qp.y, alpha, &mut r);
+                let scale = 1.0 + r.iter().map(|v| v.abs()).sum::<f64>();
+                let diff: f64 = r.iter().zip(&w).map(|(a, b)| (a - b).abs()).sum();
+                debug_assert!(diff <= 1e-8 * scale, "warm w off by {diff}");
+            }
+            h.qd
+        }
+        None => {
+            rebuild_w(rows, qp.y, alpha, &mut w);
+            computed_qd = (0..n)
+                .map(|i| rows.sq_norm(i) + prob.diag_shift[i])
+                .collect();
+            &computed_qd
+        }
+    };
     // Only variables that can move enter the index set (u_i = 0 pins a variable at 0).
     let free: Vec<usize> = (0..n)
         .filter(|&i| qp.fixed.is_none_or(|f| f[i] == VarFix::Free) && qp.upper[i] > 0.0)
@@ -515,16 +591,28 @@ fn svc_dispatch<R: Rows, O: Observer>(
     let ctx = SvcCtx {
         rows,
         prob,
-        qd: &qd,
+        qd,
         free: &free,
         settings,
         seed,
     };
-    let (status, passes) = match qp.equality {
-        Equality::None => svc_box(&ctx, alpha, &mut w, obs)?,
-        Equality::Sum { .. } => svc_sum(&ctx, alpha, &mut w, obs)?,
-    };
-    finish_svc(rows, prob, alpha, w, status, passes)
+    match qp.equality {
+        Equality::None => {
+            let mut xw = Vec::new();
+            let (status, passes) = svc_box(&ctx, alpha, &mut w, &mut xw, obs)?;
+            if xw.len() == n {
+                // Converged: `w` was rebuilt from `alpha` and `xw` computed from it by the final
+                // check, exactly as `finish_svc` would.
+                finish_svc_from(prob, alpha, w, xw, status, passes)
+            } else {
+                finish_svc(rows, prob, alpha, w, status, passes)
+            }
+        }
+        Equality::Sum { .. } => {
+            let (status, passes) = svc_sum(&ctx, alpha, &mut w, obs)?;
+            finish_svc(rows, prob, alpha, w, status, passes)
+        }
+    }
 }
 
 /// What the SVC loops share (read-only).
@@ -802,6 +890,7 @@ fn svc_box<R: Rows, O: Observer>(
     ctx: &SvcCtx<'_, '_, R>,
     alpha: &mut [f64],
     w: &mut [f64],
+    xw: &mut Vec<f64>,
     obs: &mut O,
 ) -> Result<(Status, u64), SolveError> {
     let (rows, prob, qd, free, settings) = (ctx.rows, ctx.prob, ctx.qd, ctx.free, ctx.settings);
@@ -819,11 +908,32 @@ fn svc_box<R: Rows, O: Observer>(
             d: shift[i],
         })
         .collect();
-    let out = svc_box_loop(rows, &mut coords, settings, ctx.seed, w, obs);
+    let out = svc_box_loop(
+        rows,
+        &mut coords,
+        settings,
+        ctx.seed,
+        w,
+        Final {
+            alpha: &mut *alpha,
+            y,
+            xw: &mut *xw,
+        },
+        obs,
+    );
     for c in &coords {
         alpha[c.i] = c.a;
     }
     out
+}
+
+/// What the box loop's final check needs to rebuild `w` from the dual variables (fixed ones
+/// included) and to leave the margins of every row for [`finish_svc_from`].
+struct Final<'f> {
+    alpha: &'f mut [f64],
+    y: &'f [i8],
+    /// Filled with `xb_i'w` for every row when the loop returns `Converged`.
+    xw: &'f mut Vec<f64>,
 }
 
 fn svc_box_loop<R: Rows, O: Observer>(
@@ -832,6 +942,7 @@ fn svc_box_loop<R: Rows, O: Observer>(
     settings: &SolverSettings,
     seed: u64,
     w: &mut [f64],
+    fin: Final<'_>,
     obs: &mut O,
 ) -> Result<(Status, u64), SolveError> {
     let shrink = settings.shrinking == Shrinking::On;
@@ -904,11 +1015,19 @@ fn svc_box_loop<R: Rows, O: Observer>(
             if active == n_free {
                 // The pass measured each projected gradient before its own update, so later
                 // updates in the same pass can have moved it again. Re-measure at the final
-                // point (one pass of dot products, no updates) so that "converged" always means
-                // the true violation is within tol.
+                // point so that "converged" always means the true violation is within tol:
+                // `w` rebuilt from the dual variables (as `finish_svc` does) and the margins
+                // of every row from it, which the finish then reuses (one pass of dot
+                // products serves both).
+                for c in &coords[..n_free] {
+                    fin.alpha[c.i] = c.a;
+                }
+                rebuild_w(rows, fin.y, fin.alpha, w);
+                fin.xw.clear();
+                fin.xw.extend((0..fin.alpha.len()).map(|i| rows.dot(i, w)));
                 let (mut hi, mut lo) = (f64::NEG_INFINITY, f64::INFINITY);
                 for c in &coords[..n_free] {
-                    let g = c.y * rows.dot_key(c.key, w) + c.p + c.d * c.a;
+                    let g = c.y * fin.xw[c.i] + c.p + c.d * c.a;
                     let pg = if c.a == 0.0 {
                         g.min(0.0)
                     } else if c.a == c.u {
@@ -922,6 +1041,7 @@ fn svc_box_loop<R: Rows, O: Observer>(
                 if hi - lo <= settings.tol {
                     return Ok((Status::Converged, passes));
                 }
+                fin.xw.clear();
             }
             // Re-check on the full set before declaring convergence.
             active = n_free;
