@@ -363,6 +363,12 @@ pub fn read_libsvm<R: BufRead>(r: R, opts: &ReadOptions) -> Result<Dataset, IoEr
         .into());
     }
     let n_cols = b.n_cols.max(opts.min_features);
+    // The arrays grew by doubling: give back the unused capacity (up to half of each) before
+    // the data is kept for the whole fit (the copy happens before any cache is allocated).
+    b.indptr.shrink_to_fit();
+    b.indices.shrink_to_fit();
+    b.values.shrink_to_fit();
+    b.y.shrink_to_fit();
     let csr = CsrMatrix::new(n_cols, b.indptr, b.indices, b.values)?;
     let x = match opts.storage {
         Storage::Sparse => Features::Sparse(csr),

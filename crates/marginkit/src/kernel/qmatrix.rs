@@ -53,8 +53,13 @@ pub trait QMatrix {
 enum Rows<'a> {
     /// A private copy in panel layout (see [`DenseDots`]), permuted along with the solver.
     Dense { panels: Vec<f64>, d: usize },
-    /// Borrowed CSR rows through a permutation.
-    Sparse { x: &'a CsrMatrix, perm: Vec<u32> },
+    /// Borrowed CSR rows through a permutation. `dense` is all zeros between column fills, or
+    /// empty when a dense copy of one row would not pay for itself (see [`KernelRows::fill`]).
+    Sparse {
+        x: &'a CsrMatrix,
+        perm: Vec<u32>,
+        dense: Vec<f64>,
+    },
     /// Borrowed rows of kernel values: `K(a, b) = row_a[serial_b]`, through a permutation;
     /// `serial` is kept in the current order (permuted with `perm`), since `perm` names rows
     /// of `x`, which a row selection makes differ from the problem's own indices.
@@ -207,6 +212,54 @@ impl Dots for SparseDots<'_> {
         let (ia, va) = self.x.row(self.perm[i] as usize);
         let (ib, vb) = self.x.row(self.perm[j] as usize);
         ops::sparse_dot(ia, va, ib, vb)
+    }
+}
+
+/// Inner products of one row `i` whose values were scattered into `dense` (a zero vector of
+/// the feature dimension but for row `i`'s entries) with other rows: a gather over row `j`'s
+/// entries instead of a merge of two index lists (no data-dependent branches).
+///
+/// Bit-identical to [`ops::sparse_dot`]: both add the products of the common indices in
+/// increasing index order to one accumulator starting at `+0.0`; the gather also adds the
+/// products `0 * v` of `j`'s other entries, which are `+-0.0` (finite data) and leave the
+/// accumulator unchanged (it is never `-0.0`: a sum is `-0.0` only if both terms are).
+struct SparseGather<'b> {
+    x: &'b CsrMatrix,
+    perm: &'b [u32],
+    dense: &'b [f64],
+    /// The row scattered into `dense`.
+    row: usize,
+}
+
+impl Dots for SparseGather<'_> {
+    fn entry_cost(&self) -> usize {
+        // One load and one multiply-add per entry of the other row.
+        self.x.nnz() / self.x.n_rows().max(1) + 2
+    }
+    #[inline]
+    fn dot(&self, i: usize, j: usize) -> f64 {
+        SparseDots {
+            x: self.x,
+            perm: self.perm,
+        }
+        .dot(i, j)
+    }
+    #[inline]
+    fn block(&self, i: usize, lo: usize, out: &mut [f64]) {
+        if i != self.row {
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = self.dot(i, lo + k);
+            }
+            return;
+        }
+        for (o, &r) in out.iter_mut().zip(&self.perm[lo..]) {
+            let (ib, vb) = self.x.row(r as usize);
+            let mut s = 0.0;
+            for (&k, &v) in ib.iter().zip(vb) {
+                s += self.dense[k as usize] * v;
+            }
+            *o = s;
+        }
     }
 }
 
@@ -430,6 +483,13 @@ impl<'a> KernelRows<'a> {
             (_, Features::Sparse(m)) => Rows::Sparse {
                 x: m,
                 perm: (0..n).map(|r| src(r) as u32).collect(),
+                // One dense row costs 8 bytes per feature: used when that is at most 8 bytes
+                // per stored nonzero (the CSR data itself holds 12), so it never dominates.
+                dense: if m.n_cols() <= m.nnz() {
+                    vec![0.0; m.n_cols()]
+                } else {
+                    Vec::new()
+                },
             },
         };
         let mut kr = Self {
@@ -442,7 +502,7 @@ impl<'a> KernelRows<'a> {
         kr.norms = (0..n)
             .map(|r| match &kr.rows {
                 Rows::Dense { panels, d } => DenseDots { panels, d: *d }.dot(r, r),
-                Rows::Sparse { x, perm } => SparseDots { x, perm }.dot(r, r),
+                Rows::Sparse { x, perm, .. } => SparseDots { x, perm }.dot(r, r),
                 Rows::Pre { .. } => 0.0,
             })
             .collect();
@@ -458,19 +518,48 @@ impl<'a> KernelRows<'a> {
     fn heap_bytes(&self) -> u64 {
         let rows = match &self.rows {
             Rows::Dense { panels, .. } => 8 * panels.len(),
-            Rows::Sparse { perm, .. } => 4 * perm.len(),
+            Rows::Sparse { perm, dense, .. } => 4 * perm.len() + 8 * dense.len(),
             Rows::Pre { serial, perm, .. } => 4 * (serial.len() + perm.len()),
         };
         (rows + 16 * self.norms.len()) as u64
     }
 
-    /// Entries `start..start + out.len()` of column `i`.
-    fn fill(&self, i: usize, out: &mut [f32], start: usize, signs: Option<&[i8]>) {
+    /// Entries `start..start + out.len()` of column `i`. Sparse rows with a dense buffer:
+    /// row `i` is scattered into it once, each entry is then a gather over the other row's
+    /// entries ([`SparseGather`], the same bits as the merge), and the buffer is zeroed again
+    /// at row `i`'s indices only.
+    fn fill(&mut self, i: usize, out: &mut [f32], start: usize, signs: Option<&[i8]>) {
+        let buf = match &mut self.rows {
+            Rows::Sparse { dense, .. } if !dense.is_empty() => Some(std::mem::take(dense)),
+            _ => None,
+        };
+        if let Some(mut buf) = buf {
+            if let Rows::Sparse { x, perm, .. } = &self.rows {
+                let (ia, va) = x.row(perm[i] as usize);
+                for (&k, &v) in ia.iter().zip(va) {
+                    buf[k as usize] = v;
+                }
+                let g = SparseGather {
+                    x,
+                    perm,
+                    dense: &buf,
+                    row: i,
+                };
+                self.with_outer(&g, i, out, start, signs);
+                for &k in ia {
+                    buf[k as usize] = 0.0;
+                }
+            }
+            if let Rows::Sparse { dense, .. } = &mut self.rows {
+                *dense = buf;
+            }
+            return;
+        }
         match &self.rows {
             Rows::Dense { panels, d } => {
                 self.with_outer(&DenseDots { panels, d: *d }, i, out, start, signs)
             }
-            Rows::Sparse { x, perm } => {
+            Rows::Sparse { x, perm, .. } => {
                 self.with_outer(&SparseDots { x, perm }, i, out, start, signs)
             }
             Rows::Pre { x, serial, perm } => fill_blocks(
@@ -526,7 +615,7 @@ impl<'a> KernelRows<'a> {
     fn self_value(&self, i: usize) -> f64 {
         let mut v = [match &self.rows {
             Rows::Dense { panels, d } => DenseDots { panels, d: *d }.dot(i, i),
-            Rows::Sparse { x, perm } => SparseDots { x, perm }.dot(i, i),
+            Rows::Sparse { x, perm, .. } => SparseDots { x, perm }.dot(i, i),
             Rows::Pre { x, serial, perm } => PreDots { x, serial, perm }.dot(i, i),
         }];
         let ni = self.norms[i];
@@ -890,7 +979,7 @@ pub fn kernel_value(x: &Features, kernel: KernelSpec, i: usize, j: usize) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::DenseMatrix;
+    use crate::data::{CsrMatrix, DenseMatrix};
 
     fn data() -> Features {
         let v: Vec<f64> = (0..7 * 3)
@@ -950,6 +1039,77 @@ mod tests {
                 }
                 let (oi, d) = (perm[i], q.diag()[i]);
                 assert!((d - kernel_value(&x, spec, oi, oi)).abs() < 1e-12);
+            }
+        }
+    }
+
+    /// A sparse matrix with `d <= nnz` (so the gather path is on): negative values, `-0.0`
+    /// entries, an empty row, rows sharing no index, and sums that cancel.
+    fn sparse_data() -> Features {
+        let (n, d) = (23usize, 9usize);
+        let (mut indptr, mut indices, mut values) = (vec![0], Vec::new(), Vec::new());
+        for r in 0..n {
+            if r != 5 {
+                for k in 0..d {
+                    if (r * 7 + k * 3) % 5 < 2 + r % 3 {
+                        indices.push(k as u32);
+                        let v = match (r + k) % 7 {
+                            0 => -0.0,
+                            1 => 0.5,
+                            2 => -0.5,
+                            _ => ((r * 13 + k * 29) % 17) as f64 / 3.0 - 2.7,
+                        };
+                        values.push(v);
+                    }
+                }
+            }
+            indptr.push(indices.len());
+        }
+        Features::Sparse(CsrMatrix::new(d, indptr, indices, values).unwrap())
+    }
+
+    #[test]
+    fn sparse_gather_columns_equal_the_merge_bit_for_bit() {
+        let x = sparse_data();
+        let Features::Sparse(m) = &x else {
+            unreachable!()
+        };
+        let n = m.n_rows();
+        let y: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { -1 } else { 1 }).collect();
+        for spec in [
+            KernelSpec::Linear,
+            KernelSpec::Rbf { gamma: 0.7 },
+            KernelSpec::Poly {
+                gamma: 0.5,
+                coef0: 1.0,
+                degree: 3,
+            },
+            KernelSpec::Sigmoid {
+                gamma: 0.3,
+                coef0: 0.1,
+            },
+        ] {
+            let mut q = SvcQ::new(&x, spec, &y, 0).unwrap();
+            assert!(matches!(&q.rows.rows, Rows::Sparse { dense, .. } if dense.len() == 9));
+            let mut merge = SvcQ::new(&x, spec, &y, 0).unwrap();
+            if let Rows::Sparse { dense, .. } = &mut merge.rows.rows {
+                *dense = Vec::new();
+            }
+            for &(a, b) in &[(0, 22), (5, 3), (1, 17), (0, 3)] {
+                q.swap_index(a, b);
+                merge.swap_index(a, b);
+            }
+            for i in 0..n {
+                // Partial columns too: the fill starts at the cached length.
+                let part = q.column(i, i % 11 + 1).to_vec();
+                let got = q.column(i, n).to_vec();
+                let want = merge.column(i, n).to_vec();
+                let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{spec:?} column {i}");
+                assert_eq!(bits(&part), bits(&want[..part.len()]));
+            }
+            if let Rows::Sparse { dense, .. } = &q.rows.rows {
+                assert!(dense.iter().all(|v| v.to_bits() == 0), "buffer left dirty");
             }
         }
     }

@@ -20,7 +20,7 @@
 //! `a_i s_i` and their `max(0, -s_i)` is reported separately as the dual residual; they also
 //! bound `b` to an interval (its midpoint is used if it is empty). `gap(b)` is convex and
 //! piecewise linear with breaks at `b = -y_i g_i`; its minimum over the allowed interval is
-//! found by bisection over the sorted breakpoints. Without the equality `b = 0`.
+//! found by a slope sweep over the sorted breakpoints. Without the equality `b = 0`.
 
 use super::{BoxQp, Equality, VarFix};
 
@@ -96,12 +96,13 @@ pub fn check_gradient(g: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
         };
         bound_violation = bound_violation.max(v);
     }
-    let free: Vec<usize> = (0..n).filter(|&i| fixed(i) == VarFix::Free).collect();
+    let free = |i: usize| fixed(i) == VarFix::Free;
+    let vars = Vars { n, sel: &free };
     let y = |i: usize| if qp.y[i] < 0 { -1.0 } else { 1.0 };
     match qp.equality {
         Equality::None => {
             let mut viol = 0.0f64;
-            for &i in &free {
+            for i in vars.iter() {
                 let pg = if qp.upper[i] <= 0.0 {
                     // Both bounds at once: the variable cannot move.
                     0.0
@@ -117,8 +118,8 @@ pub fn check_gradient(g: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
             KktReport {
                 objective,
                 max_violation: viol,
-                gap: gap_at(0.0, &free, g, alpha, qp.upper, &y),
-                dual_residual: dual_residual(0.0, &free, g, qp.upper, &y),
+                gap: gap_at(0.0, vars, g, alpha, qp.upper, &y),
+                dual_residual: dual_residual(0.0, vars, g, qp.upper, &y),
                 b: 0.0,
                 bound_violation,
                 equality_residual: 0.0,
@@ -126,7 +127,7 @@ pub fn check_gradient(g: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
         }
         Equality::Sum { delta } => {
             let (mut m_up, mut m_low) = (f64::NEG_INFINITY, f64::INFINITY);
-            for &i in &free {
+            for i in vars.iter() {
                 let f = -y(i) * g[i];
                 let (at_low, at_up) = (alpha[i] <= 0.0, alpha[i] >= qp.upper[i]);
                 let (up, low) = if y(i) > 0.0 {
@@ -147,12 +148,12 @@ pub fn check_gradient(g: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
                 0.0
             };
             let res: f64 = (0..n).map(|i| y(i) * alpha[i]).sum::<f64>() - delta;
-            let (b, gap) = min_gap(&free, g, alpha, qp.upper, &y);
+            let (b, gap) = min_gap(vars, g, alpha, qp.upper, &y);
             KktReport {
                 objective,
                 max_violation: viol,
                 gap,
-                dual_residual: dual_residual(b, &free, g, qp.upper, &y),
+                dual_residual: dual_residual(b, vars, g, qp.upper, &y),
                 b,
                 bound_violation,
                 equality_residual: res.abs(),
@@ -161,40 +162,62 @@ pub fn check_gradient(g: &[f64], qp: &BoxQp<'_>, alpha: &[f64]) -> KktReport {
     }
 }
 
-/// Duality gap of the variables `0..g.len()` (all free) from a solver's gradient, `y` as
-/// +-1.0: minimized over one equality multiplier (`groups == 1`), one per sign of `y`
+/// The variables a gap runs over: those `i < n` with `sel(i)`, always in increasing order (so
+/// every sum is taken in the same order), without an index list in memory.
+struct Vars<'s, S: Fn(usize) -> bool> {
+    n: usize,
+    sel: &'s S,
+}
+
+impl<S: Fn(usize) -> bool> Clone for Vars<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S: Fn(usize) -> bool> Copy for Vars<'_, S> {}
+
+impl<S: Fn(usize) -> bool> Vars<'_, S> {
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.n).filter(|&i| (self.sel)(i))
+    }
+}
+
+/// Duality gap of the variables `0..g.len()` (all free) from a solver's gradient and signs:
+/// minimized over one equality multiplier (`groups == 1`), one per sign of `y`
 /// (`groups == 2`, the two equalities of the nu formulations), or with `b = 0` (`groups == 0`).
-pub(crate) fn gap_from_state(g: &[f64], a: &[f64], u: &[f64], y: &[f64], groups: u8) -> f64 {
-    let yf = |i: usize| if y[i] < 0.0 { -1.0 } else { 1.0 };
-    let all: Vec<usize> = (0..g.len()).collect();
+/// Allocates only the sort order of the breakpoints (`u32` positions when they fit).
+pub(crate) fn gap_from_state(g: &[f64], a: &[f64], u: &[f64], y: &[i8], groups: u8) -> f64 {
+    let yf = |i: usize| if y[i] < 0 { -1.0 } else { 1.0 };
+    let n = g.len();
     match groups {
-        0 => gap_at(0.0, &all, g, a, u, &yf),
-        1 => min_gap(&all, g, a, u, &yf).1,
+        0 => gap_at(0.0, Vars { n, sel: &|_| true }, g, a, u, &yf),
+        1 => min_gap(Vars { n, sel: &|_| true }, g, a, u, &yf).1,
         _ => {
-            let pos: Vec<usize> = all.iter().copied().filter(|&i| y[i] > 0.0).collect();
-            let neg: Vec<usize> = all.iter().copied().filter(|&i| y[i] <= 0.0).collect();
-            let part = |s: &[usize]| {
-                if s.is_empty() {
+            let part = |positive: bool| {
+                let sel = |i: usize| (y[i] > 0) == positive;
+                let vars = Vars { n, sel: &sel };
+                if vars.iter().next().is_none() {
                     0.0
                 } else {
-                    min_gap(s, g, a, u, &yf).1
+                    min_gap(vars, g, a, u, &yf).1
                 }
             };
-            part(&pos) + part(&neg)
+            part(true) + part(false)
         }
     }
 }
 
-fn gap_at(
+fn gap_at<S: Fn(usize) -> bool>(
     b: f64,
-    free: &[usize],
+    vars: Vars<'_, S>,
     g: &[f64],
     a: &[f64],
     u: &[f64],
     y: &impl Fn(usize) -> f64,
 ) -> f64 {
     let mut sum = 0.0;
-    for &i in free {
+    for i in vars.iter() {
         let s = g[i] + b * y(i);
         sum += a[i] * s;
         if u[i].is_finite() {
@@ -204,16 +227,80 @@ fn gap_at(
     sum
 }
 
-fn dual_residual(b: f64, free: &[usize], g: &[f64], u: &[f64], y: &impl Fn(usize) -> f64) -> f64 {
-    free.iter()
-        .filter(|&&i| !u[i].is_finite())
-        .map(|&i| (-(g[i] + b * y(i))).max(0.0))
+fn dual_residual<S: Fn(usize) -> bool>(
+    b: f64,
+    vars: Vars<'_, S>,
+    g: &[f64],
+    u: &[f64],
+    y: &impl Fn(usize) -> f64,
+) -> f64 {
+    vars.iter()
+        .filter(|&i| !u[i].is_finite())
+        .map(|i| (-(g[i] + b * y(i))).max(0.0))
         .fold(0.0, f64::max)
 }
 
+/// Positions of the breakpoints, sorted by `t_i` with ties in increasing position (the order
+/// of a stable sort of the breakpoints listed by position).
+trait Position: Copy + Ord {
+    fn at(self) -> usize;
+    fn of(i: usize) -> Self;
+}
+
+impl Position for u32 {
+    #[inline]
+    fn at(self) -> usize {
+        self as usize
+    }
+    #[inline]
+    fn of(i: usize) -> Self {
+        // Only used when every position fits (checked by the caller).
+        u32::try_from(i).unwrap_or(u32::MAX)
+    }
+}
+
+impl Position for usize {
+    #[inline]
+    fn at(self) -> usize {
+        self
+    }
+    #[inline]
+    fn of(i: usize) -> Self {
+        i
+    }
+}
+
+/// The unconstrained minimizer of `gap(b)` from the slope left of every breakpoint: the first
+/// breakpoint (in `t` order) at which the slope turns `>= 0` (the first breakpoint if it is
+/// never negative; the last if it never turns; 0 without breakpoints).
+fn sweep<P: Position, S: Fn(usize) -> bool>(
+    vars: Vars<'_, S>,
+    mut slope: f64,
+    t: &impl Fn(usize) -> f64,
+    u: &[f64],
+) -> f64 {
+    let mut order: Vec<P> = vars
+        .iter()
+        .filter(|&i| u[i].is_finite() && u[i] > 0.0)
+        .map(P::of)
+        .collect();
+    order.sort_unstable_by(|&i, &j| t(i.at()).total_cmp(&t(j.at())).then(i.cmp(&j)));
+    let mut b = order.first().map_or(0.0, |&i| t(i.at()));
+    if slope < 0.0 {
+        for &i in &order {
+            b = t(i.at());
+            slope += u[i.at()];
+            if slope >= 0.0 {
+                break;
+            }
+        }
+    }
+    b
+}
+
 /// Minimizes the convex piecewise-linear `gap(b)`; returns `(b, gap)`.
-fn min_gap(
-    free: &[usize],
+fn min_gap<S: Fn(usize) -> bool>(
+    vars: Vars<'_, S>,
     g: &[f64],
     a: &[f64],
     u: &[f64],
@@ -221,7 +308,7 @@ fn min_gap(
 ) -> (f64, f64) {
     // Infinite bounds need s_i = g_i + b y_i >= 0.
     let (mut lo, mut hi) = (f64::NEG_INFINITY, f64::INFINITY);
-    for &i in free {
+    for i in vars.iter() {
         if !u[i].is_finite() {
             if y(i) > 0.0 {
                 lo = lo.max(-g[i]);
@@ -232,42 +319,28 @@ fn min_gap(
     }
     if lo > hi {
         let b = 0.5 * (lo + hi);
-        return (b, gap_at(b, free, g, a, u, y));
+        return (b, gap_at(b, vars, g, a, u, y));
     }
     // gap(b) is convex and piecewise linear; its slope is known exactly, so the minimum is
     // found by a sweep over the sorted breakpoints t_i = -y_i g_i, without comparing function
     // values (near-equal breakpoints would make such comparisons rounding noise). Left of
     // every breakpoint the terms with y_i > 0 have s_i < 0, so the slope is
-    // sum_i a_i y_i - sum_{y_i > 0, u_i finite} u_i; crossing t_i adds u_i.
-    let mut bp: Vec<(f64, f64)> = free
+    // sum_i a_i y_i - sum_{y_i > 0, u_i finite} u_i; crossing t_i adds u_i. Only the sort
+    // order of the breakpoints is stored (positions, not (t_i, u_i) pairs).
+    let mut slope: f64 = vars.iter().map(|i| a[i] * y(i)).sum();
+    slope -= vars
         .iter()
-        .filter(|&&i| u[i].is_finite() && u[i] > 0.0)
-        .map(|&i| (-y(i) * g[i], u[i]))
-        .collect();
-    let mut slope: f64 = free.iter().map(|&i| a[i] * y(i)).sum();
-    slope -= free
-        .iter()
-        .filter(|&&i| u[i].is_finite() && u[i] > 0.0 && y(i) > 0.0)
-        .map(|&i| u[i])
+        .filter(|&i| u[i].is_finite() && u[i] > 0.0 && y(i) > 0.0)
+        .map(|i| u[i])
         .sum::<f64>();
-    bp.sort_by(|x, y| x.0.total_cmp(&y.0));
-    // The unconstrained minimizer: the first breakpoint at which the slope turns >= 0 (the
-    // first breakpoint if it is never negative; the last if it never turns).
-    let mut b = match bp.first() {
-        Some(&(t, _)) => t,
-        None => 0.0,
+    let t = |i: usize| -y(i) * g[i];
+    let b = if u32::try_from(vars.n).is_ok() {
+        sweep::<u32, S>(vars, slope, &t, u)
+    } else {
+        sweep::<usize, S>(vars, slope, &t, u)
     };
-    if slope < 0.0 {
-        for &(t, ui) in &bp {
-            b = t;
-            slope += ui;
-            if slope >= 0.0 {
-                break;
-            }
-        }
-    }
     let b = b.clamp(lo, hi);
-    (b, gap_at(b, free, g, a, u, y))
+    (b, gap_at(b, vars, g, a, u, y))
 }
 
 #[cfg(test)]
@@ -288,6 +361,70 @@ mod tests {
         };
         let rep = check_dense(&q, &qp, &[0.0; 5]);
         assert!(rep.gap.abs() < 1e-12, "{rep:?}");
+    }
+
+    /// The slope sweep against a brute-force minimum over every breakpoint (the minimum of a
+    /// convex piecewise-linear function is attained at one), with repeated breakpoints,
+    /// zero and infinite bounds, one and two multipliers.
+    #[test]
+    fn state_gap_equals_the_minimum_over_all_breakpoints() {
+        let n = 40;
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for case in 0..30 {
+            let y: Vec<i8> = (0..n).map(|_| if next() < 0.5 { -1 } else { 1 }).collect();
+            let u: Vec<f64> = (0..n)
+                .map(|i| match (i + case) % 9 {
+                    0 => 0.0,
+                    1 => 2.5,
+                    _ => 1.0,
+                })
+                .collect();
+            let a: Vec<f64> = u
+                .iter()
+                .map(|&ui| ui * (next() * 3.0).floor() / 2.0)
+                .collect();
+            // Few distinct gradient values: many repeated breakpoints.
+            let g: Vec<f64> = (0..n).map(|_| (next() * 7.0).floor() - 3.0).collect();
+            let yf = |i: usize| f64::from(y[i]);
+            let brute = |sel: &dyn Fn(usize) -> bool| {
+                let at = |b: f64| -> f64 {
+                    (0..n)
+                        .filter(|&i| sel(i))
+                        .map(|i| {
+                            let s = g[i] + b * yf(i);
+                            a[i] * s + u[i] * (-s).max(0.0)
+                        })
+                        .sum()
+                };
+                (0..n)
+                    .filter(|&i| sel(i))
+                    .map(|i| at(-yf(i) * g[i]))
+                    .fold(f64::INFINITY, f64::min)
+            };
+            let one = gap_from_state(&g, &a, &u, &y, 1);
+            let want = brute(&|_| true);
+            assert!(
+                (one - want).abs() <= 1e-12 * (1.0 + want.abs()),
+                "{one} vs {want}"
+            );
+            let two = gap_from_state(&g, &a, &u, &y, 2);
+            let part = |p: bool| {
+                if (0..n).any(|i| (y[i] > 0) == p) {
+                    brute(&|i| (y[i] > 0) == p)
+                } else {
+                    0.0
+                }
+            };
+            let want2 = part(true) + part(false);
+            assert!(
+                (two - want2).abs() <= 1e-12 * (1.0 + want2.abs()),
+                "{two} vs {want2}"
+            );
+        }
     }
 
     #[test]

@@ -96,30 +96,30 @@ pub(crate) struct State {
     pub g_bar: Vec<f64>,
     /// `p` plus the fixed variables' contribution `sum_{k fixed} Q_ik a_k`.
     pub p: Vec<f64>,
-    pub y: Vec<f64>,
+    /// Signs `+1` / `-1` (one byte each: the scans convert them exactly to `f64`).
+    pub y: Vec<i8>,
     pub upper: Vec<f64>,
     pub qd: Vec<f64>,
     pub status: Vec<Bound>,
-    /// [`IN_UP`] / [`IN_LOW`] bits, kept in step with `status` and `y`.
+    /// [`IN_UP`] / [`IN_LOW`] bits, kept in step with `status` and `y`; the scans turn them
+    /// into the additive masks 0 / `+inf` (see [`mask`]).
     pub flags: Vec<u8>,
-    /// 0 if the variable is in `I_up`, else `+inf` (a mask for branch-free scans).
-    pub up_inf: Vec<f64>,
-    /// 0 if the variable is in `I_low`, else `+inf`.
-    pub low_inf: Vec<f64>,
     /// Work space for the selection scans (not per-variable state; never swapped).
     pub scratch: Vec<f64>,
     /// The first WSS3 pass over the current gradient, done by the gradient update of the
     /// previous iteration (`scratch` holds its `y g + up_inf`); cleared by anything that
     /// changes the order, the active set or the gradient otherwise.
     pub(crate) pre: Option<Scan>,
-    /// Second work space (the single-variable rule's `|PG|`; never swapped).
+    /// Second work space (the single-variable rule's `|PG|`; never swapped). Empty until a
+    /// solve without the equality needs it ([`State::ensure_scratch2`]).
     pub scratch2: Vec<f64>,
     /// The single-variable rule's map over the current gradient is in `scratch` (decreases)
     /// and `scratch2` (`|PG|`), written by the gradient update of the previous iteration;
     /// cleared with [`State::pre`].
     pub(crate) pre_single: bool,
-    /// Original index of the variable at each position.
-    pub perm: Vec<usize>,
+    /// Original index of the variable at each position (`u32`: [`State::new`] refuses
+    /// `n > u32::MAX`, far beyond what a kernel cache can serve).
+    pub perm: Vec<u32>,
     /// `1/2 a_X'Q_XX a_X + p_X'a_X` over the fixed variables.
     pub obj_fixed: f64,
     /// Equality right-hand side (for invariant checks); `None` without the equality.
@@ -145,9 +145,26 @@ impl State {
         self.qd.swap(i, j);
         self.status.swap(i, j);
         self.flags.swap(i, j);
-        self.up_inf.swap(i, j);
-        self.low_inf.swap(i, j);
         self.perm.swap(i, j);
+    }
+
+    /// `y_i` as `f64` (exact).
+    #[inline]
+    pub fn yf(&self, i: usize) -> f64 {
+        f64::from(self.y[i])
+    }
+
+    /// Original index of the variable at position `k`.
+    #[inline]
+    pub fn orig(&self, k: usize) -> usize {
+        self.perm[k] as usize
+    }
+
+    /// Sizes the single-variable rule's second work space (solves without the equality).
+    pub fn ensure_scratch2(&mut self) {
+        if self.scratch2.len() != self.n {
+            self.scratch2 = vec![0.0; self.n];
+        }
     }
 
     #[inline]
@@ -165,16 +182,13 @@ impl State {
     pub fn update_status(&mut self, i: usize) {
         let b = Self::bound_of(self.alpha[i], self.upper[i]);
         self.status[i] = b;
-        let f = Self::flags_of(b, self.y[i]);
-        self.flags[i] = f;
-        self.up_inf[i] = if f & IN_UP != 0 { 0.0 } else { f64::INFINITY };
-        self.low_inf[i] = if f & IN_LOW != 0 { 0.0 } else { f64::INFINITY };
+        self.flags[i] = Self::flags_of(b, self.y[i]);
     }
 
     #[inline]
-    fn flags_of(b: Bound, y: f64) -> u8 {
+    fn flags_of(b: Bound, y: i8) -> u8 {
         let (inc, dec) = (b != Bound::Upper, b != Bound::Lower);
-        let (up, low) = if y > 0.0 { (inc, dec) } else { (dec, inc) };
+        let (up, low) = if y > 0 { (inc, dec) } else { (dec, inc) };
         (if up { IN_UP } else { 0 }) | (if low { IN_LOW } else { 0 })
     }
 
@@ -204,6 +218,9 @@ impl State {
                 "p, y, upper and alpha must all have q.n() entries",
             ));
         }
+        let Ok(n32) = u32::try_from(n) else {
+            return Err(SolveError::Dimensions("more than u32::MAX variables"));
+        };
         if let Some(f) = qp.fixed {
             if f.len() != n {
                 return Err(SolveError::Dimensions("fixed must have q.n() entries"));
@@ -283,22 +300,16 @@ impl State {
             g: vec![0.0; n],
             g_bar: vec![0.0; n],
             p: qp.p.to_vec(),
-            y: qp
-                .y
-                .iter()
-                .map(|&v| if v < 0 { -1.0 } else { 1.0 })
-                .collect(),
+            y: qp.y.iter().map(|&v| if v < 0 { -1 } else { 1 }).collect(),
             upper: qp.upper.to_vec(),
             qd: q.diag().to_vec(),
             status: vec![Bound::Lower; n],
             flags: vec![0; n],
-            up_inf: vec![0.0; n],
-            low_inf: vec![0.0; n],
             scratch: vec![0.0; n],
             pre: None,
-            scratch2: vec![0.0; n],
+            scratch2: Vec::new(),
             pre_single: false,
-            perm: (0..n).collect(),
+            perm: (0..n32).collect(),
             obj_fixed: 0.0,
             delta,
             unshrunk: false,
@@ -309,10 +320,10 @@ impl State {
         let mut l = n;
         let mut i = 0;
         loop {
-            while l > i && is_fixed[st.perm[l - 1]] {
+            while l > i && is_fixed[st.orig(l - 1)] {
                 l -= 1;
             }
-            while i < l && !is_fixed[st.perm[i]] {
+            while i < l && !is_fixed[st.orig(i)] {
                 i += 1;
             }
             if i >= l {
@@ -430,18 +441,14 @@ impl State {
             if !(a >= 0.0 && a <= u) || self.status[i] != Self::bound_of(a, u) {
                 return false;
             }
-            let f = Self::flags_of(self.status[i], self.y[i]);
-            if self.flags[i] != f
-                || (self.up_inf[i] == 0.0) != (f & IN_UP != 0)
-                || (self.low_inf[i] == 0.0) != (f & IN_LOW != 0)
-            {
+            if self.flags[i] != Self::flags_of(self.status[i], self.y[i]) {
                 return false;
             }
         }
         if let Some(d) = self.delta {
             let (mut s, mut scale) = (0.0, 1.0f64);
             for i in 0..self.n {
-                s += self.y[i] * self.alpha[i];
+                s += self.yf(i) * self.alpha[i];
                 scale += self.alpha[i].abs();
             }
             if (s - d).abs() > 1e-8 * scale.max(d.abs()) {
@@ -457,8 +464,8 @@ impl State {
     /// cached column, so the cached columns stay valid for a following solve on the same `q`.
     pub fn restore_order<Q: QMatrix + ?Sized>(&mut self, q: &mut Q) {
         for k in 0..self.n {
-            while self.perm[k] != k {
-                let t = self.perm[k];
+            while self.orig(k) != k {
+                let t = self.orig(k);
                 self.swap(q, k, t);
             }
         }
@@ -467,7 +474,7 @@ impl State {
     /// Writes the solution back in the original order.
     pub fn scatter(&self, out: &mut [f64]) {
         for (i, &o) in self.perm.iter().enumerate() {
-            out[o] = self.alpha[i];
+            out[o as usize] = self.alpha[i];
         }
     }
 
@@ -477,21 +484,21 @@ impl State {
         let (mut ub, mut lb) = (f64::INFINITY, f64::NEG_INFINITY);
         let (mut sum, mut nf) = (0.0, 0usize);
         for i in 0..self.active {
-            let yg = self.y[i] * self.g[i];
+            let yg = self.yf(i) * self.g[i];
             match self.status[i] {
                 Bound::Free => {
                     sum += yg;
                     nf += 1;
                 }
                 Bound::Upper => {
-                    if self.y[i] < 0.0 {
+                    if self.y[i] < 0 {
                         ub = ub.min(yg)
                     } else {
                         lb = lb.max(yg)
                     }
                 }
                 Bound::Lower => {
-                    if self.y[i] > 0.0 {
+                    if self.y[i] > 0 {
                         ub = ub.min(yg)
                     } else {
                         lb = lb.max(yg)
@@ -632,9 +639,22 @@ fn min_of(acc: &[f64; LANES]) -> f64 {
     m
 }
 
-/// One position of the first pass: writes `y g + up_inf` and folds both minima.
+/// The additive mask of a flag bit: 0 when `flags` has `bit`, else `+inf` (branch-free).
 #[inline(always)]
-fn scan_one(gt: f64, yt: f64, u: f64, l: f64, o: &mut f64, mu: &mut f64, ml: &mut f64) {
+fn mask(flags: u8, bit: u8) -> f64 {
+    if flags & bit != 0 {
+        0.0
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// One position of the first pass: writes `y g + up_inf` and folds both minima (`up_inf`,
+/// `low_inf`: the masks of [`IN_UP`], [`IN_LOW`]).
+#[inline(always)]
+fn scan_one(gt: f64, y: i8, f: u8, o: &mut f64, mu: &mut f64, ml: &mut f64) {
+    let yt = f64::from(y);
+    let (u, l) = (mask(f, IN_UP), mask(f, IN_LOW));
     let s_up = yt * gt + u;
     *o = s_up;
     *mu = if s_up < *mu { s_up } else { *mu };
@@ -658,9 +678,8 @@ fn scan_chunk(
     base: usize,
     g: &mut [f64],
     sc: &mut [f64],
-    y: &[f64],
-    up: &[f64],
-    low: &[f64],
+    y: &[i8],
+    fl: &[u8],
     upd: Option<PairDelta<'_>>,
 ) -> Scan {
     let mut mu = [f64::INFINITY; LANES];
@@ -671,27 +690,24 @@ fn scan_chunk(
             .chunks_exact_mut(LANES)
             .zip(sc[..full].chunks_exact_mut(LANES))
             .zip(y[..full].chunks_exact(LANES))
-            .zip(up[..full].chunks_exact(LANES))
-            .zip(low[..full].chunks_exact(LANES));
+            .zip(fl[..full].chunks_exact(LANES));
         match upd {
             Some(d) => {
                 let qs = d.qi[..full]
                     .chunks_exact(LANES)
                     .zip(d.qj[..full].chunks_exact(LANES));
-                for (((((gc, oc), yc), uc), lc), (ac, bc)) in it.zip(qs) {
+                for ((((gc, oc), yc), fc), (ac, bc)) in it.zip(qs) {
                     for r in 0..LANES {
                         let gt = gc[r] + (f64::from(ac[r]) * d.dai + f64::from(bc[r]) * d.daj);
                         gc[r] = gt;
-                        scan_one(gt, yc[r], uc[r], lc[r], &mut oc[r], &mut mu[r], &mut ml[r]);
+                        scan_one(gt, yc[r], fc[r], &mut oc[r], &mut mu[r], &mut ml[r]);
                     }
                 }
             }
             None => {
-                for ((((gc, oc), yc), uc), lc) in it {
+                for (((gc, oc), yc), fc) in it {
                     for r in 0..LANES {
-                        scan_one(
-                            gc[r], yc[r], uc[r], lc[r], &mut oc[r], &mut mu[r], &mut ml[r],
-                        );
+                        scan_one(gc[r], yc[r], fc[r], &mut oc[r], &mut mu[r], &mut ml[r]);
                     }
                 }
             }
@@ -701,9 +717,7 @@ fn scan_chunk(
         if let Some(d) = upd {
             g[t] += f64::from(d.qi[t]) * d.dai + f64::from(d.qj[t]) * d.daj;
         }
-        scan_one(
-            g[t], y[t], up[t], low[t], &mut sc[t], &mut mu[0], &mut ml[0],
-        );
+        scan_one(g[t], y[t], fl[t], &mut sc[t], &mut mu[0], &mut ml[0]);
     }
     let m = min_of(&mu);
     let at = if m < f64::INFINITY {
@@ -724,7 +738,7 @@ fn scan_active(st: &mut State, upd: Option<PairDelta<'_>>) -> Scan {
     use rayon::prelude::*;
     let act = st.active;
     let (g, sc) = (&mut st.g[..act], &mut st.scratch[..act]);
-    let (y, up, low) = (&st.y[..act], &st.up_inf[..act], &st.low_inf[..act]);
+    let (y, fl) = (&st.y[..act], &st.flags[..act]);
     let threads = rayon::current_num_threads();
     if threads > 1 && act >= PAR_SCAN {
         let len = act.div_ceil(threads).next_multiple_of(LANES);
@@ -738,11 +752,11 @@ fn scan_active(st: &mut State, upd: Option<PairDelta<'_>>) -> Scan {
                     qj: &d.qj[lo..hi],
                     ..d
                 });
-                scan_chunk(lo, gc, scc, &y[lo..hi], &up[lo..hi], &low[lo..hi], part)
+                scan_chunk(lo, gc, scc, &y[lo..hi], &fl[lo..hi], part)
             })
             .reduce(|| Scan::NONE, Scan::combine)
     } else {
-        scan_chunk(0, g, sc, y, up, low, upd)
+        scan_chunk(0, g, sc, y, fl, upd)
     }
 }
 
@@ -760,15 +774,16 @@ struct SecondPass {
 fn second_chunk(
     base: usize,
     sc: &mut [f64],
-    y: &[f64],
+    y: &[i8],
     g: &[f64],
-    low: &[f64],
+    fl: &[u8],
     qd: &[f64],
     col: &[f32],
     p: SecondPass,
 ) -> ArgMin {
     let mut acc = [f64::INFINITY; LANES];
-    let one = |o: &mut f64, yt: f64, gt: f64, m: f64, qdt: f64, qit: f32, a: &mut f64| {
+    let one = |o: &mut f64, yt: i8, gt: f64, f: u8, qdt: f64, qit: f32, a: &mut f64| {
+        let (yt, m) = (f64::from(yt), mask(f, IN_LOW));
         let b = p.gmax + yt * gt;
         let quad = p.qdi + qdt - 2.0 * p.yi * yt * f64::from(qit);
         let quad = if quad > 0.0 { quad } else { TAU };
@@ -782,7 +797,7 @@ fn second_chunk(
         .chunks_exact_mut(LANES)
         .zip(y[..full].chunks_exact(LANES))
         .zip(g[..full].chunks_exact(LANES))
-        .zip(low[..full].chunks_exact(LANES))
+        .zip(fl[..full].chunks_exact(LANES))
         .zip(qd[..full].chunks_exact(LANES))
         .zip(col[..full].chunks_exact(LANES));
     for (((((oc, yc), gc), lc), qc), cc) in it {
@@ -791,7 +806,7 @@ fn second_chunk(
         }
     }
     for t in full..sc.len() {
-        one(&mut sc[t], y[t], g[t], low[t], qd[t], col[t], &mut acc[0]);
+        one(&mut sc[t], y[t], g[t], fl[t], qd[t], col[t], &mut acc[0]);
     }
     let m = min_of(&acc);
     let at = if m < f64::INFINITY {
@@ -805,7 +820,7 @@ fn second_chunk(
 /// WSS3 over the active set. Returns the pair and `Q_ij`, or `None` when `m - M <= tol`;
 /// always sets the violation `m - M` (`-inf` when a side is empty).
 ///
-/// Two passes over contiguous arrays (masks `up_inf` / `low_inf` are 0 or `+inf`); the first
+/// Two passes over contiguous arrays (masks 0 or `+inf` from the flag bytes); the first
 /// is usually fused into the previous gradient update ([`State::pre`]). Ties go to the
 /// largest index, as a single scan with `>=` / `<=` would do. Long active sets are split
 /// across the rayon pool with an exact, order-independent combination.
@@ -826,7 +841,7 @@ fn select_pair<Q: QMatrix + ?Sized>(
         return None;
     }
     let i = first.up.at;
-    let gmax = -st.y[i] * st.g[i];
+    let gmax = -st.yf(i) * st.g[i];
     let gmin = first.low;
     *viol = gmax - gmin;
     if gmax - gmin < tol {
@@ -835,16 +850,11 @@ fn select_pair<Q: QMatrix + ?Sized>(
     let col = &q.column(i, act)[..act];
     let p = SecondPass {
         gmax,
-        yi: st.y[i],
+        yi: st.yf(i),
         qdi: st.qd[i],
     };
     let sc = &mut st.scratch[..act];
-    let (y, g, low, qd) = (
-        &st.y[..act],
-        &st.g[..act],
-        &st.low_inf[..act],
-        &st.qd[..act],
-    );
+    let (y, g, low, qd) = (&st.y[..act], &st.g[..act], &st.flags[..act], &st.qd[..act]);
     let threads = rayon::current_num_threads();
     let best = if threads > 1 && act >= PAR_SCAN {
         let len = act.div_ceil(threads).next_multiple_of(LANES);
@@ -974,7 +984,7 @@ fn select_single(st: &mut State, tol: f64, viol: &mut f64) -> Option<(usize, f64
 fn shrink_sum<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
     let (mut gmax, mut gmin) = (f64::NEG_INFINITY, f64::INFINITY);
     for t in 0..st.active {
-        let f = -st.y[t] * st.g[t];
+        let f = -st.yf(t) * st.g[t];
         if st.in_up(t) {
             gmax = gmax.max(f);
         }
@@ -987,7 +997,7 @@ fn shrink_sum<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
         st.reconstruct_gradient(q);
     }
     let out = |st: &State, t: usize| -> bool {
-        let f = -st.y[t] * st.g[t];
+        let f = -st.yf(t) * st.g[t];
         match (st.in_up(t), st.in_low(t)) {
             (false, true) => f > gmax,
             (true, false) => f < gmin,
@@ -1446,7 +1456,7 @@ pub(crate) fn solve_permuted<Q: QMatrix>(
     // `st.perm[k]` is the position (in the order on entry) now at `k`.
     let old = perm.to_vec();
     for (k, &s) in st.perm.iter().enumerate() {
-        perm[k] = old[s];
+        perm[k] = old[s as usize];
     }
     let (info, _) = out?;
     for (k, &o) in perm.iter().enumerate() {
@@ -1541,6 +1551,9 @@ fn iterate_ext<Q: QMatrix>(
     resume: Option<Driver>,
     want_snapshot: bool,
 ) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
+    if mode == Mode::None {
+        st.ensure_scratch2();
+    }
     let lim = Limits::new(settings, st.l);
     let tol = settings.tol;
     let shrinking = settings.shrinking == Shrinking::On;
@@ -1726,10 +1739,10 @@ impl SmoSnapshot {
             g: st.g.clone(),
             g_bar: st.g_bar.clone(),
             p: st.p.clone(),
-            y: st.y.clone(),
+            y: st.y.iter().map(|&v| f64::from(v)).collect(),
             upper: st.upper.clone(),
             qd: st.qd.clone(),
-            perm: st.perm.clone(),
+            perm: st.perm.iter().map(|&v| v as usize).collect(),
             obj_fixed: st.obj_fixed,
             delta: st.delta,
             unshrunk: st.unshrunk,
@@ -1922,6 +1935,12 @@ impl State {
                 "the snapshot has a different number of variables",
             ));
         }
+        let perm = s
+            .perm
+            .iter()
+            .map(|&v| u32::try_from(v))
+            .collect::<Result<Vec<u32>, _>>()
+            .map_err(|_| SolveError::Dimensions("more than u32::MAX variables"))?;
         // Bring q into the snapshot's order: position k must hold original variable perm[k].
         let mut cur: Vec<usize> = (0..n).collect();
         let mut pos: Vec<usize> = (0..n).collect();
@@ -1943,18 +1962,16 @@ impl State {
             g: s.g.clone(),
             g_bar: s.g_bar.clone(),
             p: s.p.clone(),
-            y: s.y.clone(),
+            y: s.y.iter().map(|&v| if v < 0.0 { -1 } else { 1 }).collect(),
             upper: s.upper.clone(),
             qd: s.qd.clone(),
             status: vec![Bound::Lower; n],
             flags: vec![0; n],
-            up_inf: vec![0.0; n],
-            low_inf: vec![0.0; n],
             scratch: vec![0.0; n],
             pre: None,
-            scratch2: vec![0.0; n],
+            scratch2: Vec::new(),
             pre_single: false,
-            perm: s.perm.clone(),
+            perm,
             obj_fixed: s.obj_fixed,
             delta: s.delta,
             unshrunk: s.unshrunk,

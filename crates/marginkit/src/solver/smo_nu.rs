@@ -64,8 +64,8 @@ pub(crate) fn select_nu<Q: QMatrix + ?Sized>(
         if !st.in_up(t) {
             continue;
         }
-        let f = -st.y[t] * st.g[t];
-        if st.y[t] > 0.0 {
+        let f = -st.yf(t) * st.g[t];
+        if st.y[t] > 0 {
             if f >= gp {
                 gp = f;
                 ip = t;
@@ -88,7 +88,7 @@ pub(crate) fn select_nu<Q: QMatrix + ?Sized>(
         if !st.in_low(j) {
             continue;
         }
-        let yj = st.y[j];
+        let yj = st.yf(j);
         let f = -yj * st.g[j];
         let (gi, i, col) = if yj > 0.0 {
             mp = mp.min(f);
@@ -119,7 +119,7 @@ pub(crate) fn select_nu<Q: QMatrix + ?Sized>(
     if *viol < tol || jbest == usize::MAX {
         return None;
     }
-    let i = if st.y[jbest] > 0.0 { ip } else { im };
+    let i = if st.y[jbest] > 0 { ip } else { im };
     Some((i, jbest, f64::from(qbest)))
 }
 
@@ -129,8 +129,8 @@ pub(crate) fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64
     let mut m_up = [f64::NEG_INFINITY; 2];
     let mut m_low = [f64::INFINITY; 2];
     for t in 0..st.active {
-        let c = usize::from(st.y[t] < 0.0);
-        let f = -st.y[t] * st.g[t];
+        let c = usize::from(st.y[t] < 0);
+        let f = -st.yf(t) * st.g[t];
         if st.in_up(t) {
             m_up[c] = m_up[c].max(f);
         }
@@ -143,8 +143,8 @@ pub(crate) fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64
         st.reconstruct_gradient(q);
     }
     let out = |st: &State, t: usize| -> bool {
-        let c = usize::from(st.y[t] < 0.0);
-        let f = -st.y[t] * st.g[t];
+        let c = usize::from(st.y[t] < 0);
+        let f = -st.yf(t) * st.g[t];
         match (st.in_up(t), st.in_low(t)) {
             (false, true) => f > m_up[c],
             (true, false) => f < m_low[c],
@@ -162,7 +162,7 @@ pub(crate) fn rho_r(st: &State) -> (f64, f64) {
     let mut sum = [0.0; 2];
     let mut nf = [0usize; 2];
     for i in 0..st.active {
-        let c = usize::from(st.y[i] < 0.0);
+        let c = usize::from(st.y[i] < 0);
         let g = st.g[i];
         match st.status[i] {
             super::smo::Bound::Upper => lb[c] = lb[c].max(g),
