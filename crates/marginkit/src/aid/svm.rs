@@ -844,7 +844,8 @@ fn nystrom_features(
         for &k in &kept {
             d -= lf[j * r + k] * lf[j * r + k];
         }
-        if !(d > NYSTROM_PIVOT_RTOL * maxd) {
+        // NaN or a vanishing (or negative: indefinite kernel) pivot: drop the landmark.
+        if d.is_nan() || d <= NYSTROM_PIVOT_RTOL * maxd {
             continue;
         }
         let dj = d.sqrt();

@@ -192,7 +192,6 @@ impl State {
 
     /// Builds the state: validates, forces fixed variables, permutes them to the end, and
     /// initializes the gradient from the nonzero entries of the warm start.
-    #[allow(clippy::needless_range_loop)]
     pub fn new<Q: QMatrix + ?Sized>(
         q: &mut Q,
         qp: &BoxQp<'_>,
@@ -203,6 +202,7 @@ impl State {
 
     /// [`State::new`] with the warm start's gradient terms given by the caller (used only when
     /// no variable is fixed; otherwise they are computed from the columns as usual).
+    #[allow(clippy::needless_range_loop)]
     pub(crate) fn new_with<Q: QMatrix + ?Sized>(
         q: &mut Q,
         qp: &BoxQp<'_>,
