@@ -105,6 +105,50 @@ fn aid_svm_linear_and_rbf_models_predict() {
 }
 
 #[test]
+fn aid_svm_nystrom_steering_is_certified_and_predicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = lib_data("heart_scale");
+    let tr = train.to_str().unwrap();
+    let args = ["aid", "svm", "-t", "2", "-c", "0.5", tr];
+    let averaged = json(&run(
+        &[&args[..], &["avg.model", "--json"]].concat(),
+        dir.path(),
+    ));
+    let out = json(&run(
+        &[
+            &args[..],
+            &["nys.model", "--json", "--steer", "nystrom", "--rank", "20"],
+        ]
+        .concat(),
+        dir.path(),
+    ));
+    let last = out["iterations"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    // The last record is the exact finish on the full problem: r = 1, gap within 1e-4.
+    assert_eq!(last["r"].as_f64().unwrap(), 1.0);
+    assert!(last["gap"].as_f64().unwrap() <= 1e-4);
+    let (a, b) = (
+        averaged["objective"].as_f64().unwrap(),
+        out["objective"].as_f64().unwrap(),
+    );
+    assert!((a - b).abs() <= 2e-4 * a, "{a} vs {b}");
+    let p = run(&["predict", tr, "nys.model", "out.txt"], dir.path());
+    assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
+    fails_with(
+        &run(
+            &[&args[..], &["x.model", "--steer", "bogus"]].concat(),
+            dir.path(),
+        ),
+        "--steer bogus",
+    );
+    assert!(!dir.path().join("x.model").exists());
+}
+
+#[test]
 fn aid_s3vm_two_files_and_exact() {
     let dir = tempfile::tempdir().unwrap();
     let lab = dir.path().join("lab.svm");

@@ -248,6 +248,7 @@ fn fit_aid_svc<'py>(
         solver_tol: tol,
         settings: aid_settings(gap_tol, max_iter, time_limit)?,
         linear_engine,
+        kernel_steering: Default::default(),
     };
     let data = dataset(&x, &y, &None, None)?;
     let t_rust = Instant::now();

@@ -13,27 +13,34 @@
 use std::time::Instant;
 
 use marginkit::aid::lad::{fit_aid_lad, fit_lad, AidLadParams};
-use marginkit::aid::svm::{fit_aid_svm, AidSvmParams};
+use marginkit::aid::svm::{fit_aid_svm, AidSvmParams, KernelSteering};
 use marginkit::solver::NoObserver;
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::svm::{train::fit, SvmParams};
 use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
 
 /// Reads a little-endian float64 `.npy` file (format 1.0/2.0, C order): (shape, values).
+/// Streams the payload in 1 MiB blocks so the peak memory is the values alone (not bytes + values).
 fn read_npy(path: &str) -> Result<(Vec<usize>, Vec<f64>), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+    use std::io::Read;
+    let mut f =
+        std::io::BufReader::new(std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?);
+    let mut pre = [0u8; 10];
+    f.read_exact(&mut pre).map_err(|e| format!("{path}: {e}"))?;
+    if &pre[..6] != b"\x93NUMPY" {
         return Err(format!("{path}: not a .npy file"));
     }
-    let (hlen, start) = if bytes[6] == 1 {
-        (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10)
+    let hlen = if pre[6] == 1 {
+        u16::from_le_bytes([pre[8], pre[9]]) as usize
     } else {
-        (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        )
+        let mut two = [0u8; 2];
+        f.read_exact(&mut two).map_err(|e| format!("{path}: {e}"))?;
+        u32::from_le_bytes([pre[8], pre[9], two[0], two[1]]) as usize
     };
-    let header = std::str::from_utf8(&bytes[start..start + hlen]).map_err(|e| e.to_string())?;
+    let mut hbytes = vec![0u8; hlen];
+    f.read_exact(&mut hbytes)
+        .map_err(|e| format!("{path}: {e}"))?;
+    let header = std::str::from_utf8(&hbytes).map_err(|e| e.to_string())?;
     if !header.contains("'<f8'") || header.contains("'fortran_order': True") {
         return Err(format!(
             "{path}: need float64 little-endian C order ({header})"
@@ -50,11 +57,19 @@ fn read_npy(path: &str) -> Result<(Vec<usize>, Vec<f64>), String> {
         .filter(|s| !s.is_empty())
         .map(|s| s.parse::<usize>().map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
-    let data = &bytes[start + hlen..];
-    let vals: Vec<f64> = data
-        .chunks_exact(8)
-        .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-        .collect();
+    let total: usize = shape.iter().product();
+    let mut vals = Vec::with_capacity(total);
+    let mut block = vec![0u8; 1 << 20];
+    while vals.len() < total {
+        let want = ((total - vals.len()) * 8).min(block.len());
+        f.read_exact(&mut block[..want])
+            .map_err(|e| format!("{path}: {e}"))?;
+        vals.extend(
+            block[..want]
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+        );
+    }
     Ok((shape, vals))
 }
 
@@ -98,22 +113,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         }
         "svm-aid" => {
+            // An optional 7th argument: the Nystrom rank of the steered kernel AID.
+            let kernel_steering = match args.get(6) {
+                Some(r) => KernelSteering::Nystrom {
+                    rank: r.parse()?,
+                    steer_gap: 1e-3,
+                },
+                None => KernelSteering::AveragedGram,
+            };
             let params = AidSvmParams {
                 c,
                 kernel: gamma.map(|g| KernelSpec::Rbf { gamma: g }),
+                kernel_steering,
                 ..AidSvmParams::default()
             };
             let fit = fit_aid_svm(&data, &params, &mut |_| {})?;
             let last = fit.run.iterations.last().map_or(0.0, |r| r.r);
             format!(
-                "{{\"method\":\"svm-aid\",\"seconds\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"stop\":\"{}\"}}",
+                "{{\"method\":\"svm-aid\",\"seconds\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"stop\":\"{}\",\"finish\":{}}}",
                 t0.elapsed().as_secs_f64(),
                 fit.run.best_objective,
                 fit.run.lower_bound,
                 fit.run.iterations.len(),
                 fit.run.iterations[0].r,
                 last,
-                fit.run.stop.as_str()
+                fit.run.stop.as_str(),
+                fit.finish.map_or("null".to_string(), |f| format!(
+                    "{{\"rank\":{},\"steer_iterations\":{},\"steer_seconds\":{},\"smo_iterations\":{},\"finish_seconds\":{},\"smo_tol\":{}}}",
+                    f.rank, f.steer_iterations, f.steer_seconds, f.smo_iterations, f.finish_seconds, f.smo_tol
+                ))
             )
         }
         "svm-full" => {

@@ -206,13 +206,31 @@ impl State {
 
     /// Builds the state: validates, forces fixed variables, permutes them to the end, and
     /// initializes the gradient from the nonzero entries of the warm start.
-    #[allow(clippy::needless_range_loop)]
     pub fn new<Q: QMatrix + ?Sized>(
         q: &mut Q,
         qp: &BoxQp<'_>,
         alpha: &[f64],
     ) -> Result<Self, SolveError> {
+        Self::new_with(q, qp, alpha, None)
+    }
+
+    /// [`State::new`] with the warm start's gradient terms given by the caller (used only when
+    /// no variable is fixed; otherwise they are computed from the columns as usual).
+    #[allow(clippy::needless_range_loop)]
+    pub(crate) fn new_with<Q: QMatrix + ?Sized>(
+        q: &mut Q,
+        qp: &BoxQp<'_>,
+        alpha: &[f64],
+        warm: Option<WarmGradient<'_>>,
+    ) -> Result<Self, SolveError> {
         let n = q.n();
+        if let Some(w) = &warm {
+            if w.qa.len() != n || w.qa_upper.len() != n {
+                return Err(SolveError::Dimensions(
+                    "the warm gradient terms must have q.n() entries",
+                ));
+            }
+        }
         if qp.p.len() != n || qp.y.len() != n || qp.upper.len() != n || alpha.len() != n {
             return Err(SolveError::Dimensions(
                 "p, y, upper and alpha must all have q.n() entries",
@@ -357,6 +375,14 @@ impl State {
         }
         // Gradient of the free part from the warm start.
         st.g[..l].copy_from_slice(&st.p[..l]);
+        if let (Some(w), true) = (&warm, l == n) {
+            // No fixed variable, so no swap happened: the caller's order is the solver's.
+            for i in 0..n {
+                st.g[i] += w.qa[i];
+                st.g_bar[i] = w.qa_upper[i];
+            }
+            return Ok(st);
+        }
         for j in 0..l {
             let aj = st.alpha[j];
             if aj != 0.0 {
@@ -1519,6 +1545,53 @@ pub(crate) fn run<Q: QMatrix>(
     let (info, r) = out?;
     st.scatter(alpha);
     Ok((info, r))
+}
+
+/// [`solve`] (with the equality, [`Mode::Sum`]) that also returns the final gradient
+/// `Q alpha + p` in the original order (fully reconstructed after shrinking), so that a caller
+/// can certify the result with [`super::kkt::check_gradient`] without recomputing `Q alpha`
+/// (kernel AID's exact finish). Variables fixed by `qp.fixed` or `u_i = 0` get `p_i` plus their
+/// folded column only through the free part, so this is meant for problems without them: it
+/// returns [`SolveError::Dimensions`] if any variable is fixed.
+///
+/// With `warm`, the start's gradient terms come from the caller instead of one column of `Q`
+/// per nonzero `alpha_j` (kernel AID computes them with vectorized kernel sums).
+pub(crate) fn solve_with_gradient<Q: QMatrix>(
+    q: &mut Q,
+    qp: &BoxQp<'_>,
+    alpha: &mut [f64],
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    warm: Option<WarmGradient<'_>>,
+) -> Result<(SolveInfo, Vec<f64>), SolveError> {
+    let mode = match qp.equality {
+        Equality::Sum { .. } => Mode::Sum,
+        Equality::None => Mode::None,
+    };
+    let mut st = State::new_with(q, qp, alpha, warm)?;
+    if st.l != st.n {
+        st.restore_order(q);
+        return Err(SolveError::Dimensions(
+            "solve_with_gradient takes no fixed variables",
+        ));
+    }
+    let out = iterate(&mut st, q, settings, obs, mode);
+    st.restore_order(q);
+    let (info, _) = out?;
+    st.scatter(alpha);
+    // `restore_order` leaves the permutation at the identity, so `g` is in the original order.
+    Ok((info, st.g.clone()))
+}
+
+/// A warm start's gradient terms, computed by the caller in the original order:
+/// `qa = Q alpha` and `qa_upper = sum_{j: alpha_j >= u_j} u_j Q_{.j}` (LIBSVM's `G_bar`), with
+/// `alpha` as given to the solver (inside its box).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WarmGradient<'a> {
+    /// `Q alpha`.
+    pub qa: &'a [f64],
+    /// `sum_{j at its upper bound} u_j Q_{.j}`.
+    pub qa_upper: &'a [f64],
 }
 
 /// Loop counters of the driver that a snapshot must carry for an exact continuation.
