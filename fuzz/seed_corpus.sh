@@ -112,4 +112,5 @@ else
 fi
 printf 'MKAIDCK1' > "$corpus/fuzz_method_state/magic_aid"
 printf 'MKROBCK1' > "$corpus/fuzz_method_state/magic_robust"
+printf 'MKPATHC2' > "$corpus/fuzz_method_state/magic_path"
 echo "seed corpora written under $corpus"

@@ -1,6 +1,6 @@
-//! Writes real AID and robust state files (the seed corpus of the `fuzz_method_state` target):
-//! runs on a LIBSVM data set stopped by an observer after k reports, for every AID model and
-//! every robust method. Usage: `method_states DATA OUT_DIR`.
+//! Writes real AID, robust and path state files (the seed corpus of the `fuzz_method_state`
+//! target): runs on a LIBSVM data set stopped by an observer after k reports, for every AID model,
+//! every robust method and the kernel and linear path engines. Usage: `method_states DATA OUT_DIR`.
 
 use std::path::PathBuf;
 
@@ -9,6 +9,7 @@ use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, BnbLimits};
 use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams};
 use marginkit::aid::AidSettings;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::path::{run_path_resumable, Grid, PathParams};
 use marginkit::robust::cccp::THETA_GRID;
 use marginkit::robust::select::{select_resumable, Method};
 use marginkit::robust::{PathKind, RobustParams, Task};
@@ -107,6 +108,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 None,
             )?;
             save(format!("robust_{name}_{k}"), c.map(|c| c.to_bytes()))?;
+        }
+    }
+    for k in [1, 4, 40] {
+        let grid = Grid::Log {
+            c_min: 0.01,
+            c_max: 100.0,
+            points: 6,
+        };
+        for (name, p) in [
+            (
+                "kernel",
+                PathParams::kernel(KernelSpec::Rbf { gamma: 0.1 }).grid(grid.clone()),
+            ),
+            ("linear", PathParams::linear().bias(Some(1.0)).grid(grid)),
+        ] {
+            let p = p.keep_solutions(k == 4).check()?;
+            let (_, c) = run_path_resumable(&p, &small, None, &mut |_| {}, &mut StopAt(k), None)?;
+            save(format!("path_{name}_{k}"), c.map(|c| c.to_bytes()))?;
         }
     }
     println!("{written} state files in {}", out.display());
