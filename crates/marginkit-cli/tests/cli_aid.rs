@@ -2,31 +2,12 @@
 //! full LP, model files usable by `predict`, the plot, bad input (file:line errors, n < d,
 //! unlabeled rows in a supervised command, all-unlabeled S3VM), no output file on failure.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
-
-fn lib_data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../marginkit/tests/data")
-        .join(name)
-}
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("binary runs")
-}
-
-fn json(o: &Output) -> Value {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("one JSON object")
-}
+mod common;
+use common::*;
 
 fn fails_with(o: &Output, needle: &str) {
     assert_eq!(

@@ -3,24 +3,9 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("binary runs")
-}
-
-fn json(o: &Output) -> Value {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("one JSON object")
-}
+mod common;
+use common::*;
 
 /// `k` separated blobs in 3 dimensions (deterministic), written as LIBSVM text with the blob
 /// index as label (or label 0 everywhere when `unlabelled`).

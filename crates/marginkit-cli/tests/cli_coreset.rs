@@ -3,31 +3,12 @@
 //! errors for bad input (eps outside (0,1), a node with no data, a disconnected graph, a kernel
 //! without constant diagonal, a malformed edge list).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../marginkit/tests/data")
-        .join(name)
-}
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("binary runs")
-}
-
-fn json(o: &Output) -> Value {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("one JSON object")
-}
+mod common;
+use common::*;
 
 fn err(o: &Output) -> String {
     assert!(!o.status.success());
@@ -37,7 +18,7 @@ fn err(o: &Output) -> String {
 #[test]
 fn meb_json_plot_and_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let f = data("heart_scale");
+    let f = lib_data("heart_scale");
     let f = f.to_str().unwrap();
     let v = json(&run(
         &[
@@ -89,8 +70,8 @@ fn meb_json_plot_and_trace() {
 fn svm_model_predicts_like_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let (tr, te) = (
-        data("coreset_breast_cancer.train.svm"),
-        data("coreset_breast_cancer.test.svm"),
+        lib_data("coreset_breast_cancer.train.svm"),
+        lib_data("coreset_breast_cancer.test.svm"),
     );
     let (tr, te) = (tr.to_str().unwrap(), te.to_str().unwrap());
     let v = json(&run(
@@ -114,7 +95,7 @@ fn svm_model_predicts_like_the_report() {
 #[test]
 fn bad_input_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let f = data("heart_scale");
+    let f = lib_data("heart_scale");
     let f = f.to_str().unwrap();
     let e = err(&run(&["coreset", "meb", f, "--eps", "1.5"], dir.path()));
     assert!(e.contains("eps") && e.contains("(0, 1)"), "{e}");
@@ -163,7 +144,7 @@ fn bad_input_errors() {
 #[test]
 fn unagreed_model_is_flagged_and_test_misuse_fails_up_front() {
     let dir = tempfile::tempdir().unwrap();
-    let f = data("heart_scale");
+    let f = lib_data("heart_scale");
     let f = f.to_str().unwrap();
     // One round on a ring of 8 nodes cannot reach agreement.
     let o = run(
@@ -200,7 +181,7 @@ fn unagreed_model_is_flagged_and_test_misuse_fails_up_front() {
 #[test]
 fn tiny_eps_and_the_stopping_rules() {
     let dir = tempfile::tempdir().unwrap();
-    let f = data("coreset_breast_cancer.train.svm");
+    let f = lib_data("coreset_breast_cancer.train.svm");
     let f = f.to_str().unwrap();
     // eps = 1e-12 on 4 nodes: k = n (one global cap), the exact ball.
     let v = json(&run(
@@ -209,7 +190,7 @@ fn tiny_eps_and_the_stopping_rules() {
         ],
         dir.path(),
     ));
-    let n = std::fs::read_to_string(data("coreset_breast_cancer.train.svm"))
+    let n = std::fs::read_to_string(lib_data("coreset_breast_cancer.train.svm"))
         .unwrap()
         .lines()
         .count() as u64;

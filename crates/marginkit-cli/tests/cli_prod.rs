@@ -2,54 +2,13 @@
 //! Ctrl-C (a real SIGINT to a running `train`) with a partial model, a state file and an exact
 //! resume, per-sample weight files.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data")
-        .join(name)
-}
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("binary runs")
-}
-
-fn json(o: &Output) -> Value {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("one JSON object")
-}
-
-/// Overlapping classes in 10 dimensions (a deterministic LCG): with a large C, a large gamma,
-/// a tight tolerance and a 1 MB cache, training takes a few seconds.
-fn write_hard(path: &Path, n: usize) {
-    let mut s: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = || {
-        s = s
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    };
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    for i in 0..n {
-        let y = if i % 2 == 0 { 1.0 } else { -1.0 };
-        write!(f, "{y}").unwrap();
-        for k in 0..10 {
-            write!(f, " {}:{:.6}", k + 1, next() + 0.15 * y).unwrap();
-        }
-        writeln!(f).unwrap();
-    }
-}
+mod common;
+use common::*;
 
 #[test]
 fn iteration_limit_is_reported_and_flagged() {

@@ -10,15 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("binary runs")
-}
+mod common;
+use common::*;
 
 /// Two overlapping classes in `d` dimensions (a deterministic LCG).
 fn write_data(path: &Path, n: usize, d: usize, shift: f64) {

@@ -3,41 +3,13 @@
 //! and bad input (clear errors, no half-written output).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_marginkit");
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data")
-        .join(name)
-}
+mod common;
+use common::*;
 
 /// auto (ISLR::Auto, mpg), scaled: in the library's test data.
 fn auto() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../marginkit/tests/data/auto.scale.svm")
-}
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("binary runs")
-}
-
-fn json(o: &Output) -> Value {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("one JSON object")
-}
-
-fn fails(o: &Output, needle: &str) {
-    assert!(!o.status.success());
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains(needle), "stderr {e:?} lacks {needle:?}");
-    assert!(!e.contains("panicked"), "{e}");
 }
 
 #[test]
