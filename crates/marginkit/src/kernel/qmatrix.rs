@@ -26,9 +26,9 @@ use crate::error::DataError;
 /// Entries computed per block (the stack buffer of one fill step).
 pub const BLOCK: usize = 512;
 /// Columns whose work (entries times [`Dots::entry_cost`] plus [`Outer::COST`], about one
-/// multiply-add each) is below this are filled serially: about 15 us of work, several times
-/// the cost of a rayon dispatch to a waiting worker.
-const PAR_WORK: usize = 256 * 1024;
+/// multiply-add each) is below this are filled serially: about 6 us of work, several times
+/// the cost of handing a task to a worker kept awake by the solver (`solver::hot`).
+const PAR_WORK: usize = 96 * 1024;
 /// Work per parallel task.
 const PAR_TASK_WORK: usize = 32 * 1024;
 

@@ -446,8 +446,21 @@ impl State {
         let l = self.l;
         let c = sign * self.upper[i];
         let col = q.column(i, l);
-        for (gb, &qv) in self.g_bar[..l].iter_mut().zip(col) {
-            *gb += c * f64::from(qv);
+        let axpy = |gb: &mut [f64], col: &[f32]| {
+            for (gb, &qv) in gb.iter_mut().zip(col) {
+                *gb += c * f64::from(qv);
+            }
+        };
+        if rayon::current_num_threads() > 1 && l >= PAR_SCAN {
+            // Element-wise: the same bits for any split.
+            use rayon::prelude::*;
+            let len = l.div_ceil(rayon::current_num_threads());
+            self.g_bar[..l]
+                .par_chunks_mut(len)
+                .zip(col.par_chunks(len))
+                .for_each(|(gb, c)| axpy(gb, c));
+        } else {
+            axpy(&mut self.g_bar[..l], col);
         }
     }
 
@@ -606,8 +619,9 @@ pub(crate) fn pair_step(st: &State, i: usize, j: usize, qij: f64) -> (f64, f64) 
 }
 
 /// Active sets at least this long are scanned in parallel when the pool has several threads
-/// (shorter scans cost less than a rayon dispatch).
-const PAR_SCAN: usize = 8192;
+/// (shorter scans cost less than handing half to a worker kept awake by
+/// [`super::hot::with_hot_pool`], about a microsecond).
+const PAR_SCAN: usize = 4096;
 
 /// A minimum and the last index attaining it. Minima are exact and ties go to the larger
 /// index, so combining the parts of any split gives the answer of one sequential scan: the
@@ -1616,6 +1630,20 @@ fn iterate<Q: QMatrix>(
 /// [`iterate`] continuing from `resume` (the driver of a snapshot) and, with `want_snapshot`,
 /// returning a snapshot of the state at the moment a limit or the observer stopped the loop.
 fn iterate_ext<Q: QMatrix>(
+    st: &mut State,
+    q: &mut Q,
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    mode: Mode,
+    resume: Option<Driver>,
+    want_snapshot: bool,
+) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
+    // Many short parallel sections per iteration: keep the pool's other workers awake.
+    super::hot::with_hot_pool(|| iterate_body(st, q, settings, obs, mode, resume, want_snapshot))
+}
+
+/// The body of [`iterate_ext`].
+fn iterate_body<Q: QMatrix>(
     st: &mut State,
     q: &mut Q,
     settings: &SolverSettings,
