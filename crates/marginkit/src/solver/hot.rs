@@ -19,21 +19,31 @@
 //! spawned then.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Idle polls of a spinner before it starts yielding its core to the OS scheduler.
 const SPINS_BEFORE_YIELD: u32 = 2000;
 
+/// Problems with fewer variables than this have (almost) no parallel section: their solves
+/// run without spinners.
+pub(crate) const HOT_MIN_VARS: usize = 2048;
+
+/// Cores of the machine (read once: `available_parallelism` reads cgroup files on Linux).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
 /// Runs `body` with the other workers of the current rayon pool kept awake (see the module
-/// docs). Spawns at most one spinner per core beyond the caller's, never more than the pool's
-/// other workers; with a one-thread pool, or outside a pool, it just runs `body`.
-pub(crate) fn with_hot_pool<R>(body: impl FnOnce() -> R) -> R {
+/// docs) when `hot`. Spawns at most one spinner per core beyond the caller's, never more than
+/// the pool's other workers; with a one-thread pool, outside a pool, or when not `hot`, it just
+/// runs `body`.
+pub(crate) fn with_hot_pool<R>(hot: bool, body: impl FnOnce() -> R) -> R {
     let Some(me) = rayon::current_thread_index() else {
         return body();
     };
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let spinners = (rayon::current_num_threads().min(cores)).saturating_sub(1);
-    if spinners == 0 {
+    let spinners = (rayon::current_num_threads().min(cores())).saturating_sub(1);
+    if !hot || spinners == 0 {
         return body();
     }
     let done = Arc::new(AtomicBool::new(false));

@@ -623,6 +623,14 @@ pub(crate) fn pair_step(st: &State, i: usize, j: usize, qij: f64) -> (f64, f64) 
 /// [`super::hot::with_hot_pool`], about a microsecond).
 const PAR_SCAN: usize = 4096;
 
+/// Length of the parts of a parallel scan over `act` positions: about four per thread (the
+/// thread that finishes first takes the last ones, so neither waits long for the other), at
+/// least 1024 positions each, whole lanes. The parts combine exactly, so this does not change
+/// any result.
+fn par_len(act: usize, threads: usize) -> usize {
+    act.div_ceil(4 * threads).max(1024).next_multiple_of(LANES)
+}
+
 /// A minimum and the last index attaining it. Minima are exact and ties go to the larger
 /// index, so combining the parts of any split gives the answer of one sequential scan: the
 /// selection does not depend on the thread count.
@@ -781,7 +789,7 @@ fn scan_active(st: &mut State, upd: Option<PairDelta<'_>>) -> Scan {
     let (y, fl) = (&st.y[..act], &st.flags[..act]);
     let threads = rayon::current_num_threads();
     if threads > 1 && act >= PAR_SCAN {
-        let len = act.div_ceil(threads).next_multiple_of(LANES);
+        let len = par_len(act, threads);
         g.par_chunks_mut(len)
             .zip(sc.par_chunks_mut(len))
             .enumerate()
@@ -897,7 +905,7 @@ fn select_pair<Q: QMatrix + ?Sized>(
     let (y, g, low, qd) = (&st.y[..act], &st.g[..act], &st.flags[..act], &st.qd[..act]);
     let threads = rayon::current_num_threads();
     let best = if threads > 1 && act >= PAR_SCAN {
-        let len = act.div_ceil(threads).next_multiple_of(LANES);
+        let len = par_len(act, threads);
         sc.par_chunks_mut(len)
             .enumerate()
             .map(|(c, scc)| {
@@ -1639,7 +1647,10 @@ fn iterate_ext<Q: QMatrix>(
     want_snapshot: bool,
 ) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
     // Many short parallel sections per iteration: keep the pool's other workers awake.
-    super::hot::with_hot_pool(|| iterate_body(st, q, settings, obs, mode, resume, want_snapshot))
+    let hot = st.l >= super::hot::HOT_MIN_VARS;
+    super::hot::with_hot_pool(hot, || {
+        iterate_body(st, q, settings, obs, mode, resume, want_snapshot)
+    })
 }
 
 /// The body of [`iterate_ext`].
