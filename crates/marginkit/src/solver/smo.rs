@@ -427,12 +427,26 @@ impl State {
                 self.g[i] += s;
             }
         } else {
+            let threads = rayon::current_num_threads();
             for i in 0..act {
                 if self.status[i] == Bound::Free {
                     let ai = self.alpha[i];
-                    let col = q.column(i, l);
-                    for (gj, &qv) in self.g[act..l].iter_mut().zip(&col[act..l]) {
-                        *gj += ai * f64::from(qv);
+                    let col = &q.column(i, l)[act..l];
+                    let axpy = |g: &mut [f64], col: &[f32]| {
+                        for (gj, &qv) in g.iter_mut().zip(col) {
+                            *gj += ai * f64::from(qv);
+                        }
+                    };
+                    let g = &mut self.g[act..l];
+                    if threads > 1 && g.len() >= PAR_SCAN {
+                        // Element-wise: the same bits for any split.
+                        use rayon::prelude::*;
+                        let len = par_len(g.len(), threads);
+                        g.par_chunks_mut(len)
+                            .zip(col.par_chunks(len))
+                            .for_each(|(g, c)| axpy(g, c));
+                    } else {
+                        axpy(g, col);
                     }
                 }
             }
