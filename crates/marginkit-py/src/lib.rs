@@ -427,12 +427,7 @@ fn fit_svm<'py>(
     let data = dataset(&x, &y, &sample_weight, perm.as_deref())?;
     let t_rust = Instant::now();
     let mut obs = SignalObserver::new();
-    // On a worker of rayon's pool (not the Python thread): the solver's many short parallel
-    // sections are then pushed to the worker's own deque and stolen, not injected from outside
-    // with this thread blocked on a lock each time.
-    let fitted = py.detach(|| {
-        rayon::scope(|_| marginkit::svm::train::fit(&params, &data, &mut obs))
-    });
+    let fitted = py.detach(|| marginkit::svm::train::fit(&params, &data, &mut obs));
     obs.into_result()?;
     let (model, report) = fitted.map_err(fit_err)?;
     let rust_seconds = t_rust.elapsed().as_secs_f64();
