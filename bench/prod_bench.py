@@ -7,14 +7,17 @@ RBF fit against cache + 3x data, and the time Ctrl-C takes to return.
 
 Everything runs the release CLI (`cargo build --release -p marginkit-cli`; --marginkit to override)
 on seeded synthetic blobs written as LIBSVM text to the temp directory:
-- threads: RBF C-SVC on 20,000 x 20 (C 1, gamma 1/d, -e 0.001, -m 200) and L1-loss linear SVC on
-  200,000 x 20 (-s 3 -B 1), `train_seconds` from --json, medians of --repeats, --threads 1 and 2;
+- threads: RBF C-SVC on 20,000 x 20 and 50,000 x 20 (C 1, gamma 1/d, -e 0.001, -m 200) and
+  L1-loss linear SVC on 200,000 x 20 (-s 3 -B 1), `train_seconds` from --json, medians of
+  --repeats, --threads 1 and 2 interleaved; the model files of every run and of one run at
+  --threads 8 must be byte for byte the same;
 - memory: RBF C-SVC on --mem-n x 10 with -m 200; peak RSS by GNU time against 200 MB + 3 x the data
   (the dense f64 matrix, n * d * 8 bytes; and the file size);
 - ctrl-c: SIGINT 1.5 s into a long RBF fit (-e 1e-7 -m 1); time from the signal to the process exit,
   exit code 130, partial model and state file present.
 """
 import argparse
+import hashlib
 import json
 import os
 import signal
@@ -52,6 +55,8 @@ def train(binary, args, data, threads=None, rss=False):
             cmd = ["/usr/bin/time", "-o", os.path.join(td, "rss"), "-f", "%M"] + cmd
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
         rep = json.loads(p.stdout.decode())
+        with open(os.path.join(td, "m"), "rb") as f:
+            rep["_model_sha256"] = hashlib.sha256(f.read()).hexdigest()
         if rss:
             rep["_rss_mb"] = int(open(os.path.join(td, "rss")).read().split()[-1]) / 1024.0
         return rep
@@ -59,23 +64,33 @@ def train(binary, args, data, threads=None, rss=False):
 
 def bench_threads(binary, reps):
     print("## threads 1 vs 2")
-    print("| case | n x d | threads=1 s | threads=2 s | speed-up | same objective |")
+    print("| case | n x d | threads=1 s | threads=2 s | speed-up | model files at 1, 2, 8 threads |")
     print("|---|---|---|---|---|---|")
     rbf = os.path.join(TMP, "mk_blobs_20000_20.svm")
     blobs(rbf, 20000, 20, 1, 1.5)
+    rbf50 = os.path.join(TMP, "mk_blobs_50000_20.svm")
+    blobs(rbf50, 50000, 20, 5, 1.5)
     lin = os.path.join(TMP, "mk_blobs_200000_20.svm")
     blobs(lin, 200000, 20, 2, 1.5)
+    rbf_args = ["-c", "1", "-g", "0.05", "-e", "0.001", "-m", "200"]
     for name, data, nd, args in [
-        ("RBF C-SVC", rbf, "20,000 x 20", ["-c", "1", "-g", "0.05", "-e", "0.001", "-m", "200"]),
+        ("RBF C-SVC", rbf, "20,000 x 20", rbf_args),
+        ("RBF C-SVC", rbf50, "50,000 x 20", rbf_args),
         ("linear L1-loss SVC (DCD)", lin, "200,000 x 20", ["--linear", "-s", "3", "-c", "1", "-B", "1"]),
     ]:
-        res = {}
+        res, models = {}, set()
+        # Interleaved (1, 2, 1, 2, ...): a change of the machine's load hits both thread counts.
+        runs = {1: [], 2: []}
+        for _ in range(reps):
+            for t in (1, 2):
+                runs[t].append(train(binary, args, data, threads=t))
         for t in (1, 2):
-            rr = [train(binary, args, data, threads=t) for _ in range(reps)]
-            res[t] = (statistics.median(r["train_seconds"] for r in rr), rr[0]["objective"])
-        same = res[1][1] == res[2][1]
-        print(f"| {name} | {nd} | {res[1][0]:.3f} | {res[2][0]:.3f} | {res[1][0] / res[2][0]:.2f}x | "
-              f"{'bit-identical' if same else f'{res[1][1]} vs {res[2][1]}'} |", flush=True)
+            res[t] = statistics.median(r["train_seconds"] for r in runs[t])
+            models |= {r["_model_sha256"] for r in runs[t]}
+        models.add(train(binary, args, data, threads=8)["_model_sha256"])
+        same = "bit-identical" if len(models) == 1 else f"{len(models)} different files"
+        print(f"| {name} | {nd} | {res[1]:.3f} | {res[2]:.3f} | {res[1] / res[2]:.2f}x | {same} |",
+              flush=True)
 
 
 def bench_mem(binary, n, max_iter=None):

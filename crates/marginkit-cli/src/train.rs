@@ -21,18 +21,24 @@ use crate::predict::fmt_g;
 use crate::progress::Progress;
 use crate::{CliError, CliResult};
 
-/// Sets the size of rayon's global pool (default: all cores).
+/// Sets the size of rayon's global pool (default: all cores), with the calling (main) thread
+/// as worker 0: the solvers then run on a worker, so their parallel sections are pushed to its
+/// own deque and stolen by the other workers, instead of being injected from outside the pool
+/// with the main thread blocked on a lock each time.
 pub fn init_threads(n: Option<usize>) -> CliResult {
-    if let Some(n) = n {
-        if n == 0 {
-            return Err(CliError("--threads must be at least 1".into()));
-        }
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-            .map_err(|e| CliError(format!("cannot start {n} threads: {e}")))?;
+    if n == Some(0) {
+        return Err(CliError("--threads must be at least 1".into()));
     }
-    Ok(())
+    // 0: rayon's default (RAYON_NUM_THREADS, else all cores).
+    let built = rayon::ThreadPoolBuilder::new()
+        .num_threads(n.unwrap_or(0))
+        .use_current_thread()
+        .build_global();
+    match (built, n) {
+        (Err(e), Some(n)) => Err(CliError(format!("cannot start {n} threads: {e}"))),
+        // Without --threads, a pool that already exists (an earlier call) is just as good.
+        _ => Ok(()),
+    }
 }
 
 /// Parses `LABEL:WEIGHT` class weights (the label may be negative: the last `:` splits).

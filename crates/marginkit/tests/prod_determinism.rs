@@ -237,3 +237,65 @@ fn concurrent_fits_equal_sequential_fits() {
         assert!(*m == sequential[k % jobs.len()], "job {}", k % jobs.len());
     }
 }
+
+/// Two overlapping classes in `d` dense features with a real-valued target for SVR: many
+/// support vectors, so shrinking, cache evictions and the parallel sections all happen.
+fn binary_blobs(seed: u64, n: usize, d: usize, regression: bool) -> Dataset {
+    let mut g = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let (mut v, mut y) = (Vec::with_capacity(n * d), Vec::with_capacity(n));
+    for i in 0..n {
+        let c = if i % 2 == 0 { 1.0 } else { -1.0 };
+        let mut s = 0.0f64;
+        for _ in 0..d {
+            let z = g.gen_range(-1.0..1.0) + 0.25 * c;
+            s += z;
+            v.push(z);
+        }
+        y.push(if regression {
+            s.sin() + 0.1 * g.gen_range(-1.0..1.0)
+        } else {
+            c
+        });
+    }
+    Dataset::new(Features::Dense(DenseMatrix::new(n, d, v).unwrap()), y, None).unwrap()
+}
+
+#[test]
+fn large_fits_are_identical_at_1_2_and_3_threads() {
+    // n = 5,000 (10,000 SVR variables): above the thresholds of the parallel column fills, scans,
+    // `G_bar` updates and the solver's hot pool, with a 4 MB cache (evictions, and the pending
+    // row swaps of shrinking applied to the cached columns in parallel).
+    let cls = binary_blobs(31, 5000, 8, false);
+    let reg = binary_blobs(32, 5000, 8, true);
+    let base = || SvmParams::new().gamma(0.25).cache_bytes(4 << 20);
+    let cases: Vec<(&str, SvmValidParams, &Dataset)> = vec![
+        ("c-svc", base().c(2.0).check().unwrap(), &cls),
+        (
+            "eps-svr",
+            base()
+                .svm_type(SvmType::EpsSvr)
+                .c(1.0)
+                .epsilon(0.1)
+                .check()
+                .unwrap(),
+            &reg,
+        ),
+        (
+            "one-class",
+            base().svm_type(SvmType::OneClass).nu(0.2).check().unwrap(),
+            &cls,
+        ),
+        (
+            "nu-svc",
+            base().svm_type(SvmType::NuSvc).nu(0.4).check().unwrap(),
+            &cls,
+        ),
+    ];
+    for (name, params, data) in &cases {
+        let one = in_pool(1, || model_bytes(params, data));
+        for t in [2, 3] {
+            let other = in_pool(t, || model_bytes(params, data));
+            assert!(one == other, "{name}: model file differs at {t} threads");
+        }
+    }
+}

@@ -10,6 +10,13 @@
 //! `i` and `j` only exchanges the two slot links and swaps entries `i`, `j` inside every cached
 //! column (a column holding `i` but not `j` is dropped: its prefix is no longer valid).
 //! Every list operation is O(1).
+//!
+//! A slot's buffer keeps the entries of the columns it held before (`valid` says how many
+//! are current), so a reused buffer is never zeroed again: the caller overwrites the requested
+//! tail anyway. A fresh buffer comes zeroed from the allocator, untouched, so its pages are
+//! first touched by the (parallel) fill rather than by a serial memset here.
+
+use rayon::prelude::*;
 
 /// Sentinel index of the LRU list head (slot `n`).
 const NONE: u32 = u32::MAX;
@@ -21,8 +28,10 @@ pub struct ColumnCache {
     /// Floats still available under the budget: the budget minus the *capacity* of every
     /// buffer held (columns and the spare), so the memory held never exceeds the budget.
     free_floats: usize,
-    /// Data per slot (the valid prefix is the whole vector).
+    /// Data per slot; only the first `valid[s]` entries are current (the rest is stale).
     data: Vec<Vec<f32>>,
+    /// Current entries per slot.
+    valid: Vec<u32>,
     /// Doubly linked LRU list over slots; index `n` is the sentinel (prev = most recent,
     /// next = least recent).
     prev: Vec<u32>,
@@ -73,6 +82,7 @@ impl ColumnCache {
             n,
             free_floats: floats,
             data: (0..n).map(|_| Vec::new()).collect(),
+            valid: vec![0; n],
             prev: vec![sentinel; n + 1],
             next: vec![sentinel; n + 1],
             linked: vec![false; n],
@@ -90,7 +100,7 @@ impl ColumnCache {
     /// kernel matrices subtract it from the user's cache size, so that `-m` bounds the whole
     /// cache (at n = 200,000 this is 8.6 MB).
     pub fn overhead_bytes(n: usize) -> u64 {
-        let per_col = std::mem::size_of::<Vec<f32>>() + 4 * std::mem::size_of::<u32>() + 1;
+        let per_col = std::mem::size_of::<Vec<f32>>() + 5 * std::mem::size_of::<u32>() + 1;
         (n as u64) * per_col as u64 + 8 * std::mem::size_of::<u32>() as u64
     }
 
@@ -125,12 +135,12 @@ impl ColumnCache {
         self.linked[s] = true;
     }
 
-    /// Unlinks slot `s` and takes its buffer (emptied, capacity kept).
+    /// Unlinks slot `s` and takes its buffer (no valid entry left; capacity and stale
+    /// entries kept).
     fn take_slot(&mut self, s: usize) -> Vec<f32> {
         self.unlink(s);
-        let mut v = std::mem::take(&mut self.data[s]);
-        v.clear();
-        v
+        self.valid[s] = 0;
+        std::mem::take(&mut self.data[s])
     }
 
     /// Gives a buffer back: kept as the spare if there is none, else freed.
@@ -158,7 +168,7 @@ impl ColumnCache {
         if self.linked[s] {
             self.unlink(s);
         }
-        let have = self.data[s].len();
+        let have = self.valid[s] as usize;
         if have >= len {
             self.hits += 1;
             self.push_recent(s);
@@ -201,11 +211,19 @@ impl ColumnCache {
         }
         let col = &mut self.data[s];
         let before = col.capacity();
-        col.reserve_exact(len - have);
+        if before == 0 {
+            // Zeroed by the allocator without touching the pages (see the module docs).
+            *col = vec![0.0; len];
+        } else if col.len() < len {
+            // Only the part never written before is zeroed.
+            col.reserve_exact(len - col.len());
+            col.resize(len, 0.0);
+        }
         self.free_floats = self
             .free_floats
             .saturating_sub(col.capacity().saturating_sub(before));
-        col.resize(len, 0.0);
+        // `len <= n <= u32::MAX` (the solver refuses more variables).
+        self.valid[s] = len as u32;
         self.push_recent(s);
         (&mut self.data[s][..len], have)
     }
@@ -213,7 +231,9 @@ impl ColumnCache {
     /// The first `len` entries of column `i`, which must have been requested with at least
     /// `len` entries and not evicted or swapped since.
     pub fn get(&self, i: usize, len: usize) -> &[f32] {
-        &self.data[self.slot_of[i] as usize][..len]
+        let s = self.slot_of[i] as usize;
+        debug_assert!(self.valid[s] as usize >= len);
+        &self.data[s][..len]
     }
 
     /// Follows a solver swap of positions `i` and `j`.
@@ -231,26 +251,37 @@ impl ColumnCache {
         self.pending.push((i as u32, j as u32));
     }
 
-    /// Applies the pending row swaps to every cached column.
+    /// Applies the pending row swaps to every cached column: the columns in parallel (each
+    /// one is touched by one task only), then the evictions of the columns whose prefix broke,
+    /// in LRU order as a serial pass would do them.
     fn flush(&mut self) {
+        let pending = &self.pending;
+        let broken: Vec<bool> = self
+            .data
+            .par_iter_mut()
+            .zip(self.valid.par_iter())
+            .map(|(col, &len)| {
+                let len = len as usize;
+                if len == 0 {
+                    return false;
+                }
+                for &(i, j) in pending {
+                    let (i, j) = (i as usize, j as usize);
+                    if len > j {
+                        col.swap(i, j);
+                    } else if len > i {
+                        // Entry j is missing, so the prefix would be wrong after the swap.
+                        return true;
+                    }
+                }
+                false
+            })
+            .collect();
         let mut s = self.next[self.n];
         while s != self.n as u32 {
             let su = s as usize;
             let nxt = self.next[su];
-            let col = &mut self.data[su];
-            let len = col.len();
-            let mut drop = false;
-            for &(i, j) in &self.pending {
-                let (i, j) = (i as usize, j as usize);
-                if len > j {
-                    col.swap(i, j);
-                } else if len > i {
-                    // Entry j is missing, so the prefix would be wrong after the swap.
-                    drop = true;
-                    break;
-                }
-            }
-            if drop {
+            if broken[su] {
                 self.evict_slot(su);
             }
             s = nxt;

@@ -26,11 +26,12 @@ use crate::error::DataError;
 /// Entries computed per block (the stack buffer of one fill step).
 pub const BLOCK: usize = 512;
 /// Columns whose work (entries times [`Dots::entry_cost`] plus [`Outer::COST`], about one
-/// multiply-add each) is below this are filled serially: about 15 us of work, several times
-/// the cost of a rayon dispatch to a waiting worker.
-const PAR_WORK: usize = 256 * 1024;
-/// Work per parallel task.
-const PAR_TASK_WORK: usize = 32 * 1024;
+/// multiply-add each) is below this are filled serially: about 6 us of work, several times
+/// the cost of handing a task to a worker kept awake by the solver (`solver::hot`).
+const PAR_WORK: usize = 96 * 1024;
+/// Work per parallel task (small tasks: the thread that finishes first takes the last ones,
+/// so neither waits long for the other).
+const PAR_TASK_WORK: usize = 16 * 1024;
 
 /// A symmetric matrix served column by column to the SMO solver.
 pub trait QMatrix {
@@ -391,7 +392,7 @@ pub fn exp_nonpositive(x: f64) -> f64 {
 ///
 /// Parallel when the column's work (`out.len()` times the cost of one entry) exceeds
 /// [`PAR_WORK`]: the column is cut into one task per [`PAR_TASK_WORK`] units (at most
-/// `4 x threads` tasks, whole panels each). Short or cheap columns stay serial, where a
+/// `8 x threads` tasks, whole panels each). Short or cheap columns stay serial, where a
 /// rayon dispatch would cost more than it saves.
 fn fill_blocks<D: Dots, O: Outer>(
     dots: &D,
@@ -430,7 +431,7 @@ fn fill_blocks<D: Dots, O: Outer>(
     let threads = rayon::current_num_threads();
     let work = out.len().saturating_mul(dots.entry_cost() + O::COST);
     if threads > 1 && work >= PAR_WORK {
-        let tasks = (work / PAR_TASK_WORK).clamp(2, 4 * threads);
+        let tasks = (work / PAR_TASK_WORK).clamp(2, 8 * threads);
         let len = out.len().div_ceil(tasks).next_multiple_of(PANEL);
         out.par_chunks_mut(len)
             .enumerate()

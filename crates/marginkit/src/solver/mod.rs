@@ -8,6 +8,7 @@
 //! by a [`crate::kernel::qmatrix::QMatrix`] for [`smo`], implicitly as `Y X X' Y + D` for [`dcd`].
 
 pub mod dcd;
+mod hot;
 pub mod kkt;
 pub mod newton;
 pub mod smo;

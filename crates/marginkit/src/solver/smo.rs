@@ -427,12 +427,26 @@ impl State {
                 self.g[i] += s;
             }
         } else {
+            let threads = rayon::current_num_threads();
             for i in 0..act {
                 if self.status[i] == Bound::Free {
                     let ai = self.alpha[i];
-                    let col = q.column(i, l);
-                    for (gj, &qv) in self.g[act..l].iter_mut().zip(&col[act..l]) {
-                        *gj += ai * f64::from(qv);
+                    let col = &q.column(i, l)[act..l];
+                    let axpy = |g: &mut [f64], col: &[f32]| {
+                        for (gj, &qv) in g.iter_mut().zip(col) {
+                            *gj += ai * f64::from(qv);
+                        }
+                    };
+                    let g = &mut self.g[act..l];
+                    if threads > 1 && g.len() >= PAR_SCAN {
+                        // Element-wise: the same bits for any split.
+                        use rayon::prelude::*;
+                        let len = par_len(g.len(), threads);
+                        g.par_chunks_mut(len)
+                            .zip(col.par_chunks(len))
+                            .for_each(|(g, c)| axpy(g, c));
+                    } else {
+                        axpy(g, col);
                     }
                 }
             }
@@ -446,8 +460,21 @@ impl State {
         let l = self.l;
         let c = sign * self.upper[i];
         let col = q.column(i, l);
-        for (gb, &qv) in self.g_bar[..l].iter_mut().zip(col) {
-            *gb += c * f64::from(qv);
+        let axpy = |gb: &mut [f64], col: &[f32]| {
+            for (gb, &qv) in gb.iter_mut().zip(col) {
+                *gb += c * f64::from(qv);
+            }
+        };
+        if rayon::current_num_threads() > 1 && l >= PAR_SCAN {
+            // Element-wise: the same bits for any split.
+            use rayon::prelude::*;
+            let len = l.div_ceil(rayon::current_num_threads());
+            self.g_bar[..l]
+                .par_chunks_mut(len)
+                .zip(col.par_chunks(len))
+                .for_each(|(gb, c)| axpy(gb, c));
+        } else {
+            axpy(&mut self.g_bar[..l], col);
         }
     }
 
@@ -606,8 +633,17 @@ pub(crate) fn pair_step(st: &State, i: usize, j: usize, qij: f64) -> (f64, f64) 
 }
 
 /// Active sets at least this long are scanned in parallel when the pool has several threads
-/// (shorter scans cost less than a rayon dispatch).
-const PAR_SCAN: usize = 8192;
+/// (shorter scans cost less than handing half to a worker kept awake by
+/// [`super::hot::with_hot_pool`], about a microsecond).
+const PAR_SCAN: usize = 4096;
+
+/// Length of the parts of a parallel scan over `act` positions: about four per thread (the
+/// thread that finishes first takes the last ones, so neither waits long for the other), at
+/// least 1024 positions each, whole lanes. The parts combine exactly, so this does not change
+/// any result.
+fn par_len(act: usize, threads: usize) -> usize {
+    act.div_ceil(4 * threads).max(1024).next_multiple_of(LANES)
+}
 
 /// A minimum and the last index attaining it. Minima are exact and ties go to the larger
 /// index, so combining the parts of any split gives the answer of one sequential scan: the
@@ -767,7 +803,7 @@ fn scan_active(st: &mut State, upd: Option<PairDelta<'_>>) -> Scan {
     let (y, fl) = (&st.y[..act], &st.flags[..act]);
     let threads = rayon::current_num_threads();
     if threads > 1 && act >= PAR_SCAN {
-        let len = act.div_ceil(threads).next_multiple_of(LANES);
+        let len = par_len(act, threads);
         g.par_chunks_mut(len)
             .zip(sc.par_chunks_mut(len))
             .enumerate()
@@ -883,7 +919,7 @@ fn select_pair<Q: QMatrix + ?Sized>(
     let (y, g, low, qd) = (&st.y[..act], &st.g[..act], &st.flags[..act], &st.qd[..act]);
     let threads = rayon::current_num_threads();
     let best = if threads > 1 && act >= PAR_SCAN {
-        let len = act.div_ceil(threads).next_multiple_of(LANES);
+        let len = par_len(act, threads);
         sc.par_chunks_mut(len)
             .enumerate()
             .map(|(c, scc)| {
@@ -1616,6 +1652,23 @@ fn iterate<Q: QMatrix>(
 /// [`iterate`] continuing from `resume` (the driver of a snapshot) and, with `want_snapshot`,
 /// returning a snapshot of the state at the moment a limit or the observer stopped the loop.
 fn iterate_ext<Q: QMatrix>(
+    st: &mut State,
+    q: &mut Q,
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    mode: Mode,
+    resume: Option<Driver>,
+    want_snapshot: bool,
+) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
+    // Many short parallel sections per iteration: keep the pool's other workers awake.
+    let hot = st.l >= super::hot::HOT_MIN_VARS;
+    super::hot::with_hot_pool(hot, || {
+        iterate_body(st, q, settings, obs, mode, resume, want_snapshot)
+    })
+}
+
+/// The body of [`iterate_ext`].
+fn iterate_body<Q: QMatrix>(
     st: &mut State,
     q: &mut Q,
     settings: &SolverSettings,
