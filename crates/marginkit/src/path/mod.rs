@@ -17,7 +17,10 @@
 //!    are fixed at 0, in L at `C` ([`VarFix`]); the solver folds them into `p`.
 //! 2. **Solve** the screened problem from the previous `alpha` (warm start; feasible since
 //!    `C > C_ref`; the linear engine starts from the scaled point `(C / C_ref) alpha`, see
-//!    `warm_start_scaled`), with the solver's own shrinking on top. The kernel matrix stays in the
+//!    `warm_start_scaled`, or the secant through the two previous solutions, whichever starts
+//!    lower on the dual objective; [`LinearStart`] forces one, or a cold start from zero as a
+//!    single-C solver such as LIBLINEAR trains, the paper's Table III setting), with the solver's
+//!    own shrinking on top. The kernel matrix stays in the
 //!    solver's order between solves (only the permutation is tracked): screened variables are
 //!    then mostly in the solver's tail already, and the cached kernel columns are not permuted
 //!    back after each solve (for millisecond solves that replay dominated the time).
