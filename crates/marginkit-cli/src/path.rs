@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::{ArgAction, Args};
 use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::path::{
-    run_path_resumable, Engine, Grid, PathCheckpoint, PathParams, PathPoint, PathResult,
+    run_path_resumable, Engine, Grid, LinearStart, PathCheckpoint, PathParams, PathPoint,
+    PathResult,
 };
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::screening::Rule;
@@ -52,6 +53,11 @@ pub struct PathArgs {
     /// Screening rule: none, bt1, bt2 or it.
     #[arg(long, default_value = "it")]
     pub screening: String,
+    /// Linear paths: how each solve starts: auto (secant or scaled, whichever starts lower on
+    /// the dual objective), scaled, secant, or cold (from zero at every C, as LIBLINEAR trains a
+    /// single C; the rules still screen from the previous point).
+    #[arg(long, default_value = "auto")]
+    pub start: String,
     /// Quiet: no progress and no table.
     #[arg(short = 'q')]
     pub quiet: bool,
@@ -127,6 +133,17 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
                 CliError(format!("--screening {s}: expected none, bt1, bt2 or it"))
             })?),
         });
+    p = p.linear_start(match a.start.as_str() {
+        "auto" => LinearStart::Auto,
+        "scaled" => LinearStart::Scaled,
+        "secant" => LinearStart::Secant,
+        "cold" => LinearStart::Cold,
+        s => {
+            return Err(CliError(format!(
+                "--start {s}: expected auto, scaled, secant or cold"
+            )))
+        }
+    });
     p = p.grid(if !a.c_list.is_empty() {
         Grid::List(a.c_list.clone())
     } else if let Some(eps) = a.eps_path {
@@ -181,7 +198,31 @@ impl Bar {
     }
 }
 
-fn point_json(p: &PathPoint) -> Value {
+/// CPU seconds used so far by this process, all threads (Linux: the sum of every thread's
+/// on-CPU nanoseconds in `/proc/self/task/*/schedstat`, else the clock-tick `utime + stime` of
+/// `/proc/self/stat`); `None` where neither can be read.
+fn process_cpu_seconds() -> Option<f64> {
+    let schedstat = || -> Option<f64> {
+        let mut ns = 0u64;
+        for t in std::fs::read_dir("/proc/self/task").ok()? {
+            let text = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
+            ns += text.split_whitespace().next()?.parse::<u64>().ok()?;
+        }
+        Some(ns as f64 * 1e-9)
+    };
+    let stat = || -> Option<f64> {
+        let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the parenthesized command name: state is field 3, utime 14, stime 15.
+        let rest = &text[text.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        // USER_HZ is 100 on every Linux ABI.
+        Some(ticks as f64 / 100.0)
+    };
+    schedstat().or_else(stat)
+}
+
+fn point_json(p: &PathPoint, cpu: Option<f64>) -> Value {
     let mut v = json!({
         "c": p.c,
         "objective": p.objective,
@@ -200,6 +241,9 @@ fn point_json(p: &PathPoint) -> Value {
     });
     if let (Some(acc), Value::Object(o)) = (p.valid_accuracy, &mut v) {
         o.insert("valid_accuracy".into(), json!(acc));
+    }
+    if let (Some(t), Value::Object(o)) = (cpu, &mut v) {
+        o.insert("cpu_seconds".into(), json!(t));
     }
     v
 }
@@ -299,11 +343,18 @@ pub fn run(a: PathArgs) -> CliResult {
     // Ctrl-C stops the running solve; the points done so far are reported and written, with a
     // state file to continue from.
     let mut cancel = crate::interrupt::install();
+    // The process's CPU time when each point is reported: a point's CPU is the difference to
+    // the previous mark (one thread of work at a time, so it is not blurred by the other
+    // processes on a loaded machine as wall time is).
+    let mut cpu_marks = vec![process_cpu_seconds()];
     let result = run_path_resumable(
         &params,
         &data,
         valid.as_ref(),
-        &mut |p| bar.point(p),
+        &mut |p| {
+            bar.point(p);
+            cpu_marks.push(process_cpu_seconds());
+        },
         &mut cancel,
         resume.as_ref(),
     );
@@ -394,7 +445,18 @@ pub fn run(a: PathArgs) -> CliResult {
     }
     if a.json {
         let mut out = json!({
-            "points": result.points.iter().map(point_json).collect::<Vec<_>>(),
+            "points": result
+                .points
+                .iter()
+                .enumerate()
+                .map(|(k, p)| {
+                    let cpu = match (cpu_marks.get(k), cpu_marks.get(k + 1)) {
+                        (Some(Some(a)), Some(Some(b))) => Some((b - a).max(0.0)),
+                        _ => None,
+                    };
+                    point_json(p, cpu)
+                })
+                .collect::<Vec<_>>(),
             "total_seconds": result.total_seconds,
             "screening": a.screening,
             "n_samples": data.len(),

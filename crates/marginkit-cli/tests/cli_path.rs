@@ -93,6 +93,40 @@ fn linear_path_and_errors() {
     assert_eq!(v["points"].as_array().unwrap().len(), 3);
     let model = std::fs::read_to_string(dir.path().join("m/c_002.model")).unwrap();
     assert!(model.contains("bias 1"), "{model}");
+    // Per-point CPU seconds (Linux: read from /proc), and the cold start reaches the same
+    // objectives as the default warm start.
+    let warm = json(&run(
+        &[
+            "path", tr, "--linear", "--c-list", "0.1,1,10", "--json", "-e", "1e-6",
+        ],
+        dir.path(),
+    ));
+    let cold = json(&run(
+        &[
+            "path", tr, "--linear", "--c-list", "0.1,1,10", "--json", "-e", "1e-6", "--start",
+            "cold",
+        ],
+        dir.path(),
+    ));
+    for (a, b) in warm["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(cold["points"].as_array().unwrap())
+    {
+        let (fa, fb) = (
+            a["objective"].as_f64().unwrap(),
+            b["objective"].as_f64().unwrap(),
+        );
+        assert!((fa - fb).abs() <= 1e-5 * fa.abs(), "{fa} vs {fb}");
+        if cfg!(target_os = "linux") {
+            assert!(a["cpu_seconds"].as_f64().unwrap() >= 0.0);
+        }
+    }
+    let o = run(&["path", tr, "--start", "cold"], dir.path());
+    assert!(!o.status.success(), "cold start of a kernel path");
+    let o = run(&["path", tr, "--linear", "--start", "bogus"], dir.path());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--start"));
     let o = run(&["path", tr, "--screening", "bogus"], dir.path());
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--screening"));

@@ -470,6 +470,47 @@ fn screened_linear_path_equals_unscreened() {
     }
 }
 
+/// Every start of the linear engine (the default choice, scaled, secant, cold from zero) reaches
+/// the same optimum at every C, with and without screening; the cold start's screened solves
+/// start with the L-screened samples at C (their rows folded into the starting `w`).
+#[test]
+fn linear_starts_reach_the_same_optimum() {
+    use marginkit::path::LinearStart;
+    let data = blobs(21, 300, 4, 0.3);
+    let grid = Grid::Log {
+        c_min: 0.01,
+        c_max: 30.0,
+        points: 9,
+    };
+    let base = PathParams::linear().grid(grid).tol(1e-7);
+    let full = path(&data, base.clone().screening(None));
+    for start in [LinearStart::Scaled, LinearStart::Secant, LinearStart::Cold] {
+        for rule in [None, Some(Rule::It), Some(Rule::Bt1)] {
+            let r = path(&data, base.clone().linear_start(start).screening(rule));
+            assert_same_objectives(&full, &r, 1e-6);
+            if rule.is_some() {
+                assert!(
+                    r.points.iter().any(|p| p.screened_l > 0),
+                    "{start:?} {rule:?}: nothing screened into L"
+                );
+            }
+        }
+    }
+    // Cold solves take more passes than the warm path in all.
+    let warm: u64 = full.points.iter().map(|p| p.iterations).sum();
+    let cold = path(
+        &data,
+        base.clone().linear_start(LinearStart::Cold).screening(None),
+    );
+    let cold: u64 = cold.points.iter().map(|p| p.iterations).sum();
+    assert!(cold > warm, "cold {cold} vs warm {warm} passes");
+    // The start choice is for the linear engine only.
+    assert!(PathParams::kernel(KernelSpec::Linear)
+        .linear_start(LinearStart::Cold)
+        .check()
+        .is_err());
+}
+
 #[test]
 fn kkt_recheck_repairs_an_inexact_reference() {
     // A loose tolerance makes each reference inexact, so BT1/IT may screen wrongly; the re-check
@@ -747,6 +788,21 @@ fn interrupted_paths_resume_to_the_identical_points() {
             c_max: 10.0,
             max_points: 1000,
         }),
+        PathParams::linear()
+            .linear_start(marginkit::path::LinearStart::Secant)
+            .grid(Grid::Log {
+                c_min: 0.01,
+                c_max: 100.0,
+                points: 8,
+            }),
+        PathParams::linear()
+            .linear_start(marginkit::path::LinearStart::Cold)
+            .screening(Some(Rule::Bt1))
+            .grid(Grid::Log {
+                c_min: 0.01,
+                c_max: 100.0,
+                points: 8,
+            }),
     ];
     for (i, p) in cases.into_iter().enumerate() {
         let p = p.check().unwrap();
@@ -780,6 +836,37 @@ fn interrupted_paths_resume_to_the_identical_points() {
         marginkit::path::run_path_resumable(p, d, v, &mut |_| {}, &mut NoObserver, Some(&ck))
     };
     assert!(run(&other, &data, None).is_err());
+    let lin = PathParams::linear().check().unwrap();
+    let (_, lck) = marginkit::path::run_path_resumable(
+        &lin,
+        &data,
+        None,
+        &mut |_| {},
+        &mut StopAt {
+            stop_at: 3,
+            calls: 0,
+        },
+        None,
+    )
+    .unwrap();
+    let lck = lck.unwrap();
+    let cold = PathParams::linear()
+        .linear_start(marginkit::path::LinearStart::Cold)
+        .check()
+        .unwrap();
+    // A checkpoint of the default start does not resume a cold path, and the default resumes.
+    let run_l = |p: &marginkit::path::PathValidParams| {
+        marginkit::path::run_path_resumable(
+            p,
+            &data,
+            None,
+            &mut |_| {},
+            &mut NoObserver,
+            Some(&lck),
+        )
+    };
+    assert!(run_l(&cold).is_err());
+    assert!(run_l(&lin).is_ok());
     assert!(run(&p, &blobs(13, 300, 4, 0.35), None).is_err());
     assert!(run(&p, &data, Some(&valid)).is_err());
     assert!(run(&p, &data, None).is_ok());

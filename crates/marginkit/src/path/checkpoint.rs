@@ -71,6 +71,11 @@ pub(crate) fn fingerprint(params: &PathParams, train: &Dataset, valid: Option<&D
         params.keep_solutions
     );
     h.bytes(p.as_bytes());
+    // Appended only when not the default, so that state files written before the option
+    // existed still resume.
+    if params.linear_start != super::LinearStart::Auto {
+        h.bytes(format!("|{:?}", params.linear_start).as_bytes());
+    }
     hash_dataset(&mut h, train);
     match valid {
         Some(v) => {

@@ -17,7 +17,10 @@
 //!    are fixed at 0, in L at `C` ([`VarFix`]); the solver folds them into `p`.
 //! 2. **Solve** the screened problem from the previous `alpha` (warm start; feasible since
 //!    `C > C_ref`; the linear engine starts from the scaled point `(C / C_ref) alpha`, see
-//!    `warm_start_scaled`), with the solver's own shrinking on top. The kernel matrix stays in the
+//!    `warm_start_scaled`, or the secant through the two previous solutions, whichever starts
+//!    lower on the dual objective; [`LinearStart`] forces one, or a cold start from zero as a
+//!    single-C solver such as LIBLINEAR trains, the paper's Table III setting), with the solver's
+//!    own shrinking on top. The kernel matrix stays in the
 //!    solver's order between solves (only the permutation is tracked): screened variables are
 //!    then mostly in the solver's tail already, and the cached kernel columns are not permuted
 //!    back after each solve (for millisecond solves that replay dominated the time).
@@ -132,6 +135,27 @@ pub enum Engine {
     Linear,
 }
 
+/// How the linear engine starts each point's solve (the kernel engine always starts from the
+/// previous solution, see `warm_start`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LinearStart {
+    /// The default: the secant through the two previous solutions where it starts lower on the
+    /// dual objective than the scaled point, else the scaled point (see [`LinearStart::Secant`]).
+    #[default]
+    Auto,
+    /// The previous solution scaled by `C / C_ref` (bounded variables stay at the bound).
+    Scaled,
+    /// The secant `a1 + t (a1 - a0)` through the two previous solutions (exact on a stretch of
+    /// the path where the free, zero and bounded sets do not change); the scaled point where
+    /// fewer than two previous solutions exist.
+    Secant,
+    /// From zero at every point, as a solver training a single C does (LIBLINEAR; the paper's
+    /// Table III): screened variables start at their fixed values, the others at 0. The rules
+    /// still take the previous point as their reference. For benchmarks of one screened solve
+    /// against one unscreened solve; a path is faster warm.
+    Cold,
+}
+
 /// Parameters of a path (unchecked builder; [`PathParams::check`] validates).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathParams {
@@ -155,6 +179,8 @@ pub struct PathParams {
     pub time_limit: Option<Duration>,
     /// Seed of the DCD permutations.
     pub seed: u64,
+    /// How the linear engine starts each solve (kernel paths accept only the default).
+    pub linear_start: LinearStart,
     /// Keep every point's solution (`alpha`, and `w` for linear paths) in the result, as
     /// [`PathResult::svm_model`] and [`PathResult::linear_model`] need. Without it the points
     /// carry empty vectors (memory `O(n)` instead of `O(n x points)`).
@@ -191,6 +217,7 @@ impl PathParams {
             max_iter: None,
             time_limit: None,
             seed: 0,
+            linear_start: LinearStart::Auto,
             keep_solutions: true,
         }
     }
@@ -247,6 +274,11 @@ impl PathParams {
         self.seed = s;
         self
     }
+    /// Sets the linear engine's start of each solve.
+    pub fn linear_start(mut self, s: LinearStart) -> Self {
+        self.linear_start = s;
+        self
+    }
     /// Keeps (or drops) every point's solution.
     pub fn keep_solutions(mut self, k: bool) -> Self {
         self.keep_solutions = k;
@@ -268,6 +300,11 @@ impl PathParams {
         }
         if let Engine::Kernel(k) = self.engine {
             k.check()?;
+            if self.linear_start != LinearStart::Auto {
+                return Err(ParamError::Incompatible(
+                    "the start choice (scaled, secant, cold) is for the linear engine only",
+                ));
+            }
         }
         match &self.grid {
             Grid::Log {
@@ -1488,7 +1525,7 @@ fn linear_path(
         // pass over the data: the reference's `w` scaled like `alpha`, plus the rows whose value
         // the screening changed (the solver rebuilds `w` from `alpha` at its end as always).
         let (mut alpha, mut w_start): (Vec<f64>, Vec<f64>) = match reference.as_ref() {
-            Some((r, w_ref)) => {
+            Some((r, w_ref)) if params.linear_start != LinearStart::Cold => {
                 let s = c / r.c;
                 let w0 = if w_ref.len() == dim {
                     w_ref.iter().map(|v| v * s).collect()
@@ -1498,15 +1535,21 @@ fn linear_path(
                 let scaled = (warm_start_scaled(&r.alpha, r.c, c), w0);
                 match previous.as_ref() {
                     Some((c0, a0, w0))
-                        if w_ref.len() == dim && w0.len() == dim && *c0 < r.c && r.c < c =>
+                        if params.linear_start != LinearStart::Scaled
+                            && w_ref.len() == dim
+                            && w0.len() == dim
+                            && *c0 < r.c
+                            && r.c < c =>
                     {
-                        // The secant where it starts lower on the dual objective (an O(n + d)
-                        // comparison: both candidates carry their w). It loses where the two
-                        // previous solutions differ along directions the tolerance leaves
-                        // loose (degenerate faces), which the secant amplifies.
                         let sec =
                             warm_start_secant(&design, (*c0, a0, w0), (r.c, &r.alpha, w_ref), c);
-                        if dual_objective(&sec.0, &sec.1) < dual_objective(&scaled.0, &scaled.1) {
+                        // Auto: the secant where it starts lower on the dual objective (an
+                        // O(n + d) comparison: both candidates carry their w). It loses where
+                        // the two previous solutions differ along directions the tolerance
+                        // leaves loose (degenerate faces), which the secant amplifies.
+                        let better =
+                            dual_objective(&sec.0, &sec.1) < dual_objective(&scaled.0, &scaled.1);
+                        if params.linear_start == LinearStart::Secant || better {
                             sec
                         } else {
                             scaled
@@ -1515,7 +1558,7 @@ fn linear_path(
                     _ => scaled,
                 }
             }
-            None => (vec![0.0; n], vec![0.0; dim]),
+            _ => (vec![0.0; n], vec![0.0; dim]),
         };
         if w_start.len() == dim {
             for (i, f) in fix.iter().enumerate() {
