@@ -3,7 +3,7 @@
 RBF fit against cache + 3x data, and the time Ctrl-C takes to return.
 
     /work/venv/bin/python bench/prod_bench.py [--repeats 3] [--mem-n 200000] [--mem-max-iter N]
-        [--skip threads,mem,ctrlc]
+        [--skip threads,mem,ctrlc,ctrlc-aid] [--aid-n 20000] [--aid-delays 1,2,3,4,6]
 
 Everything runs the release CLI (`cargo build --release -p marginkit-cli`; --marginkit to override)
 on seeded synthetic blobs written as LIBSVM text to the temp directory:
@@ -14,7 +14,12 @@ on seeded synthetic blobs written as LIBSVM text to the temp directory:
 - memory: RBF C-SVC on --mem-n x 10 with -m 200; peak RSS by GNU time against 200 MB + 3 x the data
   (the dense f64 matrix, n * d * 8 bytes; and the file size);
 - ctrl-c: SIGINT 1.5 s into a long RBF fit (-e 1e-7 -m 1); time from the signal to the process exit,
-  exit code 130, partial model and state file present.
+  exit code 130, partial model and state file present;
+- ctrl-c aid: SIGINT D seconds (--aid-delays) into kernel AID-SVM (`aid svm -t 2 -g 2 -c 10`, the
+  averaged-Gram mode and `--steer nystrom`) on --aid-n x 10 overlapping classes (features uniform
+  on [-1, 1] plus 0.15 y: about n^2 kernel values in the first iteration's pair sums); time to
+  exit, exit code 130, state file present (none when stopped before the first iteration or in the
+  Nystrom mode, which has no resumable state).
 """
 import argparse
 import hashlib
@@ -136,12 +141,56 @@ def bench_ctrlc(binary, reps):
     print(f"median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
 
 
+def hard(path, n, seed):
+    import numpy as np
+
+    if os.path.exists(path):
+        return
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(n) % 2 == 0, 1, -1)
+    x = rng.uniform(-1.0, 1.0, (n, 10)) + 0.15 * y[:, None]
+    with open(path + ".tmp", "w") as f:
+        for i in range(n):
+            f.write(f"{y[i]} " + " ".join(f"{k + 1}:{v:.6g}" for k, v in enumerate(x[i])) + "\n")
+    os.replace(path + ".tmp", path)
+
+
+def bench_ctrlc_aid(binary, n, delays):
+    print(f"\n## Ctrl-C: SIGINT D s into `aid svm -t 2` ({n:,} x 10), time to exit")
+    data = os.path.join(TMP, f"mk_hard_{n}_10.svm")
+    hard(data, n, 5)
+    print("| mode | D s | return ms | exit | state file |")
+    print("|---|---|---|---|---|")
+    for mode, extra in [("averaged Gram", []), ("Nystrom", ["--steer", "nystrom"])]:
+        times = []
+        for d in delays:
+            with tempfile.TemporaryDirectory() as td:
+                m = os.path.join(td, "m")
+                p = subprocess.Popen([binary, "aid", "svm", "-q", "-t", "2", "-g", "2", "-c", "10"] + extra
+                                     + [data, m], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(d)
+                if p.poll() is not None:
+                    print(f"| {mode} | {d} | finished before the signal | {p.returncode} | |")
+                    continue
+                t0 = time.perf_counter()
+                p.send_signal(signal.SIGINT)
+                code = p.wait()
+                dt = time.perf_counter() - t0
+                times.append(dt)
+                print(f"| {mode} | {d} | {dt * 1000:.0f} | {code} | {os.path.exists(m + '.state')} |", flush=True)
+        if times:
+            print(f"{mode}: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms "
+                  f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--mem-n", type=int, default=200000)
     ap.add_argument("--mem-max-iter", type=int, default=None)
     ap.add_argument("--skip", default="")
+    ap.add_argument("--aid-n", type=int, default=20000)
+    ap.add_argument("--aid-delays", default="1,2,3,4,6")
     ap.add_argument("--marginkit", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")),
                                                         "release", "marginkit"))
     a = ap.parse_args()
@@ -152,6 +201,8 @@ def main():
         bench_mem(a.marginkit, a.mem_n, a.mem_max_iter)
     if "ctrlc" not in skip:
         bench_ctrlc(a.marginkit, a.repeats)
+    if "ctrlc-aid" not in skip:
+        bench_ctrlc_aid(a.marginkit, a.aid_n, [float(v) for v in a.aid_delays.split(",")])
 
 
 if __name__ == "__main__":

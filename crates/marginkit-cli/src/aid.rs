@@ -476,6 +476,33 @@ fn no_model(common: &AidCommon, model: &str, ir: &Interrupt, written: &Option<St
     ir.exit_if_stopped(written, 0);
 }
 
+/// What a resumable AID fit returns: the fit (`None` when it stopped before a model existed)
+/// and the state of a stopped run.
+type Resumable<F> = Result<(Option<F>, Option<AidCheckpoint>), marginkit::FitError>;
+
+/// The interruptible part every `aid` model shares: reads `--resume` and installs the Ctrl-C
+/// handler ([`Interrupt::new`]), runs `fit` with the cancel flag and the state to continue,
+/// and writes the state of a stopped run. `None` when the run stopped before a model existed:
+/// the `--json` report of model `name` is printed and an interrupted process has exited.
+fn fit_interruptible<F>(
+    common: &AidCommon,
+    outputs: &[&Path],
+    name: &str,
+    fit: impl FnOnce(&mut Cancel, Option<&AidCheckpoint>) -> Resumable<F>,
+) -> CliResult<Option<(F, Interrupt, Option<String>)>> {
+    let ir = Interrupt::new(common, outputs)?;
+    let mut cancel = ir.cancel.clone();
+    let (fit, ck) = fit(&mut cancel, ir.resume.as_ref()).map_err(|e| ir.err(e))?;
+    let written = ir.write(ck.as_ref())?;
+    match fit {
+        Some(f) => Ok(Some((f, ir, written))),
+        None => {
+            no_model(common, name, &ir, &written);
+            Ok(None)
+        }
+    }
+}
+
 fn status_of(stop: StopReason) -> Status {
     if stop == StopReason::Interrupted {
         Status::Interrupted
@@ -538,19 +565,11 @@ fn run_lad(a: AidLadArgs) -> CliResult {
     };
     let table = Table::new(!a.common.quiet && !a.common.json);
     let mpath = model_path(&a.train_file, &a.model_file);
-    let ir = Interrupt::new(&a.common, &[&mpath])?;
-    let mut cancel = ir.cancel.clone();
-    let (fit, ck) = fit_aid_lad_resumable(
-        &data,
-        &params,
-        &mut |r| table.row(r),
-        &mut cancel,
-        ir.resume.as_ref(),
-    )
-    .map_err(|e| ir.err(e))?;
-    let written = ir.write(ck.as_ref())?;
-    let Some(fit) = fit else {
-        no_model(&a.common, "lad", &ir, &written);
+    let Some((fit, ir, written)) =
+        fit_interruptible(&a.common, &[&mpath], "lad", |obs, resume| {
+            fit_aid_lad_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
+        })?
+    else {
         return Ok(());
     };
     let total = t0.elapsed().as_secs_f64();
@@ -644,24 +663,15 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
     };
     let table = Table::new(!a.common.quiet && !a.common.json);
     let path = model_path(&a.train_file, &a.model_file);
-    let ir = Interrupt::new(&a.common, &[&path])?;
-    let mut cancel = ir.cancel.clone();
-    let (fit, ck) = fit_aid_svm_resumable(
-        &data,
-        &params,
-        &mut |r| table.row(r),
-        &mut cancel,
-        ir.resume.as_ref(),
-    )
-    .map_err(|e| ir.err(e))?;
-    let written = ir.write(ck.as_ref())?;
     let name = if params.kernel.is_some() {
         "aid_svm_kernel"
     } else {
         "aid_svm_linear"
     };
-    let Some(fit) = fit else {
-        no_model(&a.common, name, &ir, &written);
+    let Some((fit, ir, written)) = fit_interruptible(&a.common, &[&path], name, |obs, resume| {
+        fit_aid_svm_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
+    })?
+    else {
         return Ok(());
     };
     let total = t0.elapsed().as_secs_f64();
@@ -690,6 +700,14 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
         fit.run.best_objective,
         total,
     )?;
+    if fit.run.stop == StopReason::Interrupted && written.is_none() {
+        // Stopped in the Nystrom mode's exact finish: a model, but no state to continue from.
+        eprintln!(
+            "marginkit: interrupted; the model is marked 'status interrupted' and a Nystrom-steered \
+             run has no state to continue from (rerun it)"
+        );
+        std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+    }
     ir.exit_if_stopped(&written, fit.run.iterations.len());
     Ok(())
 }
@@ -775,19 +793,11 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
     let table = Table::new(!a.common.quiet && !a.common.json);
     let mut outputs: Vec<&Path> = vec![&path];
     outputs.extend(a.predictions.as_deref());
-    let ir = Interrupt::new(&a.common, &outputs)?;
-    let mut cancel = ir.cancel.clone();
-    let (fit, ck) = fit_aid_s3vm_resumable(
-        &data,
-        &params,
-        &mut |r| table.row(r),
-        &mut cancel,
-        ir.resume.as_ref(),
-    )
-    .map_err(|e| ir.err(e))?;
-    let written = ir.write(ck.as_ref())?;
-    let Some(fit) = fit else {
-        no_model(&a.common, "aid_s3vm", &ir, &written);
+    let Some((fit, ir, written)) =
+        fit_interruptible(&a.common, &outputs, "aid_s3vm", |obs, resume| {
+            fit_aid_s3vm_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
+        })?
+    else {
         return Ok(());
     };
     let total = t0.elapsed().as_secs_f64();

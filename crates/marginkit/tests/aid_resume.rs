@@ -415,3 +415,120 @@ fn damaged_state_files_are_errors() {
     assert!(AidCheckpoint::from_bytes(&b).is_err());
     assert!(AidCheckpoint::from_bytes(b"MKFITCK2 not an AID file").is_err());
 }
+
+/// Stops at the `stop_at`-th report of a long stage inside an aggregated problem (kernel sums:
+/// no violation, the stage's size as `active`); counts them when `stop_at` is 0.
+struct StopInStage {
+    seen: usize,
+    stop_at: usize,
+    sizes: Vec<usize>,
+}
+
+impl Observer for StopInStage {
+    fn on_iter(&mut self, s: &IterStats) -> Control {
+        if !(s.max_violation.is_nan() && s.active > 0) {
+            return Control::Continue;
+        }
+        self.seen += 1;
+        self.sizes.push(s.active);
+        if self.seen == self.stop_at {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
+
+/// Ctrl-C inside the averaged-Gram stage (cluster-pair kernel sums and cluster kernel rows of
+/// every iteration, the first iteration's included): the stop returns the resumable state, and
+/// the continuation makes the uninterrupted run's iterates bit for bit.
+#[test]
+fn kernel_svm_stopped_inside_the_gram_stage_resumes() {
+    let d = heart();
+    let params = AidSvmParams {
+        c: 1.0,
+        kernel: Some(KernelSpec::Rbf { gamma: 0.05 }),
+        r0: Some(0.02),
+        solver_tol: 1e-6,
+        ..AidSvmParams::default()
+    };
+    let run = |obs: &mut dyn Observer, resume: Option<&AidCheckpoint>| {
+        let (f, c) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, obs, resume).unwrap();
+        (f.map(svm_summary), c)
+    };
+    let mut count = StopInStage {
+        seen: 0,
+        stop_at: 0,
+        sizes: Vec::new(),
+    };
+    let (full, ck) = run(&mut count, None);
+    assert!(ck.is_none());
+    let full = full.unwrap();
+    let total = count.seen;
+    // Polls in the first iteration (every cluster's row) and in later ones (split clusters).
+    let first = count.sizes[0];
+    assert!(total >= 10, "{total} stage reports");
+    assert!(count.sizes.iter().any(|&k| k > first), "{:?}", count.sizes);
+    let mut later = 0;
+    for k in (1..=total).step_by((total / 12).max(1)).chain([total]) {
+        let (partial, ck) = run(
+            &mut StopInStage {
+                seen: 0,
+                stop_at: k,
+                sizes: Vec::new(),
+            },
+            None,
+        );
+        let ck = ck.unwrap_or_else(|| panic!("no state after a stop at stage report {k}"));
+        if let Some(p) = &partial {
+            later += 1;
+            assert_eq!(p.2, StopReason::Interrupted);
+        }
+        let ck = AidCheckpoint::from_bytes(&ck.to_bytes()).unwrap();
+        let (done, more) = run(&mut NoObserver, Some(&ck));
+        assert!(more.is_none());
+        let done = done.unwrap();
+        assert_eq!(
+            done.0, full.0,
+            "iterates differ after a stop at stage report {k}"
+        );
+        assert_eq!(done.1.to_bits(), full.1.to_bits());
+        assert_eq!(done.2, full.2);
+        assert_eq!(done.3, full.3);
+    }
+    assert!(later >= 3, "{later} stops after the first iteration");
+}
+
+/// The Nystrom mode's long stages (landmark columns, features, the exact finish's gradient
+/// pass) poll too: a stop there returns no model and no state, without an error.
+#[test]
+fn nystrom_stops_inside_its_kernel_stages() {
+    let d = heart();
+    let params = AidSvmParams {
+        c: 1.0,
+        kernel: Some(KernelSpec::Rbf { gamma: 0.05 }),
+        kernel_steering: marginkit::aid::svm::KernelSteering::Nystrom {
+            rank: 30,
+            steer_gap: 1e-3,
+        },
+        ..AidSvmParams::default()
+    };
+    let mut count = StopInStage {
+        seen: 0,
+        stop_at: 0,
+        sizes: Vec::new(),
+    };
+    let (full, _) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, &mut count, None).unwrap();
+    assert!(full.is_some());
+    // 30 landmark columns, the features, the gradient pass's (one or two) sums.
+    assert!(count.seen >= 32, "{} stage reports", count.seen);
+    for k in [1, 30, count.seen] {
+        let mut obs = StopInStage {
+            seen: 0,
+            stop_at: k,
+            sizes: Vec::new(),
+        };
+        let (fit, ck) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, &mut obs, None).unwrap();
+        assert!(fit.is_none() && ck.is_none(), "stop at stage report {k}");
+    }
+}

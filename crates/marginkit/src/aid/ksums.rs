@@ -8,6 +8,12 @@
 //! per pair. The rows `j` are cut into fixed blocks computed in parallel and each `out_j` adds
 //! the terms in the order of `rows`, so the result does not depend on the thread count. Every
 //! inner product is the sequential sum over the features, symmetric in its two rows.
+//!
+//! [`KernelSums::weighted_polled`] cuts `rows` into consecutive chunks of about
+//! [`POLL_WORK`] feature operations over all `j` and asks a poll (an observer, a cancel flag)
+//! between chunks, so a long sum (a large cluster's row, the first iteration's `n^2` values)
+//! can be interrupted within a few tens of milliseconds. Each `out_j` still adds its terms in
+//! the order of `rows`, so the chunked sum is bit-identical to the unchunked one.
 
 use rayon::prelude::*;
 
@@ -19,6 +25,11 @@ use crate::kernel::KernelSpec;
 const BLOCK: usize = 2048;
 /// Largest feature-major copy (in f64 values) made for the vectorized path.
 const MAX_COPY: usize = 1 << 28;
+/// Work between two polls of [`KernelSums::weighted_polled`], in feature operations
+/// (`rows x n x (features + 8)`, the 8 standing for the kernel function): about 10-50 ms.
+pub(crate) const POLL_WORK: usize = 1 << 26;
+/// Fewest rows per polled chunk (each chunk streams the whole feature-major copy once).
+const MIN_POLL_ROWS: usize = 64;
 
 pub(crate) struct KernelSums<'a> {
     x: &'a Features,
@@ -63,15 +74,47 @@ impl<'a> KernelSums<'a> {
     }
 
     /// `out_j = sum_t w_t K(x_{rows_t}, x_j)` for every row `j` (`w = None`: all weights 1).
+    #[cfg(test)]
     pub(crate) fn weighted(&self, rows: &[u32], w: Option<&[f64]>, out: &mut [f64]) {
-        debug_assert_eq!(out.len(), self.n);
-        out.par_chunks_mut(BLOCK)
-            .enumerate()
-            .for_each(|(b, o)| self.block(rows, w, b * BLOCK, o));
+        self.weighted_polled(rows, w, out, &mut || false);
     }
 
-    fn block(&self, rows: &[u32], w: Option<&[f64]>, lo: usize, out: &mut [f64]) {
+    /// [`Self::weighted`] that calls `stop` between chunks of about [`POLL_WORK`] operations
+    /// (see the module docs) and returns `false`, with `out` incomplete, as soon as it says
+    /// `true`; `true` when the sum is complete.
+    pub(crate) fn weighted_polled(
+        &self,
+        rows: &[u32],
+        w: Option<&[f64]>,
+        out: &mut [f64],
+        stop: &mut dyn FnMut() -> bool,
+    ) -> bool {
+        debug_assert_eq!(out.len(), self.n);
         out.iter_mut().for_each(|v| *v = 0.0);
+        let per_row = self.n.max(1).saturating_mul(self.row_cost() + 8);
+        let chunk = (POLL_WORK / per_row).max(MIN_POLL_ROWS);
+        for (c, part) in rows.chunks(chunk).enumerate() {
+            if stop() {
+                return false;
+            }
+            let wp = w.map(|w| &w[c * chunk..c * chunk + part.len()]);
+            out.par_chunks_mut(BLOCK)
+                .enumerate()
+                .for_each(|(b, o)| self.block(part, wp, b * BLOCK, o));
+        }
+        true
+    }
+
+    /// Operations of one inner product: the features (dense) or the mean stored entries.
+    fn row_cost(&self) -> usize {
+        match self.x {
+            Features::Sparse(s) => s.nnz() / self.n.max(1) + 1,
+            _ => self.m,
+        }
+    }
+
+    /// Adds `sum_t w_t K(x_{rows_t}, x_j)` to `out` for the rows `j` from `lo` on.
+    fn block(&self, rows: &[u32], w: Option<&[f64]>, lo: usize, out: &mut [f64]) {
         let len = out.len();
         if self.xt.is_empty() {
             for (t, &i) in rows.iter().enumerate() {
@@ -170,5 +213,44 @@ mod tests {
                 assert!((out[j] - out2[j]).abs() <= 1e-12 * (1.0 + out[j].abs()));
             }
         }
+    }
+
+    #[test]
+    fn polled_sums_are_chunked_bit_identically_and_stop() {
+        let (n, m) = (2100usize, 3usize);
+        let v: Vec<f64> = (0..n * m)
+            .map(|k| ((k * 53 % 97) as f64) / 40.0 - 1.2)
+            .collect();
+        let dense = Features::Dense(DenseMatrix::new(n, m, v).unwrap());
+        let ks = KernelSums::new(&dense, KernelSpec::Rbf { gamma: 0.3 });
+        let chunk = (POLL_WORK / (n * (m + 8))).max(MIN_POLL_ROWS);
+        // Three chunks and a bit (rows may repeat).
+        let rows: Vec<u32> = (0..3 * chunk + 17).map(|t| (t * 7 % n) as u32).collect();
+        let w: Vec<f64> = (0..rows.len())
+            .map(|t| 1.0 + (t % 5) as f64 * 0.1)
+            .collect();
+        // One unchunked pass over every row, block by block: the reference order.
+        let mut want = vec![0.0; n];
+        want.chunks_mut(BLOCK)
+            .enumerate()
+            .for_each(|(b, o)| ks.block(&rows, Some(&w), b * BLOCK, o));
+        let mut polls = 0;
+        let mut out = vec![1.0; n];
+        assert!(ks.weighted_polled(&rows, Some(&w), &mut out, &mut || {
+            polls += 1;
+            false
+        }));
+        assert_eq!(polls, 4);
+        assert_eq!(
+            out.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+        // A stop before the third chunk returns at once.
+        let mut polls = 0;
+        assert!(!ks.weighted_polled(&rows, Some(&w), &mut out, &mut || {
+            polls += 1;
+            polls == 3
+        }));
+        assert_eq!(polls, 3);
     }
 }

@@ -272,6 +272,17 @@ fn stop_requested(obs: &mut dyn Observer, t: usize) -> bool {
     obs.on_iter(&s) == Control::Stop
 }
 
+/// Asks the observer inside a long stage of an aggregated problem (kernel sums): `polls` so
+/// far and the stage's cluster count as the report.
+pub(crate) fn stop_requested_stage(obs: &mut dyn Observer, polls: u64, clusters: usize) -> bool {
+    let s = IterStats {
+        iterations: polls,
+        max_violation: f64::NAN,
+        active: clusters,
+    };
+    obs.on_iter(&s) == Control::Stop
+}
+
 /// The AID loop from a state (the start, or a checkpoint's); see [`run`].
 pub(crate) fn run_resumable<P: AidProblem>(
     problem: &mut P,

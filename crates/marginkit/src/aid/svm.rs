@@ -87,8 +87,8 @@ use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::ksums::KernelSums;
 use super::{
-    run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome, StopReason,
-    CERT_GAP_RTOL,
+    run_resumable, stop_requested_stage, Aggregated, AidProblem, AidRun, AidSettings, IterRecord,
+    Outcome, StopReason, CERT_GAP_RTOL,
 };
 use crate::data::{ops, Dataset, DenseMatrix, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
@@ -326,18 +326,29 @@ impl SvmProblem<'_> {
     }
 
     /// Updates `self.gram` (the cluster-pair kernel sums `S_kq`) and the stored cluster kernel
-    /// rows for the new clusters.
+    /// rows for the new clusters; `false` (and `self` unchanged) when `obs` asked to stop.
     ///
     /// A split cluster `a` has children `ch(a)`; all but its largest child `L(a)` are *computed*:
     /// their row `V_c` costs `n |C_c|` kernel values and gives `S_cq = sum_{j in C_q} V_c(j)` for
     /// every new `q`. Every other new cluster (`L(a)`, or an unchanged cluster, `a` itself) is
     /// derived without kernel values: with old clusters `a = par(u)`, `b = par(v)`,
     /// `S_uv = S_ab - sum_{c in Comp(a)} sum_{y in ch(b)} S_cy - sum_{c' in Comp(b)} S_uc'`,
-    /// since `S_ab` is the sum of `S_xy` over all child pairs. `V_L(a) = V_a - sum V_c` when
-    /// `V_a` is stored. Without a parent map every cluster is computed (`n^2` kernel values).
-    fn update_gram(&mut self, clusters: &Clusters, parent: Option<&[usize]>) {
+    /// since `S_ab` is the sum of `S_xy` over all child pairs. `V_L(a) = V_a - sum V_c` (the
+    /// stored f32 rows of the computed children) when `V_a` is stored. Without a parent map
+    /// every cluster is computed (`n^2` kernel values).
+    ///
+    /// The kernel sums (the only long part) run first and poll `obs` every few tens of
+    /// milliseconds; they touch nothing of `self`, so a stop leaves the previous iteration's
+    /// sums and rows for the continuation to redo this update from. The derived rows (`O(n)`
+    /// each, moved out of the old rows) follow once every sum is done.
+    fn update_gram(
+        &mut self,
+        clusters: &Clusters,
+        parent: Option<&[usize]>,
+        obs: &mut dyn Observer,
+    ) -> bool {
         let Some(ks) = self.ks.as_ref() else {
-            return;
+            return true;
         };
         let k = clusters.len();
         let n = self.data.len();
@@ -369,7 +380,6 @@ impl SvmProblem<'_> {
                 computed[largest] = false;
             }
         }
-        let mut old_rows = std::mem::take(&mut self.vrows);
         let mut vrows: Vec<Option<Vec<f32>>> = vec![None; k];
         let mut stored = 0usize;
         let mut g = vec![0.0; k * k];
@@ -380,11 +390,23 @@ impl SvmProblem<'_> {
             Some(_) => children.clone(),
             None => vec![(0..k).collect()],
         };
+        let mut polls = 0u64;
+        let mut stop = || {
+            polls += 1;
+            stop_requested_stage(obs, polls, k)
+        };
+        // (new cluster u, old cluster a, derived row): u's row is `V_a` (moved) or the row given.
+        let mut moves: Vec<(usize, usize, Option<Vec<f32>>)> = Vec::new();
+        let mut v = vec![0.0; n];
         for (a, ch) in groups.iter().enumerate() {
-            let mut parent_row = par.and_then(|_| old_rows.get_mut(a).and_then(Option::take));
+            // V_a - sum of the computed children's rows so far (a new row: the old one stays
+            // intact until every sum is done).
+            let old_row = par.and_then(|_| self.vrows.get(a).and_then(Option::as_ref));
+            let mut parent_row: Option<Vec<f32>> = None;
             for &c in ch.iter().filter(|&&c| computed[c]) {
-                let mut v = vec![0.0; n];
-                ks.weighted(clusters.members(c), None, &mut v);
+                if !ks.weighted_polled(clusters.members(c), None, &mut v, &mut stop) {
+                    return false;
+                }
                 let mut srow = vec![0.0; k];
                 for (j, &vj) in v.iter().enumerate() {
                     srow[cl[j] as usize] += vj;
@@ -400,25 +422,41 @@ impl SvmProblem<'_> {
                     }
                     tc[c] = t;
                 }
-                if let Some(pr) = parent_row.as_mut() {
-                    pr.iter_mut()
+                match (parent_row.as_mut(), old_row) {
+                    (Some(pr), _) => pr
+                        .iter_mut()
                         .zip(&v)
-                        .for_each(|(p, &x)| *p = (f64::from(*p) - x) as f32);
+                        .for_each(|(p, &x)| *p = (f64::from(*p) - x) as f32),
+                    (None, Some(old)) => {
+                        parent_row = Some(
+                            old.iter()
+                                .zip(&v)
+                                .map(|(&p, &x)| (f64::from(p) - x) as f32)
+                                .collect(),
+                        );
+                    }
+                    (None, None) => {}
                 }
                 if stored < self.max_vrows {
                     vrows[c] = Some(v.iter().map(|&x| x as f32).collect());
                     stored += 1;
                 }
             }
-            if par.is_some() {
-                if let (Some(pr), Some(&u)) = (parent_row, ch.iter().find(|&&c| !computed[c])) {
-                    if stored < self.max_vrows {
-                        vrows[u] = Some(pr);
-                        stored += 1;
-                    }
+            if let Some(&u) = ch.iter().find(|&&c| !computed[c]).filter(|_| par.is_some()) {
+                // An unsplit cluster keeps its row (moved below); a split one's largest child
+                // gets the difference.
+                if old_row.is_some() && stored < self.max_vrows {
+                    moves.push((u, a, parent_row));
+                    stored += 1;
                 }
             }
         }
+        // No more polls: from here on `self` changes.
+        let mut old_rows = std::mem::take(&mut self.vrows);
+        for (u, a, row) in moves {
+            vrows[u] = row.or_else(|| old_rows[a].take());
+        }
+        drop(old_rows);
         if let Some(par) = par {
             let unc: Vec<usize> = (0..k).filter(|&c| !computed[c]).collect();
             for &u in &unc {
@@ -438,31 +476,51 @@ impl SvmProblem<'_> {
         }
         self.gram = g;
         self.vrows = vrows;
+        true
     }
 
     /// `sum_k coef_k V_k(j)` for every row `j`; rows of support clusters that are not stored
     /// are computed and stored, evicting rows of non-support clusters when the budget is full.
-    fn decision_values(&mut self, clusters: &Clusters, coef: &[(usize, f64)]) -> Vec<f64> {
+    /// `None` (and the stored rows unchanged) when `obs` asked to stop: the new rows are
+    /// computed first and the evictions happen after, so a continuation finds the same rows.
+    fn decision_values(
+        &mut self,
+        clusters: &Clusters,
+        coef: &[(usize, f64)],
+        obs: &mut dyn Observer,
+    ) -> Option<Vec<f64>> {
         let n = self.data.len();
-        let mut extra_rows: Vec<u32> = Vec::new();
-        let mut extra_w: Vec<f64> = Vec::new();
+        let k = clusters.len();
+        let mut polls = 0u64;
+        let mut stop = || {
+            polls += 1;
+            stop_requested_stage(obs, polls, k)
+        };
+        let mut f = vec![0.0; n];
         if let Some(ks) = self.ks.as_ref() {
+            let mut extra_rows: Vec<u32> = Vec::new();
+            let mut extra_w: Vec<f64> = Vec::new();
             let mut stored = self.vrows.iter().filter(|v| v.is_some()).count();
             let mut support = vec![false; self.vrows.len()];
             coef.iter().for_each(|&(c, _)| support[c] = true);
             let mut evict = 0usize;
+            let mut evicted: Vec<usize> = Vec::new();
+            let mut fresh: Vec<(usize, Vec<f32>)> = Vec::new();
+            let mut v = vec![0.0; n];
             for &(c, w) in coef {
                 if self.vrows[c].is_none() {
                     while stored >= self.max_vrows && evict < self.vrows.len() {
-                        if !support[evict] && self.vrows[evict].take().is_some() {
+                        if !support[evict] && self.vrows[evict].is_some() {
+                            evicted.push(evict);
                             stored -= 1;
                         }
                         evict += 1;
                     }
                     if stored < self.max_vrows {
-                        let mut v = vec![0.0; n];
-                        ks.weighted(clusters.members(c), None, &mut v);
-                        self.vrows[c] = Some(v.iter().map(|&x| x as f32).collect());
+                        if !ks.weighted_polled(clusters.members(c), None, &mut v, &mut stop) {
+                            return None;
+                        }
+                        fresh.push((c, v.iter().map(|&x| x as f32).collect()));
                         stored += 1;
                     } else {
                         extra_rows.extend_from_slice(clusters.members(c));
@@ -470,11 +528,17 @@ impl SvmProblem<'_> {
                     }
                 }
             }
-        }
-        let mut f = vec![0.0; n];
-        if let Some(ks) = self.ks.as_ref() {
-            if !extra_rows.is_empty() {
-                ks.weighted(&extra_rows, Some(&extra_w), &mut f);
+            if !extra_rows.is_empty()
+                && !ks.weighted_polled(&extra_rows, Some(&extra_w), &mut f, &mut stop)
+            {
+                return None;
+            }
+            // No more polls: commit the evictions and the new rows.
+            for e in evicted {
+                self.vrows[e] = None;
+            }
+            for (c, row) in fresh {
+                self.vrows[c] = Some(row);
             }
         }
         let vrows = &self.vrows;
@@ -489,7 +553,7 @@ impl SvmProblem<'_> {
                 }
             }
         });
-        f
+        Some(f)
     }
 }
 
@@ -584,7 +648,9 @@ impl AidProblem for SvmProblem<'_> {
             Some(_) => {
                 if !self.prepared {
                     let parent = previous.map(|(_, p)| p);
-                    self.update_gram(clusters, parent);
+                    if !self.update_gram(clusters, parent, obs) {
+                        return Ok(None);
+                    }
                     self.prepared = true;
                 }
                 let sizes: Vec<f64> = (0..k).map(|c| clusters.size(c) as f64).collect();
@@ -619,7 +685,9 @@ impl AidProblem for SvmProblem<'_> {
                         coefs.push((c, coef));
                     }
                 }
-                let decision = self.decision_values(clusters, &coefs);
+                let Some(decision) = self.decision_values(clusters, &coefs, obs) else {
+                    return Ok(None);
+                };
                 Aggregated {
                     lower_bound: Some(dual),
                     objective: 0.5 * w_sq + hinge,
@@ -764,12 +832,22 @@ fn initial_clusters(
             let rows: Vec<u32> = sv.iter().map(|&t| sample[t] as u32).collect();
             let w: Vec<f64> = sv.iter().map(|&t| coef[t]).collect();
             let mut f = vec![0.0; n];
-            match ks {
-                Some(ks) => ks.weighted(&rows, Some(&w), &mut f),
-                None => {
-                    let ks = KernelSums::new(&data.x, kern);
-                    ks.weighted(&rows, Some(&w), &mut f);
-                }
+            let mut polls = 0u64;
+            let mut stop = || {
+                polls += 1;
+                stop_requested_stage(obs, polls, 0)
+            };
+            let done = match ks {
+                Some(ks) => ks.weighted_polled(&rows, Some(&w), &mut f, &mut stop),
+                None => KernelSums::new(&data.x, kern).weighted_polled(
+                    &rows,
+                    Some(&w),
+                    &mut f,
+                    &mut stop,
+                ),
+            };
+            if !done {
+                return Ok(None);
             }
             f.iter_mut().for_each(|v| *v += b);
             f
@@ -1025,7 +1103,8 @@ fn nystrom_features(
     n: usize,
     rank: usize,
     seed: u64,
-) -> Result<(DenseMatrix, usize), FitError> {
+    stop: &mut dyn FnMut() -> bool,
+) -> Result<Option<(DenseMatrix, usize)>, FitError> {
     let r = rank.min(n);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6e79_7374_726f_6d00);
     let mut ids: Vec<usize> = (0..n).collect();
@@ -1038,7 +1117,9 @@ fn nystrom_features(
     // Landmark kernel columns, landmark-major: kc[a * n + j] = K(x_{l_a}, x_j).
     let mut kc = vec![0.0; r * n];
     for (a, &l) in land.iter().enumerate() {
-        ks.weighted(&[l as u32], None, &mut kc[a * n..(a + 1) * n]);
+        if !ks.weighted_polled(&[l as u32], None, &mut kc[a * n..(a + 1) * n], stop) {
+            return Ok(None);
+        }
     }
     // Cholesky of K_LL (row-major lower factor), dropping small pivots.
     let maxd = (0..r).map(|a| kc[a * n + land[a]]).fold(0.0f64, f64::max);
@@ -1071,24 +1152,32 @@ fn nystrom_features(
         }
         .into());
     }
-    // Forward substitution per row, in parallel over fixed row blocks (no cross-row sums).
+    // Forward substitution per row, in parallel over fixed row blocks (no cross-row sums),
+    // polling between spans of blocks of about `POLL_WORK` flops.
     let mut z = vec![0.0; n * rk];
-    z.par_chunks_mut(1024 * rk)
-        .enumerate()
-        .for_each(|(b, out)| {
-            let lo = b * 1024;
-            for (t, zi) in out.chunks_mut(rk).enumerate() {
-                let i = lo + t;
-                for (pj, &j) in kept.iter().enumerate() {
-                    let mut v = kc[j * n + i];
-                    for (pk, &k) in kept[..pj].iter().enumerate() {
-                        v -= lf[j * r + k] * zi[pk];
+    let per_block = 1024 * (rk * rk / 2 + 1);
+    let span = (super::ksums::POLL_WORK / per_block).max(1) * 1024;
+    for (s, zs) in z.chunks_mut(span * rk).enumerate() {
+        if stop() {
+            return Ok(None);
+        }
+        zs.par_chunks_mut(1024 * rk)
+            .enumerate()
+            .for_each(|(b, out)| {
+                let lo = s * span + b * 1024;
+                for (t, zi) in out.chunks_mut(rk).enumerate() {
+                    let i = lo + t;
+                    for (pj, &j) in kept.iter().enumerate() {
+                        let mut v = kc[j * n + i];
+                        for (pk, &k) in kept[..pj].iter().enumerate() {
+                            v -= lf[j * r + k] * zi[pk];
+                        }
+                        zi[pj] = v / lf[j * r + j];
                     }
-                    zi[pj] = v / lf[j * r + j];
                 }
-            }
-        });
-    Ok((DenseMatrix::new(n, rk, z)?, rk))
+            });
+    }
+    Ok(Some((DenseMatrix::new(n, rk, z)?, rk)))
 }
 
 /// [`KernelSteering::Nystrom`]: steering AID on Nystrom features, then the exact SMO finish.
@@ -1107,7 +1196,16 @@ fn fit_nystrom(
     let start = Instant::now();
     let n = data.len();
     let ks = KernelSums::new(&data.x, kern);
-    let (z, rk) = nystrom_features(&ks, n, rank, params.seed)?;
+    // A stop before the exact finish has started leaves nothing worth a model (and a
+    // Nystrom run has no resumable state): `None`.
+    let mut polls = 0u64;
+    let mut stop = |obs: &mut dyn Observer| {
+        polls += 1;
+        stop_requested_stage(obs, polls, n)
+    };
+    let Some((z, rk)) = nystrom_features(&ks, n, rank, params.seed, &mut || stop(obs))? else {
+        return Ok(None);
+    };
     let zdata = Dataset::new(Features::Dense(z), data.y.clone(), None)?;
     let steer_params = AidSvmParams {
         kernel: None,
@@ -1163,11 +1261,15 @@ fn fit_nystrom(
     }
     let mut qa_upper = vec![0.0; n];
     let mut qa = vec![0.0; n];
-    if !up_rows.is_empty() {
-        ks.weighted(&up_rows, Some(&up_w), &mut qa_upper);
+    if !up_rows.is_empty()
+        && !ks.weighted_polled(&up_rows, Some(&up_w), &mut qa_upper, &mut || stop(obs))
+    {
+        return Ok(None);
     }
-    if !free_rows.is_empty() {
-        ks.weighted(&free_rows, Some(&free_w), &mut qa);
+    if !free_rows.is_empty()
+        && !ks.weighted_polled(&free_rows, Some(&free_w), &mut qa, &mut || stop(obs))
+    {
+        return Ok(None);
     }
     for i in 0..n {
         let yi = f64::from(y[i]);

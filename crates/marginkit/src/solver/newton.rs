@@ -163,10 +163,10 @@ pub fn solve_svc_primal<O: Observer>(
     if prob.y.len() != n {
         return Err(SolveError::Dimensions("y"));
     }
-    if prob.y.iter().any(|&v| v != 1 && v != -1) {
+    if prob.y.par_iter().any(|&v| v != 1 && v != -1) {
         return Err(SolveError::Dimensions("y must be -1 or +1"));
     }
-    let lab: Vec<f64> = prob.y.iter().map(|&v| f64::from(v)).collect();
+    let lab: Vec<f64> = prob.y.par_iter().map(|&v| f64::from(v)).collect();
     dispatch(&prob.design, &lab, prob.cost, SvcLoss, settings, obs)
 }
 
@@ -184,7 +184,7 @@ pub fn solve_svr_primal<O: Observer>(
     if prob.target.len() != n {
         return Err(SolveError::Dimensions("target"));
     }
-    if prob.target.iter().any(|v| !v.is_finite()) {
+    if prob.target.par_iter().any(|v| !v.is_finite()) {
         return Err(SolveError::NonFinite { what: "target" });
     }
     if !(prob.epsilon.is_finite() && prob.epsilon >= 0.0) {
@@ -203,7 +203,7 @@ fn check_common(
     if cost.len() != n {
         return Err(SolveError::Dimensions("cost"));
     }
-    if cost.iter().any(|&c| !(c.is_finite() && c >= 0.0)) {
+    if cost.par_iter().any(|&c| !(c.is_finite() && c >= 0.0)) {
         return Err(SolveError::Dimensions("costs must be finite and >= 0"));
     }
     if !(settings.tol.is_finite() && settings.tol > 0.0) {
@@ -488,7 +488,7 @@ fn cut_rows<R: Rows>(rows: &R) -> Vec<Range<usize>> {
 /// summing the chunks in chunk order.
 fn reduce(chunks: &[Chunk], second: Which, out: &mut [f64]) {
     const BLOCK: usize = 4096;
-    out.par_chunks_mut(BLOCK).enumerate().for_each(|(b, o)| {
+    let block = |b: usize, o: &mut [f64]| {
         let lo = b * BLOCK;
         o.iter_mut().for_each(|v| *v = 0.0);
         for ch in chunks {
@@ -500,7 +500,16 @@ fn reduce(chunks: &[Chunk], second: Which, out: &mut [f64]) {
                 *v += s;
             }
         }
-    });
+    };
+    if out.len() <= BLOCK {
+        // One block: on the calling thread (a parallel dispatch of one task costs a wake-up
+        // of a worker per CG step, more than the sum itself at small dimensions).
+        block(0, out);
+    } else {
+        out.par_chunks_mut(BLOCK)
+            .enumerate()
+            .for_each(|(b, o)| block(b, o));
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -515,9 +524,15 @@ fn sum_chunks(chunks: &[Chunk]) -> f64 {
 }
 
 /// Loss, `l'`, the active set, `Xb' l'` (into `acc`) and `diag(Xb_I' D_I Xb_I)` (into `acc2`)
-/// at the current `z`; `sum` gets the loss.
-fn eval_at_z<R: Rows, L: Loss>(rows: &R, loss: L, chunks: &mut [Chunk]) {
+/// at `z` (after `z += t Xb s` when `step` is `Some(t)`, fused into the same pass); `sum`
+/// gets the loss.
+fn eval_at_z<R: Rows, L: Loss>(rows: &R, loss: L, chunks: &mut [Chunk], step: Option<f64>) {
     chunks.par_iter_mut().for_each(|ch| {
+        if let Some(t) = step {
+            for (z, &x) in ch.z.iter_mut().zip(&ch.xs) {
+                *z += t * x;
+            }
+        }
         ch.acc.iter_mut().for_each(|v| *v = 0.0);
         ch.acc2.iter_mut().for_each(|v| *v = 0.0);
         ch.active.clear();
@@ -622,8 +637,9 @@ fn newton<R: Rows, L: Loss, O: Observer>(
     };
     let max_iter = settings.max_iter.unwrap_or(DEFAULT_MAX_NEWTON);
     let dim = rows.dim();
+    // Built in parallel: the per-row buffers' copies and first touches are O(n).
     let mut chunks: Vec<Chunk> = cut_rows(rows)
-        .into_iter()
+        .into_par_iter()
         .map(|r| Chunk {
             lab: lab[r.clone()].to_vec(),
             cost: cost[r.clone()].to_vec(),
@@ -652,7 +668,7 @@ fn newton<R: Rows, L: Loss, O: Observer>(
         vec![0.0; dim],
     );
     // w = 0, so z = 0.
-    eval_at_z(rows, loss, &mut chunks);
+    eval_at_z(rows, loss, &mut chunks, None);
     let mut f = sum_chunks(&chunks);
     reduce(&chunks, Which::Acc, &mut g);
     let g0 = ops::dense_dot(&g, &g).sqrt();
@@ -768,12 +784,7 @@ fn newton<R: Rows, L: Loss, O: Observer>(
         for j in 0..dim {
             w[j] += t * s[j];
         }
-        chunks.par_iter_mut().for_each(|ch| {
-            for (z, &x) in ch.z.iter_mut().zip(&ch.xs) {
-                *z += t * x;
-            }
-        });
-        eval_at_z(rows, loss, &mut chunks);
+        eval_at_z(rows, loss, &mut chunks, Some(t));
         f = 0.5 * ops::dense_dot(&w, &w) + sum_chunks(&chunks);
         reduce(&chunks, Which::Acc, &mut g);
         for j in 0..dim {
@@ -806,11 +817,13 @@ fn finish<R: Rows, L: Loss>(
     let dim = w.len();
     // z accumulated z += t Xb s over the iterations: recompute it exactly, then the loss,
     // l' and the gradient at the returned w.
-    x_times(rows, &w, chunks);
-    chunks
-        .par_iter_mut()
-        .for_each(|ch| std::mem::swap(&mut ch.z, &mut ch.xs));
-    eval_at_z(rows, loss, chunks);
+    chunks.par_iter_mut().for_each(|ch| {
+        let start = ch.rows.start;
+        for (k, o) in ch.z.iter_mut().enumerate() {
+            *o = rows.dot(start + k, &w);
+        }
+    });
+    eval_at_z(rows, loss, chunks, None);
     let primal = 0.5 * ops::dense_dot(&w, &w) + sum_chunks(chunks);
     let mut wd = vec![0.0; dim];
     reduce(chunks, Which::Acc, &mut wd);
@@ -840,7 +853,6 @@ fn finish<R: Rows, L: Loss>(
         0.0
     };
     let dual = scale * (scale * a_coef + b_coef);
-    x_times(rows, &wd, chunks);
     chunks.par_iter_mut().for_each(|ch| {
         let (mut hi, mut lo) = (f64::NEG_INFINITY, f64::INFINITY);
         for k in 0..ch.z.len() {
@@ -848,7 +860,9 @@ fn finish<R: Rows, L: Loss>(
             if c <= 0.0 {
                 continue;
             }
-            let (h, l) = loss.violation(ch.lab[k], c, -scale * ch.d1[k], scale * ch.xs[k]);
+            // xb_i'w(dual), one row at a time (fused: no separate pass).
+            let v = rows.dot(ch.rows.start + k, &wd);
+            let (h, l) = loss.violation(ch.lab[k], c, -scale * ch.d1[k], scale * v);
             hi = hi.max(h);
             lo = lo.min(l);
         }

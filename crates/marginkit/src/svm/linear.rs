@@ -427,9 +427,12 @@ impl LinearValidParams {
             x: &data.x,
             bias: prm.bias,
         };
-        let p = vec![-1.0; n];
-        let (mut y, mut upper, mut shift) = (vec![0i8; n], vec![0.0; n], vec![0.0; n]);
-        let mut alpha = vec![0.0; n];
+        // The dual solvers' arrays (the primal ones need only y and the costs).
+        let dual_len = if prm.solver.is_primal() { 0 } else { n };
+        let p = vec![-1.0; dual_len];
+        let (mut upper, mut shift) = (vec![0.0; dual_len], vec![0.0; dual_len]);
+        let mut alpha = vec![0.0; dual_len];
+        let mut y = vec![0i8; n];
         let mut cost = vec![0.0; n];
         let mut w_all = Vec::with_capacity(nr_w);
         let mut reports = Vec::with_capacity(nr_w);
@@ -463,19 +466,9 @@ impl LinearValidParams {
                 } else {
                     prm.c
                 };
-                (upper[i], shift[i]) = self.bound_and_shift(c_class * data.weight(i));
+                cost[i] = c_class * data.weight(i);
             }
             let r = if prm.solver.is_primal() {
-                for i in 0..n {
-                    let c_class = if nr_w == 1 {
-                        weighted_c[class_of[i]]
-                    } else if class_of[i] == k {
-                        weighted_c[k]
-                    } else {
-                        prm.c
-                    };
-                    cost[i] = c_class * data.weight(i);
-                }
                 // LIBLINEAR scales the relative gradient tolerance of -s 2 by min(#pos, #neg)/n
                 // (counting the samples that take part).
                 let (mut pos, mut neg) = (0usize, 0usize);
@@ -495,6 +488,9 @@ impl LinearValidParams {
                 };
                 newton::solve_svc_primal(&prob, &st, &mut obs)?
             } else {
+                for i in 0..n {
+                    (upper[i], shift[i]) = self.bound_and_shift(cost[i]);
+                }
                 alpha.iter_mut().for_each(|a| *a = 0.0);
                 let prob = SvcDual {
                     design,
