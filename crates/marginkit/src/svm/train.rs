@@ -651,6 +651,9 @@ fn solve_one(
             )?;
             snapshot = snap;
             cache = q.cache_stats();
+            // Free the kernel cache before the result arrays are built: they would otherwise
+            // add to the fit's peak memory (issue 9, point 5).
+            drop(q);
             let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s).collect();
             (coef, info, Bounds::new(alpha, c.to_vec()))
         }
@@ -690,6 +693,7 @@ fn solve_one(
             )?;
             snapshot = snap;
             cache = q.cache_stats();
+            drop(q);
             // Rescale to the C-SVC form with C = 1/r (LIBSVM's convention).
             let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s / r).collect();
             info.rho /= r;
@@ -732,6 +736,7 @@ fn solve_one(
             )?;
             snapshot = snap;
             cache = q.cache_stats();
+            drop(q);
             (alpha.clone(), info, Bounds::new(alpha, upper))
         }
         SvmType::EpsSvr | SvmType::NuSvr => {
@@ -778,6 +783,7 @@ fn solve_one(
             )?;
             snapshot = snap;
             cache = q.cache_stats();
+            drop(q);
             let coef: Vec<f64> = (0..l).map(|i| alpha[i] - alpha[i + l]).collect();
             (coef, info, Bounds::new(alpha, upper))
         }
