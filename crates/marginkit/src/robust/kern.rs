@@ -153,6 +153,58 @@ impl<'a> Kern<'a> {
         self.spec == KernelSpec::Linear
     }
 
+    /// True for the linear kernel (the engine then works through primal weights).
+    pub fn is_linear(&self) -> bool {
+        self.linear()
+    }
+
+    /// Width of a primal weight vector (linear kernel).
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// `b^2` of the regularized constant feature (0 without it).
+    pub fn b2(&self) -> f64 {
+        self.b2
+    }
+
+    /// `w += c x_j` for training row `j` (the bias feature is the caller's `b^2 sum c`).
+    #[inline]
+    pub fn axpy_row(&self, c: f64, j: usize, w: &mut [f64]) {
+        ops::axpy(c, self.train.row(j), w);
+    }
+
+    /// `x_i . w` for row `i` (training then validation), without the bias feature.
+    #[inline]
+    pub fn dot_row(&self, i: usize, w: &[f64]) -> f64 {
+        ops::dot_dense(self.row(i), w)
+    }
+
+    /// Calls `visit(i, x_i . w)` for every training row in order, one sequential pass over the
+    /// data with the storage dispatched once (the engine's fused direction and ratio test).
+    #[inline]
+    pub fn for_each_train_dot(&self, w: &[f64], mut visit: impl FnMut(usize, f64)) {
+        match self.train {
+            Features::Dense(m) => {
+                let d = m.n_cols();
+                if d == 0 {
+                    (0..self.n).for_each(|i| visit(i, 0.0));
+                } else {
+                    for (i, r) in m.values().chunks_exact(d).enumerate() {
+                        visit(i, ops::dense_dot(r, w));
+                    }
+                }
+            }
+            Features::Sparse(m) => {
+                let (ip, ix, v) = m.parts();
+                for i in 0..self.n {
+                    let (a, b) = (ip[i], ip[i + 1]);
+                    visit(i, ops::sparse_dense_dot(&ix[a..b], &v[a..b], w));
+                }
+            }
+        }
+    }
+
     /// For the linear kernel, the largest rank a Gram block can have (`d`, plus one with the bias
     /// feature); `None` for other kernels.
     pub fn rank_bound(&self) -> Option<usize> {
