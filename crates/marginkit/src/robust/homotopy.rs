@@ -88,8 +88,12 @@ pub(crate) enum Phase {
 }
 
 /// The engine's state at a safe point (no sample clamped): everything the next events read
-/// that depends on the history (the incrementally updated factor, `f`, `s_o`, the blocked
-/// flags) besides the recorded nodes, which are only truncated to `n_nodes`.
+/// that depends on the history (the incrementally updated factor, `f`, the outlier sum `s_o`
+/// or, for the linear kernel, its weights `w_o` and `sum_o`, the blocked flags, the counters)
+/// besides the recorded nodes, which are only truncated to `n_nodes`. What is a function of
+/// these is rebuilt by [`Engine::restore`]: the list of blocked samples (the set flags), the
+/// outlier count and the list of `O` samples (from the states; its order is never read in a
+/// way that changes a value).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct EngineSnap {
     pub phase: Phase,
@@ -104,7 +108,12 @@ pub(crate) struct EngineSnap {
     /// [`Chol::packed_into`] of the active-set factor.
     pub chol: Vec<f64>,
     pub track_o: bool,
+    /// Kernel engine: `s_o` over all rows (empty for the linear kernel).
     pub s_o: Vec<f64>,
+    /// Linear engine: the outlier sum's weights `w_o` (`width` long; empty otherwise) and
+    /// `sum_o` (the bias part).
+    pub w_o: Vec<f64>,
+    pub sum_o: f64,
     pub block: Vec<bool>,
     pub events: usize,
     pub d_steps: usize,
@@ -128,15 +137,22 @@ fn st_code(s: St) -> u8 {
 }
 
 impl EngineSnap {
-    /// Checks the snapshot against an engine over `n` samples and `rows` rows, so that
-    /// restoring it cannot index out of range or break the active-set invariants.
-    pub fn check(&self, n: usize, rows: usize) -> Result<(), &'static str> {
+    /// Checks the snapshot against an engine over `n` samples and `rows` rows (`linear`: the
+    /// primal width of a linear-kernel engine), so that restoring it cannot index out of range
+    /// or break the active-set invariants.
+    pub fn check(&self, n: usize, rows: usize, linear: Option<usize>) -> Result<(), &'static str> {
         let bad = "the robust state does not fit the problem (array lengths)";
+        let (s_o_len, w_o_len) = match linear {
+            Some(width) => (0, width),
+            None => (rows, 0),
+        };
         if self.beta.len() != n
             || self.f.len() != rows
             || self.st.len() != n
             || self.sigma.len() != n
-            || self.s_o.len() != rows
+            || self.s_o.len() != s_o_len
+            || self.w_o.len() != w_o_len
+            || (linear.is_none() && self.sum_o != 0.0)
             || self.block.len() != n
         {
             return Err(bad);
@@ -342,6 +358,8 @@ impl<'k, 'a> Engine<'k, 'a> {
         self.chol.packed_into(&mut snap.chol);
         snap.track_o = self.track_o;
         snap.s_o.clone_from(&self.s_o);
+        snap.w_o.clone_from(&self.w_o);
+        snap.sum_o = self.sum_o;
         snap.block.clone_from(&self.block);
         snap.events = self.events;
         snap.d_steps = self.d_steps;
@@ -379,7 +397,25 @@ impl<'k, 'a> Engine<'k, 'a> {
         }
         self.track_o = snap.track_o;
         self.s_o.clone_from(&snap.s_o);
+        self.w_o.clone_from(&snap.w_o);
+        self.sum_o = snap.sum_o;
         self.block.clone_from(&snap.block);
+        // Derived state: the blocked list is exactly the set flags; the outliers and the `O`
+        // list follow from the states (no sample is clamped at a safe point).
+        self.blocked.clear();
+        self.blocked.extend((0..self.n).filter(|&i| self.block[i]));
+        self.o_list.clear();
+        self.o_pos.iter_mut().for_each(|p| *p = NONE);
+        self.n_out = 0;
+        for i in 0..self.n {
+            if matches!(self.st[i], St::O | St::Bo | St::ClIO) {
+                self.n_out += 1;
+            }
+            if self.st[i] == St::O {
+                self.o_pos[i] = self.o_list.len();
+                self.o_list.push(i);
+            }
+        }
         self.events = snap.events;
         self.d_steps = snap.d_steps;
         self.wrong_direction = snap.wrong_direction;

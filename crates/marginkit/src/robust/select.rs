@@ -224,8 +224,15 @@ pub fn select_resumable(
             Method::Cccp(g) => g.len(),
             Method::Path => 0,
         };
-        ck.check(fp, y.len(), kern.rows(), cs.len(), grid)
-            .map_err(ParamError::Incompatible)?;
+        ck.check(
+            fp,
+            y.len(),
+            kern.rows(),
+            kern.is_linear().then(|| kern.width()),
+            cs.len(),
+            grid,
+        )
+        .map_err(ParamError::Incompatible)?;
         runs = ck.runs.clone();
         chosen = ck.chosen.clone();
         warm = ck.warm.clone();
