@@ -42,7 +42,7 @@ const WHAT: &str = "robust state file";
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Current {
     Standard,
-    Path(PathResume),
+    Path(Box<PathResume>),
     Cccp(CccpResume),
 }
 
@@ -440,12 +440,12 @@ impl RobustCheckpoint {
         let warm = get_opt_vec(&mut d)?;
         let current = match d.u8()? {
             0 => Current::Standard,
-            1 => Current::Path(PathResume {
+            1 => Current::Path(Box::new(PathResume {
                 tmax: d.f64()?,
                 snap: get_snap(&mut d)?,
                 nodes: get_nodes(&mut d)?,
                 best: get_best(&mut d)?,
-            }),
+            })),
             2 => Current::Cccp(CccpResume {
                 tmax: d.f64()?,
                 k: d.usize()?,

@@ -231,6 +231,12 @@ pub(crate) struct Engine<'k, 'a> {
     dshift: f64,
     w_o: Vec<f64>,
     sum_o: f64,
+    /// Linear kernel: the numerical rank of the training rows ([`Kern::data_rank`]) and the
+    /// squared-pivot threshold of an independent active-set member; `df_zero` is set by
+    /// [`Engine::direction`] when the active set spans the data (then `df = 0` exactly).
+    data_rank: Option<usize>,
+    rank_tol: f64,
+    df_zero: bool,
     /// Outliers (states `O`, `Bo`, `ClIO`), kept by `set_state`.
     n_out: usize,
     /// The samples in state `O` (any order) and each one's position in it (`NONE`: not `O`):
@@ -286,7 +292,14 @@ impl<'k, 'a> Engine<'k, 'a> {
         let refine_tol = 1e-11 * y.iter().fold(1.0f64, |m, v| m.max(v.abs()));
         let lin = kern.is_linear();
         let width = if lin { kern.width() } else { 0 };
+        let data_rank = if lin { kern.data_rank() } else { None };
+        // An independent member's squared pivot is its squared distance from the span of the
+        // earlier ones (plus tau); a dependent one's is tau plus rounding (or raised to tau).
+        let rank_tol = 1e3 * ridge;
         Self {
+            data_rank,
+            rank_tol,
+            df_zero: false,
             blocked: Vec::new(),
             clamped: Vec::new(),
             lin,
@@ -660,9 +673,28 @@ impl<'k, 'a> Engine<'k, 'a> {
         for (k, &a) in self.act.iter().enumerate() {
             self.dbeta[a] = rhs[k];
         }
+        self.df_zero = false;
         if self.lin {
             let mut dw = std::mem::take(&mut self.dw);
             dw.iter_mut().for_each(|v| *v = 0.0);
+            // Theta C-step: every row keeps its margin while the active set spans the data: the
+            // direction `dw` lies in the row space of X and the active rows' margins are fixed
+            // (`X_A dw = 0`), so `dw = 0`. Not in a jump: there the rule froze `f` and left a
+            // flipped sample on the threshold (caught by the linear OP-s test). It is set exactly (rounding would otherwise move samples sitting
+            // at a slack of 0 or T by 1e-16 and let them join the active set past the rank, the
+            // degenerate growth seen at n = 20,000), and the pass over the data is skipped.
+            if theta_mode
+                && self.data_rank.is_some_and(|r| {
+                    self.act.len() >= r && self.chol.rank_above(self.rank_tol) >= r
+                })
+            {
+                self.df_zero = true;
+                self.dshift = 0.0;
+                self.dw = dw;
+                self.rhs = rhs;
+                self.drv = drv;
+                return;
+            }
             let mut sum = 0.0;
             for (&a, &r) in self.act.iter().zip(&rhs) {
                 if r != 0.0 {
@@ -741,6 +773,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             dw,
             dshift,
             df,
+            df_zero,
             st,
             sigma,
             y,
@@ -831,7 +864,9 @@ impl<'k, 'a> Engine<'k, 'a> {
                 best = (h, i, ev);
             }
         };
-        if *lin {
+        if *lin && *df_zero {
+            // No slack moves (see `direction`).
+        } else if *lin {
             let shift = *dshift;
             kern.for_each_train_dot(dw, |i, v| {
                 let d = v + shift;
@@ -861,7 +896,8 @@ impl<'k, 'a> Engine<'k, 'a> {
                 self.blocked.clear();
             }
         }
-        if h > 0.0 {
+        let moves = h > 0.0 && !(self.lin && self.df_zero);
+        if moves {
             for (f, d) in self.f[..n].iter_mut().zip(&self.df[..n]) {
                 *f += h * d;
             }
@@ -877,7 +913,7 @@ impl<'k, 'a> Engine<'k, 'a> {
                 self.beta[i] = self.sigma[i] * (self.cl_target[i] + mu * self.cl_d[i]);
             }
         }
-        if h > 0.0 {
+        if moves {
             for v in n..self.f.len() {
                 let d = self.df_at(v);
                 self.f[v] += h * d;

@@ -61,7 +61,14 @@
 //! linear Gram rank the solves are filtered so the ridge cannot amplify rounding into a null-space
 //! move of the coefficients, and events snap the slack of the sample that reaches 0 or `T` (without
 //! the snap, spurious zero-length events grew the active set far past `d`: n = 3,000 blobs,
-//! `|A|` 11 -> 190 and the event limit).
+//! `|A|` 11 -> 190 and the event limit). For the linear kernel the rank of the training rows is
+//! computed once (`Kern::data_rank`, `d <= 128`); in a theta C-step, while the active-set factor
+//! has that many independent members (`Chol::rank_above`), its rows span the data and the exact
+//! direction moves no margin (`X_A dw = 0` with `dw` in the row space of `X`): `dw` is set to 0
+//! exactly and the pass over the data is skipped, so only coefficient events occur and rounding
+//! cannot grow the active set past the rank in such a step. Not inside a jump: a spanning active
+//! set would freeze `f` there and leave a flipped sample on the threshold (the exact jump needs a
+//! degenerate pivot that drops a member first; not implemented).
 //!
 //! **Bias**: none, as in the paper. [`RobustParams::bias`] adds a regularized constant feature `b`:
 //! the kernel becomes `K + b^2` (for the linear kernel, exactly the feature `b` appended to every

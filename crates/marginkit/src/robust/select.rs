@@ -340,7 +340,13 @@ pub fn select_resumable(
                 );
                 if let Some(res) = stop {
                     let beta = path.final_beta.clone();
-                    return Ok(stopped(runs, chosen, warm, Current::Path(res), beta));
+                    return Ok(stopped(
+                        runs,
+                        chosen,
+                        warm,
+                        Current::Path(Box::new(res)),
+                        beta,
+                    ));
                 }
                 let last = (path.nodes.len().saturating_sub(1), path.final_beta.clone());
                 (
