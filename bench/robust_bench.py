@@ -17,6 +17,7 @@ marginkit: `$CARGO_TARGET_DIR/release/marginkit` or `target/release/marginkit`.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -67,13 +68,18 @@ def run(bin_, task, path, kind, kernel, c, cccp, timeout):
     args = [bin_, "robust", task, path, "--path", kind, "-t", str(kernel), "-c", str(c), "--json"]
     if cccp:
         args.append("--cccp")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         sys.exit(out.stderr)
     r = json.loads(out.stdout)["runs"][0]
+    # CPU seconds of the whole process (user + system; includes reading the file), the figure
+    # to compare on a shared machine where wall time depends on the load.
+    r["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return r
 
 
@@ -86,11 +92,16 @@ def timed(bin_, task, path, kind, kernel, c, cccp, repeats, timeout):
         runs.append(r)
     r = runs[0]
     r["median_seconds"] = statistics.median(x["seconds"] for x in runs)
+    r["median_cpu"] = statistics.median(x["cpu"] for x in runs)
     return r
 
 
 def fmt(r):
     return "skipped (> timeout)" if r is None else "%.3f" % r["median_seconds"]
+
+
+def fmt_cpu(r):
+    return "-" if r is None else "%.3f" % r["median_cpu"]
 
 
 def compare(args, bin_):
@@ -100,8 +111,10 @@ def compare(args, bin_):
         ("boston", "svr", standardized(args.data_dir, "boston"), [0, 2]),
         ("blobs20k", "svc", blobs_file(20000), [0]),
     ]
+    if args.only:
+        cases = [c for c in cases if c[0] in args.only.split(",")]
     lines = [
-        "| data | n | kernel | path | OP seconds | OP breakpoints | OP jumps | CCCP (5 points) seconds | CCCP outer rounds | OP <= CCCP |",
+        "| data | n | kernel | path | OP seconds (CPU) | OP breakpoints | OP jumps | CCCP (5 points) seconds (CPU) | CCCP outer rounds | OP <= CCCP (CPU) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, task, path, kernels in cases:
@@ -111,13 +124,13 @@ def compare(args, bin_):
             for kind in ("theta", "s"):
                 op = timed(bin_, task, path, kind, k, args.c, False, reps, args.timeout)
                 cc = timed(bin_, task, path, kind, k, args.c, True, reps, args.timeout)
-                ok = "" if op is None or cc is None else ("yes" if op["median_seconds"] <= cc["median_seconds"] else "no")
+                ok = "" if op is None or cc is None else ("yes" if op["median_cpu"] <= cc["median_cpu"] else "no")
                 lines.append(
-                    "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |"
+                    "| %s | %d | %s | %s | %s (%s) | %s | %s | %s (%s) | %s | %s |"
                     % (
-                        name, n, "linear" if k == 0 else "RBF 1/d", kind, fmt(op),
+                        name, n, "linear" if k == 0 else "RBF 1/d", kind, fmt(op), fmt_cpu(op),
                         "-" if op is None else op["breakpoints"], "-" if op is None else op["jumps"],
-                        fmt(cc), "-" if cc is None else cc["jumps"], ok,
+                        fmt(cc), fmt_cpu(cc), "-" if cc is None else cc["jumps"], ok,
                     )
                 )
                 print(lines[-1], flush=True)
@@ -126,17 +139,17 @@ def compare(args, bin_):
 
 def scaling(args, bin_):
     lines = [
-        "| n | kernel | OP-theta seconds | breakpoints | jumps | events | max active set |",
+        "| n | kernel | OP-theta seconds (CPU) | breakpoints | jumps | events | max active set |",
         "|---|---|---|---|---|---|---|",
     ]
-    for n in (1000, 10000, 50000):
+    for n in [int(v) for v in args.sizes.split(",")]:
         path = blobs_file(n)
-        for k in (0, 2):
+        for k in [int(v) for v in args.kernels.split(",")]:
             r = timed(bin_, "svc", path, "theta", k, args.c, False, 1, args.timeout)
             lines.append(
-                "| %d | %s | %s | %s | %s | %s | %s |"
+                "| %d | %s | %s (%s) | %s | %s | %s | %s |"
                 % (
-                    n, "linear" if k == 0 else "RBF 1/d", fmt(r),
+                    n, "linear" if k == 0 else "RBF 1/d", fmt(r), fmt_cpu(r),
                     *(("-",) * 4 if r is None else (r["breakpoints"], r["jumps"], r["events"], r["max_active"])),
                 )
             )
@@ -152,8 +165,12 @@ def main():
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--scaling", action="store_true")
     ap.add_argument("--out")
+    ap.add_argument("--only", help="comma-separated case names of the comparison (default: all)")
+    ap.add_argument("--sizes", default="1000,10000,50000", help="n of the scaling runs")
+    ap.add_argument("--kernels", default="0,2", help="kernels (-t) of the scaling runs")
+    ap.add_argument("--bin", help="marginkit binary (default: the release build)")
     args = ap.parse_args()
-    bin_ = binary()
+    bin_ = args.bin or binary()
     lines = scaling(args, bin_) if args.scaling else compare(args, bin_)
     if args.out:
         with open(args.out + ".tmp", "w") as f:

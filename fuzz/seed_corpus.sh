@@ -111,6 +111,6 @@ else
   echo "no method_states example at $states (cargo build --release -p marginkit --example method_states): fuzz_method_state starts from magics only" >&2
 fi
 printf 'MKAIDCK1' > "$corpus/fuzz_method_state/magic_aid"
-printf 'MKROBCK1' > "$corpus/fuzz_method_state/magic_robust"
+printf 'MKROBCK2' > "$corpus/fuzz_method_state/magic_robust"
 printf 'MKPATHC2' > "$corpus/fuzz_method_state/magic_path"
 echo "seed corpora written under $corpus"

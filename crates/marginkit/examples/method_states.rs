@@ -108,6 +108,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 None,
             )?;
             save(format!("robust_{name}_{k}"), c.map(|c| c.to_bytes()))?;
+            if method != Method::Path {
+                continue;
+            }
+            // The linear engine's state (outlier weights `w_o`, `sum_o`).
+            let p = RobustParams::new(task, KernelSpec::Linear)
+                .bias(Some(1.0))
+                .keep_solutions(k == 15);
+            let (_, c) = select_resumable(
+                &p,
+                kind,
+                &method,
+                &[1.0, 10.0],
+                &small,
+                None,
+                &mut StopAt(k),
+                None,
+            )?;
+            save(format!("robust_{name}_linear_{k}"), c.map(|c| c.to_bytes()))?;
         }
     }
     for k in [1, 4, 40] {

@@ -202,6 +202,39 @@ fn svr_paths_resume_to_the_same_nodes() {
     }
 }
 
+/// The linear engine keeps its outlier sum as primal weights (`w_o`, `sum_o`) accumulated in
+/// the order of the events: a resumed path must restore them, not recompute them.
+#[test]
+fn linear_paths_resume_to_the_same_nodes() {
+    let train = blobs(80, 0.2, 12);
+    let valid = blobs(40, 0.2, 13);
+    for kind in [PathKind::Theta, PathKind::S] {
+        let case = Case {
+            params: RobustParams::new(Task::Svc, KernelSpec::Linear)
+                .bias(Some(1.0))
+                .keep_solutions(true),
+            kind,
+            method: Method::Path,
+            cs: vec![0.5, 5.0],
+            train: &train,
+            valid: Some(&valid),
+        };
+        check_resume(&case, 10);
+    }
+    let train = wave(60, 14);
+    let case = Case {
+        params: RobustParams::new(Task::Svr, KernelSpec::Linear)
+            .bias(Some(1.0))
+            .keep_solutions(true),
+        kind: PathKind::Theta,
+        method: Method::Path,
+        cs: vec![1.0, 10.0],
+        train: &train,
+        valid: None,
+    };
+    check_resume(&case, 8);
+}
+
 #[test]
 fn cccp_resumes_to_the_same_points() {
     let train = blobs(70, 0.15, 6);
@@ -314,6 +347,11 @@ fn foreign_and_damaged_state_files_are_refused() {
         assert!(RobustCheckpoint::from_bytes(&b).is_err());
     }
     assert!(RobustCheckpoint::from_bytes(b"MKAIDCK1").is_err());
+    // A state file of the older format is refused by name.
+    let mut old = bytes.clone();
+    old[..8].copy_from_slice(b"MKROBCK1");
+    let e = RobustCheckpoint::from_bytes(&old).unwrap_err();
+    assert!(e.contains("older format") && e.contains("MKROBCK1"), "{e}");
 }
 
 impl<'a> Case<'a> {

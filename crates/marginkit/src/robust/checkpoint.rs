@@ -16,7 +16,8 @@
 //! nodes, breakpoints and objectives are bit-identical (tested: `tests/robust_resume.rs`).
 //!
 //! File form ([`RobustCheckpoint::to_bytes`]), little-endian, floats as their IEEE bits: magic
-//! `MKROBCK1`, the fingerprint (training and validation data, task, kernel, `s`, bias, event
+//! `MKROBCK2` (`MKROBCK1` files, from before the linear engine's outlier weights were saved, are
+//! refused by name), the fingerprint (training and validation data, task, kernel, `s`, bias, event
 //! limit, tolerances, ridge, path kind, method and grid, the `C` list; not the cache size), the
 //! elapsed seconds, the runs, the chosen candidate, the warm start, the current state (tag 0
 //! standard, 1 path, 2 CCCP), and an 8-byte FNV-1a checksum of every byte before it, verified
@@ -32,14 +33,16 @@ use super::homotopy::{EngineSnap, Phase};
 use super::select::{Chosen, Method, Run};
 use super::{Node, NodeKind, PathKind, PathResume, RobustParams, VIOLATIONS};
 
-const MAGIC: &[u8; 8] = b"MKROBCK1";
+const MAGIC: &[u8; 8] = b"MKROBCK2";
+/// The form before the linear engine's outlier weights were saved (refused by name).
+const OLD_MAGIC: &[u8; 8] = b"MKROBCK1";
 const WHAT: &str = "robust state file";
 
 /// The interrupted `C`'s state.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Current {
     Standard,
-    Path(PathResume),
+    Path(Box<PathResume>),
     Cccp(CccpResume),
 }
 
@@ -226,6 +229,8 @@ fn put_snap(e: &mut Enc, s: &EngineSnap) {
     e.f64s(&s.chol);
     e.bool(s.track_o);
     e.f64s(&s.s_o);
+    e.f64s(&s.w_o);
+    e.f64(s.sum_o);
     put_bools(e, &s.block);
     for v in [
         s.events,
@@ -263,6 +268,8 @@ fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, String> {
     let chol = d.f64s()?;
     let track_o = d.bool()?;
     let s_o = d.f64s()?;
+    let w_o = d.f64s()?;
+    let sum_o = d.f64()?;
     let block = get_bools(d)?;
     let mut c = [0usize; 6];
     for v in &mut c {
@@ -280,6 +287,8 @@ fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, String> {
         chol,
         track_o,
         s_o,
+        w_o,
+        sum_o,
         block,
         events: c[0],
         d_steps: c[1],
@@ -399,6 +408,13 @@ impl RobustCheckpoint {
     /// # Errors
     /// A message naming what is wrong (magic, checksum, truncation, a bad tag); never a panic.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.starts_with(OLD_MAGIC) {
+            return Err(format!(
+                "a {WHAT} of an older format (MKROBCK1, written before the outlier-path engine \
+                 kept its outlier sum as weights): it cannot be continued; run again without \
+                 --resume"
+            ));
+        }
         let body = open(bytes, MAGIC, WHAT)?;
         let mut d = Dec::new(body, 8, WHAT);
         let fingerprint = d.u64()?;
@@ -424,12 +440,12 @@ impl RobustCheckpoint {
         let warm = get_opt_vec(&mut d)?;
         let current = match d.u8()? {
             0 => Current::Standard,
-            1 => Current::Path(PathResume {
+            1 => Current::Path(Box::new(PathResume {
                 tmax: d.f64()?,
                 snap: get_snap(&mut d)?,
                 nodes: get_nodes(&mut d)?,
                 best: get_best(&mut d)?,
-            }),
+            })),
             2 => Current::Cccp(CccpResume {
                 tmax: d.f64()?,
                 k: d.usize()?,
@@ -463,6 +479,7 @@ impl RobustCheckpoint {
         fingerprint: u64,
         n: usize,
         rows: usize,
+        linear: Option<usize>,
         n_cs: usize,
         grid: usize,
     ) -> Result<(), &'static str> {
@@ -496,7 +513,7 @@ impl RobustCheckpoint {
         match &self.current {
             Current::Standard => {}
             Current::Path(p) => {
-                p.snap.check(n, rows)?;
+                p.snap.check(n, rows, linear)?;
                 if p.snap.n_nodes != p.nodes.len()
                     || !nodes_ok(&p.nodes)
                     || !best_ok(&p.best, p.nodes.len())

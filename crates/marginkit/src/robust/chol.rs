@@ -108,6 +108,19 @@ impl Chol {
         self.k -= 1;
     }
 
+    /// Members whose squared pivot exceeds `thresh`: the factor is a Cholesky factorization in
+    /// the members' order (pushes border it, removals keep it one), so a squared pivot is the
+    /// squared distance of that member's feature vector from the span of the earlier members
+    /// (plus `tau`), and this counts the numerically independent members (the rank of `K_AA`).
+    pub fn rank_above(&self, thresh: f64) -> usize {
+        (0..self.k)
+            .filter(|&i| {
+                let d = self.l[i * self.cap + i];
+                d * d > thresh
+            })
+            .count()
+    }
+
     /// The ridge.
     pub fn tau(&self) -> f64 {
         self.tau

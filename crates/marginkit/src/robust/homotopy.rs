@@ -88,8 +88,12 @@ pub(crate) enum Phase {
 }
 
 /// The engine's state at a safe point (no sample clamped): everything the next events read
-/// that depends on the history (the incrementally updated factor, `f`, `s_o`, the blocked
-/// flags) besides the recorded nodes, which are only truncated to `n_nodes`.
+/// that depends on the history (the incrementally updated factor, `f`, the outlier sum `s_o`
+/// or, for the linear kernel, its weights `w_o` and `sum_o`, the blocked flags, the counters)
+/// besides the recorded nodes, which are only truncated to `n_nodes`. What is a function of
+/// these is rebuilt by [`Engine::restore`]: the list of blocked samples (the set flags), the
+/// outlier count and the list of `O` samples (from the states; its order is never read in a
+/// way that changes a value).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct EngineSnap {
     pub phase: Phase,
@@ -104,7 +108,12 @@ pub(crate) struct EngineSnap {
     /// [`Chol::packed_into`] of the active-set factor.
     pub chol: Vec<f64>,
     pub track_o: bool,
+    /// Kernel engine: `s_o` over all rows (empty for the linear kernel).
     pub s_o: Vec<f64>,
+    /// Linear engine: the outlier sum's weights `w_o` (`width` long; empty otherwise) and
+    /// `sum_o` (the bias part).
+    pub w_o: Vec<f64>,
+    pub sum_o: f64,
     pub block: Vec<bool>,
     pub events: usize,
     pub d_steps: usize,
@@ -128,15 +137,22 @@ fn st_code(s: St) -> u8 {
 }
 
 impl EngineSnap {
-    /// Checks the snapshot against an engine over `n` samples and `rows` rows, so that
-    /// restoring it cannot index out of range or break the active-set invariants.
-    pub fn check(&self, n: usize, rows: usize) -> Result<(), &'static str> {
+    /// Checks the snapshot against an engine over `n` samples and `rows` rows (`linear`: the
+    /// primal width of a linear-kernel engine), so that restoring it cannot index out of range
+    /// or break the active-set invariants.
+    pub fn check(&self, n: usize, rows: usize, linear: Option<usize>) -> Result<(), &'static str> {
         let bad = "the robust state does not fit the problem (array lengths)";
+        let (s_o_len, w_o_len) = match linear {
+            Some(width) => (0, width),
+            None => (rows, 0),
+        };
         if self.beta.len() != n
             || self.f.len() != rows
             || self.st.len() != n
             || self.sigma.len() != n
-            || self.s_o.len() != rows
+            || self.s_o.len() != s_o_len
+            || self.w_o.len() != w_o_len
+            || (linear.is_none() && self.sum_o != 0.0)
             || self.block.len() != n
         {
             return Err(bad);
@@ -203,6 +219,32 @@ pub(crate) struct Engine<'k, 'a> {
     coef_buf: Vec<f64>,
     drv: Vec<usize>,
     block: Vec<bool>,
+    /// Samples whose `block` flag is set (cleared after the next step of positive length).
+    blocked: Vec<usize>,
+    /// The samples clamped by the current D-step round.
+    clamped: Vec<usize>,
+    /// Linear kernel: the engine works through primal weights (`lin`), with the direction
+    /// `df = X dw + dshift` computed inside the ratio test and the outlier sum kept as
+    /// `s_o = X w_o + b^2 sum_o` (instead of `n`-long columns).
+    lin: bool,
+    dw: Vec<f64>,
+    dshift: f64,
+    w_o: Vec<f64>,
+    sum_o: f64,
+    /// Linear kernel: the numerical rank of the training rows ([`Kern::data_rank`]) and the
+    /// squared-pivot threshold of an independent active-set member; `df_zero` is set by
+    /// [`Engine::direction`] when the active set spans the data (then `df = 0` exactly).
+    data_rank: Option<usize>,
+    rank_tol: f64,
+    df_zero: bool,
+    /// Outliers (states `O`, `Bo`, `ClIO`), kept by `set_state`.
+    n_out: usize,
+    /// The samples in state `O` (any order) and each one's position in it (`NONE`: not `O`):
+    /// the theta step rewrites only their coefficients.
+    o_list: Vec<usize>,
+    o_pos: Vec<usize>,
+    /// Work column of `add_active`.
+    col_buf: Vec<f64>,
     pub events: usize,
     pub max_events: usize,
     pub d_steps: usize,
@@ -248,7 +290,27 @@ impl<'k, 'a> Engine<'k, 'a> {
         };
         let rows = f.len();
         let refine_tol = 1e-11 * y.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+        let lin = kern.is_linear();
+        let width = if lin { kern.width() } else { 0 };
+        let data_rank = if lin { kern.data_rank() } else { None };
+        // An independent member's squared pivot is its squared distance from the span of the
+        // earlier ones (plus tau); a dependent one's is tau plus rounding (or raised to tau).
+        let rank_tol = 1e3 * ridge;
         Self {
+            data_rank,
+            rank_tol,
+            df_zero: false,
+            blocked: Vec::new(),
+            clamped: Vec::new(),
+            lin,
+            dw: vec![0.0; width],
+            dshift: 0.0,
+            w_o: vec![0.0; width],
+            sum_o: 0.0,
+            n_out: 0,
+            o_list: Vec::new(),
+            o_pos: vec![NONE; n],
+            col_buf: Vec::new(),
             refine_tol,
             kern,
             task,
@@ -270,7 +332,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             pos: vec![NONE; n],
             chol: Chol::new(ridge),
             track_o: false,
-            s_o: vec![0.0; rows],
+            s_o: if lin { Vec::new() } else { vec![0.0; rows] },
             dbeta: vec![0.0; n],
             df: vec![0.0; rows],
             buf: vec![0.0; rows],
@@ -309,6 +371,8 @@ impl<'k, 'a> Engine<'k, 'a> {
         self.chol.packed_into(&mut snap.chol);
         snap.track_o = self.track_o;
         snap.s_o.clone_from(&self.s_o);
+        snap.w_o.clone_from(&self.w_o);
+        snap.sum_o = self.sum_o;
         snap.block.clone_from(&self.block);
         snap.events = self.events;
         snap.d_steps = self.d_steps;
@@ -346,7 +410,25 @@ impl<'k, 'a> Engine<'k, 'a> {
         }
         self.track_o = snap.track_o;
         self.s_o.clone_from(&snap.s_o);
+        self.w_o.clone_from(&snap.w_o);
+        self.sum_o = snap.sum_o;
         self.block.clone_from(&snap.block);
+        // Derived state: the blocked list is exactly the set flags; the outliers and the `O`
+        // list follow from the states (no sample is clamped at a safe point).
+        self.blocked.clear();
+        self.blocked.extend((0..self.n).filter(|&i| self.block[i]));
+        self.o_list.clear();
+        self.o_pos.iter_mut().for_each(|p| *p = NONE);
+        self.n_out = 0;
+        for i in 0..self.n {
+            if matches!(self.st[i], St::O | St::Bo | St::ClIO) {
+                self.n_out += 1;
+            }
+            if self.st[i] == St::O {
+                self.o_pos[i] = self.o_list.len();
+                self.o_list.push(i);
+            }
+        }
         self.events = snap.events;
         self.d_steps = snap.d_steps;
         self.wrong_direction = snap.wrong_direction;
@@ -368,8 +450,11 @@ impl<'k, 'a> Engine<'k, 'a> {
     }
 
     fn add_active(&mut self, i: usize) {
-        let col: Vec<f64> = self.act.iter().map(|&a| self.kern.entry(a, i)).collect();
+        let mut col = std::mem::take(&mut self.col_buf);
+        col.clear();
+        col.extend(self.act.iter().map(|&a| self.kern.entry(a, i)));
         self.chol.push(&col, self.kern.entry(i, i));
+        self.col_buf = col;
         self.pos[i] = self.act.len();
         self.act.push(i);
         self.max_active = self.max_active.max(self.act.len());
@@ -394,6 +479,11 @@ impl<'k, 'a> Engine<'k, 'a> {
             return;
         }
         let s = sign * self.sigma[i];
+        if self.lin {
+            self.kern.axpy_row(s, i, &mut self.w_o);
+            self.sum_o += s;
+            return;
+        }
         let col = self.kern.column(i);
         for (o, &v) in self.s_o.iter_mut().zip(col) {
             *o += s * v;
@@ -406,11 +496,24 @@ impl<'k, 'a> Engine<'k, 'a> {
             return;
         }
         let in_a = |s: St| matches!(s, St::E | St::Bi | St::Bo);
+        let is_out = |s: St| matches!(s, St::O | St::Bo | St::ClIO);
+        if is_out(old) {
+            self.n_out -= 1;
+        }
+        if is_out(new) {
+            self.n_out += 1;
+        }
         if in_a(old) && !in_a(new) {
             self.remove_active(i);
         }
         if old == St::O {
             self.o_update(i, -1.0);
+            let p = self.o_pos[i];
+            self.o_list.swap_remove(p);
+            if let Some(&moved) = self.o_list.get(p) {
+                self.o_pos[moved] = p;
+            }
+            self.o_pos[i] = NONE;
         }
         self.st[i] = new;
         if !in_a(old) && in_a(new) {
@@ -418,6 +521,8 @@ impl<'k, 'a> Engine<'k, 'a> {
         }
         if new == St::O {
             self.o_update(i, 1.0);
+            self.o_pos[i] = self.o_list.len();
+            self.o_list.push(i);
         }
     }
 
@@ -469,7 +574,8 @@ impl<'k, 'a> Engine<'k, 'a> {
 
     /// Records a node; `param` is theta or s.
     pub fn record(&mut self, param: f64, kind: NodeKind) {
-        let ok = super::check_state(
+        // The independent checker and the objective share one pass over the samples.
+        let (violation, objective) = super::check_and_objective(
             self.task,
             &self.y,
             &self.f[..self.n],
@@ -478,14 +584,10 @@ impl<'k, 'a> Engine<'k, 'a> {
             self.theta,
             self.tt,
             self.tol,
-        )
-        .is_none();
+        );
+        let ok = violation.is_none();
         let valid_error = self.valid_error();
-        let n_out = self
-            .st
-            .iter()
-            .filter(|s| matches!(s, St::O | St::Bo | St::ClIO))
-            .count();
+        let n_out = self.n_out;
         let idx = self.nodes.len();
         if kind != NodeKind::PreJump && ok {
             if let Some(e) = valid_error {
@@ -512,7 +614,7 @@ impl<'k, 'a> Engine<'k, 'a> {
         self.nodes.push(Node {
             param,
             kind,
-            objective: self.objective(),
+            objective,
             n_outliers: n_out,
             valid_error,
             locally_optimal: ok,
@@ -530,7 +632,9 @@ impl<'k, 'a> Engine<'k, 'a> {
     }
 
     /// Direction per unit step. `theta_mode`: drivers are the O samples (theta decreasing);
-    /// otherwise the clamped samples (mu decreasing).
+    /// otherwise the clamped samples (mu decreasing). Sets `dbeta` on the active set and the
+    /// drivers, and `df` (kernel columns) or `dw`, `dshift` (linear kernel: `df` itself is then
+    /// computed in [`Engine::nearest`]'s pass).
     fn direction(&mut self, theta_mode: bool) {
         let na = self.act.len();
         let mut rhs = std::mem::take(&mut self.rhs);
@@ -540,11 +644,18 @@ impl<'k, 'a> Engine<'k, 'a> {
         drv.clear();
         if theta_mode {
             // dbeta_O = -C sigma_O; K_{A,O} dbeta_O = -C s_o[A].
-            for (k, &a) in self.act.iter().enumerate() {
-                rhs[k] = self.c * self.s_o[a];
+            if self.lin {
+                let shift = self.kern.b2() * self.sum_o;
+                for (k, &a) in self.act.iter().enumerate() {
+                    rhs[k] = self.c * (self.kern.dot_row(a, &self.w_o) + shift);
+                }
+            } else {
+                for (k, &a) in self.act.iter().enumerate() {
+                    rhs[k] = self.c * self.s_o[a];
+                }
             }
         } else {
-            for i in 0..self.n {
+            for &i in &self.clamped {
                 if matches!(self.st[i], St::ClIO | St::ClOI) {
                     drv.push(i);
                     self.dbeta[i] = -self.sigma[i] * self.cl_d[i];
@@ -561,6 +672,55 @@ impl<'k, 'a> Engine<'k, 'a> {
         self.solve_active(&mut rhs);
         for (k, &a) in self.act.iter().enumerate() {
             self.dbeta[a] = rhs[k];
+        }
+        self.df_zero = false;
+        if self.lin {
+            let mut dw = std::mem::take(&mut self.dw);
+            dw.iter_mut().for_each(|v| *v = 0.0);
+            // Theta C-step: every row keeps its margin while the active set spans the data: the
+            // direction `dw` lies in the row space of X and the active rows' margins are fixed
+            // (`X_A dw = 0`), so `dw = 0`. Not in a jump: there the rule froze `f` and left a
+            // flipped sample on the threshold (caught by the linear OP-s test). It is set exactly (rounding would otherwise move samples sitting
+            // at a slack of 0 or T by 1e-16 and let them join the active set past the rank, the
+            // degenerate growth seen at n = 20,000), and the pass over the data is skipped.
+            if theta_mode
+                && self.data_rank.is_some_and(|r| {
+                    self.act.len() >= r && self.chol.rank_above(self.rank_tol) >= r
+                })
+            {
+                self.df_zero = true;
+                self.dshift = 0.0;
+                self.dw = dw;
+                self.rhs = rhs;
+                self.drv = drv;
+                return;
+            }
+            let mut sum = 0.0;
+            for (&a, &r) in self.act.iter().zip(&rhs) {
+                if r != 0.0 {
+                    self.kern.axpy_row(r, a, &mut dw);
+                    sum += r;
+                }
+            }
+            if theta_mode {
+                for (v, o) in dw.iter_mut().zip(&self.w_o) {
+                    *v -= self.c * o;
+                }
+                sum -= self.c * self.sum_o;
+            } else {
+                for &j in &drv {
+                    let d = self.dbeta[j];
+                    if d != 0.0 {
+                        self.kern.axpy_row(d, j, &mut dw);
+                        sum += d;
+                    }
+                }
+            }
+            self.dshift = self.kern.b2() * sum;
+            self.dw = dw;
+            self.rhs = rhs;
+            self.drv = drv;
+            return;
         }
         let mut idx = std::mem::take(&mut self.idx_buf);
         let mut coef = std::mem::take(&mut self.coef_buf);
@@ -580,11 +740,6 @@ impl<'k, 'a> Engine<'k, 'a> {
             for (d, s) in df.iter_mut().zip(&self.s_o) {
                 *d -= self.c * s;
             }
-            for i in 0..self.n {
-                if self.st[i] == St::O {
-                    self.dbeta[i] = -self.c * self.sigma[i];
-                }
-            }
         }
         self.df = df;
         self.rhs = rhs;
@@ -593,98 +748,175 @@ impl<'k, 'a> Engine<'k, 'a> {
         self.coef_buf = coef;
     }
 
+    /// `df_i` of the current direction (any row).
+    fn df_at(&self, i: usize) -> f64 {
+        if self.lin {
+            self.kern.dot_row(i, &self.dw) + self.dshift
+        } else {
+            self.df[i]
+        }
+    }
+
     /// Nearest event: (step, sample, event). `limit` is the step to the parameter's end.
-    fn nearest(&self, limit: f64, theta_mode: bool) -> (f64, usize, Ev) {
+    ///
+    /// The coefficient events of the active set (`E`, `Bi`, `Bo`) are tested on the active list;
+    /// the slack events (`R`, `L`, `O`, `ClOI`) in one pass over the training samples, which for
+    /// the linear kernel also computes and stores `df_i = x_i . dw + dshift` (the direction is
+    /// never a separate sweep). The slack test is table-driven: the slack moves toward
+    /// `SLACK_UP[state]` when it grows and `SLACK_DOWN[state]` when it shrinks (`+-inf`: no event),
+    /// so the step is `(target - t) / dt` without a branch on the state. Ties go to the lowest
+    /// sample index, as in a single ordered scan.
+    fn nearest(&mut self, limit: f64) -> (f64, usize, Ev) {
+        let Self {
+            kern,
+            lin,
+            dw,
+            dshift,
+            df,
+            df_zero,
+            st,
+            sigma,
+            y,
+            f,
+            beta,
+            dbeta,
+            lo,
+            hi,
+            block,
+            act,
+            c,
+            theta,
+            tt,
+            ..
+        } = self;
+        let c = *c;
+        let ct = c * *theta;
+        let tt = *tt;
         let mut best = (limit, NONE, Ev::End);
-        let c = self.c;
-        let ct = self.c * self.theta;
-        let tt = self.tt;
-        let mut consider = |h: f64, i: usize, ev: Ev, blocked: bool| {
-            let h = h.max(0.0);
-            if blocked && h <= 1e-12 {
-                return;
-            }
-            if h < best.0 {
-                best = (h, i, ev);
-            }
+        let better = |h: f64, i: usize, best: &(f64, usize, Ev)| {
+            h < best.0 || (h == best.0 && best.1 != NONE && i < best.1)
         };
-        for i in 0..self.n {
-            let blk = self.block[i];
-            match self.st[i] {
+        for &i in act.iter() {
+            let sg = sigma[i];
+            let (num, den, ev) = match st[i] {
                 St::E => {
-                    let d = self.dbeta[i];
+                    let d = dbeta[i];
                     if d > 0.0 {
-                        consider((self.hi[i] - self.beta[i]) / d, i, Ev::ToHi, blk);
+                        (hi[i] - beta[i], d, Ev::ToHi)
                     } else if d < 0.0 {
-                        consider((self.lo[i] - self.beta[i]) / d, i, Ev::ToLo, blk);
-                    }
-                }
-                St::R => {
-                    let dt = -self.sigma[i] * self.df[i];
-                    if dt > 0.0 {
-                        consider(-self.t(i) / dt, i, Ev::ToE, blk);
-                    }
-                }
-                St::L => {
-                    let dt = -self.sigma[i] * self.df[i];
-                    let t = self.t(i);
-                    if dt < 0.0 {
-                        consider(t / -dt, i, Ev::ToE, blk);
-                    } else if dt > 0.0 {
-                        consider((tt - t) / dt, i, Ev::LBound, blk);
-                    }
-                }
-                St::O => {
-                    let dt = -self.sigma[i] * self.df[i];
-                    if dt < 0.0 {
-                        consider((self.t(i) - tt) / -dt, i, Ev::OBound, blk);
+                        (beta[i] - lo[i], -d, Ev::ToLo)
+                    } else {
+                        continue;
                     }
                 }
                 St::Bi => {
-                    let da = self.sigma[i] * self.dbeta[i];
+                    let da = sg * dbeta[i];
                     if da < 0.0 {
-                        consider((self.sigma[i] * self.beta[i] - c) / -da, i, Ev::BiToL, blk);
+                        (sg * beta[i] - c, -da, Ev::BiToL)
+                    } else {
+                        continue;
                     }
                 }
                 St::Bo => {
-                    let da = self.sigma[i] * self.dbeta[i];
+                    let da = sg * dbeta[i];
                     if da > 0.0 {
-                        consider((ct - self.sigma[i] * self.beta[i]) / da, i, Ev::BoToO, blk);
+                        (ct - sg * beta[i], da, Ev::BoToO)
+                    } else {
+                        continue;
                     }
                 }
-                St::ClOI => {
-                    let dt = -self.sigma[i] * self.df[i];
-                    if dt < 0.0 {
-                        consider(self.t(i) / -dt, i, Ev::ToE, blk);
-                    }
-                }
-                St::ClIO => {}
+                _ => continue,
+            };
+            let h = (num / den).max(0.0);
+            if h <= 1e-12 && block[i] {
+                continue;
+            }
+            if better(h, i, &best) {
+                best = (h, i, ev);
             }
         }
-        let _ = theta_mode;
+        // Slack targets per state (index `St as usize`); `up` when the slack grows (dt > 0).
+        let inf = f64::INFINITY;
+        let up = [0.0, inf, tt, inf, inf, inf, inf, inf];
+        let down = [-inf, -inf, 0.0, tt, -inf, -inf, -inf, 0.0];
+        let mut test = |i: usize, dfi: f64| {
+            let sg = sigma[i];
+            let dt = -sg * dfi;
+            let k = st[i] as usize;
+            let target = if dt > 0.0 { up[k] } else { down[k] };
+            let t = sg * (y[i] - f[i]);
+            let h = (target - t) / dt;
+            // dt = 0 or no target: h is NaN or +inf and never wins; a slack already past its
+            // target (rounding) gives h < 0, a zero step.
+            if !(h < best.0 || (h == best.0 && best.1 != NONE)) || dt == 0.0 {
+                return;
+            }
+            let h = h.max(0.0);
+            if h <= 1e-12 && block[i] {
+                return;
+            }
+            if better(h, i, &best) {
+                let ev = match (st[i], dt > 0.0) {
+                    (St::R, _) | (St::L, false) | (St::ClOI, _) => Ev::ToE,
+                    (St::L, true) => Ev::LBound,
+                    _ => Ev::OBound,
+                };
+                best = (h, i, ev);
+            }
+        };
+        if *lin && *df_zero {
+            // No slack moves (see `direction`).
+        } else if *lin {
+            let shift = *dshift;
+            kern.for_each_train_dot(dw, |i, v| {
+                let d = v + shift;
+                df[i] = d;
+                test(i, d);
+            });
+        } else {
+            for (i, &d) in df.iter().enumerate().take(sigma.len()) {
+                test(i, d);
+            }
+        }
         best
     }
 
-    /// Moves by `h` along the current direction (drivers included).
+    /// Moves by `h` along the current direction (drivers included): one pass over the training
+    /// samples (`f`, and the driven coefficients at the new parameter), then the validation rows.
     fn advance(&mut self, h: f64, theta_mode: bool, mu: f64) {
+        let n = self.n;
         if h > 0.0 {
             for &a in &self.act {
                 self.beta[a] += h * self.dbeta[a];
             }
-            for (f, d) in self.f.iter_mut().zip(&self.df) {
-                *f += h * d;
-            }
             if h > 1e-12 {
-                self.block.iter_mut().for_each(|b| *b = false);
+                for &i in &self.blocked {
+                    self.block[i] = false;
+                }
+                self.blocked.clear();
             }
         }
-        for i in 0..self.n {
-            match self.st[i] {
-                St::O if theta_mode => self.beta[i] = self.sigma[i] * self.c * self.theta,
-                St::ClIO | St::ClOI => {
-                    self.beta[i] = self.sigma[i] * (self.cl_target[i] + mu * self.cl_d[i])
-                }
-                _ => {}
+        let moves = h > 0.0 && !(self.lin && self.df_zero);
+        if moves {
+            for (f, d) in self.f[..n].iter_mut().zip(&self.df[..n]) {
+                *f += h * d;
+            }
+        }
+        if theta_mode {
+            let ct = self.c * self.theta;
+            for &i in &self.o_list {
+                self.beta[i] = self.sigma[i] * ct;
+            }
+        }
+        for &i in &self.clamped {
+            if matches!(self.st[i], St::ClIO | St::ClOI) {
+                self.beta[i] = self.sigma[i] * (self.cl_target[i] + mu * self.cl_d[i]);
+            }
+        }
+        if moves {
+            for v in n..self.f.len() {
+                let d = self.df_at(v);
+                self.f[v] += h * d;
             }
         }
     }
@@ -725,7 +957,10 @@ impl<'k, 'a> Engine<'k, 'a> {
     /// Applies an event to sample `i` (snapping its value); boundary events in a C-step are
     /// returned to the caller instead.
     fn apply(&mut self, i: usize, ev: Ev, in_c_step: bool) -> Option<(Vec<usize>, Vec<usize>)> {
-        self.block[i] = true;
+        if !self.block[i] {
+            self.block[i] = true;
+            self.blocked.push(i);
+        }
         match ev {
             Ev::ToLo | Ev::ToHi => {
                 let b = if ev == Ev::ToLo {
@@ -830,7 +1065,7 @@ impl<'k, 'a> Engine<'k, 'a> {
                 Step::Stop => return CEnd::Stop,
             }
             self.direction(true);
-            let (h, i, ev) = self.nearest(self.theta, true);
+            let (h, i, ev) = self.nearest(self.theta);
             let h = h.min(self.theta);
             let new_theta = if ev == Ev::End { 0.0 } else { self.theta - h };
             self.theta = new_theta;
@@ -871,7 +1106,8 @@ impl<'k, 'a> Engine<'k, 'a> {
         let ct = self.c * self.theta;
         loop {
             // Clamp the flipped samples.
-            let mut flips: Vec<usize> = Vec::new();
+            let mut flips = std::mem::take(&mut self.clamped);
+            flips.clear();
             for &i in &bi {
                 self.set_state(i, St::ClIO);
                 self.cl_target[i] = ct;
@@ -884,11 +1120,13 @@ impl<'k, 'a> Engine<'k, 'a> {
                 self.cl_d[i] = self.sigma[i] * self.beta[i] - c;
                 flips.push(i);
             }
+            self.clamped = flips;
             // Simultaneous flips can push one another the wrong way: flip one at a time then.
-            if flips.len() > 1 {
+            if self.clamped.len() > 1 {
                 self.direction(false);
+                let flips = std::mem::take(&mut self.clamped);
                 let wrong = flips.iter().any(|&i| {
-                    let dt = -self.sigma[i] * self.df[i];
+                    let dt = -self.sigma[i] * self.df_at(i);
                     (self.st[i] == St::ClIO && dt < 0.0) || (self.st[i] == St::ClOI && dt > 0.0)
                 });
                 if wrong {
@@ -902,6 +1140,7 @@ impl<'k, 'a> Engine<'k, 'a> {
                         self.set_state(i, back);
                     }
                 }
+                self.clamped = flips;
             }
             let mut mu = 1.0;
             while mu > 0.0 {
@@ -910,7 +1149,7 @@ impl<'k, 'a> Engine<'k, 'a> {
                     other => return other,
                 }
                 self.direction(false);
-                let (h, i, ev) = self.nearest(mu, false);
+                let (h, i, ev) = self.nearest(mu);
                 let h = h.min(mu);
                 mu = if ev == Ev::End { 0.0 } else { mu - h };
                 self.advance(h, false, mu);
@@ -924,7 +1163,8 @@ impl<'k, 'a> Engine<'k, 'a> {
                 self.refine();
             }
             // Land the clamped samples on their targets.
-            for i in 0..self.n {
+            let flips = std::mem::take(&mut self.clamped);
+            for &i in &flips {
                 match self.st[i] {
                     St::ClIO => {
                         self.beta[i] = self.sigma[i] * ct;
@@ -937,6 +1177,8 @@ impl<'k, 'a> Engine<'k, 'a> {
                     _ => {}
                 }
             }
+            self.clamped = flips;
+            self.clamped.clear();
             self.refine();
             bi = (0..self.n).filter(|&i| self.st[i] == St::Bi).collect();
             bo = (0..self.n).filter(|&i| self.st[i] == St::Bo).collect();

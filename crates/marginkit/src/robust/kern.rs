@@ -68,6 +68,49 @@ fn fill_rows(out: &mut [f64], value: impl Fn(usize) -> f64 + Sync) {
     }
 }
 
+/// Largest primal width (constant feature included) for which [`Kern::data_rank`] is computed.
+pub(crate) const RANK_WIDTH: usize = 128;
+
+/// Numerical rank of the symmetric positive semidefinite `m x m` matrix `g` (row-major,
+/// overwritten): diagonally pivoted Cholesky, stopping when the largest remaining diagonal is at
+/// most `rel` times the largest initial one.
+pub(crate) fn pivoted_rank(g: &mut [f64], m: usize, rel: f64) -> usize {
+    let top = (0..m).map(|i| g[i * m + i]).fold(0.0, f64::max);
+    if top <= 0.0 {
+        return 0;
+    }
+    let mut perm: Vec<usize> = (0..m).collect();
+    for k in 0..m {
+        // Largest remaining diagonal of the Schur complement.
+        let (mut piv, mut best) = (k, g[perm[k] * m + perm[k]]);
+        for (j, &pj) in perm.iter().enumerate().skip(k + 1) {
+            if g[pj * m + pj] > best {
+                best = g[pj * m + pj];
+                piv = j;
+            }
+        }
+        if best <= rel * top {
+            return k;
+        }
+        perm.swap(k, piv);
+        let p = perm[k];
+        let l = best.sqrt();
+        // Column p of the factor, then the rank-one downdate of the remaining block.
+        for &i in &perm[k + 1..] {
+            g[i * m + p] /= l;
+        }
+        for (a, &i) in perm.iter().enumerate().skip(k + 1) {
+            let li = g[i * m + p];
+            for &j in &perm[k + 1..=a] {
+                let v = li * g[j * m + p];
+                g[i * m + j] -= v;
+                g[j * m + i] = g[i * m + j];
+            }
+        }
+    }
+    m
+}
+
 /// Rows per parallel block of [`Kern::combine`].
 const COMBINE_ROWS: usize = 1024;
 
@@ -153,11 +196,93 @@ impl<'a> Kern<'a> {
         self.spec == KernelSpec::Linear
     }
 
+    /// True for the linear kernel (the engine then works through primal weights).
+    pub fn is_linear(&self) -> bool {
+        self.linear()
+    }
+
+    /// Width of a primal weight vector (linear kernel).
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// `b^2` of the regularized constant feature (0 without it).
+    pub fn b2(&self) -> f64 {
+        self.b2
+    }
+
+    /// `w += c x_j` for training row `j` (the bias feature is the caller's `b^2 sum c`).
+    #[inline]
+    pub fn axpy_row(&self, c: f64, j: usize, w: &mut [f64]) {
+        ops::axpy(c, self.train.row(j), w);
+    }
+
+    /// `x_i . w` for row `i` (training then validation), without the bias feature.
+    #[inline]
+    pub fn dot_row(&self, i: usize, w: &[f64]) -> f64 {
+        ops::dot_dense(self.row(i), w)
+    }
+
+    /// Calls `visit(i, x_i . w)` for every training row in order, one sequential pass over the
+    /// data with the storage dispatched once (the engine's fused direction and ratio test).
+    #[inline]
+    pub fn for_each_train_dot(&self, w: &[f64], mut visit: impl FnMut(usize, f64)) {
+        match self.train {
+            Features::Dense(m) => {
+                let d = m.n_cols();
+                if d == 0 {
+                    (0..self.n).for_each(|i| visit(i, 0.0));
+                } else {
+                    for (i, r) in m.values().chunks_exact(d).enumerate() {
+                        visit(i, ops::dense_dot(r, w));
+                    }
+                }
+            }
+            Features::Sparse(m) => {
+                let (ip, ix, v) = m.parts();
+                for i in 0..self.n {
+                    let (a, b) = (ip[i], ip[i + 1]);
+                    visit(i, ops::sparse_dense_dot(&ix[a..b], &v[a..b], w));
+                }
+            }
+        }
+    }
+
     /// For the linear kernel, the largest rank a Gram block can have (`d`, plus one with the bias
     /// feature); `None` for other kernels.
     pub fn rank_bound(&self) -> Option<usize> {
         self.linear()
             .then(|| self.width + usize::from(self.b2 > 0.0))
+    }
+
+    /// For the linear kernel with at most [`RANK_WIDTH`] primal dimensions (the constant feature
+    /// included), the numerical rank of the training rows `[x_i, b]`: the number of pivots of a
+    /// diagonally pivoted Cholesky factorization of their `m x m` Gram matrix `sum_i z_i z_i'`
+    /// above `1e-10` of its largest diagonal (`O(n m^2)`, once per engine). `None` otherwise.
+    pub fn data_rank(&self) -> Option<usize> {
+        let m = self.rank_bound()?;
+        if m > RANK_WIDTH {
+            return None;
+        }
+        let mut g = vec![0.0; m * m];
+        let mut z = vec![0.0; m];
+        let b = self.b2.sqrt();
+        for i in 0..self.n {
+            z.iter_mut().for_each(|v| *v = 0.0);
+            ops::axpy(1.0, self.train.row(i), &mut z[..self.width]);
+            if self.b2 > 0.0 {
+                z[self.width] = b;
+            }
+            for p in 0..m {
+                let zp = z[p];
+                if zp != 0.0 {
+                    for (q, &zq) in z.iter().enumerate() {
+                        g[p * m + q] += zp * zq;
+                    }
+                }
+            }
+        }
+        Some(pivoted_rank(&mut g, m, 1e-10))
     }
 
     /// `out[k] = sum_l K(idx[k], idx[l]) z[l]` (the Gram block of training samples `idx` times
@@ -395,5 +520,44 @@ impl QMatrix for BetaQ<'_, '_> {
     }
     fn cache_stats(&self) -> CacheStats {
         self.kern.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pivoted_rank;
+
+    /// Gram matrix of the rows of `z` (`r x m`).
+    fn gram(z: &[Vec<f64>], m: usize) -> Vec<f64> {
+        let mut g = vec![0.0; m * m];
+        for row in z {
+            for p in 0..m {
+                for q in 0..m {
+                    g[p * m + q] += row[p] * row[q];
+                }
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn pivoted_rank_counts_independent_directions() {
+        // Rows in a 2-D subspace of R^4 (third column = first + second, fourth = 0).
+        let z: Vec<Vec<f64>> = (0..7)
+            .map(|i| {
+                let (a, b) = (f64::from(i).sin(), f64::from(i * i).cos());
+                vec![a, b, a + b, 0.0]
+            })
+            .collect();
+        assert_eq!(pivoted_rank(&mut gram(&z, 4), 4, 1e-10), 2);
+        // Full rank, with very different column scales.
+        let z: Vec<Vec<f64>> = (0..9)
+            .map(|i| {
+                let t = f64::from(i);
+                vec![1e3 * t.sin(), t.cos(), 0.1 * (2.0 * t).sin(), 1.0]
+            })
+            .collect();
+        assert_eq!(pivoted_rank(&mut gram(&z, 4), 4, 1e-10), 4);
+        assert_eq!(pivoted_rank(&mut [0.0; 9], 3, 1e-10), 0);
     }
 }

@@ -61,7 +61,14 @@
 //! linear Gram rank the solves are filtered so the ridge cannot amplify rounding into a null-space
 //! move of the coefficients, and events snap the slack of the sample that reaches 0 or `T` (without
 //! the snap, spurious zero-length events grew the active set far past `d`: n = 3,000 blobs,
-//! `|A|` 11 -> 190 and the event limit).
+//! `|A|` 11 -> 190 and the event limit). For the linear kernel the rank of the training rows is
+//! computed once (`Kern::data_rank`, `d <= 128`); in a theta C-step, while the active-set factor
+//! has that many independent members (`Chol::rank_above`), its rows span the data and the exact
+//! direction moves no margin (`X_A dw = 0` with `dw` in the row space of `X`): `dw` is set to 0
+//! exactly and the pass over the data is skipped, so only coefficient events occur and rounding
+//! cannot grow the active set past the rank in such a step. Not inside a jump: a spanning active
+//! set would freeze `f` there and leave a flipped sample on the threshold (the exact jump needs a
+//! degenerate pivot that drops a member first; not implemented).
 //!
 //! **Bias**: none, as in the paper. [`RobustParams::bias`] adds a regularized constant feature `b`:
 //! the kernel becomes `K + b^2` (for the linear kernel, exactly the feature `b` appended to every
@@ -523,6 +530,53 @@ pub(crate) const VIOLATIONS: [&str; 5] = [
     "outlier needs alpha = C theta sign (19d / 26c)",
 ];
 
+/// The condition sample `i` violates, if any (Theorem 4 / 5 with the digest's corrections).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn violation_at(
+    task: Task,
+    yi: f64,
+    fi: f64,
+    bi: f64,
+    c: f64,
+    theta: f64,
+    tt: f64,
+    tol_t: f64,
+    tol_a: f64,
+) -> Option<&'static str> {
+    let (t, a) = match task {
+        Task::Svc => (yi * (yi - fi), yi * bi),
+        Task::Svr => {
+            let r = yi - fi;
+            (r.abs(), if r >= 0.0 { bi } else { -bi })
+        }
+    };
+    if theta < 1.0 && (t - tt).abs() <= tol_t {
+        return Some(VIOLATIONS[0]);
+    }
+    if t < -tol_t {
+        // SVC margin > 1.
+        if a.abs() > tol_a {
+            return Some(VIOLATIONS[1]);
+        }
+    } else if t <= tol_t {
+        let ok = match task {
+            Task::Svc => a >= -tol_a && a <= c + tol_a,
+            Task::Svr => bi.abs() <= c + tol_a,
+        };
+        if !ok {
+            return Some(VIOLATIONS[2]);
+        }
+    } else if t < tt {
+        if (a - c).abs() > tol_a {
+            return Some(VIOLATIONS[3]);
+        }
+    } else if (a - c * theta).abs() > tol_a {
+        return Some(VIOLATIONS[4]);
+    }
+    None
+}
+
 /// The first violation of the local-optimality conditions, if any: `(sample, condition)`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn check_state(
@@ -537,39 +591,44 @@ pub(crate) fn check_state(
 ) -> Option<(usize, &'static str)> {
     let tol_t = tol * tt.abs().max(1.0);
     let tol_a = tol * c;
+    (0..y.len()).find_map(|i| {
+        violation_at(task, y[i], f[i], beta[i], c, theta, tt, tol_t, tol_a).map(|v| (i, v))
+    })
+}
+
+/// [`check_state`] and [`objective_of`] in one pass over the samples (the path records both at
+/// every node): `(first violation, objective)`, each equal to the separate function's result.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn check_and_objective(
+    task: Task,
+    y: &[f64],
+    f: &[f64],
+    beta: &[f64],
+    c: f64,
+    theta: f64,
+    tt: f64,
+    tol: f64,
+) -> (Option<(usize, &'static str)>, f64) {
+    let tol_t = tol * tt.abs().max(1.0);
+    let tol_a = tol * c;
+    let mut first = None;
+    let mut quad = 0.0;
+    let mut loss = 0.0;
     for i in 0..y.len() {
-        let (t, a) = match task {
-            Task::Svc => (y[i] * (y[i] - f[i]), y[i] * beta[i]),
-            Task::Svr => {
-                let r = y[i] - f[i];
-                (r.abs(), if r >= 0.0 { beta[i] } else { -beta[i] })
-            }
+        let (yi, fi, bi) = (y[i], f[i], beta[i]);
+        quad += bi * fi;
+        let t = match task {
+            Task::Svc => yi * (yi - fi),
+            Task::Svr => (yi - fi).abs(),
         };
-        if theta < 1.0 && (t - tt).abs() <= tol_t {
-            return Some((i, VIOLATIONS[0]));
-        }
-        if t < -tol_t {
-            // SVC margin > 1.
-            if a.abs() > tol_a {
-                return Some((i, VIOLATIONS[1]));
+        loss += t.max(0.0) - (1.0 - theta) * (t - tt).max(0.0);
+        if first.is_none() {
+            if let Some(v) = violation_at(task, yi, fi, bi, c, theta, tt, tol_t, tol_a) {
+                first = Some((i, v));
             }
-        } else if t <= tol_t {
-            let ok = match task {
-                Task::Svc => a >= -tol_a && a <= c + tol_a,
-                Task::Svr => beta[i].abs() <= c + tol_a,
-            };
-            if !ok {
-                return Some((i, VIOLATIONS[2]));
-            }
-        } else if t < tt {
-            if (a - c).abs() > tol_a {
-                return Some((i, VIOLATIONS[3]));
-            }
-        } else if (a - c * theta).abs() > tol_a {
-            return Some((i, VIOLATIONS[4]));
         }
     }
-    None
+    (first, 0.5 * quad + c * loss)
 }
 
 /// The verdict of [`check_local_optimality`].

@@ -224,8 +224,15 @@ pub fn select_resumable(
             Method::Cccp(g) => g.len(),
             Method::Path => 0,
         };
-        ck.check(fp, y.len(), kern.rows(), cs.len(), grid)
-            .map_err(ParamError::Incompatible)?;
+        ck.check(
+            fp,
+            y.len(),
+            kern.rows(),
+            kern.is_linear().then(|| kern.width()),
+            cs.len(),
+            grid,
+        )
+        .map_err(ParamError::Incompatible)?;
         runs = ck.runs.clone();
         chosen = ck.chosen.clone();
         warm = ck.warm.clone();
@@ -333,7 +340,13 @@ pub fn select_resumable(
                 );
                 if let Some(res) = stop {
                     let beta = path.final_beta.clone();
-                    return Ok(stopped(runs, chosen, warm, Current::Path(res), beta));
+                    return Ok(stopped(
+                        runs,
+                        chosen,
+                        warm,
+                        Current::Path(Box::new(res)),
+                        beta,
+                    ));
                 }
                 let last = (path.nodes.len().saturating_sub(1), path.final_beta.clone());
                 (
