@@ -85,7 +85,10 @@ fn cpu_seconds() -> f64 {
     // Fields after the parenthesized command name: state is field 3, utime 14, stime 15.
     let rest = st.rsplit(')').next().unwrap_or("");
     let f: Vec<&str> = rest.split_whitespace().collect();
-    match (f.get(11).and_then(|v| v.parse::<f64>().ok()), f.get(12).and_then(|v| v.parse::<f64>().ok())) {
+    match (
+        f.get(11).and_then(|v| v.parse::<f64>().ok()),
+        f.get(12).and_then(|v| v.parse::<f64>().ok()),
+    ) {
         (Some(u), Some(s)) => (u + s) / 100.0,
         _ => f64::NAN,
     }

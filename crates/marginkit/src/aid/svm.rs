@@ -13,11 +13,15 @@
 //! `F^t = min 1/2 |w|^2 + M sum_k |C_k| max(0, 1 - y_k (w phi_k + b))`, whose dual is the box QP
 //! `min 1/2 a'Qa - e'a, y'a = 0, 0 <= a_k <= M |C_k|` ([`BoxQp`] with per-sample bounds):
 //! * linear: `Q = Y Xc Xc' Y` on the centroid matrix, solved by [`smo::solve`] with a linear
-//!   kernel on the centroids up to 20,000 clusters and by [`dcd::solve_svc`] (with the equality
-//!   constraint) above. SMO is the default because the weighted problems have bounds `M|C_k|`
-//!   spanning orders of magnitude, on which the equality-constrained DCD (maximal-violating-pair
-//!   steps, no shrinking) converged 35x slower (50,000 x 10: 24.5 s vs 0.7 s; the
-//!   parameter `linear_engine: AidLinearEngine::Dcd` / CLI `--engine dcd` forces DCD for comparison);
+//!   kernel on the centroids up to [`SMO_MAX_CLUSTERS`] clusters (its warm start's gradient
+//!   `Q a = Y Xc w(a)` from `w`, `O(K d)`, instead of one kernel column per nonzero dual, which
+//!   cost more than the solve itself at 10,000+ clusters) and above by the method of multipliers
+//!   over [`dcd::solve_svc`] without the equality (the *augmented-Lagrangian DCD*, below). The
+//!   equality-constrained DCD used before (maximal-violating-pair steps, no shrinking) crawled on
+//!   these weighted problems (bounds `M|C_k|` spanning orders of magnitude: 35x slower than SMO
+//!   at 50,000 x 10; 400,000 x 50 took 1,178 s, most of it in the last aggregated problems past
+//!   20,000 clusters). `linear_engine: AidLinearEngine::Dcd` / CLI `--engine dcd` always uses the
+//!   augmented-Lagrangian DCD, `SmoUpTo(n)` moves the switch;
 //! * kernel: `Q_kq = y_k y_q mean_{i in C_k, j in C_q} K(x_i, x_j)` (the inner product of the
 //!   feature-space centroids), solved by [`smo::solve`] on a [`DenseQ`]. The cluster-pair sums
 //!   `S_kq` are kept between iterations and updated through cluster kernel rows
@@ -54,6 +58,25 @@
 //!
 //! Warm start: a split cluster's children start from `a_parent |C_child| / |C_parent|` (inside
 //! their boxes, the equality unchanged).
+//!
+//! # Augmented-Lagrangian DCD (linear aggregated problems above the SMO switch)
+//!
+//! The equality `y'a = 0` of the aggregated dual is moved into the objective with a multiplier
+//! `lambda` and a penalty `rho/2 (y'a)^2`. Since `Q + rho y y' = Y [Xc, sqrt(rho)] [Xc, sqrt(rho)]' Y`,
+//! each subproblem `min 1/2 a'(Q + rho yy')a + (lambda y - e)'a, 0 <= a <= u` is exactly the
+//! bias-feature dual that [`dcd::solve_svc`] solves (LIBLINEAR's `-B` with `B = sqrt(rho)` and a
+//! shifted linear term; shrinking, no equality), warm-started from the previous round's duals
+//! (and, in the first round, from the parent clusters' disaggregated duals). The subproblem's
+//! effective bias `lambda + rho y'a` is the next multiplier (the method of multipliers =
+//! proximal point on the bias: it converges for any `rho > 0`; `rho` starts at the mean
+//! `|x_c|^2` and grows tenfold when `|y'a|` does not fall fourfold in a round). The first
+//! multiplier is the previous AID iteration's bias. Certificate: after each round the larger
+//! class gives up the excess `|y'a|` (its free duals scaled down first), which makes the duals
+//! feasible for the equality-constrained dual; the round stops when LIBSVM's maximal violation
+//! `m(a) - M(a)` at that feasible point is within the solver tolerance (the subproblem
+//! tolerance is a quarter of it, and shrinks when the subproblem is already solved). The lower
+//! bound `e'a - 1/2 |w(a)|^2` is that feasible point's dual value, valid whatever the number of
+//! rounds (at most 60).
 //!
 //! # Deviation: Nystrom steering with an exact finish ([`KernelSteering::Nystrom`])
 //!
@@ -545,7 +568,9 @@ impl AidProblem for SvmProblem<'_> {
                 let xc = Features::Dense(DenseMatrix::new(k, d, sx)?);
                 let (w, b) = if k > self.engine.smo_max() {
                     let b0 = previous.map_or(0.0, |(s, _)| s.b);
-                    match solve_linear_al(&xc, &yk, &upper, &mut alpha, b0, self.tol, self.seed, obs)? {
+                    match solve_linear_al(
+                        &xc, &yk, &upper, &mut alpha, b0, self.tol, self.seed, obs,
+                    )? {
                         Some(wb) => wb,
                         None => return Ok(None),
                     }
@@ -816,7 +841,13 @@ fn solve_linear_al(
             max_iter: None,
             time_limit: None,
         };
-        let res = dcd::solve_svc(&prob, &settings, seed.wrapping_add(round), alpha, &mut Fwd(obs))?;
+        let res = dcd::solve_svc(
+            &prob,
+            &settings,
+            seed.wrapping_add(round),
+            alpha,
+            &mut Fwd(obs),
+        )?;
         if res.info.status == Status::Interrupted {
             return Ok(None);
         }
@@ -851,9 +882,6 @@ fn solve_linear_al(
         }
         let w = signed_combination(xc, yk, &projected);
         let (viol, b) = equality_kkt(xc, yk, upper, &projected, &w);
-        if std::env::var_os("AL_DEBUG").is_some() {
-            eprintln!("AL k {k} round {round} rho {rho:.3e} lambda {lambda:.6e} s {s:.3e} viol {viol:.3e} passes {} status {:?} inner_tol {inner_tol:.1e}", res.info.iterations, res.info.status);
-        }
         if viol <= tol || round + 1 == AL_MAX_ROUNDS {
             alpha.copy_from_slice(&projected);
             return Ok(Some((w, b)));
