@@ -9,6 +9,9 @@
 //! cargo run --release -p marginkit --example aid_npy -- svm-full  X.npy y.npy C [gamma]
 //! ```
 //! `svm-*` with a gamma uses the RBF kernel, else the linear kernel (`train -t 0` semantics).
+//! Options anywhere after the method: `--gap-tol G` (AID's relative gap tolerance, default
+//! 1e-4), `--engine auto|dcd|smo|N` (the linear aggregated solver; `N`: SMO up to `N` clusters,
+//! DCD above) and `--trace` (one line per AID iteration on stderr: t, clusters, bounds, gap, seconds).
 
 use std::time::Instant;
 
@@ -73,8 +76,53 @@ fn read_npy(path: &str) -> Result<(Vec<usize>, Vec<f64>), String> {
     Ok((shape, vals))
 }
 
+/// CPU seconds (user + sys) of this process so far, from `/proc/self/stat` (Linux; `NaN`
+/// elsewhere), assuming the usual 100 clock ticks per second.
+fn cpu_seconds() -> f64 {
+    let Ok(st) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // Fields after the parenthesized command name: state is field 3, utime 14, stime 15.
+    let rest = st.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    match (
+        f.get(11).and_then(|v| v.parse::<f64>().ok()),
+        f.get(12).and_then(|v| v.parse::<f64>().ok()),
+    ) {
+        (Some(u), Some(s)) => (u + s) / 100.0,
+        _ => f64::NAN,
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let trace = args.iter().any(|a| a == "--trace");
+    args.retain(|a| a != "--trace");
+    let mut gap_tol: Option<f64> = None;
+    if let Some(k) = args.iter().position(|a| a == "--gap-tol") {
+        gap_tol = Some(args.get(k + 1).ok_or("--gap-tol needs a value")?.parse()?);
+        args.drain(k..k + 2);
+    }
+    let mut engine = marginkit::aid::svm::AidLinearEngine::Auto;
+    if let Some(k) = args.iter().position(|a| a == "--engine") {
+        use marginkit::aid::svm::AidLinearEngine as E;
+        engine = match args.get(k + 1).map(String::as_str) {
+            Some("auto") => E::Auto,
+            Some("dcd") => E::Dcd,
+            Some("smo") => E::SmoUpTo(usize::MAX),
+            Some(v) => E::SmoUpTo(v.parse()?),
+            None => return Err("--engine needs a value".into()),
+        };
+        args.drain(k..k + 2);
+    }
+    let mut progress = |r: &marginkit::aid::IterRecord| {
+        if trace {
+            eprintln!(
+                "t {} clusters {} r {:.5} F {:.10e} E {:.10e} E_best {:.10e} gap {:.3e} violating {} s {:.3}",
+                r.t, r.clusters, r.r, r.bound_t, r.objective, r.best_objective, r.gap, r.violating, r.seconds
+            );
+        }
+    };
     if args.len() < 4 {
         return Err(
             "usage: aid_npy lad-full|lad-aid|svm-aid|svm-full X.npy y.npy [C] [gamma]".into(),
@@ -87,6 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let c: f64 = args.get(4).map_or(Ok(1.0), |s| s.parse())?;
     let gamma: Option<f64> = args.get(5).map(|s| s.parse()).transpose()?;
     let t0 = Instant::now();
+    let c0 = cpu_seconds();
     let out = match args[1].as_str() {
         "lad-full" => {
             let (_, sol) = fit_lad(&data, true, None)?;
@@ -98,7 +147,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         }
         "lad-aid" => {
-            let fit = fit_aid_lad(&data, &AidLadParams::default(), &mut |_| {})?;
+            let mut params = AidLadParams::default();
+            if let Some(g) = gap_tol {
+                params.settings.gap_tol = g;
+            }
+            let fit = fit_aid_lad(&data, &params, &mut progress)?;
             let last = fit.run.iterations.last().map_or(0.0, |r| r.r);
             format!(
                 "{{\"method\":\"lad-aid\",\"seconds\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"init_seconds\":{},\"stop\":\"{}\"}}",
@@ -121,23 +174,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 },
                 None => KernelSteering::AveragedGram,
             };
-            let params = AidSvmParams {
+            let mut params = AidSvmParams {
                 c,
                 kernel: gamma.map(|g| KernelSpec::Rbf { gamma: g }),
                 kernel_steering,
+                linear_engine: engine,
                 ..AidSvmParams::default()
             };
-            let fit = fit_aid_svm(&data, &params, &mut |_| {})?;
+            if let Some(g) = gap_tol {
+                params.settings.gap_tol = g;
+            }
+            let fit = fit_aid_svm(&data, &params, &mut progress)?;
+            let seconds = t0.elapsed().as_secs_f64();
+            let fit_cpu = cpu_seconds() - c0;
             let last = fit.run.iterations.last().map_or(0.0, |r| r.r);
             format!(
-                "{{\"method\":\"svm-aid\",\"seconds\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"stop\":\"{}\",\"finish\":{}}}",
-                t0.elapsed().as_secs_f64(),
+                "{{\"method\":\"svm-aid\",\"seconds\":{},\"fit_cpu_s\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"stop\":\"{}\",\"pos_label\":{},\"w\":{:?},\"b\":{},\"finish\":{}}}",
+                seconds,
+                fit_cpu,
                 fit.run.best_objective,
                 fit.run.lower_bound,
                 fit.run.iterations.len(),
                 fit.run.iterations[0].r,
                 last,
                 fit.run.stop.as_str(),
+                fit.labels[0],
+                fit.run.best.w,
+                fit.run.best.b,
                 fit.finish.map_or("null".to_string(), |f| format!(
                     "{{\"rank\":{},\"steer_iterations\":{},\"steer_seconds\":{},\"smo_iterations\":{},\"finish_seconds\":{},\"smo_tol\":{}}}",
                     f.rank, f.steer_iterations, f.steer_seconds, f.smo_iterations, f.finish_seconds, f.smo_tol

@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use marginkit::aid::svm::{fit_aid_svm, AidSvmModel, AidSvmParams, KernelSteering};
+use marginkit::aid::svm::{
+    fit_aid_svm, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering,
+};
 use marginkit::aid::StopReason;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::kernel::qmatrix::kernel_value;
@@ -154,6 +156,41 @@ fn linear_blobs_default_rules() {
     check_run(&fit, full, 1e-4);
     assert!(fit.run.iterations.len() >= 2);
     assert!(fit.run.iterations.last().unwrap().r < 0.5);
+}
+
+/// Aggregated problems above the SMO switch size (lowered here to 50 clusters, so that every
+/// iteration past the first few goes to the augmented-Lagrangian DCD) reach the same optimum:
+/// the full problem's within the gap tolerance, and the SMO engine's run within it too.
+#[test]
+fn linear_above_smo_switch_reaches_the_same_optimum() {
+    let d = blobs(4000, 6, 21);
+    let c = 0.1;
+    let full = full_primal(&d, linear_kp(), c);
+    let run = |engine| {
+        fit_aid_svm(
+            &d,
+            &AidSvmParams {
+                c,
+                linear_engine: engine,
+                settings: marginkit::aid::AidSettings {
+                    gap_tol: 1e-6,
+                    ..Default::default()
+                },
+                ..AidSvmParams::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap()
+    };
+    let smo = run(AidLinearEngine::SmoUpTo(usize::MAX));
+    let switched = run(AidLinearEngine::SmoUpTo(50));
+    let dcd = run(AidLinearEngine::Dcd);
+    assert!(switched.run.iterations.iter().any(|r| r.clusters > 50));
+    for fit in [&smo, &switched, &dcd] {
+        check_run(fit, full, 1e-6);
+    }
+    let (a, b) = (smo.run.best_objective, switched.run.best_objective);
+    assert!((a - b).abs() <= 1e-6 * full, "SMO {a} vs switched {b}");
 }
 
 #[test]
