@@ -3,7 +3,6 @@
 //! of an uninterrupted run byte for byte; foreign and damaged state files are clear errors.
 #![cfg(unix)]
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -12,26 +11,6 @@ use serde_json::Value;
 
 mod common;
 use common::*;
-
-/// Two overlapping classes in `d` dimensions (a deterministic LCG).
-fn write_data(path: &Path, n: usize, d: usize, shift: f64) {
-    let mut s: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = || {
-        s = s
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    };
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    for i in 0..n {
-        let y = if i % 2 == 0 { 1.0 } else { -1.0 };
-        write!(f, "{y}").unwrap();
-        for k in 0..d {
-            write!(f, " {}:{:.6}", k + 1, next() + shift * y).unwrap();
-        }
-        writeln!(f).unwrap();
-    }
-}
 
 /// Runs `reference` to the end, then `args` with a SIGINT after 30% of that time; returns (the
 /// interrupted run's output, seconds from the signal to the exit), or `None` when the run
@@ -76,7 +55,7 @@ fn interrupt(reference: &[&str], args: &[&str], dir: &Path) -> Option<(Output, f
 fn ctrl_c_stops_aid_and_resume_gives_the_same_model() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
-    write_data(&p.join("d.svm"), 2500, 10, 0.15);
+    write_overlapping(&p.join("d.svm"), 2500, 10, 0.15);
     let base = [
         "aid", "svm", "-t", "2", "-g", "2", "-c", "10", "-q", "d.svm",
     ];
@@ -155,7 +134,7 @@ fn runs(j: &Value) -> Vec<Value> {
 fn ctrl_c_stops_robust_and_resume_gives_the_same_path() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
-    write_data(&p.join("r.svm"), 700, 4, 0.3);
+    write_overlapping(&p.join("r.svm"), 700, 4, 0.3);
     let base = [
         "robust", "svc", "r.svm", "--path", "theta", "-g", "4", "-c", "1,10,100", "-q",
     ];

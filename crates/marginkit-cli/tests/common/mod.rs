@@ -50,6 +50,12 @@ pub fn fails(o: &Output, needle: &str) {
 /// Overlapping classes in 10 dimensions (a deterministic LCG): with a large C, a large gamma,
 /// a tight tolerance and a 1 MB cache, training takes a few seconds.
 pub fn write_hard(path: &Path, n: usize) {
+    write_overlapping(path, n, 10, 0.15);
+}
+
+/// Two overlapping classes in `d` dimensions, labels alternating +1/-1, each feature uniform in
+/// [-1, 1] shifted by `shift * y` (a deterministic LCG), as LIBSVM text.
+pub fn write_overlapping(path: &Path, n: usize, d: usize, shift: f64) {
     use std::io::Write;
     let mut s: u64 = 0x2545_f491_4f6c_dd1d;
     let mut next = || {
@@ -62,8 +68,8 @@ pub fn write_hard(path: &Path, n: usize) {
     for i in 0..n {
         let y = if i % 2 == 0 { 1.0 } else { -1.0 };
         write!(f, "{y}").unwrap();
-        for k in 0..10 {
-            write!(f, " {}:{:.6}", k + 1, next() + 0.15 * y).unwrap();
+        for k in 0..d {
+            write!(f, " {}:{:.6}", k + 1, next() + shift * y).unwrap();
         }
         writeln!(f).unwrap();
     }
