@@ -12,6 +12,8 @@
 //!
 //! (`w_i` is the sample weight, `cw` the class weight, `z_i` the regression target.)
 
+use std::borrow::Cow;
+
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -212,8 +214,17 @@ pub fn fit_resumable(
                         Some(SubState::Stopped { snap, .. }) => Some(&**snap),
                         _ => None,
                     };
-                    let (f, snap) =
-                        solve_one(params, kernel, &data.x, None, &data.y, &c, obs, snap, true)?;
+                    let (f, snap) = solve_one(
+                        params,
+                        kernel,
+                        &data.x,
+                        None,
+                        Cow::Borrowed(&data.y),
+                        &c,
+                        obs,
+                        snap,
+                        true,
+                    )?;
                     subs.push(sub_state(&f, snap, None));
                     f
                 }
@@ -507,8 +518,18 @@ fn fit_classifier(
                         prob_a.push(a);
                         prob_b.push(b);
                     }
-                    let (f, snap) =
-                        solve_one(params, kernel, &data.x, Some(&idx), &y, &c, obs, snap, true)?;
+                    // `y` is handed over: the solve reuses its buffer for the linear term.
+                    let (f, snap) = solve_one(
+                        params,
+                        kernel,
+                        &data.x,
+                        Some(&idx),
+                        Cow::Owned(y),
+                        &c,
+                        obs,
+                        snap,
+                        true,
+                    )?;
                     if f.report.status == Status::Interrupted {
                         interrupted = true;
                     }
@@ -605,7 +626,7 @@ fn solve_one(
     kernel: KernelSpec,
     x: &Features,
     rows: Option<&[usize]>,
-    y: &[f64],
+    y: Cow<'_, [f64]>,
     c: &[f64],
     obs: &mut dyn Observer,
     resume: Option<&SmoSnapshot>,
@@ -628,8 +649,10 @@ fn solve_one(
     let cb = cache_bytes(params);
     let (coef, info, upper_of) = match params.svm_type {
         SvmType::CSvc => {
-            let signs = to_signs(y);
-            let p = vec![-1.0; l];
+            let signs = to_signs(&y);
+            // The labels' buffer becomes the linear term (one n-long array less at the peak).
+            let mut p = y.into_owned();
+            p.fill(-1.0);
             let qp = BoxQp {
                 p: &p,
                 y: &signs,
@@ -654,11 +677,15 @@ fn solve_one(
             // Free the kernel cache before the result arrays are built: they would otherwise
             // add to the fit's peak memory (issue 9, point 5).
             drop(q);
-            let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s).collect();
+            let coef: Vec<f64> = alpha
+                .iter()
+                .zip(&signs)
+                .map(|(a, &s)| a * f64::from(s))
+                .collect();
             (coef, info, Bounds::new(alpha, c.to_vec()))
         }
         SvmType::NuSvc => {
-            let signs = to_signs(y);
+            let signs = to_signs(&y);
             // Bounds are the sample weights (C plays no role in nu-SVC).
             let upper: Vec<f64> = c.iter().map(|v| v / params.c).collect();
             let total: f64 = upper.iter().sum();
@@ -672,7 +699,8 @@ fn solve_one(
                     }
                 }
             }
-            let p = vec![0.0; l];
+            let mut p = y.into_owned();
+            p.fill(0.0);
             let qp = BoxQp {
                 p: &p,
                 y: &signs,
@@ -695,7 +723,11 @@ fn solve_one(
             cache = q.cache_stats();
             drop(q);
             // Rescale to the C-SVC form with C = 1/r (LIBSVM's convention).
-            let coef: Vec<f64> = alpha.iter().zip(y).map(|(a, &s)| a * s / r).collect();
+            let coef: Vec<f64> = alpha
+                .iter()
+                .zip(&signs)
+                .map(|(a, &s)| a * f64::from(s) / r)
+                .collect();
             info.rho /= r;
             info.objective /= r * r;
             info.gap /= r * r;
@@ -940,7 +972,17 @@ fn binary_probability(
             probability: Probability::Off,
             ..params.clone()
         };
-        let (fdec, _) = solve_one(&sub, kernel, &tx, None, &ty, &tc, obs, None, false)?;
+        let (fdec, _) = solve_one(
+            &sub,
+            kernel,
+            &tx,
+            None,
+            Cow::Owned(ty),
+            &tc,
+            obs,
+            None,
+            false,
+        )?;
         report.calibration.push(fdec.report.clone());
         if fdec.report.status == Status::Interrupted {
             return Ok(None);
