@@ -40,7 +40,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-CACHE = os.path.join(HERE, ".cache")
+CACHE = os.environ.get("AID_BENCH_CACHE", os.path.join(HERE, ".cache"))  # --cache overrides
 
 
 def lad_data(n, m, seed):
@@ -289,9 +289,14 @@ def main():
     ap.add_argument("--full-max-cells", type=float, default=1e8, help="skip our full LP above n*m")
     ap.add_argument("--ours-time-limit", type=float, default=None, help="kill a run of ours after this many s")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--cache", default=None,
+                    help="directory for the generated .npy data (default bench/.cache or $AID_BENCH_CACHE; "
+                         "800,000 x 50 is 326 MB: put big runs under /tmp and delete them after)")
     args = ap.parse_args()
-    global TIMEOUT
+    global TIMEOUT, CACHE
     TIMEOUT = args.ours_time_limit
+    if args.cache:
+        CACHE = args.cache
     lines = []
     if args.lad:
         lines += ["### LAD: AID-LAD vs the full LP (ours) vs HiGHS (scikit-learn QuantileRegressor)", "",

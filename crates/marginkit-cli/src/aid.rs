@@ -135,8 +135,9 @@ pub struct AidSvmArgs {
     /// Stopping tolerance of the aggregated solves.
     #[arg(short = 'e', default_value_t = 1e-5)]
     pub eps: f64,
-    /// Solver of the linear aggregated problems: auto (SMO up to 20000 clusters, then DCD) or
-    /// dcd (always dual coordinate descent). Ignored with a kernel.
+    /// Solver of the linear aggregated problems: auto or dcd (dual coordinate descent with an
+    /// augmented Lagrangian for the bias, at every size) or smo (SMO at every size). Ignored
+    /// with a kernel.
     #[arg(long, default_value = "auto")]
     pub engine: String,
     /// Kernel only: aggregated problems by the paper's averaged Gram entries (`averaged`,
@@ -646,7 +647,8 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
         linear_engine: match a.engine.as_str() {
             "auto" => marginkit::aid::svm::AidLinearEngine::Auto,
             "dcd" => marginkit::aid::svm::AidLinearEngine::Dcd,
-            e => return Err(CliError(format!("--engine {e}: expected auto or dcd"))),
+            "smo" => marginkit::aid::svm::AidLinearEngine::SmoUpTo(usize::MAX),
+            e => return Err(CliError(format!("--engine {e}: expected auto, dcd or smo"))),
         },
         kernel_steering: match a.steer.as_str() {
             "averaged" => KernelSteering::AveragedGram,

@@ -332,8 +332,9 @@ fn aid_svm_engine_flag() {
         ));
         out["objective"].as_f64().unwrap()
     };
-    let (a, d) = (obj("auto"), obj("dcd"));
+    let (a, d, s) = (obj("auto"), obj("dcd"), obj("smo"));
     assert!((a - d).abs() <= 1e-3 * a.abs(), "{a} vs {d}");
+    assert!((s - d).abs() <= 1e-3 * s.abs(), "{s} vs {d}");
     fails_with(
         &run(&["aid", "svm", "--engine", "simplex", tr, "m2"], dir.path()),
         "--engine",

@@ -148,8 +148,8 @@ class AIDSVC(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
         evaluations per iteration at worst). gamma, degree, coef0 : as in SVC.
     tol : tolerance of the aggregated solves. r0, gap_tol, max_iter, time_limit, random_state :
         as in LADRegressor (default gap_tol 1e-4, the paper's).
-    engine : 'auto' (SMO up to 20,000 clusters, then dual coordinate descent) or 'dcd' (linear
-        kernel only; ValueError otherwise).
+    engine : 'auto' or 'dcd' (both: dual coordinate descent with an augmented Lagrangian for the
+        bias, at every size; linear kernel only; ValueError otherwise).
 
     Fitted attributes: classes_, coef_/intercept_ (linear) or support_, support_vectors_,
     dual_coef_, intercept_ (kernel; a refit clears the other kernel's attributes), objective_
