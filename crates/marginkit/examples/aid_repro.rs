@@ -244,7 +244,8 @@ fn main() {
         md,
         "Data: two overlapping classes (2/3 positive), m features uniform(-1.5, 1.5), the first two shifted \
          by +-0.8. Baseline: the full problem by our SMO (`marginkit train -t 0 -c 0.1`, eps 1e-3; LIBSVM's \
-         problem). AID: gap tolerance 1e-4 (the paper's), aggregated problems by SMO on the centroids (linear kernel) or SMO on the \
+         problem). AID: gap tolerance 1e-4 (the paper's), aggregated problems by dual coordinate descent on the weighted centroids (linear kernel; \
+         augmented Lagrangian for the bias equality) or SMO on the \
          averaged Gram matrix (RBF, the paper's Appendix B), or (RBF, `KernelSteering::Nystrom`, a deviation) linear AID \
          on 100 Nystrom features to steer, then an exact SMO on the full kernel problem warm-started from the \
          disaggregated duals and certified by its duality gap (T counts the steering solves plus the finish). Gamma = training-rate difference (AID - full) is not computed; Delta = \
