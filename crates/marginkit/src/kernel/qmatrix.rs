@@ -634,14 +634,7 @@ impl<'a> KernelRows<'a> {
     /// sparse rows use the merge, which gives the same bits as the gather), serially or split
     /// across the pool (`par`). Every entry is computed on its own, so any split of a column
     /// into ranges gives the same bits.
-    fn fill_range(
-        &self,
-        i: usize,
-        out: &mut [f32],
-        start: usize,
-        signs: Option<&[i8]>,
-        par: bool,
-    ) {
+    fn fill_range(&self, i: usize, out: &mut [f32], start: usize, signs: Option<&[i8]>, par: bool) {
         match &self.rows {
             Rows::Dense { panels, d } => {
                 self.with_outer(&DenseDots { panels, d: *d }, i, out, start, signs, par)

@@ -643,7 +643,9 @@ const PAR_SCAN: usize = 4096;
 /// for the column ranges filled inside a scan). The parts combine exactly, so this does not
 /// change any result.
 fn par_len(act: usize, threads: usize) -> usize {
-    act.div_ceil(4 * threads).max(1024).next_multiple_of(2 * LANES)
+    act.div_ceil(4 * threads)
+        .max(1024)
+        .next_multiple_of(2 * LANES)
 }
 
 /// Computes the stale entries `valid..` of the part `cc` (positions `lo..lo + cc.len()`) of
