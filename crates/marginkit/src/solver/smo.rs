@@ -648,6 +648,16 @@ fn par_len(act: usize, threads: usize) -> usize {
         .next_multiple_of(2 * LANES)
 }
 
+/// Length of the parts of a parallel scan that also computes a column's missing entries:
+/// about sixteen per thread (the kernel work makes a part several times longer to run than a
+/// plain scan part, so finer parts keep the wait at the end of the section short), at least
+/// 512 positions, whole 8-row panels. As with [`par_len`], no result depends on it.
+fn par_len_fill(act: usize, threads: usize) -> usize {
+    act.div_ceil(16 * threads)
+        .max(512)
+        .next_multiple_of(2 * LANES)
+}
+
 /// Computes the stale entries `valid..` of the part `cc` (positions `lo..lo + cc.len()`) of
 /// a lazy column, on the calling thread (a task of a parallel scan over that column).
 #[inline]
@@ -848,7 +858,7 @@ fn scan_active_pair(st: &mut State, qi: &[f32], qj: ColumnParts<'_>, dai: f64, d
         ColumnParts::Lazy { col, valid, fill } if threads > 1 && act >= PAR_SCAN => {
             let (g, sc) = (&mut st.g[..act], &mut st.scratch[..act]);
             let (y, fl) = (&st.y[..act], &st.flags[..act]);
-            let len = par_len(act, threads);
+            let len = par_len_fill(act, threads);
             g.par_chunks_mut(len)
                 .zip(sc.par_chunks_mut(len))
                 .zip(col[..act].par_chunks_mut(len))
@@ -972,7 +982,7 @@ fn select_pair<Q: QMatrix + ?Sized>(
     let (best, col): (ArgMin, &[f32]) = match q.column_parts(i, act) {
         // Column `i` is (partly) missing: each task computes its part, then scans it.
         ColumnParts::Lazy { col, valid, fill } if par => {
-            let len = par_len(act, threads);
+            let len = par_len_fill(act, threads);
             let best = sc
                 .par_chunks_mut(len)
                 .zip(col[..act].par_chunks_mut(len))
