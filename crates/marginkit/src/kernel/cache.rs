@@ -228,34 +228,6 @@ impl ColumnCache {
         (&mut self.data[s][..len], have)
     }
 
-    /// [`ColumnCache::request`] of column `j` keeping column `i` (which must hold at least
-    /// `len` valid entries, e.g. requested just before): returns column `i`'s first `len`
-    /// entries, column `j` (mutable) and the number of `j`'s entries that were already valid.
-    /// `None` when `i == j` (the caller then uses [`ColumnCache::request`] and
-    /// [`ColumnCache::get`]).
-    pub fn request_beside(
-        &mut self,
-        j: usize,
-        len: usize,
-        i: usize,
-    ) -> Option<(&[f32], &mut [f32], usize)> {
-        if i == j {
-            return None;
-        }
-        let (_, valid) = self.request(j, len, Some(i));
-        let (si, sj) = (self.slot_of[i] as usize, self.slot_of[j] as usize);
-        debug_assert!(self.valid[si] as usize >= len);
-        // Two distinct slots: borrow one shared and one mutable through a split.
-        let (ci, cj) = if si < sj {
-            let (a, b) = self.data.split_at_mut(sj);
-            (&a[si], &mut b[0])
-        } else {
-            let (a, b) = self.data.split_at_mut(si);
-            (&b[0], &mut a[sj])
-        };
-        Some((&ci[..len], &mut cj[..len], valid))
-    }
-
     /// The first `len` entries of column `i`, which must have been requested with at least
     /// `len` entries and not evicted or swapped since.
     pub fn get(&self, i: usize, len: usize) -> &[f32] {

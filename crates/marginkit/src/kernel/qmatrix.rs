@@ -47,69 +47,6 @@ pub trait QMatrix {
     fn swap_index(&mut self, i: usize, j: usize);
     /// Cache hits and misses so far.
     fn cache_stats(&self) -> CacheStats;
-    /// Column `i`'s first `len` entries, possibly with the missing ones left to the caller
-    /// ([`ColumnParts::Lazy`]), who computes them by range inside its own parallel pass over
-    /// the column. The default computes them at once ([`QMatrix::column`]).
-    fn column_parts(&mut self, i: usize, len: usize) -> ColumnParts<'_> {
-        ColumnParts::Ready(self.column(i, len))
-    }
-    /// [`QMatrix::pair`] with column `j` as [`ColumnParts`] (column `i` complete). The
-    /// default computes both at once.
-    fn pair_parts(&mut self, i: usize, j: usize, len: usize) -> (&[f32], ColumnParts<'_>) {
-        let (a, b) = self.pair(i, j, len);
-        (a, ColumnParts::Ready(b))
-    }
-}
-
-/// A column of `Q` whose missing entries may be left to the caller, so that computing them
-/// shares one parallel section with the pass that reads them (one hand-off to the pool per
-/// column instead of two). Any split of the missing range gives the same bits.
-#[derive(Debug)]
-pub enum ColumnParts<'a> {
-    /// Every entry is current.
-    Ready(&'a [f32]),
-    /// Entries `valid..` of `col` are stale: compute them with `fill` before reading them.
-    Lazy {
-        /// The column (`len` entries).
-        col: &'a mut [f32],
-        /// Entries already current.
-        valid: usize,
-        /// Computes the others.
-        fill: ColumnFill<'a>,
-    },
-}
-
-impl<'a> ColumnParts<'a> {
-    /// Computes the missing entries (split across the pool when long, as
-    /// [`QMatrix::column`] does) and returns the column.
-    pub fn finish(self) -> &'a [f32] {
-        match self {
-            ColumnParts::Ready(c) => c,
-            ColumnParts::Lazy { col, valid, fill } => {
-                fill.fill_par(valid, &mut col[valid..]);
-                col
-            }
-        }
-    }
-}
-
-/// Computes entries of one kernel column of a [`ColumnParts::Lazy`].
-#[derive(Debug, Clone, Copy)]
-pub struct ColumnFill<'a> {
-    rows: &'a KernelRows<'a>,
-    i: usize,
-    signs: Option<&'a [i8]>,
-}
-
-impl ColumnFill<'_> {
-    /// Entries `start..start + out.len()` of the column, on the calling thread.
-    pub fn fill(&self, start: usize, out: &mut [f32]) {
-        self.rows.fill_range(self.i, out, start, self.signs, false);
-    }
-    /// Entries `start..start + out.len()`, split across the current rayon pool when long.
-    pub fn fill_par(&self, start: usize, out: &mut [f32]) {
-        self.rows.fill_range(self.i, out, start, self.signs, true);
-    }
 }
 
 /// Row storage in the current order.
@@ -451,13 +388,12 @@ pub fn exp_nonpositive(x: f64) -> f64 {
 }
 
 /// Fills `out[start..]` (entries `start..start + out.len()` of column `i`): kernel values,
-/// negated where `signs[i] != signs[j]`. Serial unless `par`.
+/// negated where `signs[i] != signs[j]`.
 ///
 /// Parallel when the column's work (`out.len()` times the cost of one entry) exceeds
 /// [`PAR_WORK`]: the column is cut into one task per [`PAR_TASK_WORK`] units (at most
 /// `8 x threads` tasks, whole panels each). Short or cheap columns stay serial, where a
 /// rayon dispatch would cost more than it saves.
-#[allow(clippy::too_many_arguments)] // one column range and how to compute it
 fn fill_blocks<D: Dots, O: Outer>(
     dots: &D,
     outer: &O,
@@ -466,7 +402,6 @@ fn fill_blocks<D: Dots, O: Outer>(
     i: usize,
     out: &mut [f32],
     start: usize,
-    par: bool,
 ) {
     let ni = norms[i];
     // Entries `lo..lo + chunk.len()`, in sub-blocks of at most BLOCK (a stack buffer).
@@ -495,7 +430,7 @@ fn fill_blocks<D: Dots, O: Outer>(
     };
     let threads = rayon::current_num_threads();
     let work = out.len().saturating_mul(dots.entry_cost() + O::COST);
-    if par && threads > 1 && work >= PAR_WORK {
+    if threads > 1 && work >= PAR_WORK {
         let tasks = (work / PAR_TASK_WORK).clamp(2, 8 * threads);
         let len = out.len().div_ceil(tasks).next_multiple_of(PANEL);
         out.par_chunks_mut(len)
@@ -611,7 +546,7 @@ impl<'a> KernelRows<'a> {
                     dense: &buf,
                     row: i,
                 };
-                self.with_outer(&g, i, out, start, signs, true);
+                self.with_outer(&g, i, out, start, signs);
                 for &k in ia {
                     buf[k as usize] = 0.0;
                 }
@@ -621,26 +556,12 @@ impl<'a> KernelRows<'a> {
             }
             return;
         }
-        self.fill_range(i, out, start, signs, true);
-    }
-
-    /// Whether [`KernelRows::fill_range`] computes columns the way [`KernelRows::fill`] does
-    /// (not so for sparse rows with a dense scatter buffer, whose gather needs `&mut self`).
-    fn range_ok(&self) -> bool {
-        !matches!(&self.rows, Rows::Sparse { dense, .. } if !dense.is_empty())
-    }
-
-    /// Entries `start..start + out.len()` of column `i` through `&self` (no scatter buffer:
-    /// sparse rows use the merge, which gives the same bits as the gather), serially or split
-    /// across the pool (`par`). Every entry is computed on its own, so any split of a column
-    /// into ranges gives the same bits.
-    fn fill_range(&self, i: usize, out: &mut [f32], start: usize, signs: Option<&[i8]>, par: bool) {
         match &self.rows {
             Rows::Dense { panels, d } => {
-                self.with_outer(&DenseDots { panels, d: *d }, i, out, start, signs, par)
+                self.with_outer(&DenseDots { panels, d: *d }, i, out, start, signs)
             }
             Rows::Sparse { x, perm, .. } => {
-                self.with_outer(&SparseDots { x, perm }, i, out, start, signs, par)
+                self.with_outer(&SparseDots { x, perm }, i, out, start, signs)
             }
             Rows::Pre { x, serial, perm } => fill_blocks(
                 &PreDots { x, serial, perm },
@@ -650,7 +571,6 @@ impl<'a> KernelRows<'a> {
                 i,
                 out,
                 start,
-                par,
             ),
         }
     }
@@ -662,12 +582,11 @@ impl<'a> KernelRows<'a> {
         out: &mut [f32],
         start: usize,
         s: Option<&[i8]>,
-        par: bool,
     ) {
         let nm = &self.norms;
         match self.spec {
             KernelSpec::Linear | KernelSpec::Precomputed => {
-                fill_blocks(d, &Identity, nm, s, i, out, start, par)
+                fill_blocks(d, &Identity, nm, s, i, out, start)
             }
             KernelSpec::Poly {
                 gamma,
@@ -685,13 +604,10 @@ impl<'a> KernelRows<'a> {
                 i,
                 out,
                 start,
-                par,
             ),
-            KernelSpec::Rbf { gamma } => {
-                fill_blocks(d, &RbfOuter { gamma }, nm, s, i, out, start, par)
-            }
+            KernelSpec::Rbf { gamma } => fill_blocks(d, &RbfOuter { gamma }, nm, s, i, out, start),
             KernelSpec::Sigmoid { gamma, coef0 } => {
-                fill_blocks(d, &SigmoidOuter { gamma, coef0 }, nm, s, i, out, start, par)
+                fill_blocks(d, &SigmoidOuter { gamma, coef0 }, nm, s, i, out, start)
             }
         }
     }
@@ -865,49 +781,6 @@ impl QMatrix for SvcQ<'_> {
     fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
     }
-    fn column_parts(&mut self, i: usize, len: usize) -> ColumnParts<'_> {
-        if !self.rows.range_ok() {
-            return ColumnParts::Ready(self.column(i, len));
-        }
-        let (col, valid) = self.cache.request(i, len, None);
-        if valid >= len {
-            return ColumnParts::Ready(col);
-        }
-        ColumnParts::Lazy {
-            col,
-            valid,
-            fill: ColumnFill {
-                rows: &self.rows,
-                i,
-                signs: self.y.as_deref(),
-            },
-        }
-    }
-    fn pair_parts(&mut self, i: usize, j: usize, len: usize) -> (&[f32], ColumnParts<'_>) {
-        if i == j || !self.rows.range_ok() {
-            let (a, b) = self.pair(i, j, len);
-            return (a, ColumnParts::Ready(b));
-        }
-        let (col, valid) = self.cache.request(i, len, None);
-        if valid < len {
-            self.rows
-                .fill(i, &mut col[valid..], valid, self.y.as_deref());
-        }
-        let (rows, signs) = (&self.rows, self.y.as_deref());
-        match self.cache.request_beside(j, len, i) {
-            Some((ci, cj, valid)) if valid < len => (
-                ci,
-                ColumnParts::Lazy {
-                    col: cj,
-                    valid,
-                    fill: ColumnFill { rows, i: j, signs },
-                },
-            ),
-            Some((ci, cj, _)) => (ci, ColumnParts::Ready(cj)),
-            // `i != j` was checked above.
-            None => (&[], ColumnParts::Ready(&[])),
-        }
-    }
 }
 
 /// `Q_ij = K(x_i, x_j)` with an LRU column cache (one-class SVM): the C-SVC matrix without
@@ -937,12 +810,6 @@ impl QMatrix for OneClassQ<'_> {
     }
     fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
         self.0.pair(i, j, len)
-    }
-    fn column_parts(&mut self, i: usize, len: usize) -> ColumnParts<'_> {
-        self.0.column_parts(i, len)
-    }
-    fn pair_parts(&mut self, i: usize, j: usize, len: usize) -> (&[f32], ColumnParts<'_>) {
-        self.0.pair_parts(i, j, len)
     }
     fn swap_index(&mut self, i: usize, j: usize) {
         self.0.swap_index(i, j)

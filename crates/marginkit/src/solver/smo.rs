@@ -61,7 +61,7 @@ use super::{
     VarFix,
 };
 use crate::error::SolveError;
-use crate::kernel::qmatrix::{ColumnFill, ColumnParts, QMatrix};
+use crate::kernel::qmatrix::QMatrix;
 
 /// Guard for 2x2 subproblems whose curvature is not positive.
 pub const TAU: f64 = 1e-12;
@@ -639,34 +639,10 @@ const PAR_SCAN: usize = 4096;
 
 /// Length of the parts of a parallel scan over `act` positions: about four per thread (the
 /// thread that finishes first takes the last ones, so neither waits long for the other), at
-/// least 1024 positions each, whole lanes (and whole 8-row panels of the dense kernel rows,
-/// for the column ranges filled inside a scan). The parts combine exactly, so this does not
-/// change any result.
+/// least 1024 positions each, whole lanes. The parts combine exactly, so this does not change
+/// any result.
 fn par_len(act: usize, threads: usize) -> usize {
-    act.div_ceil(4 * threads)
-        .max(1024)
-        .next_multiple_of(2 * LANES)
-}
-
-/// Length of the parts of a parallel scan that also computes a column's missing entries:
-/// about sixteen per thread (the kernel work makes a part several times longer to run than a
-/// plain scan part, so finer parts keep the wait at the end of the section short), at least
-/// 512 positions, whole 8-row panels. As with [`par_len`], no result depends on it.
-fn par_len_fill(act: usize, threads: usize) -> usize {
-    act.div_ceil(16 * threads)
-        .max(512)
-        .next_multiple_of(2 * LANES)
-}
-
-/// Computes the stale entries `valid..` of the part `cc` (positions `lo..lo + cc.len()`) of
-/// a lazy column, on the calling thread (a task of a parallel scan over that column).
-#[inline]
-fn fill_part(fill: &ColumnFill<'_>, valid: usize, lo: usize, cc: &mut [f32]) {
-    let hi = lo + cc.len();
-    if hi > valid {
-        let s = valid.max(lo);
-        fill.fill(s, &mut cc[s - lo..]);
-    }
+    act.div_ceil(4 * threads).max(1024).next_multiple_of(LANES)
 }
 
 /// A minimum and the last index attaining it. Minima are exact and ties go to the larger
@@ -846,43 +822,6 @@ fn scan_active(st: &mut State, upd: Option<PairDelta<'_>>) -> Scan {
     }
 }
 
-/// [`scan_active`] with the pair step `dai Q_i + daj Q_j` where column `j` is lazy: each task
-/// first computes its part of `Q_j`'s stale entries, then updates and scans that part (one
-/// parallel section instead of two). Serial or short scans compute the column first and call
-/// [`scan_active`]. The same bits as that, for any thread count.
-fn scan_active_pair(st: &mut State, qi: &[f32], qj: ColumnParts<'_>, dai: f64, daj: f64) -> Scan {
-    use rayon::prelude::*;
-    let act = st.active;
-    let threads = rayon::current_num_threads();
-    match qj {
-        ColumnParts::Lazy { col, valid, fill } if threads > 1 && act >= PAR_SCAN => {
-            let (g, sc) = (&mut st.g[..act], &mut st.scratch[..act]);
-            let (y, fl) = (&st.y[..act], &st.flags[..act]);
-            let len = par_len_fill(act, threads);
-            g.par_chunks_mut(len)
-                .zip(sc.par_chunks_mut(len))
-                .zip(col[..act].par_chunks_mut(len))
-                .enumerate()
-                .map(|(c, ((gc, scc), cc))| {
-                    let (lo, hi) = (c * len, c * len + gc.len());
-                    fill_part(&fill, valid, lo, cc);
-                    let part = PairDelta {
-                        qi: &qi[lo..hi],
-                        qj: cc,
-                        dai,
-                        daj,
-                    };
-                    scan_chunk(lo, gc, scc, &y[lo..hi], &fl[lo..hi], Some(part))
-                })
-                .reduce(|| Scan::NONE, Scan::combine)
-        }
-        qj => {
-            let qj = qj.finish();
-            scan_active(st, Some(PairDelta { qi, qj, dai, daj }))
-        }
-    }
-}
-
 /// Inputs of the second WSS3 pass that do not vary along the scan.
 #[derive(Clone, Copy)]
 struct SecondPass {
@@ -970,6 +909,7 @@ fn select_pair<Q: QMatrix + ?Sized>(
     if gmax - gmin < tol {
         return None;
     }
+    let col = &q.column(i, act)[..act];
     let p = SecondPass {
         gmax,
         yi: st.yf(i),
@@ -978,57 +918,26 @@ fn select_pair<Q: QMatrix + ?Sized>(
     let sc = &mut st.scratch[..act];
     let (y, g, low, qd) = (&st.y[..act], &st.g[..act], &st.flags[..act], &st.qd[..act]);
     let threads = rayon::current_num_threads();
-    let par = threads > 1 && act >= PAR_SCAN;
-    let (best, col): (ArgMin, &[f32]) = match q.column_parts(i, act) {
-        // Column `i` is (partly) missing: each task computes its part, then scans it.
-        ColumnParts::Lazy { col, valid, fill } if par => {
-            let len = par_len_fill(act, threads);
-            let best = sc
-                .par_chunks_mut(len)
-                .zip(col[..act].par_chunks_mut(len))
-                .enumerate()
-                .map(|(c, (scc, cc))| {
-                    let (lo, hi) = (c * len, c * len + scc.len());
-                    fill_part(&fill, valid, lo, cc);
-                    second_chunk(
-                        lo,
-                        scc,
-                        &y[lo..hi],
-                        &g[lo..hi],
-                        &low[lo..hi],
-                        &qd[lo..hi],
-                        cc,
-                        p,
-                    )
-                })
-                .reduce(|| ArgMin::NONE, ArgMin::combine);
-            (best, col)
-        }
-        parts => {
-            let col = &parts.finish()[..act];
-            let best = if par {
-                let len = par_len(act, threads);
-                sc.par_chunks_mut(len)
-                    .enumerate()
-                    .map(|(c, scc)| {
-                        let (lo, hi) = (c * len, c * len + scc.len());
-                        second_chunk(
-                            lo,
-                            scc,
-                            &y[lo..hi],
-                            &g[lo..hi],
-                            &low[lo..hi],
-                            &qd[lo..hi],
-                            &col[lo..hi],
-                            p,
-                        )
-                    })
-                    .reduce(|| ArgMin::NONE, ArgMin::combine)
-            } else {
-                second_chunk(0, sc, y, g, low, qd, col, p)
-            };
-            (best, col)
-        }
+    let best = if threads > 1 && act >= PAR_SCAN {
+        let len = par_len(act, threads);
+        sc.par_chunks_mut(len)
+            .enumerate()
+            .map(|(c, scc)| {
+                let (lo, hi) = (c * len, c * len + scc.len());
+                second_chunk(
+                    lo,
+                    scc,
+                    &y[lo..hi],
+                    &g[lo..hi],
+                    &low[lo..hi],
+                    &qd[lo..hi],
+                    &col[lo..hi],
+                    p,
+                )
+            })
+            .reduce(|| ArgMin::NONE, ArgMin::combine)
+    } else {
+        second_chunk(0, sc, y, g, low, qd, col, p)
     };
     if best.v == f64::INFINITY {
         return None;
@@ -1233,11 +1142,11 @@ pub(crate) fn apply_pair<Q: QMatrix + ?Sized>(
     st.update_status(i);
     st.update_status(j);
     {
-        let (qi, qj) = q.pair_parts(i, j, act);
+        let (qi, qj) = q.pair(i, j, act);
+        let d = PairDelta { qi, qj, dai, daj };
         if scan {
-            st.pre = Some(scan_active_pair(st, qi, qj, dai, daj));
+            st.pre = Some(scan_active(st, Some(d)));
         } else {
-            let qj = qj.finish();
             for ((gk, &a), &b) in st.g[..act].iter_mut().zip(qi).zip(qj) {
                 *gk += f64::from(a) * dai + f64::from(b) * daj;
             }
