@@ -361,8 +361,9 @@ pub struct OutlierPath {
     pub d_steps: usize,
     /// Jumps whose simultaneous flips were redone one at a time.
     pub wrong_direction: usize,
-    /// Jumps that did not change the solution: with a singular `K_AA` (linear kernel with more
-    /// active samples than dimensions) the active set can absorb the flip completely; the
+    /// Jumps that did not change the solution: when the active rows span the data (linear
+    /// kernel, as many independent active samples as the data's rank) the active set can absorb
+    /// the flip completely, by a null-space move of its coefficients; the
     /// multipliers are then not unique and the point is a local optimum although a sample stays on
     /// the threshold (Theorem 4's condition 19e presumes unique multipliers). The path goes on.
     pub degenerate_jumps: usize,
