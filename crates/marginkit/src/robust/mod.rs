@@ -612,20 +612,34 @@ pub(crate) fn check_and_objective(
 ) -> (Option<(usize, &'static str)>, f64) {
     let tol_t = tol * tt.abs().max(1.0);
     let tol_a = tol * c;
+    let ct = c * theta;
+    let on_threshold_matters = theta < 1.0;
     let mut first = None;
     let mut quad = 0.0;
     let mut loss = 0.0;
     for i in 0..y.len() {
         let (yi, fi, bi) = (y[i], f[i], beta[i]);
         quad += bi * fi;
-        let t = match task {
-            Task::Svc => yi * (yi - fi),
-            Task::Svr => (yi - fi).abs(),
+        let (t, a) = match task {
+            Task::Svc => (yi * (yi - fi), yi * bi),
+            Task::Svr => {
+                let r = yi - fi;
+                (r.abs(), if r >= 0.0 { bi } else { -bi })
+            }
         };
         loss += t.max(0.0) - (1.0 - theta) * (t - tt).max(0.0);
         if first.is_none() {
-            if let Some(v) = violation_at(task, yi, fi, bi, c, theta, tt, tol_t, tol_a) {
-                first = Some((i, v));
+            // Branch-light acceptance of the common case (the slack strictly inside a region,
+            // away from 0 and T, and the coefficient at that region's value: 0, C or C theta);
+            // everything else is decided by `violation_at`, so the verdict is the same.
+            let expect = if t < tt { c } else { ct };
+            let expect = if t < 0.0 { 0.0 } else { expect };
+            let clear =
+                t.abs() > tol_t && (!on_threshold_matters || (t - tt).abs() > tol_t);
+            if !(clear && (a - expect).abs() <= tol_a) {
+                if let Some(v) = violation_at(task, yi, fi, bi, c, theta, tt, tol_t, tol_a) {
+                    first = Some((i, v));
+                }
             }
         }
     }
