@@ -345,7 +345,11 @@ fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPa
             // minimum of its inlier and outlier pieces, each minimized at f), although the
             // flipped sample stays on the threshold (Theorem 4's 19e presumes unique
             // multipliers). Only a singular K (linear kernel) allows it.
-            assert_eq!(p.kernel, KernelSpec::Linear, "degenerate jump, non-linear kernel");
+            assert_eq!(
+                p.kernel,
+                KernelSpec::Linear,
+                "degenerate jump, non-linear kernel"
+            );
             continue;
         }
         let lo = check_local_optimality(p, data, beta, theta, s).unwrap();
@@ -397,9 +401,16 @@ fn degenerate_at(kmat: &[Vec<f64>], path: &OutlierPath, k: usize) -> bool {
         return true;
     }
     let (ba, bb) = (a.beta.as_ref().unwrap(), b.beta.as_ref().unwrap());
-    let scale = kmat.iter().map(|r| r.iter().fold(0.0f64, |m, v| m.max(v.abs()))).fold(1.0f64, f64::max);
+    let scale = kmat
+        .iter()
+        .map(|r| r.iter().fold(0.0f64, |m, v| m.max(v.abs())))
+        .fold(1.0f64, f64::max);
     kmat.iter().all(|row| {
-        let d: f64 = row.iter().zip(ba.iter().zip(bb)).map(|(k, (x, y))| k * (x - y)).sum();
+        let d: f64 = row
+            .iter()
+            .zip(ba.iter().zip(bb))
+            .map(|(k, (x, y))| k * (x - y))
+            .sum();
         d.abs() <= 1e-9 * scale
     })
 }
@@ -598,10 +609,18 @@ fn active_set_stays_within_the_rank_at_n_2000() {
     let path = outlier_path(&p, PathKind::Theta, &data, None).unwrap();
     assert_eq!(path.status, PathStatus::Completed);
     assert!(path.final_locally_optimal);
-    assert!(path.max_active <= 5, "active set {} past the rank 5", path.max_active);
+    assert!(
+        path.max_active <= 5,
+        "active set {} past the rank 5",
+        path.max_active
+    );
     for (k, node) in path.nodes.iter().enumerate() {
         if node.kind != NodeKind::PreJump {
-            assert!(node.locally_optimal, "node {k} ({:?}) fails the checker", node.kind);
+            assert!(
+                node.locally_optimal,
+                "node {k} ({:?}) fails the checker",
+                node.kind
+            );
         }
     }
     let kmat = gram(&data, p.kernel, None);

@@ -819,9 +819,9 @@ impl<'k, 'a> Engine<'k, 'a> {
             // flipped sample on the threshold (caught by the linear OP-s test). It is set exactly (rounding would otherwise move samples sitting
             // at a slack of 0 or T by 1e-16 and let them join the active set past the rank, the
             // degenerate growth seen at n = 20,000), and the pass over the data is skipped.
-            if self.data_rank.is_some_and(|r| {
-                    self.act.len() >= r && self.chol.rank_above(self.rank_tol) >= r
-                })
+            if self
+                .data_rank
+                .is_some_and(|r| self.act.len() >= r && self.chol.rank_above(self.rank_tol) >= r)
             {
                 self.df_zero = true;
                 self.dshift = 0.0;

@@ -61,14 +61,25 @@
 //! linear Gram rank the solves are filtered so the ridge cannot amplify rounding into a null-space
 //! move of the coefficients, and events snap the slack of the sample that reaches 0 or `T` (without
 //! the snap, spurious zero-length events grew the active set far past `d`: n = 3,000 blobs,
-//! `|A|` 11 -> 190 and the event limit). For the linear kernel the rank of the training rows is
-//! computed once (`Kern::data_rank`, `d <= 128`); in a theta C-step, while the active-set factor
-//! has that many independent members (`Chol::rank_above`), its rows span the data and the exact
-//! direction moves no margin (`X_A dw = 0` with `dw` in the row space of `X`): `dw` is set to 0
-//! exactly and the pass over the data is skipped, so only coefficient events occur and rounding
-//! cannot grow the active set past the rank in such a step. Not inside a jump: a spanning active
-//! set would freeze `f` there and leave a flipped sample on the threshold (the exact jump needs a
-//! degenerate pivot that drops a member first; not implemented).
+//! `|A|` 11 -> 190 and the event limit). **The active set holds independent samples only**: a
+//! sample whose slack reaches its target (0 or `T`) while its kernel column depends on the
+//! members' (squared pivot of the factor at most `1e3 tau`) cannot move while the set keeps its
+//! members (its slack is a fixed combination of theirs; exactly, it could not have moved either:
+//! it got there by rounding), so it is *parked*: it stays in its bound state at the target (a
+//! valid KKT point), the ratio test ignores it, and every removal from the active set releases it
+//! (a degenerate pivot: the dependent sample waits while the basis is unchanged). Free samples of
+//! the starting SVM that depend on earlier ones (duplicated points) enter through a degenerate
+//! pivot that moves the coefficients along the null direction (`f` unchanged) until one reaches
+//! an end of its box (least sample index on a tie). For the linear kernel the rank of the training
+//! rows is computed once (`Kern::data_rank`, `d <= 128`); while the active-set factor has that
+//! many independent members (`Chol::rank_above`), its rows span the data and the exact direction
+//! moves no margin (`X_A dw = 0` with `dw` in the row space of `X`): `dw` is set to 0 exactly and
+//! the pass over the data is skipped, in theta C-steps and in jumps alike. A jump whose active set
+//! spans the data until `mu = 0` leaves `f` unchanged (the flip is absorbed by a null-space move of
+//! the coefficients, [`OutlierPath::degenerate_jumps`]): `f` is then the conditional optimum of
+//! both partitions, hence a local optimum although the flipped sample stays on the threshold.
+//! Theorem 3's strict decrease and Theorem 4's condition 19e presume unique multipliers and do
+//! not hold there; no pivot can move `f` (the solution of each `mu`-problem is unique in `f`).
 //!
 //! **Bias**: none, as in the paper. [`RobustParams::bias`] adds a regularized constant feature `b`:
 //! the kernel becomes `K + b^2` (for the linear kernel, exactly the feature `b` appended to every
@@ -634,8 +645,7 @@ pub(crate) fn check_and_objective(
             // everything else is decided by `violation_at`, so the verdict is the same.
             let expect = if t < tt { c } else { ct };
             let expect = if t < 0.0 { 0.0 } else { expect };
-            let clear =
-                t.abs() > tol_t && (!on_threshold_matters || (t - tt).abs() > tol_t);
+            let clear = t.abs() > tol_t && (!on_threshold_matters || (t - tt).abs() > tol_t);
             if !(clear && (a - expect).abs() <= tol_a) {
                 if let Some(v) = violation_at(task, yi, fi, bi, c, theta, tt, tol_t, tol_a) {
                     first = Some((i, v));
