@@ -983,23 +983,12 @@ impl<'k, 'a> Engine<'k, 'a> {
             let dt = -sg * dfi;
             let k = st[i] as usize;
             let target = if dt > 0.0 { up[k] } else { down[k] };
-            if dt == 0.0 {
-                return;
-            }
             let t = sg * (y[i] - f[i]);
-            let num = target - t;
-            // Pre-test without a division: `num / dt <= best` needs `num <= best dt` (`>=` for
-            // dt < 0); the relative margin covers the product's rounding against the quotient's,
-            // so no sample that the exact test below would take is skipped. No target: `num` is
-            // infinite and fails.
-            let lim = best.0 * dt;
-            let slack = lim.abs() * 1e-9 + 1e-300;
-            if (dt > 0.0 && num > lim + slack) || (dt < 0.0 && num < lim - slack) {
-                return;
-            }
-            let h = num / dt;
-            // A slack already past its target (rounding) gives h < 0, a zero step.
-            if !(h < best.0 || (h == best.0 && best.1 != NONE)) {
+            let h = (target - t) / dt;
+            // dt = 0 or no target: h is NaN or +inf and never wins; a slack already past its
+            // target (rounding) gives h < 0, a zero step. (A division-free pre-test on the sign
+            // of dt was slower: the branch on that sign is unpredictable.)
+            if !(h < best.0 || (h == best.0 && best.1 != NONE)) || dt == 0.0 {
                 return;
             }
             let h = h.max(0.0);
