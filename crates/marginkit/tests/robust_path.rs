@@ -330,9 +330,6 @@ fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPa
     let mut jumps = 0;
     let mut degenerate = 0;
     for (k, node) in path.nodes.iter().enumerate() {
-        if k > 0 && path.nodes[k - 1].kind == NodeKind::PreJump && degenerate_at(path, k) {
-            continue;
-        }
         let beta = node.beta.as_ref().unwrap();
         let (theta, s) = match kind {
             PathKind::Theta => (node.param, p.s_theta()),
@@ -341,6 +338,20 @@ fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPa
             PathKind::S => (0.0, node.param),
         };
         assert_conditional_optimum(p, &kmat, &y, k, node, theta, s);
+        if k > 0 && path.nodes[k - 1].kind == NodeKind::PreJump && degenerate_at(&kmat, path, k) {
+            // A degenerate jump: the same f is the conditional optimum of the partition before
+            // the flip (checked at the pre-jump node) and after it (checked just above), so it
+            // is a local optimum of the robust objective (the loss of a flipped sample is the
+            // minimum of its inlier and outlier pieces, each minimized at f), although the
+            // flipped sample stays on the threshold (Theorem 4's 19e presumes unique
+            // multipliers). Only a singular K (linear kernel) allows it.
+            assert_eq!(
+                p.kernel,
+                KernelSpec::Linear,
+                "degenerate jump, non-linear kernel"
+            );
+            continue;
+        }
         let lo = check_local_optimality(p, data, beta, theta, s).unwrap();
         assert!(
             (lo.objective - node.objective).abs() <= 1e-7 * node.objective.abs().max(1.0),
@@ -355,15 +366,7 @@ fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPa
             );
             let next = &path.nodes[k + 1];
             assert_eq!(next.kind, NodeKind::PostJump);
-            if next.objective == node.objective
-                || (next.objective - node.objective).abs() <= 1e-12 * node.objective.abs()
-            {
-                // Only a singular K_AA (linear kernel) can absorb a flip.
-                assert_eq!(
-                    p.kernel,
-                    KernelSpec::Linear,
-                    "degenerate jump with a non-linear kernel"
-                );
+            if degenerate_at(&kmat, path, k + 1) {
                 degenerate += 1;
                 jumps += 1;
                 continue;
@@ -390,9 +393,26 @@ fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPa
     assert_eq!(degenerate, path.degenerate_jumps);
 }
 
-fn degenerate_at(path: &OutlierPath, k: usize) -> bool {
-    let (a, b) = (path.nodes[k - 1].objective, path.nodes[k].objective);
-    (a - b).abs() <= 1e-12 * a.abs()
+/// Whether the jump ending at node `k` left `f` unchanged (up to rounding) or, as the engine
+/// also counts it, the objective.
+fn degenerate_at(kmat: &[Vec<f64>], path: &OutlierPath, k: usize) -> bool {
+    let (a, b) = (&path.nodes[k - 1], &path.nodes[k]);
+    if (a.objective - b.objective).abs() <= 1e-12 * a.objective.abs() {
+        return true;
+    }
+    let (ba, bb) = (a.beta.as_ref().unwrap(), b.beta.as_ref().unwrap());
+    let scale = kmat
+        .iter()
+        .map(|r| r.iter().fold(0.0f64, |m, v| m.max(v.abs())))
+        .fold(1.0f64, f64::max);
+    kmat.iter().all(|row| {
+        let d: f64 = row
+            .iter()
+            .zip(ba.iter().zip(bb))
+            .map(|(k, (x, y))| k * (x - y))
+            .sum();
+        d.abs() <= 1e-9 * scale
+    })
 }
 
 fn smo_standard_f(data: &Dataset, kernel: KernelSpec, c: f64) -> Vec<f64> {
@@ -525,6 +545,131 @@ fn duplicated_points_and_event_limit() {
     check_path(&p, PathKind::Theta, &data, &path);
     let limited = outlier_path(&p.clone().max_events(1), PathKind::Theta, &data, None).unwrap();
     assert_eq!(limited.status, PathStatus::EventLimit);
+}
+
+/// Many points in 2-D with the linear kernel: the active set reaches the data's rank (2, or 3
+/// with the constant feature) again and again, and samples reach their targets while the active
+/// rows already span the data (dependent samples). They are parked instead of joining: the active
+/// set never exceeds the rank, and every oracle holds on SVC and SVR, OP-theta and OP-s.
+#[test]
+fn active_set_stays_within_the_linear_rank() {
+    for (task, bias, seed) in [
+        (Task::Svc, None, 15u64),
+        (Task::Svc, Some(1.0), 16),
+        (Task::Svr, None, 17),
+        (Task::Svr, Some(1.0), 18),
+    ] {
+        let data = match task {
+            Task::Svc => blobs(120, 0.2, seed),
+            Task::Svr => wave(120, 0.1, seed),
+        };
+        let rank = 2 + usize::from(bias.is_some());
+        for kind in [PathKind::Theta, PathKind::S] {
+            let p = RobustParams::new(task, KernelSpec::Linear)
+                .c(2.0)
+                .bias(bias)
+                .s_fixed(if task == Task::Svr { 0.5 } else { 0.0 })
+                .keep_solutions(true);
+            let path = outlier_path(&p, kind, &data, None).unwrap();
+            assert!(
+                path.max_active <= rank,
+                "{task:?} {kind:?} bias {bias:?}: active set {} past the rank {rank}",
+                path.max_active
+            );
+            check_path(&p, kind, &data, &path);
+        }
+    }
+}
+
+/// Two Gaussian blobs in `d` dimensions (no flips beyond `flip`), for the larger rank cases.
+fn blobs_d(n: usize, d: usize, flip: f64, seed: u64) -> Dataset {
+    let mut r = Rng(seed);
+    let mut x = Vec::new();
+    let mut y = Vec::new();
+    for i in 0..n {
+        let c = if i % 2 == 0 { 1.0 } else { -1.0 };
+        for k in 0..d {
+            x.push(c * (0.5 / (k as f64 + 1.0)) + 0.8 * r.normal());
+        }
+        y.push(if r.next() < flip { -c } else { c });
+    }
+    Dataset::new(Features::Dense(DenseMatrix::new(n, d, x).unwrap()), y, None).unwrap()
+}
+
+/// 2,000 points in 5-D, linear OP-theta: before the parked samples, rounding let a sixth,
+/// dependent sample join the active set (max active 6 > rank 5). Now the active set stays within
+/// the rank, every recorded point but the pre-jump ones passes the checker, and a spread of nodes
+/// (every post-jump node among them, up to six) equals the independent conditional solve.
+#[test]
+fn active_set_stays_within_the_rank_at_n_2000() {
+    let data = blobs_d(2000, 5, 0.15, 1);
+    let p = RobustParams::new(Task::Svc, KernelSpec::Linear)
+        .c(1.0)
+        .keep_solutions(true);
+    let path = outlier_path(&p, PathKind::Theta, &data, None).unwrap();
+    assert_eq!(path.status, PathStatus::Completed);
+    assert!(path.final_locally_optimal);
+    assert!(
+        path.max_active <= 5,
+        "active set {} past the rank 5",
+        path.max_active
+    );
+    for (k, node) in path.nodes.iter().enumerate() {
+        if node.kind != NodeKind::PreJump {
+            assert!(
+                node.locally_optimal,
+                "node {k} ({:?}) fails the checker",
+                node.kind
+            );
+        }
+    }
+    let kmat = gram(&data, p.kernel, None);
+    let y = internal_y(Task::Svc, &data);
+    let m = path.nodes.len();
+    let mut pick: Vec<usize> = vec![0, m / 3, 2 * m / 3, m - 1];
+    pick.extend(
+        (0..m)
+            .filter(|&k| path.nodes[k].kind == NodeKind::PostJump)
+            .step_by(60)
+            .take(3),
+    );
+    for k in pick {
+        let node = &path.nodes[k];
+        assert_conditional_optimum(&p, &kmat, &y, k, node, node.param, 0.0);
+    }
+}
+
+/// The linear OP-s case of Session 5 (seed 7): at the pre-jump point the active set spans the
+/// data (two samples on the margin in 2-D), so the flip is absorbed by the coefficients and `f`
+/// cannot move: a degenerate jump, detected exactly and checked in `check_path` as the
+/// conditional optimum of both partitions (a local optimum with a sample on the threshold).
+#[test]
+fn spanning_active_set_gives_a_degenerate_jump() {
+    let data = blobs(40, 0.15, 7);
+    let p = RobustParams::new(Task::Svc, KernelSpec::Linear)
+        .c(2.0)
+        .keep_solutions(true);
+    let path = outlier_path(&p, PathKind::S, &data, None).unwrap();
+    check_path(&p, PathKind::S, &data, &path);
+    assert!(path.degenerate_jumps >= 1);
+    assert!(path.max_active <= 2);
+}
+
+/// Duplicated points with the RBF kernel (a singular Gram matrix): a duplicate of an active
+/// sample is parked, never added, and the paths keep every oracle.
+#[test]
+fn duplicated_points_rbf() {
+    let base = blobs(20, 0.2, 19);
+    let idx: Vec<usize> = (0..20).chain(0..20).collect();
+    let data = base.subset(&idx);
+    for kind in [PathKind::Theta, PathKind::S] {
+        let p = RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 0.5 })
+            .c(2.0)
+            .keep_solutions(true);
+        let path = outlier_path(&p, kind, &data, None).unwrap();
+        check_path(&p, kind, &data, &path);
+        assert!(path.max_active <= 20, "active set {}", path.max_active);
+    }
 }
 
 #[test]

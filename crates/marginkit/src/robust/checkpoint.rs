@@ -8,7 +8,7 @@
 //!   that was stopped (the pre-jump node recorded): coefficients, `f` on the training and
 //!   validation rows, per-sample states and signs, the active set in its order and the
 //!   Cholesky factor of `K_AA + tau I` as it was updated (a refactorization would round
-//!   differently), the running outlier sum `s_o`, the blocked flags, the counters, the nodes
+//!   differently), the running outlier sum `s_o`, the blocked and parked flags, the counters, the nodes
 //!   recorded so far and the best node;
 //! * **CCCP**: the grid point, the outer round, its partition, `beta`, `f`, and the nodes.
 //!
@@ -16,8 +16,8 @@
 //! nodes, breakpoints and objectives are bit-identical (tested: `tests/robust_resume.rs`).
 //!
 //! File form ([`RobustCheckpoint::to_bytes`]), little-endian, floats as their IEEE bits: magic
-//! `MKROBCK2` (`MKROBCK1` files, from before the linear engine's outlier weights were saved, are
-//! refused by name), the fingerprint (training and validation data, task, kernel, `s`, bias, event
+//! `MKROBCK3` (`MKROBCK1` files, from before the linear engine's outlier weights were saved, and
+//! `MKROBCK2` files, from before the parked samples were saved, are refused by name), the fingerprint (training and validation data, task, kernel, `s`, bias, event
 //! limit, tolerances, ridge, path kind, method and grid, the `C` list; not the cache size), the
 //! elapsed seconds, the runs, the chosen candidate, the warm start, the current state (tag 0
 //! standard, 1 path, 2 CCCP), and an 8-byte FNV-1a checksum of every byte before it, verified
@@ -33,9 +33,11 @@ use super::homotopy::{EngineSnap, Phase};
 use super::select::{Chosen, Method, Run};
 use super::{Node, NodeKind, PathKind, PathResume, RobustParams, VIOLATIONS};
 
-const MAGIC: &[u8; 8] = b"MKROBCK2";
+const MAGIC: &[u8; 8] = b"MKROBCK3";
 /// The form before the linear engine's outlier weights were saved (refused by name).
 const OLD_MAGIC: &[u8; 8] = b"MKROBCK1";
+/// The form before the parked samples were saved (refused by name).
+const OLD_MAGIC2: &[u8; 8] = b"MKROBCK2";
 const WHAT: &str = "robust state file";
 
 /// The interrupted `C`'s state.
@@ -232,6 +234,7 @@ fn put_snap(e: &mut Enc, s: &EngineSnap) {
     e.f64s(&s.w_o);
     e.f64(s.sum_o);
     put_bools(e, &s.block);
+    put_bools(e, &s.parked);
     for v in [
         s.events,
         s.d_steps,
@@ -271,6 +274,7 @@ fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, String> {
     let w_o = d.f64s()?;
     let sum_o = d.f64()?;
     let block = get_bools(d)?;
+    let parked = get_bools(d)?;
     let mut c = [0usize; 6];
     for v in &mut c {
         *v = d.usize()?;
@@ -290,6 +294,7 @@ fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, String> {
         w_o,
         sum_o,
         block,
+        parked,
         events: c[0],
         d_steps: c[1],
         wrong_direction: c[2],
@@ -413,6 +418,12 @@ impl RobustCheckpoint {
                 "a {WHAT} of an older format (MKROBCK1, written before the outlier-path engine \
                  kept its outlier sum as weights): it cannot be continued; run again without \
                  --resume"
+            ));
+        }
+        if bytes.starts_with(OLD_MAGIC2) {
+            return Err(format!(
+                "a {WHAT} of an older format (MKROBCK2, written before the outlier-path engine \
+                 kept its parked samples): it cannot be continued; run again without --resume"
             ));
         }
         let body = open(bytes, MAGIC, WHAT)?;

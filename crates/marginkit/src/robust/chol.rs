@@ -44,8 +44,11 @@ impl Chol {
     }
 
     /// Appends a row/column: `col[r] = K(a_r, new)` for the current members, `diag = K(new, new)`.
-    /// Returns `true` when the pivot had to be raised (numerically dependent sample).
-    pub fn push(&mut self, col: &[f64], diag: f64) -> bool {
+    /// Returns the squared pivot before any raise: `tau` plus the squared distance of the new
+    /// member's feature vector from the span of the current ones (up to rounding), so a value
+    /// near `tau` marks a numerically dependent sample (the pivot is raised to `tau` when
+    /// rounding makes it smaller than `tau / 2`).
+    pub fn push(&mut self, col: &[f64], diag: f64) -> f64 {
         if self.k == self.cap {
             self.grow();
         }
@@ -60,14 +63,16 @@ impl Chol {
             self.l[k * cap + i] = s / self.l[i * cap + i];
         }
         let zz: f64 = self.l[k * cap..k * cap + k].iter().map(|v| v * v).sum();
-        let mut d2 = diag + self.tau - zz;
+        let d2 = diag + self.tau - zz;
         let raised = d2 < 0.5 * self.tau || d2 <= 0.0;
-        if raised {
-            d2 = self.tau.max(f64::MIN_POSITIVE);
-        }
-        self.l[k * cap + k] = d2.sqrt();
+        let piv = if raised {
+            self.tau.max(f64::MIN_POSITIVE)
+        } else {
+            d2
+        };
+        self.l[k * cap + k] = piv.sqrt();
         self.k += 1;
-        raised
+        d2
     }
 
     /// Removes position `p` (the later members move up by one).
@@ -246,7 +251,7 @@ mod tests {
         let mut idx: Vec<usize> = Vec::new();
         for &j in &[0, 3, 5, 1, 8, 2] {
             let col: Vec<f64> = idx.iter().map(|&a| k[a * n + j]).collect();
-            assert!(!ch.push(&col, k[j * n + j]));
+            assert!(ch.push(&col, k[j * n + j]) > 1e3 * ch.tau);
             idx.push(j);
             check(&ch, &idx, &k, n);
         }
@@ -267,8 +272,8 @@ mod tests {
     fn dependent_sample_is_regularized() {
         // Two identical points: the second pivot is O(tau), solves stay finite and consistent.
         let mut ch = Chol::new(1e-9);
-        assert!(!ch.push(&[], 2.0));
-        ch.push(&[2.0], 2.0);
+        assert!(ch.push(&[], 2.0) > 1.0);
+        assert!(ch.push(&[2.0], 2.0) < 1e3 * ch.tau);
         let mut b = vec![1.0, 1.0];
         ch.solve(&mut b);
         assert!(b.iter().all(|v| v.is_finite()));

@@ -115,6 +115,8 @@ pub(crate) struct EngineSnap {
     pub w_o: Vec<f64>,
     pub sum_o: f64,
     pub block: Vec<bool>,
+    /// Parked samples (see [`Engine`]'s `parked`).
+    pub parked: Vec<bool>,
     pub events: usize,
     pub d_steps: usize,
     pub wrong_direction: usize,
@@ -154,6 +156,7 @@ impl EngineSnap {
             || self.w_o.len() != w_o_len
             || (linear.is_none() && self.sum_o != 0.0)
             || self.block.len() != n
+            || self.parked.len() != n
         {
             return Err(bad);
         }
@@ -221,6 +224,14 @@ pub(crate) struct Engine<'k, 'a> {
     block: Vec<bool>,
     /// Samples whose `block` flag is set (cleared after the next step of positive length).
     blocked: Vec<usize>,
+    /// Parked samples: a sample whose slack reached its target (0 or `T`) while its kernel
+    /// column is numerically dependent on the active set's (squared pivot at most `rank_tol`).
+    /// Its slack is a fixed combination of the active slacks, so it cannot move while the active
+    /// set keeps its members; it stays in its bound state at the target (valid KKT there) instead
+    /// of joining the active set, and the ratio test ignores it (its `df_i` is rounding). Every
+    /// removal from the active set releases all parked samples.
+    parked: Vec<bool>,
+    parked_list: Vec<usize>,
     /// The samples clamped by the current D-step round.
     clamped: Vec<usize>,
     /// Linear kernel: the engine works through primal weights (`lin`), with the direction
@@ -253,6 +264,8 @@ pub(crate) struct Engine<'k, 'a> {
     pub max_active: usize,
     /// Jumps that left `f` unchanged (singular `K_AA` absorbed the flip).
     pub degenerate_jumps: usize,
+    /// Set when a step of the current jump moved `f` (cleared when a jump starts).
+    jump_moved: bool,
     pub keep: bool,
     pub tol: f64,
     refine_tol: f64,
@@ -301,6 +314,8 @@ impl<'k, 'a> Engine<'k, 'a> {
             rank_tol,
             df_zero: false,
             blocked: Vec::new(),
+            parked: vec![false; n],
+            parked_list: Vec::new(),
             clamped: Vec::new(),
             lin,
             dw: vec![0.0; width],
@@ -347,6 +362,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             d_steps: 0,
             wrong_direction: 0,
             degenerate_jumps: 0,
+            jump_moved: false,
             max_active: 0,
             keep,
             tol,
@@ -374,6 +390,7 @@ impl<'k, 'a> Engine<'k, 'a> {
         snap.w_o.clone_from(&self.w_o);
         snap.sum_o = self.sum_o;
         snap.block.clone_from(&self.block);
+        snap.parked.clone_from(&self.parked);
         snap.events = self.events;
         snap.d_steps = self.d_steps;
         snap.wrong_direction = self.wrong_direction;
@@ -417,6 +434,10 @@ impl<'k, 'a> Engine<'k, 'a> {
         // list follow from the states (no sample is clamped at a safe point).
         self.blocked.clear();
         self.blocked.extend((0..self.n).filter(|&i| self.block[i]));
+        self.parked.clone_from(&snap.parked);
+        self.parked_list.clear();
+        self.parked_list
+            .extend((0..self.n).filter(|&i| self.parked[i]));
         self.o_list.clear();
         self.o_pos.iter_mut().for_each(|p| *p = NONE);
         self.n_out = 0;
@@ -449,15 +470,48 @@ impl<'k, 'a> Engine<'k, 'a> {
         self.sigma[i] * (self.y[i] - self.f[i])
     }
 
-    fn add_active(&mut self, i: usize) {
+    /// Adds `i` to the active set when its kernel column is independent of the members' (the
+    /// squared pivot exceeds `rank_tol`); returns `false` (factor unchanged) otherwise.
+    fn add_active(&mut self, i: usize) -> bool {
+        if self.pos[i] != NONE {
+            return true;
+        }
         let mut col = std::mem::take(&mut self.col_buf);
         col.clear();
         col.extend(self.act.iter().map(|&a| self.kern.entry(a, i)));
-        self.chol.push(&col, self.kern.entry(i, i));
+        let d2 = self.chol.push(&col, self.kern.entry(i, i));
         self.col_buf = col;
+        if d2 <= self.rank_tol {
+            self.chol.remove(self.act.len());
+            return false;
+        }
         self.pos[i] = self.act.len();
         self.act.push(i);
         self.max_active = self.max_active.max(self.act.len());
+        true
+    }
+
+    /// Parks sample `i` (see `parked`).
+    fn park(&mut self, i: usize) {
+        if !self.parked[i] {
+            self.parked[i] = true;
+            self.parked_list.push(i);
+        }
+    }
+
+    /// Releases every parked sample (the active set lost a member, so their slacks may move);
+    /// they are unblocked too, so that a zero-length event of theirs is not skipped.
+    fn unpark_all(&mut self) {
+        if self.parked_list.is_empty() {
+            return;
+        }
+        for &i in &self.parked_list {
+            self.parked[i] = false;
+            self.block[i] = false;
+        }
+        self.parked_list.clear();
+        let block = &self.block;
+        self.blocked.retain(|&j| block[j]);
     }
 
     fn remove_active(&mut self, i: usize) {
@@ -471,6 +525,7 @@ impl<'k, 'a> Engine<'k, 'a> {
         for (k, &a) in self.act.iter().enumerate().skip(p) {
             self.pos[a] = k;
         }
+        self.unpark_all();
     }
 
     /// Adds `sign * sigma_i K[:, i]` to `s_o` (the sum over the strict outliers).
@@ -490,12 +545,18 @@ impl<'k, 'a> Engine<'k, 'a> {
         }
     }
 
-    fn set_state(&mut self, i: usize, new: St) {
+    /// Moves sample `i` to state `new`, keeping the active set, the outlier count and the `O`
+    /// list. Returns `false`, with nothing changed, when `i` would join the active set but its
+    /// kernel column depends on the members' ([`Engine::add_active`]).
+    fn set_state(&mut self, i: usize, new: St) -> bool {
         let old = self.st[i];
         if old == new {
-            return;
+            return true;
         }
         let in_a = |s: St| matches!(s, St::E | St::Bi | St::Bo);
+        if !in_a(old) && in_a(new) && !self.add_active(i) {
+            return false;
+        }
         let is_out = |s: St| matches!(s, St::O | St::Bo | St::ClIO);
         if is_out(old) {
             self.n_out -= 1;
@@ -516,18 +577,18 @@ impl<'k, 'a> Engine<'k, 'a> {
             self.o_pos[i] = NONE;
         }
         self.st[i] = new;
-        if !in_a(old) && in_a(new) {
-            self.add_active(i);
-        }
         if new == St::O {
             self.o_update(i, 1.0);
             self.o_pos[i] = self.o_list.len();
             self.o_list.push(i);
         }
+        true
     }
 
     /// Sets the states from the standard solution at `theta = 1`, `T = tt`: bound samples
-    /// become `L` (slack below `T`, or every one when `all_inliers`) or `O`.
+    /// become `L` (slack below `T`, or every one when `all_inliers`) or `O`; free ones join the
+    /// active set, through [`Engine::pivot_in`] when they depend on the members (duplicated
+    /// points, or more free samples than the linear kernel's rank).
     pub fn init_states(&mut self, tt: f64, theta: f64, all_inliers: bool, track_o: bool) {
         self.tt = tt;
         self.theta = theta;
@@ -535,23 +596,98 @@ impl<'k, 'a> Engine<'k, 'a> {
         let eps = 1e-9 * self.c;
         for i in 0..self.n {
             let b = self.beta[i];
-            let free = b > self.lo[i] + eps && b < self.hi[i] - eps;
-            let s = if free {
-                St::E
-            } else if b.abs() <= eps {
-                St::R
+            if b > self.lo[i] + eps && b < self.hi[i] - eps {
+                self.pivot_in(i, all_inliers);
             } else {
-                if self.task == Task::Svr {
-                    self.sigma[i] = b.signum();
-                }
-                let t = self.sigma[i] * (self.y[i] - self.f[i]);
-                if all_inliers || t <= tt {
-                    St::L
-                } else {
-                    St::O
-                }
+                let s = self.bound_state(i, all_inliers);
+                self.set_state(i, s);
+            }
+        }
+    }
+
+    /// The state of a sample whose coefficient is at an end of its box (start-up).
+    fn bound_state(&mut self, i: usize, all_inliers: bool) -> St {
+        let b = self.beta[i];
+        if b.abs() <= 1e-9 * self.c {
+            return St::R;
+        }
+        if self.task == Task::Svr {
+            self.sigma[i] = b.signum();
+        }
+        let t = self.sigma[i] * (self.y[i] - self.f[i]);
+        if all_inliers || t <= self.tt {
+            St::L
+        } else {
+            St::O
+        }
+    }
+
+    /// Start-up: a free sample `i` joins the active set; when its column depends on the
+    /// members' (`K[:, i] = K[:, A] lambda`), a degenerate pivot first moves the coefficients
+    /// along the null direction `dbeta_i = delta`, `dbeta_A = -lambda delta` (which changes
+    /// neither `f` nor the objective) until `beta_i` or a member's coefficient reaches an end of
+    /// its box (the least sample index on a tie). That sample takes its bound state; a member
+    /// leaving frees a rank, and `i` is tried again. Each round removes a member or ends.
+    fn pivot_in(&mut self, i: usize, all_inliers: bool) {
+        loop {
+            if self.set_state(i, St::E) {
+                return;
+            }
+            let mut lam = std::mem::take(&mut self.rhs);
+            lam.clear();
+            lam.extend(self.act.iter().map(|&a| self.kern.entry(a, i)));
+            self.solve_active(&mut lam);
+            let b = self.beta[i];
+            let dir = if self.hi[i] - b <= b - self.lo[i] {
+                1.0
+            } else {
+                -1.0
             };
-            self.set_state(i, s);
+            let mut best_h = if dir > 0.0 {
+                self.hi[i] - b
+            } else {
+                b - self.lo[i]
+            };
+            let mut who = i;
+            for (k, &a) in self.act.iter().enumerate() {
+                let d = -lam[k] * dir;
+                let h = if d > 0.0 {
+                    (self.hi[a] - self.beta[a]) / d
+                } else if d < 0.0 {
+                    (self.beta[a] - self.lo[a]) / -d
+                } else {
+                    continue;
+                };
+                let h = h.max(0.0);
+                if h < best_h || (h == best_h && a < who) {
+                    best_h = h;
+                    who = a;
+                }
+            }
+            self.beta[i] += dir * best_h;
+            for (k, &a) in self.act.iter().enumerate() {
+                self.beta[a] -= lam[k] * dir * best_h;
+            }
+            self.rhs = lam;
+            // Snap the sample that reached its end exactly.
+            let end = if who == i {
+                if dir > 0.0 {
+                    self.hi[i]
+                } else {
+                    self.lo[i]
+                }
+            } else if (self.hi[who] - self.beta[who]).abs() <= (self.beta[who] - self.lo[who]).abs()
+            {
+                self.hi[who]
+            } else {
+                self.lo[who]
+            };
+            self.beta[who] = end;
+            let s = self.bound_state(who, all_inliers);
+            self.set_state(who, s);
+            if who == i {
+                return;
+            }
         }
     }
 
@@ -683,10 +819,9 @@ impl<'k, 'a> Engine<'k, 'a> {
             // flipped sample on the threshold (caught by the linear OP-s test). It is set exactly (rounding would otherwise move samples sitting
             // at a slack of 0 or T by 1e-16 and let them join the active set past the rank, the
             // degenerate growth seen at n = 20,000), and the pass over the data is skipped.
-            if theta_mode
-                && self.data_rank.is_some_and(|r| {
-                    self.act.len() >= r && self.chol.rank_above(self.rank_tol) >= r
-                })
+            if self
+                .data_rank
+                .is_some_and(|r| self.act.len() >= r && self.chol.rank_above(self.rank_tol) >= r)
             {
                 self.df_zero = true;
                 self.dshift = 0.0;
@@ -783,6 +918,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             lo,
             hi,
             block,
+            parked,
             act,
             c,
             theta,
@@ -840,6 +976,9 @@ impl<'k, 'a> Engine<'k, 'a> {
         let up = [0.0, inf, tt, inf, inf, inf, inf, inf];
         let down = [-inf, -inf, 0.0, tt, -inf, -inf, -inf, 0.0];
         let mut test = |i: usize, dfi: f64| {
+            if parked[i] {
+                return;
+            }
             let sg = sigma[i];
             let dt = -sg * dfi;
             let k = st[i] as usize;
@@ -847,7 +986,8 @@ impl<'k, 'a> Engine<'k, 'a> {
             let t = sg * (y[i] - f[i]);
             let h = (target - t) / dt;
             // dt = 0 or no target: h is NaN or +inf and never wins; a slack already past its
-            // target (rounding) gives h < 0, a zero step.
+            // target (rounding) gives h < 0, a zero step. (A division-free pre-test on the sign
+            // of dt was slower: the branch on that sign is unpredictable.)
             if !(h < best.0 || (h == best.0 && best.1 != NONE)) || dt == 0.0 {
                 return;
             }
@@ -898,6 +1038,7 @@ impl<'k, 'a> Engine<'k, 'a> {
         }
         let moves = h > 0.0 && !(self.lin && self.df_zero);
         if moves {
+            self.jump_moved = true;
             for (f, d) in self.f[..n].iter_mut().zip(&self.df[..n]) {
                 *f += h * d;
             }
@@ -984,8 +1125,12 @@ impl<'k, 'a> Engine<'k, 'a> {
                 // residual in f (commit c98745d) let spurious zero-length events grow the active
                 // set without bound (n = 3,000 blobs: |A| 11 -> 190, event limit); resync() and
                 // refine() keep f = K beta up to rounding.
+                // A sample dependent on the active set is parked at the target instead (its
+                // slack reached it by rounding: exactly, a dependent slack cannot move).
                 self.f[i] = self.y[i];
-                self.set_state(i, St::E);
+                if !self.set_state(i, St::E) {
+                    self.park(i);
+                }
             }
             Ev::LBound | Ev::OBound => {
                 self.f[i] = self.y[i] - self.sigma[i] * self.tt;
@@ -996,7 +1141,9 @@ impl<'k, 'a> Engine<'k, 'a> {
                         (vec![], vec![i])
                     });
                 }
-                self.set_state(i, if ev == Ev::LBound { St::Bi } else { St::Bo });
+                if !self.set_state(i, if ev == Ev::LBound { St::Bi } else { St::Bo }) {
+                    self.park(i);
+                }
             }
             Ev::BiToL => {
                 let b = self.sigma[i] * self.c;
@@ -1088,9 +1235,15 @@ impl<'k, 'a> Engine<'k, 'a> {
     fn d_step(&mut self, bi: Vec<usize>, bo: Vec<usize>, obs: &mut dyn Observer) -> Step {
         self.d_steps += 1;
         let before = self.objective();
+        self.jump_moved = false;
         let step = self.d_step_inner(bi, bo, obs);
         let after = self.objective();
-        if step == Step::Go && (before - after).abs() <= 1e-12 * before.abs().max(1.0) {
+        // Degenerate: no step moved `f` (linear kernel, the active rows span the data through
+        // the whole jump: the flip is absorbed by a null-space move of the coefficients), or the
+        // objective did not change.
+        if step == Step::Go
+            && (!self.jump_moved || (before - after).abs() <= 1e-12 * before.abs().max(1.0))
+        {
             self.degenerate_jumps += 1;
         }
         step
@@ -1132,12 +1285,17 @@ impl<'k, 'a> Engine<'k, 'a> {
                 if wrong {
                     self.wrong_direction += 1;
                     for &i in &flips[1..] {
-                        let back = if self.st[i] == St::ClIO {
-                            St::Bi
+                        let (back, bound) = if self.st[i] == St::ClIO {
+                            (St::Bi, St::L)
                         } else {
-                            St::Bo
+                            (St::Bo, St::O)
                         };
-                        self.set_state(i, back);
+                        if !self.set_state(i, back) {
+                            // Dependent on the active set: its slack cannot leave T while the
+                            // set keeps its members; it waits there in its bound state.
+                            self.set_state(i, bound);
+                            self.park(i);
+                        }
                     }
                 }
                 self.clamped = flips;

@@ -61,14 +61,25 @@
 //! linear Gram rank the solves are filtered so the ridge cannot amplify rounding into a null-space
 //! move of the coefficients, and events snap the slack of the sample that reaches 0 or `T` (without
 //! the snap, spurious zero-length events grew the active set far past `d`: n = 3,000 blobs,
-//! `|A|` 11 -> 190 and the event limit). For the linear kernel the rank of the training rows is
-//! computed once (`Kern::data_rank`, `d <= 128`); in a theta C-step, while the active-set factor
-//! has that many independent members (`Chol::rank_above`), its rows span the data and the exact
-//! direction moves no margin (`X_A dw = 0` with `dw` in the row space of `X`): `dw` is set to 0
-//! exactly and the pass over the data is skipped, so only coefficient events occur and rounding
-//! cannot grow the active set past the rank in such a step. Not inside a jump: a spanning active
-//! set would freeze `f` there and leave a flipped sample on the threshold (the exact jump needs a
-//! degenerate pivot that drops a member first; not implemented).
+//! `|A|` 11 -> 190 and the event limit). **The active set holds independent samples only**: a
+//! sample whose slack reaches its target (0 or `T`) while its kernel column depends on the
+//! members' (squared pivot of the factor at most `1e3 tau`) cannot move while the set keeps its
+//! members (its slack is a fixed combination of theirs; exactly, it could not have moved either:
+//! it got there by rounding), so it is *parked*: it stays in its bound state at the target (a
+//! valid KKT point), the ratio test ignores it, and every removal from the active set releases it
+//! (a degenerate pivot: the dependent sample waits while the basis is unchanged). Free samples of
+//! the starting SVM that depend on earlier ones (duplicated points) enter through a degenerate
+//! pivot that moves the coefficients along the null direction (`f` unchanged) until one reaches
+//! an end of its box (least sample index on a tie). For the linear kernel the rank of the training
+//! rows is computed once (`Kern::data_rank`, `d <= 128`); while the active-set factor has that
+//! many independent members (`Chol::rank_above`), its rows span the data and the exact direction
+//! moves no margin (`X_A dw = 0` with `dw` in the row space of `X`): `dw` is set to 0 exactly and
+//! the pass over the data is skipped, in theta C-steps and in jumps alike. A jump whose active set
+//! spans the data until `mu = 0` leaves `f` unchanged (the flip is absorbed by a null-space move of
+//! the coefficients, [`OutlierPath::degenerate_jumps`]): `f` is then the conditional optimum of
+//! both partitions, hence a local optimum although the flipped sample stays on the threshold.
+//! Theorem 3's strict decrease and Theorem 4's condition 19e presume unique multipliers and do
+//! not hold there; no pivot can move `f` (the solution of each `mu`-problem is unique in `f`).
 //!
 //! **Bias**: none, as in the paper. [`RobustParams::bias`] adds a regularized constant feature `b`:
 //! the kernel becomes `K + b^2` (for the linear kernel, exactly the feature `b` appended to every
@@ -361,8 +372,9 @@ pub struct OutlierPath {
     pub d_steps: usize,
     /// Jumps whose simultaneous flips were redone one at a time.
     pub wrong_direction: usize,
-    /// Jumps that did not change the solution: with a singular `K_AA` (linear kernel with more
-    /// active samples than dimensions) the active set can absorb the flip completely; the
+    /// Jumps that did not change the solution: when the active rows span the data (linear
+    /// kernel, as many independent active samples as the data's rank) the active set can absorb
+    /// the flip completely, by a null-space move of its coefficients; the
     /// multipliers are then not unique and the point is a local optimum although a sample stays on
     /// the threshold (Theorem 4's condition 19e presumes unique multipliers). The path goes on.
     pub degenerate_jumps: usize,
@@ -611,20 +623,33 @@ pub(crate) fn check_and_objective(
 ) -> (Option<(usize, &'static str)>, f64) {
     let tol_t = tol * tt.abs().max(1.0);
     let tol_a = tol * c;
+    let ct = c * theta;
+    let on_threshold_matters = theta < 1.0;
     let mut first = None;
     let mut quad = 0.0;
     let mut loss = 0.0;
     for i in 0..y.len() {
         let (yi, fi, bi) = (y[i], f[i], beta[i]);
         quad += bi * fi;
-        let t = match task {
-            Task::Svc => yi * (yi - fi),
-            Task::Svr => (yi - fi).abs(),
+        let (t, a) = match task {
+            Task::Svc => (yi * (yi - fi), yi * bi),
+            Task::Svr => {
+                let r = yi - fi;
+                (r.abs(), if r >= 0.0 { bi } else { -bi })
+            }
         };
         loss += t.max(0.0) - (1.0 - theta) * (t - tt).max(0.0);
         if first.is_none() {
-            if let Some(v) = violation_at(task, yi, fi, bi, c, theta, tt, tol_t, tol_a) {
-                first = Some((i, v));
+            // Branch-light acceptance of the common case (the slack strictly inside a region,
+            // away from 0 and T, and the coefficient at that region's value: 0, C or C theta);
+            // everything else is decided by `violation_at`, so the verdict is the same.
+            let expect = if t < tt { c } else { ct };
+            let expect = if t < 0.0 { 0.0 } else { expect };
+            let clear = t.abs() > tol_t && (!on_threshold_matters || (t - tt).abs() > tol_t);
+            if !(clear && (a - expect).abs() <= tol_a) {
+                if let Some(v) = violation_at(task, yi, fi, bi, c, theta, tt, tol_t, tol_a) {
+                    first = Some((i, v));
+                }
             }
         }
     }
