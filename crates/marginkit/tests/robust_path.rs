@@ -639,6 +639,33 @@ fn active_set_stays_within_the_rank_at_n_2000() {
     }
 }
 
+/// Issue 5: 3,000 points in 10-D, linear OP-theta. Samples flipped together in one jump pushed
+/// one another back across the threshold after an event inside the jump (a clamped slack has no
+/// event), landing an outlier inside `T` or an inlier beyond it: nodes failed the checker with
+/// "inlier needs alpha = C" / "outlier needs alpha = C theta" (slack off `T` by up to 1e-3, far
+/// past the checker's 1e-6). Jumps now flip one sample at a time.
+#[test]
+fn flipped_samples_land_on_their_side_of_the_threshold() {
+    let data = blobs_d(3000, 10, 0.15, 1);
+    let p = RobustParams::new(Task::Svc, KernelSpec::Linear).c(1.0);
+    let path = outlier_path(&p, PathKind::Theta, &data, None).unwrap();
+    assert_eq!(path.status, PathStatus::Completed);
+    assert!(path.final_locally_optimal);
+    let wrong_side: Vec<usize> = (0..path.nodes.len())
+        .filter(|&k| {
+            let n = &path.nodes[k];
+            n.kind != NodeKind::PreJump && !n.locally_optimal
+        })
+        .collect();
+    assert!(
+        wrong_side.is_empty(),
+        "{} of {} nodes fail the checker: {:?}",
+        wrong_side.len(),
+        path.nodes.len(),
+        &wrong_side[..wrong_side.len().min(10)]
+    );
+}
+
 /// The linear OP-s case of Session 5 (seed 7): at the pre-jump point the active set spans the
 /// data (two samples on the margin in 2-D), so the flip is absorbed by the coefficients and `f`
 /// cannot move: a degenerate jump, detected exactly and checked in `check_path` as the

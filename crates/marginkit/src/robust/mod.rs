@@ -54,9 +54,10 @@
 //! printed Eq. 5 whenever `theta s = 0`, i.e. on both paths the paper runs); SVR outliers carry a
 //! fixed residual sign (the printed polytope is not convex otherwise); the paper's `Delta f_i`
 //! lacks the `y_j` factors (the code works in `beta`, where it does not arise); the jump step is the
-//! `mu`-path with the event list of the digest (the paper gives none). Simultaneous flips that push
-//! one another the wrong way are detected and then flipped one at a time
-//! ([`OutlierPath::wrong_direction`]). Singular `K_AA` (linear kernel with `|A| > d`, duplicated
+//! `mu`-path with the event list of the digest (the paper gives none). Samples that reach the boundary
+//! together are flipped one at a time: simultaneous flips can push one another the wrong way
+//! (counted at the start of a jump in [`OutlierPath::wrong_direction`]) or turn back across the
+//! threshold later in the jump, with no event to stop them (issue 5). Singular `K_AA` (linear kernel with `|A| > d`, duplicated
 //! points) is handled by a ridge `tau = ridge * max_i K_ii` in the factor (see [`chol`]); past the
 //! linear Gram rank the solves are filtered so the ridge cannot amplify rounding into a null-space
 //! move of the coefficients, and events snap the slack of the sample that reaches 0 or `T` (without
@@ -370,7 +371,8 @@ pub struct OutlierPath {
     pub events: usize,
     /// Jump steps.
     pub d_steps: usize,
-    /// Jumps whose simultaneous flips were redone one at a time.
+    /// Jumps whose simultaneous flips would have pushed one another the wrong way at the start
+    /// (every jump flips one sample at a time).
     pub wrong_direction: usize,
     /// Jumps that did not change the solution: when the active rows span the data (linear
     /// kernel, as many independent active samples as the data's rank) the active set can absorb
