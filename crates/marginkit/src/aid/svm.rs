@@ -1308,7 +1308,6 @@ pub fn fit_aid_svm_resumable(
         k.check()?;
     }
     let (labels, y) = binary_signs(data)?;
-    let fp = svm_fingerprint(params, data);
     if let (Some(kern), KernelSteering::Nystrom { rank, steer_gap }) =
         (params.kernel, params.kernel_steering)
     {
@@ -1359,7 +1358,7 @@ pub fn fit_aid_svm_resumable(
             };
             ck.check(
                 AidModel::Svm,
-                fp,
+                svm_fingerprint(params, data),
                 data.len(),
                 width,
                 params.kernel.is_some(),
@@ -1397,7 +1396,12 @@ pub fn fit_aid_svm_resumable(
             };
             (
                 partial,
-                Some(AidCheckpoint::from_loop(fp, init_seconds, state, ps)),
+                Some(AidCheckpoint::from_loop(
+                    svm_fingerprint(params, data),
+                    init_seconds,
+                    state,
+                    ps,
+                )),
             )
         }
     };
@@ -1420,6 +1424,9 @@ pub fn fit_aid_svm_resumable(
 /// Pivots below this fraction of the largest landmark self-kernel value are dropped from the
 /// Nystrom factor (rank-deficient or duplicated landmarks).
 const NYSTROM_PIVOT_RTOL: f64 = 1e-10;
+
+/// Rows solved together by the Nystrom features' forward substitution (divides 1024).
+const SUBST_LANES: usize = 32;
 
 /// Kernel cache of the exact finish (LIBSVM's default `-m 200`).
 const FINISH_CACHE_BYTES: usize = 200 << 20;
@@ -1492,15 +1499,37 @@ fn nystrom_features(
         zs.par_chunks_mut(1024 * rk)
             .enumerate()
             .for_each(|(b, out)| {
+                // `SUBST_LANES` rows at a time, solved together: the scratch holds their `z`
+                // factor-major (`zt[pk * SUBST_LANES + lane]`), so every update is a
+                // contiguous multiply-subtract over the rows (vectorized), in the same order
+                // per row as the row-by-row substitution (the same bits).
+                let mut zt = vec![0.0; rk * SUBST_LANES];
                 let lo = s * span + b * 1024;
-                for (t, zi) in out.chunks_mut(rk).enumerate() {
-                    let i = lo + t;
+                for (q, zq) in out.chunks_mut(SUBST_LANES * rk).enumerate() {
+                    let i0 = lo + q * SUBST_LANES;
+                    let lanes = zq.len() / rk;
                     for (pj, &j) in kept.iter().enumerate() {
-                        let mut v = kc[j * n + i];
+                        let mut v = [0.0f64; SUBST_LANES];
+                        v[..lanes].copy_from_slice(&kc[j * n + i0..j * n + i0 + lanes]);
                         for (pk, &k) in kept[..pj].iter().enumerate() {
-                            v -= lf[j * r + k] * zi[pk];
+                            let c = lf[j * r + k];
+                            let zk = &zt[pk * SUBST_LANES..(pk + 1) * SUBST_LANES];
+                            for (vl, &zl) in v.iter_mut().zip(zk) {
+                                *vl -= c * zl;
+                            }
                         }
-                        zi[pj] = v / lf[j * r + j];
+                        let djj = lf[j * r + j];
+                        for (zl, &vl) in zt[pj * SUBST_LANES..(pj + 1) * SUBST_LANES]
+                            .iter_mut()
+                            .zip(&v)
+                        {
+                            *zl = vl / djj;
+                        }
+                    }
+                    for (t, zi) in zq.chunks_mut(rk).enumerate() {
+                        for (pj, zv) in zi.iter_mut().enumerate() {
+                            *zv = zt[pj * SUBST_LANES + t];
+                        }
                     }
                 }
             });
