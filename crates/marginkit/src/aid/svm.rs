@@ -113,6 +113,10 @@
 //! RBF, m = 10): 6x less CPU than the averaged Gram at 30,000 rows, where it is no faster than
 //! our cold full SMO (the certificate needs every decision value once, `n * nSV` kernel values,
 //! about what SMO itself spends there); 0.54x our SMO and 0.15-0.16x LIBSVM at 100,000-150,000.
+//! Session 7 made that pass cheaper (tiled panel sums, [`crate::kernel::qmatrix`]'s layout, the
+//! same bits) and fits the steering's initial sample by SMO (`SampleFit::Smo`): 0.19-0.21x
+//! LIBSVM's CPU at 30,000 x 10 (C = 0.1, gamma = 0.1; 0.21x at C = 1), 0.19x at 60,000; at
+//! gamma = 0.5 rank 100 steers poorly (0.41x LIBSVM, slower than our cold SMO).
 //!
 //! Citation: Park & Klabjan (2016), §3.2, Props 3-4, Appendix B.
 
