@@ -113,6 +113,10 @@
 //! RBF, m = 10): 6x less CPU than the averaged Gram at 30,000 rows, where it is no faster than
 //! our cold full SMO (the certificate needs every decision value once, `n * nSV` kernel values,
 //! about what SMO itself spends there); 0.54x our SMO and 0.15-0.16x LIBSVM at 100,000-150,000.
+//! Session 7 made that pass cheaper (tiled panel sums, [`crate::kernel::qmatrix`]'s layout, the
+//! same bits) and fits the steering's initial sample by SMO (`SampleFit::Smo`): 0.19-0.21x
+//! LIBSVM's CPU at 30,000 x 10 (C = 0.1, gamma = 0.1; 0.21x at C = 1), 0.19x at 60,000; at
+//! gamma = 0.5 rank 100 steers poorly (0.41x LIBSVM, slower than our cold SMO).
 //!
 //! Citation: Park & Klabjan (2016), §3.2, Props 3-4, Appendix B.
 
@@ -1074,6 +1078,16 @@ pub fn svm_r0(n_class: usize, m: usize) -> f64 {
     (1.1 * m as f64 / n_class.max(1) as f64).max(1e-4)
 }
 
+/// Solver of the linear sample fit behind the initial clusters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum SampleFit {
+    /// The equality-constrained DCD (linear AID).
+    Dcd,
+    /// SMO on the sample's linear kernel (the Nystrom steering: on its `rank` features the
+    /// equality-constrained DCD took 582 passes, 10% of a 30,000-row run; SMO 420 iterations).
+    Smo,
+}
+
 /// Initial clusters: per class, one k-means iteration on 1-D scores (see module docs); `None`
 /// when `obs` stopped the sample fit.
 fn initial_clusters(
@@ -1081,6 +1095,7 @@ fn initial_clusters(
     y: &[i8],
     params: &AidSvmParams,
     ks: Option<&KernelSums<'_>>,
+    sample_fit: SampleFit,
     obs: &mut dyn Observer,
 ) -> Result<Option<Clusters>, FitError> {
     let n = data.len();
@@ -1123,11 +1138,21 @@ fn initial_clusters(
                     qp,
                     diag_shift: &zero,
                 };
-                let r = dcd::solve_svc(&prob, &settings, params.seed, &mut alpha, &mut Fwd(obs))?;
-                if r.info.status == Status::Interrupted {
-                    return Ok(None);
+                if sample_fit == SampleFit::Smo {
+                    let mut q = SvcQ::new(&sub.x, KernelSpec::Linear, &ys, 64 << 20)?;
+                    let info = smo::solve(&mut q, &qp, &mut alpha, &settings, obs)?;
+                    if info.status == Status::Interrupted {
+                        return Ok(None);
+                    }
+                    (signed_combination(&sub.x, &ys, &alpha), -info.rho)
+                } else {
+                    let r =
+                        dcd::solve_svc(&prob, &settings, params.seed, &mut alpha, &mut Fwd(obs))?;
+                    if r.info.status == Status::Interrupted {
+                        return Ok(None);
+                    }
+                    (r.w, -r.info.rho)
                 }
-                (r.w, -r.info.rho)
             } else {
                 (vec![0.0; m], 0.0)
             };
@@ -1287,6 +1312,18 @@ pub fn fit_aid_svm_resumable(
     obs: &mut dyn Observer,
     resume: Option<&AidCheckpoint>,
 ) -> Result<(Option<AidSvmFit>, Option<AidCheckpoint>), FitError> {
+    fit_aid_svm_with(data, params, progress, obs, resume, SampleFit::Dcd)
+}
+
+/// [`fit_aid_svm_resumable`] with the sample fit's solver chosen.
+fn fit_aid_svm_with(
+    data: &Dataset,
+    params: &AidSvmParams,
+    progress: &mut dyn FnMut(&IterRecord),
+    obs: &mut dyn Observer,
+    resume: Option<&AidCheckpoint>,
+    sample_fit: SampleFit,
+) -> Result<(Option<AidSvmFit>, Option<AidCheckpoint>), FitError> {
     crate::error::positive("C", params.c)?;
     crate::error::positive("solver tolerance", params.solver_tol)?;
     if let Some(r) = params.r0 {
@@ -1308,7 +1345,6 @@ pub fn fit_aid_svm_resumable(
         k.check()?;
     }
     let (labels, y) = binary_signs(data)?;
-    let fp = svm_fingerprint(params, data);
     if let (Some(kern), KernelSteering::Nystrom { rank, steer_gap }) =
         (params.kernel, params.kernel_steering)
     {
@@ -1359,7 +1395,7 @@ pub fn fit_aid_svm_resumable(
             };
             ck.check(
                 AidModel::Svm,
-                fp,
+                svm_fingerprint(params, data),
                 data.len(),
                 width,
                 params.kernel.is_some(),
@@ -1376,8 +1412,14 @@ pub fn fit_aid_svm_resumable(
             (st, ck.init_seconds)
         }
         None => {
-            let Some(clusters) =
-                initial_clusters(data, &problem.y, params, problem.ks.as_ref(), obs)?
+            let Some(clusters) = initial_clusters(
+                data,
+                &problem.y,
+                params,
+                problem.ks.as_ref(),
+                sample_fit,
+                obs,
+            )?
             else {
                 // Stopped in the sample fit: nothing worth keeping (a rerun redoes it).
                 return Ok((None, None));
@@ -1397,7 +1439,12 @@ pub fn fit_aid_svm_resumable(
             };
             (
                 partial,
-                Some(AidCheckpoint::from_loop(fp, init_seconds, state, ps)),
+                Some(AidCheckpoint::from_loop(
+                    svm_fingerprint(params, data),
+                    init_seconds,
+                    state,
+                    ps,
+                )),
             )
         }
     };
@@ -1420,6 +1467,9 @@ pub fn fit_aid_svm_resumable(
 /// Pivots below this fraction of the largest landmark self-kernel value are dropped from the
 /// Nystrom factor (rank-deficient or duplicated landmarks).
 const NYSTROM_PIVOT_RTOL: f64 = 1e-10;
+
+/// Rows solved together by the Nystrom features' forward substitution (divides 1024).
+const SUBST_LANES: usize = 32;
 
 /// Kernel cache of the exact finish (LIBSVM's default `-m 200`).
 const FINISH_CACHE_BYTES: usize = 200 << 20;
@@ -1492,15 +1542,37 @@ fn nystrom_features(
         zs.par_chunks_mut(1024 * rk)
             .enumerate()
             .for_each(|(b, out)| {
+                // `SUBST_LANES` rows at a time, solved together: the scratch holds their `z`
+                // factor-major (`zt[pk * SUBST_LANES + lane]`), so every update is a
+                // contiguous multiply-subtract over the rows (vectorized), in the same order
+                // per row as the row-by-row substitution (the same bits).
+                let mut zt = vec![0.0; rk * SUBST_LANES];
                 let lo = s * span + b * 1024;
-                for (t, zi) in out.chunks_mut(rk).enumerate() {
-                    let i = lo + t;
+                for (q, zq) in out.chunks_mut(SUBST_LANES * rk).enumerate() {
+                    let i0 = lo + q * SUBST_LANES;
+                    let lanes = zq.len() / rk;
                     for (pj, &j) in kept.iter().enumerate() {
-                        let mut v = kc[j * n + i];
+                        let mut v = [0.0f64; SUBST_LANES];
+                        v[..lanes].copy_from_slice(&kc[j * n + i0..j * n + i0 + lanes]);
                         for (pk, &k) in kept[..pj].iter().enumerate() {
-                            v -= lf[j * r + k] * zi[pk];
+                            let c = lf[j * r + k];
+                            let zk = &zt[pk * SUBST_LANES..(pk + 1) * SUBST_LANES];
+                            for (vl, &zl) in v.iter_mut().zip(zk) {
+                                *vl -= c * zl;
+                            }
                         }
-                        zi[pj] = v / lf[j * r + j];
+                        let djj = lf[j * r + j];
+                        for (zl, &vl) in zt[pj * SUBST_LANES..(pj + 1) * SUBST_LANES]
+                            .iter_mut()
+                            .zip(&v)
+                        {
+                            *zl = vl / djj;
+                        }
+                    }
+                    for (t, zi) in zq.chunks_mut(rk).enumerate() {
+                        for (pj, zv) in zi.iter_mut().enumerate() {
+                            *zv = zt[pj * SUBST_LANES + t];
+                        }
                     }
                 }
             });
@@ -1545,7 +1617,8 @@ fn fit_nystrom(
         ..params.clone()
     };
     // A stop while steering leaves nothing worth a model: the finish has not started.
-    let (Some(steer), None) = fit_aid_svm_resumable(&zdata, &steer_params, progress, obs, None)?
+    let (Some(steer), None) =
+        fit_aid_svm_with(&zdata, &steer_params, progress, obs, None, SampleFit::Smo)?
     else {
         return Ok(None);
     };
@@ -1792,6 +1865,83 @@ mod tests {
             u.push(0.1 * size);
         }
         (Features::Dense(DenseMatrix::new(k, d, x).unwrap()), y, u)
+    }
+
+    /// The Nystrom features reproduce the kernel against every kept landmark:
+    /// `z_i'z_l = K(x_i, x_l)` (`K_LL = R R'`, `z_i = R^{-1} k_L(x_i)`), here checked on a row count
+    /// that is not a multiple of the substitution's lane group or block (2,083 rows), with full
+    /// rank (all 40 landmarks kept) and with a duplicated row among the data.
+    #[test]
+    fn nystrom_features_reproduce_landmark_kernel_columns() {
+        let (x, _, _) = weighted(2083, 3, 11);
+        let Features::Dense(d) = &x else {
+            unreachable!()
+        };
+        let mut v = d.values().to_vec();
+        v.copy_within(0..3, 3 * 2082);
+        let x = Features::Dense(DenseMatrix::new(2083, 3, v).unwrap());
+        let spec = KernelSpec::Rbf { gamma: 0.7 };
+        let ks = KernelSums::new(&x, spec);
+        let (z, rk) = nystrom_features(&ks, 2083, 40, 5, &mut || false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(rk, 40);
+        // The landmarks: the rows whose own kernel row is reproduced exactly by z z'.
+        let zr = |i: usize| &z.values()[i * rk..(i + 1) * rk];
+        let mut landmarks = 0;
+        for l in 0..2083 {
+            let zl = zr(l);
+            let nl: f64 = zl.iter().map(|a| a * a).sum();
+            if (nl - 1.0).abs() > 1e-9 {
+                continue;
+            }
+            let mut exact = true;
+            for i in (0..2083).step_by(7).chain([2082, 2081]) {
+                let k = ks.pair(i, l);
+                let zz: f64 = zr(i).iter().zip(zl).map(|(a, b)| a * b).sum();
+                exact &= (zz - k).abs() <= 1e-9;
+            }
+            landmarks += usize::from(exact);
+        }
+        assert!(landmarks >= 40, "{landmarks}");
+    }
+
+    /// The Nystrom steering's sample fit by SMO gives the same certified optimum as the
+    /// exact problem: the steered run on a small RBF problem ends with a gap within the
+    /// tolerance and its model's primal, recomputed from scratch, matches `E_best`.
+    #[test]
+    fn nystrom_steering_with_smo_sample_fit_is_certified() {
+        let (x, y, _) = weighted(700, 2, 3);
+        let labels: Vec<f64> = y.iter().map(|&v| f64::from(v)).collect();
+        let data = Dataset::new(x, labels, None).unwrap();
+        let kern = KernelSpec::Rbf { gamma: 0.5 };
+        let params = AidSvmParams {
+            c: 1.0,
+            kernel: Some(kern),
+            kernel_steering: KernelSteering::Nystrom {
+                rank: 30,
+                steer_gap: 1e-3,
+            },
+            ..AidSvmParams::default()
+        };
+        let fit = fit_aid_svm(&data, &params, &mut |_| {}).unwrap();
+        let gap = (fit.run.best_objective - fit.run.lower_bound) / fit.run.best_objective;
+        assert!(gap <= params.settings.gap_tol, "{gap}");
+        // Primal of (coef, b) from scratch: 1/2 |w|^2 + C sum hinge.
+        let ks = KernelSums::new(&data.x, kern);
+        let (rows, w): (Vec<u32>, Vec<f64>) = fit.run.best.expansion.iter().copied().unzip();
+        let mut f = vec![0.0; 700];
+        ks.weighted(&rows, Some(&w), &mut f);
+        let w_sq: f64 = rows.iter().zip(&w).map(|(&i, &c)| c * f[i as usize]).sum();
+        let hinge: f64 = (0..700)
+            .map(|i| (1.0 - f64::from(y[i]) * (f[i] + fit.run.best.b)).max(0.0))
+            .sum();
+        let primal = 0.5 * w_sq + params.c * hinge;
+        assert!(
+            (primal - fit.run.best_objective).abs() <= 1e-6 * primal,
+            "{primal} vs {}",
+            fit.run.best_objective
+        );
     }
 
     /// `best_bias` against brute force: a convex piecewise-linear function attains its minimum

@@ -198,6 +198,197 @@ fn store_panel(out: &mut [f64], lo: usize, hi: usize, p: usize, acc: &[f64; PANE
     }
 }
 
+/// Source rows per micro-tile of [`PanelRows::add_weighted`]: `TILE_ROWS x PANEL` inner
+/// products held in registers over the features (8 independent vector accumulators).
+const TILE_ROWS: usize = 4;
+/// Source rows streamed past every panel of a range before the next ones (their features stay
+/// in the L1 cache: 256 rows of 10 features are 20 KiB).
+const SOURCE_CHUNK_VALUES: usize = 2560;
+
+impl DenseDots<'_> {
+    /// `acc[r][c] = <src_r, x_{p PANEL + c}>` for the `TILE_ROWS` rows of `src` (row-major,
+    /// `d` values each) and the rows of panel `p`: the sequential sum over the features, the
+    /// same bits as [`Dots::dot`] and [`Dots::block`].
+    #[inline(always)]
+    fn tile(&self, src: &[f64], p: usize, acc: &mut [[f64; PANEL]; TILE_ROWS]) {
+        let d = self.d;
+        let panel = &self.panels[p * PANEL * d..(p + 1) * PANEL * d];
+        let (s0, rest) = src.split_at(d);
+        let (s1, rest) = rest.split_at(d);
+        let (s2, s3) = rest.split_at(d);
+        for ((((lane, &x0), &x1), &x2), &x3) in panel
+            .chunks_exact(PANEL)
+            .zip(s0)
+            .zip(s1)
+            .zip(s2)
+            .zip(&s3[..d])
+        {
+            for c in 0..PANEL {
+                acc[0][c] += x0 * lane[c];
+                acc[1][c] += x1 * lane[c];
+                acc[2][c] += x2 * lane[c];
+                acc[3][c] += x3 * lane[c];
+            }
+        }
+    }
+
+    /// [`Self::tile`] for one source row.
+    #[inline(always)]
+    fn tile1(&self, src: &[f64], p: usize, acc: &mut [f64; PANEL]) {
+        let d = self.d;
+        let panel = &self.panels[p * PANEL * d..(p + 1) * PANEL * d];
+        for (lane, &x) in panel.chunks_exact(PANEL).zip(&src[..d]) {
+            for c in 0..PANEL {
+                acc[c] += x * lane[c];
+            }
+        }
+    }
+}
+
+/// Dense rows in the panel layout of the Q matrices ([`DenseDots`]) for weighted kernel sums
+/// `out_j += sum_t w_t K(s_t, x_j)` over all rows `j` (kernel AID's start gradients and
+/// decision values: `n x #sources` kernel values in one pass).
+///
+/// The sum runs over micro-tiles of [`TILE_ROWS`] source rows times one panel of [`PANEL`]
+/// rows: the tile's inner products stay in registers over the features (a GEMM-like inner
+/// loop: each loaded lane is used by four source rows), and the kernel's outer function (the
+/// same [`Outer`] as the column fills, e.g. the branch-free RBF exponential) runs over the
+/// panel's contiguous lanes. Every inner product is the sequential sum over the features, the
+/// same bits as a column fill, and each `out_j` adds its terms in the order of the sources, so
+/// the result does not depend on the tiling, the chunking or the thread count.
+#[derive(Debug)]
+pub(crate) struct PanelRows {
+    panels: Vec<f64>,
+    n: usize,
+    d: usize,
+    norms: Vec<f64>,
+    spec: KernelSpec,
+}
+
+/// Source rows of [`PanelRows::add_weighted`], gathered once: features row-major, squared
+/// norms and weights.
+#[derive(Debug, Default)]
+pub(crate) struct PanelSources {
+    x: Vec<f64>,
+    norms: Vec<f64>,
+    w: Vec<f64>,
+}
+
+impl PanelRows {
+    /// Packs the rows of `x` (row-major `n x d` values) with their squared norms `norms` (the
+    /// caller's: the RBF kernel uses `|u|^2 + |v|^2 - 2 u'v`).
+    pub(crate) fn new(
+        values: &[f64],
+        n: usize,
+        d: usize,
+        norms: Vec<f64>,
+        spec: KernelSpec,
+    ) -> Self {
+        debug_assert_eq!(values.len(), n * d);
+        debug_assert_eq!(norms.len(), n);
+        Self {
+            panels: pack_panels(values, n, d, |r| r),
+            n,
+            d,
+            norms,
+            spec,
+        }
+    }
+
+    /// The rows `rows` with weights `w` (all 1 when `None`) as sources of a sum.
+    pub(crate) fn sources(&self, rows: &[u32], w: Option<&[f64]>) -> PanelSources {
+        let dd = DenseDots {
+            panels: &self.panels,
+            d: self.d,
+        };
+        let mut x = Vec::with_capacity(rows.len() * self.d);
+        for &r in rows {
+            x.extend((0..self.d).map(|k| dd.at(r as usize, k)));
+        }
+        PanelSources {
+            x,
+            norms: rows.iter().map(|&r| self.norms[r as usize]).collect(),
+            w: w.map_or_else(|| vec![1.0; rows.len()], <[f64]>::to_vec),
+        }
+    }
+
+    /// `out[k] += sum_t w_t K(s_t, x_{lo + k})` (`t` ascending for every `k`); `lo` is a
+    /// multiple of [`PANEL`] and `lo + out.len() <= n`.
+    pub(crate) fn add_weighted(&self, src: &PanelSources, lo: usize, out: &mut [f64]) {
+        debug_assert_eq!(lo % PANEL, 0);
+        debug_assert!(lo + out.len() <= self.n);
+        match self.spec {
+            KernelSpec::Linear | KernelSpec::Precomputed => self.add_with(&Identity, src, lo, out),
+            KernelSpec::Poly {
+                gamma,
+                coef0,
+                degree,
+            } => self.add_with(
+                &PolyOuter {
+                    gamma,
+                    coef0,
+                    degree,
+                },
+                src,
+                lo,
+                out,
+            ),
+            KernelSpec::Rbf { gamma } => self.add_with(&RbfOuter { gamma }, src, lo, out),
+            KernelSpec::Sigmoid { gamma, coef0 } => {
+                self.add_with(&SigmoidOuter { gamma, coef0 }, src, lo, out)
+            }
+        }
+    }
+
+    fn add_with<O: Outer>(&self, outer: &O, src: &PanelSources, lo: usize, out: &mut [f64]) {
+        let d = self.d;
+        let dd = DenseDots {
+            panels: &self.panels,
+            d,
+        };
+        let hi = lo + out.len();
+        let nt = src.norms.len();
+        let chunk = (SOURCE_CHUNK_VALUES / d.max(1)).max(TILE_ROWS);
+        let mut c0 = 0;
+        while c0 < nt {
+            let c1 = (c0 + chunk).min(nt);
+            for p in lo / PANEL..hi.div_ceil(PANEL) {
+                let (a, b) = (p * PANEL, ((p + 1) * PANEL).min(hi));
+                // Lanes past the last row: zero rows and norms (finite values, discarded).
+                let mut nj = [0.0f64; PANEL];
+                nj[..b - a].copy_from_slice(&self.norms[a..b]);
+                let mut o = [0.0f64; PANEL];
+                o[..b - a].copy_from_slice(&out[a - lo..b - lo]);
+                let mut t = c0;
+                while t + TILE_ROWS <= c1 {
+                    let mut acc = [[0.0f64; PANEL]; TILE_ROWS];
+                    dd.tile(&src.x[t * d..(t + TILE_ROWS) * d], p, &mut acc);
+                    for (r, v) in acc.iter_mut().enumerate() {
+                        outer.apply(v, src.norms[t + r], &nj);
+                        let wt = src.w[t + r];
+                        for (oc, &vc) in o.iter_mut().zip(v.iter()) {
+                            *oc += wt * vc;
+                        }
+                    }
+                    t += TILE_ROWS;
+                }
+                while t < c1 {
+                    let mut v = [0.0f64; PANEL];
+                    dd.tile1(&src.x[t * d..(t + 1) * d], p, &mut v);
+                    outer.apply(&mut v, src.norms[t], &nj);
+                    let wt = src.w[t];
+                    for (oc, &vc) in o.iter_mut().zip(v.iter()) {
+                        *oc += wt * vc;
+                    }
+                    t += 1;
+                }
+                out[a - lo..b - lo].copy_from_slice(&o[..b - a]);
+            }
+            c0 = c1;
+        }
+    }
+}
+
 struct SparseDots<'b> {
     x: &'b CsrMatrix,
     perm: &'b [u32],
