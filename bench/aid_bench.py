@@ -356,7 +356,7 @@ def run_lean(form, xf, yf, time_limit):
     if logdir:  # --lean-log DIR: HiGHS's own log and /usr/bin/time's report, one file per run
         os.makedirs(logdir, exist_ok=True)
         with open(os.path.join(logdir, f"{form}_{os.path.basename(xf)[:-6]}.log"), "w") as f:
-            f.write(stderr)
+            f.write(stdout + stderr)  # HiGHS logs to stdout
     if rc is None:
         return {"form": form, "status": "killed (timeout)", "objective": None}
     lines = [ln for ln in stdout.strip().splitlines() if ln.startswith("{")]
