@@ -13,6 +13,10 @@ same LP (sum of absolute residuals with an intercept). marginkit: `aid lad` (AID
 certificate) and `lad` (the full LP by our Frisch-Newton interior point), both through
 `examples/aid_npy.rs` reading the same .npy files (file reading not timed; the peers' time is the fit call).
 Objectives are recomputed here in numpy for every solver: sum |y - X b - b0|.
+`--highs-solvers highs-ipm-lean,highs-ipm-dual` add the same HiGHS interior point (scipy's own HiGHS build) handed
+the LP directly, without scikit-learn's and linprog's copies: scikit-learn's LP itself, or its LP dual (the only
+form that fits in memory at n = 1e6; see the comment above highs_lean_worker), each in a child process with its
+own peak RSS and CPU time. `--lean-presolve off` turns HiGHS's presolve off (faster and leaner on this LP).
 
 SVM data: two Gaussian classes (label +1 for 2/3 of the rows), the first two features shifted by +-0.8,
 the others pure noise, uniform(-1.5, 1.5) noise (overlapping classes), C = 0.1 (the paper's M).
