@@ -140,8 +140,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "lad-full" => {
             let (_, sol) = fit_lad(&data, true, None)?;
             format!(
-                "{{\"method\":\"lad-full\",\"seconds\":{},\"objective\":{},\"certified\":{}}}",
+                "{{\"method\":\"lad-full\",\"seconds\":{},\"fit_cpu_s\":{},\"objective\":{},\"certified\":{}}}",
                 t0.elapsed().as_secs_f64(),
+                cpu_seconds() - c0,
                 sol.objective,
                 sol.certified
             )
@@ -154,8 +155,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let fit = fit_aid_lad(&data, &params, &mut progress)?;
             let last = fit.run.iterations.last().map_or(0.0, |r| r.r);
             format!(
-                "{{\"method\":\"lad-aid\",\"seconds\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"init_seconds\":{},\"stop\":\"{}\"}}",
+                "{{\"method\":\"lad-aid\",\"seconds\":{},\"fit_cpu_s\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"init_seconds\":{},\"stop\":\"{}\"}}",
                 t0.elapsed().as_secs_f64(),
+                cpu_seconds() - c0,
                 fit.run.best_objective,
                 fit.run.lower_bound,
                 fit.run.iterations.len(),
