@@ -230,7 +230,18 @@ pub(crate) fn cccp_from_standard(
             unconverged += 1;
         }
         rounds.push(r);
-        let ok = check_state(task, y, &f[..n], &beta, c, theta, tt, params.check_tol).is_none();
+        let ok = check_state(
+            kern,
+            task,
+            y,
+            &f[..n],
+            &beta,
+            c,
+            theta,
+            tt,
+            params.check_tol,
+        )
+        .is_none();
         let valid_error = super::valid_error_of(task, yv, &f[n..]);
         if let Some(e) = valid_error {
             if best.as_ref().is_none_or(|b| e < b.1) {

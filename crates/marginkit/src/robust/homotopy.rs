@@ -242,6 +242,8 @@ pub(crate) struct Engine<'k, 'a> {
     dshift: f64,
     w_o: Vec<f64>,
     sum_o: f64,
+    /// Linear kernel: `X' beta` of [`Engine::resync_linear`].
+    w_fresh: Vec<f64>,
     /// Linear kernel: the numerical rank of the training rows ([`Kern::data_rank`]) and the
     /// squared-pivot threshold of an independent active-set member; `df_zero` is set by
     /// [`Engine::direction`] when the active set spans the data (then `df = 0` exactly).
@@ -321,6 +323,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             dw: vec![0.0; width],
             dshift: 0.0,
             w_o: vec![0.0; width],
+            w_fresh: vec![0.0; width],
             sum_o: 0.0,
             n_out: 0,
             o_list: Vec::new(),
@@ -712,6 +715,7 @@ impl<'k, 'a> Engine<'k, 'a> {
     pub fn record(&mut self, param: f64, kind: NodeKind) {
         // The independent checker and the objective share one pass over the samples.
         let (violation, objective) = super::check_and_objective(
+            self.kern,
             self.task,
             &self.y,
             &self.f[..self.n],
@@ -1200,6 +1204,28 @@ impl<'k, 'a> Engine<'k, 'a> {
         self.refine();
     }
 
+    /// Linear kernel: [`Engine::resync`] in two sequential passes over the data (`w = X' beta`,
+    /// then `f = X w + b^2 sum beta`; no parallel task, as in the event loop).
+    fn resync_linear(&mut self) {
+        let mut w = std::mem::take(&mut self.w_fresh);
+        w.iter_mut().for_each(|v| *v = 0.0);
+        let mut sum = 0.0;
+        for (j, &b) in self.beta.iter().enumerate() {
+            if b != 0.0 {
+                self.kern.axpy_row(b, j, &mut w);
+                sum += b;
+            }
+        }
+        let shift = self.kern.b2() * sum;
+        let f = &mut self.f;
+        self.kern.for_each_train_dot(&w, |i, v| f[i] = v + shift);
+        for v in self.n..self.f.len() {
+            self.f[v] = self.kern.dot_row(v, &w) + shift;
+        }
+        self.w_fresh = w;
+        self.refine();
+    }
+
     /// OP-theta C-step from the current theta toward 0.
     fn c_step_theta(&mut self, obs: &mut dyn Observer) -> CEnd {
         loop {
@@ -1257,6 +1283,7 @@ impl<'k, 'a> Engine<'k, 'a> {
     ) -> Step {
         let c = self.c;
         let ct = self.c * self.theta;
+        let mut resyncs = 0;
         loop {
             // Clamp the flipped samples.
             let mut flips = std::mem::take(&mut self.clamped);
@@ -1347,6 +1374,29 @@ impl<'k, 'a> Engine<'k, 'a> {
             self.refine();
             bi = (0..self.n).filter(|&i| self.st[i] == St::Bi).collect();
             bo = (0..self.n).filter(|&i| self.st[i] == St::Bo).collect();
+            if bi.is_empty() && bo.is_empty() && self.lin && resyncs < 3 {
+                // Linear kernel: `f` is recomputed from `beta` at the end of every jump. While
+                // the active set spans the data, `f` is held exactly and `beta` moves by solves
+                // with an ill-conditioned `K_AA`, so `f` drifts from `K beta` (up to 4e-7 at
+                // n = 20,000); a jump that moved a flipped sample by less than that left it on
+                // the wrong side of `T` for the returned `beta` (issue 5, Session 7). Samples
+                // then found on the wrong side of `T` (an outlier inside, an inlier beyond;
+                // parked ones excepted: they wait on `T` by design) are flipped as boundary
+                // samples of this jump. `O(nnz)` per jump (two passes over the data).
+                resyncs += 1;
+                self.resync_linear();
+                let tt = self.tt;
+                for i in 0..self.n {
+                    if self.parked[i] {
+                        continue;
+                    }
+                    match self.st[i] {
+                        St::L if self.t(i) > tt => bi.push(i),
+                        St::O if self.t(i) < tt => bo.push(i),
+                        _ => {}
+                    }
+                }
+            }
             if bi.is_empty() && bo.is_empty() {
                 return Step::Go;
             }

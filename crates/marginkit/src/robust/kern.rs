@@ -192,6 +192,56 @@ impl<'a> Kern<'a> {
         v + self.b2
     }
 
+    /// `f_i = sum_j K(i, j) beta_j` for training row `i`, summed with Neumaier's compensation,
+    /// and an upper bound of its absolute rounding error (the local-optimality checker's
+    /// threshold test, see [`super::exact_slack`]).
+    ///
+    /// Bound: each entry `K(i, j)` is evaluated with an absolute error of at most
+    /// `(w + 4) eps s_ij`, `w` the number of features and `s_ij` the entry's scale (linear:
+    /// `|x_i| |x_j| + b^2`, the Cauchy-Schwarz bound of the dot product's terms; RBF:
+    /// `K(i, j) (1 + gamma (|x_i| + |x_j|)^2) + b^2`, the squared distance being a difference of
+    /// norms; other kernels: `|K(i, j)| + b^2`), each product adds `eps |K(i, j) beta_j|`, and the
+    /// compensated sum adds at most `2 eps |f_i| + 2 n eps^2 sum_j |K(i, j) beta_j|`. The bound
+    /// returned is twice the sum of these terms.
+    pub fn exact_row_value(&self, i: usize, beta: &[f64]) -> (f64, f64) {
+        let eps = f64::EPSILON;
+        let w = self.width as f64;
+        let ni = self.norms[i].sqrt();
+        let (mut s, mut comp) = (0.0f64, 0.0f64);
+        let (mut entry_err, mut mag) = (0.0f64, 0.0f64);
+        for (j, &b) in beta.iter().enumerate() {
+            if b == 0.0 {
+                continue;
+            }
+            let k = self.entry(i, j);
+            let scale = match self.spec {
+                KernelSpec::Linear => ni * self.norms[j].sqrt() + self.b2,
+                KernelSpec::Rbf { gamma } => {
+                    let r = ni + self.norms[j].sqrt();
+                    (k - self.b2) * (1.0 + gamma * r * r) + self.b2
+                }
+                _ => k.abs() + self.b2,
+            };
+            entry_err += scale * b.abs();
+            let x = k * b;
+            mag += x.abs();
+            let t = s + x;
+            comp += if s.abs() >= x.abs() {
+                (s - t) + x
+            } else {
+                (x - t) + s
+            };
+            s = t;
+        }
+        let f = s + comp;
+        let n = beta.len() as f64;
+        let err = (w + 4.0) * eps * entry_err
+            + eps * mag
+            + 2.0 * eps * f.abs()
+            + 2.0 * n * eps * eps * mag;
+        (f, 2.0 * err)
+    }
+
     fn linear(&self) -> bool {
         self.spec == KernelSpec::Linear
     }
