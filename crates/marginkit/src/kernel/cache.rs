@@ -393,7 +393,10 @@ mod tests {
             fill(&mut c, 0, PAR_ZERO / 2, |k| k as f32 + 1.0);
             let (col, valid) = c.request(0, n, None);
             assert_eq!((valid, col.len()), (PAR_ZERO / 2, n));
-            assert!(col[..valid].iter().enumerate().all(|(k, &v)| v == k as f32 + 1.0));
+            assert!(col[..valid]
+                .iter()
+                .enumerate()
+                .all(|(k, &v)| v == k as f32 + 1.0));
             assert!(col[valid..].iter().all(|&v| v == 0.0));
             fill(&mut c, 0, n, |k| k as f32 + 1.0);
             fill(&mut c, 1, PAR_ZERO, |_| 7.0);
