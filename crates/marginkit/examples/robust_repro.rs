@@ -233,10 +233,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|c| c.to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let command = format!(
-        "cargo run --release -p marginkit --example robust_repro -- {}",
-        args[1..].join(" ")
-    );
+    let mut command = "cargo run --release -p marginkit --example robust_repro".to_string();
+    if args.len() > 1 {
+        command = format!("{command} -- {}", args[1..].join(" "));
+    }
     std::fs::create_dir_all(&out_dir)?;
     let t_all = Instant::now();
     let mut md = String::new();
