@@ -203,7 +203,15 @@ impl<'a> Kern<'a> {
     /// norms; other kernels: `|K(i, j)| + b^2`), each product adds `eps |K(i, j) beta_j|`, and the
     /// compensated sum adds at most `2 eps |f_i| + 2 n eps^2 sum_j |K(i, j) beta_j|`. The bound
     /// returned is twice the sum of these terms.
+    ///
+    /// Linear kernel: computed as `x_i . w + b^2 sum_j beta_j` with `w = X' beta`, every sum
+    /// an error-free-product compensated dot ([`Kern::exact_linear_row_value`]): the bound no
+    /// longer grows with `w sum_j |beta_j| |x_i| |x_j|` (1.5e-9 at n = 50,000, wider than a
+    /// genuine 1.4e-9 gap to `T`, see docs/repro/robust_bench_results.md, Session 7).
     pub fn exact_row_value(&self, i: usize, beta: &[f64]) -> (f64, f64) {
+        if self.linear() {
+            return self.exact_linear_row_value(i, beta);
+        }
         let eps = f64::EPSILON;
         let w = self.width as f64;
         let ni = self.norms[i].sqrt();
@@ -239,6 +247,85 @@ impl<'a> Kern<'a> {
             + eps * mag
             + 2.0 * eps * f.abs()
             + 2.0 * n * eps * eps * mag;
+        (f, 2.0 * err)
+    }
+
+    /// Linear kernel: `f_i = x_i . w + b^2 S`, `w_k = sum_j beta_j x_jk`, `S = sum_j beta_j`,
+    /// each a compensated dot product with error-free products (`mul_add`; Ogita, Rump and
+    /// Oishi's Dot2, SIAM J. Sci. Comput. 26(6), 2005: `|dot2(a, b) - a . b| <= u |a . b| +
+    /// gamma_m^2 |a| . |b|`, `u` the unit roundoff, `gamma_m = m u / (1 - m u)`). Bound, with
+    /// `u` taken as `eps` (twice the unit roundoff): `eps |f| + gamma_{w+1}^2 (sum_k |x_ik w_k| +
+    /// b^2 |S|) + sum_k |x_ik| (eps |w_k| + gamma_n^2 sum_j |beta_j x_jk|) + b^2 (eps |S| +
+    /// gamma_n^2 sum_j |beta_j|)`, the first two terms the outer dot's, the last two the inputs'
+    /// errors carried through it; twice that is returned. `O(nnz)`, two width-long buffers
+    /// (the checker calls it only for samples its window puts near a threshold).
+    fn exact_linear_row_value(&self, i: usize, beta: &[f64]) -> (f64, f64) {
+        #[inline]
+        fn two_sum(a: f64, b: f64) -> (f64, f64) {
+            let s = a + b;
+            let z = s - a;
+            (s, (a - (s - z)) + (b - z))
+        }
+        // Adds the exact product `a b` to the compensated pair (hi, lo); `mag += |a b|`.
+        #[inline]
+        fn acc(hi: &mut f64, lo: &mut f64, mag: &mut f64, a: f64, b: f64) {
+            let p = a * b;
+            let e = a.mul_add(b, -p);
+            let (s, q) = two_sum(*hi, p);
+            *hi = s;
+            *lo += q + e;
+            *mag += p.abs();
+        }
+        let eps = f64::EPSILON;
+        let gamma = |m: f64| {
+            let v = m * eps;
+            let g = v / (1.0 - v).max(0.5);
+            g * g
+        };
+        let wd = self.width;
+        let (mut wh, mut wl, mut wm) = (vec![0.0; wd], vec![0.0; wd], vec![0.0; wd]);
+        let (mut sh, mut sl, mut sm) = (0.0f64, 0.0f64, 0.0f64);
+        for (j, &b) in beta.iter().enumerate() {
+            if b == 0.0 {
+                continue;
+            }
+            acc(&mut sh, &mut sl, &mut sm, b, 1.0);
+            match self.train.row(j) {
+                Row::Dense(v) => {
+                    for (k, &x) in v.iter().enumerate() {
+                        acc(&mut wh[k], &mut wl[k], &mut wm[k], b, x);
+                    }
+                }
+                Row::Sparse { indices, values } => {
+                    for (&k, &x) in indices.iter().zip(values) {
+                        let k = k as usize;
+                        acc(&mut wh[k], &mut wl[k], &mut wm[k], b, x);
+                    }
+                }
+            }
+        }
+        let gn = gamma(beta.len() as f64);
+        let sum = sh + sl;
+        let (mut fh, mut fl, mut fm) = (0.0f64, 0.0f64, 0.0f64);
+        let mut carried = self.b2 * (eps * sum.abs() + gn * sm);
+        acc(&mut fh, &mut fl, &mut fm, self.b2, sum);
+        let mut visit = |k: usize, x: f64| {
+            if k >= wd {
+                return; // a validation row's column past the training width: w_k = 0
+            }
+            let wk = wh[k] + wl[k];
+            carried += x.abs() * (eps * wk.abs() + gn * wm[k]);
+            acc(&mut fh, &mut fl, &mut fm, x, wk);
+        };
+        match self.row(i) {
+            Row::Dense(v) => v.iter().enumerate().for_each(|(k, &x)| visit(k, x)),
+            Row::Sparse { indices, values } => indices
+                .iter()
+                .zip(values)
+                .for_each(|(&k, &x)| visit(k as usize, x)),
+        }
+        let f = fh + fl;
+        let err = eps * f.abs() + gamma(wd as f64 + 1.0) * fm + carried;
         (f, 2.0 * err)
     }
 
@@ -575,7 +662,84 @@ impl QMatrix for BetaQ<'_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use super::pivoted_rank;
+    use super::{pivoted_rank, Kern};
+    use crate::data::{DenseMatrix, Features};
+    use crate::kernel::KernelSpec;
+
+    #[test]
+    fn linear_exact_row_value_bound_is_sound_and_tight() {
+        // Dyadic data (x = int / 2^20, beta = int / 2^30, ints below 2^30): the exact
+        // `f_i = sum_j beta_j (x_i . x_j + b^2)` is an integer over 2^70 in i128, while the
+        // f64 products and sums round. Rows far from the origin (blobs at +-5), as in the
+        // n = 50,000 failure, where the entry-wise bound was 1.5e-9.
+        let (n, d) = (3000usize, 10usize);
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut xi = vec![0i64; n * d];
+        let mut bi = vec![0i64; n];
+        for j in 0..n {
+            let centre: i64 = if j % 2 == 0 { 5 << 20 } else { -(5 << 20) };
+            for k in 0..d {
+                xi[j * d + k] = centre + (next() % (1 << 21)) as i64 - (1 << 20);
+            }
+            bi[j] = if j % 7 == 3 {
+                0
+            } else {
+                (next() % (1 << 30)) as i64 - (1 << 29)
+            };
+        }
+        let xs: Vec<f64> = xi
+            .iter()
+            .map(|&v| v as f64 / f64::from(1u32 << 20))
+            .collect();
+        let beta: Vec<f64> = bi
+            .iter()
+            .map(|&v| v as f64 / f64::from(1u32 << 30))
+            .collect();
+        let x = Features::Dense(DenseMatrix::new(n, d, xs.clone()).unwrap());
+        let kern = Kern::new(&x, None, KernelSpec::Linear, Some(1.0), 1 << 20);
+        let mut max_ratio = 0.0f64;
+        for i in (0..n).step_by(97) {
+            let mut exact: i128 = 0;
+            for j in 0..n {
+                let mut dot: i128 = 1 << 40; // b^2 = 1 at the scale 2^40 of x_i . x_j
+                for k in 0..d {
+                    dot += i128::from(xi[i * d + k]) * i128::from(xi[j * d + k]);
+                }
+                exact += dot * i128::from(bi[j]);
+            }
+            let (f, err) = kern.exact_row_value(i, &beta);
+            let scaled = f * 2f64.powi(70); // exact: |f| 2^70 is far above 2^53
+            let diff = (exact - scaled as i128).unsigned_abs() as f64 / 2f64.powi(70);
+            assert!(
+                diff <= err,
+                "row {i}: error {diff:e} above the bound {err:e}"
+            );
+            // The former entry-wise bound: (w + 4) eps sum_j |beta_j| (|x_i| |x_j| + b^2).
+            let norm = |r: usize| {
+                xs[r * d..(r + 1) * d]
+                    .iter()
+                    .map(|v| v * v)
+                    .sum::<f64>()
+                    .sqrt()
+            };
+            let old: f64 = (0..n)
+                .map(|j| beta[j].abs() * (norm(i) * norm(j) + 1.0))
+                .sum::<f64>()
+                * (d as f64 + 4.0)
+                * f64::EPSILON;
+            max_ratio = max_ratio.max(err / old);
+        }
+        assert!(
+            max_ratio < 0.2,
+            "bound not tighter than the entry-wise one: {max_ratio}"
+        );
+    }
 
     /// Gram matrix of the rows of `z` (`r x m`).
     fn gram(z: &[Vec<f64>], m: usize) -> Vec<f64> {

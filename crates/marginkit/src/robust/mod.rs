@@ -615,7 +615,8 @@ fn violation_at(
 /// threshold scale) is therefore decided again on `f_i` recomputed from `beta` by compensated
 /// summation ([`Kern::exact_row_value`]): the sample is on the threshold when the two values of
 /// its slack (the caller's and the recomputed one, widened by the latter's rounding bound, about
-/// `(w + 4) eps` times the magnitude of the terms of `sum_j K_ij beta_j`) do not lie strictly on
+/// `(w + 4) eps` times the magnitude of the terms of `sum_j K_ij beta_j`; linear kernel: about
+/// `eps sum_k |x_ik| |w_k|`, `w = X' beta`, see [`Kern::exact_row_value`]) do not lie strictly on
 /// one side of `T`; otherwise it is judged, on the recomputed value, by the side it is on. So a
 /// pre-jump node (the path's `f` puts the sample exactly on `T`) always fails, and a sample the
 /// path's `f` and `K beta` put on opposite sides fails. The window must exceed the
