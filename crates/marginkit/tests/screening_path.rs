@@ -59,7 +59,7 @@ fn q_matrix(data: &Dataset, kernel: KernelSpec) -> Vec<f64> {
 /// store Q in f32): exact coordinate descent, with a Newton step on the free face every 32 sweeps
 /// (kept only when it stays in the box and lowers the objective). Plain coordinate descent alone
 /// crawls on ill-conditioned faces (1-D RBF data: a factor 4 per 20,000 sweeps).
-fn solve_tight(q: &[f64], y: &[i8], c: f64) -> Vec<f64> {
+fn solve_tight(q: &[f64], y: &[i8], c: f64) -> Option<Vec<f64>> {
     let n = y.len();
     let mut a = vec![0.0f64; n];
     let mut g = vec![0.0f64; n];
@@ -94,10 +94,10 @@ fn solve_tight(q: &[f64], y: &[i8], c: f64) -> Vec<f64> {
             }
         }
         if viol < tol {
-            return a;
+            return Some(a);
         }
     }
-    panic!("the oracle did not converge");
+    None
 }
 
 /// `0.5 a'Qa - sum(a)`.
@@ -134,7 +134,6 @@ fn face_newton(q: &[f64], c: f64, a: &mut [f64]) {
             }
             if r == k {
                 if v <= 0.0 {
-                    eprintln!("chol fail m {m} r {r} v {v:e}");
                     return;
                 }
                 l[r * m + r] = v.sqrt();
@@ -309,8 +308,11 @@ proptest! {
         let q = q_matrix(&data, kernel);
         let y = signs(&data);
         let c = c_ref / ratio;
-        let a_ref = solve_tight(&q, &y, c_ref);
-        let a = solve_tight(&q, &y, c);
+        // A case the oracle cannot solve to 1e-12 (1-D RBF data are nearly singular) cannot be
+        // judged: it is rejected, not failed (rare: a few in a thousand draws).
+        let (Some(a_ref), Some(a)) = (solve_tight(&q, &y, c_ref), solve_tight(&q, &y, c)) else {
+            return Err(TestCaseError::reject("the oracle did not converge"));
+        };
         let margins = matvec(&q, &a);
         let rules = kernel_rules(&q, &a_ref, c_ref, c);
         check_rules(&rules, &margins, &a, c);
@@ -357,8 +359,8 @@ fn tangent_balls_case_is_safe_in_both_forms() {
     let q = q_matrix(&data, KernelSpec::Linear);
     let y = signs(&data);
     let c = c_ref / ratio;
-    let a_ref = solve_tight(&q, &y, c_ref);
-    let a = solve_tight(&q, &y, c);
+    let a_ref = solve_tight(&q, &y, c_ref).expect("the oracle converges on this case");
+    let a = solve_tight(&q, &y, c).expect("the oracle converges on this case");
     let margins = matvec(&q, &a);
     let rules = kernel_rules(&q, &a_ref, c_ref, c);
     check_rules(&rules, &margins, &a, c);
@@ -373,8 +375,8 @@ fn rules_screen_a_lot_near_the_reference() {
     let data = blobs(7, 200, 2, 0.5);
     let q = q_matrix(&data, KernelSpec::Linear);
     let y = signs(&data);
-    let a_ref = solve_tight(&q, &y, 5.0);
-    let a = solve_tight(&q, &y, 10.0);
+    let a_ref = solve_tight(&q, &y, 5.0).expect("the oracle converges on this case");
+    let a = solve_tight(&q, &y, 10.0).expect("the oracle converges on this case");
     let margins = matvec(&q, &a);
     let rules = kernel_rules(&q, &a_ref, 5.0, 10.0);
     let [n1, _, n3] = check_rules(&rules, &margins, &a, 10.0);
