@@ -716,7 +716,8 @@ pub fn fit_aid_lad_resumable(
     resume: Option<&AidCheckpoint>,
 ) -> Result<(Option<AidLadFit>, Option<AidCheckpoint>), FitError> {
     check_data(data, params.intercept)?;
-    let fp = lad_fingerprint(params, data);
+    // A pass over the data: only when a checkpoint is checked or written.
+    let fp = || lad_fingerprint(params, data);
     let d = data.n_features();
     let p = d + usize::from(params.intercept);
     let mut problem = LadProblem {
@@ -726,7 +727,7 @@ pub fn fit_aid_lad_resumable(
     };
     let (state, init_seconds) = match resume {
         Some(ck) => {
-            ck.check(AidModel::Lad, fp, data.len(), p, false)
+            ck.check(AidModel::Lad, fp(), data.len(), p, false)
                 .map_err(ParamError::Incompatible)?;
             problem.last_certified = ck.problem.last_certified;
             let st = ck.to_loop::<Vec<f64>>().ok_or(ParamError::Incompatible(
@@ -755,7 +756,7 @@ pub fn fit_aid_lad_resumable(
             };
             (
                 partial.map(|r| make(r, false)),
-                Some(AidCheckpoint::from_loop(fp, init_seconds, state, ps)),
+                Some(AidCheckpoint::from_loop(fp(), init_seconds, state, ps)),
             )
         }
     })

@@ -535,9 +535,11 @@ pub fn run_path_resumable(
         )
         .into());
     }
-    let fp = checkpoint::fingerprint(params, train, valid);
+    // The fingerprint hashes the whole data set (a pass as long as reading it): computed only
+    // when a checkpoint is checked or written.
+    let fp = || checkpoint::fingerprint(params, train, valid);
     if let Some(ck) = resume {
-        if ck.fingerprint != fp {
+        if ck.fingerprint != fp() {
             return Err(crate::error::SolveError::Infeasible(
                 "the path checkpoint was made with other data or other parameters",
             )
@@ -611,7 +613,7 @@ pub fn run_path_resumable(
     }
     result.total_seconds = start.elapsed().as_secs_f64();
     if let Some(c) = &mut ck {
-        c.fingerprint = fp;
+        c.fingerprint = fp();
         c.c_min_trivial = result.c_min_trivial;
     }
     Ok((result, ck))

@@ -175,9 +175,10 @@ pub fn fit_resumable(
             return Ok((model, report, ck));
         }
     }
-    let fp = fingerprint(params, data);
+    // A pass over the data: only when a checkpoint is checked or written.
+    let fp = || fingerprint(params, data);
     if let Some(c) = resume {
-        if c.fingerprint != fp {
+        if c.fingerprint != fp() {
             return Err(crate::error::SolveError::Infeasible(
                 "the checkpoint was made with other data or other parameters",
             )
@@ -265,8 +266,8 @@ pub fn fit_resumable(
     for w in &report.warnings {
         log::warn!("{w}");
     }
-    let checkpoint = (report.status() != Status::Converged).then_some(FitCheckpoint {
-        fingerprint: fp,
+    let checkpoint = (report.status() != Status::Converged).then(|| FitCheckpoint {
+        fingerprint: fp(),
         subs,
     });
     Ok((model, report, checkpoint))
