@@ -520,7 +520,7 @@ fn main() -> Result<(), Box<dyn Error>> {
          tolerance. The re-check frees them and re-solves, so every point still meets the \
          stopping rule on the full problem (the objective differences above are those of two \
          solves stopped at the same tolerance from different starting points).\n\
-         * Our Shrink is barely faster than Full on D01's RBF paths: the solves are milliseconds \
+         * Our Shrink is not faster than Full on D01's RBF paths (within the run-to-run noise): the solves are milliseconds \
          long and start next to the solution, so there is little for shrinking to skip.\n"
     )?;
     table3(&mut md)?;
