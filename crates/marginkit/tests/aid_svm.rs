@@ -295,16 +295,16 @@ fn rbf_nystrom_steered_is_certified_against_full_problem() {
     assert!(fit_aid_svm(&heart(), &bad, &mut |_| {}).is_err());
 }
 
-/// `NystromRank::Auto` follows the kernel width: on a wide RBF kernel it keeps the first rank
-/// (100) and steers; on a narrower one it grows the rank; on a narrow one (every candidate's
-/// sampled residual above the threshold) it skips the steering and the exact SMO starts cold.
-/// Every run is certified against the full optimum recomputed from scratch (the model's primal).
+/// `NystromRank::Auto` follows the kernel width: on wide and medium RBF kernels (sampled
+/// rank-100 residual at most 0.9) it steers with 100 landmarks; on a narrow one it skips the
+/// steering and the exact SMO starts cold. Every run is certified against the full optimum (SMO
+/// at 1e-7) and the model's primal recomputed from scratch.
 #[test]
 fn nystrom_auto_rank_follows_the_kernel_width() {
     let d = blobs(2500, 6, 11);
     let c = 0.5;
     let mut ranks = Vec::new();
-    for gamma in [0.1, 0.5, 2.0] {
+    for gamma in [0.1, 0.5, 4.0] {
         let kp = KernelParams {
             kind: KernelKind::Rbf,
             gamma: Gamma::Value(gamma),
@@ -340,13 +340,13 @@ fn nystrom_auto_rank_follows_the_kernel_width() {
             assert!(f.residual > AUTO_MAX_RESIDUAL, "{}", f.residual);
         } else {
             assert!(f.steer_iterations >= 1);
-            // The all-row residual of the chosen features is near the sampled one (<= 0.4).
+            // The all-row residual of the chosen features is near the sampled one (<= 0.9).
             assert!(f.residual <= AUTO_MAX_RESIDUAL + 0.05, "{}", f.residual);
         }
         ranks.push(f.rank);
     }
     assert!(ranks[0] >= 1 && ranks[0] <= 100, "wide kernel: {ranks:?}");
-    assert!(ranks[1] > 100, "medium kernel grows the rank: {ranks:?}");
+    assert!(ranks[1] >= 1 && ranks[1] <= 100, "medium kernel: {ranks:?}");
     assert_eq!(ranks[2], 0, "narrow kernel skips the steering: {ranks:?}");
 }
 

@@ -235,26 +235,22 @@ pub enum KernelSteering {
 /// The number of landmarks of [`KernelSteering::Nystrom`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NystromRank {
-    /// The smallest of [`AUTO_RANK_START`], twice it, ... up to [`AUTO_RANK_MAX`] (and at most
-    /// `n`) whose mean relative Nystrom residual `1 - |z_i|^2 / K(x_i, x_i)` on a seeded sample
-    /// of [`RESIDUAL_SAMPLE`] rows is at most [`AUTO_MAX_RESIDUAL`]; when none is (a narrow
-    /// kernel: the features miss most of every row's kernel), no steering: the exact SMO starts
-    /// cold (see the module docs). The default.
+    /// [`AUTO_RANK`] landmarks when their mean relative Nystrom residual
+    /// `1 - |z_i|^2 / K(x_i, x_i)` on a seeded sample of [`RESIDUAL_SAMPLE`] rows is at most
+    /// [`AUTO_MAX_RESIDUAL`]; otherwise (a narrow kernel: the features miss nearly all of every
+    /// row's kernel) no steering: the exact SMO starts cold (see the module docs). The default.
     #[default]
     Auto,
     /// Exactly this many seeded landmarks (at least 1; capped at `n`); always steers.
     Fixed(usize),
 }
 
-/// First rank [`NystromRank::Auto`] tries.
-pub const AUTO_RANK_START: usize = 100;
+/// The rank of [`NystromRank::Auto`] (larger ranks were measured to cost more in the steering
+/// than they save in the exact finish; module docs).
+pub const AUTO_RANK: usize = 100;
 
-/// Largest rank [`NystromRank::Auto`] tries (features `n x 400` f64 and `n 400^2 / 2` flops).
-pub const AUTO_RANK_MAX: usize = 400;
-
-/// Mean relative Nystrom residual above which [`NystromRank::Auto`] grows the rank, and above
-/// which, at [`AUTO_RANK_MAX`], it skips the steering.
-pub const AUTO_MAX_RESIDUAL: f64 = 0.4;
+/// Mean relative Nystrom residual above which [`NystromRank::Auto`] skips the steering.
+pub const AUTO_MAX_RESIDUAL: f64 = 0.9;
 
 /// Rows of the seeded sample on which [`NystromRank::Auto`] measures the residual.
 pub const RESIDUAL_SAMPLE: usize = 1000;
@@ -323,7 +319,7 @@ pub struct ExactFinish {
     /// [`NystromRank::Auto`] skipped the steering.
     pub rank: usize,
     /// Mean relative Nystrom residual `1 - |z_i|^2 / K(x_i, x_i)`: over every row of the
-    /// features when steered, else [`NystromRank::Auto`]'s sample estimate at its largest rank.
+    /// features when steered, else [`NystromRank::Auto`]'s sample estimate (at [`AUTO_RANK`]).
     pub residual: f64,
     /// Steering (linear AID on Nystrom features) iterations.
     pub steer_iterations: usize,
@@ -1750,23 +1746,13 @@ fn fit_nystrom(
         polls += 1;
         stop_requested_stage(obs, polls, n)
     };
-    // The rank: fixed, or the smallest candidate whose sampled residual is small enough
-    // (`None`: no candidate is, no steering).
+    // The rank: fixed, or `AUTO_RANK` when its sampled residual is small enough (`None`: it is
+    // not, no steering).
     let (rank, probe_residual) = match rank {
         NystromRank::Fixed(r) => (Some(r), f64::NAN),
         NystromRank::Auto => {
-            let top = AUTO_RANK_MAX.min(n);
-            let mut ranks = vec![AUTO_RANK_START.min(top)];
-            while let Some(&r) = ranks.last().filter(|&&r| r < top) {
-                ranks.push((2 * r).min(top));
-            }
-            let res = nystrom_residuals(&ks, n, &ranks, params.seed);
-            let pick = ranks
-                .iter()
-                .zip(&res)
-                .find(|&(_, &q)| q <= AUTO_MAX_RESIDUAL)
-                .map(|(&r, _)| r);
-            (pick, res.last().copied().unwrap_or(f64::NAN))
+            let q = nystrom_residuals(&ks, n, &[AUTO_RANK.min(n)], params.seed)[0];
+            ((q <= AUTO_MAX_RESIDUAL).then_some(AUTO_RANK), q)
         }
     };
     let mut alpha = vec![0.0; n];
