@@ -1619,6 +1619,13 @@ fn nystrom_features(
 /// The first `r` landmarks of the seeded landmark draw (a partial Fisher-Yates shuffle, so the
 /// first `r` of a longer draw are these: the candidate ranks of [`NystromRank::Auto`] nest).
 fn landmark_order(n: usize, r: usize, seed: u64) -> Vec<usize> {
+    let mut ids = landmark_draw(n, r, seed);
+    ids.truncate(r.min(n));
+    ids
+}
+
+/// Every row index, the first `min(r, n)` being [`landmark_order`]'s landmarks.
+fn landmark_draw(n: usize, r: usize, seed: u64) -> Vec<usize> {
     let r = r.min(n);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6e79_7374_726f_6d00);
     let mut ids: Vec<usize> = (0..n).collect();
@@ -1626,7 +1633,6 @@ fn landmark_order(n: usize, r: usize, seed: u64) -> Vec<usize> {
         let j = rng.gen_range(i..n);
         ids.swap(i, j);
     }
-    ids.truncate(r);
     ids
 }
 
@@ -1661,15 +1667,17 @@ fn landmark_factor(kll: &[f64], r: usize) -> (Vec<f64>, Vec<usize>) {
 }
 
 /// Mean relative Nystrom residual `1 - |z_i|^2 / K_ii` on a seeded sample of
-/// [`RESIDUAL_SAMPLE`] rows for the first `ranks[c]` landmarks of [`landmark_order`]
+/// [`RESIDUAL_SAMPLE`] rows outside the landmarks (0 when there are none) for the first
+/// `ranks[c]` landmarks of [`landmark_order`]
 /// (ascending `ranks`): one factor of the largest landmark set, whose leading blocks are the
 /// smaller ones' (`max r^2 + sample * max r` kernel values, `sample * max r^2 / 2` flops).
 fn nystrom_residuals(ks: &KernelSums<'_>, n: usize, ranks: &[usize], seed: u64) -> Vec<f64> {
     let Some(&rmax) = ranks.last() else {
         return Vec::new();
     };
-    let land = landmark_order(n, rmax, seed);
-    let r = land.len();
+    let mut ids = landmark_draw(n, rmax, seed);
+    let r = rmax.min(n);
+    let (land, rest) = ids.split_at_mut(r);
     let mut kll = vec![0.0; r * r];
     for a in 0..r {
         for b in 0..=a {
@@ -1679,14 +1687,18 @@ fn nystrom_residuals(ks: &KernelSums<'_>, n: usize, ranks: &[usize], seed: u64) 
         }
     }
     let (lf, kept) = landmark_factor(&kll, r);
-    let s = RESIDUAL_SAMPLE.min(n);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x7265_7369_6475_616c);
-    let mut ids: Vec<usize> = (0..n).collect();
-    for i in 0..s {
-        let j = rng.gen_range(i..n);
-        ids.swap(i, j);
+    // The sample: seeded rows outside the landmarks (whose residual is zero by construction).
+    let s = RESIDUAL_SAMPLE.min(rest.len());
+    if s == 0 {
+        return vec![0.0; ranks.len()];
     }
-    let sums: Vec<Vec<f64>> = ids[..s]
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x7265_7369_6475_616c);
+    for i in 0..s {
+        let j = rng.gen_range(i..rest.len());
+        rest.swap(i, j);
+    }
+    let land: &[usize] = land;
+    let sums: Vec<Vec<f64>> = rest[..s]
         .par_iter()
         .map(|&i| {
             let kii = ks.pair(i, i);
@@ -1719,7 +1731,7 @@ fn nystrom_residuals(ks: &KernelSums<'_>, n: usize, ranks: &[usize], seed: u64) 
         })
         .collect();
     (0..ranks.len())
-        .map(|c| sums.iter().map(|v| v[c]).sum::<f64>() / s.max(1) as f64)
+        .map(|c| sums.iter().map(|v| v[c]).sum::<f64>() / s as f64)
         .collect()
 }
 
@@ -2069,11 +2081,11 @@ mod tests {
         assert!(landmarks >= 40, "{landmarks}");
     }
 
-    /// The sampled residual curve of `NystromRank::Auto`: when the sample is every row
-    /// (`n <= RESIDUAL_SAMPLE`) each candidate's value equals the all-row residual of the
-    /// features built with that many landmarks (the same landmark set, factored in another
-    /// order), and from the definition `1 - k_L' K_LL^{-1} k_L` by a direct solve on a few
-    /// rows; the curve falls with the rank and rises with gamma.
+    /// The sampled residual of `NystromRank::Auto`: when the sample is every non-landmark row
+    /// (`n - r <= RESIDUAL_SAMPLE`) it equals `n / (n - r)` times the all-row residual of the
+    /// features built with those `r` landmarks (the same landmark set, factored in another
+    /// order; landmarks have residual 0), and the definition `1 - k_L' K_LL^{-1} k_L` by a
+    /// direct solve; the curve falls with the rank and rises with gamma.
     #[test]
     fn sampled_residuals_match_the_features_and_the_definition() {
         let n = 700;
@@ -2082,19 +2094,28 @@ mod tests {
         for gamma in [0.3, 3.0] {
             let ks = KernelSums::new(&x, KernelSpec::Rbf { gamma });
             let ranks = [10, 20, 40];
-            let res = nystrom_residuals(&ks, n, &ranks, 9);
+            let res: Vec<f64> = ranks
+                .iter()
+                .map(|&r| nystrom_residuals(&ks, n, &[r], 9)[0])
+                .collect();
             for (&r, &q) in ranks.iter().zip(&res) {
                 let (_, rk, all) = nystrom_features(&ks, n, r, 9, &mut || false)
                     .unwrap()
                     .unwrap();
                 assert_eq!(rk, r);
+                let all = all * n as f64 / (n - r) as f64;
                 assert!((q - all).abs() <= 1e-9, "rank {r}: {q} vs {all}");
             }
+            // One call for all ranks: each prefix's leading block, on the sample outside the
+            // largest landmark set (the features' rows minus those 40).
+            let joint = nystrom_residuals(&ks, n, &ranks, 9);
+            assert!((joint[2] - res[2]).abs() <= 1e-12);
+            assert!(joint[0] > joint[1] && joint[1] > joint[2], "{joint:?}");
             assert!(res[0] > res[1] && res[1] > res[2], "{res:?}");
             // Definition at rank 10: dense solve K_LL c = k_L by Gaussian elimination.
             let land = landmark_order(n, 10, 9);
             let mut direct = 0.0;
-            for i in 0..n {
+            for i in (0..n).filter(|i| !land.contains(i)) {
                 let mut a: Vec<Vec<f64>> = land
                     .iter()
                     .map(|&p| {
@@ -2122,7 +2143,7 @@ mod tests {
                     .sum();
                 direct += (1.0 - quad).max(0.0);
             }
-            direct /= n as f64;
+            direct /= (n - 10) as f64;
             assert!((direct - res[0]).abs() <= 1e-8, "{direct} vs {}", res[0]);
             last.push(res[2]);
         }
