@@ -326,7 +326,10 @@ fn nystrom_auto_rank_follows_the_kernel_width() {
         let e = run.best_objective;
         assert!(run.lower_bound <= full * (1.0 + 1e-7));
         assert!((e - run.lower_bound) / e <= 1e-4);
-        assert!((e - full) / full <= 1e-4, "gamma {gamma}: AID {e} vs full {full}");
+        assert!(
+            (e - full) / full <= 1e-4,
+            "gamma {gamma}: AID {e} vs full {full}"
+        );
         let AidSvmModel::Kernel(model) = &fit.model else {
             panic!("kernel model expected")
         };

@@ -117,23 +117,28 @@
 //! same bits) and fits the steering's initial sample by SMO (`SampleFit::Smo`): 0.19-0.21x
 //! LIBSVM's CPU at 30,000 x 10 (C = 0.1, gamma = 0.1; 0.21x at C = 1), 0.19x at 60,000.
 //!
-//! **The rank follows the kernel width** ([`NystromRank::Auto`], the default; CLI
+//! **Narrow kernels: the residual guard** ([`NystromRank::Auto`], the default; CLI
 //! `--rank auto`). The features capture the fraction `|z_i|^2 / K(x_i, x_i)` of each row's
-//! kernel; the rest, the relative residual, is what the steering cannot see. On a seeded
-//! sample of [`RESIDUAL_SAMPLE`] rows, one pivot-dropping factor of the [`AUTO_RANK_MAX`] first
-//! landmarks of the seeded draw gives the mean residual of every candidate rank 100, 200, 400
-//! at once (the draw's prefixes nest, and a prefix's factor is the leading block:
-//! `400^2 + 1000 * 400` kernel values, `1000 * 400^2 / 2` flops). The smallest candidate whose
-//! residual is at most [`AUTO_MAX_RESIDUAL`] steers; when none is, the kernel is too narrow for
-//! a cheap linear proxy and there is **no steering**: the exact SMO starts cold (alpha = 0, no
-//! start-gradient pass), which is our full SMO with the same certificate loop. Why: at
-//! gamma = 0.5 (30,000 x 10) rank 100 leaves 95% of every row's kernel unexplained (rank 1,600
-//! still 67%); the steered start then put thousands of duals at the bound that the exact
-//! problem frees again, and the finish took 15,656 SMO iterations where a cold start takes
-//! 9,343 (0.41x LIBSVM's CPU, slower than our cold SMO). At gamma = 0.1 rank 100 leaves 26%
-//! and the steering pays (the rank stays 100). A [`NystromRank::Fixed`] rank always steers
-//! (the session-4 behaviour). The model is the exact optimum either way: the guard only picks
-//! the start; the certificate is the finish's duality gap as above.
+//! kernel; the rest, the relative residual, is what the steering cannot see. Before any
+//! feature is built, the [`AUTO_RANK`] = 100 landmarks of the seeded draw are factored and the
+//! mean relative residual is measured on a seeded sample of [`RESIDUAL_SAMPLE`] = 1,000 other
+//! rows (`100^2 + 1000 * 100` kernel values, 0.03-0.07 s measured). At most
+//! [`AUTO_MAX_RESIDUAL`] = 0.9: steer with those 100 landmarks as above. Above: **no
+//! steering**, the exact SMO starts cold (alpha = 0, no start-gradient pass): our full SMO plus
+//! the certificate loop, one record. Measured at 30,000 x 10, C = 0.1 (session 8, CPU s, rank
+//! 100 steered vs cold full SMO): gamma 0.1, residual 0.27: 1.7 vs 2.7; gamma 0.2, 0.64: 2.1 vs
+//! 2.7; gamma 0.3, 0.84: 2.7 vs 3.1; gamma 0.4, 0.92: 4.2 vs 4.1 (break-even); gamma 0.5, 0.96:
+//! 7.9 vs 5.0 (the steered start put thousands of duals at the bound that the exact problem
+//! frees again: 15,656 finishing SMO iterations where a cold start takes 9,343). So the guard
+//! now runs gamma 0.5 cold: 5.2 CPU s, 0.24-0.30x LIBSVM's CPU (0.46x before), about our full
+//! SMO's time (+4% median, +8% at C = 1; not profiled); gamma 0.1 is unchanged (0.19-0.21x).
+//! Growing the rank does not pay at this size and was dropped: the residual falls slowly on a
+//! narrow kernel (gamma 0.5: 0.95 at rank 100, 0.87 at 400, 0.67 at 1,600), and the linear
+//! steering on more features costs more than the finish saves (gamma 0.2: rank 200 2.3 s,
+//! rank 400 3.5 s against 2.1 s at rank 100; gamma 0.5, rank 400: 6.2 s against 5.0 s cold).
+//! A [`NystromRank::Fixed`] rank always steers (the earlier behaviour, bit-identical runs).
+//! The guard only picks the start: the model is the exact optimum either way, certified by
+//! the finish's duality gap as above.
 //!
 //! Citation: Park & Klabjan (2016), §3.2, Props 3-4, Appendix B.
 
@@ -1726,7 +1731,13 @@ fn nystrom_residuals(ks: &KernelSums<'_>, n: usize, ranks: &[usize], seed: u64) 
                 *o = acc;
             }
             out.iter()
-                .map(|&q| if kii > 0.0 { (1.0 - q / kii).max(0.0) } else { 0.0 })
+                .map(|&q| {
+                    if kii > 0.0 {
+                        (1.0 - q / kii).max(0.0)
+                    } else {
+                        0.0
+                    }
+                })
                 .collect()
         })
         .collect();
