@@ -2140,11 +2140,12 @@ mod tests {
                         .max_by(|&u, &v| a[u][c].abs().total_cmp(&a[v][c].abs()))
                         .unwrap();
                     a.swap(c, piv);
-                    for r2 in 0..10 {
+                    let prow = a[c].clone();
+                    for (r2, row) in a.iter_mut().enumerate() {
                         if r2 != c {
-                            let f = a[r2][c] / a[c][c];
-                            for k in c..=10 {
-                                a[r2][k] -= f * a[c][k];
+                            let f = row[c] / prow[c];
+                            for (v, &pv) in row[c..].iter_mut().zip(&prow[c..]) {
+                                *v -= f * pv;
                             }
                         }
                     }
