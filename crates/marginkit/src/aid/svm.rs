@@ -131,7 +131,8 @@
 //! 7.9 vs 5.0 (the steered start put thousands of duals at the bound that the exact problem
 //! frees again: 15,656 finishing SMO iterations where a cold start takes 9,343). So the guard
 //! now runs gamma 0.5 cold: 5.2 CPU s, 0.24-0.30x LIBSVM's CPU (0.46x before), about our full
-//! SMO's time (+4% median, +8% at C = 1; not profiled); gamma 0.1 is unchanged (0.19-0.21x).
+//! SMO's time (same iterations; bench rounds +4% median, +8% at C = 1, standalone pairs equal
+//! within noise: 4.65 vs 4.95 and 5.03 vs 5.01 CPU s); gamma 0.1 is unchanged (0.19-0.21x).
 //! Growing the rank does not pay at this size and was dropped: the residual falls slowly on a
 //! narrow kernel (gamma 0.5: 0.95 at rank 100, 0.87 at 400, 0.67 at 1,600), and the linear
 //! steering on more features costs more than the finish saves (gamma 0.2: rank 200 2.3 s,
