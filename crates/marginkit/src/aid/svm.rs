@@ -228,7 +228,9 @@ pub enum KernelSteering {
     /// (the kernel `K_nL K_LL^+ K_Ln`) steers the clusters, then an exact SMO on the full
     /// kernel problem starts from the disaggregated duals `a_i = a_k / |C_k|` and stops when
     /// its duality gap, computed from its final gradient by [`crate::solver::kkt`], is within
-    /// the gap tolerance. Only the final record of the run refers to the exact problem.
+    /// the gap tolerance. Only the final record of the run refers to the exact problem. With
+    /// [`NystromRank::Auto`] a kernel too narrow for the features (sampled residual above
+    /// [`AUTO_MAX_RESIDUAL`]) is not steered: the exact SMO starts cold (one record).
     Nystrom {
         /// Number of landmarks: a fixed count, or chosen from the kernel's Nystrom residual
         /// ([`NystromRank::Auto`], which also skips a steering that cannot pay).
