@@ -3,9 +3,11 @@
 
     python3 bench/aid_kernel_bench.py --sizes 30000x10 --c 1 --gamma 0.1
     python3 bench/aid_kernel_bench.py --sizes 30000x10 --c 0.1 --gamma 0.1 --rank 100 --full
+    python3 bench/aid_kernel_bench.py --sizes 30000x10 --c 0.1 --gamma 0.5 --rank auto --full --cache /tmp/c
 
 --rank R runs the Nystrom-steered kernel AID (`KernelSteering::Nystrom`, R landmarks: linear AID on
-Nystrom features, then an exact warm-started SMO on the full problem certified by its duality gap);
+Nystrom features, then an exact warm-started SMO on the full problem certified by its duality gap; `--rank auto`:
+`NystromRank::Auto`, rank 100 unless its sampled Nystrom residual exceeds 0.9, then a cold exact SMO);
 without it the paper's averaged-Gram kernel AID (Appendix B). --full also times our own full SMO
 (`svm-full`, `marginkit train -t 2` semantics, eps 1e-3) on the same problem.
 
@@ -31,6 +33,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import aid_bench  # noqa: E402
 from aid_bench import cached, example_binary  # noqa: E402
 
 
@@ -76,9 +79,17 @@ def main():
     ap.add_argument("--gamma", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-libsvm", action="store_true")
-    ap.add_argument("--rank", type=int, default=0, help="Nystrom rank (0: the averaged Gram of Appendix B)")
+    ap.add_argument("--rank", default="0",
+                    help="Nystrom rank, or auto (NystromRank::Auto: rank 100 when its sampled residual is <= 0.9, "
+                         "else a cold exact SMO); 0: the averaged Gram of Appendix B")
+    ap.add_argument("--cache", default=None, help="data cache directory (default: bench/aid_bench.py's)")
     ap.add_argument("--full", action="store_true", help="also time our full SMO")
     args = ap.parse_args()
+    if args.cache:
+        aid_bench.CACHE = args.cache
+    if args.rank != "auto" and int(args.rank) < 0:
+        ap.error("--rank: auto or a non-negative number")
+    rank = None if args.rank in ("0", "") else args.rank
     print("| n | m | C | gamma | steering | AID CPU s | AID RSS MB | r^0 | r^T | T | AID E_best | AID lower bound | AID gap | "
           "LIBSVM CPU s | LIBSVM #iter | LIBSVM nSV | LIBSVM dual | AID / LIBSVM | (E_best - LIBSVM dual)/dual | "
           "our full SMO CPU s | load |")
@@ -87,7 +98,7 @@ def main():
         n, m = map(int, size.lower().split("x"))
         xf, yf = cached("svm", n, m, args.seed)
         load0 = os.getloadavg()[0]
-        a = ours(xf, yf, args.c, args.gamma, args.rank or None)
+        a = ours(xf, yf, args.c, args.gamma, rank)
         print(json.dumps(a), file=sys.stderr, flush=True)
         full = ours(xf, yf, args.c, args.gamma, method="svm-full") if args.full else None
         print(json.dumps(full), file=sys.stderr, flush=True)
@@ -97,7 +108,14 @@ def main():
         gap = (a["objective"] - a["lower_bound"]) / a["objective"]
         ratio = "n/a" if lv is None else f"{a['cpu'] / lv['cpu']:.2f}"
         dev = "n/a" if lv is None or lv["dual"] is None else f"{(a['objective'] - lv['dual']) / abs(lv['dual']):.1e}"
-        steer = f"Nystrom {args.rank}" if args.rank else "averaged Gram"
+        fin = a.get("finish") or {}
+        if rank is None:
+            steer = "averaged Gram"
+        elif fin.get("rank") == 0:
+            steer = f"Nystrom {rank}: cold (residual {fin['residual']:.2f}), {fin['smo_iterations']} SMO it."
+        else:
+            res = f", residual {fin['residual']:.2f}" if "residual" in fin else ""
+            steer = f"Nystrom {rank} (rank {fin.get('rank')}{res}), {fin.get('smo_iterations')} SMO it."
         print(f"| {n:,} | {m} | {args.c:g} | {args.gamma:g} | {steer} | {a['cpu']:.2f} | {a['rss_mb']:.0f} | {100*a['r0']:.2f}% | "
               f"{100*a['rT']:.2f}% | {a['iterations']} | {a['objective']:.6f} | {a['lower_bound']:.6f} | {gap:.1e} | "
               f"{'n/a' if lv is None else format(lv['cpu'], '.2f')} | {'n/a' if lv is None else lv['iter']} | "

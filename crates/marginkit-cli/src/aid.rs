@@ -10,7 +10,9 @@ use marginkit::aid::lad::{fit_aid_lad_resumable, fit_lad, AidLadParams, LadModel
 use marginkit::aid::s3vm::{
     fit_aid_s3vm_resumable, full_instance, solve_bnb, AidS3vmParams, BnbLimits,
 };
-use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmModel, AidSvmParams, KernelSteering};
+use marginkit::aid::svm::{
+    fit_aid_svm_resumable, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
+};
 use marginkit::aid::{AidCheckpoint, AidSettings, IterRecord, StopReason};
 use marginkit::data::write_atomically;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
@@ -146,9 +148,11 @@ pub struct AidSvmArgs {
     /// a deviation from the paper's Appendix B).
     #[arg(long, default_value = "averaged")]
     pub steer: String,
-    /// Landmarks of --steer nystrom.
-    #[arg(long, default_value_t = 100)]
-    pub rank: usize,
+    /// Landmarks of --steer nystrom: `auto` (100 landmarks when their mean relative Nystrom
+    /// residual on a seeded 1,000-row sample is at most 0.9; otherwise, a kernel too narrow to
+    /// steer, no steering: the exact SMO starts cold) or a fixed count (always steers).
+    #[arg(long, default_value = "auto")]
+    pub rank: String,
     /// Relative gap at which the Nystrom steering stops (the exact finish uses --gap-tol).
     #[arg(long, default_value_t = 1e-3)]
     pub steer_gap: f64,
@@ -653,7 +657,14 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
         kernel_steering: match a.steer.as_str() {
             "averaged" => KernelSteering::AveragedGram,
             "nystrom" => KernelSteering::Nystrom {
-                rank: a.rank,
+                rank: match a.rank.as_str() {
+                    "auto" => NystromRank::Auto,
+                    r => NystromRank::Fixed(r.parse().map_err(|_| {
+                        CliError(format!(
+                            "--rank {r}: expected auto or a positive number of landmarks"
+                        ))
+                    })?),
+                },
                 steer_gap: a.steer_gap,
             },
             e => {
@@ -690,8 +701,34 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
         "lower_bound": finite(fit.run.lower_bound),
         "status": status_of(fit.run.stop).as_str(),
     });
+    if let (Some(f), Value::Object(o)) = (&fit.finish, &mut out) {
+        o.insert(
+            "nystrom".into(),
+            json!({
+                "rank": f.rank,
+                "residual": finite(f.residual),
+                "steer_iterations": f.steer_iterations,
+                "steer_seconds": f.steer_seconds,
+                "smo_iterations": f.smo_iterations,
+                "finish_seconds": f.finish_seconds,
+            }),
+        );
+    }
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
+        if let Some(f) = &fit.finish {
+            if f.rank == 0 {
+                println!(
+                    "nystrom: no steering (sampled residual {:.3} at rank 100): cold exact SMO, {} iterations",
+                    f.residual, f.smo_iterations
+                );
+            } else {
+                println!(
+                    "nystrom: rank {} (residual {:.3}), {} steering iterations, exact SMO {} iterations",
+                    f.rank, f.residual, f.steer_iterations, f.smo_iterations
+                );
+            }
+        }
         println!("stop: {}", fit.run.stop.as_str());
     }
     finish(

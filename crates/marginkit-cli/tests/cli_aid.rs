@@ -127,6 +127,54 @@ fn aid_svm_nystrom_steering_is_certified_and_predicts() {
         "--steer bogus",
     );
     assert!(!dir.path().join("x.model").exists());
+    fails_with(
+        &run(
+            &[
+                &args[..],
+                &["x.model", "--steer", "nystrom", "--rank", "many"],
+            ]
+            .concat(),
+            dir.path(),
+        ),
+        "--rank many",
+    );
+    assert!(!dir.path().join("x.model").exists());
+}
+
+/// `--rank auto` (the default of --steer nystrom): a wide kernel steers with at most 100
+/// landmarks, a narrow one (sampled Nystrom residual above 0.9) skips the steering (rank 0, one
+/// record: the cold exact SMO); both reach the averaged-Gram run's certified objective.
+#[test]
+fn aid_svm_nystrom_auto_rank_follows_the_kernel_width() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = lib_data("heart_scale");
+    let tr = train.to_str().unwrap();
+    for (gamma, steered) in [("0.02", true), ("20", false)] {
+        let args = ["aid", "svm", "-t", "2", "-g", gamma, "-c", "0.5", tr];
+        let averaged = json(&run(
+            &[&args[..], &["avg.model", "--json"]].concat(),
+            dir.path(),
+        ));
+        let out = json(&run(
+            &[&args[..], &["auto.model", "--json", "--steer", "nystrom"]].concat(),
+            dir.path(),
+        ));
+        let rank = out["nystrom"]["rank"].as_u64().unwrap();
+        let records = out["iterations"].as_array().unwrap().len();
+        if steered {
+            assert!((1..=100).contains(&rank), "gamma {gamma}: rank {rank}");
+            assert!(records >= 2);
+        } else {
+            assert_eq!(rank, 0, "gamma {gamma}");
+            assert_eq!(records, 1);
+            assert!(out["nystrom"]["residual"].as_f64().unwrap() > 0.9);
+        }
+        let (a, b) = (
+            averaged["objective"].as_f64().unwrap(),
+            out["objective"].as_f64().unwrap(),
+        );
+        assert!((a - b).abs() <= 2e-4 * a, "gamma {gamma}: {a} vs {b}");
+    }
 }
 
 #[test]

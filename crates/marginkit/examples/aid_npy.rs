@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release -p marginkit --example aid_npy -- lad-full X.npy y.npy
 //! cargo run --release -p marginkit --example aid_npy -- lad-aid   X.npy y.npy
-//! cargo run --release -p marginkit --example aid_npy -- svm-aid   X.npy y.npy C [gamma]
+//! cargo run --release -p marginkit --example aid_npy -- svm-aid   X.npy y.npy C [gamma [rank|auto]]
 //! cargo run --release -p marginkit --example aid_npy -- svm-full  X.npy y.npy C [gamma]
 //! ```
 //! `svm-*` with a gamma uses the RBF kernel, else the linear kernel (`train -t 0` semantics).
@@ -16,7 +16,7 @@
 use std::time::Instant;
 
 use marginkit::aid::lad::{fit_aid_lad, fit_lad, AidLadParams};
-use marginkit::aid::svm::{fit_aid_svm, AidSvmParams, KernelSteering};
+use marginkit::aid::svm::{fit_aid_svm, AidSvmParams, KernelSteering, NystromRank};
 use marginkit::solver::NoObserver;
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::svm::{train::fit, SvmParams};
@@ -168,10 +168,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         }
         "svm-aid" => {
-            // An optional 7th argument: the Nystrom rank of the steered kernel AID.
-            let kernel_steering = match args.get(6) {
+            // An optional 7th argument: the Nystrom rank of the steered kernel AID (`auto`:
+            // `NystromRank::Auto`).
+            let kernel_steering = match args.get(6).map(String::as_str) {
+                Some("auto") => KernelSteering::Nystrom {
+                    rank: NystromRank::Auto,
+                    steer_gap: 1e-3,
+                },
                 Some(r) => KernelSteering::Nystrom {
-                    rank: r.parse()?,
+                    rank: NystromRank::Fixed(r.parse()?),
                     steer_gap: 1e-3,
                 },
                 None => KernelSteering::AveragedGram,
@@ -204,8 +209,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 fit.run.best.w,
                 fit.run.best.b,
                 fit.finish.map_or("null".to_string(), |f| format!(
-                    "{{\"rank\":{},\"steer_iterations\":{},\"steer_seconds\":{},\"smo_iterations\":{},\"finish_seconds\":{},\"smo_tol\":{}}}",
-                    f.rank, f.steer_iterations, f.steer_seconds, f.smo_iterations, f.finish_seconds, f.smo_tol
+                    "{{\"rank\":{},\"residual\":{},\"steer_iterations\":{},\"steer_seconds\":{},\"smo_iterations\":{},\"finish_seconds\":{},\"smo_tol\":{}}}",
+                    f.rank, f.residual, f.steer_iterations, f.steer_seconds, f.smo_iterations, f.finish_seconds, f.smo_tol
                 ))
             )
         }

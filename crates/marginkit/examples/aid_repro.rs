@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use marginkit::aid::lad::{fit_aid_lad, fit_lad, AidLadParams};
 use marginkit::aid::s3vm::{fit_aid_s3vm, AidS3vmParams};
-use marginkit::aid::svm::{fit_aid_svm, AidSvmModel, AidSvmParams, KernelSteering};
+use marginkit::aid::svm::{fit_aid_svm, AidSvmModel, AidSvmParams, KernelSteering, NystromRank};
 use marginkit::aid::IterRecord;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
@@ -292,7 +292,7 @@ fn main() {
                 kernel: gamma.map(|g| KernelSpec::Rbf { gamma: g }),
                 kernel_steering: match rank {
                     Some(rank) => KernelSteering::Nystrom {
-                        rank,
+                        rank: NystromRank::Fixed(rank),
                         steer_gap: 1e-3,
                     },
                     None => KernelSteering::AveragedGram,

@@ -508,7 +508,7 @@ fn nystrom_stops_inside_its_kernel_stages() {
         c: 1.0,
         kernel: Some(KernelSpec::Rbf { gamma: 0.05 }),
         kernel_steering: marginkit::aid::svm::KernelSteering::Nystrom {
-            rank: 30,
+            rank: marginkit::aid::svm::NystromRank::Fixed(30),
             steer_gap: 1e-3,
         },
         ..AidSvmParams::default()

@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use marginkit::aid::svm::{
-    fit_aid_svm, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering,
+    fit_aid_svm, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
+    AUTO_MAX_RESIDUAL,
 };
 use marginkit::aid::StopReason;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
@@ -246,7 +247,7 @@ fn rbf_nystrom_steered_is_certified_against_full_problem() {
             c,
             kernel: Some(KernelSpec::Rbf { gamma }),
             kernel_steering: KernelSteering::Nystrom {
-                rank,
+                rank: NystromRank::Fixed(rank),
                 steer_gap: 1e-3,
             },
             ..AidSvmParams::default()
@@ -286,12 +287,70 @@ fn rbf_nystrom_steered_is_certified_against_full_problem() {
     let bad = AidSvmParams {
         kernel: Some(KernelSpec::Rbf { gamma: 0.1 }),
         kernel_steering: KernelSteering::Nystrom {
-            rank: 0,
+            rank: NystromRank::Fixed(0),
             steer_gap: 1e-3,
         },
         ..AidSvmParams::default()
     };
     assert!(fit_aid_svm(&heart(), &bad, &mut |_| {}).is_err());
+}
+
+/// `NystromRank::Auto` follows the kernel width: on wide and medium RBF kernels (sampled
+/// rank-100 residual at most 0.9) it steers with 100 landmarks; on a narrow one it skips the
+/// steering and the exact SMO starts cold. Every run is certified against the full optimum (SMO
+/// at 1e-7) and the model's primal recomputed from scratch.
+#[test]
+fn nystrom_auto_rank_follows_the_kernel_width() {
+    let d = blobs(2500, 6, 11);
+    let c = 0.5;
+    let mut ranks = Vec::new();
+    for gamma in [0.1, 0.5, 4.0] {
+        let kp = KernelParams {
+            kind: KernelKind::Rbf,
+            gamma: Gamma::Value(gamma),
+            ..KernelParams::default()
+        };
+        let full = full_primal(&d, kp, c);
+        let params = AidSvmParams {
+            c,
+            kernel: Some(KernelSpec::Rbf { gamma }),
+            kernel_steering: KernelSteering::Nystrom {
+                rank: NystromRank::Auto,
+                steer_gap: 1e-3,
+            },
+            ..AidSvmParams::default()
+        };
+        let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
+        let run = &fit.run;
+        assert!(matches!(run.stop, StopReason::Optimal | StopReason::Gap));
+        let e = run.best_objective;
+        assert!(run.lower_bound <= full * (1.0 + 1e-7));
+        assert!((e - run.lower_bound) / e <= 1e-4);
+        assert!(
+            (e - full) / full <= 1e-4,
+            "gamma {gamma}: AID {e} vs full {full}"
+        );
+        let AidSvmModel::Kernel(model) = &fit.model else {
+            panic!("kernel model expected")
+        };
+        let e_model = model_primal(&d, model, c);
+        assert!((e_model - e).abs() <= 1e-6 * e, "model {e_model} vs E {e}");
+        let f = fit.finish.unwrap();
+        assert_eq!(f.steer_iterations + 1, run.iterations.len());
+        if f.rank == 0 {
+            // No steering: one record, the cold exact finish.
+            assert_eq!(run.iterations.len(), 1);
+            assert!(f.residual > AUTO_MAX_RESIDUAL, "{}", f.residual);
+        } else {
+            assert!(f.steer_iterations >= 1);
+            // The all-row residual of the chosen features is near the sampled one (<= 0.9).
+            assert!(f.residual <= AUTO_MAX_RESIDUAL + 0.05, "{}", f.residual);
+        }
+        ranks.push(f.rank);
+    }
+    assert!(ranks[0] >= 1 && ranks[0] <= 100, "wide kernel: {ranks:?}");
+    assert!(ranks[1] >= 1 && ranks[1] <= 100, "medium kernel: {ranks:?}");
+    assert_eq!(ranks[2], 0, "narrow kernel skips the steering: {ranks:?}");
 }
 
 #[test]

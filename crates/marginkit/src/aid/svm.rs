@@ -115,8 +115,31 @@
 //! about what SMO itself spends there); 0.54x our SMO and 0.15-0.16x LIBSVM at 100,000-150,000.
 //! Session 7 made that pass cheaper (tiled panel sums, [`crate::kernel::qmatrix`]'s layout, the
 //! same bits) and fits the steering's initial sample by SMO (`SampleFit::Smo`): 0.19-0.21x
-//! LIBSVM's CPU at 30,000 x 10 (C = 0.1, gamma = 0.1; 0.21x at C = 1), 0.19x at 60,000; at
-//! gamma = 0.5 rank 100 steers poorly (0.41x LIBSVM, slower than our cold SMO).
+//! LIBSVM's CPU at 30,000 x 10 (C = 0.1, gamma = 0.1; 0.21x at C = 1), 0.19x at 60,000.
+//!
+//! **Narrow kernels: the residual guard** ([`NystromRank::Auto`], the default; CLI
+//! `--rank auto`). The features capture the fraction `|z_i|^2 / K(x_i, x_i)` of each row's
+//! kernel; the rest, the relative residual, is what the steering cannot see. Before any
+//! feature is built, the [`AUTO_RANK`] = 100 landmarks of the seeded draw are factored and the
+//! mean relative residual is measured on a seeded sample of [`RESIDUAL_SAMPLE`] = 1,000 other
+//! rows (`100^2 + 1000 * 100` kernel values, 0.03-0.07 s measured). At most
+//! [`AUTO_MAX_RESIDUAL`] = 0.9: steer with those 100 landmarks as above. Above: **no
+//! steering**, the exact SMO starts cold (alpha = 0, no start-gradient pass): our full SMO plus
+//! the certificate loop, one record. Measured at 30,000 x 10, C = 0.1 (session 8, CPU s, rank
+//! 100 steered vs cold full SMO): gamma 0.1, residual 0.27: 1.7 vs 2.7; gamma 0.2, 0.64: 2.1 vs
+//! 2.7; gamma 0.3, 0.84: 2.7 vs 3.1; gamma 0.4, 0.92: 4.2 vs 4.1 (break-even); gamma 0.5, 0.96:
+//! 7.9 vs 5.0 (the steered start put thousands of duals at the bound that the exact problem
+//! frees again: 15,656 finishing SMO iterations where a cold start takes 9,343). So the guard
+//! now runs gamma 0.5 cold: 5.2 CPU s, 0.24-0.30x LIBSVM's CPU (0.46x before), about our full
+//! SMO's time (same iterations; bench rounds +4% median, +8% at C = 1, standalone pairs equal
+//! within noise: 4.65 vs 4.95 and 5.03 vs 5.01 CPU s); gamma 0.1 is unchanged (0.19-0.21x).
+//! Growing the rank does not pay at this size and was dropped: the residual falls slowly on a
+//! narrow kernel (gamma 0.5: 0.95 at rank 100, 0.87 at 400, 0.67 at 1,600), and the linear
+//! steering on more features costs more than the finish saves (gamma 0.2: rank 200 2.3 s,
+//! rank 400 3.5 s against 2.1 s at rank 100; gamma 0.5, rank 400: 6.2 s against 5.0 s cold).
+//! A [`NystromRank::Fixed`] rank always steers (the earlier behaviour, bit-identical runs).
+//! The guard only picks the start: the model is the exact optimum either way, certified by
+//! the finish's duality gap as above.
 //!
 //! Citation: Park & Klabjan (2016), §3.2, Props 3-4, Appendix B.
 
@@ -205,14 +228,40 @@ pub enum KernelSteering {
     /// (the kernel `K_nL K_LL^+ K_Ln`) steers the clusters, then an exact SMO on the full
     /// kernel problem starts from the disaggregated duals `a_i = a_k / |C_k|` and stops when
     /// its duality gap, computed from its final gradient by [`crate::solver::kkt`], is within
-    /// the gap tolerance. Only the final record of the run refers to the exact problem.
+    /// the gap tolerance. Only the final record of the run refers to the exact problem. With
+    /// [`NystromRank::Auto`] a kernel too narrow for the features (sampled residual above
+    /// [`AUTO_MAX_RESIDUAL`]) is not steered: the exact SMO starts cold (one record).
     Nystrom {
-        /// Number of landmarks (at least 1; capped at `n`).
-        rank: usize,
+        /// Number of landmarks: a fixed count, or chosen from the kernel's Nystrom residual
+        /// ([`NystromRank::Auto`], which also skips a steering that cannot pay).
+        rank: NystromRank,
         /// Relative gap at which the steering (Nystrom) AID stops.
         steer_gap: f64,
     },
 }
+
+/// The number of landmarks of [`KernelSteering::Nystrom`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NystromRank {
+    /// [`AUTO_RANK`] landmarks when their mean relative Nystrom residual
+    /// `1 - |z_i|^2 / K(x_i, x_i)` on a seeded sample of [`RESIDUAL_SAMPLE`] rows is at most
+    /// [`AUTO_MAX_RESIDUAL`]; otherwise (a narrow kernel: the features miss nearly all of every
+    /// row's kernel) no steering: the exact SMO starts cold (see the module docs). The default.
+    #[default]
+    Auto,
+    /// Exactly this many seeded landmarks (at least 1; capped at `n`); always steers.
+    Fixed(usize),
+}
+
+/// The rank of [`NystromRank::Auto`] (larger ranks were measured to cost more in the steering
+/// than they save in the exact finish; module docs).
+pub const AUTO_RANK: usize = 100;
+
+/// Mean relative Nystrom residual above which [`NystromRank::Auto`] skips the steering.
+pub const AUTO_MAX_RESIDUAL: f64 = 0.9;
+
+/// Rows of the seeded sample on which [`NystromRank::Auto`] measures the residual.
+pub const RESIDUAL_SAMPLE: usize = 1000;
 
 impl Default for AidSvmParams {
     fn default() -> Self {
@@ -274,8 +323,12 @@ pub struct AidSvmFit {
 /// What the Nystrom-steered kernel AID did besides its records.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ExactFinish {
-    /// Landmarks kept by the pivoted Cholesky factor (the Nystrom rank).
+    /// Landmarks kept by the pivoted Cholesky factor (the Nystrom rank); 0 when
+    /// [`NystromRank::Auto`] skipped the steering.
     pub rank: usize,
+    /// Mean relative Nystrom residual `1 - |z_i|^2 / K(x_i, x_i)`: over every row of the
+    /// features when steered, else [`NystromRank::Auto`]'s sample estimate (at [`AUTO_RANK`]).
+    pub residual: f64,
     /// Steering (linear AID on Nystrom features) iterations.
     pub steer_iterations: usize,
     /// Seconds of the features and the steering run.
@@ -1348,7 +1401,7 @@ fn fit_aid_svm_with(
     if let (Some(kern), KernelSteering::Nystrom { rank, steer_gap }) =
         (params.kernel, params.kernel_steering)
     {
-        if rank == 0 {
+        if rank == NystromRank::Fixed(0) {
             return Err(ParamError::OutOfRange {
                 name: "Nystrom rank",
                 value: 0.0,
@@ -1482,15 +1535,9 @@ fn nystrom_features(
     rank: usize,
     seed: u64,
     stop: &mut dyn FnMut() -> bool,
-) -> Result<Option<(DenseMatrix, usize)>, FitError> {
+) -> Result<Option<(DenseMatrix, usize, f64)>, FitError> {
     let r = rank.min(n);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6e79_7374_726f_6d00);
-    let mut ids: Vec<usize> = (0..n).collect();
-    for i in 0..r {
-        let j = rng.gen_range(i..n);
-        ids.swap(i, j);
-    }
-    let mut land = ids[..r].to_vec();
+    let mut land = landmark_order(n, r, seed);
     land.sort_unstable();
     // Landmark kernel columns, landmark-major: kc[a * n + j] = K(x_{l_a}, x_j).
     let mut kc = vec![0.0; r * n];
@@ -1499,30 +1546,13 @@ fn nystrom_features(
             return Ok(None);
         }
     }
-    // Cholesky of K_LL (row-major lower factor), dropping small pivots.
-    let maxd = (0..r).map(|a| kc[a * n + land[a]]).fold(0.0f64, f64::max);
-    let mut lf = vec![0.0; r * r];
-    let mut kept: Vec<usize> = Vec::with_capacity(r);
-    for j in 0..r {
-        let mut d = kc[j * n + land[j]];
-        for &k in &kept {
-            d -= lf[j * r + k] * lf[j * r + k];
+    let mut kll = vec![0.0; r * r];
+    for (a, row) in kll.chunks_mut(r).enumerate() {
+        for (v, &l) in row.iter_mut().zip(&land) {
+            *v = kc[a * n + l];
         }
-        // NaN or a vanishing (or negative: indefinite kernel) pivot: drop the landmark.
-        if d.is_nan() || d <= NYSTROM_PIVOT_RTOL * maxd {
-            continue;
-        }
-        let dj = d.sqrt();
-        lf[j * r + j] = dj;
-        for i in j + 1..r {
-            let mut v = kc[j * n + land[i]];
-            for &k in &kept {
-                v -= lf[i * r + k] * lf[j * r + k];
-            }
-            lf[i * r + j] = v / dj;
-        }
-        kept.push(j);
     }
+    let (lf, kept) = landmark_factor(&kll, r);
     let rk = kept.len();
     if rk == 0 {
         return Err(SolveError::NonFinite {
@@ -1577,7 +1607,146 @@ fn nystrom_features(
                 }
             });
     }
-    Ok(Some((DenseMatrix::new(n, rk, z)?, rk)))
+    // Mean relative residual `1 - |z_i|^2 / K_ii` over every row (`n rank` flops).
+    let residual = z
+        .chunks(rk)
+        .enumerate()
+        .map(|(i, zi)| {
+            let kii = ks.pair(i, i);
+            if kii > 0.0 {
+                (1.0 - zi.iter().map(|v| v * v).sum::<f64>() / kii).max(0.0)
+            } else {
+                0.0
+            }
+        })
+        .sum::<f64>()
+        / n.max(1) as f64;
+    Ok(Some((DenseMatrix::new(n, rk, z)?, rk, residual)))
+}
+
+/// The first `r` landmarks of the seeded landmark draw (a partial Fisher-Yates shuffle, so the
+/// first `r` of a longer draw are these: the candidate ranks of [`NystromRank::Auto`] nest).
+fn landmark_order(n: usize, r: usize, seed: u64) -> Vec<usize> {
+    let mut ids = landmark_draw(n, r, seed);
+    ids.truncate(r.min(n));
+    ids
+}
+
+/// Every row index, the first `min(r, n)` being [`landmark_order`]'s landmarks.
+fn landmark_draw(n: usize, r: usize, seed: u64) -> Vec<usize> {
+    let r = r.min(n);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6e79_7374_726f_6d00);
+    let mut ids: Vec<usize> = (0..n).collect();
+    for i in 0..r {
+        let j = rng.gen_range(i..n);
+        ids.swap(i, j);
+    }
+    ids
+}
+
+/// Pivot-dropping Cholesky `K_LL = R R'` of a landmark Gram matrix (`r x r`, row-major) in its
+/// given order: the row-major lower factor and the kept pivots. Its leading block is the
+/// factor of the leading landmarks.
+fn landmark_factor(kll: &[f64], r: usize) -> (Vec<f64>, Vec<usize>) {
+    let maxd = (0..r).map(|a| kll[a * r + a]).fold(0.0f64, f64::max);
+    let mut lf = vec![0.0; r * r];
+    let mut kept: Vec<usize> = Vec::with_capacity(r);
+    for j in 0..r {
+        let mut d = kll[j * r + j];
+        for &k in &kept {
+            d -= lf[j * r + k] * lf[j * r + k];
+        }
+        // NaN or a vanishing (or negative: indefinite kernel) pivot: drop the landmark.
+        if d.is_nan() || d <= NYSTROM_PIVOT_RTOL * maxd {
+            continue;
+        }
+        let dj = d.sqrt();
+        lf[j * r + j] = dj;
+        for i in j + 1..r {
+            let mut v = kll[j * r + i];
+            for &k in &kept {
+                v -= lf[i * r + k] * lf[j * r + k];
+            }
+            lf[i * r + j] = v / dj;
+        }
+        kept.push(j);
+    }
+    (lf, kept)
+}
+
+/// Mean relative Nystrom residual `1 - |z_i|^2 / K_ii` on a seeded sample of
+/// [`RESIDUAL_SAMPLE`] rows outside the landmarks (0 when there are none) for the first
+/// `ranks[c]` landmarks of [`landmark_order`]
+/// (ascending `ranks`): one factor of the largest landmark set, whose leading blocks are the
+/// smaller ones' (`max r^2 + sample * max r` kernel values, `sample * max r^2 / 2` flops).
+fn nystrom_residuals(ks: &KernelSums<'_>, n: usize, ranks: &[usize], seed: u64) -> Vec<f64> {
+    let Some(&rmax) = ranks.last() else {
+        return Vec::new();
+    };
+    let mut ids = landmark_draw(n, rmax, seed);
+    let r = rmax.min(n);
+    let (land, rest) = ids.split_at_mut(r);
+    let mut kll = vec![0.0; r * r];
+    for a in 0..r {
+        for b in 0..=a {
+            let v = ks.pair(land[a], land[b]);
+            kll[a * r + b] = v;
+            kll[b * r + a] = v;
+        }
+    }
+    let (lf, kept) = landmark_factor(&kll, r);
+    // The sample: seeded rows outside the landmarks (whose residual is zero by construction).
+    let s = RESIDUAL_SAMPLE.min(rest.len());
+    if s == 0 {
+        return vec![0.0; ranks.len()];
+    }
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x7265_7369_6475_616c);
+    for i in 0..s {
+        let j = rng.gen_range(i..rest.len());
+        rest.swap(i, j);
+    }
+    let land: &[usize] = land;
+    let sums: Vec<Vec<f64>> = rest[..s]
+        .par_iter()
+        .map(|&i| {
+            let kii = ks.pair(i, i);
+            let kv: Vec<f64> = land.iter().map(|&l| ks.pair(l, i)).collect();
+            let mut z = vec![0.0; r];
+            let mut out = vec![0.0; ranks.len()];
+            let mut acc = 0.0;
+            let mut c = 0;
+            for &j in &kept {
+                while c < ranks.len() && ranks[c] <= j {
+                    out[c] = acc;
+                    c += 1;
+                }
+                let mut v = kv[j];
+                for &k in &kept {
+                    if k >= j {
+                        break;
+                    }
+                    v -= lf[j * r + k] * z[k];
+                }
+                z[j] = v / lf[j * r + j];
+                acc += z[j] * z[j];
+            }
+            for o in &mut out[c..] {
+                *o = acc;
+            }
+            out.iter()
+                .map(|&q| {
+                    if kii > 0.0 {
+                        (1.0 - q / kii).max(0.0)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    (0..ranks.len())
+        .map(|c| sums.iter().map(|v| v[c]).sum::<f64>() / s as f64)
+        .collect()
 }
 
 /// [`KernelSteering::Nystrom`]: steering AID on Nystrom features, then the exact SMO finish.
@@ -1588,7 +1757,7 @@ fn fit_nystrom(
     y: Vec<i8>,
     params: &AidSvmParams,
     kern: KernelSpec,
-    rank: usize,
+    rank: NystromRank,
     steer_gap: f64,
     progress: &mut dyn FnMut(&IterRecord),
     obs: &mut dyn Observer,
@@ -1603,40 +1772,58 @@ fn fit_nystrom(
         polls += 1;
         stop_requested_stage(obs, polls, n)
     };
-    let Some((z, rk)) = nystrom_features(&ks, n, rank, params.seed, &mut || stop(obs))? else {
-        return Ok(None);
-    };
-    let zdata = Dataset::new(Features::Dense(z), data.y.clone(), None)?;
-    let steer_params = AidSvmParams {
-        kernel: None,
-        kernel_steering: KernelSteering::AveragedGram,
-        settings: AidSettings {
-            gap_tol: steer_gap,
-            ..params.settings
-        },
-        ..params.clone()
-    };
-    // A stop while steering leaves nothing worth a model: the finish has not started.
-    let (Some(steer), None) =
-        fit_aid_svm_with(&zdata, &steer_params, progress, obs, None, SampleFit::Smo)?
-    else {
-        return Ok(None);
-    };
-    drop(zdata);
-    let steer_seconds = start.elapsed().as_secs_f64();
-    // Disaggregated duals a_i = a_k / |C_k| (feasible: y'a and the box carry over, §3.6); the
-    // best iterate is the last one when its alpha has one entry per final cluster (clusters
-    // only split, so the count grows every iteration); otherwise start from zero.
-    let cl = &steer.run.clusters;
-    let mut alpha = vec![0.0; n];
-    if steer.run.best.alpha.len() == cl.len() {
-        for k in 0..cl.len() {
-            let a = (steer.run.best.alpha[k] / cl.size(k) as f64).clamp(0.0, params.c);
-            for &i in cl.members(k) {
-                alpha[i as usize] = a;
-            }
+    // The rank: fixed, or `AUTO_RANK` when its sampled residual is small enough (`None`: it is
+    // not, no steering).
+    let (rank, probe_residual) = match rank {
+        NystromRank::Fixed(r) => (Some(r), f64::NAN),
+        NystromRank::Auto => {
+            let q = nystrom_residuals(&ks, n, &[AUTO_RANK.min(n)], params.seed)[0];
+            ((q <= AUTO_MAX_RESIDUAL).then_some(AUTO_RANK), q)
         }
-    }
+    };
+    let mut alpha = vec![0.0; n];
+    let (steer_records, init_seconds, rk, residual) = match rank {
+        None => (Vec::new(), start.elapsed().as_secs_f64(), 0, probe_residual),
+        Some(rank) => {
+            let Some((z, rk, residual)) =
+                nystrom_features(&ks, n, rank, params.seed, &mut || stop(obs))?
+            else {
+                return Ok(None);
+            };
+            let zdata = Dataset::new(Features::Dense(z), data.y.clone(), None)?;
+            let steer_params = AidSvmParams {
+                kernel: None,
+                kernel_steering: KernelSteering::AveragedGram,
+                settings: AidSettings {
+                    gap_tol: steer_gap,
+                    ..params.settings
+                },
+                ..params.clone()
+            };
+            // A stop while steering leaves nothing worth a model: the finish has not started.
+            let (Some(steer), None) =
+                fit_aid_svm_with(&zdata, &steer_params, progress, obs, None, SampleFit::Smo)?
+            else {
+                return Ok(None);
+            };
+            drop(zdata);
+            // Disaggregated duals a_i = a_k / |C_k| (feasible: y'a and the box carry over,
+            // §3.6); the best iterate is the last one when its alpha has one entry per final
+            // cluster (clusters only split, so the count grows every iteration); otherwise
+            // start from zero.
+            let cl = &steer.run.clusters;
+            if steer.run.best.alpha.len() == cl.len() {
+                for k in 0..cl.len() {
+                    let a = (steer.run.best.alpha[k] / cl.size(k) as f64).clamp(0.0, params.c);
+                    for &i in cl.members(k) {
+                        alpha[i as usize] = a;
+                    }
+                }
+            }
+            (steer.run.iterations, steer.init_seconds, rk, residual)
+        }
+    };
+    let steer_seconds = start.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let upper = vec![params.c; n];
     let p = vec![-1.0; n];
@@ -1735,7 +1922,7 @@ fn fit_nystrom(
     };
     let finish_seconds = t1.elapsed().as_secs_f64();
     let rec = IterRecord {
-        t: steer.run.iterations.len(),
+        t: steer_records.len(),
         clusters: n,
         r: 1.0,
         lower_bound: dual,
@@ -1748,7 +1935,8 @@ fn fit_nystrom(
         seconds: finish_seconds,
     };
     progress(&rec);
-    let mut iterations = steer.run.iterations.clone();
+    let steer_iterations = steer_records.len();
+    let mut iterations = steer_records;
     iterations.push(rec);
     let stop = if interrupted {
         StopReason::Interrupted
@@ -1777,11 +1965,12 @@ fn fit_nystrom(
     Ok(Some(AidSvmFit {
         model,
         run,
-        init_seconds: steer.init_seconds,
+        init_seconds,
         labels,
         finish: Some(ExactFinish {
             rank: rk,
-            steer_iterations: steer.run.iterations.len(),
+            residual,
+            steer_iterations,
             steer_seconds,
             smo_iterations,
             finish_seconds,
@@ -1882,7 +2071,7 @@ mod tests {
         let x = Features::Dense(DenseMatrix::new(2083, 3, v).unwrap());
         let spec = KernelSpec::Rbf { gamma: 0.7 };
         let ks = KernelSums::new(&x, spec);
-        let (z, rk) = nystrom_features(&ks, 2083, 40, 5, &mut || false)
+        let (z, rk, _) = nystrom_features(&ks, 2083, 40, 5, &mut || false)
             .unwrap()
             .unwrap();
         assert_eq!(rk, 40);
@@ -1906,6 +2095,76 @@ mod tests {
         assert!(landmarks >= 40, "{landmarks}");
     }
 
+    /// The sampled residual of `NystromRank::Auto`: when the sample is every non-landmark row
+    /// (`n - r <= RESIDUAL_SAMPLE`) it equals `n / (n - r)` times the all-row residual of the
+    /// features built with those `r` landmarks (the same landmark set, factored in another
+    /// order; landmarks have residual 0), and the definition `1 - k_L' K_LL^{-1} k_L` by a
+    /// direct solve; the curve falls with the rank and rises with gamma.
+    #[test]
+    fn sampled_residuals_match_the_features_and_the_definition() {
+        let n = 700;
+        let (x, _, _) = weighted(n, 4, 3);
+        let mut last = Vec::new();
+        for gamma in [0.3, 3.0] {
+            let ks = KernelSums::new(&x, KernelSpec::Rbf { gamma });
+            let ranks = [10, 20, 40];
+            let res: Vec<f64> = ranks
+                .iter()
+                .map(|&r| nystrom_residuals(&ks, n, &[r], 9)[0])
+                .collect();
+            for (&r, &q) in ranks.iter().zip(&res) {
+                let (_, rk, all) = nystrom_features(&ks, n, r, 9, &mut || false)
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(rk, r);
+                let all = all * n as f64 / (n - r) as f64;
+                assert!((q - all).abs() <= 1e-9, "rank {r}: {q} vs {all}");
+            }
+            // One call for all ranks: each prefix's leading block, on the sample outside the
+            // largest landmark set (the features' rows minus those 40).
+            let joint = nystrom_residuals(&ks, n, &ranks, 9);
+            assert!((joint[2] - res[2]).abs() <= 1e-12);
+            assert!(joint[0] > joint[1] && joint[1] > joint[2], "{joint:?}");
+            assert!(res[0] > res[1] && res[1] > res[2], "{res:?}");
+            // Definition at rank 10: dense solve K_LL c = k_L by Gaussian elimination.
+            let land = landmark_order(n, 10, 9);
+            let mut direct = 0.0;
+            for i in (0..n).filter(|i| !land.contains(i)) {
+                let mut a: Vec<Vec<f64>> = land
+                    .iter()
+                    .map(|&p| {
+                        let mut row: Vec<f64> = land.iter().map(|&q| ks.pair(p, q)).collect();
+                        row.push(ks.pair(p, i));
+                        row
+                    })
+                    .collect();
+                for c in 0..10 {
+                    let piv = (c..10)
+                        .max_by(|&u, &v| a[u][c].abs().total_cmp(&a[v][c].abs()))
+                        .unwrap();
+                    a.swap(c, piv);
+                    let prow = a[c].clone();
+                    for (r2, row) in a.iter_mut().enumerate() {
+                        if r2 != c {
+                            let f = row[c] / prow[c];
+                            for (v, &pv) in row[c..].iter_mut().zip(&prow[c..]) {
+                                *v -= f * pv;
+                            }
+                        }
+                    }
+                }
+                let quad: f64 = (0..10)
+                    .map(|c| ks.pair(land[c], i) * a[c][10] / a[c][c])
+                    .sum();
+                direct += (1.0 - quad).max(0.0);
+            }
+            direct /= (n - 10) as f64;
+            assert!((direct - res[0]).abs() <= 1e-8, "{direct} vs {}", res[0]);
+            last.push(res[2]);
+        }
+        assert!(last[1] > last[0], "{last:?}");
+    }
+
     /// The Nystrom steering's sample fit by SMO gives the same certified optimum as the
     /// exact problem: the steered run on a small RBF problem ends with a gap within the
     /// tolerance and its model's primal, recomputed from scratch, matches `E_best`.
@@ -1919,7 +2178,7 @@ mod tests {
             c: 1.0,
             kernel: Some(kern),
             kernel_steering: KernelSteering::Nystrom {
-                rank: 30,
+                rank: NystromRank::Fixed(30),
                 steer_gap: 1e-3,
             },
             ..AidSvmParams::default()
