@@ -31,7 +31,7 @@ pub fn parse_range(flag: &str, s: &str) -> CliResult<Vec<f64>> {
     // Counted in f64 first: a huge or infinite ratio (e.g. -1e308,1e308,1e-300) is refused,
     // not saturated by the cast and wrapped by the `+ 1`.
     let steps = ((end - begin) / step + 1e-9).floor();
-    if !(steps < 10_000.0) {
+    if steps.is_nan() || steps >= 10_000.0 {
         return Err(CliError(format!("{flag} '{s}': more than 10000 values")));
     }
     let n = steps as usize + 1;

@@ -575,7 +575,7 @@ fn svc_dispatch<R: Rows, O: Observer>(
                 // An error, not an assertion: a crafted path state file can reach here (its
                 // gross inconsistencies are refused when it is read; a secant through two
                 // nearly equal C values can still amplify a small one).
-                if !(diff <= 1e-8 * scale) {
+                if diff.is_nan() || diff > 1e-8 * scale {
                     return Err(SolveError::Infeasible(
                         "the warm start's weights do not match its coefficients",
                     ));
