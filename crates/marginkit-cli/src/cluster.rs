@@ -433,6 +433,13 @@ fn run_kmeans(a: KmeansArgs) -> CliResult {
     for &l in &r.labels {
         sizes[l] += 1;
     }
+    let empty = sizes.iter().filter(|&&s| s == 0).count();
+    if empty > 0 {
+        eprintln!(
+            "marginkit: warning: {empty} of the k = {} clusters are empty: the data has fewer than k distinct points",
+            c.k
+        );
+    }
     finish(
         c,
         "kmeans",

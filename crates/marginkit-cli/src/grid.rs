@@ -28,10 +28,13 @@ pub fn parse_range(flag: &str, s: &str) -> CliResult<Vec<f64>> {
             "{flag} '{s}': step must be non-zero and go from begin towards end"
         )));
     }
-    let n = ((end - begin) / step + 1e-9).floor() as usize + 1;
-    if n > 10_000 {
+    // Counted in f64 first: a huge or infinite ratio (e.g. -1e308,1e308,1e-300) is refused,
+    // not saturated by the cast and wrapped by the `+ 1`.
+    let steps = ((end - begin) / step + 1e-9).floor();
+    if steps.is_nan() || steps >= 10_000.0 {
         return Err(CliError(format!("{flag} '{s}': more than 10000 values")));
     }
+    let n = steps as usize + 1;
     Ok((0..n).map(|k| begin + k as f64 * step).collect())
 }
 
@@ -149,5 +152,16 @@ mod tests {
         assert!(parse_range("x", "1,5,-1").is_err());
         assert!(parse_range("x", "1,5").is_err());
         assert!(parse_range("x", "1,5,0").is_err());
+        // Ratios whose count overflowed the cast (an empty grid in release, a panic in debug).
+        for r in [
+            "-1e308,1e308,1e-300",
+            "0,1e308,1",
+            "0,1,1e-320",
+            "0,20000,1",
+        ] {
+            let e = parse_range("x", r).unwrap_err().0;
+            assert!(e.contains("more than 10000"), "{r}: {e}");
+        }
+        assert_eq!(parse_range("x", "0,9999,1").unwrap().len(), 10_000);
     }
 }

@@ -55,6 +55,15 @@ pub fn run(a: PredictArgs) -> CliResult {
             "--json prints its object on stdout: give an OUTPUT file other than `-`".into(),
         ));
     }
+    if !is_stdout(&a.output_file) {
+        crate::train::refuse_overwriting_input(
+            &a.output_file,
+            &[
+                (a.test_file.as_path(), "test data file"),
+                (a.model_file.as_path(), "model file"),
+            ],
+        )?;
+    }
     if is_linear_model(&a.model_file)? {
         return crate::train_linear::predict(a);
     }

@@ -11,6 +11,16 @@ use crate::input::io_context;
 use crate::{CliError, CliResult};
 
 pub fn run(a: ScaleArgs) -> CliResult {
+    let mut inputs = vec![(a.data_file.as_path(), "data file")];
+    if let Some(r) = &a.restore {
+        inputs.push((r.as_path(), "-r parameter file"));
+    }
+    for out in [&a.save, &a.output].into_iter().flatten() {
+        crate::train::refuse_overwriting_input(out, &inputs)?;
+    }
+    if let (Some(s), Some(o)) = (&a.save, &a.output) {
+        crate::train::refuse_overwriting_input(o, &[(s.as_path(), "-s parameter file")])?;
+    }
     let data = read_libsvm_path(&a.data_file, &ReadOptions::default())
         .map_err(|e| io_context(&a.data_file, e))?;
     let params = if let Some(r) = &a.restore {

@@ -21,6 +21,9 @@ use crate::predict::fmt_g;
 use crate::progress::Progress;
 use crate::{CliError, CliResult};
 
+/// The most worker threads `--threads` may ask for.
+pub const MAX_THREADS: usize = 1024;
+
 /// Sets the size of rayon's global pool (default: all cores), with the calling (main) thread
 /// as worker 0: the solvers then run on a worker, so their parallel sections are pushed to its
 /// own deque and stolen by the other workers, instead of being injected from outside the pool
@@ -28,6 +31,13 @@ use crate::{CliError, CliResult};
 pub fn init_threads(n: Option<usize>) -> CliResult {
     if n == Some(0) {
         return Err(CliError("--threads must be at least 1".into()));
+    }
+    // Each thread is an OS thread with its own stack: 100,000 of them take minutes to start
+    // and spin, so a count far beyond any machine is refused.
+    if let Some(n) = n.filter(|&n| n > MAX_THREADS) {
+        return Err(CliError(format!(
+            "--threads {n} exceeds the limit of {MAX_THREADS}"
+        )));
     }
     // 0: rayon's default (RAYON_NUM_THREADS, else all cores).
     let built = rayon::ThreadPoolBuilder::new()
@@ -208,6 +218,20 @@ fn per_subproblem(
 pub fn run(a: TrainArgs) -> CliResult {
     init_threads(a.model.threads)?;
     refuse_cv_state(&a)?;
+    if a.folds.is_none() {
+        let model = a
+            .model_file
+            .clone()
+            .unwrap_or_else(|| default_model_path(&a.train_file));
+        let mut inputs = vec![(a.train_file.as_path(), "training data file")];
+        if let Some(w) = &a.weights {
+            inputs.push((w.as_path(), "weight file"));
+        }
+        if let Some(r) = &a.resume {
+            inputs.push((r.as_path(), "--resume state file"));
+        }
+        refuse_overwriting_input(&model, &inputs)?;
+    }
     if a.model.linear {
         return crate::train_linear::run(a);
     }
@@ -335,6 +359,26 @@ pub fn refuse_same_file(state: &Path, model: &Path) -> CliResult {
             "--state-file {} is the model file: the state would overwrite the model; give another path",
             state.display()
         )));
+    }
+    Ok(())
+}
+
+/// Refuses an output file that is one of the command's input files (`train data data`,
+/// `predict t m t`, `scale -o data data`): writing it would replace the input the user still
+/// has. Compared as [`refuse_same_file`] does.
+pub fn refuse_overwriting_input(output: &Path, inputs: &[(&Path, &str)]) -> CliResult {
+    let norm = |p: &Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+    };
+    let out = norm(output);
+    for (input, what) in inputs {
+        if norm(input) == out {
+            return Err(CliError(format!(
+                "{} is the {what}: writing it would overwrite that input; give another output path",
+                output.display()
+            )));
+        }
     }
     Ok(())
 }

@@ -5,7 +5,9 @@
 //! Seeding: k-means++ (Arthur & Vassilvitskii 2007): the first centre uniformly, each next one
 //! with probability proportional to the squared distance to the nearest chosen centre.
 //! Iteration: assign every point to its nearest centre (ties: the lowest index), recompute the
-//! centres as means; an empty cluster takes the point farthest from its centre. Stops when no
+//! centres as means; an empty cluster takes the point farthest from its centre (with fewer than
+//! `k` distinct points, e.g. duplicates, some clusters stay empty: their ids are then absent
+//! from the labels; this is the documented outcome, not an error). Stops when no
 //! assignment changes or after `max_iter` iterations. Cost per iteration `O(n k d)`; the
 //! assignment runs in parallel over points (each point independently, so results do not depend
 //! on the thread count); the centre sums run in point order. `n_init` seeded restarts keep the
@@ -47,7 +49,8 @@ impl KMeansParams {
 /// A k-means solution.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KMeansResult {
-    /// Cluster of every point, `0..k`.
+    /// Cluster of every point, `0..k`. Every id is used unless the data has fewer than `k`
+    /// distinct points (then some clusters are empty).
     pub labels: Vec<usize>,
     /// Centres, row-major `k x d`.
     pub centers: Vec<f64>,
@@ -212,5 +215,25 @@ mod tests {
         }
         assert_eq!(r, kmeans(&x, &KMeansParams::new(3)).unwrap());
         assert!(kmeans(&x, &KMeansParams::new(61)).is_err());
+    }
+
+    /// Two distinct points (one repeated) and k = 3: a cluster stays empty (documented), the
+    /// two distinct points are separated, inertia 0, and nothing panics.
+    #[test]
+    fn fewer_distinct_points_than_k_leave_a_cluster_empty() {
+        let x = Points {
+            n: 4,
+            d: 1,
+            v: vec![1.0, 1.0, 1.0, 2.0],
+        };
+        let r = kmeans(&x, &KMeansParams::new(3)).unwrap();
+        let mut sizes = [0; 3];
+        for &l in &r.labels {
+            sizes[l] += 1;
+        }
+        sizes.sort_unstable();
+        assert_eq!(sizes, [0, 1, 3]);
+        assert_ne!(r.labels[0], r.labels[3]);
+        assert_eq!(r.inertia, 0.0);
     }
 }

@@ -143,6 +143,11 @@ pub struct Schedule {
     inn: Vec<Vec<usize>>,
 }
 
+/// The most nodes a [`Schedule`] takes.
+pub const MAX_NODES: usize = 100_000;
+/// The most nodes of a [`Graph::Complete`] (its `n (n - 1)` edges are stored twice).
+pub const MAX_COMPLETE_NODES: usize = 4_096;
+
 impl Schedule {
     /// Checks the parameters and the graph for `n` nodes.
     ///
@@ -153,6 +158,18 @@ impl Schedule {
         params.coreset.check()?;
         if n == 0 {
             return Err(ParamError::Incompatible("nodes must be at least 1").into());
+        }
+        // The adjacency lists take memory per node (and per edge): a node count far beyond
+        // any network is an error, not an allocation that fails.
+        if n > MAX_NODES {
+            return Err(param("nodes", n as f64, "1..=100000"));
+        }
+        if params.graph == Graph::Complete && n > MAX_COMPLETE_NODES {
+            return Err(param(
+                "nodes of a complete graph",
+                n as f64,
+                "1..=4096 (n (n - 1) edges)",
+            ));
         }
         if !(params.drop.is_finite() && (0.0..1.0).contains(&params.drop)) {
             return Err(param("drop", params.drop, "[0, 1)"));
@@ -1114,6 +1131,13 @@ pub fn shard_ranges(n: usize, nodes: usize) -> Vec<std::ops::Range<usize>> {
 /// # Errors
 /// [`CoresetError::EmptyNode`] when there are fewer points than nodes.
 pub fn split(pts: &PointSet, nodes: usize) -> Result<Vec<(usize, PointSet)>, CoresetError> {
+    if nodes > pts.len() {
+        return Err(CoresetError::EmptyNode {
+            node: 0,
+            n: pts.len(),
+            nodes,
+        });
+    }
     let mut out = Vec::with_capacity(nodes);
     for (node, r) in shard_ranges(pts.len(), nodes).into_iter().enumerate() {
         if r.is_empty() {
@@ -1143,6 +1167,15 @@ pub fn run_in_process(
     params: &ConsensusParams,
     on_round: &mut dyn FnMut(u64, &Status),
 ) -> Result<ConsensusReport, CoresetError> {
+    // Fewer points than nodes: shard 0 (`0..n / nodes`) is empty; said at once, before any
+    // per-node allocation (`--nodes 1000000000000` used to abort on the adjacency lists).
+    if nodes > pts.len() {
+        return Err(CoresetError::EmptyNode {
+            node: 0,
+            n: pts.len(),
+            nodes,
+        });
+    }
     let schedule = Schedule::new(nodes, params)?;
     kern.check_points(pts)?;
     let shards = split(pts, nodes)?;
@@ -1275,5 +1308,37 @@ mod tests {
         .unwrap();
         assert_eq!(grid.out_edges(0, 0), vec![1, 3]);
         assert_eq!(grid.out_edges(0, 4), vec![1, 3, 5]);
+    }
+
+    /// A huge node count is an error at once, never an allocation of per-node lists that
+    /// aborts (`coreset --nodes 1000000000000` did).
+    #[test]
+    fn huge_node_counts_are_errors_not_aborts() {
+        let mut pts = PointSet::new(1);
+        for i in 0..5u64 {
+            pts.push(i, 1.0, &[i as f64]);
+        }
+        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
+        let p = ConsensusParams::default();
+        for nodes in [6, 1 << 40, usize::MAX] {
+            let e = run_in_process(&pts, &kern, nodes, &p, &mut |_, _| {}).unwrap_err();
+            assert!(
+                matches!(e, CoresetError::EmptyNode { node: 0, n: 5, .. }),
+                "{e}"
+            );
+            assert!(split(&pts, nodes).is_err());
+        }
+        for nodes in [MAX_NODES + 1, usize::MAX] {
+            assert!(matches!(
+                Schedule::new(nodes, &p),
+                Err(CoresetError::Param(ParamError::OutOfRange { .. }))
+            ));
+        }
+        let complete = ConsensusParams {
+            graph: Graph::Complete,
+            ..Default::default()
+        };
+        assert!(Schedule::new(MAX_COMPLETE_NODES + 1, &complete).is_err());
+        assert!(Schedule::new(16, &complete).is_ok());
     }
 }

@@ -390,3 +390,94 @@ impl PathCheckpoint {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{DenseMatrix, Features};
+    use crate::kernel::KernelSpec;
+    use crate::path::{run_path_resumable, Grid};
+    use crate::solver::{Control, IterStats, NoObserver, Observer};
+
+    struct StopAt(usize);
+    impl Observer for StopAt {
+        fn on_iter(&mut self, _: &IterStats) -> Control {
+            if self.0 == 0 {
+                return Control::Stop;
+            }
+            self.0 -= 1;
+            Control::Continue
+        }
+    }
+
+    fn data() -> Dataset {
+        let n = 40;
+        let v = (0..n)
+            .flat_map(|i| [(i as f64 * 1.3).sin(), (i as f64 * 0.7).cos()])
+            .collect();
+        let y = (0..n)
+            .map(|i| {
+                if (i as f64 * 2.1).sin() + (i as f64 * 1.3).sin() > 0.0 {
+                    1.0
+                } else {
+                    -1.0
+                }
+            })
+            .collect();
+        Dataset::new(Features::Dense(DenseMatrix::new(n, 2, v).unwrap()), y, None).unwrap()
+    }
+
+    /// A crafted state file (any body byte changed and the checksum recomputed, as an editor
+    /// could) is refused or continued without a panic, on both engines.
+    #[test]
+    fn resealed_crafted_bodies_never_panic() {
+        let d = data();
+        let grid = Grid::Log {
+            c_min: 0.1,
+            c_max: 100.0,
+            points: 6,
+        };
+        for params in [
+            PathParams::kernel(KernelSpec::Rbf { gamma: 2.0 }).grid(grid.clone()),
+            PathParams::linear().grid(grid.clone()),
+        ] {
+            let (_, ck) = run_path_resumable(
+                &params.clone().check().unwrap(),
+                &d,
+                None,
+                &mut |_| {},
+                &mut StopAt(3),
+                None,
+            )
+            .unwrap();
+            // Limits are not in the fingerprint: the resumes below stay short even from a
+            // crafted, inconsistent state.
+            let params = params.max_iter(Some(200)).check().unwrap();
+            let bytes = ck.expect("the observer stops the path").to_bytes();
+            let body = &bytes[..bytes.len() - 8];
+            let mut tried = 0;
+            let mut i = 8;
+            while i < body.len() {
+                for flip in [0x01u8, 0x80, 0xff] {
+                    let mut b = body.to_vec();
+                    b[i] ^= flip;
+                    let Ok(c) = PathCheckpoint::from_bytes(&seal(b)) else {
+                        continue;
+                    };
+                    tried += 1;
+                    // Ok or Err: either is fine, a panic is not.
+                    let _ = run_path_resumable(
+                        &params,
+                        &d,
+                        None,
+                        &mut |_| {},
+                        &mut NoObserver,
+                        Some(&c),
+                    );
+                }
+                i += if i < 96 { 1 } else { 7 };
+            }
+            assert!(tried > 50, "{tried}");
+        }
+    }
+}

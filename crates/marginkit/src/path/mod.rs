@@ -101,6 +101,10 @@ use crate::svm::linear::{LinearModel, LinearSolver};
 use crate::svm::model::SvmModel;
 use crate::svm::SvmType;
 
+/// The most values a [`Grid::Log`] may ask for (each is a solve; more is an error, not an
+/// allocation that fails).
+pub const MAX_GRID_POINTS: usize = 100_000;
+
 /// The C values of a path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Grid {
@@ -110,7 +114,7 @@ pub enum Grid {
         c_min: f64,
         /// Largest C.
         c_max: f64,
-        /// Number of values (>= 1).
+        /// Number of values (`1..=`[`MAX_GRID_POINTS`]).
         points: usize,
     },
     /// Explicit values (sorted ascending, duplicates dropped).
@@ -321,6 +325,13 @@ impl PathParams {
                     return Err(ParamError::Incompatible(
                         "the grid needs at least one point",
                     ));
+                }
+                if *points > MAX_GRID_POINTS {
+                    return Err(ParamError::OutOfRange {
+                        name: "grid points",
+                        value: *points as f64,
+                        range: "1..=100000",
+                    });
                 }
             }
             Grid::List(v) => {
@@ -1461,6 +1472,28 @@ fn linear_path(
             .previous
             .as_ref()
             .map(|r| (r.c, r.alpha.clone(), r.w.clone().unwrap_or_default()));
+        // `w = Z' alpha` must hold (the warm-started DCD trusts it): a crafted, resealed file
+        // whose weights disagree with its coefficients is an error, not a wrong path.
+        // So must `0 <= alpha <= C` (the scaled start clips alpha without correcting w).
+        let consistent = |c: f64, alpha: &[f64], w: &[f64]| {
+            if !(c.is_finite() && c > 0.0 && alpha.iter().all(|&a| (0.0..=c).contains(&a))) {
+                return false;
+            }
+            let r = design.weights(alpha);
+            let scale = 1.0 + r.iter().map(|v| v.abs()).sum::<f64>();
+            let diff: f64 = r.iter().zip(w).map(|(a, b)| (a - b).abs()).sum();
+            diff <= 1e-8 * scale
+        };
+        let refs = reference.iter().map(|(r, w)| (r.c, &r.alpha, w));
+        if !refs
+            .chain(previous.iter().map(|(c, a, w)| (*c, a, w)))
+            .all(|(c, a, w)| consistent(c, a, w))
+        {
+            return Err(crate::error::SolveError::Infeasible(
+                "the path checkpoint's coefficients are out of bounds or do not match its weights",
+            )
+            .into());
+        }
         sketch = LinearSketch::from_parts(
             ck.sketch_s.clone(),
             ck.sketch_a.clone(),
@@ -1746,6 +1779,23 @@ mod tests {
         assert_eq!(g[0], 0.5);
         assert_eq!(g[4], 8.0);
         assert!((g[2] - 2.0).abs() < 1e-12);
+    }
+
+    /// A huge `points` is a parameter error, not an allocation of `points` values that fails.
+    #[test]
+    fn a_log_grid_beyond_the_cap_is_refused() {
+        let with = |points| {
+            PathParams::linear().grid(Grid::Log {
+                c_min: 1.0,
+                c_max: 2.0,
+                points,
+            })
+        };
+        assert!(with(MAX_GRID_POINTS).check().is_ok());
+        for points in [MAX_GRID_POINTS + 1, 1 << 40, usize::MAX] {
+            let e = with(points).check().unwrap_err();
+            assert!(matches!(e, ParamError::OutOfRange { .. }), "{e}");
+        }
     }
 
     #[test]

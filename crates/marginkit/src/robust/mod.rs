@@ -497,6 +497,9 @@ pub(crate) fn setup<'a>(
 ) -> Result<Setup<'a>, FitError> {
     params.check()?;
     check_data(train, valid)?;
+    if params.kernel == KernelSpec::Precomputed {
+        check_serials(train)?;
+    }
     let coded = code_labels(params.task, train)?;
     let yv = valid.map_or_else(Vec::new, |v| code_valid(params.task, coded.labels, v));
     let kern = Kern::new(
@@ -545,6 +548,23 @@ pub(crate) fn setup_standard<'a>(
 pub(crate) fn check_data(train: &Dataset, valid: Option<&Dataset>) -> Result<(), DataError> {
     if train.is_empty() || valid.is_some_and(|v| v.is_empty()) {
         return Err(DataError::Empty);
+    }
+    Ok(())
+}
+
+/// A precomputed kernel reads `K(i, j)` from row `i`'s column `serial(j)`, the serial being
+/// column 0 of training row `j`: each must be an integer naming a column of the kernel rows
+/// (as [`crate::kernel::qmatrix`] requires), else every entry would silently read 0.
+fn check_serials(train: &Dataset) -> Result<(), DataError> {
+    let width = train.x.n_cols() as f64;
+    for r in 0..train.len() {
+        let s = train.x.row(r).get(0);
+        if !(s.fract() == 0.0 && s >= 1.0 && s < width) {
+            return Err(DataError::Precomputed {
+                row: r,
+                reason: "the serial number (index 0) must be an integer naming a column of the kernel row",
+            });
+        }
     }
     Ok(())
 }
@@ -1164,5 +1184,37 @@ mod tests {
         // Within the rounding of the slack: on the threshold.
         let beta = [1.0, 1.0];
         assert_eq!(judge0(&beta, 1e-18), Some(VIOLATIONS[0]));
+    }
+
+    /// A precomputed kernel whose rows carry no serial (plain features, e.g. `-t 4` on a
+    /// feature file) is an error naming the row; before, every entry silently read column 0.
+    #[test]
+    fn precomputed_rows_without_a_serial_are_refused() {
+        use super::{outlier_path, PathKind, RobustParams};
+        use crate::data::Dataset;
+        use crate::error::{DataError, FitError};
+        let kernel_rows = |serial: [f64; 3]| {
+            let v = vec![
+                serial[0], 2.0, 1.0, 0.5, //
+                serial[1], 1.0, 2.0, 0.5, //
+                serial[2], 0.5, 0.5, 2.0,
+            ];
+            let x = Features::Dense(DenseMatrix::new(3, 4, v).unwrap());
+            Dataset::new(x, vec![1.0, -1.0, 1.0], None).unwrap()
+        };
+        let params = RobustParams::new(Task::Svc, KernelSpec::Precomputed);
+        let good = kernel_rows([1.0, 2.0, 3.0]);
+        assert!(outlier_path(&params, PathKind::Theta, &good, None).is_ok());
+        for (bad, row) in [
+            ([0.0, 2.0, 3.0], 0),
+            ([1.0, 2.5, 3.0], 1),
+            ([1.0, 2.0, 4.0], 2),
+        ] {
+            let e = outlier_path(&params, PathKind::Theta, &kernel_rows(bad), None).unwrap_err();
+            assert!(
+                matches!(e, FitError::Data(DataError::Precomputed { row: r, .. }) if r == row),
+                "{bad:?}: {e}"
+            );
+        }
     }
 }

@@ -572,7 +572,14 @@ fn svc_dispatch<R: Rows, O: Observer>(
                 rebuild_w(rows, qp.y, alpha, &mut r);
                 let scale = 1.0 + r.iter().map(|v| v.abs()).sum::<f64>();
                 let diff: f64 = r.iter().zip(&w).map(|(a, b)| (a - b).abs()).sum();
-                debug_assert!(diff <= 1e-8 * scale, "warm w off by {diff}");
+                // An error, not an assertion: a crafted path state file can reach here (its
+                // gross inconsistencies are refused when it is read; a secant through two
+                // nearly equal C values can still amplify a small one).
+                if diff.is_nan() || diff > 1e-8 * scale {
+                    return Err(SolveError::Infeasible(
+                        "the warm start's weights do not match its coefficients",
+                    ));
+                }
             }
             h.qd
         }

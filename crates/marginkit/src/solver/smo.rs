@@ -2174,6 +2174,14 @@ pub fn solve_resumable<Q: QMatrix>(
         }
     }
     let mut st = State::from_snapshot(q, snap)?;
+    // A crafted snapshot (a state file edited and resealed) may hold coefficients outside
+    // their bounds or off the equality constraint: an error, not a solve from an infeasible
+    // point (and not the debug assertion the loop starts with).
+    if !st.check_invariants() {
+        return Err(SolveError::Infeasible(
+            "the snapshot's coefficients violate their bounds or the equality constraint",
+        ));
+    }
     let out = iterate_ext(
         &mut st,
         q,

@@ -325,3 +325,45 @@ pub(crate) fn status_from(c: u8) -> Result<Status, String> {
         _ => return Err(format!("checkpoint: bad status code {c}")),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{DenseMatrix, Features};
+    use crate::solver::NoObserver;
+    use crate::svm::{fit_resumable, SvmParams};
+
+    /// A crafted state file (a body byte changed and the checksum recomputed, as an editor
+    /// could) is refused or continued without a panic: three classes, so the file holds
+    /// finished, stopped and unstarted subproblems.
+    #[test]
+    fn resealed_crafted_bodies_never_panic() {
+        let n = 45;
+        let v = (0..n)
+            .flat_map(|i| [(i as f64 * 1.3).sin(), (i as f64 * 0.7).cos()])
+            .collect();
+        let y = (0..n).map(|i| (i % 3) as f64).collect();
+        let d = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, v).unwrap()), y, None).unwrap();
+        let stop = SvmParams::new().c(1000.0).max_iter(20).check().unwrap();
+        let (_, _, ck) = fit_resumable(&stop, &d, &mut NoObserver, None).unwrap();
+        let bytes = ck.expect("max_iter stops the fit").to_bytes();
+        let body = &bytes[..bytes.len() - 8];
+        let mut tried = 0;
+        let mut i = 8;
+        while i < body.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut b = body.to_vec();
+                b[i] ^= flip;
+                let Ok(c) = FitCheckpoint::from_bytes(&seal(b)) else {
+                    continue;
+                };
+                tried += 1;
+                // Ok or Err: either is fine, a panic is not (the iteration limit keeps a
+                // resume from a crafted, inconsistent gradient short).
+                let _ = fit_resumable(&stop, &d, &mut NoObserver, Some(&c));
+            }
+            i += if i < 96 { 1 } else { 3 };
+        }
+        assert!(tried > 50, "{tried}");
+    }
+}

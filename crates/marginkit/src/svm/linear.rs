@@ -1272,6 +1272,10 @@ pub fn cross_validation_status(
     if n == 0 {
         return Err(DataError::Empty.into());
     }
+    // On the whole set first (a fold's fit would name the fold's size).
+    if let Some(w) = &data.weights {
+        super::train::check_weights(w, n)?;
+    }
     let k = k.clamp(1, n);
     let regression = params.params().solver.is_regression();
     let folds = super::train::fold_assignment(&data.y, k, !regression, seed);

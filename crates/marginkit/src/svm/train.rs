@@ -1085,6 +1085,11 @@ fn cv_inner(
     if n == 0 {
         return Err(DataError::Empty.into());
     }
+    // Checked on the whole set first: a fold's fit would name its own size ("all 2 sample
+    // weights are zero" for 4 zero weights and 2 folds).
+    if let Some(w) = &data.weights {
+        check_weights(w, n)?;
+    }
     let k = k.clamp(1, n);
     let folds = fold_assignment(&data.y, k, params.svm_type.is_classifier(), seed);
     predict_by_folds(data, &folds, k, |train, test_x| {
