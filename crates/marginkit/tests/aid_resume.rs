@@ -532,3 +532,84 @@ fn nystrom_stops_inside_its_kernel_stages() {
         assert!(fit.is_none() && ck.is_none(), "stop at stage report {k}");
     }
 }
+
+/// Appends the FNV-1a checksum the state files end with (what a user who edits a file and
+/// recomputes its checksum produces).
+fn reseal(mut body: Vec<u8>) -> Vec<u8> {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &x in &body {
+        h ^= u64::from(x);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    body.extend_from_slice(&h.to_le_bytes());
+    body
+}
+
+/// Flips bytes of a checkpoint's body, reseals it and resumes from every variant that still
+/// reads: an error or a (short, iteration-limited) run, never a panic.
+fn resume_crafted(bytes: &[u8], resume: &mut dyn FnMut(&AidCheckpoint)) {
+    let body = &bytes[..bytes.len() - 8];
+    let mut tried = 0;
+    let mut i = 8;
+    while i < body.len() {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut b = body.to_vec();
+            b[i] ^= flip;
+            if let Ok(c) = AidCheckpoint::from_bytes(&reseal(b)) {
+                tried += 1;
+                resume(&c);
+            }
+        }
+        i += if i < 40 { 1 } else { 61 };
+    }
+    assert!(tried > 50, "{tried}");
+}
+
+#[test]
+fn resealed_crafted_state_files_never_panic() {
+    let d = heart();
+    let params = AidSvmParams {
+        r0: Some(0.02),
+        ..AidSvmParams::default()
+    };
+    let bytes = svm_checkpoint(&d, &params).to_bytes();
+    assert_eq!(reseal(bytes[..bytes.len() - 8].to_vec()), bytes);
+    // The iteration limit is not in the fingerprint: every resume below stays short.
+    let short = AidSvmParams {
+        settings: AidSettings {
+            max_iter: 3,
+            ..params.settings
+        },
+        ..params.clone()
+    };
+    resume_crafted(&bytes, &mut |c| {
+        let _ = fit_aid_svm_resumable(&d, &short, &mut |_| {}, &mut NoObserver, Some(c));
+    });
+
+    let d = regression(3000, 4, 7);
+    let params = AidLadParams {
+        r0: Some(0.004),
+        ..AidLadParams::default()
+    };
+    let mut count = StopAfter::new(0);
+    fit_aid_lad_resumable(&d, &params, &mut |_| {}, &mut count, None).unwrap();
+    let (_, ck) = fit_aid_lad_resumable(
+        &d,
+        &params,
+        &mut |_| {},
+        &mut StopAfter::new(count.seen - 2),
+        None,
+    )
+    .unwrap();
+    let bytes = ck.expect("the observer stops the fit").to_bytes();
+    let short = AidLadParams {
+        settings: AidSettings {
+            max_iter: 3,
+            ..params.settings
+        },
+        ..params.clone()
+    };
+    resume_crafted(&bytes, &mut |c| {
+        let _ = fit_aid_lad_resumable(&d, &short, &mut |_| {}, &mut NoObserver, Some(c));
+    });
+}
