@@ -326,6 +326,25 @@ pub(crate) fn status_from(c: u8) -> Result<Status, String> {
     })
 }
 
+/// Variants of a [`seal`]ed state file as an editor could make them: one body byte (after the
+/// 8-byte magic) XORed with 0x01, 0x80 or 0xff, the checksum recomputed. Every byte of the
+/// first `dense` is changed, then every `stride`-th (tests of the readers and resumes).
+#[cfg(test)]
+pub(crate) fn resealed_variants(bytes: &[u8], dense: usize, stride: usize) -> Vec<Vec<u8>> {
+    let body = &bytes[..bytes.len() - 8];
+    let mut out = Vec::new();
+    let mut i = 8;
+    while i < body.len() {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut b = body.to_vec();
+            b[i] ^= flip;
+            out.push(seal(b));
+        }
+        i += if i < dense { 1 } else { stride };
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,22 +366,15 @@ mod tests {
         let stop = SvmParams::new().c(1000.0).max_iter(20).check().unwrap();
         let (_, _, ck) = fit_resumable(&stop, &d, &mut NoObserver, None).unwrap();
         let bytes = ck.expect("max_iter stops the fit").to_bytes();
-        let body = &bytes[..bytes.len() - 8];
         let mut tried = 0;
-        let mut i = 8;
-        while i < body.len() {
-            for flip in [0x01u8, 0x80, 0xff] {
-                let mut b = body.to_vec();
-                b[i] ^= flip;
-                let Ok(c) = FitCheckpoint::from_bytes(&seal(b)) else {
-                    continue;
-                };
-                tried += 1;
-                // Ok or Err: either is fine, a panic is not (the iteration limit keeps a
-                // resume from a crafted, inconsistent gradient short).
-                let _ = fit_resumable(&stop, &d, &mut NoObserver, Some(&c));
-            }
-            i += if i < 96 { 1 } else { 3 };
+        for b in resealed_variants(&bytes, 96, 3) {
+            let Ok(c) = FitCheckpoint::from_bytes(&b) else {
+                continue;
+            };
+            tried += 1;
+            // Ok or Err: either is fine, a panic is not (the iteration limit keeps a resume
+            // from a crafted, inconsistent gradient short).
+            let _ = fit_resumable(&stop, &d, &mut NoObserver, Some(&c));
         }
         assert!(tried > 50, "{tried}");
     }
