@@ -1537,7 +1537,8 @@ fn nystrom_features(
     stop: &mut dyn FnMut() -> bool,
 ) -> Result<Option<(DenseMatrix, usize, f64)>, FitError> {
     let r = rank.min(n);
-    let mut land = landmark_order(n, r, seed);
+    let mut land = landmark_draw(n, r, seed);
+    land.truncate(r);
     land.sort_unstable();
     // Landmark kernel columns, landmark-major: kc[a * n + j] = K(x_{l_a}, x_j).
     let mut kc = vec![0.0; r * n];
@@ -1624,15 +1625,8 @@ fn nystrom_features(
     Ok(Some((DenseMatrix::new(n, rk, z)?, rk, residual)))
 }
 
-/// The first `r` landmarks of the seeded landmark draw (a partial Fisher-Yates shuffle, so the
-/// first `r` of a longer draw are these: the candidate ranks of [`NystromRank::Auto`] nest).
-fn landmark_order(n: usize, r: usize, seed: u64) -> Vec<usize> {
-    let mut ids = landmark_draw(n, r, seed);
-    ids.truncate(r.min(n));
-    ids
-}
-
-/// Every row index, the first `min(r, n)` being [`landmark_order`]'s landmarks.
+/// Every row index in a seeded order whose first `min(r, n)` are the landmarks (a partial
+/// Fisher-Yates shuffle).
 fn landmark_draw(n: usize, r: usize, seed: u64) -> Vec<usize> {
     let r = r.min(n);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6e79_7374_726f_6d00);
@@ -1674,17 +1668,12 @@ fn landmark_factor(kll: &[f64], r: usize) -> (Vec<f64>, Vec<usize>) {
     (lf, kept)
 }
 
-/// Mean relative Nystrom residual `1 - |z_i|^2 / K_ii` on a seeded sample of
-/// [`RESIDUAL_SAMPLE`] rows outside the landmarks (0 when there are none) for the first
-/// `ranks[c]` landmarks of [`landmark_order`]
-/// (ascending `ranks`): one factor of the largest landmark set, whose leading blocks are the
-/// smaller ones' (`max r^2 + sample * max r` kernel values, `sample * max r^2 / 2` flops).
-fn nystrom_residuals(ks: &KernelSums<'_>, n: usize, ranks: &[usize], seed: u64) -> Vec<f64> {
-    let Some(&rmax) = ranks.last() else {
-        return Vec::new();
-    };
-    let mut ids = landmark_draw(n, rmax, seed);
-    let r = rmax.min(n);
+/// Mean relative Nystrom residual `1 - |z_i|^2 / K_ii` of the first `rank` landmarks of
+/// [`landmark_draw`] on a seeded sample of [`RESIDUAL_SAMPLE`] rows outside the landmarks (0
+/// when there are none): `rank^2 + sample * rank` kernel values, `sample * rank^2 / 2` flops.
+fn nystrom_residual(ks: &KernelSums<'_>, n: usize, rank: usize, seed: u64) -> f64 {
+    let mut ids = landmark_draw(n, rank, seed);
+    let r = rank.min(n);
     let (land, rest) = ids.split_at_mut(r);
     let mut kll = vec![0.0; r * r];
     for a in 0..r {
@@ -1698,7 +1687,7 @@ fn nystrom_residuals(ks: &KernelSums<'_>, n: usize, ranks: &[usize], seed: u64) 
     // The sample: seeded rows outside the landmarks (whose residual is zero by construction).
     let s = RESIDUAL_SAMPLE.min(rest.len());
     if s == 0 {
-        return vec![0.0; ranks.len()];
+        return 0.0;
     }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x7265_7369_6475_616c);
     for i in 0..s {
@@ -1706,47 +1695,29 @@ fn nystrom_residuals(ks: &KernelSums<'_>, n: usize, ranks: &[usize], seed: u64) 
         rest.swap(i, j);
     }
     let land: &[usize] = land;
-    let sums: Vec<Vec<f64>> = rest[..s]
+    // Collected, then summed in order: the result does not depend on the thread count.
+    let per_row: Vec<f64> = rest[..s]
         .par_iter()
         .map(|&i| {
             let kii = ks.pair(i, i);
-            let kv: Vec<f64> = land.iter().map(|&l| ks.pair(l, i)).collect();
             let mut z = vec![0.0; r];
-            let mut out = vec![0.0; ranks.len()];
-            let mut acc = 0.0;
-            let mut c = 0;
+            let mut zz = 0.0;
             for &j in &kept {
-                while c < ranks.len() && ranks[c] <= j {
-                    out[c] = acc;
-                    c += 1;
-                }
-                let mut v = kv[j];
-                for &k in &kept {
-                    if k >= j {
-                        break;
-                    }
+                let mut v = ks.pair(land[j], i);
+                for &k in kept.iter().take_while(|&&k| k < j) {
                     v -= lf[j * r + k] * z[k];
                 }
                 z[j] = v / lf[j * r + j];
-                acc += z[j] * z[j];
+                zz += z[j] * z[j];
             }
-            for o in &mut out[c..] {
-                *o = acc;
+            if kii > 0.0 {
+                (1.0 - zz / kii).max(0.0)
+            } else {
+                0.0
             }
-            out.iter()
-                .map(|&q| {
-                    if kii > 0.0 {
-                        (1.0 - q / kii).max(0.0)
-                    } else {
-                        0.0
-                    }
-                })
-                .collect()
         })
         .collect();
-    (0..ranks.len())
-        .map(|c| sums.iter().map(|v| v[c]).sum::<f64>() / s as f64)
-        .collect()
+    per_row.iter().sum::<f64>() / s as f64
 }
 
 /// [`KernelSteering::Nystrom`]: steering AID on Nystrom features, then the exact SMO finish.
@@ -1777,7 +1748,7 @@ fn fit_nystrom(
     let (rank, probe_residual) = match rank {
         NystromRank::Fixed(r) => (Some(r), f64::NAN),
         NystromRank::Auto => {
-            let q = nystrom_residuals(&ks, n, &[AUTO_RANK.min(n)], params.seed)[0];
+            let q = nystrom_residual(&ks, n, AUTO_RANK.min(n), params.seed);
             ((q <= AUTO_MAX_RESIDUAL).then_some(AUTO_RANK), q)
         }
     };
@@ -2110,7 +2081,7 @@ mod tests {
             let ranks = [10, 20, 40];
             let res: Vec<f64> = ranks
                 .iter()
-                .map(|&r| nystrom_residuals(&ks, n, &[r], 9)[0])
+                .map(|&r| nystrom_residual(&ks, n, r, 9))
                 .collect();
             for (&r, &q) in ranks.iter().zip(&res) {
                 let (_, rk, all) = nystrom_features(&ks, n, r, 9, &mut || false)
@@ -2120,14 +2091,9 @@ mod tests {
                 let all = all * n as f64 / (n - r) as f64;
                 assert!((q - all).abs() <= 1e-9, "rank {r}: {q} vs {all}");
             }
-            // One call for all ranks: each prefix's leading block, on the sample outside the
-            // largest landmark set (the features' rows minus those 40).
-            let joint = nystrom_residuals(&ks, n, &ranks, 9);
-            assert!((joint[2] - res[2]).abs() <= 1e-12);
-            assert!(joint[0] > joint[1] && joint[1] > joint[2], "{joint:?}");
             assert!(res[0] > res[1] && res[1] > res[2], "{res:?}");
             // Definition at rank 10: dense solve K_LL c = k_L by Gaussian elimination.
-            let land = landmark_order(n, 10, 9);
+            let land = landmark_draw(n, 10, 9)[..10].to_vec();
             let mut direct = 0.0;
             for i in (0..n).filter(|i| !land.contains(i)) {
                 let mut a: Vec<Vec<f64>> = land
