@@ -1167,18 +1167,11 @@ pub fn run_in_process(
     params: &ConsensusParams,
     on_round: &mut dyn FnMut(u64, &Status),
 ) -> Result<ConsensusReport, CoresetError> {
-    // Fewer points than nodes: shard 0 (`0..n / nodes`) is empty; said at once, before any
-    // per-node allocation (`--nodes 1000000000000` used to abort on the adjacency lists).
-    if nodes > pts.len() {
-        return Err(CoresetError::EmptyNode {
-            node: 0,
-            n: pts.len(),
-            nodes,
-        });
-    }
-    let schedule = Schedule::new(nodes, params)?;
     kern.check_points(pts)?;
+    // First: `split` refuses more nodes than points before any per-node allocation
+    // (`--nodes 1000000000000` used to abort on the schedule's adjacency lists).
     let shards = split(pts, nodes)?;
+    let schedule = Schedule::new(nodes, params)?;
     run(
         &mut InProcess::new(nodes),
         kern,
