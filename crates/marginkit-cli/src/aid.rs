@@ -14,7 +14,7 @@ use marginkit::aid::svm::{
     fit_aid_svm_resumable, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
 };
 use marginkit::aid::{AidCheckpoint, AidSettings, IterRecord, StopReason};
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::solver::{Cancel, Status};
 use marginkit::svm::linear::LinearModel;
@@ -364,17 +364,17 @@ fn write_plot(path: &Path, its: &[IterRecord], train: &Path) -> CliResult {
         .file_name()
         .map_or("aid".into(), |n| n.to_string_lossy().into_owned());
     let svg = plot_svg(its, &title);
-    write_atomically(path, |w| w.write_all(svg.as_bytes()))
+    write_output(path, |w| w.write_all(svg.as_bytes()))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))
 }
 
 fn write_text(path: &Path, text: &str) -> CliResult {
-    write_atomically(path, |w| w.write_all(text.as_bytes()))
+    write_output(path, |w| w.write_all(text.as_bytes()))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))
 }
 
 fn write_linear(path: &Path, m: &LinearModel) -> CliResult {
-    write_atomically(path, |w| m.write(w)).map_err(|e| CliError(format!("{}: {e}", path.display())))
+    write_output(path, |w| m.write(w)).map_err(|e| CliError(format!("{}: {e}", path.display())))
 }
 
 /// Regression data must not use label 0 as "unlabeled": nothing to check. Classification data
@@ -436,7 +436,7 @@ impl Interrupt {
         let Some(ck) = ck else {
             return Ok(None);
         };
-        write_atomically(&self.state_path, |w| w.write_all(&ck.to_bytes()))
+        write_output(&self.state_path, |w| w.write_all(&ck.to_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", self.state_path.display())))?;
         Ok(Some(self.state_path.display().to_string()))
     }
@@ -518,7 +518,7 @@ fn status_of(stop: StopReason) -> Status {
 
 fn write_linear_status(path: &Path, m: &LinearModel, stop: StopReason) -> CliResult {
     if stop == StopReason::Interrupted {
-        write_atomically(path, |w| m.write_with_status(w, Status::Interrupted))
+        write_output(path, |w| m.write_with_status(w, Status::Interrupted))
             .map_err(|e| CliError(format!("{}: {e}", path.display())))
     } else {
         write_linear(path, m)

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::cluster::kmeans::{kmeans, KMeansParams};
 use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
 use marginkit::cluster::Points;
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
@@ -201,7 +201,7 @@ fn write_labels(c: &CommonArgs, labels: &[usize]) -> CliResult<PathBuf> {
         let mut lock = out.lock();
         body(&mut lock).map_err(|e| CliError(format!("standard output: {e}")))?;
     } else {
-        write_atomically(&path, |w| body(w))
+        write_output(&path, |w| body(w))
             .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     }
     Ok(path)
@@ -364,7 +364,7 @@ fn run_odmc(a: OdmcArgs) -> CliResult {
         )
         .add("relative gap", "#1f77b4", pts);
         let svg = stack_svg(&[chart]);
-        write_atomically(p, |w| w.write_all(svg.as_bytes()))
+        write_output(p, |w| w.write_all(svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", p.display())))?;
     }
     let last = r.history.last();

@@ -17,7 +17,7 @@ use marginkit::coreset::model::to_model;
 use marginkit::coreset::{
     Activation, ConsensusParams, CoresetParams, FeatureKernel, Problem, StopRule,
 };
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 use marginkit::solver::Status as SolveStatus;
 use marginkit::svm::model_io::save_model_with_status;
 
@@ -258,11 +258,11 @@ pub fn run(a: CoresetArgs) -> CliResult {
     if let Some(pp) = &a.plot {
         let title = format!("{} nodes, {}, eps {}", a.nodes, a.graph, a.eps);
         let svg = consensus_svg(&rep, &title);
-        write_atomically(pp, |w| std::io::Write::write_all(w, svg.as_bytes()))
+        write_output(pp, |w| std::io::Write::write_all(w, svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", pp.display())))?;
     }
     if let Some(tp) = &a.trace {
-        write_atomically(tp, |w| {
+        write_output(tp, |w| {
             use std::io::Write;
             writeln!(w, "node,round,r2,centre_norm")?;
             for (node, h) in &rep.history {

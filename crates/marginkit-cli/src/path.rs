@@ -253,7 +253,7 @@ fn save_point(r: &PathResult, k: usize, data: &Dataset, path: &Path) -> CliResul
     match r.engine {
         Engine::Linear => {
             let m = r.linear_model(k)?;
-            marginkit::data::write_atomically(path, |w| {
+            marginkit::data::write_output(path, |w| {
                 m.write_with_status(&mut *w, r.points[k].status)
             })
             .map_err(err)
@@ -365,7 +365,7 @@ pub fn run(a: PathArgs) -> CliResult {
     })?;
     let state_written = match &checkpoint {
         Some(c) => {
-            marginkit::data::write_atomically(&state_path, |w| {
+            marginkit::data::write_output(&state_path, |w| {
                 std::io::Write::write_all(w, &c.to_bytes())
             })
             .map_err(|e| CliError(format!("{}: {e}", state_path.display())))?;
@@ -421,7 +421,7 @@ pub fn run(a: PathArgs) -> CliResult {
             .file_name()
             .map_or("path".into(), |n| n.to_string_lossy().into_owned());
         let svg = plot_svg(&result, &title);
-        marginkit::data::write_atomically(path, |w| std::io::Write::write_all(w, svg.as_bytes()))
+        marginkit::data::write_output(path, |w| std::io::Write::write_all(w, svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     }
     if let Some(dir) = &a.save_models {

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 use marginkit::svm::model_io::{fmt_f64, fmt_label, load_model_with_status};
 use marginkit::{Features, KernelSpec};
 use serde_json::json;
@@ -114,7 +114,7 @@ pub fn run(a: PredictArgs) -> CliResult {
             .map_err(|e| CliError(format!("{}: {e}", a.test_file.display())))?;
         (pred, None)
     };
-    write_output(&a.output_file, |w| {
+    write_predictions(&a.output_file, |w| {
         if let Some(pp) = &probs {
             let labels: Vec<String> = model.labels.iter().map(|&l| fmt_label(l)).collect();
             writeln!(w, "labels {}", labels.join(" "))?;
@@ -147,7 +147,7 @@ pub fn is_stdout(path: &Path) -> bool {
 
 /// Writes the predictions to `path` atomically, or to standard output for `-`; errors name the
 /// file.
-pub fn write_output<F>(path: &Path, write: F) -> CliResult
+pub fn write_predictions<F>(path: &Path, write: F) -> CliResult
 where
     F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
 {
@@ -156,7 +156,7 @@ where
         let mut w = std::io::BufWriter::new(stdout.lock());
         write(&mut w).and_then(|()| w.flush())
     } else {
-        write_atomically(path, |w| write(w))
+        write_output(path, |w| write(w))
     };
     result.map_err(|e| CliError(format!("{}: {e}", path.display())))
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::{ArgAction, Args};
 use indicatif::{ProgressBar, ProgressStyle};
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::robust::cccp::{S_GRID_SVC, S_GRID_SVR, THETA_GRID};
 use marginkit::robust::select::{select_resumable, Method, Selection};
@@ -423,7 +423,7 @@ pub fn run(a: RobustArgs) -> CliResult {
     })?;
     let state_written = match &checkpoint {
         Some(c) => {
-            write_atomically(&state_path, |w| w.write_all(&c.to_bytes()))
+            write_output(&state_path, |w| w.write_all(&c.to_bytes()))
                 .map_err(|e| CliError(format!("{}: {e}", state_path.display())))?;
             Some(state_path.display().to_string())
         }
@@ -478,7 +478,7 @@ pub fn run(a: RobustArgs) -> CliResult {
             None
         };
         let svg = plot_svg(&sel, kept.as_deref(), &title);
-        write_atomically(path, |w| w.write_all(svg.as_bytes()))
+        write_output(path, |w| w.write_all(svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     }
     let total = t0.elapsed().as_secs_f64();

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, write_libsvm, ReadOptions};
 use marginkit::data::scale::ScaleParams;
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 
 use crate::args::ScaleArgs;
 use crate::input::io_context;
@@ -34,7 +34,7 @@ pub fn run(a: ScaleArgs) -> CliResult {
         ScaleParams::fit(&data, a.lower, a.upper, y)?
     };
     if let Some(s) = &a.save {
-        write_atomically(s, |w| {
+        write_output(s, |w| {
             // Shortest round-trip numbers (svm-scale writes %.16g, which can lose the last bit):
             // restoring this file reproduces the scaled output exactly, and svm-scale reads it.
             params
@@ -48,7 +48,7 @@ pub fn run(a: ScaleArgs) -> CliResult {
         .map_err(|e| CliError(format!("{}: {e}", a.data_file.display())))?;
     let to_io = |e: marginkit::IoError| std::io::Error::other(e.to_string());
     match &a.output {
-        Some(out) => write_atomically(out, |w| write_libsvm(&mut *w, &scaled).map_err(to_io))
+        Some(out) => write_output(out, |w| write_libsvm(&mut *w, &scaled).map_err(to_io))
             .map_err(|e| CliError(format!("{}: {e}", out.display())))?,
         None => {
             let stdout = std::io::stdout();

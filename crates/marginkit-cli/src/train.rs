@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use std::io::Write;
 
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 use marginkit::solver::{Both, Shrinking, Status};
 use marginkit::svm::model_io::{fmt_label, save_model_with_status};
 use marginkit::svm::params::Probability;
@@ -292,7 +292,7 @@ pub fn run(a: TrainArgs) -> CliResult {
         .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     let state_written = match &checkpoint {
         Some(c) => {
-            write_atomically(&state_path, |w| w.write_all(&c.to_bytes()))
+            write_output(&state_path, |w| w.write_all(&c.to_bytes()))
                 .map_err(|e| CliError(format!("{}: {e}", state_path.display())))?;
             eprintln!(
                 "marginkit: warning: the solver stopped before convergence ({}); the model file is flagged 'status {}'; continue with --resume {}",

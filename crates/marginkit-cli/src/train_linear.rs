@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 use marginkit::solver::{Shrinking, Status};
 use marginkit::svm::linear::{
     cross_validation_status, LinearModel, LinearParams, LinearSolver, LinearValidParams,
@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::args::{PredictArgs, TrainArgs};
 use crate::input::{io_context, read_data};
-use crate::predict::{is_stdout, report_metrics, write_output};
+use crate::predict::{is_stdout, report_metrics, write_predictions};
 use crate::train::{default_model_path, parse_class_weights, report_cv};
 use crate::{CliError, CliResult};
 
@@ -144,7 +144,7 @@ pub fn run(a: TrainArgs) -> CliResult {
             status.as_str()
         );
     }
-    write_atomically(&path, |w| fit.model.write_with_status(&mut *w, status))
+    write_output(&path, |w| fit.model.write_with_status(&mut *w, status))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     if a.json {
         // Decision function k is w_k'x - rho_k, as in LIBSVM's files.
@@ -223,7 +223,7 @@ pub fn predict(a: PredictArgs) -> CliResult {
     }
     let pred = model.predict(&data.x);
     let regression = model.solver().is_regression();
-    write_output(&a.output_file, |w| {
+    write_predictions(&a.output_file, |w| {
         for &v in &pred {
             writeln!(w, "{}", if regression { fmt_f64(v) } else { fmt_label(v) })?;
         }

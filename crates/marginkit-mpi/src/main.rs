@@ -38,7 +38,7 @@ use marginkit::coreset::{
     StopRule,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 use marginkit::svm::model_io::save_model;
 use marginkit::{Dataset, IoError};
 use mpi::collective::SystemOperation;
@@ -467,7 +467,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
             &full,
             &format!("{size} MPI ranks, {}, eps {}", a.graph, a.eps),
         );
-        write_atomically(pp, |w| std::io::Write::write_all(w, svg.as_bytes()))
+        write_output(pp, |w| std::io::Write::write_all(w, svg.as_bytes()))
             .map_err(|e| format!("{}: {e}", pp.display()))?;
     }
     out.total_seconds = t0.elapsed().as_secs_f64();

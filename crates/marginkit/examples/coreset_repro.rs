@@ -148,10 +148,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &r1.rep,
         &format!("N = {N}, d = {D}, eps = {EPS}, ER p = {P} per round, seed 1"),
     );
-    marginkit::data::write_atomically(&out_dir.join("coreset_fig1.svg"), |w| {
+    marginkit::data::write_output(&out_dir.join("coreset_fig1.svg"), |w| {
         std::io::Write::write_all(w, f1.to_svg().as_bytes())
     })?;
-    marginkit::data::write_atomically(&out_dir.join("coreset_fig2.svg"), |w| {
+    marginkit::data::write_output(&out_dir.join("coreset_fig2.svg"), |w| {
         std::io::Write::write_all(w, f2.to_svg().as_bytes())
     })?;
 
@@ -322,7 +322,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     writeln!(md, "\nBytes per node per round count what is sent: k = {k} ids, the distinct points (d = {D} f64, an id, a")?;
     writeln!(md, "label and a weight each) and two f64, times the number of out-neighbours (about p (N-1) ~ 1 per round).")?;
-    marginkit::data::write_atomically(&out_dir.join("coreset.md"), |w| {
+    marginkit::data::write_output(&out_dir.join("coreset.md"), |w| {
         std::io::Write::write_all(w, md.as_bytes())
     })?;
     print!("{md}");

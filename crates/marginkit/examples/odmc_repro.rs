@@ -25,7 +25,7 @@ use marginkit::cluster::kmeans::{kmeans, KMeansParams};
 use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
 use marginkit::cluster::Points;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
-use marginkit::data::write_atomically;
+use marginkit::data::write_output;
 use marginkit::odm::odmc::{cluster_prepared, prepare, OdmcKernel, OdmcParams, Prepared};
 use marginkit::solver::NoObserver;
 use rayon::prelude::*;
@@ -365,6 +365,6 @@ fn main() {
             std::fs::create_dir_all(dir).expect("output directory");
         }
     }
-    write_atomically(&out, |w| std::io::Write::write_all(w, md.as_bytes())).expect("write");
+    write_output(&out, |w| std::io::Write::write_all(w, md.as_bytes())).expect("write");
     eprintln!("wrote {}", out.display());
 }

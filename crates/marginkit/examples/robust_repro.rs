@@ -419,7 +419,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         t_all.elapsed().as_secs_f64()
     )?;
     let out = out_dir.join("robust.md");
-    marginkit::data::write_atomically(&out, |w| {
+    marginkit::data::write_output(&out, |w| {
         use std::io::Write;
         w.write_all(md.as_bytes())
     })?;

@@ -7,41 +7,12 @@
 pub mod csv;
 pub mod libsvm_fmt;
 pub mod ops;
+pub mod output;
 pub mod scale;
 
 use crate::error::DataError;
 
-/// Writes a file atomically: `write` fills a temporary file in the same directory, which is then
-/// renamed over `path`. On any failure the temporary file is removed and `path` is untouched, so
-/// readers never see a half-written file.
-///
-/// # Errors
-/// Any I/O error from creating, writing, syncing or renaming.
-pub fn write_atomically<F>(path: &std::path::Path, write: F) -> std::io::Result<()>
-where
-    F: FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-{
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        write(&mut w)?;
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+pub use output::{check_output, write_output};
 
 /// A dense row-major matrix.
 #[derive(Debug, Clone, PartialEq)]

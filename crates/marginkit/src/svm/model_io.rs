@@ -140,7 +140,7 @@ pub fn write_model_with_status<W: Write>(
 /// # Errors
 /// Any I/O error; the target is left untouched on failure.
 pub fn save_model(path: &Path, model: &SvmModel) -> std::io::Result<()> {
-    crate::data::write_atomically(path, |w| write_model(w, model))
+    crate::data::write_output(path, |w| write_model(w, model))
 }
 
 /// [`save_model`] with the status flag of [`write_model_with_status`].
@@ -152,7 +152,7 @@ pub fn save_model_with_status(
     model: &SvmModel,
     status: Status,
 ) -> std::io::Result<()> {
-    crate::data::write_atomically(path, |w| write_model_with_status(w, model, status))
+    crate::data::write_output(path, |w| write_model_with_status(w, model, status))
 }
 
 /// Reads a status name as written in model files and reports ([`Status::as_str`]).

@@ -1,0 +1,182 @@
+//! Output paths that are not regular files: a device like `/dev/null`, `/dev/stdout`, a FIFO and
+//! a symbolic link are written, never replaced by a regular file.
+
+use std::path::Path;
+
+mod common;
+use common::*;
+
+fn heart(name: &str) -> String {
+    data(name).to_str().unwrap().to_owned()
+}
+
+fn is_symlink(p: &Path) -> bool {
+    std::fs::symlink_metadata(p)
+        .unwrap()
+        .file_type()
+        .is_symlink()
+}
+
+/// `marginkit train heart_scale DEVICE`, as root in CI, replaced the device with a regular file.
+/// The device here is made like `/dev/null` (1, 3) in a temporary directory; making it needs
+/// CAP_MKNOD, which CI has (it runs as root). Without it the test says so and checks nothing,
+/// because the devices it would otherwise write are the system's own.
+#[cfg(target_os = "linux")]
+#[test]
+fn train_and_predict_into_a_device_keep_the_device() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let dev = dir.path().join("null");
+    let made = std::process::Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(&dev)
+        .args(["c", "1", "3"])
+        .output()
+        .expect("mknod (coreutils) must be installed");
+    if !made.status.success() {
+        eprintln!(
+            "skipped: mknod is not permitted here ({}); CI runs as root and checks this",
+            String::from_utf8_lossy(&made.stderr).trim()
+        );
+        return;
+    }
+    let dev_s = dev.to_str().unwrap();
+    let o = run(
+        &["train", "-q", &heart("heart_scale.train"), dev_s],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::symlink_metadata(&dev)
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    // Predict's output into the device; the model is a regular file.
+    let model = dir.path().join("m.model");
+    let o = run(
+        &[
+            "train",
+            "-q",
+            &heart("heart_scale.train"),
+            model.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let o = run(
+        &[
+            "predict",
+            &heart("heart_scale.test"),
+            model.to_str().unwrap(),
+            dev_s,
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Accuracy = "));
+    assert!(std::fs::symlink_metadata(&dev)
+        .unwrap()
+        .file_type()
+        .is_char_device());
+}
+
+/// `predict TEST MODEL /dev/stdout` prints the labels on the command's own standard output.
+#[cfg(target_os = "linux")]
+#[test]
+fn predict_into_dev_stdout_prints_the_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.model");
+    let o = run(
+        &[
+            "train",
+            "-q",
+            &heart("heart_scale.train"),
+            model.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let file_out = dir.path().join("labels.txt");
+    let o = run(
+        &[
+            "predict",
+            "-q",
+            &heart("heart_scale.test"),
+            model.to_str().unwrap(),
+            file_out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let expected = std::fs::read_to_string(&file_out).unwrap();
+    assert!(!expected.is_empty());
+    let o = run(
+        &[
+            "predict",
+            "-q",
+            &heart("heart_scale.test"),
+            model.to_str().unwrap(),
+            "/dev/stdout",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), expected);
+}
+
+/// A FIFO given as the model path: the reader gets the whole model and the FIFO stays a FIFO.
+#[cfg(unix)]
+#[test]
+fn train_into_a_fifo_feeds_its_reader() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("model.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo (coreutils) must be installed");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let o = run(
+        &[
+            "train",
+            "-q",
+            &heart("heart_scale.train"),
+            fifo.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let model = reader.join().unwrap();
+    assert!(model.starts_with("svm_type c_svc\n"), "{model:.80}");
+    assert!(model.contains("\nSV\n"));
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+}
+
+/// A symbolic link given as the model path: the link stays, its target gets the model.
+#[cfg(unix)]
+#[test]
+fn train_through_a_symlink_writes_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("models")).unwrap();
+    let link = dir.path().join("current.model");
+    std::os::unix::fs::symlink("models/v1.model", &link).unwrap();
+    let o = run(
+        &[
+            "train",
+            "-q",
+            &heart("heart_scale.train"),
+            link.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(is_symlink(&link));
+    let target = std::fs::read_to_string(dir.path().join("models/v1.model")).unwrap();
+    assert!(target.starts_with("svm_type c_svc\n"));
+}
