@@ -180,3 +180,59 @@ fn train_through_a_symlink_writes_its_target() {
     let target = std::fs::read_to_string(dir.path().join("models/v1.model")).unwrap();
     assert!(target.starts_with("svm_type c_svc\n"));
 }
+
+/// Every output is checked before the work starts: with an output that cannot be written and a
+/// training file that does not exist, the error names the output, so nothing was read or trained.
+#[test]
+fn unwritable_outputs_fail_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("outdir")).unwrap();
+    let missing = "no_such_training_file.svm";
+    let model = data("heart_scale.train");
+    let model_s = model.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["train", "-q", missing, "outdir"],
+        vec!["train", "-q", missing, "no_dir/m.model"],
+        vec!["train", "-q", "--linear", missing, "outdir"],
+        vec!["train", "-q", "-s", "odm", missing, "outdir"],
+        vec!["train", "-q", missing, "m.model", "--state-file", "outdir"],
+        vec!["predict", missing, model_s, "outdir"],
+        vec!["scale", "-o", "outdir", missing],
+        vec!["scale", "-s", "no_dir/range", missing],
+        vec!["path", "-q", "--plot", "outdir", missing],
+        vec![
+            "path",
+            "-q",
+            "--valid",
+            missing,
+            "--best-model",
+            "no_dir/b.model",
+            missing,
+        ],
+        vec!["aid", "lad", "-q", missing, "outdir"],
+        vec!["aid", "svm", "-q", "--plot", "no_dir/p.svg", missing],
+        vec!["lad", missing, "outdir"],
+        vec!["cluster", "kmeans", "-q", "-o", "outdir", missing],
+        vec!["cluster", "odmc", "-q", "--plot", "no_dir/p.svg", missing],
+        vec!["coreset", "svm", "--model", "outdir", missing],
+        vec![
+            "robust",
+            "svc",
+            "--path",
+            "s",
+            "--plot",
+            "no_dir/p.svg",
+            missing,
+        ],
+    ];
+    for args in cases {
+        let o = run(&args, d);
+        fails(&o, "cannot be written");
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(!e.contains(missing), "{args:?} read its input first: {e}");
+    }
+    assert!(d.join("outdir").is_dir());
+    assert!(!d.join("no_dir").exists());
+}

@@ -455,8 +455,27 @@ fn every_svm_type_and_kernel_trains_and_predicts() {
         let o = run(&["predict", "--json", &auto(), &model, "p.txt"], d);
         let v = json(&o);
         assert!(v["mse"].as_f64().unwrap() > 0.0, "{v}");
+        let rho2 = v["squared_correlation"]
+            .as_f64()
+            .expect("squared_correlation in predict's JSON");
+        assert!(rho2 > 0.5 && rho2 <= 1.0, "{v}");
+        // R^2 recomputed here from the predictions and the labels, and R^2 <= rho^2 (the
+        // squared correlation is the R^2 of the best affine recalibration of the predictions).
+        let pred: Vec<f64> = read(d, "p.txt")
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        let y: Vec<f64> = std::fs::read_to_string(auto())
+            .unwrap()
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+            .collect();
+        let mean = y.iter().sum::<f64>() / y.len() as f64;
+        let ss_res: f64 = pred.iter().zip(&y).map(|(p, t)| (p - t).powi(2)).sum();
+        let ss_tot: f64 = y.iter().map(|t| (t - mean).powi(2)).sum();
         let r2 = v["r2"].as_f64().expect("r2 in predict's JSON");
-        assert!(r2 > 0.5 && r2 <= 1.0, "{v}");
+        assert!((r2 - (1.0 - ss_res / ss_tot)).abs() < 1e-9, "{v}");
+        assert!(r2 <= rho2 + 1e-12, "{v}");
         assert!(v.get("accuracy").is_none());
     }
 }
@@ -723,7 +742,7 @@ fn linear_solvers_bias_cross_validation_and_prediction() {
         assert!(out(&o).contains("Squared correlation coefficient = "));
         let v = json(&run(&["predict", "--json", &auto(), &model, "p.txt"], d));
         assert!(
-            v["mse"].as_f64().is_some() && v["r2"].as_f64().unwrap() > 0.5,
+            v["mse"].as_f64().is_some() && v["squared_correlation"].as_f64().unwrap() > 0.5,
             "{v}"
         );
         let o = run(&["train", "--linear", "-s", s, "-v", "4", &auto()], d);

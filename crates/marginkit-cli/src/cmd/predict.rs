@@ -1,40 +1,20 @@
 //! `marginkit predict`: LIBSVM's svm-predict (and LIBLINEAR's predict for linear models).
+use crate::common::input::InputArgs;
+use crate::common::output::{is_stdout, write_predictions};
+use crate::common::report::{fmt_g, report_metrics};
+use std::path::PathBuf;
 
-use std::io::Write;
-use std::path::Path;
+use clap::Args;
 
-use marginkit::data::write_output;
+use marginkit::solver::Status;
+use marginkit::svm::linear::LinearModel;
 use marginkit::svm::model_io::{fmt_f64, fmt_label, load_model_with_status};
 use marginkit::{Features, KernelSpec};
-use serde_json::json;
 
-use crate::args::PredictArgs;
-use crate::input::{io_context, read_data};
-use crate::train::{evaluate, init_threads};
-use crate::{CliError, CliResult};
-
-/// C's `%g` (6 significant digits, trailing zeros removed), as LIBSVM prints figures.
-pub fn fmt_g(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    let sci = format!("{v:.5e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mant), exp.abs())
-    } else {
-        trim(&format!("{:.*}", (5 - exp).max(0) as usize, v))
-    }
-}
+use crate::common::input::io_context;
+use crate::common::input::read_data;
+use crate::common::run::init_threads;
+use crate::common::{CliError, CliResult, Exit, Outcome};
 
 /// True when the file starts like a LIBLINEAR model.
 pub fn is_linear_model(path: &std::path::Path) -> CliResult<bool> {
@@ -48,7 +28,7 @@ pub fn is_linear_model(path: &std::path::Path) -> CliResult<bool> {
     Ok(&head[..n] == b"solver_type")
 }
 
-pub fn run(a: PredictArgs) -> CliResult {
+pub fn run(a: PredictArgs) -> Exit {
     init_threads(a.threads)?;
     if a.json && is_stdout(&a.output_file) {
         return Err(CliError(
@@ -56,7 +36,7 @@ pub fn run(a: PredictArgs) -> CliResult {
         ));
     }
     if !is_stdout(&a.output_file) {
-        crate::train::refuse_overwriting_input(
+        crate::common::output::refuse_overwriting_input(
             &a.output_file,
             &[
                 (a.test_file.as_path(), "test data file"),
@@ -64,8 +44,9 @@ pub fn run(a: PredictArgs) -> CliResult {
             ],
         )?;
     }
+    crate::common::output::check_outputs(&[(&a.output_file, "OUTPUT_FILE")])?;
     if is_linear_model(&a.model_file)? {
-        return crate::train_linear::predict(a);
+        return predict_linear(a);
     }
     let (model, status) =
         load_model_with_status(&a.model_file).map_err(|e| io_context(&a.model_file, e))?;
@@ -96,7 +77,7 @@ pub fn run(a: PredictArgs) -> CliResult {
     let to_stdout = is_stdout(&a.output_file);
     let regression = model.svm_type.is_regression();
     if a.probability == 0 && model.has_probability() && model.svm_type.is_classifier() {
-        crate::train::say(
+        crate::common::report::say(
             a.json || to_stdout,
             a.quiet,
             "Model supports probability estimates, but disabled in prediction.",
@@ -133,73 +114,17 @@ pub fn run(a: PredictArgs) -> CliResult {
 
     if regression && a.probability == 1 {
         if let Some(sigma) = model.svr_sigma() {
-            crate::train::say(a.json || to_stdout, a.quiet, &format!("Prob. model for test data: target value = predicted value + z,\nz: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma={}", fmt_g(sigma)));
+            crate::common::report::say(a.json || to_stdout, a.quiet, &format!("Prob. model for test data: target value = predicted value + z,\nz: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma={}", fmt_g(sigma)));
         }
     }
     report_metrics(&pred, &data.y, regression, a.quiet, a.json, to_stdout);
-    Ok(())
-}
-
-/// True for the output name `-` (standard output).
-pub fn is_stdout(path: &Path) -> bool {
-    path.as_os_str() == "-"
-}
-
-/// Writes the predictions to `path` atomically, or to standard output for `-`; errors name the
-/// file.
-pub fn write_predictions<F>(path: &Path, write: F) -> CliResult
-where
-    F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
-{
-    let result = if is_stdout(path) {
-        let stdout = std::io::stdout();
-        let mut w = std::io::BufWriter::new(stdout.lock());
-        write(&mut w).and_then(|()| w.flush())
-    } else {
-        write_output(path, |w| write(w))
-    };
-    result.map_err(|e| CliError(format!("{}: {e}", path.display())))
+    Ok(Outcome::Done)
 }
 
 /// True when some row has a non-zero column 0: the `0:ID` entry of precomputed-kernel rows
 /// (LIBSVM files without it have no column 0 at all).
 fn has_serial_column(x: &Features) -> bool {
     (0..x.n_rows()).any(|i| x.row(i).get(0) != 0.0)
-}
-
-/// Prints LIBSVM's accuracy or MSE lines (stderr with --json or when the predictions go to
-/// stdout) and the JSON object.
-pub fn report_metrics(
-    pred: &[f64],
-    truth: &[f64],
-    regression: bool,
-    quiet: bool,
-    as_json: bool,
-    to_stdout: bool,
-) {
-    let m = evaluate(pred, truth, regression);
-    let text = if regression {
-        format!(
-            "Mean squared error = {} (regression)\nSquared correlation coefficient = {} (regression)",
-            fmt_g(m["mse"].as_f64().unwrap_or(f64::NAN)),
-            fmt_g(m["r2"].as_f64().unwrap_or(f64::NAN))
-        )
-    } else {
-        format!(
-            "Accuracy = {}% ({}/{}) (classification)",
-            fmt_g(m["accuracy"].as_f64().unwrap_or(f64::NAN)),
-            m["correct"],
-            m["total"]
-        )
-    };
-    crate::train::say(as_json || to_stdout, quiet, &text);
-    if as_json {
-        let mut out = json!({ "n_samples": truth.len() });
-        if let (serde_json::Value::Object(o), serde_json::Value::Object(mm)) = (&mut out, m) {
-            o.extend(mm);
-        }
-        println!("{out}");
-    }
 }
 
 #[cfg(test)]
@@ -215,4 +140,87 @@ mod tests {
         assert_eq!(fmt_g(1e-5), "1e-05");
         assert_eq!(fmt_g(999999.7), "1e+06");
     }
+}
+
+/// `marginkit predict`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// Output probability estimates: 1 yes, 0 no (the model must be trained with -b 1).
+    #[arg(short = 'b', default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub probability: u8,
+    /// Quiet.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Print one JSON object with the results on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Test data (LIBSVM format, `.gz` or `-` for stdin).
+    #[arg(help_heading = "Arguments", display_order = 1)]
+    pub test_file: PathBuf,
+    /// Model file (LIBSVM or LIBLINEAR format).
+    #[arg(help_heading = "Arguments", display_order = 2)]
+    pub model_file: PathBuf,
+    /// Where to write one prediction per line (`-`: standard output; the summary then goes to
+    /// stderr).
+    #[arg(help_heading = "Arguments", display_order = 3)]
+    pub output_file: PathBuf,
+}
+
+/// `predict` with a LIBLINEAR model.
+fn predict_linear(a: PredictArgs) -> Exit {
+    let f = std::fs::File::open(&a.model_file)
+        .map_err(|e| CliError(format!("{}: {e}", a.model_file.display())))?;
+    let (model, status) = LinearModel::read_with_status(std::io::BufReader::new(f))
+        .map_err(|e| io_context(&a.model_file, e))?;
+    if status != Status::Converged {
+        eprintln!(
+            "marginkit: warning: {}: the model did not converge (status {})",
+            a.model_file.display(),
+            status.as_str()
+        );
+    }
+    if a.probability == 1 {
+        return Err(CliError(
+            "probability outputs are only available for logistic regression models; marginkit's linear models are SVMs".into(),
+        ));
+    }
+    let data = read_data(&a.test_file, &a.input, false)?;
+    if data.n_features() > model.n_features() {
+        let beyond = (0..data.len()).any(|i| {
+            data.x
+                .row(i)
+                .iter()
+                .any(|(k, v)| k >= model.n_features() && v != 0.0)
+        });
+        if beyond {
+            return Err(CliError(format!(
+                "{}: the data has {} features but the model was trained on {}",
+                a.test_file.display(),
+                data.n_features(),
+                model.n_features()
+            )));
+        }
+    }
+    let pred = model.predict(&data.x);
+    let regression = model.solver().is_regression();
+    write_predictions(&a.output_file, |w| {
+        for &v in &pred {
+            writeln!(w, "{}", if regression { fmt_f64(v) } else { fmt_label(v) })?;
+        }
+        Ok(())
+    })?;
+    report_metrics(
+        &pred,
+        &data.y,
+        regression,
+        a.quiet,
+        a.json,
+        is_stdout(&a.output_file),
+    );
+    Ok(Outcome::Done)
 }

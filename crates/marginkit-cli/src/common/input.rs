@@ -1,4 +1,7 @@
 //! Reading data and model files with the file name in every error.
+use crate::common::CliResult;
+
+use clap::Args;
 
 use std::path::Path;
 
@@ -6,8 +9,7 @@ use marginkit::data::csv::{read_csv_path, CsvOptions, Delimiter, LabelColumn};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::{Dataset, IoError};
 
-use crate::args::InputArgs;
-use crate::CliError;
+use crate::common::CliError;
 
 /// Formats a library I/O error with the file name (and line and column for syntax errors).
 pub fn io_context(path: &Path, e: IoError) -> CliError {
@@ -55,4 +57,45 @@ pub fn read_data(path: &Path, input: &InputArgs, precomputed: bool) -> Result<Da
         read_libsvm_path(path, &opts)
     };
     data.map_err(|e| io_context(path, e))
+}
+
+/// Options shared by every command that reads a data file.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Input")]
+pub struct InputArgs {
+    /// Read the data as CSV instead of LIBSVM text.
+    #[arg(long)]
+    pub csv: bool,
+    /// CSV label column: first, last, a 0-based index or a header name.
+    #[arg(long, default_value = "last", requires = "csv")]
+    pub label_column: String,
+    /// CSV field delimiter.
+    #[arg(long, default_value = ",", requires = "csv")]
+    pub delimiter: char,
+}
+
+/// Attaches per-sample weights read from `path` (see
+/// [`marginkit::svm::train::parse_sample_weights`]) to `data`.
+pub fn with_weight_file(data: Dataset, path: &Path) -> CliResult<Dataset> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let w = marginkit::svm::train::parse_sample_weights(&text).map_err(|e| {
+        CliError(format!(
+            "{}:{}:{}: {}",
+            path.display(),
+            e.line,
+            e.column,
+            e.kind
+        ))
+    })?;
+    if w.len() != data.len() {
+        return Err(CliError(format!(
+            "{}: {} weights for {} training samples",
+            path.display(),
+            w.len(),
+            data.len()
+        )));
+    }
+    let Dataset { x, y, .. } = data;
+    Ok(Dataset::new(x, y, Some(w))?)
 }

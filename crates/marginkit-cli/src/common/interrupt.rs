@@ -19,8 +19,9 @@ pub fn install() -> Cancel {
         let f = Arc::clone(&flag);
         let _ = ctrlc::set_handler(move || {
             if f.swap(true, Ordering::SeqCst) {
-                // Second Ctrl-C: the user does not want to wait for the partial results.
-                std::process::exit(130);
+                // Second Ctrl-C: the user does not want to wait for the partial results. This
+                // is the one exit outside `main`: a signal handler has no caller to return to.
+                std::process::exit(i32::from(crate::EXIT_INTERRUPTED));
             }
             eprintln!(
                 "\nmarginkit: interrupted: stopping the solver (Ctrl-C again to quit at once)"
@@ -30,6 +31,3 @@ pub fn install() -> Cancel {
     });
     Cancel::from_flag(Arc::clone(flag))
 }
-
-/// Exit code of a run stopped by Ctrl-C (128 + SIGINT), after its outputs are written.
-pub const EXIT_INTERRUPTED: i32 = 130;

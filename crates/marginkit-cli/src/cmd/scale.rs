@@ -1,4 +1,7 @@
 //! `marginkit scale`: svm-scale's flags (-l -u -y -s -r) and parameter file format.
+use std::path::PathBuf;
+
+use clap::Args;
 
 use std::io::Write;
 
@@ -6,21 +9,24 @@ use marginkit::data::libsvm_fmt::{read_libsvm_path, write_libsvm, ReadOptions};
 use marginkit::data::scale::ScaleParams;
 use marginkit::data::write_output;
 
-use crate::args::ScaleArgs;
-use crate::input::io_context;
-use crate::{CliError, CliResult};
+use crate::common::input::io_context;
+use crate::common::{CliError, Exit, Outcome};
 
-pub fn run(a: ScaleArgs) -> CliResult {
+pub fn run(a: ScaleArgs) -> Exit {
     let mut inputs = vec![(a.data_file.as_path(), "data file")];
     if let Some(r) = &a.restore {
         inputs.push((r.as_path(), "-r parameter file"));
     }
     for out in [&a.save, &a.output].into_iter().flatten() {
-        crate::train::refuse_overwriting_input(out, &inputs)?;
+        crate::common::output::refuse_overwriting_input(out, &inputs)?;
     }
     if let (Some(s), Some(o)) = (&a.save, &a.output) {
-        crate::train::refuse_overwriting_input(o, &[(s.as_path(), "-s parameter file")])?;
+        crate::common::output::refuse_overwriting_input(o, &[(s.as_path(), "-s parameter file")])?;
     }
+    let mut outputs: Vec<(&std::path::Path, &str)> = Vec::new();
+    outputs.extend(a.save.as_deref().map(|p| (p, "-s")));
+    outputs.extend(a.output.as_deref().map(|p| (p, "-o")));
+    crate::common::output::check_outputs(&outputs)?;
     let data = read_libsvm_path(&a.data_file, &ReadOptions::default())
         .map_err(|e| io_context(&a.data_file, e))?;
     let params = if let Some(r) = &a.restore {
@@ -57,5 +63,31 @@ pub fn run(a: ScaleArgs) -> CliResult {
             lock.flush()?;
         }
     }
-    Ok(())
+    Ok(Outcome::Done)
+}
+
+/// `marginkit scale`.
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// Lower bound of the scaled features.
+    #[arg(short = 'l', default_value_t = -1.0, allow_negative_numbers = true)]
+    pub lower: f64,
+    /// Upper bound of the scaled features.
+    #[arg(short = 'u', default_value_t = 1.0, allow_negative_numbers = true)]
+    pub upper: f64,
+    /// Scale the labels too, to [Y_LOWER, Y_UPPER].
+    #[arg(short = 'y', num_args = 2, value_names = ["Y_LOWER", "Y_UPPER"], allow_negative_numbers = true)]
+    pub y_range: Option<Vec<f64>>,
+    /// Save the scaling parameters to this file (svm-scale's format, with exact numbers: `-r` on
+    /// the same data reproduces the output byte for byte).
+    #[arg(short = 's')]
+    pub save: Option<PathBuf>,
+    /// Restore the scaling parameters from this file (-l, -u and -y are then taken from it).
+    #[arg(short = 'r', conflicts_with = "save")]
+    pub restore: Option<PathBuf>,
+    /// Write the scaled data here instead of stdout.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Data to scale (`.gz` or `-` for stdin).
+    pub data_file: PathBuf,
 }

@@ -5,20 +5,21 @@ use std::time::Instant;
 use marginkit::data::write_output;
 use marginkit::solver::{Shrinking, Status};
 use marginkit::svm::linear::{
-    cross_validation_status, LinearModel, LinearParams, LinearSolver, LinearValidParams,
+    cross_validation_status, LinearParams, LinearSolver, LinearValidParams,
 };
-use marginkit::svm::model_io::{fmt_f64, fmt_label};
+use marginkit::svm::model_io::fmt_label;
 use serde_json::{json, Value};
 
-use crate::args::{PredictArgs, TrainArgs};
-use crate::input::{io_context, read_data};
-use crate::predict::{is_stdout, report_metrics, write_predictions};
-use crate::train::{default_model_path, parse_class_weights, report_cv};
-use crate::{CliError, CliResult};
+use super::TrainArgs;
+use crate::common::input::read_data;
+use crate::common::model::parse_class_weights;
+use crate::common::output::default_model_path;
+use crate::common::report::report_cv;
+use crate::common::{CliError, CliResult, Exit, Outcome};
 
 fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> {
     let m = &a.model;
-    let id = m.svm_type.unwrap_or(1);
+    let id = m.svm_code()?.unwrap_or(1);
     let solver = LinearSolver::from_id(u32::from(id)).ok_or_else(|| {
         CliError(format!(
             "unknown linear solver -s {id} (supported: 1 L2-loss dual SVC, 2 L2-loss primal SVC (Newton, all threads), 3 L1-loss dual SVC, 11 L2-loss primal SVR (Newton, all threads), 12 L2-loss dual SVR, 13 L1-loss dual SVR)"
@@ -46,12 +47,12 @@ fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> 
         p = p.max_passes(n);
     }
     if let Some(t) = m.time_limit {
-        p = p.time_limit(crate::args::seconds_flag("time-limit", t)?);
+        p = p.time_limit(crate::common::run::seconds_flag("time-limit", t)?);
     }
     Ok((p.check()?, solver))
 }
 
-pub fn run(a: TrainArgs) -> CliResult {
+pub fn run(a: TrainArgs) -> Exit {
     let (params, solver) = linear_params(&a)?;
     if a.resume.is_some() {
         return Err(CliError(
@@ -60,10 +61,10 @@ pub fn run(a: TrainArgs) -> CliResult {
     }
     let mut data = read_data(&a.train_file, &a.input, false)?;
     if let Some(w) = &a.weights {
-        data = crate::train::with_weight_file(data, w)?;
+        data = crate::common::input::with_weight_file(data, w)?;
     }
     let regression = solver.is_regression();
-    let say = |text: &str| crate::train::say(a.json, a.quiet, text);
+    let say = |text: &str| crate::common::report::say(a.json, a.quiet, text);
     if let Some(k) = a.folds {
         if k < 2 {
             return Err(CliError(format!(
@@ -87,10 +88,10 @@ pub fn run(a: TrainArgs) -> CliResult {
                     "status": status.as_str() }),
             a.json,
         );
-        return Ok(());
+        return Ok(Outcome::Done);
     }
     let t0 = Instant::now();
-    let mut cancel = crate::interrupt::install();
+    let mut cancel = crate::common::interrupt::install();
     let fit = params.fit_observed(&data, &mut cancel)?;
     let secs = t0.elapsed().as_secs_f64();
     let one_vs_rest = fit.report.subproblems.len() > 1;
@@ -182,60 +183,7 @@ pub fn run(a: TrainArgs) -> CliResult {
         );
     }
     if status == Status::Interrupted {
-        std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+        return Ok(Outcome::Interrupted);
     }
-    Ok(())
-}
-
-pub fn predict(a: PredictArgs) -> CliResult {
-    let f = std::fs::File::open(&a.model_file)
-        .map_err(|e| CliError(format!("{}: {e}", a.model_file.display())))?;
-    let (model, status) = LinearModel::read_with_status(std::io::BufReader::new(f))
-        .map_err(|e| io_context(&a.model_file, e))?;
-    if status != Status::Converged {
-        eprintln!(
-            "marginkit: warning: {}: the model did not converge (status {})",
-            a.model_file.display(),
-            status.as_str()
-        );
-    }
-    if a.probability == 1 {
-        return Err(CliError(
-            "probability outputs are only available for logistic regression models; marginkit's linear models are SVMs".into(),
-        ));
-    }
-    let data = read_data(&a.test_file, &a.input, false)?;
-    if data.n_features() > model.n_features() {
-        let beyond = (0..data.len()).any(|i| {
-            data.x
-                .row(i)
-                .iter()
-                .any(|(k, v)| k >= model.n_features() && v != 0.0)
-        });
-        if beyond {
-            return Err(CliError(format!(
-                "{}: the data has {} features but the model was trained on {}",
-                a.test_file.display(),
-                data.n_features(),
-                model.n_features()
-            )));
-        }
-    }
-    let pred = model.predict(&data.x);
-    let regression = model.solver().is_regression();
-    write_predictions(&a.output_file, |w| {
-        for &v in &pred {
-            writeln!(w, "{}", if regression { fmt_f64(v) } else { fmt_label(v) })?;
-        }
-        Ok(())
-    })?;
-    report_metrics(
-        &pred,
-        &data.y,
-        regression,
-        a.quiet,
-        a.json,
-        is_stdout(&a.output_file),
-    );
-    Ok(())
+    Ok(Outcome::Done)
 }

@@ -1,6 +1,8 @@
 //! `marginkit demo`: trains and evaluates on heart_scale, built into the binary, so that a new
 //! user sees the whole pipeline work with one command.
 
+use clap::Args;
+
 use std::time::Instant;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_bytes, ReadOptions};
@@ -9,15 +11,15 @@ use marginkit::svm::train::{cross_validation, fit};
 use marginkit::svm::SvmParams;
 use serde_json::json;
 
-use crate::args::DemoArgs;
-use crate::predict::fmt_g;
-use crate::train::{evaluate, init_threads};
-use crate::CliResult;
+use crate::common::report::evaluate;
+use crate::common::report::fmt_g;
+use crate::common::run::init_threads;
+use crate::common::{Exit, Outcome};
 
-const TRAIN: &[u8] = include_bytes!("../data/heart_scale.train");
-const TEST: &[u8] = include_bytes!("../data/heart_scale.test");
+const TRAIN: &[u8] = include_bytes!("../../data/heart_scale.train");
+const TEST: &[u8] = include_bytes!("../../data/heart_scale.test");
 
-pub fn run(a: DemoArgs) -> CliResult {
+pub fn run(a: DemoArgs) -> Exit {
     init_threads(a.threads)?;
     let opts = ReadOptions::default();
     let train = read_libsvm_bytes(TRAIN, &opts)?;
@@ -45,7 +47,7 @@ pub fn run(a: DemoArgs) -> CliResult {
                 "test_accuracy": m["accuracy"], "cv5_accuracy": cvm["accuracy"],
             })
         );
-        return Ok(());
+        return Ok(Outcome::Done);
     }
     println!(
         "marginkit demo: heart_scale (Statlog heart disease), {} training and {} test rows, {} features",
@@ -78,5 +80,16 @@ pub fn run(a: DemoArgs) -> CliResult {
         fmt_g(cvm["accuracy"].as_f64().unwrap_or(0.0))
     );
     println!("Next: marginkit train -c 4 YOUR_DATA  (flags as LIBSVM's svm-train; see marginkit train --help)");
-    Ok(())
+    Ok(Outcome::Done)
+}
+
+/// `marginkit demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Print one JSON object with the results.
+    #[arg(long)]
+    pub json: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }

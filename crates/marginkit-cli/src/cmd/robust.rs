@@ -17,10 +17,10 @@ use marginkit::svm::model_io::save_model_with_status;
 use marginkit::{Dataset, KernelSpec};
 use serde_json::{json, Value};
 
-use crate::args::InputArgs;
-use crate::input::read_data;
-use crate::train::init_threads;
-use crate::{CliError, CliResult};
+use crate::common::input::read_data;
+use crate::common::input::InputArgs;
+use crate::common::run::init_threads;
+use crate::common::{CliError, CliResult, Exit, Outcome};
 
 /// `marginkit robust`.
 #[derive(Debug, Args)]
@@ -327,9 +327,23 @@ fn plot_svg(
 /// Largest training set whose chosen path is re-run with every solution kept for the plot.
 const PLOT_COEF_MAX_N: usize = 5000;
 
-pub fn run(a: RobustArgs) -> CliResult {
+pub fn run(a: RobustArgs) -> Exit {
     let t0 = Instant::now();
     init_threads(a.threads)?;
+    let state_path = a.state_file.clone().unwrap_or_else(|| {
+        let name = a
+            .train_file
+            .file_name()
+            .map_or("stdin".into(), |n| n.to_string_lossy().into_owned());
+        PathBuf::from(format!("{name}.robust.state"))
+    });
+    for out in [&a.save_model, &a.plot].into_iter().flatten() {
+        crate::common::output::refuse_same_file(&state_path, out)?;
+    }
+    let mut outputs: Vec<(&std::path::Path, &str)> = vec![(&state_path, "state file")];
+    outputs.extend(a.plot.as_deref().map(|p| (p, "--plot")));
+    outputs.extend(a.save_model.as_deref().map(|p| (p, "--save-model")));
+    crate::common::output::check_outputs(&outputs)?;
     let precomputed = a.kernel_type == 4;
     let data = read_data(&a.train_file, &a.input, precomputed)?;
     let valid = match &a.valid {
@@ -381,16 +395,6 @@ pub fn run(a: RobustArgs) -> CliResult {
         b.enable_steady_tick(Duration::from_millis(120));
         b
     });
-    let state_path = a.state_file.clone().unwrap_or_else(|| {
-        let name = a
-            .train_file
-            .file_name()
-            .map_or("stdin".into(), |n| n.to_string_lossy().into_owned());
-        PathBuf::from(format!("{name}.robust.state"))
-    });
-    for out in [&a.save_model, &a.plot].into_iter().flatten() {
-        crate::train::refuse_same_file(&state_path, out)?;
-    }
     let resume = match &a.resume {
         Some(f) => {
             let bytes = std::fs::read(f).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
@@ -403,7 +407,7 @@ pub fn run(a: RobustArgs) -> CliResult {
     };
     // Ctrl-C stops the running event or solve; the runs so far are reported and the chosen
     // model written, with a state file to continue from.
-    let mut cancel = crate::interrupt::install();
+    let mut cancel = crate::common::interrupt::install();
     let sel = select_resumable(
         &p,
         kind,
@@ -537,7 +541,7 @@ pub fn run(a: RobustArgs) -> CliResult {
              'status interrupted'; continue with --resume {s}",
             sel.runs.len().saturating_sub(1)
         );
-        std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+        return Ok(Outcome::Interrupted);
     }
-    Ok(())
+    Ok(Outcome::Done)
 }

@@ -1,14 +1,19 @@
 //! `marginkit grid`: (C, gamma) grid search by cross-validation, like LIBSVM's grid.py.
+use crate::common::input::InputArgs;
+use crate::common::model::ModelArgs;
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args};
 
 use marginkit::svm::grid::{grid_search, GridPoint};
 use marginkit::svm::KernelKind;
 use serde_json::json;
 
-use crate::args::GridArgs;
-use crate::input::read_data;
-use crate::predict::fmt_g;
-use crate::train::{init_threads, svm_params};
-use crate::{CliError, CliResult};
+use crate::common::input::read_data;
+use crate::common::model::svm_params;
+use crate::common::report::fmt_g;
+use crate::common::run::init_threads;
+use crate::common::{CliError, CliResult, Exit, Outcome};
 
 /// Parses grid.py's `begin,end,step` into the exponents it covers (inclusive).
 pub fn parse_range(flag: &str, s: &str) -> CliResult<Vec<f64>> {
@@ -38,7 +43,7 @@ pub fn parse_range(flag: &str, s: &str) -> CliResult<Vec<f64>> {
     Ok((0..n).map(|k| begin + k as f64 * step).collect())
 }
 
-pub fn run(a: GridArgs) -> CliResult {
+pub fn run(a: GridArgs) -> Exit {
     init_threads(a.model.threads)?;
     if a.model.linear {
         return Err(CliError(
@@ -138,7 +143,7 @@ pub fn run(a: GridArgs) -> CliResult {
     } else {
         println!("{} {}", fmt_g(b.c), fmt_g(b.score));
     }
-    Ok(())
+    Ok(Outcome::Done)
 }
 
 #[cfg(test)]
@@ -164,4 +169,48 @@ mod tests {
         }
         assert_eq!(parse_range("x", "0,9999,1").unwrap().len(), 10_000);
     }
+}
+
+/// `marginkit grid`.
+#[derive(Debug, Args)]
+#[command(
+    disable_help_flag = true,
+    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nWith -t 0 (linear) or -t 4 (precomputed) only C is searched.\nPrints `C gamma score` of the best point last (score: accuracy in %, or MSE for -s 3/4)."
+)]
+pub struct GridArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// log2(C) range: begin,end,step.
+    #[arg(
+        long = "log2c",
+        default_value = "-5,15,2",
+        allow_hyphen_values = true,
+        help_heading = "Grid"
+    )]
+    pub log2c: String,
+    /// log2(gamma) range: begin,end,step (ignored for -t 0 and -t 4).
+    #[arg(
+        long = "log2g",
+        default_value = "3,-15,-2",
+        allow_hyphen_values = true,
+        help_heading = "Grid"
+    )]
+    pub log2g: String,
+    /// Folds of the cross-validation.
+    #[arg(short = 'v', default_value_t = 5, help_heading = "Grid")]
+    pub folds: usize,
+    /// Quiet: only the final line.
+    #[arg(short = 'q', help_heading = "Output")]
+    pub quiet: bool,
+    /// Print one JSON object with every grid point on stdout.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help, help_heading = "Output")]
+    pub help: Option<bool>,
+    /// Training data.
+    #[arg(help_heading = "Arguments", display_order = 1)]
+    pub train_file: PathBuf,
 }

@@ -22,10 +22,11 @@ use marginkit::svm::model_io::save_model_with_status;
 use marginkit::{Dataset, KernelSpec};
 use serde_json::{json, Value};
 
-use crate::args::InputArgs;
-use crate::input::read_data;
-use crate::train::{default_model_path, init_threads};
-use crate::{CliError, CliResult};
+use crate::common::input::read_data;
+use crate::common::input::InputArgs;
+use crate::common::output::default_model_path;
+use crate::common::run::init_threads;
+use crate::common::{CliError, CliResult, Exit, Outcome};
 
 /// `marginkit aid`.
 #[derive(Debug, Args)]
@@ -236,7 +237,7 @@ pub struct LadArgs {
 fn seconds(name: &str, v: Option<f64>) -> CliResult<Option<Duration>> {
     match v {
         None => Ok(None),
-        Some(t) => crate::args::seconds_flag(name, t).map(Some),
+        Some(t) => crate::common::run::seconds_flag(name, t).map(Some),
     }
 }
 
@@ -395,14 +396,9 @@ impl Interrupt {
     /// Reads `--resume`, picks the state path (refusing one that is an output file) and
     /// installs the Ctrl-C handler.
     fn new(common: &AidCommon, outputs: &[&Path]) -> CliResult<Self> {
-        let model = outputs[0];
-        let state_path = common.state_file.clone().unwrap_or_else(|| {
-            let mut s = model.as_os_str().to_owned();
-            s.push(".state");
-            PathBuf::from(s)
-        });
+        let state_path = state_path(common, outputs[0]);
         for out in outputs.iter().copied().chain(common.plot.as_deref()) {
-            crate::train::refuse_same_file(&state_path, out)?;
+            crate::common::output::refuse_same_file(&state_path, out)?;
         }
         let resume = match &common.resume {
             Some(p) => {
@@ -419,7 +415,7 @@ impl Interrupt {
             state_path,
             resume_path: common.resume.clone(),
             resume,
-            cancel: crate::interrupt::install(),
+            cancel: crate::common::interrupt::install(),
         })
     }
 
@@ -453,58 +449,79 @@ impl Interrupt {
         }
     }
 
-    fn exit_if_stopped(&self, written: &Option<String>, finished: usize) {
+    /// How the run ended, once its outputs are written: a stopped run says how to continue.
+    fn outcome(&self, written: &Option<String>, finished: usize) -> Outcome {
         if let Some(s) = written {
             eprintln!(
                 "marginkit: interrupted after {finished} finished iterations; the model (if any) is marked \
                  'status interrupted'; continue with --resume {s}"
             );
-            std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+            return Outcome::Interrupted;
         }
         if self.cancel.is_cancelled() && finished == 0 {
             eprintln!(
                 "marginkit: interrupted during the initial clustering: no model and nothing to continue"
             );
-            std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+            return Outcome::Interrupted;
         }
+        Outcome::Done
     }
 }
 
+/// The state file of a stopped run: `--state-file`, else the model file's name + ".state".
+fn state_path(common: &AidCommon, model: &Path) -> PathBuf {
+    common.state_file.clone().unwrap_or_else(|| {
+        let mut s = model.as_os_str().to_owned();
+        s.push(".state");
+        PathBuf::from(s)
+    })
+}
+
+/// Checks every output of an `aid` run before the data are read: the model (first), the
+/// other outputs, the plot and the state file.
+fn check_aid_outputs(common: &AidCommon, outputs: &[&Path]) -> CliResult {
+    let state = state_path(common, outputs[0]);
+    let mut checks: Vec<(&Path, &str)> = outputs.iter().map(|p| (*p, "output")).collect();
+    checks.extend(common.plot.as_deref().map(|p| (p, "--plot")));
+    checks.push((&state, "state file"));
+    crate::common::output::check_outputs(&checks)
+}
+
 /// Output of a run stopped before its first iteration finished: no model, only the state.
-fn no_model(common: &AidCommon, model: &str, ir: &Interrupt, written: &Option<String>) {
+fn no_model(common: &AidCommon, model: &str, ir: &Interrupt, written: &Option<String>) -> Outcome {
     if common.json {
         let mut out = json!({"model": model, "stop": "interrupted", "objective": Value::Null,
                              "iterations": []});
         ir.report(&mut out, written);
         println!("{out}");
     }
-    ir.exit_if_stopped(written, 0);
+    ir.outcome(written, 0)
 }
 
 /// What a resumable AID fit returns: the fit (`None` when it stopped before a model existed)
 /// and the state of a stopped run.
 type Resumable<F> = Result<(Option<F>, Option<AidCheckpoint>), marginkit::FitError>;
 
+/// A fit with a model: the fit, the interrupt state and the state file written, if any.
+type Running<F> = (F, Interrupt, Option<String>);
+
 /// The interruptible part every `aid` model shares: reads `--resume` and installs the Ctrl-C
 /// handler ([`Interrupt::new`]), runs `fit` with the cancel flag and the state to continue,
 /// and writes the state of a stopped run. `None` when the run stopped before a model existed:
-/// the `--json` report of model `name` is printed and an interrupted process has exited.
+/// the `--json` report of model `name` is printed, and the run's outcome is the `Err`.
 fn fit_interruptible<F>(
     common: &AidCommon,
     outputs: &[&Path],
     name: &str,
     fit: impl FnOnce(&mut Cancel, Option<&AidCheckpoint>) -> Resumable<F>,
-) -> CliResult<Option<(F, Interrupt, Option<String>)>> {
+) -> CliResult<Result<Running<F>, Outcome>> {
     let ir = Interrupt::new(common, outputs)?;
     let mut cancel = ir.cancel.clone();
     let (fit, ck) = fit(&mut cancel, ir.resume.as_ref()).map_err(|e| ir.err(e))?;
     let written = ir.write(ck.as_ref())?;
     match fit {
-        Some(f) => Ok(Some((f, ir, written))),
-        None => {
-            no_model(common, name, &ir, &written);
-            Ok(None)
-        }
+        Some(f) => Ok(Ok((f, ir, written))),
+        None => Ok(Err(no_model(common, name, &ir, &written))),
     }
 }
 
@@ -550,7 +567,7 @@ fn finish(
 }
 
 /// `marginkit aid ...`.
-pub fn run(a: AidArgs) -> CliResult {
+pub fn run(a: AidArgs) -> Exit {
     match a.cmd {
         AidCmd::Lad(a) => run_lad(a),
         AidCmd::Svm(a) => run_svm(a),
@@ -558,8 +575,9 @@ pub fn run(a: AidArgs) -> CliResult {
     }
 }
 
-fn run_lad(a: AidLadArgs) -> CliResult {
+fn run_lad(a: AidLadArgs) -> Exit {
     init_threads(a.common.threads)?;
+    check_aid_outputs(&a.common, &[&model_path(&a.train_file, &a.model_file)])?;
     let data = read_data(&a.train_file, &a.input, false)?;
     let t0 = Instant::now();
     let params = AidLadParams {
@@ -570,12 +588,11 @@ fn run_lad(a: AidLadArgs) -> CliResult {
     };
     let table = Table::new(!a.common.quiet && !a.common.json);
     let mpath = model_path(&a.train_file, &a.model_file);
-    let Some((fit, ir, written)) =
-        fit_interruptible(&a.common, &[&mpath], "lad", |obs, resume| {
-            fit_aid_lad_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
-        })?
-    else {
-        return Ok(());
+    let (fit, ir, written) = match fit_interruptible(&a.common, &[&mpath], "lad", |obs, resume| {
+        fit_aid_lad_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
+    })? {
+        Ok(t) => t,
+        Err(outcome) => return Ok(outcome),
     };
     let total = t0.elapsed().as_secs_f64();
     let text = if fit.run.stop == StopReason::Interrupted {
@@ -611,8 +628,7 @@ fn run_lad(a: AidLadArgs) -> CliResult {
         fit.run.best_objective,
         total,
     )?;
-    ir.exit_if_stopped(&written, fit.run.iterations.len());
-    Ok(())
+    Ok(ir.outcome(&written, fit.run.iterations.len()))
 }
 
 fn kernel_of(a: &AidSvmArgs, data: &Dataset) -> CliResult<Option<KernelSpec>> {
@@ -637,8 +653,9 @@ fn kernel_of(a: &AidSvmArgs, data: &Dataset) -> CliResult<Option<KernelSpec>> {
     })
 }
 
-fn run_svm(a: AidSvmArgs) -> CliResult {
+fn run_svm(a: AidSvmArgs) -> Exit {
     init_threads(a.common.threads)?;
+    check_aid_outputs(&a.common, &[&model_path(&a.train_file, &a.model_file)])?;
     let data = read_data(&a.train_file, &a.input, false)?;
     let t0 = Instant::now();
     let params = AidSvmParams {
@@ -681,11 +698,11 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
     } else {
         "aid_svm_linear"
     };
-    let Some((fit, ir, written)) = fit_interruptible(&a.common, &[&path], name, |obs, resume| {
+    let (fit, ir, written) = match fit_interruptible(&a.common, &[&path], name, |obs, resume| {
         fit_aid_svm_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
-    })?
-    else {
-        return Ok(());
+    })? {
+        Ok(t) => t,
+        Err(outcome) => return Ok(outcome),
     };
     let total = t0.elapsed().as_secs_f64();
     match &fit.model {
@@ -745,14 +762,17 @@ fn run_svm(a: AidSvmArgs) -> CliResult {
             "marginkit: interrupted; the model is marked 'status interrupted' and a Nystrom-steered \
              run has no state to continue from (rerun it)"
         );
-        std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+        return Ok(Outcome::Interrupted);
     }
-    ir.exit_if_stopped(&written, fit.run.iterations.len());
-    Ok(())
+    Ok(ir.outcome(&written, fit.run.iterations.len()))
 }
 
-fn run_s3vm(a: AidS3vmArgs) -> CliResult {
+fn run_s3vm(a: AidS3vmArgs) -> Exit {
     init_threads(a.common.threads)?;
+    let path = model_path(&a.train_file, &a.model_file);
+    let mut outputs: Vec<&Path> = vec![&path];
+    outputs.extend(a.predictions.as_deref());
+    check_aid_outputs(&a.common, &outputs)?;
     let mut data = read_data(&a.train_file, &a.input, false)?;
     if let Some(u) = &a.unlabeled {
         let extra = read_data(u, &a.input, false)?;
@@ -764,7 +784,6 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
         time_limit: seconds("bnb-time-limit", Some(a.bnb_time_limit))?,
         rel_gap: 1e-6,
     };
-    let path = model_path(&a.train_file, &a.model_file);
     if a.exact && (a.common.resume.is_some() || a.common.state_file.is_some()) {
         return Err(CliError(
             "--exact cannot be combined with --resume or --state-file: the exact branch and bound writes no state to continue from".into(),
@@ -817,7 +836,7 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
                 }
             );
         }
-        return Ok(());
+        return Ok(Outcome::Done);
     }
     let params = AidS3vmParams {
         c_labeled: a.c_labeled,
@@ -832,13 +851,13 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
     let table = Table::new(!a.common.quiet && !a.common.json);
     let mut outputs: Vec<&Path> = vec![&path];
     outputs.extend(a.predictions.as_deref());
-    let Some((fit, ir, written)) =
-        fit_interruptible(&a.common, &outputs, "aid_s3vm", |obs, resume| {
+    let (fit, ir, written) =
+        match fit_interruptible(&a.common, &outputs, "aid_s3vm", |obs, resume| {
             fit_aid_s3vm_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
-        })?
-    else {
-        return Ok(());
-    };
+        })? {
+            Ok(t) => t,
+            Err(outcome) => return Ok(outcome),
+        };
     let total = t0.elapsed().as_secs_f64();
     write_linear_status(&path, &fit.model, fit.run.stop)?;
     write_predictions(&a, &data, &fit.model)?;
@@ -866,8 +885,7 @@ fn run_s3vm(a: AidS3vmArgs) -> CliResult {
         fit.run.best_objective,
         total,
     )?;
-    ir.exit_if_stopped(&written, fit.run.iterations.len());
-    Ok(())
+    Ok(ir.outcome(&written, fit.run.iterations.len()))
 }
 
 fn write_predictions(a: &AidS3vmArgs, data: &Dataset, model: &LinearModel) -> CliResult {
@@ -905,15 +923,17 @@ fn merge_unlabeled(data: &Dataset, extra: &Dataset) -> CliResult<Dataset> {
 }
 
 /// `marginkit lad`.
-pub fn run_full_lad(a: LadArgs) -> CliResult {
+pub fn run_full_lad(a: LadArgs) -> Exit {
     init_threads(a.threads)?;
+    let path = model_path(&a.train_file, &a.model_file);
+    crate::common::output::check_outputs(&[(&path, "MODEL_FILE")])?;
     let data = read_data(&a.train_file, &a.input, false)?;
     let t0 = Instant::now();
     let (model, sol) = fit_lad(&data, !a.no_intercept, seconds("time-limit", a.time_limit)?)?;
     let total = t0.elapsed().as_secs_f64();
-    write_text(&model_path(&a.train_file, &a.model_file), &model.to_json())?;
+    write_text(&path, &model.to_json())?;
     print_lad(&a, &model, sol.objective, sol.certified, total);
-    Ok(())
+    Ok(Outcome::Done)
 }
 
 fn print_lad(a: &LadArgs, model: &LadModel, objective: f64, certified: bool, total: f64) {

@@ -18,10 +18,10 @@ use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::solver::Control;
 use serde_json::{json, Value};
 
-use crate::args::InputArgs;
-use crate::input::read_data;
-use crate::train::init_threads;
-use crate::{CliError, CliResult};
+use crate::common::input::read_data;
+use crate::common::input::InputArgs;
+use crate::common::run::init_threads;
+use crate::common::{CliError, CliResult, Exit, Outcome};
 
 /// `marginkit cluster`.
 #[derive(Debug, Args)]
@@ -140,7 +140,7 @@ pub struct KmeansArgs {
 }
 
 /// Runs `marginkit cluster`.
-pub fn run(a: ClusterArgs) -> CliResult {
+pub fn run(a: ClusterArgs) -> Exit {
     match a.method {
         Method::Odmc(o) => run_odmc(o),
         Method::Kmeans(k) => run_kmeans(k),
@@ -166,6 +166,8 @@ fn load(c: &CommonArgs) -> CliResult<(Points, Option<Vec<f64>>)> {
         ));
     }
     init_threads(c.threads)?;
+    let labels = output_path(c);
+    crate::common::output::check_outputs(&[(&labels, "-o")])?;
     let data = read_data(&c.data_file, &c.input, false)?;
     if data.is_empty() {
         return Err(CliError(format!("{}: no data", c.data_file.display())));
@@ -218,7 +220,7 @@ fn finish(
     iterations: u64,
     seconds: f64,
     extra: Value,
-) -> CliResult {
+) -> Exit {
     let path = write_labels(c, labels)?;
     let mut out = json!({
         "method": method,
@@ -254,7 +256,7 @@ fn finish(
     if c.json {
         println!("{out}");
     }
-    Ok(())
+    Ok(Outcome::Done)
 }
 
 /// Progress spinner with the gap estimate (terminal only).
@@ -297,8 +299,11 @@ impl Drop for RoundProgress {
     }
 }
 
-fn run_odmc(a: OdmcArgs) -> CliResult {
+fn run_odmc(a: OdmcArgs) -> Exit {
     let c = &a.common;
+    if let Some(p) = &a.plot {
+        crate::common::output::check_outputs(&[(p, "--plot")])?;
+    }
     let kernel = if a.kernel == "gaussian" {
         OdmcKernel::Gaussian {
             sigma_scale: a.sigma,
@@ -397,7 +402,7 @@ fn run_odmc(a: OdmcArgs) -> CliResult {
     )
 }
 
-fn run_kmeans(a: KmeansArgs) -> CliResult {
+fn run_kmeans(a: KmeansArgs) -> Exit {
     let c = &a.common;
     let (x, truth) = load(c)?;
     if c.k < 2 || c.k > x.n {

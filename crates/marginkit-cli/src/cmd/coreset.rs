@@ -21,9 +21,9 @@ use marginkit::data::write_output;
 use marginkit::solver::Status as SolveStatus;
 use marginkit::svm::model_io::save_model_with_status;
 
-use crate::args::InputArgs;
-use crate::input::read_data;
-use crate::{CliError, CliResult};
+use crate::common::input::read_data;
+use crate::common::input::InputArgs;
+use crate::common::{CliError, Exit, Outcome};
 
 /// Which stopping rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -140,7 +140,7 @@ pub struct CoresetArgs {
 }
 
 /// Runs the subcommand.
-pub fn run(a: CoresetArgs) -> CliResult {
+pub fn run(a: CoresetArgs) -> Exit {
     let t0 = Instant::now();
     // Flag combinations that cannot be honoured fail before the run, not after it.
     if a.problem == Kind::Meb && (a.model.is_some() || a.test.is_some()) {
@@ -152,6 +152,11 @@ pub fn run(a: CoresetArgs) -> CliResult {
     if a.test.is_some() && a.problem != Kind::Svm && a.problem != Kind::Meb {
         return Err(CliError("--test is for `coreset svm` only".into()));
     }
+    let mut outputs: Vec<(&std::path::Path, &str)> = Vec::new();
+    outputs.extend(a.model.as_deref().map(|p| (p, "--model")));
+    outputs.extend(a.plot.as_deref().map(|p| (p, "--plot")));
+    outputs.extend(a.trace.as_deref().map(|p| (p, "--trace")));
+    crate::common::output::check_outputs(&outputs)?;
     let data = read_data(&a.data_file, &a.input, false)?;
     let kernel = kernel_from_flags(a.kernel_type, a.gamma, a.degree, a.coef0, data.n_features())?;
     let name = format!("{:?}", a.problem).to_lowercase();
@@ -277,7 +282,7 @@ pub fn run(a: CoresetArgs) -> CliResult {
     out.total_seconds = t0.elapsed().as_secs_f64();
     if a.json {
         println!("{}", out.to_json());
-        return Ok(());
+        return Ok(Outcome::Done);
     }
     if show {
         println!(" round       r2_min         r2_max      spread  agreed");
@@ -286,5 +291,5 @@ pub fn run(a: CoresetArgs) -> CliResult {
         }
     }
     println!("{}", out.text());
-    Ok(())
+    Ok(Outcome::Done)
 }

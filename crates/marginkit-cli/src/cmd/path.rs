@@ -19,10 +19,12 @@ use marginkit::svm::KernelKind;
 use marginkit::Dataset;
 use serde_json::{json, Value};
 
-use crate::args::{InputArgs, ModelArgs};
-use crate::input::read_data;
-use crate::train::{init_threads, svm_params};
-use crate::{CliError, CliResult};
+use crate::common::input::read_data;
+use crate::common::input::InputArgs;
+use crate::common::model::svm_params;
+use crate::common::model::ModelArgs;
+use crate::common::run::init_threads;
+use crate::common::{CliError, CliResult, Exit, Outcome};
 
 /// `marginkit path`.
 #[derive(Debug, Args)]
@@ -91,7 +93,9 @@ pub struct PathArgs {
 
 fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
     let m = &a.model;
-    if m.svm_type.is_some_and(|s| s != 0 && !(m.linear && s == 3)) {
+    if m.svm_code()?
+        .is_some_and(|s| s != 0 && !(m.linear && s == 3))
+    {
         return Err(CliError(
             "path: only the hinge-loss C-SVC without bias (-s 0, or -s 3 with --linear) has a path"
                 .into(),
@@ -124,7 +128,7 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
         .seed(m.seed)
         .keep_solutions(a.save_models.is_some() || a.best_model.is_some());
     if let Some(t) = m.time_limit {
-        p = p.time_limit(Some(crate::args::seconds_flag("time-limit", t)?));
+        p = p.time_limit(Some(crate::common::run::seconds_flag("time-limit", t)?));
     }
     p =
         p.screening(match a.screening.as_str() {
@@ -304,8 +308,27 @@ pub fn plot_svg(r: &PathResult, title: &str) -> String {
     stack_svg(&[rate, time])
 }
 
-pub fn run(a: PathArgs) -> CliResult {
+pub fn run(a: PathArgs) -> Exit {
     init_threads(a.model.threads)?;
+    let state_path = a.state_file.clone().unwrap_or_else(|| {
+        let name = a
+            .train_file
+            .file_name()
+            .map_or("stdin".into(), |n| n.to_string_lossy().into_owned());
+        PathBuf::from(format!("{name}.path.state"))
+    });
+    for out in [&a.best_model, &a.plot].into_iter().flatten() {
+        crate::common::output::refuse_same_file(&state_path, out)?;
+    }
+    let mut outputs: Vec<(&Path, &str)> = vec![(&state_path, "state file")];
+    outputs.extend(a.plot.as_deref().map(|p| (p, "--plot")));
+    outputs.extend(a.best_model.as_deref().map(|p| (p, "--best-model")));
+    let first_saved = a.save_models.as_ref().map(|dir| dir.join("c_000.model"));
+    if let Some(dir) = &a.save_models {
+        std::fs::create_dir_all(dir).map_err(|e| CliError(format!("{}: {e}", dir.display())))?;
+    }
+    outputs.extend(first_saved.as_deref().map(|p| (p, "--save-models")));
+    crate::common::output::check_outputs(&outputs)?;
     let precomputed = !a.model.linear
         && KernelKind::from_code(a.model.kernel_type) == Some(KernelKind::Precomputed);
     let data = read_data(&a.train_file, &a.input, precomputed)?;
@@ -319,16 +342,6 @@ pub fn run(a: PathArgs) -> CliResult {
         Grid::List(v) => Some(v.len()),
         Grid::Epsilon { .. } => None,
     };
-    let state_path = a.state_file.clone().unwrap_or_else(|| {
-        let name = a
-            .train_file
-            .file_name()
-            .map_or("stdin".into(), |n| n.to_string_lossy().into_owned());
-        PathBuf::from(format!("{name}.path.state"))
-    });
-    for out in [&a.best_model, &a.plot].into_iter().flatten() {
-        crate::train::refuse_same_file(&state_path, out)?;
-    }
     let resume = match &a.resume {
         Some(p) => {
             let bytes = std::fs::read(p).map_err(|e| CliError(format!("{}: {e}", p.display())))?;
@@ -342,7 +355,7 @@ pub fn run(a: PathArgs) -> CliResult {
     let bar = Bar::new(!a.quiet && !a.json, len);
     // Ctrl-C stops the running solve; the points done so far are reported and written, with a
     // state file to continue from.
-    let mut cancel = crate::interrupt::install();
+    let mut cancel = crate::common::interrupt::install();
     // The process's CPU time when each point is reported: a point's CPU is the difference to
     // the previous mark (one thread of work at a time, so it is not blurred by the other
     // processes on a loaded machine as wall time is).
@@ -480,7 +493,7 @@ pub fn run(a: PathArgs) -> CliResult {
                 .as_ref()
                 .map_or(String::new(), |s| format!("; continue with --resume {s}"))
         );
-        std::process::exit(crate::interrupt::EXIT_INTERRUPTED);
+        return Ok(Outcome::Interrupted);
     }
-    Ok(())
+    Ok(Outcome::Done)
 }

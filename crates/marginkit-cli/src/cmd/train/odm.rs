@@ -1,0 +1,216 @@
+//! `marginkit train -s odm`: the optimal margin distribution machine (binary, no bias).
+//!
+//! The model file is a LIBSVM C-SVC kernel expansion (rho 0) that `marginkit predict` and LIBSVM
+//! load; lambda, nu and theta are printed in the summary and in `--json`. `-c` gives lambda when
+//! `--lambda` is not given, as C plays lambda's role.
+
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use marginkit::odm::{self, OdmParams, OdmSolver};
+use marginkit::solver::{Shrinking, Status};
+use marginkit::svm::model_io::save_model;
+use marginkit::svm::{Gamma, KernelKind, KernelParams};
+use serde_json::json;
+
+use super::TrainArgs;
+use crate::common::input::read_data;
+use crate::common::output::default_model_path;
+use crate::common::progress::Progress;
+use crate::common::report::{report_cv, say};
+use crate::common::run::seconds_flag;
+use crate::common::{CliError, Exit, Outcome};
+
+/// The flags of `-s odm` (Zhang & Zhou, AAAI 2018, Eq. 1): margin mean fixed at 1, squared
+/// deviations below (weight 1) and above (weight nu, `-n`) outside a theta-insensitive zone.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "ODM (-s odm)")]
+pub struct OdmArgs {
+    /// lambda: weight of the margin-variance loss (default: -c, which defaults to 1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub lambda: Option<f64>,
+    /// theta in [0, 1): half-width of the insensitive zone around the margin mean [default: 0.2].
+    #[arg(long, allow_negative_numbers = true)]
+    pub theta: Option<f64>,
+    /// Engine: smo (any kernel) or dcd (linear kernel, large data, moderate lambda) [default: smo].
+    #[arg(long, value_enum)]
+    pub engine: Option<Engine>,
+}
+
+/// `--engine` of `-s odm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    /// The SMO engine on the dual box QP.
+    Smo,
+    /// Dual coordinate descent on the linear kernel.
+    Dcd,
+}
+
+impl OdmArgs {
+    /// The ODM flags given, by name, for the error when `-s odm` is not.
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.lambda.is_some() {
+            v.push("--lambda");
+        }
+        if self.theta.is_some() {
+            v.push("--theta");
+        }
+        if self.engine.is_some() {
+            v.push("--engine");
+        }
+        v
+    }
+}
+
+/// Refuses the `train` flags that `-s odm` has no use for, instead of ignoring them.
+fn refuse_other_flags(a: &TrainArgs) -> Result<(), CliError> {
+    let m = &a.model;
+    let mut bad = Vec::new();
+    if m.linear {
+        bad.push("--linear");
+    }
+    if m.probability == 1 {
+        bad.push("-b 1");
+    }
+    if !m.class_weights.is_empty() {
+        bad.push("-w");
+    }
+    if a.weights.is_some() {
+        bad.push("-W");
+    }
+    if a.resume.is_some() {
+        bad.push("--resume");
+    }
+    if a.state_file.is_some() {
+        bad.push("--state-file");
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError(format!("-s odm does not take {}", bad.join(", "))))
+    }
+}
+
+/// `marginkit train -s odm`.
+pub fn run(a: &TrainArgs) -> Exit {
+    refuse_other_flags(a)?;
+    let m = &a.model;
+    let lambda = a.odm.lambda.unwrap_or(m.cost);
+    let kind = KernelKind::from_code(m.kernel_type).ok_or_else(|| {
+        CliError(format!(
+            "unknown kernel type -t {} (expected 0..4)",
+            m.kernel_type
+        ))
+    })?;
+    let mut p = OdmParams::new()
+        .lambda(lambda)
+        .nu(m.nu)
+        .kernel(KernelParams {
+            kind,
+            gamma: m.gamma.map_or(Gamma::Auto, Gamma::Value),
+            coef0: m.coef0,
+            degree: m.degree,
+        })
+        .cache_bytes((m.cache_mb * 1048576.0) as u64)
+        .shrinking(if m.shrinking == 1 {
+            Shrinking::On
+        } else {
+            Shrinking::Off
+        })
+        .engine(match a.odm.engine {
+            Some(Engine::Dcd) => OdmSolver::Dcd,
+            Some(Engine::Smo) | None => OdmSolver::Smo,
+        })
+        .seed(m.seed);
+    if let Some(theta) = a.odm.theta {
+        p = p.theta(theta);
+    }
+    if let Some(tol) = m.eps {
+        p = p.tol(tol);
+    }
+    if let Some(n) = m.max_iter {
+        p = p.max_iter(n);
+    }
+    if let Some(t) = m.time_limit {
+        p = p.time_limit(seconds_flag("time-limit", t)?);
+    }
+    let params = p.check()?;
+    let (nu, theta) = (params.nu, params.theta);
+    let data = read_data(&a.train_file, &a.input, kind == KernelKind::Precomputed)?;
+    if let Some(k) = a.folds {
+        if k < 2 {
+            return Err(CliError(format!(
+                "n-fold cross validation: n must be >= 2, got {k}"
+            )));
+        }
+        let t0 = Instant::now();
+        let pred = odm::cross_validation(&params, &data, k, m.seed)?;
+        report_cv(
+            &pred,
+            &data.y,
+            false,
+            json!({ "svm_type": "odm", "cv_folds": k, "cv_seconds": t0.elapsed().as_secs_f64(),
+                    "seed": m.seed, "lambda": lambda, "nu": nu, "theta": theta }),
+            a.json,
+        );
+        return Ok(Outcome::Done);
+    }
+    let mut progress = Progress::new(!a.quiet && !a.json);
+    let t0 = Instant::now();
+    let (model, report) = odm::fit(&params, &data, &mut progress)?;
+    let seconds = t0.elapsed().as_secs_f64();
+    progress.finish();
+    say(
+        a.json,
+        a.quiet,
+        &format!(
+            "ODM (lambda = {}, nu = {}, theta = {}): optimization finished, #iter = {} ({})\n\
+             primal = {}, dual = {}, gap = {:.3e}\nTotal nSV = {}",
+            lambda,
+            nu,
+            theta,
+            report.info.iterations,
+            report.status().as_str(),
+            report.primal,
+            report.dual,
+            report.gap,
+            model.total_sv()
+        ),
+    );
+    if report.status() != Status::Converged {
+        eprintln!(
+            "marginkit: warning: the solver stopped before convergence ({})",
+            report.status().as_str()
+        );
+    }
+    let path = a
+        .model_file
+        .clone()
+        .unwrap_or_else(|| default_model_path(&a.train_file));
+    save_model(&path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    if a.json {
+        let out = json!({
+            "train_seconds": seconds,
+            "svm_type": "odm",
+            "model_format": "c_svc",
+            "lambda": lambda,
+            "nu": nu,
+            "theta": theta,
+            "kernel": model.kernel.libsvm_name(),
+            "engine": format!("{:?}", report.engine).to_lowercase(),
+            "n_samples": data.len(),
+            "n_features": data.n_features(),
+            "primal": report.primal,
+            "dual": report.dual,
+            "gap": report.gap,
+            "n_sv": model.total_sv(),
+            "iterations": report.info.iterations,
+            "status": report.status().as_str(),
+            "max_violation": report.info.max_violation,
+            "model_file": path.display().to_string(),
+        });
+        println!("{out}");
+    }
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,196 @@
+//! LIBSVM/LIBLINEAR model flags shared by `train`, `grid` and `path`, and their mapping to the library parameters.
+
+use clap::Args;
+use marginkit::solver::Shrinking;
+use marginkit::svm::params::Probability;
+use marginkit::svm::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
+
+use crate::common::{CliError, CliResult};
+
+/// Model parameters of `train` and `grid` (LIBSVM's and LIBLINEAR's flags).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Model (LIBSVM's flags; LIBLINEAR's with --linear)")]
+pub struct ModelArgs {
+    /// svm_type (LIBSVM): 0 C-SVC, 1 nu-SVC, 2 one-class, 3 epsilon-SVR, 4 nu-SVR; `odm` the
+    /// optimal margin distribution machine (train only).
+    /// With --linear (LIBLINEAR): 1 L2-loss dual SVC, 2 L2-loss primal SVC (Newton, uses all threads),
+    /// 3 L1-loss dual SVC, 11 L2-loss primal SVR (Newton, all threads), 12 L2-loss dual SVR, 13 L1-loss dual SVR.
+    #[arg(short = 's', value_parser = parse_svm_type)]
+    pub svm_type: Option<SvmTypeArg>,
+    /// kernel_type: 0 linear, 1 polynomial, 2 RBF, 3 sigmoid, 4 precomputed.
+    #[arg(short = 't', default_value_t = 2)]
+    pub kernel_type: u8,
+    /// degree of the polynomial kernel.
+    #[arg(short = 'd', default_value_t = 3)]
+    pub degree: u32,
+    /// gamma of the kernel (default 1/num_features).
+    #[arg(short = 'g', allow_negative_numbers = true)]
+    pub gamma: Option<f64>,
+    /// coef0 of the polynomial and sigmoid kernels.
+    #[arg(short = 'r', default_value_t = 0.0, allow_negative_numbers = true)]
+    pub coef0: f64,
+    /// C of C-SVC, epsilon-SVR, nu-SVR and the linear models.
+    #[arg(short = 'c', default_value_t = 1.0, allow_negative_numbers = true)]
+    pub cost: f64,
+    /// nu of nu-SVC, one-class and nu-SVR.
+    #[arg(short = 'n', default_value_t = 0.5, allow_negative_numbers = true)]
+    pub nu: f64,
+    /// epsilon of the epsilon-insensitive loss (SVR).
+    #[arg(short = 'p', default_value_t = 0.1, allow_negative_numbers = true)]
+    pub epsilon: f64,
+    /// Kernel cache size in MB, or `auto`: half of the available memory (MemAvailable in
+    /// /proc/meminfo), at least 64 MB.
+    #[arg(short = 'm', default_value = "200", allow_negative_numbers = true, value_parser = parse_cache_mb)]
+    pub cache_mb: f64,
+    /// Stopping tolerance (default 0.001; LIBLINEAR's with --linear: 0.1, -s 2 0.01, -s 11 0.0001).
+    #[arg(short = 'e', allow_negative_numbers = true)]
+    pub eps: Option<f64>,
+    /// Shrinking heuristics: 1 on, 0 off.
+    #[arg(short = 'h', default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub shrinking: u8,
+    /// Probability estimates: 1 fit a probability model, 0 not.
+    #[arg(short = 'b', default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub probability: u8,
+    /// Multiply C of class LABEL by WEIGHT; repeatable. LIBSVM's `-wLABEL WEIGHT` (e.g. `-w-1 0.5`)
+    /// is accepted too.
+    #[arg(
+        long = "class-weight",
+        value_name = "LABEL:WEIGHT",
+        allow_hyphen_values = true
+    )]
+    pub class_weights: Vec<String>,
+    /// Linear model (LIBLINEAR's solvers and numbering for -s).
+    #[arg(long)]
+    pub linear: bool,
+    /// Bias term of linear models: B > 0 appends a constant feature B; -1 none.
+    #[arg(short = 'B', default_value_t = -1.0, allow_negative_numbers = true)]
+    pub bias: f64,
+    /// Iteration limit of the solver (passes with --linear; Newton iterations with --linear
+    /// -s 2/11); the run then ends with status max_iterations and a warning.
+    #[arg(long, help_heading = "Solver and run")]
+    pub max_iter: Option<u64>,
+    /// Time limit of each solve, in seconds (finite, > 0, at most ~1.8e19; larger is an error).
+    #[arg(long, help_heading = "Solver and run")]
+    pub time_limit: Option<f64>,
+    /// Seed of every random choice (folds, permutations).
+    #[arg(long, default_value_t = 0, help_heading = "Solver and run")]
+    pub seed: u64,
+    /// Worker threads for kernel computations (default: all cores); results do not depend on it.
+    #[arg(long, help_heading = "Solver and run")]
+    pub threads: Option<usize>,
+}
+
+/// `-m`: a number of MB, or `auto` (resolved here, from /proc/meminfo).
+fn parse_cache_mb(s: &str) -> Result<f64, String> {
+    if s == "auto" {
+        let b = marginkit::svm::params::auto_cache_bytes()
+            .map_err(|e| format!("-m auto: cannot read the available memory: {e}"))?;
+        return Ok(b as f64 / 1048576.0);
+    }
+    s.parse::<f64>()
+        .map_err(|_| format!("expected a size in MB or 'auto', found '{s}'"))
+}
+
+/// Parses `LABEL:WEIGHT` class weights (the label may be negative: the last `:` splits).
+pub fn parse_class_weights(list: &[String]) -> CliResult<Vec<(f64, f64)>> {
+    list.iter()
+        .map(|s| {
+            let (l, w) = s
+                .rsplit_once(':')
+                .ok_or_else(|| CliError(format!("class weight '{s}': expected LABEL:WEIGHT")))?;
+            let label: f64 = l
+                .parse()
+                .map_err(|_| CliError(format!("class weight '{s}': bad label '{l}'")))?;
+            let weight: f64 = w
+                .parse()
+                .map_err(|_| CliError(format!("class weight '{s}': bad weight '{w}'")))?;
+            Ok((label, weight))
+        })
+        .collect()
+}
+
+/// Kernel-SVM parameters from LIBSVM's flags, validated by the library.
+pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
+    let code = m.svm_code()?.unwrap_or(0);
+    let svm_type = SvmType::from_code(code)
+        .ok_or_else(|| CliError(format!("unknown svm type -s {code} (expected 0..4)")))?;
+    let kind = KernelKind::from_code(m.kernel_type).ok_or_else(|| {
+        CliError(format!(
+            "unknown kernel type -t {} (expected 0..4)",
+            m.kernel_type
+        ))
+    })?;
+    if !(m.cache_mb.is_finite() && m.cache_mb > 0.0) {
+        return Err(CliError(format!(
+            "cache size -m must be > 0 MB, got {}",
+            m.cache_mb
+        )));
+    }
+    let mut p = SvmParams::new()
+        .svm_type(svm_type)
+        .kernel(KernelParams {
+            kind,
+            gamma: m.gamma.map_or(Gamma::Auto, Gamma::Value),
+            coef0: m.coef0,
+            degree: m.degree,
+        })
+        .c(m.cost)
+        .nu(m.nu)
+        .epsilon(m.epsilon)
+        .tol(m.eps.unwrap_or(1e-3))
+        .cache_bytes((m.cache_mb * 1048576.0) as u64)
+        .shrinking(if m.shrinking == 1 {
+            Shrinking::On
+        } else {
+            Shrinking::Off
+        })
+        .probability(if m.probability == 1 {
+            Probability::On
+        } else {
+            Probability::Off
+        })
+        .seed(m.seed);
+    for (l, w) in parse_class_weights(&m.class_weights)? {
+        p = p.class_weight(l, w);
+    }
+    if let Some(n) = m.max_iter {
+        p = p.max_iter(n);
+    }
+    if let Some(t) = m.time_limit {
+        p = p.time_limit(crate::common::run::seconds_flag("time-limit", t)?);
+    }
+    Ok(p.check()?)
+}
+
+/// The value of `-s`: a LIBSVM or LIBLINEAR number, or `odm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SvmTypeArg {
+    /// LIBSVM's `svm_type` (LIBLINEAR's `solver_type` with `--linear`).
+    Code(u8),
+    /// The optimal margin distribution machine (`train -s odm`).
+    Odm,
+}
+
+fn parse_svm_type(s: &str) -> Result<SvmTypeArg, String> {
+    if s == "odm" {
+        return Ok(SvmTypeArg::Odm);
+    }
+    s.parse::<u8>().map(SvmTypeArg::Code).map_err(|_| {
+        format!(
+            "expected a number (LIBSVM's 0..4, LIBLINEAR's with --linear) or 'odm', found '{s}'"
+        )
+    })
+}
+
+impl ModelArgs {
+    /// The numeric `-s`, if given; `-s odm` is an error here (only `train` takes it).
+    pub fn svm_code(&self) -> CliResult<Option<u8>> {
+        match self.svm_type {
+            None => Ok(None),
+            Some(SvmTypeArg::Code(c)) => Ok(Some(c)),
+            Some(SvmTypeArg::Odm) => Err(CliError(
+                "-s odm is a model of `train` only (without --linear)".into(),
+            )),
+        }
+    }
+}
