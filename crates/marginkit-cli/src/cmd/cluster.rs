@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
+use crate::common::report::choice;
 use crate::common::run::init_threads;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
@@ -82,8 +83,8 @@ pub struct OdmcArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// Kernel: linear or gaussian.
-    #[arg(long, default_value = "linear", value_parser = ["linear", "gaussian"])]
-    pub kernel: String,
+    #[arg(long, value_enum, default_value_t = OdmcKernelArg::Linear)]
+    pub kernel: OdmcKernelArg,
     /// Gaussian width multiplier of sqrt(mean squared distance).
     #[arg(long, default_value_t = 1.0)]
     pub sigma: f64,
@@ -110,8 +111,8 @@ pub struct OdmcArgs {
     pub tol: f64,
     /// Readout: decision (default; the mixture classifier cut at the widest admissible gap),
     /// sign (the paper's sign(sum mu_k y_k)), heaviest, min-g.
-    #[arg(long, default_value = "decision", value_parser = ["decision", "sign", "heaviest", "min-g"])]
-    pub readout: String,
+    #[arg(long, value_enum, default_value_t = ReadoutArg::Decision)]
+    pub readout: ReadoutArg,
     /// Candidate generators: k-means runs, principal components, random projections.
     #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [4usize, 4, 8])]
     pub pool: Vec<usize>,
@@ -304,18 +305,17 @@ fn run_odmc(a: OdmcArgs) -> Exit {
     if let Some(p) = &a.plot {
         crate::common::output::check_outputs(&[(p, "--plot")])?;
     }
-    let kernel = if a.kernel == "gaussian" {
-        OdmcKernel::Gaussian {
+    let kernel = match a.kernel {
+        OdmcKernelArg::Gaussian => OdmcKernel::Gaussian {
             sigma_scale: a.sigma,
-        }
-    } else {
-        OdmcKernel::Linear
+        },
+        OdmcKernelArg::Linear => OdmcKernel::Linear,
     };
-    let readout = match a.readout.as_str() {
-        "sign" => Readout::Sign,
-        "heaviest" => Readout::Heaviest,
-        "min-g" => Readout::MinG,
-        _ => Readout::Decision,
+    let readout = match a.readout {
+        ReadoutArg::Decision => Readout::Decision,
+        ReadoutArg::Sign => Readout::Sign,
+        ReadoutArg::Heaviest => Readout::Heaviest,
+        ReadoutArg::MinG => Readout::MinG,
     };
     let params = OdmcParams {
         k: c.k,
@@ -375,13 +375,13 @@ fn run_odmc(a: OdmcArgs) -> Exit {
     let last = r.history.last();
     let smd: f64 = r.history.iter().map(|h| h.smd_seconds).sum();
     let extra = json!({
-        "kernel": a.kernel,
+        "kernel": choice(&a.kernel),
         "sigma": a.sigma,
         "lambda": a.lambda,
         "nu": a.nu,
         "theta": a.theta,
         "beta": a.beta,
-        "readout": a.readout,
+        "readout": choice(&a.readout),
         "rounds": r.rounds,
         "status": r.status.as_str(),
         "gap": last.map(|h| h.gap),
@@ -455,4 +455,26 @@ fn run_kmeans(a: KmeansArgs) -> Exit {
         seconds,
         json!({ "inertia": r.inertia, "converged": r.converged, "n_init": p.n_init }),
     )
+}
+
+/// `--kernel` of `cluster odmc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OdmcKernelArg {
+    /// Linear kernel.
+    Linear,
+    /// Gaussian kernel of width --sigma times sqrt(mean squared distance).
+    Gaussian,
+}
+
+/// `--readout` of `cluster odmc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReadoutArg {
+    /// The mixture classifier cut at the widest admissible gap.
+    Decision,
+    /// The paper's sign(sum mu_k y_k).
+    Sign,
+    /// The heaviest candidate labelling.
+    Heaviest,
+    /// The labelling of least g.
+    MinG,
 }

@@ -23,6 +23,7 @@ use crate::common::input::read_data;
 use crate::common::input::InputArgs;
 use crate::common::model::svm_params;
 use crate::common::model::ModelArgs;
+use crate::common::report::choice;
 use crate::common::run::init_threads;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
@@ -53,13 +54,13 @@ pub struct PathArgs {
     #[arg(long, conflicts_with_all = ["grid", "c_min"])]
     pub eps_path: Option<f64>,
     /// Screening rule: none, bt1, bt2 or it.
-    #[arg(long, default_value = "it")]
-    pub screening: String,
+    #[arg(long, value_enum, default_value_t = ScreeningArg::It)]
+    pub screening: ScreeningArg,
     /// Linear paths: how each solve starts: auto (secant or scaled, whichever starts lower on
     /// the dual objective), scaled, secant, or cold (from zero at every C, as LIBLINEAR trains a
     /// single C; the rules still screen from the previous point).
-    #[arg(long, default_value = "auto")]
-    pub start: String,
+    #[arg(long, value_enum, default_value_t = StartArg::Auto)]
+    pub start: StartArg,
     /// Quiet: no progress and no table.
     #[arg(short = 'q')]
     pub quiet: bool,
@@ -130,23 +131,17 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
     if let Some(t) = m.time_limit {
         p = p.time_limit(Some(crate::common::run::seconds_flag("time-limit", t)?));
     }
-    p =
-        p.screening(match a.screening.as_str() {
-            "none" => None,
-            s => Some(Rule::from_name(s).ok_or_else(|| {
-                CliError(format!("--screening {s}: expected none, bt1, bt2 or it"))
-            })?),
-        });
-    p = p.linear_start(match a.start.as_str() {
-        "auto" => LinearStart::Auto,
-        "scaled" => LinearStart::Scaled,
-        "secant" => LinearStart::Secant,
-        "cold" => LinearStart::Cold,
-        s => {
-            return Err(CliError(format!(
-                "--start {s}: expected auto, scaled, secant or cold"
-            )))
-        }
+    p = p.screening(match a.screening {
+        ScreeningArg::None => None,
+        ScreeningArg::Bt1 => Some(Rule::Bt1),
+        ScreeningArg::Bt2 => Some(Rule::Bt2),
+        ScreeningArg::It => Some(Rule::It),
+    });
+    p = p.linear_start(match a.start {
+        StartArg::Auto => LinearStart::Auto,
+        StartArg::Scaled => LinearStart::Scaled,
+        StartArg::Secant => LinearStart::Secant,
+        StartArg::Cold => LinearStart::Cold,
     });
     p = p.grid(if !a.c_list.is_empty() {
         Grid::List(a.c_list.clone())
@@ -471,7 +466,7 @@ pub fn run(a: PathArgs) -> Exit {
                 })
                 .collect::<Vec<_>>(),
             "total_seconds": result.total_seconds,
-            "screening": a.screening,
+            "screening": choice(&a.screening),
             "n_samples": data.len(),
             "c_min_trivial": result.c_min_trivial,
         });
@@ -496,4 +491,30 @@ pub fn run(a: PathArgs) -> Exit {
         return Ok(Outcome::Interrupted);
     }
     Ok(Outcome::Done)
+}
+
+/// `--screening` of `path`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScreeningArg {
+    /// No screening.
+    None,
+    /// Ball Test 1.
+    Bt1,
+    /// Ball Test 2.
+    Bt2,
+    /// The Intersection Test.
+    It,
+}
+
+/// `--start` of `path` (linear paths).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StartArg {
+    /// Secant or scaled, whichever starts lower on the dual objective.
+    Auto,
+    /// The previous solution scaled to the new C.
+    Scaled,
+    /// The secant through the last two solutions.
+    Secant,
+    /// From zero at every C.
+    Cold,
 }

@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
+use crate::common::report::choice;
 use crate::common::run::init_threads;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
@@ -35,13 +36,13 @@ Every locally optimal breakpoint of every C is a candidate; the lowest validatio
 )]
 pub struct RobustArgs {
     /// svc (two classes) or svr (LAD regression).
-    #[arg(value_parser = ["svc", "svr"])]
-    pub task: String,
+    #[arg(value_enum)]
+    pub task: TaskArg,
     /// Training data.
     pub train_file: PathBuf,
     /// Homotopy parameter: theta or s.
-    #[arg(long, value_parser = ["theta", "s"])]
-    pub path: String,
+    #[arg(long, value_enum)]
+    pub path: PathArg,
     /// Validation data (model selection).
     #[arg(long)]
     pub valid: Option<PathBuf>,
@@ -148,10 +149,9 @@ fn kernel(a: &RobustArgs, data: &Dataset) -> CliResult<KernelSpec> {
 }
 
 fn params(a: &RobustArgs, data: &Dataset) -> CliResult<RobustParams> {
-    let task = if a.task == "svc" {
-        Task::Svc
-    } else {
-        Task::Svr
+    let task = match a.task {
+        TaskArg::Svc => Task::Svc,
+        TaskArg::Svr => Task::Svr,
     };
     if !(a.cache_mb.is_finite() && a.cache_mb > 0.0) {
         return Err(CliError(format!("-m must be > 0 MB, got {}", a.cache_mb)));
@@ -215,7 +215,7 @@ fn report(a: &RobustArgs, sel: &Selection, total: f64, n: usize) -> Value {
         o.insert("valid_error".into(), json!(e));
     }
     json!({
-        "task": a.task,
+        "task": choice(&a.task),
         "path": key,
         "method": if a.cccp { "cccp" } else { "op" },
         "n_samples": n,
@@ -351,10 +351,9 @@ pub fn run(a: RobustArgs) -> Exit {
         None => None,
     };
     let p = params(&a, &data)?;
-    let kind = if a.path == "theta" {
-        PathKind::Theta
-    } else {
-        PathKind::S
+    let kind = match a.path {
+        PathArg::Theta => PathKind::Theta,
+        PathArg::S => PathKind::S,
     };
     let cs = if a.cost.is_empty() {
         vec![0.01, 0.1, 1.0, 10.0, 100.0]
@@ -389,7 +388,7 @@ pub fn run(a: RobustArgs) -> Exit {
         );
         b.set_message(format!(
             "robust {} path over {} values of C",
-            a.path,
+            choice(&a.path),
             cs.len()
         ));
         b.enable_steady_tick(Duration::from_millis(120));
@@ -544,4 +543,22 @@ pub fn run(a: RobustArgs) -> Exit {
         return Ok(Outcome::Interrupted);
     }
     Ok(Outcome::Done)
+}
+
+/// The task of `robust`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TaskArg {
+    /// Ramp-loss SVC (two classes).
+    Svc,
+    /// Truncated-LAD SVR.
+    Svr,
+}
+
+/// `--path` of `robust`: the homotopy parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PathArg {
+    /// OP-theta.
+    Theta,
+    /// OP-s.
+    S,
 }

@@ -115,3 +115,9 @@ pub fn evaluate(pred: &[f64], truth: &[f64], regression: bool) -> Value {
         json!({ "accuracy": m.accuracy, "correct": m.correct, "total": m.total })
     }
 }
+
+/// The command-line spelling of a `ValueEnum` choice, for reports.
+pub fn choice<T: clap::ValueEnum>(v: &T) -> String {
+    v.to_possible_value()
+        .map_or_else(String::new, |p| p.get_name().to_string())
+}
