@@ -25,6 +25,7 @@ use crate::common::model::svm_params;
 use crate::common::model::ModelArgs;
 use crate::common::report::choice;
 use crate::common::run::init_threads;
+use crate::common::run::process_cpu_seconds;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
 /// `marginkit path`.
@@ -195,30 +196,6 @@ impl Bar {
             b.finish_and_clear();
         }
     }
-}
-
-/// CPU seconds used so far by this process, all threads (Linux: the sum of every thread's
-/// on-CPU nanoseconds in `/proc/self/task/*/schedstat`, else the clock-tick `utime + stime` of
-/// `/proc/self/stat`); `None` where neither can be read.
-fn process_cpu_seconds() -> Option<f64> {
-    let schedstat = || -> Option<f64> {
-        let mut ns = 0u64;
-        for t in std::fs::read_dir("/proc/self/task").ok()? {
-            let text = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
-            ns += text.split_whitespace().next()?.parse::<u64>().ok()?;
-        }
-        Some(ns as f64 * 1e-9)
-    };
-    let stat = || -> Option<f64> {
-        let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-        // Fields after the parenthesized command name: state is field 3, utime 14, stime 15.
-        let rest = &text[text.rfind(')')? + 1..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-        // USER_HZ is 100 on every Linux ABI.
-        Some(ticks as f64 / 100.0)
-    };
-    schedstat().or_else(stat)
 }
 
 fn point_json(p: &PathPoint, cpu: Option<f64>) -> Value {
