@@ -206,18 +206,11 @@ fn io_err(e: IoError) -> PyErr {
 }
 
 fn kernel_params(kernel: &str, gamma: f64, coef0: f64, degree: u32) -> PyResult<KernelParams> {
-    let kind = match kernel {
-        "linear" => KernelKind::Linear,
-        "poly" => KernelKind::Poly,
-        "rbf" => KernelKind::Rbf,
-        "sigmoid" => KernelKind::Sigmoid,
-        "precomputed" => KernelKind::Precomputed,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "kernel must be 'linear', 'poly', 'rbf', 'sigmoid' or 'precomputed', got {other:?}"
-            )))
-        }
-    };
+    let kind = KernelKind::from_name(kernel).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "kernel must be 'linear', 'poly', 'rbf', 'sigmoid' or 'precomputed', got {kernel:?}"
+        ))
+    })?;
     Ok(KernelParams {
         kind,
         gamma: Gamma::Value(gamma),
@@ -393,11 +386,7 @@ fn fit_svm<'py>(
     seed: u64,
 ) -> PyResult<(SvmModelHandle, Bound<'py, PyDict>)> {
     let t_total = Instant::now();
-    if !(cache_mb.is_finite() && cache_mb > 0.0) {
-        return Err(PyValueError::new_err(format!(
-            "cache_size must be finite and > 0 (MB), got {cache_mb}"
-        )));
-    }
+    let cache = methods::cache_bytes(cache_mb)?;
     let mut params = SvmParams::new()
         .svm_type(svm_type(svm_type_name)?)
         .kernel(kernel_params(kernel, gamma, coef0, degree)?)
@@ -405,7 +394,7 @@ fn fit_svm<'py>(
         .nu(nu)
         .epsilon(epsilon)
         .tol(tol)
-        .cache_bytes(((cache_mb * 1048576.0) as u64).max(1))
+        .cache_bytes(cache)
         .shrinking(if shrinking {
             Shrinking::On
         } else {
@@ -625,11 +614,7 @@ fn fit_path<'py>(
             ))
         })?),
     };
-    if !(cache_mb.is_finite() && cache_mb > 0.0) {
-        return Err(PyValueError::new_err(format!(
-            "cache_size must be finite and > 0 (MB), got {cache_mb}"
-        )));
-    }
+    let cache = methods::cache_bytes(cache_mb)?;
     let base = if kernel == "linear_engine" {
         PathParams::linear()
     } else {
@@ -641,7 +626,7 @@ fn fit_path<'py>(
         .screening(rule)
         .bias(bias)
         .tol(tol)
-        .cache_bytes(((cache_mb * 1048576.0) as u64).max(1))
+        .cache_bytes(cache)
         .max_iter(max_iter)
         .shrinking(if shrinking {
             Shrinking::On

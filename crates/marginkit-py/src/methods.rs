@@ -7,6 +7,7 @@
 //! (numerical breakdown) carrying the library's message. Parameter ranges are checked by the
 //! library; this file checks only what the library cannot see (durations, names of choices).
 
+use marginkit::svm::params::cache_bytes_from_mb;
 use std::time::{Duration, Instant};
 
 use marginkit::aid::lad::{fit_aid_lad, AidLadParams};
@@ -59,13 +60,8 @@ fn duration(name: &str, secs: Option<f64>) -> PyResult<Option<Duration>> {
     }
 }
 
-fn cache_bytes(cache_mb: f64) -> PyResult<u64> {
-    if !(cache_mb.is_finite() && cache_mb > 0.0) {
-        return Err(PyValueError::new_err(format!(
-            "cache_size must be finite and > 0 (MB), got {cache_mb}"
-        )));
-    }
-    Ok(((cache_mb * 1048576.0) as u64).max(1))
+pub(crate) fn cache_bytes(cache_mb: f64) -> PyResult<u64> {
+    cache_bytes_from_mb("cache_size", cache_mb).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// A kernel by scikit-learn's name, resolved (gamma is already a number on the Python side).

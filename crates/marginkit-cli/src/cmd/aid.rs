@@ -1,5 +1,6 @@
 //! `marginkit aid lad|svm|s3vm` (aggregate and iterative disaggregate, Park & Klabjan 2016) and
 //! `marginkit lad` (the exact full LP, to compare).
+use marginkit::svm::{KernelKind, KernelParams};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -632,24 +633,15 @@ fn run_lad(a: AidLadArgs) -> Exit {
 }
 
 fn kernel_of(a: &AidSvmArgs, data: &Dataset) -> CliResult<Option<KernelSpec>> {
-    let gamma = a.gamma.unwrap_or(1.0 / data.n_features().max(1) as f64);
-    Ok(match a.kernel_type {
-        0 => None,
-        1 => Some(KernelSpec::Poly {
-            gamma,
-            coef0: a.coef0,
-            degree: a.degree,
-        }),
-        2 => Some(KernelSpec::Rbf { gamma }),
-        3 => Some(KernelSpec::Sigmoid {
-            gamma,
-            coef0: a.coef0,
-        }),
-        t => {
-            return Err(CliError(format!(
-                "-t {t}: aid svm takes 0 (linear), 1 (polynomial), 2 (RBF) or 3 (sigmoid)"
-            )))
+    let kernel = KernelParams::from_libsvm(a.kernel_type, a.gamma, a.coef0, a.degree)?;
+    Ok(match kernel.kind {
+        KernelKind::Linear => None,
+        KernelKind::Precomputed => {
+            return Err(CliError(
+                "-t 4: aid svm takes 0 (linear), 1 (polynomial), 2 (RBF) or 3 (sigmoid)".into(),
+            ))
         }
+        _ => Some(kernel.resolve(data.n_features())),
     })
 }
 

@@ -1,5 +1,7 @@
 //! `marginkit robust svc|svr`: ramp-loss robust SVC / truncated-LAD SVR by the outlier path
 //! (Suzumura et al.), or the CCCP baseline, with model selection over a C grid on validation data.
+use marginkit::svm::params::cache_bytes_from_mb;
+use marginkit::svm::KernelParams;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -122,28 +124,8 @@ pub struct RobustArgs {
 }
 
 fn kernel(a: &RobustArgs, data: &Dataset) -> CliResult<KernelSpec> {
-    let gamma = a
-        .gamma
-        .unwrap_or_else(|| 1.0 / data.n_features().max(1) as f64);
-    let k = match a.kernel_type {
-        0 => KernelSpec::Linear,
-        1 => KernelSpec::Poly {
-            gamma,
-            coef0: a.coef0,
-            degree: a.degree,
-        },
-        2 => KernelSpec::Rbf { gamma },
-        3 => KernelSpec::Sigmoid {
-            gamma,
-            coef0: a.coef0,
-        },
-        4 => KernelSpec::Precomputed,
-        t => {
-            return Err(CliError(format!(
-            "-t {t}: expected 0 (linear), 1 (polynomial), 2 (RBF), 3 (sigmoid) or 4 (precomputed)"
-        )))
-        }
-    };
+    let k = KernelParams::from_libsvm(a.kernel_type, a.gamma, a.coef0, a.degree)?
+        .resolve(data.n_features());
     k.check()?;
     Ok(k)
 }
@@ -153,9 +135,6 @@ fn params(a: &RobustArgs, data: &Dataset) -> CliResult<RobustParams> {
         TaskArg::Svc => Task::Svc,
         TaskArg::Svr => Task::Svr,
     };
-    if !(a.cache_mb.is_finite() && a.cache_mb > 0.0) {
-        return Err(CliError(format!("-m must be > 0 MB, got {}", a.cache_mb)));
-    }
     if !(a.bias == -1.0 || (a.bias.is_finite() && a.bias > 0.0)) {
         return Err(CliError(format!(
             "-B must be > 0 or -1 (none), got {}",
@@ -167,7 +146,8 @@ fn params(a: &RobustArgs, data: &Dataset) -> CliResult<RobustParams> {
     p.s_end_fraction = a.s_end;
     p.max_events = a.max_events;
     p.solver_tol = a.eps;
-    p.cache_bytes = (a.cache_mb * 1024.0 * 1024.0) as usize;
+    p.cache_bytes = usize::try_from(cache_bytes_from_mb("-m (cache size, MB)", a.cache_mb)?)
+        .unwrap_or(usize::MAX);
     p.check()?;
     Ok(p)
 }

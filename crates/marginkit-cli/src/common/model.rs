@@ -1,9 +1,10 @@
 //! LIBSVM/LIBLINEAR model flags shared by `train`, `grid` and `path`, and their mapping to the library parameters.
+use marginkit::svm::params::cache_bytes_from_mb;
 
 use clap::Args;
 use marginkit::solver::Shrinking;
 use marginkit::svm::params::Probability;
-use marginkit::svm::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
+use marginkit::svm::{KernelParams, SvmParams, SvmType, SvmValidParams};
 
 use crate::common::{CliError, CliResult};
 
@@ -114,31 +115,14 @@ pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
     let code = m.svm_code()?.unwrap_or(0);
     let svm_type = SvmType::from_code(code)
         .ok_or_else(|| CliError(format!("unknown svm type -s {code} (expected 0..4)")))?;
-    let kind = KernelKind::from_code(m.kernel_type).ok_or_else(|| {
-        CliError(format!(
-            "unknown kernel type -t {} (expected 0..4)",
-            m.kernel_type
-        ))
-    })?;
-    if !(m.cache_mb.is_finite() && m.cache_mb > 0.0) {
-        return Err(CliError(format!(
-            "cache size -m must be > 0 MB, got {}",
-            m.cache_mb
-        )));
-    }
     let mut p = SvmParams::new()
         .svm_type(svm_type)
-        .kernel(KernelParams {
-            kind,
-            gamma: m.gamma.map_or(Gamma::Auto, Gamma::Value),
-            coef0: m.coef0,
-            degree: m.degree,
-        })
+        .kernel(m.kernel()?)
         .c(m.cost)
         .nu(m.nu)
         .epsilon(m.epsilon)
         .tol(m.eps.unwrap_or(1e-3))
-        .cache_bytes((m.cache_mb * 1048576.0) as u64)
+        .cache_bytes(cache_bytes_from_mb("-m (cache size, MB)", m.cache_mb)?)
         .shrinking(if m.shrinking == 1 {
             Shrinking::On
         } else {
@@ -183,6 +167,16 @@ fn parse_svm_type(s: &str) -> Result<SvmTypeArg, String> {
 }
 
 impl ModelArgs {
+    /// The kernel of `-t -g -r -d`.
+    pub fn kernel(&self) -> CliResult<KernelParams> {
+        Ok(KernelParams::from_libsvm(
+            self.kernel_type,
+            self.gamma,
+            self.coef0,
+            self.degree,
+        )?)
+    }
+
     /// The numeric `-s`, if given; `-s odm` is an error here (only `train` takes it).
     pub fn svm_code(&self) -> CliResult<Option<u8>> {
         match self.svm_type {

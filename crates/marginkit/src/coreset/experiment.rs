@@ -16,7 +16,7 @@ use crate::kernel::qmatrix::DenseQ;
 use crate::kernel::KernelSpec;
 use crate::plot::{stack_svg, Axis, LineChart, Scale};
 use crate::solver::{smo, BoxQp, Equality, NoObserver, SolverSettings};
-use crate::svm::SvmModel;
+use crate::svm::{KernelKind, KernelParams, SvmModel};
 
 /// Largest number of points for which the reference radius is the exact MEB.
 pub const EXACT_LIMIT: usize = 50_000;
@@ -307,24 +307,14 @@ pub fn kernel_from_flags(
     coef0: f64,
     n_features: usize,
 ) -> Result<KernelSpec, CoresetError> {
-    let gamma = gamma.unwrap_or(1.0 / n_features.max(1) as f64);
-    Ok(match kernel_type {
-        0 => KernelSpec::Linear,
-        1 => KernelSpec::Poly {
-            gamma,
-            coef0,
-            degree,
-        },
-        2 => KernelSpec::Rbf { gamma },
-        3 => KernelSpec::Sigmoid { gamma, coef0 },
-        4 => {
-            return Err(ParamError::Incompatible(
-                "-t 4: a precomputed kernel cannot be used by core-sets (they need K between any two points)",
-            )
-            .into())
-        }
-        t => return Err(super::space::param("-t (kernel type)", t as f64, "0, 1, 2 or 3")),
-    })
+    let kernel = KernelParams::from_libsvm(kernel_type, gamma, coef0, degree)?;
+    if kernel.kind == KernelKind::Precomputed {
+        return Err(ParamError::Incompatible(
+            "-t 4: a precomputed kernel cannot be used by core-sets (they need K between any two points)",
+        )
+        .into());
+    }
+    Ok(kernel.resolve(n_features))
 }
 
 /// The [`Problem`] of a command-line name (`meb`, `svdd`, `svm`, `oneclass`) with penalty `c`.

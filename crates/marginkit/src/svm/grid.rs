@@ -106,10 +106,7 @@ fn binary_c_path(
     let labels = class_order(&data.y);
     let assign = fold_assignment(&data.y, k, true, params.seed);
     let kernel = params.kernel.resolve(data.n_features());
-    let gamma = match params.kernel.gamma {
-        Gamma::Value(g) => g,
-        Gamma::Auto => 1.0 / data.n_features().max(1) as f64,
-    };
+    let gamma = params.kernel.gamma.resolve(data.n_features());
     let mut order: Vec<usize> = (0..cs.len()).collect();
     order.sort_by(|&a, &b| cs[a].total_cmp(&cs[b]));
     let mut correct = vec![0usize; cs.len()];

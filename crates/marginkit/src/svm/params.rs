@@ -82,6 +82,18 @@ pub enum KernelKind {
 }
 
 impl KernelKind {
+    /// From a kernel name: scikit-learn's (`linear`, `poly`, `rbf`, `sigmoid`, `precomputed`)
+    /// or LIBSVM's model-file name (`polynomial`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "linear" => KernelKind::Linear,
+            "poly" | "polynomial" => KernelKind::Poly,
+            "rbf" => KernelKind::Rbf,
+            "sigmoid" => KernelKind::Sigmoid,
+            "precomputed" => KernelKind::Precomputed,
+            _ => return None,
+        })
+    }
     /// From LIBSVM's `-t` number.
     pub fn from_code(code: u8) -> Option<Self> {
         Some(match code {
@@ -102,6 +114,27 @@ pub enum Gamma {
     Auto,
     /// A given value (> 0).
     Value(f64),
+}
+
+impl Gamma {
+    /// LIBSVM's `-g`: absent or 0 mean `1 / num_features` (svm-train resolves 0 the same way);
+    /// any other value is kept, and checked when the parameters are.
+    pub fn from_libsvm(g: Option<f64>) -> Self {
+        match g {
+            None => Gamma::Auto,
+            Some(v) if v == 0.0 => Gamma::Auto,
+            Some(v) => Gamma::Value(v),
+        }
+    }
+
+    /// The value for data with `n_features` columns. This is the one place where the default
+    /// gamma is resolved.
+    pub fn resolve(self, n_features: usize) -> f64 {
+        match self {
+            Gamma::Value(g) => g,
+            Gamma::Auto => 1.0 / n_features.max(1) as f64,
+        }
+    }
 }
 
 /// Kernel parameters before resolution against the data.
@@ -129,12 +162,33 @@ impl Default for KernelParams {
 }
 
 impl KernelParams {
+    /// From LIBSVM's flags `-t KIND -g GAMMA -r COEF0 -d DEGREE` (gamma as
+    /// [`Gamma::from_libsvm`]). Every front end maps these flags through this one function.
+    ///
+    /// # Errors
+    /// [`ParamError::OutOfRange`] for a kernel code other than 0-4.
+    pub fn from_libsvm(
+        code: u8,
+        gamma: Option<f64>,
+        coef0: f64,
+        degree: u32,
+    ) -> Result<Self, ParamError> {
+        let kind = KernelKind::from_code(code).ok_or(ParamError::OutOfRange {
+            name: "kernel type -t",
+            value: f64::from(code),
+            range: "0 (linear), 1 (polynomial), 2 (RBF), 3 (sigmoid), 4 (precomputed)",
+        })?;
+        Ok(Self {
+            kind,
+            gamma: Gamma::from_libsvm(gamma),
+            coef0,
+            degree,
+        })
+    }
+
     /// The concrete kernel for data with `n_features` columns.
     pub fn resolve(&self, n_features: usize) -> KernelSpec {
-        let gamma = match self.gamma {
-            Gamma::Value(g) => g,
-            Gamma::Auto => 1.0 / n_features.max(1) as f64,
-        };
+        let gamma = self.gamma.resolve(n_features);
         match self.kind {
             KernelKind::Linear => KernelSpec::Linear,
             KernelKind::Poly => KernelSpec::Poly {
@@ -412,6 +466,16 @@ pub fn auto_cache_bytes() -> std::io::Result<u64> {
         )
     })?;
     Ok(((avail as f64 * AUTO_CACHE_FRACTION) as u64).max(AUTO_CACHE_MIN_BYTES))
+}
+
+/// A cache size given in MB (LIBSVM's `-m`, fractions allowed) in bytes, at least 1; `name` is
+/// the front end's name of the setting, for the error.
+///
+/// # Errors
+/// [`ParamError::NotPositive`] unless `mb` is finite and > 0.
+pub fn cache_bytes_from_mb(name: &'static str, mb: f64) -> Result<u64, ParamError> {
+    positive(name, mb)?;
+    Ok(((mb * 1048576.0) as u64).max(1))
 }
 
 /// `MemAvailable` in bytes from the text of `/proc/meminfo` (`MemAvailable:  123456 kB`).

@@ -3,6 +3,7 @@
 //! The model file is a LIBSVM C-SVC kernel expansion (rho 0) that `marginkit predict` and LIBSVM
 //! load; lambda, nu and theta are printed in the summary and in `--json`. `-c` gives lambda when
 //! `--lambda` is not given, as C plays lambda's role.
+use marginkit::svm::params::cache_bytes_from_mb;
 
 use std::time::Instant;
 
@@ -10,7 +11,7 @@ use clap::{Args, ValueEnum};
 use marginkit::odm::{self, OdmParams, OdmSolver};
 use marginkit::solver::{Shrinking, Status};
 use marginkit::svm::model_io::save_model;
-use marginkit::svm::{Gamma, KernelKind, KernelParams};
+use marginkit::svm::KernelKind;
 use serde_json::json;
 
 use super::TrainArgs;
@@ -97,22 +98,12 @@ pub fn run(a: &TrainArgs) -> Exit {
     refuse_other_flags(a)?;
     let m = &a.model;
     let lambda = a.odm.lambda.unwrap_or(m.cost);
-    let kind = KernelKind::from_code(m.kernel_type).ok_or_else(|| {
-        CliError(format!(
-            "unknown kernel type -t {} (expected 0..4)",
-            m.kernel_type
-        ))
-    })?;
+    let kernel = m.kernel()?;
     let mut p = OdmParams::new()
         .lambda(lambda)
         .nu(m.nu)
-        .kernel(KernelParams {
-            kind,
-            gamma: m.gamma.map_or(Gamma::Auto, Gamma::Value),
-            coef0: m.coef0,
-            degree: m.degree,
-        })
-        .cache_bytes((m.cache_mb * 1048576.0) as u64)
+        .kernel(kernel)
+        .cache_bytes(cache_bytes_from_mb("-m (cache size, MB)", m.cache_mb)?)
         .shrinking(if m.shrinking == 1 {
             Shrinking::On
         } else {
@@ -137,7 +128,11 @@ pub fn run(a: &TrainArgs) -> Exit {
     }
     let params = p.check()?;
     let (nu, theta) = (params.nu, params.theta);
-    let data = read_data(&a.train_file, &a.input, kind == KernelKind::Precomputed)?;
+    let data = read_data(
+        &a.train_file,
+        &a.input,
+        kernel.kind == KernelKind::Precomputed,
+    )?;
     if let Some(k) = a.folds {
         if k < 2 {
             return Err(CliError(format!(
