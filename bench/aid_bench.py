@@ -5,7 +5,7 @@ side by side with ratios.
     python3 bench/aid_bench.py                                  # the default (small) sizes
     python3 bench/aid_bench.py --lad 200000x10,1000000x100 --svm 200000x10 --out bench/aid_results.md
 
-LAD data (the issue's generator, P9 of the digest: the paper does not give one): X ~ N(0, 1)^(n x m),
+LAD data (our generator, P9 of the digest: the paper does not give one): X ~ N(0, 1)^(n x m),
 beta_j = 1 + (j mod 3), intercept 0.5, noise Student-t with 2 degrees of freedom (heavy tails), and 5% of
 the rows (chosen at random) get a gross outlier of +-50; numpy default_rng(seed).
 Peers: QuantileRegressor(quantile=0.5, alpha=0, fit_intercept=True, solver='highs-ipm' and 'highs'), the
@@ -219,8 +219,8 @@ def lad_row(n, m, args):
 #
 # scikit-learn's QuantileRegressor(solver='highs-ipm') builds A_eq = [1, X, -1, -X, I, -I] by
 # scipy.sparse.hstack and calls scipy.optimize.linprog, which converts A_eq to COO (copy=True), vstacks it
-# and converts it back to CSC before HiGHS copies it again; at 1e6 x 100 that process was OOM-killed at
-# 17.8 GB (session 3). The "lean" runs below hand HiGHS the same kind of LP directly, through the HiGHS build
+# and converts it back to CSC before HiGHS copies it again; at 1e6 x 100 that process is OOM-killed at
+# 17.8 GB (measured). The "lean" runs below hand HiGHS the same kind of LP directly, through the HiGHS build
 # that scipy ships (scipy.optimize._highspy._core, the very solver linprog(method='highs-ipm') calls), with
 # the options linprog passes (solver 'ipm', presolve on, crossover at HiGHS's default), CSC arrays built
 # once (float64 values, int32 indices, no dense copies) and freed as soon as HiGHS holds its own copy:

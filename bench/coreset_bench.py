@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Core-set consensus benchmark (issue 7): rounds to consensus vs N and graph density, bytes sent per
+"""Core-set consensus benchmark: rounds to consensus vs N and graph density, bytes sent per
 node per round, wall time in-process vs MPI ranks, and the core-set L2-SVM vs LIBSVM on a large
 synthetic set.
 
@@ -217,7 +217,7 @@ def libsvm_capped(n, d, gamma, cap):
 
 
 def section_svm_large(out, exe, n, libsvm_n, cap, parts):
-    """The issue's n = 1,000,000 comparison: LIBSVM capped at `cap` seconds at n, LIBSVM at `libsvm_n`
+    """The n = 1,000,000 comparison: LIBSVM capped at `cap` seconds at n, LIBSVM at `libsvm_n`
     (the largest n it finishes in about 10 minutes here), and the core-set L2-SVM at n."""
     d, gamma = 10, 0.1
     out.append(f"## Core-set L2-SVM vs LIBSVM at n = {n:,} (blobs, d = {d}, RBF gamma = 1/d, C = 10)\n")

@@ -1,8 +1,8 @@
-"""Parallel linear SVM (issue 9, point 8): marginkit's primal Newton solver (-s 2, L2-loss SVC) at
+"""Parallel linear SVM: marginkit's primal Newton solver (-s 2, L2-loss SVC) at
 --threads 1 and 2 against marginkit's serial dual coordinate descent (-s 1) and LIBLINEAR's -s 2
 and -s 1, on n = 200,000 rows, dense and sparse.
 
-    /work/venv/bin/python bench/par_linear_bench.py [--repeats 3] [--dual-repeats 1] [--n 200000]
+    python3 bench/par_linear_bench.py [--repeats 3] [--dual-repeats 1] [--n 200000]
         [--cs 0.1,1] [--cases dense20,dense100,tfidf] [--marginkit PATH] [--no-liblinear]
 
 One command, about 2-3 minutes on a quiet 2-core machine once the data files exist: they are

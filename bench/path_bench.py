@@ -9,7 +9,7 @@ marginkit path (warm starts) without screening and with Shrink+IT screening.
     python3 bench/path_bench.py --large --large-start cold    # Table III as the paper runs it (both solves from zero)
     python3 bench/path_bench.py --out results.md --repeat 3
 
-Grid: 31 values of C, 2^-5 .. 2^10 in steps of 2^0.5 (the issue's setting). marginkit solves the
+Grid: 31 values of C, 2^-5 .. 2^10 in steps of 2^0.5. marginkit solves the
 bias-free SVM (the paper's formulation); LIBSVM/LIBLINEAR solve theirs (LIBSVM with its bias, LIBLINEAR
 without a bias feature, -s 3), so times are compared, not objectives. marginkit's objectives with and
 without screening are compared (they must agree to 1e-6 relative).

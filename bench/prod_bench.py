@@ -2,7 +2,7 @@
 """Production figures of marginkit: threads 1 vs 2 (RBF C-SVC, linear DCD), peak memory of a large
 RBF fit against cache + 3x data, and the time Ctrl-C takes to return.
 
-    /work/venv/bin/python bench/prod_bench.py [--repeats 3] [--mem-n 200000] [--mem-max-iter N]
+    python3 bench/prod_bench.py [--repeats 3] [--mem-n 200000] [--mem-max-iter N]
         [--skip threads,mem,ctrlc,ctrlc-aid] [--aid-n 20000] [--aid-delays 1,2,3,4,6]
 
 Everything runs the release CLI (`cargo build --release -p marginkit-cli`; --marginkit to override)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sparse RBF: marginkit vs LIBSVM on a synthetic TF-IDF-like set (default 20,000 x 100,000).
 
-    /work/venv/bin/python bench/sparse_bench.py [--n 20000] [--d 100000] [--nnz 60] [--noise 0.03]
+    python3 bench/sparse_bench.py [--n 20000] [--d 100000] [--nnz 60] [--noise 0.03]
         [--repeats 1] [--marginkit target/release/marginkit] [--threads 1] [--c 1] [--gamma 1]
 
 Data (a learnable text-like problem: the classes use words differently, as real topics do):

@@ -302,8 +302,8 @@ fn bad_input_errors() {
     assert!(String::from_utf8_lossy(&help.stdout).contains("--r0"));
 }
 
-/// `--time-limit 1e300` (and `--bnb-time-limit`) used to panic in `Duration::from_secs_f64`; every
-/// subcommand taking a seconds flag must now fail with a clear error and write no model.
+/// `--time-limit 1e300` (and `--bnb-time-limit`) would panic in `Duration::from_secs_f64`; every
+/// subcommand taking a seconds flag must fail with a clear error and write no model.
 #[test]
 fn huge_time_limit_is_a_clear_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
@@ -352,7 +352,7 @@ fn huge_time_limit_is_a_clear_error_not_a_panic() {
     }
 }
 
-/// `aid svm` used to print its iteration-table header before rejecting multi-class data.
+/// `aid svm` rejects multi-class data before it prints its iteration-table header.
 #[test]
 fn aid_svm_rejects_multiclass_before_printing() {
     let dir = tempfile::tempdir().unwrap();

@@ -270,7 +270,7 @@ fn train_odm_model_is_loadable_by_predict_and_cv_runs() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("theta"));
 }
 
-/// `--n-init 0` / `--max-iter 0` used to be raised to 1 silently; they are now rejected.
+/// `--n-init 0` / `--max-iter 0` are rejected, not silently raised to 1.
 #[test]
 fn kmeans_zero_restarts_or_iterations_rejected() {
     let dir = tempfile::tempdir().unwrap();

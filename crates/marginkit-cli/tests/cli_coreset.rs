@@ -1,4 +1,4 @@
-//! End-to-end tests of `marginkit coreset`: the JSON keys of the issue, agreement and coverage,
+//! End-to-end tests of `marginkit coreset`: the report's JSON keys, agreement and coverage,
 //! the plot (Figures 1-2) and trace, the SVM model read back by `marginkit predict`, and the
 //! errors for bad input (eps outside (0,1), a node with no data, a disconnected graph, a kernel
 //! without constant diagonal, a malformed edge list).

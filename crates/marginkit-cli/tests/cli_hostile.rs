@@ -1,6 +1,5 @@
-//! Hostile inputs found by the session-8 bad-input audit: each was a panic, an abort, a hang or a
-//! silently wrong result; each is now a clear error (or a documented warning) and never leaves an
-//! output file behind.
+//! Hostile inputs that invite a panic, an abort, a hang or a silently wrong result: each must end
+//! in a clear error (or a documented warning) and never leave an output file behind.
 
 use std::path::Path;
 
@@ -15,7 +14,7 @@ fn tiny(dir: &Path) -> String {
     p.to_str().unwrap().to_owned()
 }
 
-/// `--threads 100000` started 100,000 OS threads (minutes of spinning); now refused at once.
+/// `--threads 100000` would start 100,000 OS threads (minutes of spinning): refused at once.
 #[test]
 fn a_thread_count_beyond_the_limit_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -32,8 +31,8 @@ fn a_thread_count_beyond_the_limit_is_refused() {
     assert!(!dir.path().join("m.model").exists());
 }
 
-/// `grid --log2c -1e308,1e308,1e-300`: the count saturated the cast and `+ 1` wrapped (a
-/// panic in debug builds, "empty grid" in release); now "more than 10000 values".
+/// `grid --log2c -1e308,1e308,1e-300`: the count saturates the cast and `+ 1` would wrap (a
+/// panic in debug builds, "empty grid" in release); refused as "more than 10000 values".
 #[test]
 fn a_grid_range_with_an_overflowing_count_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -44,8 +43,8 @@ fn a_grid_range_with_an_overflowing_count_is_refused() {
     }
 }
 
-/// `path --grid 100000000000000` aborted on a failed allocation (and 1e9 took 7.6 GB); the log
-/// grid is now capped at 100,000 points like the epsilon path.
+/// `path --grid 100000000000000` would abort on a failed allocation (and 1e9 takes 7.6 GB): the
+/// log grid is capped at 100,000 points like the epsilon path.
 #[test]
 fn a_huge_path_grid_is_a_parameter_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -57,8 +56,8 @@ fn a_huge_path_grid_is_a_parameter_error() {
     }
 }
 
-/// `robust -t 4` on a file without serial numbers read column 0 for every kernel entry (an
-/// all-zero kernel, exit 0); it is now the precomputed-kernel error naming the row.
+/// `robust -t 4` on a file without serial numbers is the precomputed-kernel error naming the
+/// row, not a kernel whose every entry reads column 0 (all zero, exit 0).
 #[test]
 fn robust_precomputed_kernel_needs_serials() {
     let dir = tempfile::tempdir().unwrap();
@@ -82,8 +81,8 @@ fn robust_precomputed_kernel_needs_serials() {
     assert!(!dir.path().join("r.model").exists());
 }
 
-/// k-means with fewer distinct points than k leaves a cluster empty (documented); the CLI now
-/// says so instead of only listing a size of 0.
+/// k-means with fewer distinct points than k leaves a cluster empty (documented); the CLI says
+/// so instead of only listing a size of 0.
 #[test]
 fn kmeans_on_duplicates_warns_about_empty_clusters() {
     let dir = tempfile::tempdir().unwrap();
@@ -115,8 +114,8 @@ fn kmeans_on_duplicates_warns_about_empty_clusters() {
     assert!(err.contains("1 of the k = 3 clusters are empty"), "{err}");
 }
 
-/// `coreset --nodes 1000000000000` aborted ("memory allocation of 24000000000000 bytes
-/// failed"); now the empty-shard error at once.
+/// `coreset --nodes 1000000000000` would abort ("memory allocation of 24000000000000 bytes
+/// failed"): it is the empty-shard error at once.
 #[test]
 fn coreset_with_more_nodes_than_points_is_an_error_not_an_abort() {
     let dir = tempfile::tempdir().unwrap();
@@ -130,7 +129,7 @@ fn coreset_with_more_nodes_than_points_is_an_error_not_an_abort() {
 }
 
 /// All sample weights zero: "nothing to train on" with the file's count, with or without `-v`
-/// (cross-validation used to name a fold's size: "all 2 sample weights" for 4 rows).
+/// (not a cross-validation fold's size, such as "all 2 sample weights" for 4 rows).
 #[test]
 fn all_zero_weights_name_the_whole_set_also_under_cross_validation() {
     let dir = tempfile::tempdir().unwrap();
@@ -152,7 +151,7 @@ fn all_zero_weights_name_the_whole_set_also_under_cross_validation() {
 }
 
 /// An output path that is an input file (`train d d`, `predict t m t`, `predict t m m`,
-/// `scale -o d d`) replaced the user's input with the output; now refused, the input intact.
+/// `scale -o d d`) would replace the user's input with the output: refused, the input intact.
 #[test]
 fn outputs_that_are_inputs_are_refused() {
     let dir = tempfile::tempdir().unwrap();

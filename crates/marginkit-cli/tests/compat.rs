@@ -1256,8 +1256,8 @@ fn corrupt_precomputed_serial_in_a_model_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let test = write(d, "t.pre", "1 0:1 1:4 2:1\n-1 0:2 1:1 2:4\n");
-    // LIBSVM writes each support vector of a precomputed model as `COEF 0:ID`; a huge ID used to
-    // overflow in the feature check.
+    // LIBSVM writes each support vector of a precomputed model as `COEF 0:ID`; a huge ID must be
+    // refused, not overflow in the feature check.
     for sv in ["0:1e300", "0:-3", "0:2.5", "0:0", "5:1", "", "0:1 2:1"] {
         let model = write(
             d,

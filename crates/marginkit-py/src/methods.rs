@@ -342,7 +342,8 @@ fn fit_s3vm<'py>(
                     max_iter,
                     time_limit: None,
                 },
-                // The cost-weighting balance technique is the CLI's --balance-cost; not bound yet.
+                // The cost-weighting balance technique (the CLI's --balance-cost) has no Python
+                // binding.
                 balance_cost: false,
             };
             let fit = py

@@ -415,7 +415,8 @@ def test_coreset_svdd_ball_covers_the_data(Est):
 @pytest.mark.parametrize("eps", [0.1, 0.01])
 def test_coreset_svdd_calls_no_training_point_an_outlier(eps):
     """Every training point lies in the (1 + eps)-grown ball, including the core-set ball's own
-    support points (on its boundary, decision -1e-13 by rounding before the fix)."""
+    support points (on the core-set ball's boundary, where the ungrown ball would score them
+    about -1e-13 by rounding)."""
     X = np.random.default_rng(0).normal(size=(60, 3))
     m = mk.CoresetSVDD(eps=eps).fit(X)
     np.testing.assert_array_equal(m.predict(X), np.ones(len(X)))
@@ -451,7 +452,7 @@ def test_coreset_rejects_non_constant_diagonal():
         mk.CoresetSVDD(kernel="linear").fit(X)
 
 
-# ---------------------------------------------------------------- pickling of the new models
+# ---------------------------------------------------------------- pickling of the method models
 
 
 @pytest.mark.parametrize("make,sup", [

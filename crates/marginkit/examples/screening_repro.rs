@@ -272,7 +272,7 @@ fn table3(md: &mut String) -> Result<(), Box<dyn Error>> {
     writeln!(
         md,
         "\n### Differences, honestly\n\n\
-         * Measured here: {}. The issue's target is Shrink+IT <= 0.75 of Shrink; the paper's \
+         * Measured here: {}. The target is Shrink+IT <= 0.75 of Shrink; the paper's \
          four sets give 0.47-0.76 (cold, LIBLINEAR).\n\
          * The paper's sets screen 12.5-51% of the non-SVs with IT (D09, at 51%, is the one where \
          Shrink+IT halves the time). This generator's rows are unit vectors whose other half of \

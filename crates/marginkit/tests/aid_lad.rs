@@ -29,7 +29,7 @@ fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / a.abs().max(b.abs()).max(1e-300)
 }
 
-/// The generator (also in bench/aid_bench.py): Gaussian X, Student-t(2)-like noise
+/// The synthetic LAD generator (also in bench/aid_bench.py): Gaussian X, Student-t(2)-like noise
 /// (ratio of a normal and the root of a mean of two squared normals), 5% gross outliers (+-50).
 fn synthetic(n: usize, m: usize, seed: u64) -> Dataset {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -258,8 +258,7 @@ fn on_fit_rows_at_large_scale_are_certified() {
     );
     assert!(last.gap <= marginkit::aid::CERT_GAP_RTOL);
     // On this data the last aggregated vertex is not certified by the vertex test and the gap is
-    // ~6.7e-12 (above the former 1e-12 rule, which stopped `no_split`): this exercises the gap
-    // certificate. The bound must be valid: no larger than the optimum beyond rounding.
+    // ~6.7e-12 (above 1e-12, within `CERT_GAP_RTOL`): this exercises the gap certificate. The bound must be valid: no larger than the optimum beyond rounding.
     assert!(last.lower_bound <= oracle * (1.0 + 1e-9));
     assert!(rel(fit.run.best_objective, oracle) <= 1e-7);
     assert!(rel(fit.run.best_objective, full.objective) <= 1e-9);

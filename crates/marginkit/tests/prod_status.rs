@@ -490,12 +490,12 @@ fn smo_snapshots_round_trip_and_continue_exactly() {
 /// Inputs found by `fuzz/run_all.sh` (fuzz_checkpoint): each must be refused or read back to the
 /// very same bytes, never panic.
 #[test]
-fn fuzz_regressions_for_checkpoints() {
+fn fuzz_found_checkpoints_are_refused_or_read_back_exactly() {
     let name = "checkpoint-crash-1";
     let p = format!("{}/tests/data/fuzz/{name}", env!("CARGO_MANIFEST_DIR"));
     let bytes = std::fs::read(p).unwrap();
-    // crash-1: a snapshot without the equality but with non-zero delta bits was accepted and
-    // written back differently.
+    // crash-1: a snapshot without the equality but with non-zero delta bits (accepting it would
+    // write it back differently).
     if let Ok(c) = FitCheckpoint::from_bytes(&bytes) {
         assert_eq!(c.to_bytes(), bytes, "{name}");
     }

@@ -596,9 +596,8 @@ fn blobs_d(n: usize, d: usize, flip: f64, seed: u64) -> Dataset {
     Dataset::new(Features::Dense(DenseMatrix::new(n, d, x).unwrap()), y, None).unwrap()
 }
 
-/// 2,000 points in 5-D, linear OP-theta: before the parked samples, rounding let a sixth,
-/// dependent sample join the active set (max active 6 > rank 5). Now the active set stays within
-/// the rank, every recorded point but the pre-jump ones passes the checker, and a spread of nodes
+/// 2,000 points in 5-D, linear OP-theta: rounding brings a sixth, dependent sample to its
+/// target; it is parked, not added, so the active set stays within the rank 5, every recorded point but the pre-jump ones passes the checker, and a spread of nodes
 /// (every post-jump node among them, up to six) equals the independent conditional solve.
 #[test]
 fn active_set_stays_within_the_rank_at_n_2000() {
@@ -639,11 +638,11 @@ fn active_set_stays_within_the_rank_at_n_2000() {
     }
 }
 
-/// Issue 5: 3,000 points in 10-D, linear OP-theta. Samples flipped together in one jump pushed
-/// one another back across the threshold after an event inside the jump (a clamped slack has no
-/// event), landing an outlier inside `T` or an inlier beyond it: nodes failed the checker with
-/// "inlier needs alpha = C" / "outlier needs alpha = C theta" (slack off `T` by up to 1e-3, far
-/// past the checker's 1e-6). Jumps now flip one sample at a time.
+/// 3,000 points in 10-D, linear OP-theta. Samples flipped together in one jump can push one
+/// another back across the threshold after an event inside the jump (a clamped slack has no
+/// event), landing an outlier inside `T` or an inlier beyond it: such nodes fail the checker with
+/// "inlier needs alpha = C" / "outlier needs alpha = C theta" (slack off `T` by up to 1e-3 on
+/// this data). Jumps flip one sample at a time, so every node but the pre-jump ones passes.
 #[test]
 fn flipped_samples_land_on_their_side_of_the_threshold() {
     let data = blobs_d(3000, 10, 0.15, 1);
@@ -666,7 +665,7 @@ fn flipped_samples_land_on_their_side_of_the_threshold() {
     );
 }
 
-/// The linear OP-s case of Session 5 (seed 7): at the pre-jump point the active set spans the
+/// A linear OP-s case (seed 7): at the pre-jump point the active set spans the
 /// data (two samples on the margin in 2-D), so the flip is absorbed by the coefficients and `f`
 /// cannot move: a degenerate jump, detected exactly and checked in `check_path` as the
 /// conditional optimum of both partitions (a local optimum with a sample on the threshold).

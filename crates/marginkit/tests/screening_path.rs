@@ -350,7 +350,7 @@ fn same_bounds(lin: &[Screening; 3], ker: &[Screening; 3]) {
     }
 }
 
-/// A case the property test found (session 3): the balls touch from outside, the linear form
+/// A case from the property test: the balls touch from outside, the linear form
 /// takes the lens formula (width 5e-8 around margin 1) and the kernel form the fallback.
 #[test]
 fn tangent_balls_case_is_safe_in_both_forms() {

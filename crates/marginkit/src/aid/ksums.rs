@@ -10,9 +10,9 @@
 //! data fall back to one kernel evaluation per pair. The rows `j` are cut into fixed blocks
 //! computed in parallel and each `out_j` adds the terms in the order of `rows`, so the result does
 //! not depend on the thread count. Every inner product is the sequential sum over the features,
-//! symmetric in its two rows. (Session 7: the tiles replaced a feature-major copy with one
-//! pass over a block of inner products per source row and feature; same bits, 1.4x faster
-//! measured on 30,000 x 10 RBF sums, see docs/repro/aid_bench_results.md.)
+//! symmetric in its two rows. (The tiles give the same bits as a feature-major copy with one
+//! pass over a block of inner products per source row and feature, and measured 1.4x faster on
+//! 30,000 x 10 RBF sums, see docs/repro/aid_bench_results.md.)
 //!
 //! [`KernelSums::weighted_polled`] cuts `rows` into consecutive chunks of about
 //! [`POLL_WORK`] feature operations over all `j` and asks a poll (an observer, a cancel flag)

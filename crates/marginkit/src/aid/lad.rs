@@ -22,8 +22,9 @@
 //! to `[-1, 1]`; it balances the rows off the fit), `u_i = 0`, then `u_i = sign(r_i)`; the
 //! certified lower bound is the computed dual value `y'u` (it differs from `sum |r_i|` only by
 //! the zero rows' residuals). Degenerate vertices with many points on the fit (or large `|y|`,
-//! where `r_i` of a point on the fit is `~1e-16 |y_i|`, not 0) are therefore certified instead
-//! of being rejected; before this rule any such row made the vertex "uncertified".
+//! where `r_i` of a point on the fit is `~1e-16 |y_i|`, not 0) are therefore certified rather
+//! than rejected: taken as `u_i = sign(r_i)` alone, any such row can make an optimal vertex
+//! "uncertified".
 //!
 //! # AID-LAD (§3.1)
 //!

@@ -1169,7 +1169,7 @@ pub fn run_in_process(
 ) -> Result<ConsensusReport, CoresetError> {
     kern.check_points(pts)?;
     // First: `split` refuses more nodes than points before any per-node allocation
-    // (`--nodes 1000000000000` used to abort on the schedule's adjacency lists).
+    // (`--nodes 1000000000000` would otherwise abort on the schedule's adjacency lists).
     let shards = split(pts, nodes)?;
     let schedule = Schedule::new(nodes, params)?;
     run(

@@ -991,7 +991,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             let h = (target - t) / dt;
             // dt = 0 or no target: h is NaN or +inf and never wins; a slack already past its
             // target (rounding) gives h < 0, a zero step. (A division-free pre-test on the sign
-            // of dt was slower: the branch on that sign is unpredictable.)
+            // of dt is slower: the branch on that sign is unpredictable.)
             if !(h < best.0 || (h == best.0 && best.1 != NONE)) || dt == 0.0 {
                 return;
             }
@@ -1125,10 +1125,10 @@ impl<'k, 'a> Engine<'k, 'a> {
                 self.set_state(i, s);
             }
             Ev::ToE => {
-                // Snap the slack to 0: with the linear kernel past rank d, leaving the rounding
-                // residual in f (commit c98745d) let spurious zero-length events grow the active
-                // set without bound (n = 3,000 blobs: |A| 11 -> 190, event limit); resync() and
-                // refine() keep f = K beta up to rounding.
+                // Snap the slack to 0: with the linear kernel past rank d, a rounding residual
+                // left in f lets spurious zero-length events grow the active set without bound
+                // (n = 3,000 blobs: |A| 11 -> 190, event limit); resync() and refine() keep
+                // f = K beta up to rounding.
                 // A sample dependent on the active set is parked at the target instead (its
                 // slack reached it by rounding: exactly, a dependent slack cannot move).
                 self.f[i] = self.y[i];
@@ -1304,11 +1304,11 @@ impl<'k, 'a> Engine<'k, 'a> {
             // Flip one sample at a time. Simultaneous flips can push one another the wrong way,
             // and not only at mu = 1: after an event changes the active set, a driven sample's
             // slack may turn back and cross T with no event to stop it (a clamped slack has no
-            // target), landing an outlier inside T or an inlier beyond it (issue 5: n = 10,000
-            // blobs, 30 nodes off by up to 2.7e-3). A single driver's own slack always moves the
+            // target), landing an outlier inside T or an inlier beyond it (n = 10,000 blobs:
+            // 30 nodes off by up to 2.7e-3). A single driver's own slack always moves the
             // right way (`dt_i` is the Schur complement of `K_AA` times `-sigma_i dbeta_i`, which
             // is >= 0); the others wait on the boundary and the outer loop flips them next.
-            // `wrong_direction` still counts the jumps whose flips pushed one another at mu = 1.
+            // `wrong_direction` counts the jumps whose flips pushed one another at mu = 1.
             if self.clamped.len() > 1 {
                 self.direction(false);
                 let flips = std::mem::take(&mut self.clamped);
@@ -1378,8 +1378,8 @@ impl<'k, 'a> Engine<'k, 'a> {
                 // Linear kernel: `f` is recomputed from `beta` at the end of every jump. While
                 // the active set spans the data, `f` is held exactly and `beta` moves by solves
                 // with an ill-conditioned `K_AA`, so `f` drifts from `K beta` (up to 4e-7 at
-                // n = 20,000); a jump that moved a flipped sample by less than that left it on
-                // the wrong side of `T` for the returned `beta` (issue 5, Session 7). Samples
+                // n = 20,000); a jump that moves a flipped sample by less than that can leave
+                // it on the wrong side of `T` for the returned `beta`. Samples
                 // then found on the wrong side of `T` (an outlier inside, an inlier beyond;
                 // parked ones excepted: they wait on `T` by design) are flipped as boundary
                 // samples of this jump. `O(nnz)` per jump (two passes over the data).

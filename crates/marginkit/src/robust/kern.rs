@@ -205,9 +205,10 @@ impl<'a> Kern<'a> {
     /// returned is twice the sum of these terms.
     ///
     /// Linear kernel: computed as `x_i . w + b^2 sum_j beta_j` with `w = X' beta`, every sum
-    /// an error-free-product compensated dot ([`Kern::exact_linear_row_value`]): the bound no
-    /// longer grows with `w sum_j |beta_j| |x_i| |x_j|` (1.5e-9 at n = 50,000, wider than a
-    /// genuine 1.4e-9 gap to `T`, see docs/repro/robust_bench_results.md, Session 7).
+    /// an error-free-product compensated dot ([`Kern::exact_linear_row_value`]), so the bound
+    /// does not grow with `w sum_j |beta_j| |x_i| |x_j|` (the entry-wise bound above is 1.5e-9
+    /// at n = 50,000, wider than a genuine 1.4e-9 gap to `T`, see
+    /// docs/repro/robust_bench_results.md).
     pub fn exact_row_value(&self, i: usize, beta: &[f64]) -> (f64, f64) {
         if self.linear() {
             return self.exact_linear_row_value(i, beta);
@@ -671,7 +672,7 @@ mod tests {
         // Dyadic data (x = int / 2^20, beta = int / 2^30, ints below 2^30): the exact
         // `f_i = sum_j beta_j (x_i . x_j + b^2)` is an integer over 2^70 in i128, while the
         // f64 products and sums round. Rows far from the origin (blobs at +-5), as in the
-        // n = 50,000 failure, where the entry-wise bound was 1.5e-9.
+        // n = 50,000 blobs, where the entry-wise bound is 1.5e-9.
         let (n, d) = (3000usize, 10usize);
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
@@ -720,7 +721,7 @@ mod tests {
                 diff <= err,
                 "row {i}: error {diff:e} above the bound {err:e}"
             );
-            // The former entry-wise bound: (w + 4) eps sum_j |beta_j| (|x_i| |x_j| + b^2).
+            // The entry-wise bound: (w + 4) eps sum_j |beta_j| (|x_i| |x_j| + b^2).
             let norm = |r: usize| {
                 xs[r * d..(r + 1) * d]
                     .iter()

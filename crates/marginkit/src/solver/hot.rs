@@ -10,8 +10,8 @@
 //! to the OS scheduler's yield after that, so a loaded machine gets the core when the pool has
 //! nothing to do. The spinners stop as soon as the body returns.
 //!
-//! Only scheduling changes: every parallel section computes the same values in the same
-//! reduction order as before, so results stay independent of the thread count.
+//! The spinners change only the scheduling: every parallel section computes the same values in
+//! the same reduction order as without them, so results stay independent of the thread count.
 //!
 //! The body must run on a worker of the pool (for the CLI, whose main thread is worker 0 of the
 //! global pool, see `ThreadPoolBuilder::use_current_thread`): from outside a pool, sections are
@@ -23,7 +23,7 @@ use std::sync::{Arc, OnceLock};
 
 /// Idle polls of a spinner before it starts yielding its core to the OS scheduler: a few
 /// milliseconds, longer than the serial stretches of an SMO iteration (with 2,000 polls the
-/// spinner yielded inside them and 20,000 x 20 RBF took about 7% longer at 2 threads).
+/// spinner yields inside them and 20,000 x 20 RBF takes about 7% longer at 2 threads).
 const SPINS_BEFORE_YIELD: u32 = 20_000;
 
 /// Problems with fewer variables than this have (almost) no parallel section: their solves

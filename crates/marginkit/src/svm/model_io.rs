@@ -738,7 +738,7 @@ mod tests {
 
     #[test]
     fn precomputed_support_vectors_must_be_a_serial_only() {
-        // Found by fuzz_svm_model: `0:1e300` used to overflow in check_features.
+        // `0:1e300` (a fuzz_svm_model input) must be refused, not overflow in check_features.
         for sv in ["0:1e300", "0:-3", "0:2.5", "0:0", "5:1", "", "0:1 2:1"] {
             let text = format!(
                 "svm_type c_svc\nkernel_type precomputed\nnr_class 2\ntotal_sv 2\nrho 0.5\nlabel 1 -1\nnr_sv 1 1\nSV\n1 {sv}\n-1 0:2\n"

@@ -36,7 +36,7 @@
 //!
 //! # Status (measured, see `docs/repro/path_bench_results.md`)
 //!
-//! Correct and thread-count independent, but **not yet faster than the serial solver** on
+//! Correct and thread-count independent, but **not faster than the serial solver** on
 //! low-dimensional dense data: there every block's pass corrects nearly the whole shared
 //! residual of `w`, the blocks' moves overlap, the line search shortens them to `t ~ 1/B`, and
 //! variables a block moved to a bound land inside the box again (shrinking then removes fewer).
