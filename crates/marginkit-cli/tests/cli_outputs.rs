@@ -236,3 +236,25 @@ fn unwritable_outputs_fail_before_any_work() {
     assert!(d.join("outdir").is_dir());
     assert!(!d.join("no_dir").exists());
 }
+
+/// LIBSVM's `-g 0` means gamma = 1/num_features: the same model as no `-g` at all.
+#[test]
+fn gamma_zero_is_libsvm_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = heart("heart_scale.train");
+    for (args, out) in [
+        (vec!["train", "-q", &tr, "a.model"], "a.model"),
+        (vec!["train", "-q", "-g", "0", &tr, "b.model"], "b.model"),
+    ] {
+        let o = run(&args, dir.path());
+        assert!(
+            o.status.success(),
+            "{out}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let read = |n: &str| std::fs::read_to_string(dir.path().join(n)).unwrap();
+    assert_eq!(read("a.model"), read("b.model"));
+    // heart_scale has 13 features: the model file records gamma = 1/13.
+    assert!(read("a.model").contains("gamma 0.07692307692307693\n"));
+}

@@ -122,7 +122,7 @@ impl Gamma {
     pub fn from_libsvm(g: Option<f64>) -> Self {
         match g {
             None => Gamma::Auto,
-            Some(v) if v == 0.0 => Gamma::Auto,
+            Some(0.0) => Gamma::Auto,
             Some(v) => Gamma::Value(v),
         }
     }
