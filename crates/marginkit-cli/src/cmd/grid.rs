@@ -75,12 +75,13 @@ pub fn run(a: GridArgs) -> Exit {
     let mut best: Option<GridPoint> = None;
     let quiet = a.quiet || a.json;
     let metric = if regression { "mse" } else { "rate" };
-    // grid.py's lines; without a gamma (linear, precomputed) only C is shown.
+    // grid.py's lines; without a gamma (linear, precomputed) only C is shown. C, gamma and their
+    // exponents are printed exactly (shortest round-trip), so a printed point reproduces.
     let point = |p: &GridPoint, log2: bool| -> String {
         let (c, g) = if log2 {
-            (fmt_g(p.c.log2()), fmt_g(p.gamma.log2()))
+            (format!("{}", p.c.log2()), format!("{}", p.gamma.log2()))
         } else {
-            (fmt_g(p.c), fmt_g(p.gamma))
+            (format!("{}", p.c), format!("{}", p.gamma))
         };
         let (cn, gn) = if log2 { ("log2c", "log2g") } else { ("c", "g") };
         if uses_gamma {
@@ -104,8 +105,24 @@ pub fn run(a: GridArgs) -> Exit {
             );
         }
     };
-    let points = grid_search(&params, &data, &cs, &gs, a.folds, &mut on_point)?;
-    let b = best.ok_or_else(|| CliError("empty grid".into()))?;
+    let cancel = crate::common::interrupt::install();
+    let points = grid_search(&params, &data, &cs, &gs, a.folds, &cancel, &mut on_point)?;
+    let interrupted = cancel.is_cancelled();
+    if interrupted {
+        eprintln!(
+            "marginkit: interrupted after {} of {} grid points",
+            points.len(),
+            cs.len() * gs.len()
+        );
+    }
+    let Some(b) = best else {
+        return if interrupted {
+            eprintln!("marginkit: no grid point finished: no best point to report");
+            Ok(Outcome::Interrupted)
+        } else {
+            Err(CliError("no grid point was evaluated".into()))
+        };
+    };
     let stopped = points
         .iter()
         .filter(|p| p.status != marginkit::solver::Status::Converged)
@@ -134,16 +151,20 @@ pub fn run(a: GridArgs) -> Exit {
         println!(
             "{}",
             json!({ "metric": if regression { "mse" } else { "accuracy" }, "folds": a.folds,
-                    "points": pts, "not_converged_points": stopped,
+                    "points": pts, "not_converged_points": stopped, "interrupted": interrupted,
                     "best": { "c": b.c, "gamma": gamma(&b), "score": b.score,
                               "status": b.status.as_str() } })
         );
     } else if uses_gamma {
-        println!("{} {} {}", fmt_g(b.c), fmt_g(b.gamma), fmt_g(b.score));
+        println!("{} {} {}", b.c, b.gamma, fmt_g(b.score));
     } else {
-        println!("{} {}", fmt_g(b.c), fmt_g(b.score));
+        println!("{} {}", b.c, fmt_g(b.score));
     }
-    Ok(Outcome::Done)
+    Ok(if interrupted {
+        Outcome::Interrupted
+    } else {
+        Outcome::Done
+    })
 }
 
 #[cfg(test)]
@@ -175,7 +196,7 @@ mod tests {
 #[derive(Debug, Args)]
 #[command(
     disable_help_flag = true,
-    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nWith -t 0 (linear) or -t 4 (precomputed) only C is searched.\nPrints `C gamma score` of the best point last (score: accuracy in %, or MSE for -s 3/4)."
+    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nWith -t 0 (linear) or -t 4 (precomputed) only C is searched.\nPrints `C gamma score` of the best point last (score: accuracy in %, or MSE for -s 3/4), C and gamma exactly.\nCtrl-C stops the search and prints the best point so far (exit code 130)."
 )]
 pub struct GridArgs {
     #[command(flatten)]

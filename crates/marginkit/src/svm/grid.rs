@@ -8,7 +8,7 @@ use super::train::{class_order, cross_validation_status, fold_assignment};
 use crate::data::Dataset;
 use crate::error::{DataError, FitError};
 use crate::kernel::qmatrix::SvcQ;
-use crate::solver::{smo, BoxQp, Equality, NoObserver, Status};
+use crate::solver::{smo, BoxQp, Cancel, Equality, Status};
 
 /// One point of the grid.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,6 +37,10 @@ impl GridPoint {
 /// Evaluates every (C, gamma) pair by `folds`-fold cross-validation with the same folds for all
 /// points. `on_point` is called as each point is finished.
 ///
+/// When `cancel` is set the search stops and returns the points finished so far: the binary
+/// C-SVC path stops inside its solver, the other formulations after the current point. A point
+/// is returned only when all its folds finished.
+///
 /// # Errors
 /// As [`super::train::fit`].
 pub fn grid_search(
@@ -45,6 +49,7 @@ pub fn grid_search(
     cs: &[f64],
     gammas: &[f64],
     folds: usize,
+    cancel: &Cancel,
     on_point: &mut dyn FnMut(&GridPoint),
 ) -> Result<Vec<GridPoint>, FitError> {
     if data.is_empty() {
@@ -60,12 +65,18 @@ pub fn grid_search(
         let mut p = params.clone();
         p.kernel.gamma = Gamma::Value(gamma);
         if reuse {
-            for pt in binary_c_path(&p, data, cs, folds)? {
+            let Some(points) = binary_c_path(&p, data, cs, folds, cancel)? else {
+                break;
+            };
+            for pt in points {
                 on_point(&pt);
                 out.push(pt);
             }
         } else {
             for &c in cs {
+                if cancel.is_cancelled() {
+                    return Ok(out);
+                }
                 let mut pc = p.clone();
                 pc.c = c;
                 let (pred, status) = cross_validation_status(&pc, data, folds, params.seed)?;
@@ -94,13 +105,15 @@ pub fn grid_search(
 }
 
 /// Cross-validation accuracies of a binary C-SVC for all `cs` at one gamma, sharing one kernel
-/// cache per fold and warm-starting along C (in increasing order).
+/// cache per fold and warm-starting along C (in increasing order); `None` when `cancel` stopped
+/// a solve.
 fn binary_c_path(
     params: &SvmValidParams,
     data: &Dataset,
     cs: &[f64],
     folds: usize,
-) -> Result<Vec<GridPoint>, FitError> {
+    cancel: &Cancel,
+) -> Result<Option<Vec<GridPoint>>, FitError> {
     let n = data.len();
     let k = folds.clamp(1, n);
     let labels = class_order(&data.y);
@@ -140,6 +153,9 @@ fn binary_c_path(
         let mut alpha = vec![0.0; train.len()];
         let mut prev_c: Option<f64> = None;
         for &ci in &order {
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
             let c = cs[ci];
             if let Some(pc) = prev_c {
                 let s = c / pc;
@@ -156,7 +172,10 @@ fn binary_c_path(
                 equality: Equality::Sum { delta: 0.0 },
                 fixed: None,
             };
-            let info = smo::solve(&mut q, &qp, &mut alpha, &params.solver, &mut NoObserver)?;
+            let info = smo::solve(&mut q, &qp, &mut alpha, &params.solver, &mut cancel.clone())?;
+            if info.status == Status::Interrupted {
+                return Ok(None);
+            }
             status[ci] = status[ci].worst(info.status);
             let coef: Vec<f64> = alpha.iter().zip(&y).map(|(a, s)| a * s).collect();
             let dec = super::train::binary_decisions(kernel, &sub.x, &coef, info.rho, &test_x);
@@ -170,15 +189,16 @@ fn binary_c_path(
                 .count();
         }
     }
-    Ok(cs
-        .iter()
-        .zip(&correct)
-        .zip(&status)
-        .map(|((&c, &k), &status)| GridPoint {
-            c,
-            gamma,
-            score: 100.0 * k as f64 / n as f64,
-            status,
-        })
-        .collect())
+    Ok(Some(
+        cs.iter()
+            .zip(&correct)
+            .zip(&status)
+            .map(|((&c, &k), &status)| GridPoint {
+                c,
+                gamma,
+                score: 100.0 * k as f64 / n as f64,
+                status,
+            })
+            .collect(),
+    ))
 }

@@ -1,0 +1,84 @@
+//! `marginkit grid`: exact printed points and Ctrl-C with the best point so far.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+mod common;
+use common::*;
+
+/// The printed best point is exact: training with the printed C and gamma gives the printed
+/// cross-validation accuracy again (the printed values are the grid's powers of two, in full).
+#[test]
+fn grid_prints_exact_values_that_reproduce() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = data("heart_scale.train");
+    let tr = tr.to_str().unwrap();
+    let o = run(
+        &[
+            "grid", "-q", "--log2c", "-3,3,3", "--log2g", "-13,-7,3", "-v", "4", tr,
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let last: Vec<&str> = text.lines().last().unwrap().split(' ').collect();
+    let (c, g) = (last[0], last[1]);
+    // gamma is 2^-13, 2^-10 or 2^-7: printed in full, never rounded to 6 digits.
+    let gv: f64 = g.parse().unwrap();
+    assert!(
+        [-13.0f64, -10.0, -7.0].iter().any(|e| gv == e.exp2()),
+        "{g}"
+    );
+    let cv = run(&["train", "-v", "4", "-c", c, "-g", g, tr], dir.path());
+    assert!(cv.status.success());
+    let acc = String::from_utf8_lossy(&cv.stdout);
+    assert!(
+        acc.contains(&format!("Cross Validation Accuracy = {}%", last[2])),
+        "{acc} vs {text}"
+    );
+}
+
+/// Ctrl-C during a grid far too large to finish: exit 130, a message, and the best point of the
+/// points finished before it. The signal is sent once the first point has been printed.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_prints_the_best_point_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = data("heart_scale.train");
+    let mut child = Command::new(BIN)
+        .args([
+            "grid",
+            "--log2c",
+            "-5,15,0.1",
+            "--log2g",
+            "3,-15,-0.5",
+            "-v",
+            "5",
+        ])
+        .arg(&tr)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.contains("rate="), "{first}");
+    let k = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("interrupted after"), "{err}");
+    // The last line is `C gamma rate` of the best finished point.
+    let last: Vec<&str> = rest.lines().last().unwrap().split(' ').collect();
+    assert_eq!(last.len(), 3, "{rest}");
+    assert!(last[0].parse::<f64>().unwrap() > 0.0);
+    assert!(last[2].parse::<f64>().unwrap() > 50.0);
+}
