@@ -263,3 +263,16 @@ impl<O: Observer + ?Sized> Observer for &mut O {
         (**self).on_iter(stats)
     }
 }
+
+/// A duality gap relative to the objective, `gap / max(|objective|, 1)`: what "converged"
+/// means does not depend on the scale of C or of the data. The floor of 1 keeps an objective
+/// near 0 from inflating it.
+///
+/// ```
+/// use marginkit::solver::relative_gap;
+/// assert_eq!(relative_gap(1508.0, -38508.0), 1508.0 / 38508.0);
+/// assert_eq!(relative_gap(1e-4, 1e-9), 1e-4);
+/// ```
+pub fn relative_gap(gap: f64, objective: f64) -> f64 {
+    gap / objective.abs().max(1.0)
+}

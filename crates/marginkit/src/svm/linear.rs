@@ -305,6 +305,13 @@ pub struct SubproblemReport {
     pub max_violation: f64,
 }
 
+impl SubproblemReport {
+    /// The duality gap relative to the primal objective ([`crate::solver::relative_gap`]).
+    pub fn relative_gap(&self) -> f64 {
+        crate::solver::relative_gap(self.gap, self.primal_objective)
+    }
+}
+
 /// What a fit reports besides the model.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LinearFitReport {

@@ -100,6 +100,14 @@ impl FitReport {
     pub fn gap(&self) -> f64 {
         self.subproblems.iter().map(|s| s.gap).fold(0.0, f64::max)
     }
+    /// The largest relative duality gap over the subproblems
+    /// ([`crate::solver::relative_gap`]).
+    pub fn relative_gap(&self) -> f64 {
+        self.subproblems
+            .iter()
+            .map(|s| crate::solver::relative_gap(s.gap, s.objective))
+            .fold(0.0, f64::max)
+    }
     /// Total iterations over the subproblems.
     pub fn iterations(&self) -> u64 {
         self.subproblems.iter().map(|s| s.iterations).sum()

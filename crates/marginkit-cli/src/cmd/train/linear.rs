@@ -102,12 +102,12 @@ pub fn run(a: TrainArgs) -> Exit {
         };
         // LIBLINEAR prints the dual objective in minimisation form (negative).
         say(&format!(
-            "{who}optimization finished, #iter = {} ({})\nObjective value = {}, primal = {}, duality gap = {:.3e}",
+            "{who}optimization finished, #iter = {} ({})\nObjective value = {}, primal = {}, relative duality gap = {:.3e}",
             s.iterations,
             s.status.as_str(),
             s.dual_objective,
             s.primal_objective,
-            s.gap
+            s.relative_gap()
         ));
     }
     for w in &fit.report.warnings {
@@ -125,7 +125,7 @@ pub fn run(a: TrainArgs) -> Exit {
         .clone()
         .unwrap_or_else(|| default_model_path(&a.train_file));
     say(&format!(
-        "status = {}, max violation = {:.3e}, duality gap = {:.3e}",
+        "status = {}, max violation = {:.3e}, relative duality gap = {:.3e}",
         status.as_str(),
         fit.report
             .subproblems
@@ -135,7 +135,7 @@ pub fn run(a: TrainArgs) -> Exit {
         fit.report
             .subproblems
             .iter()
-            .map(|s| s.gap)
+            .map(|s| s.relative_gap())
             .fold(0.0, f64::max)
     ));
     if status != Status::Converged {
@@ -172,6 +172,7 @@ pub fn run(a: TrainArgs) -> Exit {
                 "objective": one(&|s| json!(s.dual_objective)),
                 "primal_objective": one(&|s| json!(s.primal_objective)),
                 "duality_gap": one(&|s| json!(s.gap)),
+                "relative_duality_gap": one(&|s| json!(s.relative_gap())),
                 "max_violation": one(&|s| json!(s.max_violation)),
                 "iterations": fit.report.subproblems.iter().map(|s| s.iterations).sum::<u64>(),
                 "status": status.as_str(),

@@ -40,7 +40,7 @@ pub fn describe(report: &FitReport) -> String {
             s.push_str(&format!("classes {} vs {}: ", fmt_label(a), fmt_label(b)));
         }
         s.push_str(&format!(
-            "optimization finished, #iter = {} ({})\nobj = {}, rho = {}\nnSV = {}, nBSV = {}\nmax KKT violation = {:.3e}, duality gap = {:.3e}\n",
+            "optimization finished, #iter = {} ({})\nobj = {}, rho = {}\nnSV = {}, nBSV = {}\nmax KKT violation = {:.3e}, relative duality gap = {:.3e}\n",
             sp.iterations,
             sp.status.as_str(),
             sp.objective,
@@ -48,7 +48,7 @@ pub fn describe(report: &FitReport) -> String {
             sp.n_sv,
             sp.n_bsv,
             sp.max_violation,
-            sp.gap
+            marginkit::solver::relative_gap(sp.gap, sp.objective)
         ));
     }
     s
@@ -141,10 +141,10 @@ pub fn run(a: TrainArgs) -> Exit {
         a.json,
         a.quiet,
         &format!(
-            "status = {}, max KKT violation = {:.3e}, duality gap = {:.3e}\nkernel cache {:.0} MB, hit rate {:.1}% ({} hits, {} misses)",
+            "status = {}, max KKT violation = {:.3e}, relative duality gap = {:.3e}\nkernel cache {:.0} MB, hit rate {:.1}% ({} hits, {} misses)",
             status.as_str(),
             report.max_violation(),
-            report.gap(),
+            report.relative_gap(),
             params.cache_bytes as f64 / 1048576.0,
             100.0 * report.cache.hit_rate(),
             report.cache.hits,
@@ -184,6 +184,7 @@ pub fn run(a: TrainArgs) -> Exit {
             "converged": status == Status::Converged,
             "max_violation": per_subproblem(&report, |s| json!(s.max_violation)),
             "duality_gap": per_subproblem(&report, |s| json!(s.gap)),
+            "relative_duality_gap": per_subproblem(&report, |s| json!(marginkit::solver::relative_gap(s.gap, s.objective))),
             "model_file": path.display().to_string(),
             "state_file": state_written,
             "cache_mb": params.cache_bytes as f64 / 1048576.0,
