@@ -19,6 +19,7 @@
 //! | [`screening`], [`path`] | safe sample screening (BT1, BT2, IT) and the regularization path over C with exact re-checks |
 //! | [`aid`] | aggregate and iterative disaggregate: exact LAD, linear and kernel SVM, S3VM by branch and bound |
 //! | [`coreset`] | minimum enclosing balls by core-sets (MEB, SVDD, L2-SVM, one-class L2), distributed core-set consensus |
+//! | [`model_file`] | what kind of model (or other) file a path holds, for `predict`'s messages |
 //! | [`metrics`] | accuracy, mean squared error, squared correlation and R^2 as LIBSVM reports them |
 //! | [`plot`] | a minimal SVG line-chart writer |
 //! | [`odm`] | the optimal margin distribution machine (ODM) and ODM clustering (ODMC) |
@@ -48,6 +49,7 @@ pub mod data;
 pub mod error;
 pub mod kernel;
 pub mod metrics;
+pub mod model_file;
 pub mod odm;
 pub mod path;
 pub mod plot;

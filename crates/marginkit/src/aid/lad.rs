@@ -65,7 +65,7 @@ use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::{ops, Dataset, Features, Row};
-use crate::error::{DataError, FitError, ParamError, SolveError};
+use crate::error::{DataError, FitError, ParamError, ParseError, ParseErrorKind, SolveError};
 use crate::solver::{NoObserver, Observer};
 
 /// A fitted LAD model: `y ~ x'coef + intercept`.
@@ -106,6 +106,81 @@ impl LadModel {
     pub fn objective(&self, data: &Dataset) -> f64 {
         det_sum(data.len(), |i| {
             (data.y[i] - self.predict_row(data.x.row(i))).abs()
+        })
+    }
+
+    /// Reads a model written by [`LadModel::to_json`] (whitespace between tokens allowed).
+    ///
+    /// # Errors
+    /// [`ParseError`] naming the column of the first token that does not fit the form, or a
+    /// non-finite number.
+    pub fn from_json(text: &str) -> Result<LadModel, ParseError> {
+        let err = |pos: usize, expected: &'static str| {
+            let column = text[..pos.min(text.len())].chars().count() + 1;
+            let found: String = text[pos.min(text.len())..].chars().take(20).collect();
+            ParseError {
+                line: 1,
+                column,
+                kind: ParseErrorKind::Expected { expected, found },
+            }
+        };
+        let value_after = |key: &str| -> Result<(usize, &str), ParseError> {
+            let k = format!("\"{key}\"");
+            let at = text.find(&k).ok_or_else(|| err(0, "a LAD model key"))?;
+            let rest = &text[at + k.len()..];
+            let colon = rest
+                .find(':')
+                .filter(|&c| rest[..c].trim().is_empty())
+                .ok_or_else(|| err(at + k.len(), "':'"))?;
+            let start = at + k.len() + colon + 1;
+            Ok((start, text[start..].trim_start()))
+        };
+        if !text.trim_start().starts_with('{')
+            || value_after("model")?.1.get(..5) != Some("\"lad\"")
+        {
+            return Err(err(0, "{\"model\":\"lad\", ...}"));
+        }
+        let number = |tok: &str, pos: usize| -> Result<f64, ParseError> {
+            let v: f64 = tok.trim().parse().map_err(|_| err(pos, "a number"))?;
+            if v.is_finite() {
+                Ok(v)
+            } else {
+                Err(ParseError {
+                    line: 1,
+                    column: pos + 1,
+                    kind: ParseErrorKind::NonFinite {
+                        what: "coefficient",
+                    },
+                })
+            }
+        };
+        let (pos, rest) = value_after("has_intercept")?;
+        let has_intercept = if rest.starts_with("true") {
+            true
+        } else if rest.starts_with("false") {
+            false
+        } else {
+            return Err(err(pos, "true or false"));
+        };
+        let (pos, rest) = value_after("intercept")?;
+        let end = rest.find([',', '}']).ok_or_else(|| err(pos, "a number"))?;
+        let intercept = number(&rest[..end], pos)?;
+        let (pos, rest) = value_after("coef")?;
+        let body = rest
+            .strip_prefix('[')
+            .and_then(|r| r.find(']').map(|e| &r[..e]))
+            .ok_or_else(|| err(pos, "[numbers]"))?;
+        let coef = if body.trim().is_empty() {
+            Vec::new()
+        } else {
+            body.split(',')
+                .map(|t| number(t, pos))
+                .collect::<Result<Vec<f64>, _>>()?
+        };
+        Ok(LadModel {
+            coef,
+            intercept,
+            has_intercept,
         })
     }
 
@@ -1152,6 +1227,35 @@ mod ipm {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn lad_json_round_trips_exactly_and_refuses_other_files() {
+        let m = LadModel {
+            coef: vec![0.1, -2.5e-17, 3.0, f64::MIN_POSITIVE],
+            intercept: -7.25,
+            has_intercept: true,
+        };
+        assert_eq!(LadModel::from_json(&m.to_json()).unwrap(), m);
+        let none = LadModel {
+            coef: vec![],
+            intercept: 0.0,
+            has_intercept: false,
+        };
+        assert_eq!(LadModel::from_json(&none.to_json()).unwrap(), none);
+        let spaced =
+            "{ \"model\" : \"lad\", \"has_intercept\": false, \"intercept\": 0, \"coef\": [1, 2] }";
+        assert_eq!(LadModel::from_json(spaced).unwrap().coef, vec![1.0, 2.0]);
+        for bad in [
+            "svm_type c_svc",
+            "{\"model\":\"svm\"}",
+            "{\"model\":\"lad\",\"has_intercept\":true,\"intercept\":x,\"coef\":[]}",
+            "{\"model\":\"lad\",\"has_intercept\":true,\"intercept\":1,\"coef\":[1,inf]}",
+            "{\"model\":\"lad\",\"has_intercept\":true,\"intercept\":1}",
+        ] {
+            assert!(LadModel::from_json(bad).is_err(), "{bad}");
+        }
+    }
+
     use super::*;
     use rand::Rng;
 
