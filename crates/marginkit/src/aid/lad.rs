@@ -706,7 +706,7 @@ fn lad_fingerprint(params: &AidLadParams, data: &Dataset) -> u64 {
 /// uninterrupted run makes, bit for bit.
 ///
 /// # Errors
-/// As [`fit_aid_lad`]; [`ParamError::Incompatible`] when `resume` was made by another model,
+/// As [`fit_aid_lad`]; [`FitError::Checkpoint`] when `resume` was made by another model,
 /// with other data or parameters, or does not fit the data.
 pub fn fit_aid_lad_resumable(
     data: &Dataset,
@@ -727,12 +727,9 @@ pub fn fit_aid_lad_resumable(
     };
     let (state, init_seconds) = match resume {
         Some(ck) => {
-            ck.check(AidModel::Lad, fp(), data.len(), p, false)
-                .map_err(ParamError::Incompatible)?;
+            ck.check(AidModel::Lad, fp(), data.len(), p, false)?;
             problem.last_certified = ck.problem.last_certified;
-            let st = ck.to_loop::<Vec<f64>>().ok_or(ParamError::Incompatible(
-                "the state file was made by another AID model",
-            ))?;
+            let st = ck.to_loop::<Vec<f64>>()?;
             (st, ck.init_seconds)
         }
         None => {

@@ -730,7 +730,7 @@ fn s3vm_fingerprint(params: &AidS3vmParams, data: &Dataset) -> u64 {
 /// hits its wall-clock limit, which depends on the machine).
 ///
 /// # Errors
-/// As [`fit_aid_s3vm`]; [`ParamError::Incompatible`] when `resume` was made by another model,
+/// As [`fit_aid_s3vm`]; [`FitError::Checkpoint`] when `resume` was made by another model,
 /// with other data or parameters, or does not fit the data.
 pub fn fit_aid_s3vm_resumable(
     data: &Dataset,
@@ -744,13 +744,8 @@ pub fn fit_aid_s3vm_resumable(
     let fp = s3vm_fingerprint(params, data);
     let (state, init) = match resume {
         Some(ck) => {
-            ck.check(AidModel::S3vm, fp, data.len(), data.n_features(), false)
-                .map_err(ParamError::Incompatible)?;
-            let st = ck
-                .to_loop::<S3vmSolution>()
-                .ok_or(ParamError::Incompatible(
-                    "the state file was made by another AID model",
-                ))?;
+            ck.check(AidModel::S3vm, fp, data.len(), data.n_features(), false)?;
+            let st = ck.to_loop::<S3vmSolution>()?;
             (st, ck.init_seconds)
         }
         None => {

@@ -1356,7 +1356,7 @@ fn svm_fingerprint(params: &AidSvmParams, data: &Dataset) -> u64 {
 /// ```
 ///
 /// # Errors
-/// As [`fit_aid_svm`]; [`ParamError::Incompatible`] when `resume` was made by another model,
+/// As [`fit_aid_svm`]; [`FitError::Checkpoint`] when `resume` was made by another model,
 /// with other data or parameters, or does not fit the data.
 pub fn fit_aid_svm_resumable(
     data: &Dataset,
@@ -1452,16 +1452,13 @@ fn fit_aid_svm_with(
                 data.len(),
                 width,
                 params.kernel.is_some(),
-            )
-            .map_err(ParamError::Incompatible)?;
+            )?;
             let p = ck.problem.clone();
             problem.sizes = p.sizes;
             problem.gram = p.gram;
             problem.vrows = p.vrows;
             problem.prepared = p.prepared;
-            let st = ck.to_loop::<SvmSolution>().ok_or(ParamError::Incompatible(
-                "the state file was made by another AID model",
-            ))?;
+            let st = ck.to_loop::<SvmSolution>()?;
             (st, ck.init_seconds)
         }
         None => {

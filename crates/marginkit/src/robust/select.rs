@@ -186,7 +186,7 @@ pub fn select(
 /// ```
 ///
 /// # Errors
-/// As [`select`]; [`ParamError::Incompatible`] when `resume` was made with other data or other
+/// As [`select`]; [`FitError::Checkpoint`] when `resume` was made with other data or other
 /// parameters, or does not fit the data.
 #[allow(clippy::too_many_arguments)]
 pub fn select_resumable(
@@ -231,8 +231,7 @@ pub fn select_resumable(
             kern.is_linear().then(|| kern.width()),
             cs.len(),
             grid,
-        )
-        .map_err(ParamError::Incompatible)?;
+        )?;
         runs = ck.runs.clone();
         chosen = ck.chosen.clone();
         warm = ck.warm.clone();

@@ -23,14 +23,15 @@ use super::model::SvmModel;
 use super::params::{Probability, SvmType, SvmValidParams};
 use super::probability;
 use crate::data::{Dataset, Features};
-use crate::error::{DataError, FitError, ParseError, ParseErrorKind};
+use crate::error::{CheckpointError, DataError, FitError, ParseError, ParseErrorKind};
 use crate::kernel::cache::CacheStats;
 
 /// A checkpoint whose saved subproblems do not fit the problem (a damaged or crafted state file
 /// that still carries the right fingerprint).
-const DAMAGED_CHECKPOINT: crate::error::SolveError = crate::error::SolveError::Infeasible(
-    "the checkpoint's saved subproblems do not match this problem (damaged state file)",
-);
+const DAMAGED_CHECKPOINT: CheckpointError = CheckpointError::Mismatch {
+    file: super::checkpoint::FILE,
+    reason: "its saved subproblems do not match this problem",
+};
 use crate::kernel::qmatrix::{OneClassQ, QMatrix, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
 use crate::solver::smo::{self, SmoSnapshot};
@@ -146,8 +147,9 @@ pub fn fit(
 /// [`Cancel`]: crate::solver::Cancel
 ///
 /// # Errors
-/// As [`fit`]; [`FitError::Solve`] with [`crate::error::SolveError::Infeasible`] when `resume`
-/// was made with other data or parameters.
+/// As [`fit`]; [`FitError::Checkpoint`] when `resume` was made with other data or parameters
+/// or does not fit the problem ([`FitError::Solve`] with [`crate::error::SolveError::Checkpoint`]
+/// when a saved solver snapshot does not).
 pub fn fit_resumable(
     params: &SvmValidParams,
     data: &Dataset,
@@ -178,10 +180,13 @@ pub fn fit_resumable(
     // A pass over the data: only when a checkpoint is checked or written.
     let fp = || fingerprint(params, data);
     if let Some(c) = resume {
-        if c.fingerprint != fp() {
-            return Err(crate::error::SolveError::Infeasible(
-                "the checkpoint was made with other data or other parameters",
-            )
+        let expected = fp();
+        if c.fingerprint != expected {
+            return Err(CheckpointError::Fingerprint {
+                file: super::checkpoint::FILE,
+                expected,
+                found: c.fingerprint,
+            }
             .into());
         }
     }
