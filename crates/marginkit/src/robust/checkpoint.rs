@@ -45,7 +45,7 @@ const OLD_FORMS: [(&str, &str); 2] = [
     ),
 ];
 /// The kind of state file, in messages.
-const FILE: &str = "robust state file";
+pub(crate) const FILE: &str = "robust state file";
 
 /// The interrupted `C`'s state.
 #[derive(Debug, Clone, PartialEq)]

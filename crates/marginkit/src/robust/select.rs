@@ -11,13 +11,13 @@
 use std::time::Instant;
 
 use super::cccp::{cccp_from_standard, CccpStart};
-use super::checkpoint::{Current, RobustCheckpoint};
+use super::checkpoint::{self, Current, RobustCheckpoint};
 use super::{
     model_from_beta, path_from_standard, setup, standard_solution, Node, PathKind, RobustParams,
     Start, Task,
 };
 use crate::data::Dataset;
-use crate::error::{DataError, FitError, ParamError};
+use crate::error::{CheckpointError, DataError, FitError};
 use crate::solver::{NoObserver, Observer};
 use crate::svm::SvmModel;
 
@@ -320,9 +320,10 @@ pub fn select_resumable(
                     (Current::Path(res), _) => Start::Resume(res),
                     (_, Some((beta, f))) => Start::Standard(beta, f),
                     _ => {
-                        return Err(ParamError::Incompatible(
-                            "the robust state is of another method",
-                        )
+                        return Err(CheckpointError::Mismatch {
+                            file: checkpoint::FILE,
+                            reason: "a state of another method",
+                        }
                         .into())
                     }
                 };
@@ -370,9 +371,10 @@ pub fn select_resumable(
                     (Current::Cccp(res), _) => CccpStart::Resume(res),
                     (_, Some((beta, f))) => CccpStart::Standard(beta, f),
                     _ => {
-                        return Err(ParamError::Incompatible(
-                            "the robust state is of another method",
-                        )
+                        return Err(CheckpointError::Mismatch {
+                            file: checkpoint::FILE,
+                            reason: "a state of another method",
+                        }
                         .into())
                     }
                 };
