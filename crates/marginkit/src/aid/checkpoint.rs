@@ -26,9 +26,7 @@ use crate::data::Dataset;
 use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
 
 use super::cluster::Clusters;
-use super::s3vm::S3vmSolution;
-use super::svm::SvmSolution;
-use super::IterRecord;
+use super::state::{IterRecord, S3vmSolution, SvmSolution};
 
 const MAGIC: &str = "MKAIDCK1";
 /// The kind of state file, in messages.

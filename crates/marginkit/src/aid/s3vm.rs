@@ -65,6 +65,7 @@ use rayon::prelude::*;
 
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
+pub use super::state::S3vmSolution;
 use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::{ops, Dataset, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
@@ -456,19 +457,6 @@ impl Default for AidS3vmParams {
             },
         }
     }
-}
-
-/// AID-S3VM's solution per iteration: `(w, b)` and the branch-and-bound report.
-#[derive(Debug, Clone, PartialEq)]
-pub struct S3vmSolution {
-    /// Weights.
-    pub w: Vec<f64>,
-    /// Bias.
-    pub b: f64,
-    /// Whether the aggregated MIQP was solved to optimality.
-    pub bnb_optimal: bool,
-    /// Nodes of the aggregated branch and bound.
-    pub bnb_nodes: usize,
 }
 
 /// The result of AID-S3VM.

@@ -152,6 +152,7 @@ use rayon::prelude::*;
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::ksums::KernelSums;
+pub use super::state::SvmSolution;
 use super::{
     run_resumable, stop_requested_stage, Aggregated, AidProblem, AidRun, AidSettings, IterRecord,
     Outcome, StopReason, CERT_GAP_RTOL,
@@ -276,24 +277,6 @@ impl Default for AidSvmParams {
             kernel_steering: KernelSteering::AveragedGram,
         }
     }
-}
-
-/// An AID-SVM solution: `f(x) = w'x + b` (linear) or `sum_i coef_i K(x_i, x) + b` (kernel).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SvmSolution {
-    /// Linear weights (empty for a kernel model).
-    pub w: Vec<f64>,
-    /// The bias.
-    pub b: f64,
-    /// Aggregated dual variables, one per cluster.
-    pub alpha: Vec<f64>,
-    /// Kernel expansion `(row, coef)` over the members of support clusters (empty if linear).
-    pub expansion: Vec<(u32, f64)>,
-    /// `|w|^2` (for kernels `a'Qa`).
-    pub w_sq: f64,
-    /// Kernel only: `sum_i coef_i K(x_i, x_j)` (without `b`) for every training row `j`, from
-    /// the cluster kernel rows (empty for a linear model).
-    pub decision: Vec<f64>,
 }
 
 /// The fitted model: an ordinary marginkit model.

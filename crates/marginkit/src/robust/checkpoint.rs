@@ -29,8 +29,7 @@ use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
 
 use super::cccp::{CccpResume, MAX_OUTER};
 use super::homotopy::{EngineSnap, Phase};
-use super::select::{Chosen, Method, Run};
-use super::{Node, NodeKind, PathKind, PathResume, RobustParams, VIOLATIONS};
+use super::{Chosen, Method, Node, NodeKind, PathKind, PathResume, RobustParams, Run, VIOLATIONS};
 
 const MAGIC: &str = "MKROBCK3";
 /// Older forms, refused by name, and what they lack.

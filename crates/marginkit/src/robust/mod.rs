@@ -346,6 +346,59 @@ pub struct Node {
     pub outlier_sign: Option<Vec<i8>>,
 }
 
+/// How a model selection ([`select::select`]) runs each `C`: the outlier path or the CCCP
+/// baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Method {
+    /// The outlier path (OP).
+    Path,
+    /// CCCP over this grid (theta values, or fractions of `s_C` / `s_R`).
+    Cccp(Vec<f64>),
+}
+
+/// One `C`'s run of a model selection ([`select::select`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// `C`.
+    pub c: f64,
+    /// Recorded nodes (path breakpoints, or CCCP grid points).
+    pub nodes: Vec<Node>,
+    /// `"completed"`, `"event_limit"` (path) or `"completed"` / `"unconverged"` (CCCP).
+    pub status: &'static str,
+    /// Path events (0 for CCCP).
+    pub events: usize,
+    /// Jump steps (path) or total outer rounds (CCCP).
+    pub d_steps: usize,
+    /// The final solution passed the independent local-optimality check (path), or every grid
+    /// point did (CCCP).
+    pub final_locally_optimal: bool,
+    /// The checker's first violation at the end of the path (sample, condition), if any.
+    pub final_violation: Option<(usize, &'static str)>,
+    /// `s_C` / `s_R` of the standard SVM.
+    pub s_standard: f64,
+    /// Largest active set along the path (0 for CCCP).
+    pub max_active: usize,
+    /// Seconds for this `C`.
+    pub seconds: f64,
+}
+
+/// The model a selection ([`select::select`]) chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chosen {
+    /// Index of the run (`C`).
+    pub run: usize,
+    /// Index of the node in that run.
+    pub node: usize,
+    /// `C`.
+    pub c: f64,
+    /// theta or s.
+    pub param: f64,
+    /// Its validation error (`None` without validation data).
+    pub valid_error: Option<f64>,
+    /// Its coefficients.
+    pub beta: Vec<f64>,
+}
+
 /// How a path ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathStatus {

@@ -22,7 +22,7 @@ use crate::solver::smo::{SmoSnapshot, SNAP_MAGIC};
 use crate::solver::Status;
 
 use super::params::SvmValidParams;
-use super::train::SubproblemReport;
+use super::report::SubproblemReport;
 
 /// A finished subproblem, kept bit-exact.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,6 +22,7 @@ use super::checkpoint::{fingerprint, DoneSub, FitCheckpoint, SubState};
 use super::model::SvmModel;
 use super::params::{Probability, SvmType, SvmValidParams};
 use super::probability;
+pub use super::report::SubproblemReport;
 use crate::data::{Dataset, Features};
 use crate::error::{CheckpointError, DataError, FitError, ParseError, ParseErrorKind};
 use crate::kernel::cache::CacheStats;
@@ -39,30 +40,6 @@ use crate::solver::{BoxQp, Equality, Observer, SolveInfo, Status};
 
 /// Largest number of classes accepted for one-vs-one training.
 pub const MAX_CLASSES: usize = 65_536;
-
-/// What one binary (or regression / one-class) solve reported.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubproblemReport {
-    /// The pair of class labels (classification), positive first.
-    pub classes: Option<(f64, f64)>,
-    /// Dual objective in LIBSVM's (minimization) sign convention.
-    pub objective: f64,
-    /// rho of the decision function.
-    pub rho: f64,
-    /// Solver iterations.
-    pub iterations: u64,
-    /// How the solve ended.
-    pub status: Status,
-    /// Final maximal KKT violation reported by the engine.
-    pub max_violation: f64,
-    /// Duality gap at the returned point (from the engine's final gradient; see
-    /// [`crate::solver::kkt`]).
-    pub gap: f64,
-    /// Support vectors of this subproblem.
-    pub n_sv: usize,
-    /// Bounded support vectors (at their upper bound).
-    pub n_bsv: usize,
-}
 
 /// What a fit reports besides the model.
 #[derive(Debug, Clone, PartialEq, Default)]
