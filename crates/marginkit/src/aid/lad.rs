@@ -23,7 +23,8 @@
 //! certified lower bound is the computed dual value `y'u` (it differs from `sum |r_i|` only by
 //! the zero rows' residuals). Degenerate vertices with many points on the fit (or large `|y|`,
 //! where `r_i` of a point on the fit is `~1e-16 |y_i|`, not 0) are therefore certified instead
-//! of being rejected; before this rule any such row made the vertex "uncertified".
+//! of being rejected (taking only the interior point's value, any such row would leave the
+//! vertex "uncertified").
 //!
 //! # AID-LAD (§3.1)
 //!

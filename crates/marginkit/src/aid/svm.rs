@@ -14,14 +14,14 @@
 //! `min 1/2 a'Qa - e'a, y'a = 0, 0 <= a_k <= M |C_k|` ([`BoxQp`] with per-sample bounds):
 //! * linear: `Q = Y Xc Xc' Y` on the centroid matrix, solved by the method of multipliers
 //!   over [`dcd::solve_svc`] without the equality (the *augmented-Lagrangian DCD*, below; the
-//!   default at every size since session 6) or, with `AidLinearEngine::SmoUpTo(n)`, by
+//!   default at every size) or, with `AidLinearEngine::SmoUpTo(n)`, by
 //!   [`smo::solve`] with a linear kernel on the centroids up to `n` clusters (its warm start's
 //!   gradient `Q a = Y Xc w(a)` from `w`, `O(K d)`, instead of one kernel column per nonzero
-//!   dual, which cost more than the solve itself at 10,000+ clusters). The
-//!   equality-constrained DCD used before (maximal-violating-pair steps, no shrinking) crawled on
-//!   these weighted problems (bounds `M|C_k|` spanning orders of magnitude: 35x slower than SMO
-//!   at 50,000 x 10; 400,000 x 50 took 1,178 s, most of it in the last aggregated problems past
-//!   20,000 clusters). `linear_engine: AidLinearEngine::Dcd` / CLI `--engine dcd` always uses the
+//!   dual, which costs more than the solve itself at 10,000+ clusters). An equality-constrained
+//!   DCD (maximal-violating-pair steps, no shrinking) is not offered: it crawls on these
+//!   weighted problems (bounds `M|C_k|` spanning orders of magnitude: measured 35x slower than
+//!   SMO at 50,000 x 10, and 1,178 s at 400,000 x 50, most of it in the last aggregated problems
+//!   past 20,000 clusters). `linear_engine: AidLinearEngine::Dcd` / CLI `--engine dcd` always uses the
 //!   augmented-Lagrangian DCD, `SmoUpTo(n)` moves the switch;
 //! * kernel: `Q_kq = y_k y_q mean_{i in C_k, j in C_q} K(x_i, x_j)` (the inner product of the
 //!   feature-space centroids), solved by [`smo::solve`] on a [`DenseQ`]. The cluster-pair sums
@@ -86,13 +86,14 @@
 //! never spends 10,000 passes on digits the certificate does not need.
 //!
 //! Why the gap test keeps the AID certificate exact: the AID loop stops on
-//! `(E^best - max_s D_s) / E^best <= gap_tol` as before, with `D_s` a feasible point's dual value
+//! `(E^best - max_s D_s) / E^best <= gap_tol`, with `D_s` a feasible point's dual value
 //! (a valid lower bound of `F^s <= E*`). When every cluster is uniform, `E^t = P(w, b)`
 //! (Prop. 3), so the last iteration's gap is at most `AL_GAP_FRACTION * gap_tol` and the run
 //! stops on the gap; the inexactness can only cost extra splits, never a wrong certificate.
-//! Session 5 grew `rho` also after rounds that hit the pass limit: on 800,000 x 50 it reached
-//! `1e19` within one aggregated problem (DCD on a bias feature of `3e9`) and the run never
-//! finished; now 800,000 x 50 takes 11 CPU s at gap 1e-6.
+//! `rho` grows only after rounds whose subproblem converged: growing it also after rounds that
+//! hit the pass limit drives it to `1e19` within one aggregated problem at 800,000 x 50 (DCD on
+//! a bias feature of `3e9`), and the run never finishes; as it is, 800,000 x 50 takes 11 CPU s
+//! at gap 1e-6.
 //!
 //! # Deviation: Nystrom steering with an exact finish ([`KernelSteering::Nystrom`])
 //!
@@ -113,9 +114,9 @@
 //! RBF, m = 10): 6x less CPU than the averaged Gram at 30,000 rows, where it is no faster than
 //! our cold full SMO (the certificate needs every decision value once, `n * nSV` kernel values,
 //! about what SMO itself spends there); 0.54x our SMO and 0.15-0.16x LIBSVM at 100,000-150,000.
-//! Session 7 made that pass cheaper (tiled panel sums, [`crate::kernel::qmatrix`]'s layout, the
-//! same bits) and fits the steering's initial sample by SMO (`SampleFit::Smo`): 0.19-0.21x
-//! LIBSVM's CPU at 30,000 x 10 (C = 0.1, gamma = 0.1; 0.21x at C = 1), 0.19x at 60,000.
+//! That pass uses tiled panel sums ([`crate::kernel::qmatrix`]'s layout) and the steering's
+//! initial sample is fitted by SMO (`SampleFit::Smo`): 0.19-0.21x LIBSVM's CPU at 30,000 x 10
+//! (C = 0.1, gamma = 0.1; 0.21x at C = 1), 0.19x at 60,000.
 //!
 //! **Narrow kernels: the residual guard** ([`NystromRank::Auto`], the default; CLI
 //! `--rank auto`). The features capture the fraction `|z_i|^2 / K(x_i, x_i)` of each row's
@@ -125,19 +126,19 @@
 //! rows (`100^2 + 1000 * 100` kernel values, 0.03-0.07 s measured). At most
 //! [`AUTO_MAX_RESIDUAL`] = 0.9: steer with those 100 landmarks as above. Above: **no
 //! steering**, the exact SMO starts cold (alpha = 0, no start-gradient pass): our full SMO plus
-//! the certificate loop, one record. Measured at 30,000 x 10, C = 0.1 (session 8, CPU s, rank
+//! the certificate loop, one record. Measured at 30,000 x 10, C = 0.1 (CPU s, rank
 //! 100 steered vs cold full SMO): gamma 0.1, residual 0.27: 1.7 vs 2.7; gamma 0.2, 0.64: 2.1 vs
 //! 2.7; gamma 0.3, 0.84: 2.7 vs 3.1; gamma 0.4, 0.92: 4.2 vs 4.1 (break-even); gamma 0.5, 0.96:
 //! 7.9 vs 5.0 (the steered start put thousands of duals at the bound that the exact problem
 //! frees again: 15,656 finishing SMO iterations where a cold start takes 9,343). So the guard
-//! now runs gamma 0.5 cold: 5.2 CPU s, 0.24-0.30x LIBSVM's CPU (0.46x before), about our full
+//! runs gamma 0.5 cold: 5.2 CPU s, 0.24-0.30x LIBSVM's CPU (steered: 0.46x), about our full
 //! SMO's time (same iterations; bench rounds +4% median, +8% at C = 1, standalone pairs equal
-//! within noise: 4.65 vs 4.95 and 5.03 vs 5.01 CPU s); gamma 0.1 is unchanged (0.19-0.21x).
-//! Growing the rank does not pay at this size and was dropped: the residual falls slowly on a
+//! within noise: 4.65 vs 4.95 and 5.03 vs 5.01 CPU s); gamma 0.1 steers (0.19-0.21x).
+//! Growing the rank does not pay at this size: the residual falls slowly on a
 //! narrow kernel (gamma 0.5: 0.95 at rank 100, 0.87 at 400, 0.67 at 1,600), and the linear
 //! steering on more features costs more than the finish saves (gamma 0.2: rank 200 2.3 s,
 //! rank 400 3.5 s against 2.1 s at rank 100; gamma 0.5, rank 400: 6.2 s against 5.0 s cold).
-//! A [`NystromRank::Fixed`] rank always steers (the earlier behaviour, bit-identical runs).
+//! A [`NystromRank::Fixed`] rank always steers, without the residual probe.
 //! The guard only picks the start: the model is the exact optimum either way, certified by
 //! the finish's duality gap as above.
 //!
@@ -174,7 +175,7 @@ use crate::svm::train::class_order;
 /// Solver of the linear aggregated problems.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AidLinearEngine {
-    /// SMO with a linear kernel on the centroids up to [`SMO_MAX_CLUSTERS`] clusters (now 0),
+    /// SMO with a linear kernel on the centroids up to [`SMO_MAX_CLUSTERS`] clusters (0),
     /// the augmented-Lagrangian DCD beyond (default; `SmoUpTo(SMO_MAX_CLUSTERS)`).
     #[default]
     Auto,
@@ -843,8 +844,8 @@ impl AidProblem for SvmProblem<'_> {
 const VROW_BUDGET_BYTES: usize = 1 << 30;
 
 /// Largest aggregated linear problem [`AidLinearEngine::Auto`] solves by SMO (above: the
-/// augmented-Lagrangian DCD). 0 since session 6: with gap-targeted, pass-capped rounds the
-/// augmented-Lagrangian DCD took less CPU than SMO at every size measured (200,000 x 10:
+/// augmented-Lagrangian DCD). 0: with gap-targeted, pass-capped rounds the
+/// augmented-Lagrangian DCD takes less CPU than SMO at every size measured (200,000 x 10:
 /// 0.62 vs 1.28 s; 200,000 x 50: 3.1 vs 8.6 s; 800,000 x 10: 2.5 vs 4.4 s; gap 1e-6).
 pub const SMO_MAX_CLUSTERS: usize = 0;
 

@@ -75,8 +75,8 @@ pub(crate) fn fingerprint(params: &PathParams, train: &Dataset, valid: Option<&D
         params.keep_solutions
     );
     h.bytes(p.as_bytes());
-    // Appended only when not the default, so that state files written before the option
-    // existed still resume.
+    // Appended only when not the default: the default's fingerprint does not depend on the
+    // option, so state files that do not record it stay valid.
     if params.linear_start != super::LinearStart::Auto {
         h.bytes(format!("|{:?}", params.linear_start).as_bytes());
     }

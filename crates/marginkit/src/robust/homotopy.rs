@@ -1304,8 +1304,8 @@ impl<'k, 'a> Engine<'k, 'a> {
             // Flip one sample at a time. Simultaneous flips can push one another the wrong way,
             // and not only at mu = 1: after an event changes the active set, a driven sample's
             // slack may turn back and cross T with no event to stop it (a clamped slack has no
-            // target), landing an outlier inside T or an inlier beyond it (issue 5: n = 10,000
-            // blobs, 30 nodes off by up to 2.7e-3). A single driver's own slack always moves the
+            // target), landing an outlier inside T or an inlier beyond it (n = 10,000 blobs:
+            // 30 nodes off by up to 2.7e-3). A single driver's own slack always moves the
             // right way (`dt_i` is the Schur complement of `K_AA` times `-sigma_i dbeta_i`, which
             // is >= 0); the others wait on the boundary and the outer loop flips them next.
             // `wrong_direction` still counts the jumps whose flips pushed one another at mu = 1.
@@ -1379,7 +1379,7 @@ impl<'k, 'a> Engine<'k, 'a> {
                 // the active set spans the data, `f` is held exactly and `beta` moves by solves
                 // with an ill-conditioned `K_AA`, so `f` drifts from `K beta` (up to 4e-7 at
                 // n = 20,000); a jump that moved a flipped sample by less than that left it on
-                // the wrong side of `T` for the returned `beta` (issue 5, Session 7). Samples
+                // the wrong side of `T` for the returned `beta`. Samples
                 // then found on the wrong side of `T` (an outlier inside, an inlier beyond;
                 // parked ones excepted: they wait on `T` by design) are flipped as boundary
                 // samples of this jump. `O(nnz)` per jump (two passes over the data).

@@ -51,8 +51,8 @@
 //! so its only tolerance is the rounding of the slack: a sample within `check_tol` of the
 //! threshold is judged again on `f_i` recomputed from `beta` (compensated sum, with its rounding
 //! bound), and it is on the threshold when that value and the caller's `f_i` do not lie strictly
-//! on one side (a fixed `check_tol = 1e-6` window flagged genuine local optima at n = 10,000 and
-//! 20,000 whose samples were 1e-8 to 1e-6 inside their side; Session 7 of
+//! on one side (a fixed `check_tol = 1e-6` window would flag genuine local optima at n = 10,000
+//! and 20,000 whose samples are 1e-8 to 1e-6 inside their side; see
 //! docs/repro/robust_bench_results.md). With the linear kernel the path recomputes `f = K beta`
 //! at the end of every jump and flips within the jump any sample then found on the wrong side of
 //! the threshold: while the active set spans the data `f` is held exactly and `beta` moves by
@@ -67,11 +67,11 @@
 //! `mu`-path with the event list of the digest (the paper gives none). Samples that reach the boundary
 //! together are flipped one at a time: simultaneous flips can push one another the wrong way
 //! (counted at the start of a jump in [`OutlierPath::wrong_direction`]) or turn back across the
-//! threshold later in the jump, with no event to stop them (issue 5). Singular `K_AA` (linear kernel with `|A| > d`, duplicated
-//! points) is handled by a ridge `tau = ridge * max_i K_ii` in the factor (see [`chol`]); past the
+//! threshold later in the jump, with no event to stop them. Singular `K_AA` (linear kernel with
+//! `|A| > d`, duplicated points) is handled by a ridge `tau = ridge * max_i K_ii` in the factor (see [`chol`]); past the
 //! linear Gram rank the solves are filtered so the ridge cannot amplify rounding into a null-space
 //! move of the coefficients, and events snap the slack of the sample that reaches 0 or `T` (without
-//! the snap, spurious zero-length events grew the active set far past `d`: n = 3,000 blobs,
+//! the snap, spurious zero-length events grow the active set far past `d`: n = 3,000 blobs,
 //! `|A|` 11 -> 190 and the event limit). **The active set holds independent samples only**: a
 //! sample whose slack reaches its target (0 or `T`) while its kernel column depends on the
 //! members' (squared pivot of the factor at most `1e3 tau`) cannot move while the set keeps its
@@ -694,8 +694,8 @@ fn violation_at(
 /// pre-jump node (the path's `f` puts the sample exactly on `T`) always fails, and a sample the
 /// path's `f` and `K beta` put on opposite sides fails. The window must exceed the
 /// caller's error in `f` (the path's `f` drifts from `K beta` by up to about 1e-7 at n = 20,000
-/// linear, see docs/repro/robust_bench_results.md, Session 7); the coefficient tolerance `tol_a`
-/// and the margin window at `t = 0` are unchanged.
+/// linear, see docs/repro/robust_bench_results.md); the coefficient tolerance `tol_a` and the
+/// margin window at `t = 0` keep their `check_tol`-based widths.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn judge(
@@ -1203,8 +1203,8 @@ mod tests {
     use crate::kernel::KernelSpec;
 
     /// The threshold test (19e) of the checker: a sample off `T` by far less than `check_tol` but
-    /// far more than the rounding of its slack is judged by its side (issue 5, Session 7: the
-    /// n = 10,000 / 20,000 "failures" at |t - T| = 1e-8 .. 1e-6 were such samples); a sample
+    /// far more than the rounding of its slack is judged by its side (the n = 10,000 / 20,000
+    /// false failures of a fixed window, at |t - T| = 1e-8 .. 1e-6, are such samples); a sample
     /// the caller's `f` puts on `T` (a pre-jump node) or on the other side than `K beta` fails.
     #[test]
     fn threshold_test_uses_the_rounding_of_the_slack_not_check_tol() {
@@ -1221,7 +1221,7 @@ mod tests {
             let beta = [1.0, 1.0 - delta];
             let f0 = 1.0 - (1.0 - delta);
             assert_eq!(judge0(&beta, f0), None, "delta {delta}");
-            // The former fixed window (check_tol) called it "on the threshold".
+            // A fixed window of width check_tol would call it "on the threshold".
             assert_eq!(
                 violation_at(Task::Svc, 1.0, f0, 1.0, c, theta, tt, tol, tol, tol),
                 Some(VIOLATIONS[0])

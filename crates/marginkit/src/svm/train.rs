@@ -658,7 +658,7 @@ fn solve_one(
             snapshot = snap;
             cache = q.cache_stats();
             // Free the kernel cache before the result arrays are built: they would otherwise
-            // add to the fit's peak memory (issue 9, point 5).
+            // add to the fit's peak memory.
             drop(q);
             let coef: Vec<f64> = alpha
                 .iter()
