@@ -130,6 +130,16 @@ mod tests {
     }
 
     #[test]
+    fn errors_and_states_are_send_sync() {
+        fn is_send_sync<T: Send + Sync + 'static>() {}
+        is_send_sync::<CheckpointError>();
+        is_send_sync::<crate::svm::FitCheckpoint>();
+        is_send_sync::<crate::path::PathCheckpoint>();
+        is_send_sync::<crate::aid::AidCheckpoint>();
+        is_send_sync::<crate::robust::RobustCheckpoint>();
+    }
+
+    #[test]
     fn round_trip() {
         let b = sample();
         read(&b).unwrap();
