@@ -14,10 +14,10 @@
 //!   floats as their IEEE-754 bits (`f64`, `f32`), so values round-trip bit-exactly; flags and
 //!   tags as one byte; an array as its length (`u64`) and then its entries; an optional value
 //!   as a tag byte (0 absent, 1 present) and then the value;
-//! * the fingerprint ([`Fnv`], [`hash_dataset`]) of the data and of every parameter that
-//!   changes the result, so a state file is never continued on other data;
-//! * last, an 8-byte FNV-1a 64 checksum of every byte before it ([`seal`]), verified before any
-//!   field is read ([`open`]).
+//! * the fingerprint (FNV-1a 64 of the data set and of a description of every parameter that
+//!   changes the result), so a state file is never continued on other data;
+//! * last, an 8-byte FNV-1a 64 checksum of every byte before it, verified before any
+//!   field is read.
 //!
 //! A reader checks every length against the bytes that are left before it allocates, accepts
 //! no trailing bytes and never panics; writing back an accepted file gives the same bytes.
