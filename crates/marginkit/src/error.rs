@@ -2,6 +2,8 @@
 
 use thiserror::Error;
 
+pub use crate::persist::CheckpointError;
+
 /// Inconsistent or invalid in-memory data.
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
@@ -206,6 +208,9 @@ pub enum SolveError {
     /// Inconsistent problem dimensions.
     #[error("problem arrays disagree: {0}")]
     Dimensions(&'static str),
+    /// A solver snapshot to continue from is damaged or belongs to another problem.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
 }
 
 /// Anything that can go wrong in `fit`.
@@ -221,6 +226,9 @@ pub enum FitError {
     /// Solver breakdown.
     #[error(transparent)]
     Solve(#[from] SolveError),
+    /// A state file to continue from is damaged or belongs to another run.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
 }
 
 /// Reading or writing a data or model file.

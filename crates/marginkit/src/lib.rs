@@ -24,6 +24,7 @@
 //! | [`plot`] | a minimal SVG line-chart writer |
 //! | [`odm`] | the optimal margin distribution machine (ODM) and ODM clustering (ODMC) |
 //! | [`cluster`] | k-means, clustering accuracy and Rand index, point sets |
+//! | [`persist`] | the state-file codec, checksum, data fingerprint and [`CheckpointError`] every resumable method uses |
 //! | [`robust`] | ramp-loss robust SVC/SVR, the outlier-path homotopy (OP-theta, OP-s), CCCP, model selection on the path |
 //! | [`svm`] | C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR (LIBSVM semantics and model files), linear SVC/SVR (LIBLINEAR semantics and model files), Platt probabilities, cross-validation, grid search |
 //!
@@ -52,6 +53,7 @@ pub mod metrics;
 pub mod model_file;
 pub mod odm;
 pub mod path;
+pub mod persist;
 pub mod plot;
 pub mod robust;
 pub mod screening;
@@ -59,5 +61,8 @@ pub mod solver;
 pub mod svm;
 
 pub use data::{CsrMatrix, Dataset, DenseMatrix, Features, Row};
-pub use error::{DataError, FitError, IoError, ParamError, ParseError, ParseErrorKind, SolveError};
+pub use error::{
+    CheckpointError, DataError, FitError, IoError, ParamError, ParseError, ParseErrorKind,
+    SolveError,
+};
 pub use kernel::KernelSpec;

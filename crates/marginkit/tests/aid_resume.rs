@@ -369,7 +369,7 @@ fn foreign_checkpoints_are_refused() {
         &mut NoObserver,
         Some(&ck),
     ));
-    assert!(m.contains("another AID model"), "{m}");
+    assert!(m.contains("another model (AID-SVM"), "{m}");
     let m = msg(fit_aid_s3vm_resumable(
         &s3vm_data(),
         &s3vm_params(),
@@ -377,7 +377,7 @@ fn foreign_checkpoints_are_refused() {
         &mut NoObserver,
         Some(&ck),
     ));
-    assert!(m.contains("another AID model"), "{m}");
+    assert!(m.contains("another model (AID-SVM"), "{m}");
     // The iteration and time limits may change.
     let p4 = AidSvmParams {
         settings: AidSettings {
@@ -401,7 +401,7 @@ fn damaged_state_files_are_errors() {
     assert!(AidCheckpoint::from_bytes(&bytes).is_ok());
     for len in 0..bytes.len() {
         let e = AidCheckpoint::from_bytes(&bytes[..len]).unwrap_err();
-        assert!(e.contains("AID state file"), "{e}");
+        assert!(e.to_string().contains("AID state file"), "{e}");
     }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
     for _ in 0..300 {

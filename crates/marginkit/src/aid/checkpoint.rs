@@ -14,186 +14,23 @@
 //! deterministic, the continued run is bit-identical to an uninterrupted one (tested:
 //! `tests/aid_resume.rs`).
 //!
-//! File form ([`AidCheckpoint::to_bytes`]), little-endian, floats as their IEEE bits: magic
+//! File form ([`AidCheckpoint::to_bytes`], conventions in [`crate::persist`]): magic
 //! `MKAIDCK1`, the fingerprint (data and every parameter that changes the iterates; not the
 //! iteration or time limits), the model byte (0 LAD, 1 SVM, 2 S3VM), the iteration index, the
 //! initial clustering's seconds, the clusters, the parent map, the previous and the best
-//! solution, the bound, the records, the model state, and an 8-byte FNV-1a checksum of every
-//! byte before it, verified first. [`AidCheckpoint::from_bytes`] checks every length and tag and
-//! never panics; [`AidCheckpoint::to_bytes`] of an accepted file gives back the same bytes.
+//! solution, the bound, the records, the model state, and the checksum, verified first.
+//! [`AidCheckpoint::from_bytes`] checks every length and tag and never panics;
+//! [`AidCheckpoint::to_bytes`] of an accepted file gives back the same bytes.
 
 use crate::data::Dataset;
-use crate::solver::smo::ByteReader;
-use crate::svm::checkpoint::{seal, unseal};
+use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
 
 use super::cluster::Clusters;
-use super::s3vm::S3vmSolution;
-use super::svm::SvmSolution;
-use super::IterRecord;
+use super::state::{IterRecord, S3vmSolution, SvmSolution};
 
-const MAGIC: &[u8; 8] = b"MKAIDCK1";
-
-/// Appends little-endian fields to a state file body.
-#[derive(Debug, Default)]
-pub(crate) struct Enc(pub Vec<u8>);
-
-impl Enc {
-    pub fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    pub fn bool(&mut self, v: bool) {
-        self.0.push(u8::from(v));
-    }
-    pub fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    pub fn usize(&mut self, v: usize) {
-        self.u64(v as u64);
-    }
-    pub fn f64(&mut self, v: f64) {
-        self.u64(v.to_bits());
-    }
-    pub fn f64s(&mut self, v: &[f64]) {
-        self.usize(v.len());
-        v.iter().for_each(|&x| self.f64(x));
-    }
-    pub fn usizes(&mut self, v: &[usize]) {
-        self.usize(v.len());
-        v.iter().for_each(|&x| self.usize(x));
-    }
-    pub fn u32s(&mut self, v: &[u32]) {
-        self.usize(v.len());
-        v.iter()
-            .for_each(|&x| self.0.extend_from_slice(&x.to_le_bytes()));
-    }
-    pub fn f32s(&mut self, v: &[f32]) {
-        self.usize(v.len());
-        v.iter()
-            .for_each(|&x| self.0.extend_from_slice(&x.to_bits().to_le_bytes()));
-    }
-    pub fn i8s(&mut self, v: &[i8]) {
-        self.usize(v.len());
-        self.0.extend(v.iter().map(|&x| x as u8));
-    }
-    pub fn opt_f64(&mut self, v: Option<f64>) {
-        match v {
-            Some(x) => {
-                self.u8(1);
-                self.f64(x);
-            }
-            None => self.u8(0),
-        }
-    }
-}
-
-/// Reads [`Enc`]'s fields; every error names the file kind (`what`).
-pub(crate) struct Dec<'a> {
-    r: ByteReader<'a>,
-    pub what: &'static str,
-}
-
-impl<'a> Dec<'a> {
-    pub fn new(body: &'a [u8], pos: usize, what: &'static str) -> Self {
-        Self {
-            r: ByteReader { b: body, pos },
-            what,
-        }
-    }
-    pub fn err(&self, msg: &str) -> String {
-        format!("{}: {msg}", self.what)
-    }
-    fn take(&mut self, k: usize) -> Result<&'a [u8], String> {
-        self.r.take(k).map_err(|_| self.err("truncated"))
-    }
-    pub fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    pub fn bool(&mut self) -> Result<bool, String> {
-        match self.u8()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            t => Err(self.err(&format!("bad flag byte {t}"))),
-        }
-    }
-    pub fn u64(&mut self) -> Result<u64, String> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(a))
-    }
-    pub fn usize(&mut self) -> Result<usize, String> {
-        let v = self.u64()?;
-        usize::try_from(v).map_err(|_| self.err("a count out of range"))
-    }
-    pub fn f64(&mut self) -> Result<f64, String> {
-        self.u64().map(f64::from_bits)
-    }
-    pub fn u32(&mut self) -> Result<u32, String> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    /// A length that the remaining bytes can hold at `each` bytes per entry.
-    pub fn len(&mut self, each: usize) -> Result<usize, String> {
-        let len = self.u64()?;
-        let left = (self.r.b.len() - self.r.pos) as u64;
-        if len.checked_mul(each as u64).is_none_or(|need| need > left) {
-            return Err(self.err("truncated array"));
-        }
-        Ok(len as usize)
-    }
-    pub fn f64s(&mut self) -> Result<Vec<f64>, String> {
-        let n = self.len(8)?;
-        (0..n).map(|_| self.f64()).collect()
-    }
-    pub fn usizes(&mut self) -> Result<Vec<usize>, String> {
-        let n = self.len(8)?;
-        (0..n).map(|_| self.usize()).collect()
-    }
-    pub fn u32s(&mut self) -> Result<Vec<u32>, String> {
-        let n = self.len(4)?;
-        let b = self.take(4 * n)?;
-        Ok(b.chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
-    }
-    pub fn f32s(&mut self) -> Result<Vec<f32>, String> {
-        let n = self.len(4)?;
-        let b = self.take(4 * n)?;
-        Ok(b.chunks_exact(4)
-            .map(|c| f32::from_bits(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-            .collect())
-    }
-    pub fn i8s(&mut self) -> Result<Vec<i8>, String> {
-        let n = self.len(1)?;
-        Ok(self.take(n)?.iter().map(|&b| b as i8).collect())
-    }
-    pub fn opt_f64(&mut self) -> Result<Option<f64>, String> {
-        Ok(if self.bool()? {
-            Some(self.f64()?)
-        } else {
-            None
-        })
-    }
-    /// Errors unless every byte was read.
-    pub fn finish(&self) -> Result<(), String> {
-        if self.r.pos == self.r.b.len() {
-            Ok(())
-        } else {
-            Err(self.err("trailing bytes"))
-        }
-    }
-}
-
-/// Checks the magic and the checksum; returns the body (magic included).
-pub(crate) fn open<'a>(
-    bytes: &'a [u8],
-    magic: &[u8; 8],
-    what: &'static str,
-) -> Result<&'a [u8], String> {
-    if bytes.len() < 8 || &bytes[..8] != magic {
-        return Err(format!("not a marginkit {what} (bad magic)"));
-    }
-    unseal(bytes, what)
-}
+const MAGIC: &str = "MKAIDCK1";
+/// The kind of state file, in messages.
+const FILE: &str = "AID state file";
 
 /// The model whose run a checkpoint holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +49,14 @@ impl AidModel {
             AidModel::Lad => 0,
             AidModel::Svm => 1,
             AidModel::S3vm => 2,
+        }
+    }
+    /// The model's name in messages.
+    fn name(self) -> &'static str {
+        match self {
+            AidModel::Lad => "AID-LAD",
+            AidModel::Svm => "AID-SVM",
+            AidModel::S3vm => "AID-S3VM",
         }
     }
     /// `"lad"`, `"svm"` or `"s3vm"`.
@@ -287,7 +132,7 @@ fn put_sol(e: &mut Enc, s: &Sol) {
             e.f64s(&s.alpha);
             e.usize(s.expansion.len());
             for &(i, c) in &s.expansion {
-                e.0.extend_from_slice(&i.to_le_bytes());
+                e.u32(i);
                 e.f64(c);
             }
             e.f64(s.w_sq);
@@ -302,7 +147,7 @@ fn put_sol(e: &mut Enc, s: &Sol) {
     }
 }
 
-fn get_sol(d: &mut Dec<'_>, model: AidModel) -> Result<Sol, String> {
+fn get_sol(d: &mut Dec<'_>, model: AidModel) -> Result<Sol, CheckpointError> {
     Ok(match model {
         AidModel::Lad => Sol::Lad(d.f64s()?),
         AidModel::Svm => {
@@ -399,7 +244,7 @@ fn put_record(e: &mut Enc, r: &IterRecord) {
     e.f64(r.seconds);
 }
 
-fn get_record(d: &mut Dec<'_>) -> Result<IterRecord, String> {
+fn get_record(d: &mut Dec<'_>) -> Result<IterRecord, CheckpointError> {
     let t = d.usize()?;
     let clusters = d.usize()?;
     let mut f = [0.0; 7];
@@ -465,16 +310,24 @@ impl AidCheckpoint {
     }
 
     /// The loop state for a continuation (after [`AidCheckpoint::check`]).
-    pub(crate) fn to_loop<S: CheckpointSolution>(&self) -> Option<LoopState<S>> {
+    ///
+    /// # Errors
+    /// [`CheckpointError::WrongModel`] when the solutions are not `S`'s.
+    pub(crate) fn to_loop<S: CheckpointSolution>(&self) -> Result<LoopState<S>, CheckpointError> {
+        let wrong = || CheckpointError::WrongModel {
+            file: FILE,
+            expected: S::MODEL.name(),
+            found: self.model.name(),
+        };
         let prev = match &self.prev {
-            Some(s) => Some(S::unwrap(s.clone())?),
+            Some(s) => Some(S::unwrap(s.clone()).ok_or_else(wrong)?),
             None => None,
         };
         let best = match &self.best {
-            Some((s, e)) => Some((S::unwrap(s.clone())?, *e)),
+            Some((s, e)) => Some((S::unwrap(s.clone()).ok_or_else(wrong)?, *e)),
             None => None,
         };
-        Some(LoopState {
+        Ok(LoopState {
             t: self.t,
             clusters: self.clusters.clone(),
             parent: self.parent.clone(),
@@ -488,7 +341,7 @@ impl AidCheckpoint {
 
     /// The binary form (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut e = Enc(MAGIC.to_vec());
+        let mut e = Enc::new(MAGIC);
         e.u64(self.fingerprint);
         e.u8(self.model.code());
         e.f64(self.init_seconds);
@@ -530,31 +383,29 @@ impl AidCheckpoint {
         }
         e.bool(p.prepared);
         e.bool(p.last_certified);
-        seal(e.0)
+        persist::seal(e.finish())
     }
 
     /// Reads [`AidCheckpoint::to_bytes`]' form.
     ///
     /// # Errors
-    /// A message naming what is wrong (magic, checksum, truncation, a bad tag or partition);
-    /// never a panic.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        const WHAT: &str = "AID state file";
-        let body = open(bytes, MAGIC, WHAT)?;
-        let mut d = Dec::new(body, 8, WHAT);
+    /// A [`CheckpointError`] naming what is wrong (magic, checksum, truncation, a bad tag or
+    /// partition); never a panic.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
+        let mut d = persist::open(bytes, MAGIC, FILE)?;
         let fingerprint = d.u64()?;
         let model = match d.u8()? {
             0 => AidModel::Lad,
             1 => AidModel::Svm,
             2 => AidModel::S3vm,
-            t => return Err(d.err(&format!("bad model byte {t}"))),
+            t => return Err(d.bad_tag("model byte", t)),
         };
         let init_seconds = d.f64()?;
         let t = d.usize()?;
         let members = d.u32s()?;
         let start = d.usizes()?;
-        let clusters = Clusters::from_parts(members, start)
-            .map_err(|m| d.err(&format!("bad clusters: {m}")))?;
+        let clusters =
+            Clusters::from_parts(members, start).map_err(|m| d.invalid("clusters", m))?;
         let parent = d.usizes()?;
         let prev = if d.bool()? {
             Some(get_sol(&mut d, model)?)
@@ -617,17 +468,28 @@ impl AidCheckpoint {
         n: usize,
         width: usize,
         kernel: bool,
-    ) -> Result<(), &'static str> {
+    ) -> Result<(), CheckpointError> {
         if self.model != model {
-            return Err("the state file was made by another AID model");
+            return Err(CheckpointError::WrongModel {
+                file: FILE,
+                expected: model.name(),
+                found: self.model.name(),
+            });
         }
         if self.fingerprint != fingerprint {
-            return Err("the state file was made with other data or other parameters");
+            return Err(CheckpointError::Fingerprint {
+                file: FILE,
+                expected: fingerprint,
+                found: self.fingerprint,
+            });
         }
-        let bad = "the state file does not fit the problem (array lengths)";
+        let bad = || CheckpointError::Mismatch {
+            file: FILE,
+            reason: "array lengths",
+        };
         let k = self.clusters.len();
         if self.clusters.n_rows() != n {
-            return Err(bad);
+            return Err(bad());
         }
         let sol_ok = |s: &Sol| match s {
             Sol::Lad(b) => b.len() == width,
@@ -644,12 +506,12 @@ impl AidCheckpoint {
         };
         if let Some(s) = &self.prev {
             if !sol_ok(s) {
-                return Err(bad);
+                return Err(bad());
             }
         }
         if let Some((s, _)) = &self.best {
             if !sol_ok(s) {
-                return Err(bad);
+                return Err(bad());
             }
         }
         let p = &self.problem;
@@ -664,20 +526,20 @@ impl AidCheckpoint {
                 || self.parent.iter().any(|&a| a >= old_k || a >= prev_k)
                 || p.sizes.contains(&0)
             {
-                return Err(bad);
+                return Err(bad());
             }
         }
         if kernel {
             let gk = if p.prepared { k } else { old_k };
             if !(p.gram.len() == gk * gk && (p.vrows.len() == gk || p.vrows.is_empty() && gk == 0))
             {
-                return Err(bad);
+                return Err(bad());
             }
             if p.vrows.iter().flatten().any(|v| v.len() != n) {
-                return Err(bad);
+                return Err(bad());
             }
         } else if !p.gram.is_empty() || !p.vrows.is_empty() || p.prepared {
-            return Err(bad);
+            return Err(bad());
         }
         Ok(())
     }
@@ -686,9 +548,9 @@ impl AidCheckpoint {
 /// Fingerprint of an AID run: the data set and a description of every parameter that changes
 /// the iterates.
 pub(crate) fn fingerprint(params: &str, data: &Dataset) -> u64 {
-    let mut h = crate::svm::checkpoint::Fnv::new();
+    let mut h = Fnv::new();
     h.bytes(b"aid|");
     h.bytes(params.as_bytes());
-    crate::svm::checkpoint::hash_dataset(&mut h, data);
+    hash_dataset(&mut h, data);
     h.0
 }

@@ -22,9 +22,9 @@
 //! to `[-1, 1]`; it balances the rows off the fit), `u_i = 0`, then `u_i = sign(r_i)`; the
 //! certified lower bound is the computed dual value `y'u` (it differs from `sum |r_i|` only by
 //! the zero rows' residuals). Degenerate vertices with many points on the fit (or large `|y|`,
-//! where `r_i` of a point on the fit is `~1e-16 |y_i|`, not 0) are therefore certified rather
-//! than rejected: taken as `u_i = sign(r_i)` alone, any such row can make an optimal vertex
-//! "uncertified".
+//! where `r_i` of a point on the fit is `~1e-16 |y_i|`, not 0) are therefore certified instead
+//! of being rejected (taking only the interior point's value, any such row would leave the
+//! vertex "uncertified").
 //!
 //! # AID-LAD (§3.1)
 //!
@@ -782,7 +782,7 @@ fn lad_fingerprint(params: &AidLadParams, data: &Dataset) -> u64 {
 /// uninterrupted run makes, bit for bit.
 ///
 /// # Errors
-/// As [`fit_aid_lad`]; [`ParamError::Incompatible`] when `resume` was made by another model,
+/// As [`fit_aid_lad`]; [`FitError::Checkpoint`] when `resume` was made by another model,
 /// with other data or parameters, or does not fit the data.
 pub fn fit_aid_lad_resumable(
     data: &Dataset,
@@ -803,12 +803,9 @@ pub fn fit_aid_lad_resumable(
     };
     let (state, init_seconds) = match resume {
         Some(ck) => {
-            ck.check(AidModel::Lad, fp(), data.len(), p, false)
-                .map_err(ParamError::Incompatible)?;
+            ck.check(AidModel::Lad, fp(), data.len(), p, false)?;
             problem.last_certified = ck.problem.last_certified;
-            let st = ck.to_loop::<Vec<f64>>().ok_or(ParamError::Incompatible(
-                "the state file was made by another AID model",
-            ))?;
+            let st = ck.to_loop::<Vec<f64>>()?;
             (st, ck.init_seconds)
         }
         None => {

@@ -63,6 +63,7 @@ pub mod cluster;
 mod ksums;
 pub mod lad;
 pub mod s3vm;
+mod state;
 pub mod svm;
 
 use std::time::{Duration, Instant};
@@ -71,6 +72,7 @@ use checkpoint::LoopState;
 use cluster::Clusters;
 
 pub use checkpoint::{AidCheckpoint, AidModel};
+pub use state::IterRecord;
 
 /// Relative gap accepted as rounding when every cluster is uniform (see the module docs).
 pub const CERT_GAP_RTOL: f64 = 1e-10;
@@ -167,33 +169,6 @@ impl StopReason {
             StopReason::Interrupted => "interrupted",
         }
     }
-}
-
-/// One AID iteration (one aggregated solve and one pass).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct IterRecord {
-    /// Iteration index `t` (0-based, as in the paper's Table 10).
-    pub t: usize,
-    /// `|K^t|`.
-    pub clusters: usize,
-    /// Aggregation rate `r^t = |K^t| / n`.
-    pub r: f64,
-    /// Best lower bound so far (`max_s F^s`; NaN without one).
-    pub lower_bound: f64,
-    /// This iteration's own lower bound `F^t` (NaN without one).
-    pub bound_t: f64,
-    /// The aggregated problem's objective at its solution (the primal `F^t`).
-    pub aggregated_objective: f64,
-    /// `E^t`: the aggregated solution's objective on the full data.
-    pub objective: f64,
-    /// `E^best = min_s E^s`.
-    pub best_objective: f64,
-    /// `(E^best - lower_bound) / E^best` (NaN without a bound).
-    pub gap: f64,
-    /// Clusters that violated the condition (and were split).
-    pub violating: usize,
-    /// Seconds spent in this iteration.
-    pub seconds: f64,
 }
 
 /// The result of an AID run.

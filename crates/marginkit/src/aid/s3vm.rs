@@ -65,6 +65,7 @@ use rayon::prelude::*;
 
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
+pub use super::state::S3vmSolution;
 use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::{ops, Dataset, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
@@ -458,19 +459,6 @@ impl Default for AidS3vmParams {
     }
 }
 
-/// AID-S3VM's solution per iteration: `(w, b)` and the branch-and-bound report.
-#[derive(Debug, Clone, PartialEq)]
-pub struct S3vmSolution {
-    /// Weights.
-    pub w: Vec<f64>,
-    /// Bias.
-    pub b: f64,
-    /// Whether the aggregated MIQP was solved to optimality.
-    pub bnb_optimal: bool,
-    /// Nodes of the aggregated branch and bound.
-    pub bnb_nodes: usize,
-}
-
 /// The result of AID-S3VM.
 #[derive(Debug, Clone)]
 pub struct AidS3vmFit {
@@ -730,7 +718,7 @@ fn s3vm_fingerprint(params: &AidS3vmParams, data: &Dataset) -> u64 {
 /// hits its wall-clock limit, which depends on the machine).
 ///
 /// # Errors
-/// As [`fit_aid_s3vm`]; [`ParamError::Incompatible`] when `resume` was made by another model,
+/// As [`fit_aid_s3vm`]; [`FitError::Checkpoint`] when `resume` was made by another model,
 /// with other data or parameters, or does not fit the data.
 pub fn fit_aid_s3vm_resumable(
     data: &Dataset,
@@ -744,13 +732,8 @@ pub fn fit_aid_s3vm_resumable(
     let fp = s3vm_fingerprint(params, data);
     let (state, init) = match resume {
         Some(ck) => {
-            ck.check(AidModel::S3vm, fp, data.len(), data.n_features(), false)
-                .map_err(ParamError::Incompatible)?;
-            let st = ck
-                .to_loop::<S3vmSolution>()
-                .ok_or(ParamError::Incompatible(
-                    "the state file was made by another AID model",
-                ))?;
+            ck.check(AidModel::S3vm, fp, data.len(), data.n_features(), false)?;
+            let st = ck.to_loop::<S3vmSolution>()?;
             (st, ck.init_seconds)
         }
         None => {

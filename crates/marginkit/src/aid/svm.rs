@@ -17,12 +17,12 @@
 //!   default at every size) or, with `AidLinearEngine::SmoUpTo(n)`, by
 //!   [`smo::solve`] with a linear kernel on the centroids up to `n` clusters (its warm start's
 //!   gradient `Q a = Y Xc w(a)` from `w`, `O(K d)`, instead of one kernel column per nonzero
-//!   dual, which costs more than the solve itself at 10,000+ clusters). An
-//!   equality-constrained DCD (maximal-violating-pair steps, no shrinking) crawls on these
+//!   dual, which costs more than the solve itself at 10,000+ clusters). An equality-constrained
+//!   DCD (maximal-violating-pair steps, no shrinking) is not offered: it crawls on these
 //!   weighted problems (bounds `M|C_k|` spanning orders of magnitude: measured 35x slower than
-//!   SMO at 50,000 x 10; 400,000 x 50 took 1,178 s, most of it in the last aggregated problems
-//!   past 20,000 clusters). `linear_engine: AidLinearEngine::Dcd` / CLI `--engine dcd` always
-//!   uses the augmented-Lagrangian DCD, `SmoUpTo(n)` moves the switch;
+//!   SMO at 50,000 x 10, and 1,178 s at 400,000 x 50, most of it in the last aggregated problems
+//!   past 20,000 clusters). `linear_engine: AidLinearEngine::Dcd` / CLI `--engine dcd` always uses the
+//!   augmented-Lagrangian DCD, `SmoUpTo(n)` moves the switch;
 //! * kernel: `Q_kq = y_k y_q mean_{i in C_k, j in C_q} K(x_i, x_j)` (the inner product of the
 //!   feature-space centroids), solved by [`smo::solve`] on a [`DenseQ`]. The cluster-pair sums
 //!   `S_kq` are kept between iterations and updated through cluster kernel rows
@@ -90,10 +90,10 @@
 //! (a valid lower bound of `F^s <= E*`). When every cluster is uniform, `E^t = P(w, b)`
 //! (Prop. 3), so the last iteration's gap is at most `AL_GAP_FRACTION * gap_tol` and the run
 //! stops on the gap; the inexactness can only cost extra splits, never a wrong certificate.
-//! `rho` grows only after rounds whose subproblem converged: grown also after rounds that hit
-//! the pass limit, it reaches `1e19` within one aggregated problem on 800,000 x 50 (DCD on a
-//! bias feature of `3e9`) and the run does not finish; with the rule, 800,000 x 50 takes 11 CPU
-//! s at gap 1e-6.
+//! `rho` grows only after rounds whose subproblem converged: growing it also after rounds that
+//! hit the pass limit drives it to `1e19` within one aggregated problem at 800,000 x 50 (DCD on
+//! a bias feature of `3e9`), and the run never finishes; as it is, 800,000 x 50 takes 11 CPU s
+//! at gap 1e-6.
 //!
 //! # Deviation: Nystrom steering with an exact finish ([`KernelSteering::Nystrom`])
 //!
@@ -110,11 +110,12 @@
 //! primal and the lower bound is the dual value `e'a - 1/2 a'Qa` of the exact problem: the
 //! certificate is exact, the steering only chooses the start. The run's records are the
 //! steering iterations (values of the Nystrom problem, not bounds of the exact one) followed
-//! by one record for the exact finish (`r = 1`). The certificate needs every decision value
-//! once (`n * nSV` kernel values, about what SMO itself spends at 30,000 rows); that pass runs on
-//! tiled panel sums ([`crate::kernel::qmatrix`]'s layout), and the steering's initial sample is
-//! fitted by SMO (`SampleFit::Smo`). Measured (docs/repro/aid_bench_results.md, RBF, m = 10):
-//! 6x less CPU than the averaged Gram at 30,000 rows; 0.19-0.21x LIBSVM's CPU at 30,000 x 10
+//! by one record for the exact finish (`r = 1`). Measured (docs/repro/aid_bench_results.md,
+//! RBF, m = 10): 6x less CPU than the averaged Gram at 30,000 rows, where it is no faster than
+//! our cold full SMO (the certificate needs every decision value once, `n * nSV` kernel values,
+//! about what SMO itself spends there); 0.54x our SMO and 0.15-0.16x LIBSVM at 100,000-150,000.
+//! That pass uses tiled panel sums ([`crate::kernel::qmatrix`]'s layout) and the steering's
+//! initial sample is fitted by SMO (`SampleFit::Smo`): 0.19-0.21x LIBSVM's CPU at 30,000 x 10
 //! (C = 0.1, gamma = 0.1; 0.21x at C = 1), 0.19x at 60,000.
 //!
 //! **Narrow kernels: the residual guard** ([`NystromRank::Auto`], the default; CLI
@@ -125,18 +126,19 @@
 //! rows (`100^2 + 1000 * 100` kernel values, 0.03-0.07 s measured). At most
 //! [`AUTO_MAX_RESIDUAL`] = 0.9: steer with those 100 landmarks as above. Above: **no
 //! steering**, the exact SMO starts cold (alpha = 0, no start-gradient pass): our full SMO plus
-//! the certificate loop, one record. Measured at 30,000 x 10, C = 0.1 (CPU s, rank 100 steered
-//! vs cold full SMO): gamma 0.1, residual 0.27: 1.7 vs 2.7; gamma 0.2, 0.64: 2.1 vs
+//! the certificate loop, one record. Measured at 30,000 x 10, C = 0.1 (CPU s, rank
+//! 100 steered vs cold full SMO): gamma 0.1, residual 0.27: 1.7 vs 2.7; gamma 0.2, 0.64: 2.1 vs
 //! 2.7; gamma 0.3, 0.84: 2.7 vs 3.1; gamma 0.4, 0.92: 4.2 vs 4.1 (break-even); gamma 0.5, 0.96:
 //! 7.9 vs 5.0 (the steered start puts thousands of duals at the bound that the exact problem
 //! frees again: 15,656 finishing SMO iterations where a cold start takes 9,343). So the guard
 //! runs gamma 0.5 cold: 5.2 CPU s, 0.24-0.30x LIBSVM's CPU (steered: 0.46x), about our full
-//! SMO's time (the same iterations; within 4-8% in bench rounds); gamma 0.1 steers
-//! (0.19-0.21x). Growing the rank does not pay at this size: the residual falls slowly on a
+//! SMO's time (same iterations; bench rounds +4% median, +8% at C = 1, standalone pairs equal
+//! within noise: 4.65 vs 4.95 and 5.03 vs 5.01 CPU s); gamma 0.1 steers (0.19-0.21x).
+//! Growing the rank does not pay at this size: the residual falls slowly on a
 //! narrow kernel (gamma 0.5: 0.95 at rank 100, 0.87 at 400, 0.67 at 1,600), and the linear
 //! steering on more features costs more than the finish saves (gamma 0.2: rank 200 2.3 s,
 //! rank 400 3.5 s against 2.1 s at rank 100; gamma 0.5, rank 400: 6.2 s against 5.0 s cold).
-//! A [`NystromRank::Fixed`] rank always steers and skips the residual probe.
+//! A [`NystromRank::Fixed`] rank always steers, without the residual probe.
 //! The guard only picks the start: the model is the exact optimum either way, certified by
 //! the finish's duality gap as above.
 //!
@@ -151,6 +153,7 @@ use rayon::prelude::*;
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::ksums::KernelSums;
+pub use super::state::SvmSolution;
 use super::{
     run_resumable, stop_requested_stage, Aggregated, AidProblem, AidRun, AidSettings, IterRecord,
     Outcome, StopReason, CERT_GAP_RTOL,
@@ -275,24 +278,6 @@ impl Default for AidSvmParams {
             kernel_steering: KernelSteering::AveragedGram,
         }
     }
-}
-
-/// An AID-SVM solution: `f(x) = w'x + b` (linear) or `sum_i coef_i K(x_i, x) + b` (kernel).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SvmSolution {
-    /// Linear weights (empty for a kernel model).
-    pub w: Vec<f64>,
-    /// The bias.
-    pub b: f64,
-    /// Aggregated dual variables, one per cluster.
-    pub alpha: Vec<f64>,
-    /// Kernel expansion `(row, coef)` over the members of support clusters (empty if linear).
-    pub expansion: Vec<(u32, f64)>,
-    /// `|w|^2` (for kernels `a'Qa`).
-    pub w_sq: f64,
-    /// Kernel only: `sum_i coef_i K(x_i, x_j)` (without `b`) for every training row `j`, from
-    /// the cluster kernel rows (empty for a linear model).
-    pub decision: Vec<f64>,
 }
 
 /// The fitted model: an ordinary marginkit model.
@@ -1355,7 +1340,7 @@ fn svm_fingerprint(params: &AidSvmParams, data: &Dataset) -> u64 {
 /// ```
 ///
 /// # Errors
-/// As [`fit_aid_svm`]; [`ParamError::Incompatible`] when `resume` was made by another model,
+/// As [`fit_aid_svm`]; [`FitError::Checkpoint`] when `resume` was made by another model,
 /// with other data or parameters, or does not fit the data.
 pub fn fit_aid_svm_resumable(
     data: &Dataset,
@@ -1451,16 +1436,13 @@ fn fit_aid_svm_with(
                 data.len(),
                 width,
                 params.kernel.is_some(),
-            )
-            .map_err(ParamError::Incompatible)?;
+            )?;
             let p = ck.problem.clone();
             problem.sizes = p.sizes;
             problem.gram = p.gram;
             problem.vrows = p.vrows;
             problem.prepared = p.prepared;
-            let st = ck.to_loop::<SvmSolution>().ok_or(ParamError::Incompatible(
-                "the state file was made by another AID model",
-            ))?;
+            let st = ck.to_loop::<SvmSolution>()?;
             (st, ck.init_seconds)
         }
         None => {

@@ -11,20 +11,24 @@
 //! `tests/screening_path.rs`). The unit of resumption is the point (the partial SMO state of the
 //! interrupted point is not kept: a point is one warm-started solve, short next to a path).
 //!
-//! File form ([`PathCheckpoint::to_bytes`]), little-endian, floats as their IEEE bits: magic
-//! `MKPATHC2` (`C1` files, from before the linear secant start, are refused), a fingerprint of the data, the validation data and the parameters that change the
-//! points (not the cache size, the limits or the thread count), the engine byte, `C_min`, the
-//! finished points, the reference, the point before it (linear engine: `C`, `alpha`, `w` of the
-//! secant warm start), the sketch, `perm`, and an 8-byte checksum (FNV-1a 64 of every
-//! byte before it), verified first.
+//! File form ([`PathCheckpoint::to_bytes`], conventions in [`crate::persist`]): magic
+//! `MKPATHC2`, a fingerprint of the data, the validation data and the parameters that change
+//! the points (not the cache size, the limits or the thread count), the engine byte, `C_min`,
+//! the finished points, the reference, the point before it (linear engine: `C`, `alpha`, `w` of
+//! the secant warm start), the sketch, `perm`, and the checksum, verified first. The form
+//! without the secant warm start, `MKPATHC1`, is refused by name.
 
 use crate::data::Dataset;
-use crate::solver::smo::ByteReader;
-use crate::svm::checkpoint::{hash_dataset, seal, status_code, status_from, unseal, Fnv};
+use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
+use crate::solver::Status;
 
 use super::{PathParams, PathPoint};
 
-const MAGIC: &[u8; 8] = b"MKPATHC2";
+const MAGIC: &str = "MKPATHC2";
+/// The form without the secant warm start (refused by name).
+const OLD_MAGIC: &str = "MKPATHC1";
+/// The kind of state file, in messages.
+pub(crate) const FILE: &str = "path checkpoint";
 
 /// The reference solution a path continues from.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,8 +75,8 @@ pub(crate) fn fingerprint(params: &PathParams, train: &Dataset, valid: Option<&D
         params.keep_solutions
     );
     h.bytes(p.as_bytes());
-    // Appended only when not the default, so that state files written before the option
-    // existed still resume.
+    // Appended only when not the default: the default's fingerprint does not depend on the
+    // option, so state files that do not record it stay valid.
     if params.linear_start != super::LinearStart::Auto {
         h.bytes(format!("|{:?}", params.linear_start).as_bytes());
     }
@@ -85,67 +89,6 @@ pub(crate) fn fingerprint(params: &PathParams, train: &Dataset, valid: Option<&D
         None => h.u64(0),
     }
     h.0
-}
-
-fn put_u64(b: &mut Vec<u8>, v: u64) {
-    b.extend_from_slice(&v.to_le_bytes());
-}
-fn put_f64(b: &mut Vec<u8>, v: f64) {
-    put_u64(b, v.to_bits());
-}
-fn put_vec(b: &mut Vec<u8>, v: &[f64]) {
-    put_u64(b, v.len() as u64);
-    for &x in v {
-        put_f64(b, x);
-    }
-}
-fn put_opt_f64(b: &mut Vec<u8>, v: Option<f64>) {
-    match v {
-        Some(x) => {
-            b.push(1);
-            put_f64(b, x);
-        }
-        None => b.push(0),
-    }
-}
-fn put_opt_vec(b: &mut Vec<u8>, v: Option<&[f64]>) {
-    match v {
-        Some(x) => {
-            b.push(1);
-            put_vec(b, x);
-        }
-        None => b.push(0),
-    }
-}
-
-fn get_byte(r: &mut ByteReader<'_>) -> Result<u8, String> {
-    Ok(r.take(1)?[0])
-}
-/// A length that the remaining bytes can hold at `each` bytes per entry.
-fn get_len(r: &mut ByteReader<'_>, each: u64) -> Result<usize, String> {
-    let len = r.u64()?;
-    let left = (r.b.len() - r.pos) as u64;
-    if len.checked_mul(each).is_none_or(|need| need > left) {
-        return Err("path checkpoint: truncated array".into());
-    }
-    Ok(len as usize)
-}
-fn get_vec(r: &mut ByteReader<'_>) -> Result<Vec<f64>, String> {
-    let len = get_len(r, 8)?;
-    (0..len).map(|_| r.f64()).collect()
-}
-fn get_tag(r: &mut ByteReader<'_>) -> Result<bool, String> {
-    match get_byte(r)? {
-        0 => Ok(false),
-        1 => Ok(true),
-        t => Err(format!("path checkpoint: bad tag {t}")),
-    }
-}
-fn get_opt_f64(r: &mut ByteReader<'_>) -> Result<Option<f64>, String> {
-    Ok(if get_tag(r)? { Some(r.f64()?) } else { None })
-}
-fn get_opt_vec(r: &mut ByteReader<'_>) -> Result<Option<Vec<f64>>, String> {
-    Ok(if get_tag(r)? { Some(get_vec(r)?) } else { None })
 }
 
 impl PathCheckpoint {
@@ -161,12 +104,11 @@ impl PathCheckpoint {
 
     /// The binary form (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::new();
-        b.extend_from_slice(MAGIC);
-        put_u64(&mut b, self.fingerprint);
-        b.push(u8::from(self.linear));
-        put_opt_f64(&mut b, self.c_min_trivial);
-        put_u64(&mut b, self.points.len() as u64);
+        let mut e = Enc::new(MAGIC);
+        e.u64(self.fingerprint);
+        e.bool(self.linear);
+        e.opt_f64(self.c_min_trivial);
+        e.usize(self.points.len());
         for p in &self.points {
             for v in [
                 p.c,
@@ -177,7 +119,7 @@ impl PathCheckpoint {
                 p.max_violation,
                 p.solver_violation,
             ] {
-                put_f64(&mut b, v);
+                e.f64(v);
             }
             for v in [
                 p.n_sv,
@@ -187,141 +129,90 @@ impl PathCheckpoint {
                 p.kkt_violators_freed,
                 p.solves,
             ] {
-                put_u64(&mut b, v as u64);
+                e.usize(v);
             }
-            put_u64(&mut b, p.iterations);
-            b.push(status_code(p.status));
-            put_opt_f64(&mut b, p.valid_accuracy);
-            put_vec(&mut b, &p.alpha);
-            put_opt_vec(&mut b, p.w.as_deref());
+            e.u64(p.iterations);
+            e.u8(p.status.code());
+            e.opt_f64(p.valid_accuracy);
+            e.f64s(&p.alpha);
+            e.opt_f64s(p.w.as_deref());
         }
         match &self.reference {
             Some(r) => {
-                b.push(1);
-                put_f64(&mut b, r.c);
-                put_vec(&mut b, &r.alpha);
-                put_vec(&mut b, &r.g);
-                put_opt_vec(&mut b, r.w.as_deref());
+                e.u8(1);
+                e.f64(r.c);
+                e.f64s(&r.alpha);
+                e.f64s(&r.g);
+                e.opt_f64s(r.w.as_deref());
             }
-            None => b.push(0),
+            None => e.u8(0),
         }
         match &self.previous {
             Some(r) => {
-                b.push(1);
-                put_f64(&mut b, r.c);
-                put_vec(&mut b, &r.alpha);
-                put_opt_vec(&mut b, r.w.as_deref());
+                e.u8(1);
+                e.f64(r.c);
+                e.f64s(&r.alpha);
+                e.opt_f64s(r.w.as_deref());
             }
-            None => b.push(0),
+            None => e.u8(0),
         }
-        put_u64(&mut b, self.sketch_s.len() as u64);
-        b.extend(self.sketch_s.iter().map(|&v| u8::from(v)));
-        put_vec(&mut b, &self.sketch_a);
-        put_vec(&mut b, &self.sketch_b);
-        put_u64(&mut b, self.flips);
-        put_u64(&mut b, self.perm.len() as u64);
-        for &k in &self.perm {
-            put_u64(&mut b, k as u64);
-        }
-        seal(b)
+        e.bools(&self.sketch_s);
+        e.f64s(&self.sketch_a);
+        e.f64s(&self.sketch_b);
+        e.u64(self.flips);
+        e.usizes(&self.perm);
+        persist::seal(e.finish())
     }
 
     /// Reads [`PathCheckpoint::to_bytes`]' form.
     ///
     /// # Errors
-    /// A message naming what is wrong (magic, checksum, truncation, a bad value); never a panic.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        if bytes.len() < 8 || &bytes[..8] != MAGIC {
-            return Err("not a marginkit path checkpoint (bad magic)".into());
-        }
-        let body = unseal(bytes, "path checkpoint")?;
-        let mut r = ByteReader { b: body, pos: 8 };
-        let fingerprint = r.u64()?;
-        let linear = get_tag(&mut r)?;
-        let c_min_trivial = get_opt_f64(&mut r)?;
-        // A point takes at least 7*8 + 7*8 + 1 + 1 + 8 + 1 bytes.
-        let n_points = get_len(&mut r, 123)?;
-        let mut points = Vec::with_capacity(n_points);
-        for _ in 0..n_points {
-            let mut f = [0.0; 7];
-            for v in &mut f {
-                *v = r.f64()?;
-            }
-            let mut u = [0usize; 6];
-            for v in &mut u {
-                *v = usize::try_from(r.u64()?)
-                    .map_err(|_| "path checkpoint: a count out of range".to_string())?;
-            }
-            let iterations = r.u64()?;
-            let status = status_from(get_byte(&mut r)?)?;
-            let valid_accuracy = get_opt_f64(&mut r)?;
-            let alpha = get_vec(&mut r)?;
-            let w = get_opt_vec(&mut r)?;
-            points.push(PathPoint {
-                c: f[0],
-                objective: f[1],
-                screening_rate: f[2],
-                rule_seconds: f[3],
-                solve_seconds: f[4],
-                max_violation: f[5],
-                solver_violation: f[6],
-                n_sv: u[0],
-                n_bsv: u[1],
-                screened_r: u[2],
-                screened_l: u[3],
-                kkt_violators_freed: u[4],
-                solves: u[5],
-                iterations,
-                status,
-                valid_accuracy,
-                alpha,
-                w,
+    /// A [`CheckpointError`] naming what is wrong (magic, checksum, truncation, a bad value);
+    /// never a panic.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
+        if bytes.starts_with(OLD_MAGIC.as_bytes()) {
+            return Err(CheckpointError::Version {
+                file: FILE,
+                found: OLD_MAGIC,
+                reason: "without the linear engine's secant warm start",
             });
         }
-        let reference = if get_tag(&mut r)? {
+        let mut d = persist::open(bytes, MAGIC, FILE)?;
+        let fingerprint = d.u64()?;
+        let linear = d.bool()?;
+        let c_min_trivial = d.opt_f64()?;
+        // A point takes at least 7*8 + 7*8 + 1 + 1 + 8 + 1 bytes.
+        let n_points = d.len(123)?;
+        let mut points = Vec::with_capacity(n_points);
+        for _ in 0..n_points {
+            points.push(get_point(&mut d)?);
+        }
+        let reference = if d.bool()? {
             Some(RefState {
-                c: r.f64()?,
-                alpha: get_vec(&mut r)?,
-                g: get_vec(&mut r)?,
-                w: get_opt_vec(&mut r)?,
+                c: d.f64()?,
+                alpha: d.f64s()?,
+                g: d.f64s()?,
+                w: d.opt_f64s()?,
             })
         } else {
             None
         };
-        let previous = if get_tag(&mut r)? {
+        let previous = if d.bool()? {
             Some(RefState {
-                c: r.f64()?,
-                alpha: get_vec(&mut r)?,
+                c: d.f64()?,
+                alpha: d.f64s()?,
                 g: Vec::new(),
-                w: get_opt_vec(&mut r)?,
+                w: d.opt_f64s()?,
             })
         } else {
             None
         };
-        let ns = get_len(&mut r, 1)?;
-        let sketch_s = r
-            .take(ns)?
-            .iter()
-            .map(|&v| match v {
-                0 => Ok(false),
-                1 => Ok(true),
-                t => Err(format!("path checkpoint: bad sketch entry {t}")),
-            })
-            .collect::<Result<Vec<bool>, String>>()?;
-        let sketch_a = get_vec(&mut r)?;
-        let sketch_b = get_vec(&mut r)?;
-        let flips = r.u64()?;
-        let np = get_len(&mut r, 8)?;
-        let mut perm = Vec::with_capacity(np);
-        for _ in 0..np {
-            perm.push(
-                usize::try_from(r.u64()?)
-                    .map_err(|_| "path checkpoint: an index out of range".to_string())?,
-            );
-        }
-        if r.pos != body.len() {
-            return Err("path checkpoint: trailing bytes".into());
-        }
+        let sketch_s = d.bools()?;
+        let sketch_a = d.f64s()?;
+        let sketch_b = d.f64s()?;
+        let flips = d.u64()?;
+        let perm = d.usizes()?;
+        d.finish()?;
         Ok(Self {
             fingerprint,
             linear,
@@ -340,49 +231,71 @@ impl PathCheckpoint {
     /// Checks the state against a problem of `n` samples and `d` primal weights (linear
     /// engine), so that continuing cannot index out of range: the lengths, and that `perm` is a
     /// permutation of `0..n`.
-    pub(crate) fn check_fits(&self, linear: bool, n: usize, d: usize) -> Result<(), &'static str> {
+    pub(crate) fn check_fits(
+        &self,
+        linear: bool,
+        n: usize,
+        d: usize,
+    ) -> Result<(), CheckpointError> {
+        let engine = |linear: bool| {
+            if linear {
+                "the linear engine"
+            } else {
+                "the kernel engine"
+            }
+        };
         if self.linear != linear {
-            return Err("the path checkpoint was made with the other engine");
+            return Err(CheckpointError::WrongModel {
+                file: FILE,
+                expected: engine(linear),
+                found: engine(self.linear),
+            });
         }
-        let bad = "the path checkpoint does not fit the problem (array lengths)";
+        let bad = || CheckpointError::Mismatch {
+            file: FILE,
+            reason: "array lengths",
+        };
         if let Some(r) = &self.reference {
             if r.alpha.len() != n || r.g.len() != n {
-                return Err(bad);
+                return Err(bad());
             }
             match (&r.w, linear) {
                 (Some(w), true) if w.len() == d => {}
                 (None, false) => {}
-                _ => return Err(bad),
+                _ => return Err(bad()),
             }
         }
         if let Some(r) = &self.previous {
             if !linear || r.alpha.len() != n || r.w.as_ref().is_none_or(|w| w.len() != d) {
-                return Err(bad);
+                return Err(bad());
             }
         }
         for p in &self.points {
             if !(p.alpha.is_empty() || p.alpha.len() == n) {
-                return Err(bad);
+                return Err(bad());
             }
             if p.w.as_ref().is_some_and(|w| w.len() != d) {
-                return Err(bad);
+                return Err(bad());
             }
         }
         if self.sketch_s.len() != n {
-            return Err(bad);
+            return Err(bad());
         }
         if linear {
             if self.sketch_a.len() != d || self.sketch_b.len() != n || !self.perm.is_empty() {
-                return Err(bad);
+                return Err(bad());
             }
         } else {
             if self.sketch_a.len() != n || !self.sketch_b.is_empty() || self.perm.len() != n {
-                return Err(bad);
+                return Err(bad());
             }
             let mut seen = vec![false; n];
             for &k in &self.perm {
                 if k >= n || seen[k] {
-                    return Err("the path checkpoint's solver order is not a permutation");
+                    return Err(CheckpointError::Mismatch {
+                        file: FILE,
+                        reason: "the solver order is not a permutation",
+                    });
                 }
                 seen[k] = true;
             }
@@ -391,14 +304,49 @@ impl PathCheckpoint {
     }
 }
 
+/// One finished point of [`PathCheckpoint::to_bytes`]' form.
+fn get_point(d: &mut Dec<'_>) -> Result<PathPoint, CheckpointError> {
+    let mut f = [0.0; 7];
+    for v in &mut f {
+        *v = d.f64()?;
+    }
+    let mut u = [0usize; 6];
+    for v in &mut u {
+        *v = d.usize()?;
+    }
+    let iterations = d.u64()?;
+    let code = d.u8()?;
+    let status = Status::from_code(code).ok_or(d.bad_tag("status code", code))?;
+    Ok(PathPoint {
+        c: f[0],
+        objective: f[1],
+        screening_rate: f[2],
+        rule_seconds: f[3],
+        solve_seconds: f[4],
+        max_violation: f[5],
+        solver_violation: f[6],
+        n_sv: u[0],
+        n_bsv: u[1],
+        screened_r: u[2],
+        screened_l: u[3],
+        kkt_violators_freed: u[4],
+        solves: u[5],
+        iterations,
+        status,
+        valid_accuracy: d.opt_f64()?,
+        alpha: d.f64s()?,
+        w: d.opt_f64s()?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::data::{DenseMatrix, Features};
     use crate::kernel::KernelSpec;
     use crate::path::{run_path_resumable, Grid};
+    use crate::persist::resealed_variants;
     use crate::solver::{Control, IterStats, NoObserver, Observer};
-    use crate::svm::checkpoint::resealed_variants;
 
     struct StopAt(usize);
     impl Observer for StopAt {

@@ -88,7 +88,7 @@ pub use checkpoint::PathCheckpoint;
 use checkpoint::RefState;
 
 use crate::data::Dataset;
-use crate::error::{DataError, FitError, ParamError};
+use crate::error::{CheckpointError, DataError, FitError, ParamError};
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{QMatrix, SvcQ};
 use crate::kernel::KernelSpec;
@@ -509,14 +509,14 @@ pub fn run_path(
 /// [`run_path`] that can stop and continue. When the observer stops a solve (or says stop
 /// between points), the path returns at once with the finished points only (the unfinished
 /// point is not reported: no margin pass over its partial solution) and a [`PathCheckpoint`]:
-/// the finished points and the state before the unfinished one. Given back as `resume` (same data, validation data and parameters; limits, cache size
-/// and thread count may differ), the path continues at the interrupted point and every point
+/// the finished points and the state before the unfinished one. Given back as `resume` (same
+/// data, validation data and parameters; limits, cache size and thread count may differ), the path continues at the interrupted point and every point
 /// is the one an uninterrupted run computes, bit for bit. `on_point` is also called for the
 /// points taken from the checkpoint.
 ///
 /// # Errors
-/// As [`run_path`]; [`SolveError::Infeasible`](crate::error::SolveError::Infeasible) when the
-/// checkpoint was made with other data or parameters, or does not fit the problem.
+/// As [`run_path`]; [`FitError::Checkpoint`] when the checkpoint was made with other data or
+/// parameters, or does not fit the problem.
 pub fn run_path_resumable(
     params: &PathValidParams,
     train: &Dataset,
@@ -550,15 +550,17 @@ pub fn run_path_resumable(
     // when a checkpoint is checked or written.
     let fp = || checkpoint::fingerprint(params, train, valid);
     if let Some(ck) = resume {
-        if ck.fingerprint != fp() {
-            return Err(crate::error::SolveError::Infeasible(
-                "the path checkpoint was made with other data or other parameters",
-            )
+        let expected = fp();
+        if ck.fingerprint != expected {
+            return Err(CheckpointError::Fingerprint {
+                file: checkpoint::FILE,
+                expected,
+                found: ck.fingerprint,
+            }
             .into());
         }
         let d = train.n_features() + usize::from(params.bias.is_some());
-        ck.check_fits(params.engine == Engine::Linear, train.len(), d)
-            .map_err(crate::error::SolveError::Infeasible)?;
+        ck.check_fits(params.engine == Engine::Linear, train.len(), d)?;
     }
     let labels = [labels[0], labels[1]];
     let y: Vec<i8> = train
@@ -1490,9 +1492,10 @@ fn linear_path(
             .chain(previous.iter().map(|(c, a, w)| (*c, a, w)))
             .all(|(c, a, w)| consistent(c, a, w))
         {
-            return Err(crate::error::SolveError::Infeasible(
-                "the path checkpoint's coefficients are out of bounds or do not match its weights",
-            )
+            return Err(CheckpointError::Mismatch {
+                file: checkpoint::FILE,
+                reason: "coefficients out of bounds or not matching their weights",
+            }
             .into());
         }
         sketch = LinearSketch::from_parts(

@@ -15,30 +15,36 @@
 //! Continuing replays the very steps of an uninterrupted run (every step is deterministic), so
 //! nodes, breakpoints and objectives are bit-identical (tested: `tests/robust_resume.rs`).
 //!
-//! File form ([`RobustCheckpoint::to_bytes`]), little-endian, floats as their IEEE bits: magic
-//! `MKROBCK3` (`MKROBCK1` files, from before the linear engine's outlier weights were saved, and
-//! `MKROBCK2` files, from before the parked samples were saved, are refused by name), the fingerprint (training and validation data, task, kernel, `s`, bias, event
+//! File form ([`RobustCheckpoint::to_bytes`], conventions in [`crate::persist`]): magic
+//! `MKROBCK3`, the fingerprint (training and validation data, task, kernel, `s`, bias, event
 //! limit, tolerances, ridge, path kind, method and grid, the `C` list; not the cache size), the
 //! elapsed seconds, the runs, the chosen candidate, the warm start, the current state (tag 0
-//! standard, 1 path, 2 CCCP), and an 8-byte FNV-1a checksum of every byte before it, verified
-//! first. [`RobustCheckpoint::from_bytes`] checks every length and tag and never panics; an
-//! accepted file writes back to the same bytes.
+//! standard, 1 path, 2 CCCP), and the checksum, verified first.
+//! [`RobustCheckpoint::from_bytes`] checks every length and tag and never panics; an accepted
+//! file writes back to the same bytes. The older forms are refused by name: `MKROBCK1` (the
+//! linear engine's outlier sum not kept as weights) and `MKROBCK2` (no parked samples).
 
-use crate::aid::checkpoint::{open, Dec, Enc};
 use crate::data::Dataset;
-use crate::svm::checkpoint::{hash_dataset, seal, Fnv};
+use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
 
 use super::cccp::{CccpResume, MAX_OUTER};
 use super::homotopy::{EngineSnap, Phase};
-use super::select::{Chosen, Method, Run};
-use super::{Node, NodeKind, PathKind, PathResume, RobustParams, VIOLATIONS};
+use super::{Chosen, Method, Node, NodeKind, PathKind, PathResume, RobustParams, Run, VIOLATIONS};
 
-const MAGIC: &[u8; 8] = b"MKROBCK3";
-/// The form before the linear engine's outlier weights were saved (refused by name).
-const OLD_MAGIC: &[u8; 8] = b"MKROBCK1";
-/// The form before the parked samples were saved (refused by name).
-const OLD_MAGIC2: &[u8; 8] = b"MKROBCK2";
-const WHAT: &str = "robust state file";
+const MAGIC: &str = "MKROBCK3";
+/// Older forms, refused by name, and what they lack.
+const OLD_FORMS: [(&str, &str); 2] = [
+    (
+        "MKROBCK1",
+        "without the outlier-path engine's outlier sum kept as weights",
+    ),
+    (
+        "MKROBCK2",
+        "without the outlier-path engine's parked samples",
+    ),
+];
+/// The kind of state file, in messages.
+pub(crate) const FILE: &str = "robust state file";
 
 /// The interrupted `C`'s state.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,20 +122,6 @@ fn kind_code(k: NodeKind) -> u8 {
 
 const STATUSES: [&str; 4] = ["completed", "event_limit", "unconverged", "interrupted"];
 
-fn put_opt_vec(e: &mut Enc, v: Option<&[f64]>) {
-    match v {
-        Some(v) => {
-            e.u8(1);
-            e.f64s(v);
-        }
-        None => e.u8(0),
-    }
-}
-
-fn get_opt_vec(d: &mut Dec<'_>) -> Result<Option<Vec<f64>>, String> {
-    Ok(if d.bool()? { Some(d.f64s()?) } else { None })
-}
-
 fn put_node(e: &mut Enc, n: &Node) {
     e.f64(n.param);
     e.u8(kind_code(n.kind));
@@ -137,7 +129,7 @@ fn put_node(e: &mut Enc, n: &Node) {
     e.usize(n.n_outliers);
     e.opt_f64(n.valid_error);
     e.bool(n.locally_optimal);
-    put_opt_vec(e, n.beta.as_deref());
+    e.opt_f64s(n.beta.as_deref());
     match &n.outlier_sign {
         Some(s) => {
             e.u8(1);
@@ -147,7 +139,7 @@ fn put_node(e: &mut Enc, n: &Node) {
     }
 }
 
-fn get_node(d: &mut Dec<'_>) -> Result<Node, String> {
+fn get_node(d: &mut Dec<'_>) -> Result<Node, CheckpointError> {
     let param = d.f64()?;
     let kind = match d.u8()? {
         0 => NodeKind::Start,
@@ -155,7 +147,7 @@ fn get_node(d: &mut Dec<'_>) -> Result<Node, String> {
         2 => NodeKind::PreJump,
         3 => NodeKind::PostJump,
         4 => NodeKind::End,
-        t => return Err(d.err(&format!("bad node kind {t}"))),
+        t => return Err(d.bad_tag("node kind", t)),
     };
     Ok(Node {
         param,
@@ -164,7 +156,7 @@ fn get_node(d: &mut Dec<'_>) -> Result<Node, String> {
         n_outliers: d.usize()?,
         valid_error: d.opt_f64()?,
         locally_optimal: d.bool()?,
-        beta: get_opt_vec(d)?,
+        beta: d.opt_f64s()?,
         outlier_sign: if d.bool()? { Some(d.i8s()?) } else { None },
     })
 }
@@ -174,7 +166,7 @@ fn put_nodes(e: &mut Enc, nodes: &[Node]) {
     nodes.iter().for_each(|n| put_node(e, n));
 }
 
-fn get_nodes(d: &mut Dec<'_>) -> Result<Vec<Node>, String> {
+fn get_nodes(d: &mut Dec<'_>) -> Result<Vec<Node>, CheckpointError> {
     // A node takes at least 8 + 1 + 8 + 8 + 1 + 1 + 1 + 1 bytes.
     let k = d.len(29)?;
     (0..k).map(|_| get_node(d)).collect()
@@ -192,22 +184,12 @@ fn put_best(e: &mut Enc, b: &Option<(usize, f64, Vec<f64>)>) {
     }
 }
 
-fn get_best(d: &mut Dec<'_>) -> Result<Option<(usize, f64, Vec<f64>)>, String> {
+fn get_best(d: &mut Dec<'_>) -> Result<Option<(usize, f64, Vec<f64>)>, CheckpointError> {
     Ok(if d.bool()? {
         Some((d.usize()?, d.f64()?, d.f64s()?))
     } else {
         None
     })
-}
-
-fn put_bools(e: &mut Enc, v: &[bool]) {
-    e.usize(v.len());
-    e.0.extend(v.iter().map(|&b| u8::from(b)));
-}
-
-fn get_bools(d: &mut Dec<'_>) -> Result<Vec<bool>, String> {
-    let n = d.len(1)?;
-    (0..n).map(|_| d.bool()).collect()
 }
 
 fn put_snap(e: &mut Enc, s: &EngineSnap) {
@@ -224,8 +206,7 @@ fn put_snap(e: &mut Enc, s: &EngineSnap) {
     e.f64(s.tt);
     e.f64s(&s.beta);
     e.f64s(&s.f);
-    e.usize(s.st.len());
-    e.0.extend_from_slice(&s.st);
+    e.u8s(&s.st);
     e.f64s(&s.sigma);
     e.usizes(&s.act);
     e.f64s(&s.chol);
@@ -233,8 +214,8 @@ fn put_snap(e: &mut Enc, s: &EngineSnap) {
     e.f64s(&s.s_o);
     e.f64s(&s.w_o);
     e.f64(s.sum_o);
-    put_bools(e, &s.block);
-    put_bools(e, &s.parked);
+    e.bools(&s.block);
+    e.bools(&s.parked);
     for v in [
         s.events,
         s.d_steps,
@@ -247,7 +228,7 @@ fn put_snap(e: &mut Enc, s: &EngineSnap) {
     }
 }
 
-fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, String> {
+fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, CheckpointError> {
     let phase = match d.u8()? {
         0 => Phase::ThetaC,
         1 => Phase::ThetaD {
@@ -255,17 +236,13 @@ fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, String> {
             bo: d.usizes()?,
         },
         2 => Phase::STop,
-        t => return Err(d.err(&format!("bad phase {t}"))),
+        t => return Err(d.bad_tag("phase", t)),
     };
     let theta = d.f64()?;
     let tt = d.f64()?;
     let beta = d.f64s()?;
     let f = d.f64s()?;
-    let ns = d.len(1)?;
-    let mut st = Vec::with_capacity(ns);
-    for _ in 0..ns {
-        st.push(d.u8()?);
-    }
+    let st = d.u8s()?;
     let sigma = d.f64s()?;
     let act = d.usizes()?;
     let chol = d.f64s()?;
@@ -273,8 +250,8 @@ fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, String> {
     let s_o = d.f64s()?;
     let w_o = d.f64s()?;
     let sum_o = d.f64()?;
-    let block = get_bools(d)?;
-    let parked = get_bools(d)?;
+    let block = d.bools()?;
+    let parked = d.bools()?;
     let mut c = [0usize; 6];
     for v in &mut c {
         *v = d.usize()?;
@@ -324,20 +301,22 @@ fn put_run(e: &mut Enc, r: &Run) {
     e.f64(r.seconds);
 }
 
-fn get_run(d: &mut Dec<'_>) -> Result<Run, String> {
+fn get_run(d: &mut Dec<'_>) -> Result<Run, CheckpointError> {
     let c = d.f64()?;
     let nodes = get_nodes(d)?;
+    let code = d.u8()?;
     let status = *STATUSES
-        .get(d.u8()? as usize)
-        .ok_or_else(|| d.err("bad run status"))?;
+        .get(code as usize)
+        .ok_or(d.bad_tag("run status", code))?;
     let events = d.usize()?;
     let d_steps = d.usize()?;
     let final_locally_optimal = d.bool()?;
     let final_violation = if d.bool()? {
         let i = d.usize()?;
+        let code = d.u8()?;
         let w = *VIOLATIONS
-            .get(d.u8()? as usize)
-            .ok_or_else(|| d.err("bad violation code"))?;
+            .get(code as usize)
+            .ok_or(d.bad_tag("violation code", code))?;
         Some((i, w))
     } else {
         None
@@ -364,7 +343,7 @@ impl RobustCheckpoint {
 
     /// The binary form (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut e = Enc(MAGIC.to_vec());
+        let mut e = Enc::new(MAGIC);
         e.u64(self.fingerprint);
         e.f64(self.seconds);
         e.usize(self.runs.len());
@@ -381,7 +360,7 @@ impl RobustCheckpoint {
             }
             None => e.u8(0),
         }
-        put_opt_vec(&mut e, self.warm.as_deref());
+        e.opt_f64s(self.warm.as_deref());
         match &self.current {
             Current::Standard => e.u8(0),
             Current::Path(p) => {
@@ -405,29 +384,25 @@ impl RobustCheckpoint {
                 put_best(&mut e, &c.best);
             }
         }
-        seal(e.0)
+        persist::seal(e.finish())
     }
 
     /// Reads [`RobustCheckpoint::to_bytes`]' form.
     ///
     /// # Errors
-    /// A message naming what is wrong (magic, checksum, truncation, a bad tag); never a panic.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        if bytes.starts_with(OLD_MAGIC) {
-            return Err(format!(
-                "a {WHAT} of an older format (MKROBCK1, written before the outlier-path engine \
-                 kept its outlier sum as weights): it cannot be continued; run again without \
-                 --resume"
-            ));
+    /// A [`CheckpointError`] naming what is wrong (magic, an older form, checksum, truncation,
+    /// a bad tag); never a panic.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
+        for (found, reason) in OLD_FORMS {
+            if bytes.starts_with(found.as_bytes()) {
+                return Err(CheckpointError::Version {
+                    file: FILE,
+                    found,
+                    reason,
+                });
+            }
         }
-        if bytes.starts_with(OLD_MAGIC2) {
-            return Err(format!(
-                "a {WHAT} of an older format (MKROBCK2, written before the outlier-path engine \
-                 kept its parked samples): it cannot be continued; run again without --resume"
-            ));
-        }
-        let body = open(bytes, MAGIC, WHAT)?;
-        let mut d = Dec::new(body, 8, WHAT);
+        let mut d = persist::open(bytes, MAGIC, FILE)?;
         let fingerprint = d.u64()?;
         let seconds = d.f64()?;
         // A run takes at least 8 + 8 + 1 + 8 + 8 + 1 + 1 + 8 + 8 + 8 bytes.
@@ -448,7 +423,7 @@ impl RobustCheckpoint {
         } else {
             None
         };
-        let warm = get_opt_vec(&mut d)?;
+        let warm = d.opt_f64s()?;
         let current = match d.u8()? {
             0 => Current::Standard,
             1 => Current::Path(Box::new(PathResume {
@@ -469,7 +444,7 @@ impl RobustCheckpoint {
                 unconverged: d.usize()?,
                 best: get_best(&mut d)?,
             }),
-            t => return Err(d.err(&format!("bad state tag {t}"))),
+            t => return Err(d.bad_tag("state tag", t)),
         };
         d.finish()?;
         Ok(Self {
@@ -493,13 +468,20 @@ impl RobustCheckpoint {
         linear: Option<usize>,
         n_cs: usize,
         grid: usize,
-    ) -> Result<(), &'static str> {
+    ) -> Result<(), CheckpointError> {
         if self.fingerprint != fingerprint {
-            return Err("the state file was made with other data or other parameters");
+            return Err(CheckpointError::Fingerprint {
+                file: FILE,
+                expected: fingerprint,
+                found: self.fingerprint,
+            });
         }
-        let bad = "the robust state does not fit the problem (array lengths)";
+        let bad = || CheckpointError::Mismatch {
+            file: FILE,
+            reason: "array lengths",
+        };
         if self.runs.len() >= n_cs {
-            return Err(bad);
+            return Err(bad());
         }
         let node_ok = |nd: &Node| {
             nd.beta.as_ref().is_none_or(|b| b.len() == n)
@@ -507,15 +489,15 @@ impl RobustCheckpoint {
         };
         let nodes_ok = |nodes: &[Node]| nodes.iter().all(node_ok);
         if !self.runs.iter().all(|r| nodes_ok(&r.nodes)) {
-            return Err(bad);
+            return Err(bad());
         }
         if let Some(ch) = &self.chosen {
             if ch.beta.len() != n || ch.run > self.runs.len() {
-                return Err(bad);
+                return Err(bad());
             }
         }
         if self.warm.as_ref().is_some_and(|w| w.len() != n) {
-            return Err(bad);
+            return Err(bad());
         }
         let best_ok = |b: &Option<(usize, f64, Vec<f64>)>, len: usize| {
             b.as_ref()
@@ -524,12 +506,14 @@ impl RobustCheckpoint {
         match &self.current {
             Current::Standard => {}
             Current::Path(p) => {
-                p.snap.check(n, rows, linear)?;
+                p.snap
+                    .check(n, rows, linear)
+                    .map_err(|reason| CheckpointError::Mismatch { file: FILE, reason })?;
                 if p.snap.n_nodes != p.nodes.len()
                     || !nodes_ok(&p.nodes)
                     || !best_ok(&p.best, p.nodes.len())
                 {
-                    return Err(bad);
+                    return Err(bad());
                 }
             }
             Current::Cccp(c) => {
@@ -544,7 +528,7 @@ impl RobustCheckpoint {
                     || !nodes_ok(&c.nodes)
                     || !best_ok(&c.best, c.k)
                 {
-                    return Err(bad);
+                    return Err(bad());
                 }
             }
         }

@@ -141,9 +141,9 @@ fn st_code(s: St) -> u8 {
 impl EngineSnap {
     /// Checks the snapshot against an engine over `n` samples and `rows` rows (`linear`: the
     /// primal width of a linear-kernel engine), so that restoring it cannot index out of range
-    /// or break the active-set invariants.
+    /// or break the active-set invariants; the error says what does not fit.
     pub fn check(&self, n: usize, rows: usize, linear: Option<usize>) -> Result<(), &'static str> {
-        let bad = "the robust state does not fit the problem (array lengths)";
+        let bad = "array lengths";
         let (s_o_len, w_o_len) = match linear {
             Some(width) => (0, width),
             None => (rows, 0),
@@ -161,17 +161,17 @@ impl EngineSnap {
             return Err(bad);
         }
         if self.st.iter().any(|&c| c > 5) {
-            return Err("the robust state has a bad sample state");
+            return Err("a bad sample state");
         }
         let mut seen = vec![false; n];
         for &a in &self.act {
             if a >= n || seen[a] || !matches!(self.st[a], 1 | 4 | 5) {
-                return Err("the robust state's active set is inconsistent");
+                return Err("an inconsistent active set");
             }
             seen[a] = true;
         }
         if (0..n).any(|i| matches!(self.st[i], 1 | 4 | 5) && !seen[i]) {
-            return Err("the robust state's active set is inconsistent");
+            return Err("an inconsistent active set");
         }
         let k = self.act.len();
         if k.checked_mul(k + 1).map(|m| m / 2) != Some(self.chol.len()) {
@@ -1378,8 +1378,8 @@ impl<'k, 'a> Engine<'k, 'a> {
                 // Linear kernel: `f` is recomputed from `beta` at the end of every jump. While
                 // the active set spans the data, `f` is held exactly and `beta` moves by solves
                 // with an ill-conditioned `K_AA`, so `f` drifts from `K beta` (up to 4e-7 at
-                // n = 20,000); a jump that moves a flipped sample by less than that can leave
-                // it on the wrong side of `T` for the returned `beta`. Samples
+                // n = 20,000); a jump that moved a flipped sample by less than that left it on
+                // the wrong side of `T` for the returned `beta`. Samples
                 // then found on the wrong side of `T` (an outlier inside, an inlier beyond;
                 // parked ones excepted: they wait on `T` by design) are flipped as boundary
                 // samples of this jump. `O(nnz)` per jump (two passes over the data).

@@ -51,8 +51,8 @@
 //! so its only tolerance is the rounding of the slack: a sample within `check_tol` of the
 //! threshold is judged again on `f_i` recomputed from `beta` (compensated sum, with its rounding
 //! bound), and it is on the threshold when that value and the caller's `f_i` do not lie strictly
-//! on one side (a fixed `check_tol = 1e-6` window would flag genuine local optima: at n = 10,000
-//! and 20,000 some samples lie 1e-8 to 1e-6 inside their side, see
+//! on one side (a fixed `check_tol = 1e-6` window would flag genuine local optima at n = 10,000
+//! and 20,000 whose samples are 1e-8 to 1e-6 inside their side; see
 //! docs/repro/robust_bench_results.md). With the linear kernel the path recomputes `f = K beta`
 //! at the end of every jump and flips within the jump any sample then found on the wrong side of
 //! the threshold: while the active set spans the data `f` is held exactly and `beta` moves by
@@ -67,12 +67,12 @@
 //! `mu`-path with the event list of the digest (the paper gives none). Samples that reach the boundary
 //! together are flipped one at a time: simultaneous flips can push one another the wrong way
 //! (counted at the start of a jump in [`OutlierPath::wrong_direction`]) or turn back across the
-//! threshold later in the jump, with no event to stop them. Singular `K_AA` (linear kernel
-//! with `|A| > d`, duplicated points) is handled by a ridge `tau = ridge * max_i K_ii` in the
-//! factor (see [`chol`]); past the linear Gram rank the solves are filtered so the ridge cannot
-//! amplify rounding into a null-space move of the coefficients, and events snap the slack of the
-//! sample that reaches 0 or `T` (without the snap, spurious zero-length events grow the active
-//! set far past `d`: n = 3,000 blobs, `|A|` 11 -> 190 and the event limit). **The active set holds independent samples only**: a
+//! threshold later in the jump, with no event to stop them. Singular `K_AA` (linear kernel with
+//! `|A| > d`, duplicated points) is handled by a ridge `tau = ridge * max_i K_ii` in the factor (see [`chol`]); past the
+//! linear Gram rank the solves are filtered so the ridge cannot amplify rounding into a null-space
+//! move of the coefficients, and events snap the slack of the sample that reaches 0 or `T` (without
+//! the snap, spurious zero-length events grow the active set far past `d`: n = 3,000 blobs,
+//! `|A|` 11 -> 190 and the event limit). **The active set holds independent samples only**: a
 //! sample whose slack reaches its target (0 or `T`) while its kernel column depends on the
 //! members' (squared pivot of the factor at most `1e3 tau`) cannot move while the set keeps its
 //! members (its slack is a fixed combination of theirs; exactly, it could not have moved either:
@@ -344,6 +344,59 @@ pub struct Node {
     pub beta: Option<Vec<f64>>,
     /// Per sample: 0 inlier, +-1 outlier with that slack sign (with `keep_solutions`).
     pub outlier_sign: Option<Vec<i8>>,
+}
+
+/// How a model selection ([`select::select`]) runs each `C`: the outlier path or the CCCP
+/// baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Method {
+    /// The outlier path (OP).
+    Path,
+    /// CCCP over this grid (theta values, or fractions of `s_C` / `s_R`).
+    Cccp(Vec<f64>),
+}
+
+/// One `C`'s run of a model selection ([`select::select`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// `C`.
+    pub c: f64,
+    /// Recorded nodes (path breakpoints, or CCCP grid points).
+    pub nodes: Vec<Node>,
+    /// `"completed"`, `"event_limit"` (path) or `"completed"` / `"unconverged"` (CCCP).
+    pub status: &'static str,
+    /// Path events (0 for CCCP).
+    pub events: usize,
+    /// Jump steps (path) or total outer rounds (CCCP).
+    pub d_steps: usize,
+    /// The final solution passed the independent local-optimality check (path), or every grid
+    /// point did (CCCP).
+    pub final_locally_optimal: bool,
+    /// The checker's first violation at the end of the path (sample, condition), if any.
+    pub final_violation: Option<(usize, &'static str)>,
+    /// `s_C` / `s_R` of the standard SVM.
+    pub s_standard: f64,
+    /// Largest active set along the path (0 for CCCP).
+    pub max_active: usize,
+    /// Seconds for this `C`.
+    pub seconds: f64,
+}
+
+/// The model a selection ([`select::select`]) chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chosen {
+    /// Index of the run (`C`).
+    pub run: usize,
+    /// Index of the node in that run.
+    pub node: usize,
+    /// `C`.
+    pub c: f64,
+    /// theta or s.
+    pub param: f64,
+    /// Its validation error (`None` without validation data).
+    pub valid_error: Option<f64>,
+    /// Its coefficients.
+    pub beta: Vec<f64>,
 }
 
 /// How a path ended.
@@ -642,7 +695,7 @@ fn violation_at(
 /// path's `f` and `K beta` put on opposite sides fails. The window must exceed the
 /// caller's error in `f` (the path's `f` drifts from `K beta` by up to about 1e-7 at n = 20,000
 /// linear, see docs/repro/robust_bench_results.md); the coefficient tolerance `tol_a` and the
-/// margin window at `t = 0` are plain tolerances, not re-judged.
+/// margin window at `t = 0` keep their `check_tol`-based widths.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn judge(
@@ -1150,9 +1203,9 @@ mod tests {
     use crate::kernel::KernelSpec;
 
     /// The threshold test (19e) of the checker: a sample off `T` by far less than `check_tol` but
-    /// far more than the rounding of its slack is judged by its side (genuine local optima at
-    /// n = 10,000 / 20,000 have samples at |t - T| = 1e-8 .. 1e-6); a sample the caller's `f`
-    /// puts on `T` (a pre-jump node) or on the other side than `K beta` fails.
+    /// far more than the rounding of its slack is judged by its side (the n = 10,000 / 20,000
+    /// false failures of a fixed window, at |t - T| = 1e-8 .. 1e-6, are such samples); a sample
+    /// the caller's `f` puts on `T` (a pre-jump node) or on the other side than `K beta` fails.
     #[test]
     fn threshold_test_uses_the_rounding_of_the_slack_not_check_tol() {
         // x0 = (1, 0), x1 = (-1, 0): f_0 = beta_0 - beta_1; SVC, y = (1, 1), T = 1 (s = 0).

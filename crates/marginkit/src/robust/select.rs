@@ -11,67 +11,16 @@
 use std::time::Instant;
 
 use super::cccp::{cccp_from_standard, CccpStart};
-use super::checkpoint::{Current, RobustCheckpoint};
+use super::checkpoint::{self, Current, RobustCheckpoint};
 use super::{
-    model_from_beta, path_from_standard, setup, standard_solution, Node, PathKind, RobustParams,
-    Start, Task,
+    model_from_beta, path_from_standard, setup, standard_solution, PathKind, RobustParams, Start,
+    Task,
 };
+pub use super::{Chosen, Method, Run};
 use crate::data::Dataset;
-use crate::error::{DataError, FitError, ParamError};
+use crate::error::{CheckpointError, DataError, FitError};
 use crate::solver::{NoObserver, Observer};
 use crate::svm::SvmModel;
-
-/// Outlier path or the CCCP baseline.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Method {
-    /// The outlier path (OP).
-    Path,
-    /// CCCP over this grid (theta values, or fractions of `s_C` / `s_R`).
-    Cccp(Vec<f64>),
-}
-
-/// One `C`'s run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Run {
-    /// `C`.
-    pub c: f64,
-    /// Recorded nodes (path breakpoints, or CCCP grid points).
-    pub nodes: Vec<Node>,
-    /// `"completed"`, `"event_limit"` (path) or `"completed"` / `"unconverged"` (CCCP).
-    pub status: &'static str,
-    /// Path events (0 for CCCP).
-    pub events: usize,
-    /// Jump steps (path) or total outer rounds (CCCP).
-    pub d_steps: usize,
-    /// The final solution passed the independent local-optimality check (path), or every grid
-    /// point did (CCCP).
-    pub final_locally_optimal: bool,
-    /// The checker's first violation at the end of the path (sample, condition), if any.
-    pub final_violation: Option<(usize, &'static str)>,
-    /// `s_C` / `s_R` of the standard SVM.
-    pub s_standard: f64,
-    /// Largest active set along the path (0 for CCCP).
-    pub max_active: usize,
-    /// Seconds for this `C`.
-    pub seconds: f64,
-}
-
-/// The selected model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Chosen {
-    /// Index of the run (`C`).
-    pub run: usize,
-    /// Index of the node in that run.
-    pub node: usize,
-    /// `C`.
-    pub c: f64,
-    /// theta or s.
-    pub param: f64,
-    /// Its validation error (`None` without validation data).
-    pub valid_error: Option<f64>,
-    /// Its coefficients.
-    pub beta: Vec<f64>,
-}
 
 /// Result of [`select`].
 #[derive(Debug, Clone)]
@@ -186,7 +135,7 @@ pub fn select(
 /// ```
 ///
 /// # Errors
-/// As [`select`]; [`ParamError::Incompatible`] when `resume` was made with other data or other
+/// As [`select`]; [`FitError::Checkpoint`] when `resume` was made with other data or other
 /// parameters, or does not fit the data.
 #[allow(clippy::too_many_arguments)]
 pub fn select_resumable(
@@ -231,8 +180,7 @@ pub fn select_resumable(
             kern.is_linear().then(|| kern.width()),
             cs.len(),
             grid,
-        )
-        .map_err(ParamError::Incompatible)?;
+        )?;
         runs = ck.runs.clone();
         chosen = ck.chosen.clone();
         warm = ck.warm.clone();
@@ -321,9 +269,10 @@ pub fn select_resumable(
                     (Current::Path(res), _) => Start::Resume(res),
                     (_, Some((beta, f))) => Start::Standard(beta, f),
                     _ => {
-                        return Err(ParamError::Incompatible(
-                            "the robust state is of another method",
-                        )
+                        return Err(CheckpointError::Mismatch {
+                            file: checkpoint::FILE,
+                            reason: "a state of another method",
+                        }
                         .into())
                     }
                 };
@@ -371,9 +320,10 @@ pub fn select_resumable(
                     (Current::Cccp(res), _) => CccpStart::Resume(res),
                     (_, Some((beta, f))) => CccpStart::Standard(beta, f),
                     _ => {
-                        return Err(ParamError::Incompatible(
-                            "the robust state is of another method",
-                        )
+                        return Err(CheckpointError::Mismatch {
+                            file: checkpoint::FILE,
+                            reason: "a state of another method",
+                        }
                         .into())
                     }
                 };

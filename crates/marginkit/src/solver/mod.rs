@@ -103,6 +103,28 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status byte of the state files (0 converged, 1 iteration limit, 2 time limit,
+    /// 3 interrupted).
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Status::Converged => 0,
+            Status::MaxIterations => 1,
+            Status::TimeLimit => 2,
+            Status::Interrupted => 3,
+        }
+    }
+
+    /// The status of a [`Status::code`] byte.
+    pub(crate) fn from_code(c: u8) -> Option<Status> {
+        Some(match c {
+            0 => Status::Converged,
+            1 => Status::MaxIterations,
+            2 => Status::TimeLimit,
+            3 => Status::Interrupted,
+            _ => return None,
+        })
+    }
+
     /// The worse of two statuses (converged < iteration limit < time limit < interrupted): the
     /// status of a fit made of several solves.
     pub fn worst(self, other: Status) -> Status {

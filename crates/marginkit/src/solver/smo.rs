@@ -62,6 +62,7 @@ use super::{
 };
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
+use crate::persist::{CheckpointError, Dec, Enc};
 
 /// Guard for 2x2 subproblems whose curvature is not positive.
 pub const TAU: f64 = 1e-12;
@@ -1849,7 +1850,10 @@ pub struct SmoSnapshot {
     pub(crate) driver: Driver,
 }
 
-const SNAP_MAGIC: &[u8; 8] = b"MKSMO001";
+/// The magic of the snapshot form.
+pub(crate) const SNAP_MAGIC: &str = "MKSMO001";
+/// The kind of state file, in messages.
+const SNAP_FILE: &str = "SMO snapshot";
 
 impl SmoSnapshot {
     fn of(st: &State, mode: Mode, driver: Driver) -> Self {
@@ -1895,22 +1899,31 @@ impl SmoSnapshot {
         out
     }
 
-    /// A compact little-endian binary form (floats bit-exact).
+    /// A compact little-endian binary form (floats bit-exact): magic `MKSMO001`, the mode,
+    /// shrinking and equality bytes, `n`, `l`, the active-set size, the constant part of the
+    /// objective, `delta`, the violation and the two loop counters, the seven per-variable
+    /// arrays (`n` entries each, no length) and the permutation. It carries no checksum: it
+    /// is embedded in a sealed fit checkpoint.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let mut e = Enc::new(SNAP_MAGIC);
+        self.encode_body(&mut e);
+        e.finish()
+    }
+
+    /// Writes everything after the magic.
+    pub(crate) fn encode_body(&self, e: &mut Enc) {
         let n = self.n();
-        let mut b = Vec::with_capacity(64 + n * 8 * 8);
-        b.extend_from_slice(SNAP_MAGIC);
-        b.push(self.mode);
-        b.push(u8::from(self.unshrunk));
-        b.push(u8::from(self.delta.is_some()));
-        for v in [n as u64, self.l as u64, self.active as u64] {
-            b.extend_from_slice(&v.to_le_bytes());
+        e.u8(self.mode);
+        e.bool(self.unshrunk);
+        e.bool(self.delta.is_some());
+        for v in [n, self.l, self.active] {
+            e.usize(v);
         }
         for v in [self.obj_fixed, self.delta.unwrap_or(0.0), self.driver.viol] {
-            b.extend_from_slice(&v.to_bits().to_le_bytes());
+            e.f64(v);
         }
-        b.extend_from_slice(&self.driver.iter.to_le_bytes());
-        b.extend_from_slice(&(self.driver.counter as u64).to_le_bytes());
+        e.u64(self.driver.iter);
+        e.usize(self.driver.counter);
         for arr in [
             &self.alpha,
             &self.g,
@@ -1920,65 +1933,70 @@ impl SmoSnapshot {
             &self.upper,
             &self.qd,
         ] {
-            for v in arr.iter() {
-                b.extend_from_slice(&v.to_bits().to_le_bytes());
-            }
+            arr.iter().for_each(|&v| e.f64(v));
         }
-        for &v in &self.perm {
-            b.extend_from_slice(&(v as u64).to_le_bytes());
-        }
-        b
+        self.perm.iter().for_each(|&v| e.usize(v));
     }
 
     /// Reads [`SmoSnapshot::to_bytes`]' form; returns the snapshot and the bytes consumed.
     ///
     /// # Errors
-    /// A message for a wrong magic, truncated data or inconsistent fields (never a panic).
-    pub fn from_bytes(bytes: &[u8]) -> Result<(Self, usize), String> {
-        let mut r = ByteReader { b: bytes, pos: 0 };
-        if r.take(8)? != SNAP_MAGIC {
-            return Err("not an SMO snapshot (bad magic)".into());
+    /// A [`CheckpointError`] for a wrong magic, truncated data or inconsistent fields (never a
+    /// panic).
+    pub fn from_bytes(bytes: &[u8]) -> Result<(Self, usize), CheckpointError> {
+        if !bytes.starts_with(SNAP_MAGIC.as_bytes()) {
+            return Err(crate::persist::bad_magic(bytes, SNAP_MAGIC, SNAP_FILE));
         }
-        let hdr = r.take(3)?;
-        let (mode, unshrunk, has_delta) = (hdr[0], hdr[1], hdr[2]);
-        if mode > 2 || unshrunk > 1 || has_delta > 1 {
-            return Err("SMO snapshot: bad header flags".into());
+        let mut d = Dec::at(bytes, SNAP_MAGIC.len(), SNAP_FILE);
+        let snap = Self::decode_body(&mut d)?;
+        Ok((snap, d.pos()))
+    }
+
+    /// Reads everything after the magic (errors name `d`'s file).
+    pub(crate) fn decode_body(d: &mut Dec<'_>) -> Result<Self, CheckpointError> {
+        let (mode, unshrunk, has_delta) = (d.u8()?, d.u8()?, d.u8()?);
+        if mode > 2 {
+            return Err(d.bad_tag("SMO snapshot mode", mode));
         }
-        let n = r.u64()?;
-        let l = r.u64()?;
-        let active = r.u64()?;
+        if unshrunk > 1 || has_delta > 1 {
+            return Err(d.invalid("SMO snapshot header", "bad flag bytes"));
+        }
+        let n = d.u64()?;
+        let l = d.u64()?;
+        let active = d.u64()?;
         if l > n || active > l {
-            return Err("SMO snapshot: inconsistent sizes".into());
+            return Err(d.invalid("SMO snapshot sizes", "inconsistent"));
         }
         // 8 arrays of n 8-byte values must fit in what is left.
-        let left = (bytes.len() - r.pos) as u64;
-        if n.checked_mul(64).is_none_or(|need| need > left) {
-            return Err("SMO snapshot: truncated".into());
+        if n.checked_mul(64)
+            .is_none_or(|need| need > d.remaining() as u64)
+        {
+            return Err(CheckpointError::Truncated {
+                file: d.file(),
+                at: d.pos(),
+                need: n.saturating_mul(64),
+            });
         }
         let n = n as usize;
-        let obj_fixed = r.f64()?;
-        let delta = r.f64()?;
+        let obj_fixed = d.f64()?;
+        let delta = d.f64()?;
         // One byte form per snapshot: without the equality the delta field is zero.
         if has_delta == 0 && delta.to_bits() != 0 {
-            return Err("SMO snapshot: a delta without the equality".into());
+            return Err(d.invalid("SMO snapshot delta", "set without the equality"));
         }
-        let viol = r.f64()?;
-        let iter = r.u64()?;
-        let counter = r.u64()? as usize;
+        let viol = d.f64()?;
+        let iter = d.u64()?;
+        let counter = d.u64()? as usize;
         let mut arrays: Vec<Vec<f64>> = Vec::with_capacity(7);
         for _ in 0..7 {
-            let mut v = Vec::with_capacity(n);
-            for _ in 0..n {
-                v.push(r.f64()?);
-            }
-            arrays.push(v);
+            arrays.push((0..n).map(|_| d.f64()).collect::<Result<_, _>>()?);
         }
         let mut perm = Vec::with_capacity(n);
         let mut seen = vec![false; n];
         for _ in 0..n {
-            let v = r.u64()?;
+            let v = d.u64()?;
             if v >= n as u64 || seen[v as usize] {
-                return Err("SMO snapshot: the permutation is not a permutation".into());
+                return Err(d.invalid("SMO snapshot permutation", "not a permutation"));
             }
             seen[v as usize] = true;
             perm.push(v as usize);
@@ -2017,37 +2035,9 @@ impl SmoSnapshot {
                 .any(|(&a, &u)| !(a >= 0.0 && a <= u))
             || !obj_fixed.is_finite()
         {
-            return Err("SMO snapshot: values out of range".into());
+            return Err(d.invalid("SMO snapshot values", "out of range"));
         }
-        Ok((snap, r.pos))
-    }
-}
-
-/// Bounds-checked little-endian reads.
-pub(crate) struct ByteReader<'a> {
-    pub b: &'a [u8],
-    pub pos: usize,
-}
-
-impl<'a> ByteReader<'a> {
-    pub fn take(&mut self, k: usize) -> Result<&'a [u8], String> {
-        let end = self
-            .pos
-            .checked_add(k)
-            .filter(|&e| e <= self.b.len())
-            .ok_or_else(|| "truncated".to_string())?;
-        let s = &self.b[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-    pub fn u64(&mut self) -> Result<u64, String> {
-        let s = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(s);
-        Ok(u64::from_le_bytes(a))
-    }
-    pub fn f64(&mut self) -> Result<f64, String> {
-        self.u64().map(f64::from_bits)
+        Ok(snap)
     }
 }
 
@@ -2057,16 +2047,14 @@ impl State {
     fn from_snapshot<Q: QMatrix + ?Sized>(q: &mut Q, s: &SmoSnapshot) -> Result<Self, SolveError> {
         let n = q.n();
         if s.n() != n {
-            return Err(SolveError::Dimensions(
-                "the snapshot has a different number of variables",
-            ));
+            return Err(snapshot_mismatch("a different number of variables"));
         }
         let perm = s
             .perm
             .iter()
             .map(|&v| u32::try_from(v))
             .collect::<Result<Vec<u32>, _>>()
-            .map_err(|_| SolveError::Dimensions("more than u32::MAX variables"))?;
+            .map_err(|_| snapshot_mismatch("more than u32::MAX variables"))?;
         // Bring q into the snapshot's order: position k must hold original variable perm[k].
         let mut cur: Vec<usize> = (0..n).collect();
         let mut pos: Vec<usize> = (0..n).collect();
@@ -2109,6 +2097,14 @@ impl State {
     }
 }
 
+/// [`SolveError::Checkpoint`] for a snapshot that does not belong to the problem.
+fn snapshot_mismatch(reason: &'static str) -> SolveError {
+    SolveError::Checkpoint(CheckpointError::Mismatch {
+        file: SNAP_FILE,
+        reason,
+    })
+}
+
 /// [`solve`] (and, with `nu`, [`super::smo_nu::solve_nu`]) that can stop and continue exactly.
 ///
 /// With `resume = Some(snapshot)` the solve continues from the snapshot instead of `alpha`
@@ -2118,8 +2114,7 @@ impl State {
 /// problem (0 otherwise) and the snapshot, if any.
 ///
 /// # Errors
-/// As [`solve`]; [`SolveError::Dimensions`] / [`SolveError::Infeasible`] for a snapshot that
-/// does not belong to `qp`.
+/// As [`solve`]; [`SolveError::Checkpoint`] for a snapshot that does not belong to `qp`.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_resumable<Q: QMatrix>(
     q: &mut Q,
@@ -2161,16 +2156,12 @@ pub fn solve_resumable<Q: QMatrix>(
         || qp.y.len() != n
         || qp.upper.len() != n
     {
-        return Err(SolveError::Dimensions(
-            "the snapshot does not match this problem (size or formulation)",
-        ));
+        return Err(snapshot_mismatch("size or formulation"));
     }
     for (k, &o) in snap.perm.iter().enumerate() {
         let y = if qp.y[o] < 0 { -1.0 } else { 1.0 };
         if snap.y[k] != y || snap.upper[k] != qp.upper[o] {
-            return Err(SolveError::Infeasible(
-                "the snapshot's signs or bounds differ from this problem's",
-            ));
+            return Err(snapshot_mismatch("signs or bounds"));
         }
     }
     let mut st = State::from_snapshot(q, snap)?;
@@ -2178,8 +2169,8 @@ pub fn solve_resumable<Q: QMatrix>(
     // their bounds or off the equality constraint: an error, not a solve from an infeasible
     // point (and not the debug assertion the loop starts with).
     if !st.check_invariants() {
-        return Err(SolveError::Infeasible(
-            "the snapshot's coefficients violate their bounds or the equality constraint",
+        return Err(snapshot_mismatch(
+            "coefficients outside their bounds or off the equality constraint",
         ));
     }
     let out = iterate_ext(

@@ -9,19 +9,20 @@
 //! parameter that changes the result (not the cache size, the thread count or the limits), so a
 //! checkpoint is never continued on other data.
 //!
-//! File form ([`FitCheckpoint::to_bytes`]): magic `MKFITCK2`, the fingerprint, the number of
-//! subproblems, then per subproblem a tag byte and its fields, little-endian, floats as their
-//! IEEE bits, and last an 8-byte checksum (FNV-1a, 64 bit, of every byte before it).
+//! File form ([`FitCheckpoint::to_bytes`], conventions in [`crate::persist`]): magic
+//! `MKFITCK2`, the fingerprint, the number of subproblems, then per subproblem a tag byte and
+//! its fields (a stopped one embeds its [`SmoSnapshot`]), and the checksum.
 //! [`FitCheckpoint::from_bytes`] verifies the checksum first (a damaged or edited file is
-//! refused as such), then checks every length and value, and never panics. (`MKFITCK1`, the
-//! form without the checksum, is no longer read.)
+//! refused as such), then checks every length and value, and never panics. The form without a
+//! checksum, `MKFITCK1`, is refused by name.
 
 use crate::data::Dataset;
-use crate::solver::smo::{ByteReader, SmoSnapshot};
+use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
+use crate::solver::smo::{SmoSnapshot, SNAP_MAGIC};
 use crate::solver::Status;
 
 use super::params::SvmValidParams;
-use super::train::SubproblemReport;
+use super::report::SubproblemReport;
 
 /// A finished subproblem, kept bit-exact.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,54 +53,11 @@ pub struct FitCheckpoint {
     pub(crate) subs: Vec<SubState>,
 }
 
-const MAGIC: &[u8; 8] = b"MKFITCK2";
-
-/// Appends the body checksum (FNV-1a of every byte so far).
-pub(crate) fn seal(mut b: Vec<u8>) -> Vec<u8> {
-    let mut h = Fnv::new();
-    h.bytes(&b);
-    b.extend_from_slice(&h.0.to_le_bytes());
-    b
-}
-
-/// Verifies and strips the trailing checksum of a [`seal`]ed file.
-pub(crate) fn unseal<'a>(bytes: &'a [u8], what: &str) -> Result<&'a [u8], String> {
-    if bytes.len() < 8 {
-        return Err(format!("{what}: truncated (no checksum)"));
-    }
-    let (body, sum) = bytes.split_at(bytes.len() - 8);
-    let mut h = Fnv::new();
-    h.bytes(body);
-    let mut want = [0u8; 8];
-    want.copy_from_slice(sum);
-    if h.0 != u64::from_le_bytes(want) {
-        return Err(format!(
-            "{what}: checksum mismatch (the file is damaged or was edited)"
-        ));
-    }
-    Ok(body)
-}
-
-/// FNV-1a, 64 bit: a stable fingerprint (not a cryptographic hash).
-pub(crate) struct Fnv(pub(crate) u64);
-
-impl Fnv {
-    pub fn new() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-    pub fn bytes(&mut self, b: &[u8]) {
-        for &x in b {
-            self.0 ^= u64::from(x);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    pub fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
-    }
-    pub fn f64(&mut self, v: f64) {
-        self.u64(v.to_bits());
-    }
-}
+const MAGIC: &str = "MKFITCK2";
+/// The form without a checksum (refused by name).
+const OLD_MAGIC: &str = "MKFITCK1";
+/// The kind of state file, in messages.
+pub(crate) const FILE: &str = "fit checkpoint";
 
 /// Fingerprint of the data and of the parameters that change the fitted model.
 pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
@@ -122,23 +80,6 @@ pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
     h.0
 }
 
-/// Adds the data set (sizes, labels, weights, every non-zero feature) to a fingerprint.
-pub(crate) fn hash_dataset(h: &mut Fnv, data: &Dataset) {
-    h.u64(data.len() as u64);
-    h.u64(data.n_features() as u64);
-    for i in 0..data.len() {
-        h.f64(data.y[i]);
-        h.f64(data.weight(i));
-        for (k, v) in data.x.row(i).iter() {
-            if v != 0.0 {
-                h.u64(k as u64);
-                h.f64(v);
-            }
-        }
-        h.u64(u64::MAX);
-    }
-}
-
 impl FitCheckpoint {
     /// Number of subproblems the fit has.
     pub fn n_subproblems(&self) -> usize {
@@ -155,122 +96,117 @@ impl FitCheckpoint {
 
     /// The binary form (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::new();
-        b.extend_from_slice(MAGIC);
-        b.extend_from_slice(&self.fingerprint.to_le_bytes());
-        b.extend_from_slice(&(self.subs.len() as u64).to_le_bytes());
-        let f = |b: &mut Vec<u8>, v: f64| b.extend_from_slice(&v.to_bits().to_le_bytes());
-        let u = |b: &mut Vec<u8>, v: u64| b.extend_from_slice(&v.to_le_bytes());
-        let prob = |b: &mut Vec<u8>, p: &Option<(f64, f64)>| match p {
+        let mut e = Enc::new(MAGIC);
+        e.u64(self.fingerprint);
+        e.usize(self.subs.len());
+        let prob = |e: &mut Enc, p: &Option<(f64, f64)>| match p {
             Some((a, c)) => {
-                b.push(1);
-                f(b, *a);
-                f(b, *c);
+                e.u8(1);
+                e.f64(*a);
+                e.f64(*c);
             }
-            None => b.push(0),
+            None => e.u8(0),
         };
         for s in &self.subs {
             match s {
-                SubState::NotStarted => b.push(0),
+                SubState::NotStarted => e.u8(0),
                 SubState::Stopped { snap, prob: p } => {
-                    b.push(1);
-                    prob(&mut b, p);
-                    b.extend_from_slice(&snap.to_bytes());
+                    e.u8(1);
+                    prob(&mut e, p);
+                    e.raw(SNAP_MAGIC.as_bytes());
+                    snap.encode_body(&mut e);
                 }
                 SubState::Done(d) => {
-                    b.push(2);
-                    prob(&mut b, &d.prob);
-                    f(&mut b, d.rho);
-                    u(&mut b, d.coef.len() as u64);
-                    for &c in &d.coef {
-                        f(&mut b, c);
-                    }
+                    e.u8(2);
+                    prob(&mut e, &d.prob);
+                    e.f64(d.rho);
+                    e.f64s(&d.coef);
                     let r = &d.report;
-                    match r.classes {
-                        Some((x, y)) => {
-                            b.push(1);
-                            f(&mut b, x);
-                            f(&mut b, y);
-                        }
-                        None => b.push(0),
-                    }
+                    prob(&mut e, &r.classes);
                     for v in [r.objective, r.rho, r.max_violation, r.gap] {
-                        f(&mut b, v);
+                        e.f64(v);
                     }
-                    for v in [r.iterations, r.n_sv as u64, r.n_bsv as u64] {
-                        u(&mut b, v);
-                    }
-                    b.push(status_code(r.status));
+                    e.u64(r.iterations);
+                    e.usize(r.n_sv);
+                    e.usize(r.n_bsv);
+                    e.u8(r.status.code());
                 }
             }
         }
-        seal(b)
+        persist::seal(e.finish())
     }
 
     /// Reads [`FitCheckpoint::to_bytes`]' form.
     ///
     /// # Errors
-    /// A message naming what is wrong (magic, truncation, a bad value); never a panic.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        if bytes.len() < 8 || &bytes[..8] != MAGIC {
-            return Err("not a marginkit fit checkpoint (bad magic)".into());
+    /// A [`CheckpointError`] naming what is wrong (magic, checksum, truncation, a bad value);
+    /// never a panic.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
+        if bytes.starts_with(OLD_MAGIC.as_bytes()) {
+            return Err(CheckpointError::Version {
+                file: FILE,
+                found: OLD_MAGIC,
+                reason: "without a checksum",
+            });
         }
-        let bytes = unseal(bytes, "checkpoint")?;
-        let mut r = ByteReader { b: bytes, pos: 0 };
-        r.take(8)?;
-        let fingerprint = r.u64()?;
-        let n = r.u64()?;
-        if n > (bytes.len() as u64) {
-            return Err("checkpoint: too many subproblems for its size".into());
-        }
-        let mut subs = Vec::with_capacity(n as usize);
-        let byte = |r: &mut ByteReader<'_>| -> Result<u8, String> { Ok(r.take(1)?[0]) };
-        let prob = |r: &mut ByteReader<'_>| -> Result<Option<(f64, f64)>, String> {
-            match byte(r)? {
+        let mut d = persist::open(bytes, MAGIC, FILE)?;
+        let fingerprint = d.u64()?;
+        // A subproblem takes at least its tag byte.
+        let n = d.len(1)?;
+        let mut subs = Vec::with_capacity(n);
+        let finite = |d: &Dec<'_>, v: f64| {
+            if v.is_finite() {
+                Ok(v)
+            } else {
+                Err(d.invalid("value", "not finite"))
+            }
+        };
+        let pair = |d: &mut Dec<'_>, field: &'static str| -> Result<_, CheckpointError> {
+            match d.u8()? {
                 0 => Ok(None),
-                1 => Ok(Some((finite(r.f64()?)?, finite(r.f64()?)?))),
-                t => Err(format!("checkpoint: bad probability tag {t}")),
+                1 => {
+                    let a = d.f64()?;
+                    let a = finite(d, a)?;
+                    let b = d.f64()?;
+                    Ok(Some((a, finite(d, b)?)))
+                }
+                t => Err(d.bad_tag(field, t)),
             }
         };
         for _ in 0..n {
-            let s = match byte(&mut r)? {
+            let s = match d.u8()? {
                 0 => SubState::NotStarted,
                 1 => {
-                    let p = prob(&mut r)?;
-                    let (snap, used) = SmoSnapshot::from_bytes(&bytes[r.pos..])?;
-                    r.pos += used;
+                    let p = pair(&mut d, "probability tag")?;
+                    if d.bytes(SNAP_MAGIC.len())? != SNAP_MAGIC.as_bytes() {
+                        return Err(d.invalid("SMO snapshot", "bad magic"));
+                    }
+                    let snap = SmoSnapshot::decode_body(&mut d)?;
                     SubState::Stopped {
                         snap: Box::new(snap),
                         prob: p,
                     }
                 }
                 2 => {
-                    let p = prob(&mut r)?;
-                    let rho = finite(r.f64()?)?;
-                    let len = r.u64()?;
-                    if len
-                        .checked_mul(8)
-                        .is_none_or(|need| need > (bytes.len() - r.pos) as u64)
-                    {
-                        return Err("checkpoint: truncated coefficients".into());
-                    }
-                    let mut coef = Vec::with_capacity(len as usize);
+                    let p = pair(&mut d, "probability tag")?;
+                    let rho = d.f64()?;
+                    let rho = finite(&d, rho)?;
+                    let len = d.len(8)?;
+                    let mut coef = Vec::with_capacity(len);
                     for _ in 0..len {
-                        coef.push(finite(r.f64()?)?);
+                        let c = d.f64()?;
+                        coef.push(finite(&d, c)?);
                     }
-                    let classes = match byte(&mut r)? {
-                        0 => None,
-                        1 => Some((finite(r.f64()?)?, finite(r.f64()?)?)),
-                        t => return Err(format!("checkpoint: bad class tag {t}")),
-                    };
-                    let objective = r.f64()?;
-                    let rho2 = r.f64()?;
-                    let max_violation = r.f64()?;
-                    let gap = r.f64()?;
-                    let iterations = r.u64()?;
-                    let n_sv = r.u64()? as usize;
-                    let n_bsv = r.u64()? as usize;
-                    let status = status_from(byte(&mut r)?)?;
+                    let classes = pair(&mut d, "class tag")?;
+                    let objective = d.f64()?;
+                    let rho2 = d.f64()?;
+                    let max_violation = d.f64()?;
+                    let gap = d.f64()?;
+                    let iterations = d.u64()?;
+                    let n_sv = d.u64()? as usize;
+                    let n_bsv = d.u64()? as usize;
+                    let code = d.u8()?;
+                    let status = Status::from_code(code).ok_or(d.bad_tag("status code", code))?;
                     SubState::Done(DoneSub {
                         coef,
                         rho,
@@ -288,61 +224,13 @@ impl FitCheckpoint {
                         prob: p,
                     })
                 }
-                t => return Err(format!("checkpoint: bad subproblem tag {t}")),
+                t => return Err(d.bad_tag("subproblem tag", t)),
             };
             subs.push(s);
         }
-        if r.pos != bytes.len() {
-            return Err("checkpoint: trailing bytes".into());
-        }
+        d.finish()?;
         Ok(Self { fingerprint, subs })
     }
-}
-
-fn finite(v: f64) -> Result<f64, String> {
-    if v.is_finite() {
-        Ok(v)
-    } else {
-        Err("checkpoint: a non-finite value".into())
-    }
-}
-
-pub(crate) fn status_code(s: Status) -> u8 {
-    match s {
-        Status::Converged => 0,
-        Status::MaxIterations => 1,
-        Status::TimeLimit => 2,
-        Status::Interrupted => 3,
-    }
-}
-
-pub(crate) fn status_from(c: u8) -> Result<Status, String> {
-    Ok(match c {
-        0 => Status::Converged,
-        1 => Status::MaxIterations,
-        2 => Status::TimeLimit,
-        3 => Status::Interrupted,
-        _ => return Err(format!("checkpoint: bad status code {c}")),
-    })
-}
-
-/// Variants of a [`seal`]ed state file as an editor could make them: one body byte (after the
-/// 8-byte magic) XORed with 0x01, 0x80 or 0xff, the checksum recomputed. Every byte of the
-/// first `dense` is changed, then every `stride`-th (tests of the readers and resumes).
-#[cfg(test)]
-pub(crate) fn resealed_variants(bytes: &[u8], dense: usize, stride: usize) -> Vec<Vec<u8>> {
-    let body = &bytes[..bytes.len() - 8];
-    let mut out = Vec::new();
-    let mut i = 8;
-    while i < body.len() {
-        for flip in [0x01u8, 0x80, 0xff] {
-            let mut b = body.to_vec();
-            b[i] ^= flip;
-            out.push(seal(b));
-        }
-        i += if i < dense { 1 } else { stride };
-    }
-    out
 }
 
 #[cfg(test)]
@@ -367,7 +255,7 @@ mod tests {
         let (_, _, ck) = fit_resumable(&stop, &d, &mut NoObserver, None).unwrap();
         let bytes = ck.expect("max_iter stops the fit").to_bytes();
         let mut tried = 0;
-        for b in resealed_variants(&bytes, 96, 3) {
+        for b in crate::persist::resealed_variants(&bytes, 96, 3) {
             let Ok(c) = FitCheckpoint::from_bytes(&b) else {
                 continue;
             };

@@ -11,9 +11,11 @@ pub mod model;
 pub mod model_io;
 pub mod params;
 pub mod probability;
+mod report;
 pub mod train;
 
 pub use checkpoint::FitCheckpoint;
 pub use model::SvmModel;
 pub use params::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
-pub use train::{fit_resumable, FitReport, SubproblemReport};
+pub use report::SubproblemReport;
+pub use train::{fit_resumable, FitReport};

@@ -22,15 +22,17 @@ use super::checkpoint::{fingerprint, DoneSub, FitCheckpoint, SubState};
 use super::model::SvmModel;
 use super::params::{Probability, SvmType, SvmValidParams};
 use super::probability;
+pub use super::report::SubproblemReport;
 use crate::data::{Dataset, Features};
-use crate::error::{DataError, FitError, ParseError, ParseErrorKind};
+use crate::error::{CheckpointError, DataError, FitError, ParseError, ParseErrorKind};
 use crate::kernel::cache::CacheStats;
 
 /// A checkpoint whose saved subproblems do not fit the problem (a damaged or crafted state file
 /// that still carries the right fingerprint).
-const DAMAGED_CHECKPOINT: crate::error::SolveError = crate::error::SolveError::Infeasible(
-    "the checkpoint's saved subproblems do not match this problem (damaged state file)",
-);
+const DAMAGED_CHECKPOINT: CheckpointError = CheckpointError::Mismatch {
+    file: super::checkpoint::FILE,
+    reason: "its saved subproblems do not match this problem",
+};
 use crate::kernel::qmatrix::{OneClassQ, QMatrix, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
 use crate::solver::smo::{self, SmoSnapshot};
@@ -38,30 +40,6 @@ use crate::solver::{BoxQp, Equality, Observer, SolveInfo, Status};
 
 /// Largest number of classes accepted for one-vs-one training.
 pub const MAX_CLASSES: usize = 65_536;
-
-/// What one binary (or regression / one-class) solve reported.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubproblemReport {
-    /// The pair of class labels (classification), positive first.
-    pub classes: Option<(f64, f64)>,
-    /// Dual objective in LIBSVM's (minimization) sign convention.
-    pub objective: f64,
-    /// rho of the decision function.
-    pub rho: f64,
-    /// Solver iterations.
-    pub iterations: u64,
-    /// How the solve ended.
-    pub status: Status,
-    /// Final maximal KKT violation reported by the engine.
-    pub max_violation: f64,
-    /// Duality gap at the returned point (from the engine's final gradient; see
-    /// [`crate::solver::kkt`]).
-    pub gap: f64,
-    /// Support vectors of this subproblem.
-    pub n_sv: usize,
-    /// Bounded support vectors (at their upper bound).
-    pub n_bsv: usize,
-}
 
 /// What a fit reports besides the model.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -154,8 +132,9 @@ pub fn fit(
 /// [`Cancel`]: crate::solver::Cancel
 ///
 /// # Errors
-/// As [`fit`]; [`FitError::Solve`] with [`crate::error::SolveError::Infeasible`] when `resume`
-/// was made with other data or parameters.
+/// As [`fit`]; [`FitError::Checkpoint`] when `resume` was made with other data or parameters
+/// or does not fit the problem ([`FitError::Solve`] with [`crate::error::SolveError::Checkpoint`]
+/// when a saved solver snapshot does not).
 pub fn fit_resumable(
     params: &SvmValidParams,
     data: &Dataset,
@@ -186,10 +165,13 @@ pub fn fit_resumable(
     // A pass over the data: only when a checkpoint is checked or written.
     let fp = || fingerprint(params, data);
     if let Some(c) = resume {
-        if c.fingerprint != fp() {
-            return Err(crate::error::SolveError::Infeasible(
-                "the checkpoint was made with other data or other parameters",
-            )
+        let expected = fp();
+        if c.fingerprint != expected {
+            return Err(CheckpointError::Fingerprint {
+                file: super::checkpoint::FILE,
+                expected,
+                found: c.fingerprint,
+            }
             .into());
         }
     }

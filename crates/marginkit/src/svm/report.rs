@@ -1,0 +1,28 @@
+//! The report of one kernel-SVM subproblem: shared by the fit ([`super::train`]) and its
+//! checkpoint ([`super::checkpoint`]), which stores the reports of finished subproblems.
+
+use crate::solver::Status;
+
+/// What one binary (or regression / one-class) solve reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubproblemReport {
+    /// The pair of class labels (classification), positive first.
+    pub classes: Option<(f64, f64)>,
+    /// Dual objective in LIBSVM's (minimization) sign convention.
+    pub objective: f64,
+    /// rho of the decision function.
+    pub rho: f64,
+    /// Solver iterations.
+    pub iterations: u64,
+    /// How the solve ended.
+    pub status: Status,
+    /// Final maximal KKT violation reported by the engine.
+    pub max_violation: f64,
+    /// Duality gap at the returned point (from the engine's final gradient; see
+    /// [`crate::solver::kkt`]).
+    pub gap: f64,
+    /// Support vectors of this subproblem.
+    pub n_sv: usize,
+    /// Bounded support vectors (at their upper bound).
+    pub n_bsv: usize,
+}
