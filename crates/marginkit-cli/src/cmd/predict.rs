@@ -11,21 +11,32 @@ use marginkit::svm::linear::LinearModel;
 use marginkit::svm::model_io::{fmt_f64, fmt_label, load_model_with_status};
 use marginkit::{Features, KernelSpec};
 
+use marginkit::aid::lad::LadModel;
+use marginkit::model_file::{identify, FileKind};
+
 use crate::common::input::io_context;
 use crate::common::input::read_data;
 use crate::common::run::init_threads;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
-/// True when the file starts like a LIBLINEAR model.
-pub fn is_linear_model(path: &std::path::Path) -> CliResult<bool> {
+/// The kind of the model file, from its first 4 KB; anything but a model is an error that
+/// names what the file is.
+fn model_kind(path: &std::path::Path) -> CliResult<FileKind> {
     use std::io::Read;
-    let mut head = [0u8; 11];
-    let mut f =
-        std::fs::File::open(path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
-    let n = f
-        .read(&mut head)
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
-    Ok(&head[..n] == b"solver_type")
+    let kind = identify(&head);
+    if kind.is_model() {
+        Ok(kind)
+    } else {
+        Err(CliError(format!(
+            "{}: this is {}, not a model file (predict reads LIBSVM, LIBLINEAR and LAD models)",
+            path.display(),
+            kind.describe()
+        )))
+    }
 }
 
 pub fn run(a: PredictArgs) -> Exit {
@@ -45,8 +56,10 @@ pub fn run(a: PredictArgs) -> Exit {
         )?;
     }
     crate::common::output::check_outputs(&[(&a.output_file, "OUTPUT_FILE")])?;
-    if is_linear_model(&a.model_file)? {
-        return predict_linear(a);
+    match model_kind(&a.model_file)? {
+        FileKind::LiblinearModel => return predict_linear(a),
+        FileKind::LadModel => return predict_lad(a),
+        _ => {}
     }
     let (model, status) =
         load_model_with_status(&a.model_file).map_err(|e| io_context(&a.model_file, e))?;
@@ -218,6 +231,44 @@ fn predict_linear(a: PredictArgs) -> Exit {
         &pred,
         &data.y,
         regression,
+        a.quiet,
+        a.json,
+        is_stdout(&a.output_file),
+    );
+    Ok(Outcome::Done)
+}
+
+/// `predict` with a LAD regression model (`lad`, `aid lad`): one predicted value per line, and
+/// the regression metrics.
+fn predict_lad(a: PredictArgs) -> Exit {
+    if a.probability == 1 {
+        return Err(CliError(
+            "a LAD model has no probability outputs (-b 1)".into(),
+        ));
+    }
+    let text = std::fs::read_to_string(&a.model_file)
+        .map_err(|e| CliError(format!("{}: {e}", a.model_file.display())))?;
+    let model = LadModel::from_json(&text).map_err(|e| {
+        CliError(format!(
+            "{}:{}:{}: {}",
+            a.model_file.display(),
+            e.line,
+            e.column,
+            e.kind
+        ))
+    })?;
+    let data = read_data(&a.test_file, &a.input, false)?;
+    let pred = model.predict(&data.x);
+    write_predictions(&a.output_file, |w| {
+        for &v in &pred {
+            writeln!(w, "{}", fmt_f64(v))?;
+        }
+        Ok(())
+    })?;
+    report_metrics(
+        &pred,
+        &data.y,
+        true,
         a.quiet,
         a.json,
         is_stdout(&a.output_file),
