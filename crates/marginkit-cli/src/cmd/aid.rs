@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
 use crate::common::output::default_model_path;
+use crate::common::progress::Progress;
 use crate::common::run::init_threads;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
@@ -260,18 +261,21 @@ fn settings(c: &AidCommon, default: AidSettings) -> CliResult<AidSettings> {
     Ok(s)
 }
 
-/// Per-iteration table; the header is printed with the first row, so input the fit rejects
-/// (e.g. multi-class data in `aid svm`) prints nothing to stdout.
+/// Per-iteration table on stdout; the header is printed with the first row, so input the fit
+/// rejects (e.g. multi-class data in `aid svm`) prints nothing to stdout. With `--json` the
+/// iterations go to the progress lines on stderr instead.
 struct Table {
     on: bool,
     started: std::cell::Cell<bool>,
+    progress: std::cell::RefCell<Progress>,
 }
 
 impl Table {
-    fn new(on: bool) -> Self {
+    fn new(common: &AidCommon) -> Self {
         Table {
-            on,
+            on: !common.quiet && !common.json,
             started: std::cell::Cell::new(false),
+            progress: std::cell::RefCell::new(Progress::new(common.quiet || !common.json, "aid")),
         }
     }
     fn header(&self) {
@@ -291,6 +295,10 @@ impl Table {
             );
             let _ = std::io::stdout().flush();
         }
+        self.progress.borrow_mut().set(&format!(
+            "iteration {}: {} clusters, gap {:.3e}, best objective {:.9e}",
+            r.t, r.clusters, r.gap, r.best_objective
+        ));
     }
 }
 
@@ -587,7 +595,7 @@ fn run_lad(a: AidLadArgs) -> Exit {
         seed: a.common.seed,
         settings: settings(&a.common, AidLadParams::default().settings)?,
     };
-    let table = Table::new(!a.common.quiet && !a.common.json);
+    let table = Table::new(&a.common);
     let mpath = model_path(&a.train_file, &a.model_file);
     let (fit, ir, written) = match fit_interruptible(&a.common, &[&mpath], "lad", |obs, resume| {
         fit_aid_lad_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
@@ -677,7 +685,7 @@ fn run_svm(a: AidSvmArgs) -> Exit {
             },
         },
     };
-    let table = Table::new(!a.common.quiet && !a.common.json);
+    let table = Table::new(&a.common);
     let path = model_path(&a.train_file, &a.model_file);
     let name = if params.kernel.is_some() {
         "aid_svm_kernel"
@@ -834,7 +842,7 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
         bnb,
         settings: settings(&a.common, AidS3vmParams::default().settings)?,
     };
-    let table = Table::new(!a.common.quiet && !a.common.json);
+    let table = Table::new(&a.common);
     let mut outputs: Vec<&Path> = vec![&path];
     outputs.extend(a.predictions.as_deref());
     let (fit, ir, written) =

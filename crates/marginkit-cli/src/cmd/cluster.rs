@@ -2,12 +2,12 @@
 //! AAAI 2018) and the k-means baseline. Writes one cluster label (0..k-1) per line; when DATA
 //! carries at least two distinct labels, prints the clustering accuracy and the Rand index.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use crate::common::progress::Progress;
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::cluster::kmeans::{kmeans, KMeansParams};
 use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
 use marginkit::cluster::Points;
@@ -260,43 +260,14 @@ fn finish(
     Ok(Outcome::Done)
 }
 
-/// Progress spinner with the gap estimate (terminal only).
-struct RoundProgress {
-    bar: Option<ProgressBar>,
-}
-
-impl RoundProgress {
-    fn new(enabled: bool) -> Self {
-        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
-            let b = ProgressBar::new_spinner();
-            b.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            b.enable_steady_tick(Duration::from_millis(120));
-            b
-        });
-        Self { bar }
-    }
-}
-
-impl OdmcObserver for RoundProgress {
+/// The ODMC rounds on the command's progress line.
+impl OdmcObserver for Progress {
     fn on_round(&mut self, s: &RoundStats) -> Control {
-        if let Some(b) = &self.bar {
-            b.set_message(format!(
-                "split {} round {} iter {} gap {:.3e} (relative {:.2e}) pool {}",
-                s.split, s.round, s.iterations, s.gap, s.relative_gap, s.pool
-            ));
-        }
+        self.set(&format!(
+            "split {} round {} iter {} gap {:.3e} (relative {:.2e}) pool {}",
+            s.split, s.round, s.iterations, s.gap, s.relative_gap, s.pool
+        ));
         Control::Continue
-    }
-}
-
-impl Drop for RoundProgress {
-    fn drop(&mut self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
     }
 }
 
@@ -339,7 +310,7 @@ fn run_odmc(a: OdmcArgs) -> Exit {
     params.check()?;
     let (x, truth) = load(c)?;
     let t0 = Instant::now();
-    let mut progress = RoundProgress::new(!c.quiet && !c.json);
+    let mut progress = Progress::new(c.quiet, "cluster odmc");
     let r = cluster(&x, &params, &mut progress)
         .map_err(|e| CliError(format!("{}: {e}", c.data_file.display())))?;
     drop(progress);

@@ -2,12 +2,11 @@
 //! mappings by core-set consensus (Notarstefano, CDC 2015, Algorithm 1) over an in-process
 //! network of nodes, each holding a contiguous shard of DATA.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use crate::common::progress::Progress;
 use clap::{ArgAction, Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::coreset::consensus::{run_in_process, Status};
 use marginkit::coreset::experiment::{
     accuracy, consensus_svg, coverage_ratio, kernel_from_flags, parse_graph, points_for,
@@ -188,25 +187,15 @@ pub fn run(a: CoresetArgs) -> Exit {
     }
     params.coreset.check()?;
     let show = !a.quiet && !a.json;
-    let bar = (show && std::io::stderr().is_terminal()).then(|| {
-        let b = ProgressBar::new_spinner();
-        b.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        b.enable_steady_tick(Duration::from_millis(120));
-        b
-    });
+    let mut progress = Progress::new(a.quiet, "coreset");
     let mut table: Vec<String> = Vec::new();
     let rep = run_in_process(&pts, &kern, a.nodes, &params, &mut |t, s: &Status| {
-        if let Some(b) = &bar {
-            b.set_message(format!(
-                "round {} r^2 min {:.6e} max {:.6e}",
-                t + 1,
-                s.r2_min,
-                s.r2_max
-            ));
-        }
+        progress.set(&format!(
+            "round {} r^2 min {:.6e} max {:.6e}",
+            t + 1,
+            s.r2_min,
+            s.r2_max
+        ));
         if show {
             table.push(format!(
                 "{:>6} {:>14.8e} {:>14.8e} {:>12.4e} {}",
@@ -218,9 +207,7 @@ pub fn run(a: CoresetArgs) -> Exit {
             ));
         }
     })?;
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
+    progress.finish();
     let (_, final_set) = rep
         .states
         .first()

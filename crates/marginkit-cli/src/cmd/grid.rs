@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::common::input::read_data;
 use crate::common::model::svm_params;
+use crate::common::progress::Progress;
 use crate::common::report::fmt_g;
 use crate::common::run::init_threads;
 use crate::common::{CliError, CliResult, Exit, Outcome};
@@ -90,10 +91,18 @@ pub fn run(a: GridArgs) -> Exit {
             format!("{cn}={c}")
         }
     };
+    // With --json the table is off; the points go to the progress lines on stderr.
+    let mut progress = Progress::with_len(a.quiet || !a.json, "grid", Some(cs.len() * gs.len()));
     let mut on_point = |p: &GridPoint| {
         if best.is_none_or(|b| p.better_than(&b, regression)) {
             best = Some(*p);
         }
+        progress.inc(&format!(
+            "C {} gamma {} {metric}={}",
+            p.c,
+            p.gamma,
+            fmt_g(p.score)
+        ));
         if !quiet {
             let b = best.expect("invariant: set above");
             println!(

@@ -1,12 +1,10 @@
 //! `marginkit path`: the regularization path over C of the bias-free SVM with safe sample
 //! screening (Ogawa et al. 2014), one table row (or JSON entry) per C.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
+use crate::common::progress::Progress;
 use clap::{ArgAction, Args};
-use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::path::{
     run_path_resumable, Engine, Grid, LinearStart, PathCheckpoint, PathParams, PathPoint,
     PathResult,
@@ -162,42 +160,6 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
     Ok(p)
 }
 
-/// Progress per C on a terminal.
-struct Bar(Option<ProgressBar>);
-
-impl Bar {
-    fn new(enabled: bool, len: Option<usize>) -> Self {
-        Bar((enabled && std::io::stderr().is_terminal()).then(|| {
-            let b = match len {
-                Some(n) => ProgressBar::new(n as u64),
-                None => ProgressBar::new_spinner(),
-            };
-            b.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed} [{bar:30}] {pos}/{len} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            b.enable_steady_tick(Duration::from_millis(120));
-            b
-        }))
-    }
-    fn point(&self, p: &PathPoint) {
-        if let Some(b) = &self.0 {
-            b.inc(1);
-            b.set_message(format!(
-                "C {:.4e} nSV {} screened {}",
-                p.c,
-                p.n_sv,
-                p.screened_r + p.screened_l
-            ));
-        }
-    }
-    fn finish(&self) {
-        if let Some(b) = &self.0 {
-            b.finish_and_clear();
-        }
-    }
-}
-
 fn point_json(p: &PathPoint, cpu: Option<f64>) -> Value {
     let mut v = json!({
         "c": p.c,
@@ -324,7 +286,7 @@ pub fn run(a: PathArgs) -> Exit {
         }
         None => None,
     };
-    let bar = Bar::new(!a.quiet && !a.json, len);
+    let mut progress = Progress::with_len(a.quiet, "path", len);
     // Ctrl-C stops the running solve; the points done so far are reported and written, with a
     // state file to continue from.
     let mut cancel = crate::common::interrupt::install();
@@ -337,13 +299,18 @@ pub fn run(a: PathArgs) -> Exit {
         &data,
         valid.as_ref(),
         &mut |p| {
-            bar.point(p);
+            progress.inc(&format!(
+                "C {:.4e} nSV {} screened {}",
+                p.c,
+                p.n_sv,
+                p.screened_r + p.screened_l
+            ));
             cpu_marks.push(process_cpu_seconds());
         },
         &mut cancel,
         resume.as_ref(),
     );
-    bar.finish();
+    progress.finish();
     let (result, checkpoint) = result.map_err(|e| match &a.resume {
         Some(p) => CliError(format!("{}: {e}", p.display())),
         None => CliError(e.to_string()),

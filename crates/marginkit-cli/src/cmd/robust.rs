@@ -3,12 +3,12 @@
 use marginkit::svm::params::cache_bytes_from_mb;
 use marginkit::svm::KernelParams;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use crate::common::progress::Progress;
 use clap::{ArgAction, Args};
-use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::data::write_output;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::robust::cccp::{S_GRID_SVC, S_GRID_SVR, THETA_GRID};
@@ -360,20 +360,9 @@ pub fn run(a: RobustArgs) -> Exit {
     } else {
         Method::Path
     };
-    let bar = (!a.quiet && !a.json && std::io::stderr().is_terminal()).then(|| {
-        let b = ProgressBar::new_spinner();
-        b.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        b.set_message(format!(
-            "robust {} path over {} values of C",
-            choice(&a.path),
-            cs.len()
-        ));
-        b.enable_steady_tick(Duration::from_millis(120));
-        b
-    });
+    let mut progress = Progress::new(a.quiet, "robust");
+    let label = format!("{} path over {} values of C", choice(&a.path), cs.len());
+    progress.set(&label);
     let resume = match &a.resume {
         Some(f) => {
             let bytes = std::fs::read(f).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
@@ -394,12 +383,10 @@ pub fn run(a: RobustArgs) -> Exit {
         &cs,
         &data,
         valid.as_ref(),
-        &mut cancel,
+        &mut marginkit::solver::Both(&mut progress, &mut cancel),
         resume.as_ref(),
     );
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
+    progress.finish();
     let (sel, checkpoint) = sel.map_err(|e| match &a.resume {
         Some(f) => CliError(format!("{}: {e}", f.display())),
         None => CliError(e.to_string()),

@@ -1,34 +1,127 @@
-//! Progress on a terminal: a spinner on stderr fed by the solver's observer callbacks. Silent
-//! with `-q`, with `--json`, or when stderr is not a terminal.
+//! Progress of long runs, on stderr, for every command: a live line on a terminal; elsewhere (a
+//! pipe, a scheduler's log file, `--json` runs) a plain line with the elapsed time at most once
+//! every [`LINE_EVERY`] (or every `MARGINKIT_PROGRESS_SECONDS` seconds when that variable is
+//! set); nothing with `-q`. Commands feed it messages (`set`), points of a known count (`inc`),
+//! or the solver's iteration reports (it is a [`Observer`]).
 
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use marginkit::solver::{Control, IterStats, Observer};
 
-/// A solver observer that shows a spinner with the iteration count and the current violation.
+/// The least time between two plain progress lines, unless `MARGINKIT_PROGRESS_SECONDS` says
+/// otherwise.
+pub const LINE_EVERY: Duration = Duration::from_secs(10);
+
+/// The interval of plain lines: `MARGINKIT_PROGRESS_SECONDS` when it holds a finite number
+/// >= 0, else [`LINE_EVERY`].
+fn line_every() -> Duration {
+    std::env::var("MARGINKIT_PROGRESS_SECONDS")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .unwrap_or(LINE_EVERY)
+}
+
+enum Mode {
+    Off,
+    Bar(ProgressBar),
+    Lines {
+        last: Option<Instant>,
+        every: Duration,
+    },
+}
+
+/// Progress of one command; see the module docs.
 pub struct Progress {
-    bar: Option<ProgressBar>,
+    mode: Mode,
+    what: String,
+    start: Instant,
+    pos: u64,
+    len: Option<u64>,
 }
 
 impl Progress {
-    /// A spinner when `enabled` and stderr is a terminal; otherwise nothing is drawn.
-    pub fn new(enabled: bool) -> Self {
-        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
-            let b = ProgressBar::new_spinner();
+    /// Progress of `what` (e.g. "train"), silent when `quiet`.
+    pub fn new(quiet: bool, what: &str) -> Self {
+        Self::build(quiet, what, None)
+    }
+
+    /// Progress over `len` steps (a bar on a terminal; "k/len" in plain lines).
+    pub fn with_len(quiet: bool, what: &str, len: Option<usize>) -> Self {
+        Self::build(quiet, what, len.map(|n| n as u64))
+    }
+
+    fn build(quiet: bool, what: &str, len: Option<u64>) -> Self {
+        let start = Instant::now();
+        let mode = if quiet {
+            Mode::Off
+        } else if std::io::stderr().is_terminal() {
+            let (b, template) = match len {
+                Some(n) => (
+                    ProgressBar::new(n),
+                    "{spinner} {elapsed} [{bar:30}] {pos}/{len} {msg}",
+                ),
+                None => (ProgressBar::new_spinner(), "{spinner} {elapsed} {msg}"),
+            };
             b.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                ProgressStyle::with_template(template)
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             b.enable_steady_tick(Duration::from_millis(120));
-            b
-        });
-        Self { bar }
+            Mode::Bar(b)
+        } else {
+            Mode::Lines {
+                last: None,
+                every: line_every(),
+            }
+        };
+        Self {
+            mode,
+            what: what.to_string(),
+            start,
+            pos: 0,
+            len,
+        }
     }
-    /// Removes the spinner.
+
+    /// The current state, shown at once on a terminal and in the next due plain line.
+    pub fn set(&mut self, msg: &str) {
+        match &mut self.mode {
+            Mode::Off => {}
+            Mode::Bar(b) => b.set_message(msg.to_string()),
+            Mode::Lines { last, every } => {
+                let now = Instant::now();
+                let since = now.duration_since(last.unwrap_or(self.start));
+                if since >= *every {
+                    *last = Some(now);
+                    let step = match self.len {
+                        Some(n) => format!(" {}/{n}", self.pos),
+                        None => String::new(),
+                    };
+                    eprintln!(
+                        "marginkit: [{:.0} s] {}{step}: {msg}",
+                        now.duration_since(self.start).as_secs_f64(),
+                        self.what
+                    );
+                }
+            }
+        }
+    }
+
+    /// One step of `len` done, with its message.
+    pub fn inc(&mut self, msg: &str) {
+        self.pos += 1;
+        if let Mode::Bar(b) = &self.mode {
+            b.inc(1);
+        }
+        self.set(msg);
+    }
+
+    /// Removes the live line.
     pub fn finish(&self) {
-        if let Some(b) = &self.bar {
+        if let Mode::Bar(b) = &self.mode {
             b.finish_and_clear();
         }
     }
@@ -36,12 +129,10 @@ impl Progress {
 
 impl Observer for Progress {
     fn on_iter(&mut self, s: &IterStats) -> Control {
-        if let Some(b) = &self.bar {
-            b.set_message(format!(
-                "iter {} violation {:.3e} active {}",
-                s.iterations, s.max_violation, s.active
-            ));
-        }
+        self.set(&format!(
+            "iter {} violation {:.3e} active {}",
+            s.iterations, s.max_violation, s.active
+        ));
         Control::Continue
     }
 }

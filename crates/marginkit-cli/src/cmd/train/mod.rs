@@ -118,7 +118,7 @@ pub fn run(a: TrainArgs) -> Exit {
         None => None,
     };
     let cancel = crate::common::interrupt::install();
-    let mut obs = Both(Progress::new(!a.quiet && !a.json), cancel.clone());
+    let mut obs = Both(Progress::new(a.quiet, "train"), cancel.clone());
     let t0 = Instant::now();
     let (model, report, checkpoint) = fit_resumable(&params, &data, &mut obs, resume.as_ref())
         .map_err(|e| match &a.resume {

@@ -151,7 +151,7 @@ pub fn run(a: &TrainArgs) -> Exit {
         );
         return Ok(Outcome::Done);
     }
-    let mut progress = Progress::new(!a.quiet && !a.json);
+    let mut progress = Progress::new(a.quiet, "train -s odm");
     let t0 = Instant::now();
     let (model, report) = odm::fit(&params, &data, &mut progress)?;
     let seconds = t0.elapsed().as_secs_f64();
