@@ -27,6 +27,7 @@ use crate::common::input::read_data;
 use crate::common::input::InputArgs;
 use crate::common::output::default_model_path;
 use crate::common::progress::Progress;
+use crate::common::resume::{after_model, ResumeArgs};
 use crate::common::run::init_threads;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
@@ -54,6 +55,8 @@ pub enum AidCmd {
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "AID")]
 pub struct AidCommon {
+    #[command(flatten)]
+    pub ckpt: ResumeArgs,
     /// Initial aggregation rate r^0 = |K^0|/n (default: the paper's rule).
     #[arg(long)]
     pub r0: Option<f64>,
@@ -81,17 +84,6 @@ pub struct AidCommon {
     /// Write an SVG plot of the bounds and of r^t per iteration.
     #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// Print help.
-    /// Continue the run saved in this state file (written when Ctrl-C stops a run): the
-    /// finished iterations are kept and the run goes on from the interrupted one, to the same
-    /// iterates as an uninterrupted run. Same data and parameters; --max-iter and --time-limit
-    /// may change.
-    #[arg(long, value_name = "STATE")]
-    pub resume: Option<PathBuf>,
-    /// Where to write the state file of an interrupted run (default: the model file's name +
-    /// ".state").
-    #[arg(long, value_name = "FILE")]
-    pub state_file: Option<PathBuf>,
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
 }
@@ -396,7 +388,7 @@ fn model_path(train: &Path, model: &Option<PathBuf>) -> PathBuf {
 /// Ctrl-C handling and the state file of one run.
 struct Interrupt {
     state_path: PathBuf,
-    resume_path: Option<PathBuf>,
+    ckpt: ResumeArgs,
     resume: Option<AidCheckpoint>,
     cancel: Cancel,
 }
@@ -409,20 +401,10 @@ impl Interrupt {
         for out in outputs.iter().copied().chain(common.plot.as_deref()) {
             crate::common::output::refuse_same_file(&state_path, out)?;
         }
-        let resume = match &common.resume {
-            Some(p) => {
-                let bytes =
-                    std::fs::read(p).map_err(|e| CliError(format!("{}: {e}", p.display())))?;
-                Some(
-                    AidCheckpoint::from_bytes(&bytes)
-                        .map_err(|e| CliError(format!("{}: {e}", p.display())))?,
-                )
-            }
-            None => None,
-        };
+        let resume = common.ckpt.read(AidCheckpoint::from_bytes)?;
         Ok(Self {
             state_path,
-            resume_path: common.resume.clone(),
+            ckpt: common.ckpt.clone(),
             resume,
             cancel: crate::common::interrupt::install(),
         })
@@ -430,10 +412,7 @@ impl Interrupt {
 
     /// A library error; names the state file when continuing one (a refused state).
     fn err(&self, e: marginkit::FitError) -> CliError {
-        match &self.resume_path {
-            Some(p) => CliError(format!("{}: {e}", p.display())),
-            None => CliError(e.to_string()),
-        }
+        self.ckpt.err(e)
     }
 
     /// Writes the state of a stopped run (atomically); returns its path.
@@ -454,7 +433,7 @@ impl Interrupt {
                 json!(written.is_some() || self.cancel.is_cancelled()),
             );
             o.insert("state_file".into(), json!(written));
-            o.insert("resumed".into(), json!(self.resume_path.is_some()));
+            o.insert("resumed".into(), json!(self.ckpt.resume.is_some()));
         }
     }
 
@@ -479,11 +458,7 @@ impl Interrupt {
 
 /// The state file of a stopped run: `--state-file`, else the model file's name + ".state".
 fn state_path(common: &AidCommon, model: &Path) -> PathBuf {
-    common.state_file.clone().unwrap_or_else(|| {
-        let mut s = model.as_os_str().to_owned();
-        s.push(".state");
-        PathBuf::from(s)
-    })
+    common.ckpt.state_path(after_model(model))
 }
 
 /// Checks every output of an `aid` run before the data are read: the model (first), the
@@ -778,7 +753,7 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
         time_limit: seconds("bnb-time-limit", Some(a.bnb_time_limit))?,
         rel_gap: 1e-6,
     };
-    if a.exact && (a.common.resume.is_some() || a.common.state_file.is_some()) {
+    if a.exact && a.common.ckpt.any() {
         return Err(CliError(
             "--exact cannot be combined with --resume or --state-file: the exact branch and bound writes no state to continue from".into(),
         ));

@@ -22,6 +22,7 @@ use crate::common::input::InputArgs;
 use crate::common::model::svm_params;
 use crate::common::model::ModelArgs;
 use crate::common::report::choice;
+use crate::common::resume::{beside_name, ResumeArgs};
 use crate::common::run::init_threads;
 use crate::common::run::process_cpu_seconds;
 use crate::common::{CliError, CliResult, Exit, Outcome};
@@ -30,6 +31,8 @@ use crate::common::{CliError, CliResult, Exit, Outcome};
 #[derive(Debug, Args)]
 #[command(disable_help_flag = true)]
 pub struct PathArgs {
+    #[command(flatten)]
+    pub ckpt: ResumeArgs,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -75,15 +78,6 @@ pub struct PathArgs {
     /// Write the model with the best validation accuracy here (needs --valid).
     #[arg(long, requires = "valid")]
     pub best_model: Option<PathBuf>,
-    /// Continue the path saved in this state file (written when Ctrl-C stops a path): the
-    /// finished points are kept and the path goes on from the interrupted one, to the same
-    /// points as an uninterrupted run. Same data and parameters; limits may change.
-    #[arg(long, value_name = "STATE")]
-    pub resume: Option<PathBuf>,
-    /// Where to write the state file of an interrupted path (default: TRAIN_FILE's name +
-    /// ".path.state" in the current directory).
-    #[arg(long, value_name = "FILE")]
-    pub state_file: Option<PathBuf>,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -244,13 +238,7 @@ pub fn plot_svg(r: &PathResult, title: &str) -> String {
 
 pub fn run(a: PathArgs) -> Exit {
     init_threads(a.model.threads)?;
-    let state_path = a.state_file.clone().unwrap_or_else(|| {
-        let name = a
-            .train_file
-            .file_name()
-            .map_or("stdin".into(), |n| n.to_string_lossy().into_owned());
-        PathBuf::from(format!("{name}.path.state"))
-    });
+    let state_path = a.ckpt.state_path(beside_name(&a.train_file, ".path.state"));
     for out in [&a.best_model, &a.plot].into_iter().flatten() {
         crate::common::output::refuse_same_file(&state_path, out)?;
     }
@@ -276,16 +264,7 @@ pub fn run(a: PathArgs) -> Exit {
         Grid::List(v) => Some(v.len()),
         Grid::Epsilon { .. } => None,
     };
-    let resume = match &a.resume {
-        Some(p) => {
-            let bytes = std::fs::read(p).map_err(|e| CliError(format!("{}: {e}", p.display())))?;
-            Some(
-                PathCheckpoint::from_bytes(&bytes)
-                    .map_err(|e| CliError(format!("{}: {e}", p.display())))?,
-            )
-        }
-        None => None,
-    };
+    let resume = a.ckpt.read(PathCheckpoint::from_bytes)?;
     let mut progress = Progress::with_len(a.quiet, "path", len);
     // Ctrl-C stops the running solve; the points done so far are reported and written, with a
     // state file to continue from.
@@ -311,10 +290,7 @@ pub fn run(a: PathArgs) -> Exit {
         resume.as_ref(),
     );
     progress.finish();
-    let (result, checkpoint) = result.map_err(|e| match &a.resume {
-        Some(p) => CliError(format!("{}: {e}", p.display())),
-        None => CliError(e.to_string()),
-    })?;
+    let (result, checkpoint) = result.map_err(|e| a.ckpt.err(e))?;
     let state_written = match &checkpoint {
         Some(c) => {
             marginkit::data::write_output(&state_path, |w| {
@@ -420,7 +396,7 @@ pub fn run(a: PathArgs) -> Exit {
         if let Value::Object(o) = &mut out {
             o.insert("interrupted".into(), json!(cancel.is_cancelled()));
             o.insert("state_file".into(), json!(state_written));
-            o.insert("resumed".into(), json!(a.resume.is_some()));
+            o.insert("resumed".into(), json!(a.ckpt.resume.is_some()));
         }
         println!("{out}");
     }

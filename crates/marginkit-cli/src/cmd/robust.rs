@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
 use crate::common::report::choice;
+use crate::common::resume::{beside_name, ResumeArgs};
 use crate::common::run::init_threads;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
@@ -37,6 +38,8 @@ Every locally optimal breakpoint of every C is a candidate; the lowest validatio
 (0-1 for svc, mean absolute error for svr). --cccp runs the CCCP baseline on the paper's 5-point grid."
 )]
 pub struct RobustArgs {
+    #[command(flatten)]
+    pub ckpt: ResumeArgs,
     /// svc (two classes) or svr (LAD regression).
     #[arg(value_enum)]
     pub task: TaskArg,
@@ -109,15 +112,6 @@ pub struct RobustArgs {
     /// Write the selected model (LIBSVM format, readable by `marginkit predict`).
     #[arg(long)]
     pub save_model: Option<PathBuf>,
-    /// Continue the runs saved in this state file (written when Ctrl-C stops a run): the
-    /// finished values of C are kept and the interrupted one goes on from its last event, to
-    /// the same breakpoints as an uninterrupted run. Same data and parameters.
-    #[arg(long, value_name = "STATE")]
-    pub resume: Option<PathBuf>,
-    /// Where to write the state file of an interrupted run (default: TRAIN_FILE's name +
-    /// ".robust.state" in the current directory).
-    #[arg(long, value_name = "FILE")]
-    pub state_file: Option<PathBuf>,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -310,13 +304,9 @@ const PLOT_COEF_MAX_N: usize = 5000;
 pub fn run(a: RobustArgs) -> Exit {
     let t0 = Instant::now();
     init_threads(a.threads)?;
-    let state_path = a.state_file.clone().unwrap_or_else(|| {
-        let name = a
-            .train_file
-            .file_name()
-            .map_or("stdin".into(), |n| n.to_string_lossy().into_owned());
-        PathBuf::from(format!("{name}.robust.state"))
-    });
+    let state_path = a
+        .ckpt
+        .state_path(beside_name(&a.train_file, ".robust.state"));
     for out in [&a.save_model, &a.plot].into_iter().flatten() {
         crate::common::output::refuse_same_file(&state_path, out)?;
     }
@@ -363,16 +353,7 @@ pub fn run(a: RobustArgs) -> Exit {
     let mut progress = Progress::new(a.quiet, "robust");
     let label = format!("{} path over {} values of C", choice(&a.path), cs.len());
     progress.set(&label);
-    let resume = match &a.resume {
-        Some(f) => {
-            let bytes = std::fs::read(f).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
-            Some(
-                RobustCheckpoint::from_bytes(&bytes)
-                    .map_err(|e| CliError(format!("{}: {e}", f.display())))?,
-            )
-        }
-        None => None,
-    };
+    let resume = a.ckpt.read(RobustCheckpoint::from_bytes)?;
     // Ctrl-C stops the running event or solve; the runs so far are reported and the chosen
     // model written, with a state file to continue from.
     let mut cancel = crate::common::interrupt::install();
@@ -387,10 +368,7 @@ pub fn run(a: RobustArgs) -> Exit {
         resume.as_ref(),
     );
     progress.finish();
-    let (sel, checkpoint) = sel.map_err(|e| match &a.resume {
-        Some(f) => CliError(format!("{}: {e}", f.display())),
-        None => CliError(e.to_string()),
-    })?;
+    let (sel, checkpoint) = sel.map_err(|e| a.ckpt.err(e))?;
     let state_written = match &checkpoint {
         Some(c) => {
             write_output(&state_path, |w| w.write_all(&c.to_bytes()))
@@ -458,7 +436,7 @@ pub fn run(a: RobustArgs) -> Exit {
             o.insert("interrupted".into(), json!(sel.interrupted));
             o.insert("status".into(), json!(status.as_str()));
             o.insert("state_file".into(), json!(state_written));
-            o.insert("resumed".into(), json!(a.resume.is_some()));
+            o.insert("resumed".into(), json!(a.ckpt.resume.is_some()));
         }
         println!("{out}");
     } else if !a.quiet {

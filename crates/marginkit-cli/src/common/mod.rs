@@ -8,6 +8,7 @@ pub mod model;
 pub mod output;
 pub mod progress;
 pub mod report;
+pub mod resume;
 pub mod run;
 
 /// A user-facing failure: printed by `main` as `marginkit: error: <message>`, exit code 1.

@@ -54,7 +54,7 @@ fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> 
 
 pub fn run(a: TrainArgs) -> Exit {
     let (params, solver) = linear_params(&a)?;
-    if a.resume.is_some() {
+    if a.ckpt.resume.is_some() {
         return Err(CliError(
             "--resume continues kernel fits; a linear fit stopped early is simply re-run (it has no state file)".into(),
         ));

@@ -8,6 +8,7 @@ use crate::common::output::{
     check_outputs, default_model_path, refuse_overwriting_input, refuse_same_file,
 };
 use crate::common::report::{report_cv, say};
+use crate::common::resume::{after_model, ResumeArgs};
 use crate::common::run::init_threads;
 
 use clap::{ArgAction, Args};
@@ -85,7 +86,7 @@ pub fn run(a: TrainArgs) -> Exit {
         if let Some(w) = &a.weights {
             inputs.push((w.as_path(), "weight file"));
         }
-        if let Some(r) = &a.resume {
+        if let Some(r) = &a.ckpt.resume {
             inputs.push((r.as_path(), "--resume state file"));
         }
         refuse_overwriting_input(&model, &inputs)?;
@@ -113,18 +114,12 @@ pub fn run(a: TrainArgs) -> Exit {
         .unwrap_or_else(|| default_model_path(&a.train_file));
     let state_path = state_path(&a, &path);
     refuse_same_file(&state_path, &path)?;
-    let resume = match &a.resume {
-        Some(p) => Some(read_state(p)?),
-        None => None,
-    };
+    let resume = a.ckpt.read(FitCheckpoint::from_bytes)?;
     let cancel = crate::common::interrupt::install();
     let mut obs = Both(Progress::new(a.quiet, "train"), cancel.clone());
     let t0 = Instant::now();
-    let (model, report, checkpoint) = fit_resumable(&params, &data, &mut obs, resume.as_ref())
-        .map_err(|e| match &a.resume {
-            Some(p) => CliError(format!("{}: {e}", p.display())),
-            None => CliError(e.to_string()),
-        })?;
+    let (model, report, checkpoint) =
+        fit_resumable(&params, &data, &mut obs, resume.as_ref()).map_err(|e| a.ckpt.err(e))?;
     let seconds = t0.elapsed().as_secs_f64();
     obs.0.finish();
     say(a.json, a.quiet, describe(&report).trim_end());
@@ -191,7 +186,7 @@ pub fn run(a: TrainArgs) -> Exit {
             "cache_hits": report.cache.hits,
             "cache_misses": report.cache.misses,
             "cache_hit_rate": report.cache.hit_rate(),
-            "resumed": a.resume.is_some(),
+            "resumed": a.ckpt.resume.is_some(),
         });
         println!("{out}");
     }
@@ -203,27 +198,18 @@ pub fn run(a: TrainArgs) -> Exit {
 
 /// The state file of a stopped fit: `--state-file`, else the model file's name + ".state".
 pub fn state_path(a: &TrainArgs, model: &Path) -> PathBuf {
-    a.state_file.clone().unwrap_or_else(|| {
-        let mut s = model.as_os_str().to_owned();
-        s.push(".state");
-        PathBuf::from(s)
-    })
+    a.ckpt.state_path(after_model(model))
 }
 
 /// Refuses `--resume` and `--state-file` together with `-v` (cross-validation has no state to
 /// continue: each fold is a fresh fit, and nothing of a stopped run is kept).
 pub fn refuse_cv_state(a: &TrainArgs) -> CliResult {
-    if a.folds.is_some() && (a.resume.is_some() || a.state_file.is_some()) {
+    if a.folds.is_some() && a.ckpt.any() {
         return Err(CliError(
             "-v (cross-validation) cannot be combined with --resume or --state-file: cross-validation writes no state to continue from".into(),
         ));
     }
     Ok(())
-}
-
-fn read_state(p: &Path) -> CliResult<FitCheckpoint> {
-    let bytes = std::fs::read(p).map_err(|e| CliError(format!("{}: {e}", p.display())))?;
-    FitCheckpoint::from_bytes(&bytes).map_err(|e| CliError(format!("{}: {e}", p.display())))
 }
 
 fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> Exit {
@@ -261,6 +247,8 @@ fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> E
 )]
 pub struct TrainArgs {
     #[command(flatten)]
+    pub ckpt: ResumeArgs,
+    #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
     pub odm: odm::OdmArgs,
@@ -275,13 +263,6 @@ pub struct TrainArgs {
     /// Print one JSON object with the results on stdout at the end (human lines go to stderr).
     #[arg(long, help_heading = "Output")]
     pub json: bool,
-    /// Continue the fit saved in this state file (written when a fit stops before convergence:
-    /// Ctrl-C, --max-iter, --time-limit); same data and parameters, limits may change.
-    #[arg(long, value_name = "STATE", help_heading = "Solver and run")]
-    pub resume: Option<PathBuf>,
-    /// Where to write the state file of a fit that stops early (default: MODEL_FILE.state).
-    #[arg(long, value_name = "FILE", help_heading = "Solver and run")]
-    pub state_file: Option<PathBuf>,
     /// Per-sample weights: a text file with one non-negative weight per line, in the order of
     /// the training samples (LIBSVM's weights extension); C_i = C * w_i.
     #[arg(

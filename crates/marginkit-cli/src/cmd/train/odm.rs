@@ -80,10 +80,10 @@ fn refuse_other_flags(a: &TrainArgs) -> Result<(), CliError> {
     if a.weights.is_some() {
         bad.push("-W");
     }
-    if a.resume.is_some() {
+    if a.ckpt.resume.is_some() {
         bad.push("--resume");
     }
-    if a.state_file.is_some() {
+    if a.ckpt.state_file.is_some() {
         bad.push("--state-file");
     }
     if bad.is_empty() {
