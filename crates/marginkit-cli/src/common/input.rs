@@ -3,6 +3,7 @@ use crate::common::CliResult;
 
 use clap::Args;
 
+use std::io::Read;
 use std::path::Path;
 
 use marginkit::data::csv::{read_csv_path, CsvOptions, Delimiter, LabelColumn};
@@ -56,7 +57,56 @@ pub fn read_data(path: &Path, input: &InputArgs, precomputed: bool) -> Result<Da
         };
         read_libsvm_path(path, &opts)
     };
-    data.map_err(|e| io_context(path, e))
+    data.map_err(|e| {
+        let parse_failed = matches!(e, IoError::Parse(_));
+        let mut err = io_context(path, e);
+        if parse_failed {
+            if let Some(hint) = format_hint(path, input) {
+                err.0.push_str("\n  hint: ");
+                err.0.push_str(&hint);
+            }
+        }
+        err
+    })
+}
+
+/// A hint when a file that failed to parse looks like another format: CSV given without
+/// `--csv`, or CSV with another delimiter than `--delimiter`. Judged from the first line.
+fn format_hint(path: &Path, input: &InputArgs) -> Option<String> {
+    use std::io::{BufRead, BufReader};
+    if path.as_os_str() == "-" || path.extension().is_some_and(|e| e == "gz") {
+        return None;
+    }
+    let mut first = String::new();
+    BufReader::new(std::fs::File::open(path).ok()?)
+        .take(64 * 1024)
+        .read_line(&mut first)
+        .ok()?;
+    let count = |c: char| first.matches(c).count();
+    let (commas, semis, tabs) = (count(','), count(';'), count('\t'));
+    let likely = [(commas, ','), (semis, ';'), (tabs, '\t')]
+        .into_iter()
+        .max_by_key(|(n, _)| *n)
+        .filter(|(n, _)| *n > 0)?
+        .1;
+    let flag = match likely {
+        ',' => "--delimiter ','".to_string(),
+        ';' => "--delimiter ';'".to_string(),
+        _ => "--delimiter $'\\t'".to_string(),
+    };
+    if !input.csv {
+        Some(format!(
+            "the first line looks like CSV; read it with --csv{} (and --label-column if the label is not the last column)",
+            if likely == ',' { String::new() } else { format!(" {flag}") }
+        ))
+    } else if likely != input.delimiter {
+        Some(format!(
+            "the first line is split by {likely:?}, not {:?}: add {flag}",
+            input.delimiter
+        ))
+    } else {
+        None
+    }
 }
 
 /// Options shared by every command that reads a data file.
