@@ -36,7 +36,7 @@ from liblinear.liblinearutil import train as ll_train
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, "tests", "data", "golden")
 
-# (name, train file, test file) relative to the shared data dir; test None = predict on train.
+# (name, train file, test file) relative to --data-dir (default: the repository's data/); test None = predict on train.
 DATASETS = {
     "heart_scale": ("clf/heart_scale.train.svm", "clf/heart_scale.test.svm"),
     "breast_cancer": ("clf/breast_cancer.train.svm", "clf/breast_cancer.test.svm"),
@@ -575,7 +575,8 @@ def run_liblinear(data_dir, dataset, config, opts, env):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-dir", default="/work/shared/data")
+    ap.add_argument("--data-dir", default=os.path.join(REPO, "data"),
+                    help="real data sets (default: the repository's data/)")
     args = ap.parse_args()
     env = environment()
     for sub in ("libsvm", "liblinear"):

@@ -351,7 +351,8 @@ def main():
     ap.add_argument("--gammas", default="0.1,1,10", help="RBF gamma as multiples of 1/d")
     ap.add_argument("--no-linear", action="store_true")
     ap.add_argument("--no-peer", action="store_true", help="skip LIBSVM/LIBLINEAR (marginkit only)")
-    ap.add_argument("--data-dir", default="/work/shared/data")
+    ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(HERE), "data"),
+                    help="real data sets (default: the repository's data/)")
     ap.add_argument("--seed", type=int, default=20261121)
     ap.add_argument("--repeat", type=int, default=3, help="runs per entry (the median is reported)")
     ap.add_argument("--large", action="store_true", help="only the Table III setting on the large sparse set")

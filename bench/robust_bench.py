@@ -159,7 +159,8 @@ def scaling(args, bin_):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-dir", default="/work/shared/data")
+    ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(HERE), "data"),
+                    help="real data sets (default: the repository's data/)")
     ap.add_argument("--c", type=float, default=1.0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=600.0)

@@ -39,15 +39,14 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 
 def default_data_dir():
-    """The shared data folder beside the repository (as in CI), else the workplace's copy."""
-    beside = os.path.join(os.path.dirname(REPO), "shared", "data")
-    return beside if os.path.isdir(beside) else "/work/shared/data"
+    """The repository's data folder (provenance in data/README.md)."""
+    return os.path.join(REPO, "data")
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default=default_data_dir(),
-                    help="shared real data (default: ../shared/data beside the repository, else /work/shared/data)")
+                    help="real data sets (default: the repository's data/)")
     ap.add_argument("--repeats", type=int, default=3, help="measurements per solver and case; medians reported")
     ap.add_argument("--quick", action="store_true", help="tiny synthetic sizes, one repeat (CI smoke test)")
     ap.add_argument("--cases", default=None, help="comma-separated case names (see --list)")

@@ -1,8 +1,6 @@
-"""Predictions equal scikit-learn's on every shared data set (classification: SVC and NuSVC on the
-test split of each binary set and on the multiclass sets; regression: SVR and NuSVR), at the
-same parameters. The shared data live beside the repository (`../shared/data`, present in CI and
-in the development checkout) or at $MARGINKIT_SHARED_DATA; without them this module is skipped
-(the copies in tests/data cover the same ground for users)."""
+"""Predictions equal scikit-learn's on every data set in the repository's `data/` folder
+(classification: SVC and NuSVC on the test split of each binary set and on the multiclass sets;
+regression: SVR and NuSVR), at the same parameters. Provenance of the files: `data/README.md`."""
 
 import glob
 import os
@@ -17,25 +15,21 @@ import marginkit as mk
 from conftest import assert_same_predictions
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CANDIDATES = [
-    os.environ.get("MARGINKIT_SHARED_DATA", ""),
-    os.path.join(HERE, "..", "..", "..", "..", "shared", "data"),
-    "/work/shared/data",
-]
-SHARED = next((p for p in CANDIDATES if p and os.path.isdir(os.path.join(p, "clf"))), None)
-pytestmark = pytest.mark.skipif(SHARED is None, reason="shared data sets not present")
+DATA = os.path.normpath(os.path.join(HERE, "..", "..", "..", "data"))
 
 
 def _names(sub, suffix):
-    if SHARED is None:
-        return []
-    return sorted(os.path.basename(p)[: -len(suffix)]
-                  for p in glob.glob(os.path.join(SHARED, sub, "*" + suffix)))
+    names = sorted(os.path.basename(p)[: -len(suffix)]
+                   for p in glob.glob(os.path.join(DATA, sub, "*" + suffix)))
+    # An empty list would parametrize the tests below away without a failure.
+    if not names:
+        raise FileNotFoundError(f"no {sub}/*{suffix} files in {DATA} (see data/README.md)")
+    return names
 
 
 def _split(sub, name):
-    tr = os.path.join(SHARED, sub, f"{name}.train.svm")
-    te = os.path.join(SHARED, sub, f"{name}.test.svm")
+    tr = os.path.join(DATA, sub, f"{name}.train.svm")
+    te = os.path.join(DATA, sub, f"{name}.test.svm")
     Xtr, ytr = load_svmlight_file(tr)
     Xte, yte = load_svmlight_file(te, n_features=Xtr.shape[1])
     return Xtr.toarray(), ytr, Xte.toarray(), yte
@@ -56,7 +50,7 @@ def test_binary_sets(name, cls, params):
 
 @pytest.mark.parametrize("name", _names("multiclass", ".scale.svm"))
 def test_multiclass_sets(name):
-    X, y = load_svmlight_file(os.path.join(SHARED, "multiclass", f"{name}.scale.svm"))
+    X, y = load_svmlight_file(os.path.join(DATA, "multiclass", f"{name}.scale.svm"))
     X = X.toarray()
     ours = mk.SVC(C=2.0).fit(X, y)
     ref = sk.SVC(C=2.0).fit(X, y)

@@ -12,7 +12,7 @@
 //!   averaged over 3 seeded label draws, beside a supervised SVM on the labeled rows only.
 //!
 //! `cargo run --release -p marginkit --example aid_repro -- [DATA_DIR] [OUT_DIR] [s3vm]`
-//! (defaults: `/work/shared/data`, `docs/repro`; `s3vm` re-runs only the S3VM section and splices it
+//! (defaults: the repository's `data/` folder, `docs/repro`; `s3vm` re-runs only the S3VM section and splices it
 //! into the existing aid.md). Single runs; timings on a shared 2-core machine.
 
 use std::fmt::Write as _;
@@ -169,9 +169,12 @@ fn accuracy(pred: &[f64], truth: &[f64]) -> f64 {
     pred.iter().zip(truth).filter(|(a, b)| a == b).count() as f64 / truth.len().max(1) as f64
 }
 
+/// The repository's `data/` folder (provenance in `data/README.md`).
+const DATA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data");
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let data_dir = args.get(1).cloned().unwrap_or("/work/shared/data".into());
+    let data_dir = args.get(1).cloned().unwrap_or(DATA_DIR.into());
     let out_dir = args.get(2).cloned().unwrap_or("docs/repro".into());
     // `s3vm` as a third argument re-runs only the S3VM section and splices it into the existing
     // aid.md (the other sections keep their earlier run).
@@ -415,13 +418,12 @@ fn main() {
     writeln!(md, "|---|---|---|---|---|---|---|---|").unwrap();
     for name in ["digits_oe", "breast_cancer"] {
         let path = format!("{data_dir}/clf/{name}.scale.svm");
-        let Ok(full) = read_libsvm_path(&path, &ReadOptions::default()) else {
-            writeln!(
-                md,
-                "| {name} | - | - | - | data not found at {path} | | | |"
-            )
-            .unwrap();
-            continue;
+        let full = match read_libsvm_path(&path, &ReadOptions::default()) {
+            Ok(full) => full,
+            Err(e) => {
+                eprintln!("aid_repro: cannot read {path}: {e} (a copy of the file is in the repository's data/ folder; see data/README.md)");
+                std::process::exit(1);
+            }
         };
         for technique in ["constraint", "cost"] {
             for l in [10usize, 100] {
@@ -519,7 +521,7 @@ fn main() {
          `prop5_counterexample`). {} {:.0} s.",
         if s3vm_only {
             "This section was re-run alone (`cargo run --release -p marginkit --example aid_repro -- \
-             /work/shared/data docs/repro s3vm`); the sections above are from the previous full run. Its run time:"
+             data docs/repro s3vm`); the sections above are from the previous full run. Its run time:"
         } else {
             "Total run time of this example:"
         },

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p marginkit --example odmc_repro -- [--data DIR] [--out FILE] [--full] [--seeds N]
 //! ```
-//! `DIR` defaults to `/work/shared/data`. Default grid (minutes on 2 cores): lambda in
+//! `DIR` defaults to the repository's `data/` folder. Default grid (minutes on 2 cores): lambda in
 //! {1, 10, 100, 1000}, nu in {0.2, 0.8}, theta in {0.2, 0.8}, kernels linear and Gaussian with
 //! sigma in {0.5, 1} sqrt(mean squared distance), 100 SMD iterations per round and at most 4
 //! rounds; `--full` runs the paper's whole grid
@@ -40,9 +40,18 @@ struct Set {
     note: &'static str,
 }
 
+/// The repository's `data/` folder (provenance in `data/README.md`).
+const DATA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data");
+
 fn load(path: &Path) -> (Points, Vec<f64>) {
     let d = read_libsvm_path(path, &ReadOptions::default())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        .unwrap_or_else(|e| {
+            eprintln!(
+                "odmc_repro: cannot read {}: {e} (a copy of the file is in the repository's data/ folder; see data/README.md)",
+                path.display()
+            );
+            std::process::exit(1)
+        });
     (Points::from_features(&d.x), d.y)
 }
 
@@ -129,7 +138,11 @@ fn main() {
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1).cloned())
     };
-    let data = PathBuf::from(arg("--data").unwrap_or_else(|| "/work/shared/data".into()));
+    // The default is the repository's data/ folder; the report names it relative to the
+    // repository so that the generated page holds no machine path.
+    let data_arg = arg("--data");
+    let data = PathBuf::from(data_arg.clone().unwrap_or_else(|| DATA_DIR.into()));
+    let data_label = data_arg.unwrap_or_else(|| "data/".into());
     let out = PathBuf::from(arg("--out").unwrap_or_else(|| "docs/repro/odmc.md".into()));
     let full = args.iter().any(|a| a == "--full");
     let n_seeds: u64 = arg("--seeds").map_or(10, |s| s.parse().expect("--seeds N"));
@@ -181,7 +194,7 @@ fn main() {
          is at least 40% of the points, else 0.3 n (the paper's two values; choosing by the class ratio uses the labels, as the paper's \
          unstated rule must). Features standardized for ODMC and k-means alike.\n",
         if full { " -- --full" } else { "" },
-        data.display(),
+        data_label,
         n_seeds,
         lambdas.len() * nus.len() * thetas.len() * kernels.len(),
         lambdas, nus, thetas, sigmas,

@@ -4,7 +4,7 @@
 //!
 //! * splits: random 40% training / 30% validation / 30% test;
 //! * SVC (breast_cancer = the paper's SVC D1): 15% of the labels flipped in training and validation;
-//! * SVR (auto = SVR D3 mpg, boston = SVR D4 housing): inputs in [-1, 1] (the shared `.scale.svm`
+//! * SVR (auto = SVR D3 mpg, boston = SVR D4 housing): inputs in [-1, 1] (the `.scale.svm` files in `data/`
 //!   files, scaled over the whole set), outputs standardized (whole set), then 5% of the training
 //!   and validation samples get U(-2, 2) noise on every input and N(0, 10^2) noise on the output;
 //! * kernels: linear and RBF with gamma = 1/d; C in {0.01, 0.1, 1, 10, 100};
@@ -14,7 +14,7 @@
 //!   test set; SVR's theta methods use s = 1 (the paper does not state it; its Fig. 3a uses 1).
 //!
 //! `cargo run --release -p marginkit --example robust_repro -- [DATA_DIR] [OUT_DIR] [SPLITS] [CS]
-//! [op-only]` (defaults: `/work/shared/data`, `docs/repro`, 10, `0.01,0.1,1,10,100`; `CS` is a
+//! [op-only]` (defaults: the repository's `data/` folder, `docs/repro`, 10, `0.01,0.1,1,10,100`; `CS` is a
 //! comma-separated C grid; `op-only` skips the CCCP columns, e.g. to check the paths at one C).
 
 use std::fmt::Write as _;
@@ -215,9 +215,12 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
     (m, var.sqrt())
 }
 
+/// The repository's `data/` folder (provenance in `data/README.md`).
+const DATA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data");
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let data_dir = args.get(1).map_or("/work/shared/data", String::as_str);
+    let data_dir = args.get(1).map_or(DATA_DIR, String::as_str);
     let out_dir = std::path::PathBuf::from(args.get(2).map_or("docs/repro", String::as_str));
     let splits: usize = args.get(3).map_or(Ok(10), |s| s.parse())?;
     let cs: Vec<f64> = match args.get(4) {
@@ -267,7 +270,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     writeln!(
         md,
-        "Deviations: our scaling statistics come from the whole data set (the shared `.scale.svm` \
+        "Deviations: our scaling statistics come from the whole data set (the `.scale.svm` files in `data/` \
          files), the paper does not say; our `auto` has 9 inputs (origin one-hot) where the \
          paper's mpg set has 7; breast_cancer is scikit-learn's copy of WDBC (the paper's D1 is \
          presumably the same data). Paper numbers: Tables 3-6, rows SVC D1, SVR D3 (mpg), SVR D4 \
@@ -280,7 +283,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     for (name, task, file) in sets {
         let path = format!("{data_dir}/{file}");
-        let data = read_libsvm_path(&path, &ReadOptions::default())?;
+        let data = read_libsvm_path(&path, &ReadOptions::default()).map_err(|e| {
+            format!("cannot read {path}: {e} (a copy of the file is in the repository's data/ folder; see data/README.md)")
+        })?;
         let x = dense(&data.x);
         let d = data.n_features();
         let mut y = data.y.clone();

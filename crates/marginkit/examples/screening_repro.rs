@@ -14,7 +14,7 @@
 //!   trains it (the paper's setting), plus the warm-started pair.
 //!
 //! `cargo run --release -p marginkit --example screening_repro -- [DATA_DIR] [OUT_DIR]`
-//! (defaults: `/work/shared/data`, `docs/repro`).
+//! (defaults: the repository's `data/` folder, `docs/repro`).
 
 use std::error::Error;
 use std::fmt::Write as _;
@@ -322,13 +322,18 @@ fn run(data: &Dataset, p: PathParams) -> Result<PathResult, Box<dyn Error>> {
     )?)
 }
 
+/// The repository's `data/` folder (provenance in `data/README.md`).
+const DATA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data");
+
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let data_dir = args.get(1).map_or("/work/shared/data", String::as_str);
+    let data_dir = args.get(1).map_or(DATA_DIR, String::as_str);
     let out_dir = std::path::PathBuf::from(args.get(2).map_or("docs/repro", String::as_str));
     std::fs::create_dir_all(&out_dir)?;
     let path = format!("{data_dir}/clf/breast_cancer.scale.svm");
-    let data = read_libsvm_path(&path, &ReadOptions::default())?;
+    let data = read_libsvm_path(&path, &ReadOptions::default()).map_err(|e| {
+            format!("cannot read {path}: {e} (a copy of the file is in the repository's data/ folder; see data/README.md)")
+        })?;
     let d = data.n_features();
     let mut md = String::new();
     writeln!(
@@ -338,7 +343,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     writeln!(
         md,
         "Produced by `cargo run --release -p marginkit --example screening_repro` from \
-         `{path}` ({} samples, {d} features, scaled to [-1, 1]).\n",
+         `{}` ({} samples, {d} features, scaled to [-1, 1]).\n",
+        // The repository-relative name when the default folder is read, so that the page
+        // names no machine path.
+        if args.get(1).is_some() {
+            path.as_str()
+        } else {
+            "data/clf/breast_cancer.scale.svm"
+        },
         data.len()
     )?;
 

@@ -320,10 +320,52 @@ fn model_round_trips_and_cross_validation_is_sensible() {
     write_model(&mut buf, &model).unwrap();
     let back = read_model_bytes(&buf).unwrap();
     assert_eq!(back.predict(&data.x).unwrap(), pred);
-    // Decision values equal sum_i y_i d_i K(x_i, x) (no bias).
+    // Decision values equal sum_i y_i d_i K(x_i, x) (no bias), with d = alpha1 - alpha2 from
+    // the dual solution and the RBF kernel recomputed here; also the solver's own f(x_i).
     let dv = model.decision_values(&data.x);
     assert_eq!(model.rho, vec![0.0]);
     assert!(dv.iter().all(|d| d.len() == 1));
+    let m = data.len();
+    let y: Vec<i8> = data
+        .y
+        .iter()
+        .map(|&v| if v == data.y[0] { 1 } else { -1 })
+        .collect();
+    let sol = odm::solve(&p, &data.x, &y, None, &mut NoObserver).unwrap();
+    let rows: Vec<Vec<f64>> = (0..m)
+        .map(|i| {
+            let mut r = vec![0.0; data.n_features()];
+            for (k, v) in data.x.row(i).iter() {
+                r[k] = v;
+            }
+            r
+        })
+        .collect();
+    let rbf = |a: &[f64], b: &[f64]| {
+        let d2: f64 = a.iter().zip(b).map(|(u, v)| (u - v) * (u - v)).sum();
+        (-0.05 * d2).exp()
+    };
+    let mut nonzero = 0;
+    for (j, d) in dv.iter().enumerate() {
+        let (mut sum, mut mag) = (0.0, 0.0);
+        for i in 0..m {
+            let t = f64::from(y[i]) * (sol.alpha[i] - sol.alpha[m + i]) * rbf(&rows[i], &rows[j]);
+            sum += t;
+            mag += t.abs();
+        }
+        assert!(
+            (d[0] - sum).abs() <= 1e-9 * (1.0 + mag),
+            "x_{j}: model {} vs sum {sum}",
+            d[0]
+        );
+        assert!(
+            (sol.f[j] - sum).abs() <= 1e-6 * (1.0 + mag),
+            "x_{j}: f {} vs {sum}",
+            sol.f[j]
+        );
+        nonzero += usize::from(sum != 0.0);
+    }
+    assert!(nonzero > m / 2, "{nonzero} nonzero decision values");
 
     let cv = odm::cross_validation(&p, &data, 5, 1).unwrap();
     assert_eq!(cv, odm::cross_validation(&p, &data, 5, 1).unwrap());

@@ -575,7 +575,51 @@ fn epsilon_path_starts_at_lemma9_and_models_predict() {
     for w in r.points.windows(2) {
         assert!(w[1].c > w[0].c);
     }
-    // Lemma 9: at C_min every alpha is C, so the first point's objective is close to that.
+    // Lemma 9: a = C 1 is optimal exactly for C <= C_min = 1 / max_i (Q1)_i. Q1 recomputed here
+    // in f64 from the RBF formula; the path sums f32 cache columns, hence 1e-6.
+    let n = data.len();
+    let rows: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            let mut r = vec![0.0; 2];
+            for (k, v) in data.x.row(i).iter() {
+                r[k] = v;
+            }
+            r
+        })
+        .collect();
+    let q = |i: usize, j: usize| {
+        let d2: f64 = rows[i]
+            .iter()
+            .zip(&rows[j])
+            .map(|(a, b)| (a - b) * (a - b))
+            .sum();
+        data.y[i] * data.y[j] * (-0.5 * d2).exp()
+    };
+    let q1: Vec<f64> = (0..n).map(|i| (0..n).map(|j| q(i, j)).sum()).collect();
+    let c_min = 1.0 / q1.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    assert!((c0 - c_min).abs() <= 1e-6 * c_min, "{c0} vs {c_min}");
+    // Solved from scratch on a fixed grid: below C_min every alpha sits at C and the objective
+    // is C^2/2 1'Q1 - C n; above it the all-C point is no longer optimal.
+    let at = path(
+        &data,
+        PathParams::kernel(KernelSpec::Rbf { gamma: 0.5 })
+            .grid(Grid::List(vec![0.9 * c_min, 1.1 * c_min]))
+            .tol(1e-9)
+            .keep_solutions(true),
+    );
+    let (below, above) = (&at.points[0], &at.points[1]);
+    assert!(
+        below.alpha.iter().all(|&a| a == below.c),
+        "{:?}",
+        below.alpha
+    );
+    let closed = below.c * below.c / 2.0 * q1.iter().sum::<f64>() - below.c * n as f64;
+    assert!(
+        (below.objective - closed).abs() <= 1e-9 * closed.abs(),
+        "{} vs {closed}",
+        below.objective
+    );
+    assert!(above.n_bsv < n, "all {n} alphas at C above C_min");
     let best = r.best_by_validation().unwrap();
     let acc = r.points[best].valid_accuracy.unwrap();
     assert!(acc > 0.7, "validation accuracy {acc}");
