@@ -959,10 +959,32 @@ fn binary_probability(
         }
         let tx = x.select_rows(&train.iter().map(|&i| rows[i]).collect::<Vec<_>>());
         let tc: Vec<f64> = train.iter().map(|&i| c[i]).collect();
-        let sub = SvmValidParams {
+        let mut sub = SvmValidParams {
             probability: Probability::Off,
             ..params.clone()
         };
+        if params.svm_type == SvmType::NuSvc {
+            // nu feasible on the whole pair can be infeasible on a fold (fewer samples of the
+            // smaller class): the fold is then fitted with its largest feasible nu,
+            // 2 min(w+, w-) / (w+ + w-), where LIBSVM starts its solver from an alpha that
+            // violates y'a = 0.
+            let (wp, wn) = train.iter().fold((0.0, 0.0), |(p, n), &i| {
+                if y[i] > 0.0 {
+                    (p + w[i], n)
+                } else {
+                    (p, n + w[i])
+                }
+            });
+            let nu_max = 2.0 * wp.min(wn) / (wp + wn);
+            if params.nu > nu_max {
+                report.warnings.push(format!(
+                    "nu-SVC probability: fold {} of the pair admits nu <= {nu_max}; it is fitted with that nu instead of {}",
+                    f + 1,
+                    params.nu
+                ));
+                sub.nu = nu_max;
+            }
+        }
         let (fdec, _) = solve_one(
             &sub,
             kernel,
