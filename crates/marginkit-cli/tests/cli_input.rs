@@ -34,3 +34,39 @@ fn csv_looking_input_suggests_the_flags() {
     fails(&o, "bad.svm:2:");
     assert!(!String::from_utf8_lossy(&o.stderr).contains("hint"));
 }
+
+/// Real-valued targets given to a classifier get a warning that suggests regression; integer
+/// class labels do not.
+#[test]
+fn real_valued_targets_to_a_classifier_are_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows = |frac: bool| -> String {
+        (0..24)
+            .map(|i| {
+                let y = if frac {
+                    i as f64 * 0.37 + 0.1
+                } else {
+                    (i % 12) as f64
+                };
+                format!(
+                    "{y} 1:{} 2:{}\n",
+                    (i as f64 * 0.7).sin(),
+                    (i as f64 * 1.3).cos()
+                )
+            })
+            .collect()
+    };
+    std::fs::write(d.join("real.svm"), rows(true)).unwrap();
+    std::fs::write(d.join("classes.svm"), rows(false)).unwrap();
+    let o = run(&["train", "-q", "real.svm", "r.model"], d);
+    assert!(o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("look like regression targets (24 distinct values") && e.contains("-s 3"),
+        "{e}"
+    );
+    let o = run(&["train", "-q", "classes.svm", "c.model"], d);
+    assert!(o.status.success());
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("regression targets"));
+}

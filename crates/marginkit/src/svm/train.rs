@@ -395,6 +395,9 @@ fn fit_classifier(
                 .push(format!("class weight for label {l} not found in the data"));
         }
     }
+    if let Some(w) = real_valued_labels_warning(&labels) {
+        report.warnings.push(w);
+    }
     let nc = labels.len();
     // Samples of each class, in data order (`u32`: half the memory of `usize` on a large fit).
     if u32::try_from(data.len()).is_err() {
@@ -922,6 +925,20 @@ pub(crate) fn binary_decisions(
         .into_iter()
         .map(|d| d[0])
         .collect()
+}
+
+/// A warning when a classifier is given labels that look like regression targets: some label is
+/// not an integer and there are more than 10 classes. Each distinct value is then a class, which
+/// is almost never what was meant.
+fn real_valued_labels_warning(labels: &[f64]) -> Option<String> {
+    let fractional = labels.iter().filter(|l| l.fract() != 0.0).count();
+    (fractional > 0 && labels.len() > 10).then(|| {
+        format!(
+            "the labels look like regression targets ({} distinct values, {fractional} of them not integers): \
+             classification makes each value a class; for regression use -s 3 (epsilon-SVR) or -s 4 (nu-SVR)",
+            labels.len()
+        )
+    })
 }
 
 const PROB_FOLDS: usize = 5;
