@@ -43,7 +43,10 @@ struct Set {
 fn load(path: &Path) -> (Points, Vec<f64>) {
     let d = read_libsvm_path(path, &ReadOptions::default())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    (Points::from_features(&d.x), d.y)
+    (
+        Points::from_features(&d.x).expect("the data fits in memory"),
+        d.y,
+    )
 }
 
 fn digits_pair(path: &Path, a: f64, b: f64) -> (Points, Vec<f64>) {
