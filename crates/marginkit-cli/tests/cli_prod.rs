@@ -8,7 +8,7 @@ mod common;
 use common::*;
 
 #[test]
-fn iteration_limit_is_reported_and_flagged() {
+fn iteration_limit_is_reported_and_the_model_stays_a_libsvm_file() {
     let dir = tempfile::tempdir().unwrap();
     let h = data("heart_scale.train");
     let o = run(
@@ -30,13 +30,15 @@ fn iteration_limit_is_reported_and_flagged() {
     assert!(j["max_violation"].as_f64().unwrap() > 1e-3);
     assert!(j["duality_gap"].as_f64().unwrap() > 0.0);
     let model = std::fs::read_to_string(dir.path().join("m")).unwrap();
-    assert!(model.starts_with("svm_type c_svc\nstatus max_iterations\n"));
+    assert!(
+        model.starts_with("svm_type c_svc\nkernel_type rbf\n"),
+        "{model}"
+    );
+    assert!(!model.contains("status"), "{model}");
     let state = j["state_file"].as_str().unwrap();
     assert!(dir.path().join(state).exists());
-    // predict loads the flagged model and warns.
     let o = run(&["predict", h.to_str().unwrap(), "m", "out"], dir.path());
     assert!(o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("did not converge"));
     // Resume with the limit lifted: converged, and the same file as a direct fit.
     let j = json(&run(
         &[
@@ -76,8 +78,8 @@ fn iteration_limit_is_reported_and_flagged() {
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("other parameters"));
-    // Linear: limit reported and flagged too.
-    let j = json(&run(
+    // Linear: the limit is reported (with LIBLINEAR's warning), the model is plain.
+    let o = run(
         &[
             "train",
             "--linear",
@@ -94,14 +96,18 @@ fn iteration_limit_is_reported_and_flagged() {
             "lin",
         ],
         dir.path(),
-    ));
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("WARNING: reaching max number of iterations")
+    );
+    let j = json(&o);
     assert_eq!(j["status"], "max_iterations");
     let lin = std::fs::read_to_string(dir.path().join("lin")).unwrap();
     assert!(
-        lin.starts_with("solver_type L1R_L1LOSS_SVC_DUAL\nstatus max_iterations\n")
-            || lin.contains("\nstatus max_iterations\n"),
+        lin.starts_with("solver_type L2R_L1LOSS_SVC_DUAL\nnr_class 2\n"),
         "{lin}"
     );
+    assert!(!lin.contains("status"), "{lin}");
 }
 
 /// Linux only: the wait for the signal reads the child's signal mask and CPU time from `/proc`.
@@ -133,7 +139,8 @@ fn ctrl_c_stops_train_and_resume_gives_the_same_model() {
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["status"], "interrupted");
     let model = std::fs::read_to_string(dir.path().join("part.model")).unwrap();
-    assert!(model.starts_with("svm_type c_svc\nstatus interrupted\n"));
+    assert!(model.starts_with("svm_type c_svc\nkernel_type"), "{model}");
+    assert!(!model.contains("status"), "{model}");
     let state = j["state_file"].as_str().unwrap().to_string();
     assert!(dir.path().join(&state).exists());
     // Resume: the same model file as the uninterrupted fit, byte for byte.

@@ -696,7 +696,8 @@ fn fit_odmc<'py>(
             };
             Points { n, d, v }
         }
-        XArg::Csr(..) => Points::from_features(&features(&x, None)?),
+        XArg::Csr(..) => Points::from_features(&features(&x, None)?)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?,
     };
     if points.v.iter().any(|v| !v.is_finite()) {
         return Err(PyValueError::new_err("X contains NaN or infinity"));

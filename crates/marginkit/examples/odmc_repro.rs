@@ -52,7 +52,10 @@ fn load(path: &Path) -> (Points, Vec<f64>) {
             );
             std::process::exit(1)
         });
-    (Points::from_features(&d.x), d.y)
+    (
+        Points::from_features(&d.x).expect("the data fits in memory"),
+        d.y,
+    )
 }
 
 fn digits_pair(path: &Path, a: f64, b: f64) -> (Points, Vec<f64>) {

@@ -82,6 +82,47 @@ pub enum DataError {
     /// nu is infeasible for this data (LIBSVM's nu-SVC check).
     #[error("specified nu is infeasible")]
     InfeasibleNu,
+    /// A dense array sized by the data does not fit in the available memory (checked before it
+    /// is allocated, by [`crate::data::memory::dense_bytes_check`]).
+    #[error("{}", crate::data::memory::dense_too_large_message(what, *rows, *cols, *bytes, *available, *widest))]
+    DenseTooLarge {
+        /// What the array is for.
+        what: &'static str,
+        /// Rows of the array.
+        rows: usize,
+        /// Columns of the array.
+        cols: usize,
+        /// Bytes it needs (`u64::MAX` when that overflows).
+        bytes: u64,
+        /// Bytes available to it.
+        available: u64,
+        /// The feature index (1-based) that sets the width and the first sample (1-based) that
+        /// has it, when the width comes from the data.
+        widest: Option<(usize, usize)>,
+    },
+    /// The bias feature value `B` dwarfs every sample: `x_i'x_j + B^2` rounds to `B^2`.
+    #[error("bias feature B = {bias:e} is beyond {limit:.6e} = 2^26 x the largest sample norm ({max_norm:.6e}): every inner product x_i'x_j + B^2 then rounds to B^2 in double precision, the features vanish from the problem and w comes out 0; use a B near the features' scale (LIBLINEAR's usual -B 1)")]
+    BiasSwampsFeatures {
+        /// The bias feature value.
+        bias: f64,
+        /// Largest Euclidean norm of a sample.
+        max_norm: f64,
+        /// The largest accepted `B` for this data.
+        limit: f64,
+    },
+    /// A linear model would have one weight per feature index up to an index that almost no
+    /// data backs: its LIBLINEAR file (one line per feature) would be absurdly large.
+    #[error("feature index {n_features}{} makes the linear model {n_features} weights wide per class ({n_classes} weight column(s), one line per feature index in LIBLINEAR's model format) while the data stores only {nnz} values; renumber the features densely (drop unused indices)", widest_sample.map(|s| format!(" in sample {s}")).unwrap_or_default())]
+    TooWideForLinearModel {
+        /// Feature count of the model (the largest index).
+        n_features: usize,
+        /// The first sample (1-based) with that index, when known.
+        widest_sample: Option<usize>,
+        /// Weight columns (1 for two classes or regression, else the number of classes).
+        n_classes: usize,
+        /// Stored values in the training data.
+        nnz: usize,
+    },
 }
 
 /// A syntax or limit error in a text file, with its position.
@@ -190,6 +231,14 @@ pub enum ParamError {
     /// A combination that does not make sense.
     #[error("{0}")]
     Incompatible(&'static str),
+    /// A bias feature value `B` whose square overflows the solvers' arithmetic.
+    #[error("bias feature B = {value:e} is above {limit:e}: B^2 enters every inner product x_i'x_j + B^2 and must stay finite")]
+    BiasTooLarge {
+        /// The value.
+        value: f64,
+        /// The largest accepted value.
+        limit: f64,
+    },
 }
 
 /// Numerical breakdown inside a solver (not non-convergence, which is a status).

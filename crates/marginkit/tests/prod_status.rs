@@ -12,7 +12,7 @@ use marginkit::solver::{
     Status,
 };
 use marginkit::svm::linear::{LinearParams, LinearSolver};
-use marginkit::svm::model_io::{read_model_with_status, write_model_with_status};
+use marginkit::svm::model_io::read_model_with_status;
 use marginkit::svm::{fit_resumable, FitCheckpoint, SvmParams, SvmType};
 use marginkit::{CheckpointError, FitError};
 use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
@@ -149,38 +149,45 @@ fn linear_limits_and_cancel_report_their_status() {
 }
 
 #[test]
-fn non_converged_models_are_flagged_in_their_files() {
+fn non_converged_models_are_plain_files_and_old_status_lines_still_read() {
     let data = data_file("heart_scale");
     let params = SvmParams::new().c(100.0).max_iter(3).check().unwrap();
     let (model, report, _) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
-    let mut flagged = Vec::new();
-    write_model_with_status(&mut flagged, &model, report.status()).unwrap();
-    let text = String::from_utf8(flagged.clone()).unwrap();
-    assert!(
-        text.starts_with("svm_type c_svc\nstatus max_iterations\n"),
-        "{text}"
-    );
-    let (back, st) = read_model_with_status(flagged.as_slice()).unwrap();
-    assert_eq!(st, Status::MaxIterations);
-    assert_eq!(back.rho, model.rho);
-    // A converged model has no status line: byte-identical to the plain writer.
+    assert_eq!(report.status(), Status::MaxIterations);
+    // The file is what LIBSVM's reader loads: no status line, whatever the status.
     let mut plain = Vec::new();
     marginkit::svm::model_io::write_model(&mut plain, &model).unwrap();
-    let mut conv = Vec::new();
-    write_model_with_status(&mut conv, &model, Status::Converged).unwrap();
-    assert_eq!(plain, conv);
-    assert!(!String::from_utf8(plain).unwrap().contains("status"));
+    let text = String::from_utf8(plain).unwrap();
+    assert!(
+        text.starts_with("svm_type c_svc\nkernel_type rbf\n"),
+        "{text}"
+    );
+    assert!(!text.contains("status"), "{text}");
+    // A file with a status line after svm_type is still read, with its status.
+    let flagged = text.replacen(
+        "svm_type c_svc\n",
+        "svm_type c_svc\nstatus max_iterations\n",
+        1,
+    );
+    let (back, st) = read_model_with_status(flagged.as_bytes()).unwrap();
+    assert_eq!(st, Status::MaxIterations);
+    assert_eq!(back.rho, model.rho);
+    let (_, st) = read_model_with_status(text.as_bytes()).unwrap();
+    assert_eq!(st, Status::Converged);
     // Linear models too.
     let fit = LinearParams::new(LinearSolver::L1LossSvcDual)
         .c(100.0)
         .max_passes(1)
         .fit(&data)
         .unwrap();
+    assert_eq!(fit.report.subproblems[0].status, Status::MaxIterations);
     let mut buf = Vec::new();
-    fit.model
-        .write_with_status(&mut buf, fit.report.subproblems[0].status)
-        .unwrap();
-    let (m2, st) = marginkit::svm::linear::LinearModel::read_with_status(buf.as_slice()).unwrap();
+    fit.model.write(&mut buf).unwrap();
+    let text = String::from_utf8(buf).unwrap();
+    assert!(!text.contains("status"), "{text}");
+    let flagged = text.replacen("\n", "\nstatus max_iterations\n", 1);
+    let (m2, st) =
+        marginkit::svm::linear::LinearModel::read_with_status(flagged.as_bytes()).unwrap();
     assert_eq!(st, Status::MaxIterations);
     assert_eq!(m2, fit.model);
 }

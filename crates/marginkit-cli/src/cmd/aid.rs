@@ -19,7 +19,7 @@ use marginkit::data::write_output;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::solver::{Cancel, Status};
 use marginkit::svm::linear::LinearModel;
-use marginkit::svm::model_io::save_model_with_status;
+use marginkit::svm::model_io::save_model;
 use marginkit::{Dataset, KernelSpec};
 use serde_json::{json, Value};
 
@@ -441,8 +441,8 @@ impl Interrupt {
     fn outcome(&self, written: &Option<String>, finished: usize) -> Outcome {
         if let Some(s) = written {
             eprintln!(
-                "marginkit: interrupted after {finished} finished iterations; the model (if any) is marked \
-                 'status interrupted'; continue with --resume {s}"
+                "marginkit: interrupted after {finished} finished iterations; the model (if any) is \
+                 the last iterate's; continue with --resume {s}"
             );
             return Outcome::Interrupted;
         }
@@ -519,8 +519,7 @@ fn status_of(stop: StopReason) -> Status {
 
 fn write_linear_status(path: &Path, m: &LinearModel, stop: StopReason) -> CliResult {
     if stop == StopReason::Interrupted {
-        write_output(path, |w| m.write_with_status(w, Status::Interrupted))
-            .map_err(|e| CliError(format!("{}: {e}", path.display())))
+        write_output(path, |w| m.write(w)).map_err(|e| CliError(format!("{}: {e}", path.display())))
     } else {
         write_linear(path, m)
     }
@@ -676,8 +675,9 @@ fn run_svm(a: AidSvmArgs) -> Exit {
     let total = t0.elapsed().as_secs_f64();
     match &fit.model {
         AidSvmModel::Linear(m) => write_linear_status(&path, m, fit.run.stop)?,
-        AidSvmModel::Kernel(m) => save_model_with_status(&path, m, status_of(fit.run.stop))
-            .map_err(|e| CliError(format!("{}: {e}", path.display())))?,
+        AidSvmModel::Kernel(m) => {
+            save_model(&path, m).map_err(|e| CliError(format!("{}: {e}", path.display())))?
+        }
     }
     let mut out = json!({
         "model": name,
@@ -728,7 +728,7 @@ fn run_svm(a: AidSvmArgs) -> Exit {
     if fit.run.stop == StopReason::Interrupted && written.is_none() {
         // Stopped in the Nystrom mode's exact finish: a model, but no state to continue from.
         eprintln!(
-            "marginkit: interrupted; the model is marked 'status interrupted' and a Nystrom-steered \
+            "marginkit: interrupted; the model is the last iterate's and a Nystrom-steered \
              run has no state to continue from (rerun it)"
         );
         return Ok(Outcome::Interrupted);

@@ -173,7 +173,7 @@ fn load(c: &CommonArgs) -> CliResult<(Points, Option<Vec<f64>>)> {
     if data.is_empty() {
         return Err(CliError(format!("{}: no data", c.data_file.display())));
     }
-    let x = Points::from_features(&data.x);
+    let x = Points::from_features(&data.x)?;
     let first = data.y[0];
     let labelled = data.y.iter().any(|&v| v != first);
     Ok((x, labelled.then_some(data.y)))

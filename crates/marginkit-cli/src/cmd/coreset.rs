@@ -17,8 +17,7 @@ use marginkit::coreset::{
     Activation, ConsensusParams, CoresetParams, FeatureKernel, Problem, StopRule,
 };
 use marginkit::data::write_output;
-use marginkit::solver::Status as SolveStatus;
-use marginkit::svm::model_io::save_model_with_status;
+use marginkit::svm::model_io::save_model;
 
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
@@ -227,19 +226,14 @@ pub fn run(a: CoresetArgs) -> Exit {
             return Err(CliError("--test is for `coreset svm` only".into()));
         }
         if let Some(mp) = &a.model {
-            // A model from sets that never agreed is flagged in its header (and warned about).
-            let status = if rep.agreed {
-                SolveStatus::Converged
-            } else {
+            if !rep.agreed {
                 eprintln!(
-                    "marginkit: warning: the nodes did not agree within {} rounds; {} is flagged max_iterations",
+                    "marginkit: warning: the nodes did not agree within {} rounds; {} holds the model of the last round",
                     rep.rounds,
                     mp.display()
                 );
-                SolveStatus::MaxIterations
-            };
-            save_model_with_status(mp, &model, status)
-                .map_err(|e| CliError(format!("{}: {e}", mp.display())))?;
+            }
+            save_model(mp, &model).map_err(|e| CliError(format!("{}: {e}", mp.display())))?;
         }
     } else if a.model.is_some() || a.test.is_some() {
         return Err(CliError(

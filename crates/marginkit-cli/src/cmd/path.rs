@@ -12,7 +12,7 @@ use marginkit::path::{
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::screening::Rule;
 use marginkit::solver::Shrinking;
-use marginkit::svm::model_io::save_model_with_status;
+use marginkit::svm::model_io::save_model;
 use marginkit::svm::KernelKind;
 use marginkit::Dataset;
 use serde_json::{json, Value};
@@ -185,14 +185,9 @@ fn save_point(r: &PathResult, k: usize, data: &Dataset, path: &Path) -> CliResul
     match r.engine {
         Engine::Linear => {
             let m = r.linear_model(k)?;
-            marginkit::data::write_output(path, |w| {
-                m.write_with_status(&mut *w, r.points[k].status)
-            })
-            .map_err(err)
+            marginkit::data::write_output(path, |w| m.write(&mut *w)).map_err(err)
         }
-        Engine::Kernel(_) => {
-            save_model_with_status(path, &r.svm_model(k, data)?, r.points[k].status).map_err(err)
-        }
+        Engine::Kernel(_) => save_model(path, &r.svm_model(k, data)?).map_err(err),
     }
 }
 

@@ -87,6 +87,14 @@ pub fn run(a: PredictArgs) -> Exit {
             a.test_file.display()
         )));
     }
+    if model.extra_features(&data.x) > 0 {
+        warn_extra_features(
+            &a,
+            data.n_features(),
+            model.n_features(),
+            "zero in every support vector",
+        );
+    }
     let to_stdout = is_stdout(&a.output_file);
     let regression = model.svm_type.is_regression();
     if a.probability == 0 && model.has_probability() && model.svm_type.is_classifier() {
@@ -132,6 +140,14 @@ pub fn run(a: PredictArgs) -> Exit {
     }
     report_metrics(&pred, &data.y, regression, a.quiet, a.json, to_stdout);
     Ok(Outcome::Done)
+}
+
+/// The one warning for test data wider than the model (LIBSVM and LIBLINEAR accept it too).
+fn warn_extra_features(a: &PredictArgs, found: usize, expected: usize, treated: &str) {
+    eprintln!(
+        "marginkit: warning: {}: the data has {found} features, the model {expected}; features beyond {expected} are {treated}",
+        a.test_file.display()
+    );
 }
 
 /// True when some row has a non-zero column 0: the `0:ID` entry of precomputed-kernel rows
@@ -203,21 +219,8 @@ fn predict_linear(a: PredictArgs) -> Exit {
         ));
     }
     let data = read_data(&a.test_file, &a.input, false)?;
-    if data.n_features() > model.n_features() {
-        let beyond = (0..data.len()).any(|i| {
-            data.x
-                .row(i)
-                .iter()
-                .any(|(k, v)| k >= model.n_features() && v != 0.0)
-        });
-        if beyond {
-            return Err(CliError(format!(
-                "{}: the data has {} features but the model was trained on {}",
-                a.test_file.display(),
-                data.n_features(),
-                model.n_features()
-            )));
-        }
+    if model.extra_features(&data.x) > 0 {
+        warn_extra_features(&a, data.n_features(), model.n_features(), "ignored");
     }
     let pred = model.predict(&data.x);
     let regression = model.solver().is_regression();

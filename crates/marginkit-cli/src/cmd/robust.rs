@@ -15,7 +15,7 @@ use marginkit::robust::cccp::{S_GRID_SVC, S_GRID_SVR, THETA_GRID};
 use marginkit::robust::select::{select_resumable, Method, Selection};
 use marginkit::robust::{outlier_path, PathKind, RobustCheckpoint, RobustParams, Task};
 use marginkit::solver::Status;
-use marginkit::svm::model_io::save_model_with_status;
+use marginkit::svm::model_io::save_model;
 use marginkit::{Dataset, KernelSpec};
 use serde_json::{json, Value};
 
@@ -129,13 +129,7 @@ fn params(a: &RobustArgs, data: &Dataset) -> CliResult<RobustParams> {
         TaskArg::Svc => Task::Svc,
         TaskArg::Svr => Task::Svr,
     };
-    if !(a.bias == -1.0 || (a.bias.is_finite() && a.bias > 0.0)) {
-        return Err(CliError(format!(
-            "-B must be > 0 or -1 (none), got {}",
-            a.bias
-        )));
-    }
-    let mut p = RobustParams::new(task, kernel(a, data)?).bias((a.bias > 0.0).then_some(a.bias));
+    let mut p = RobustParams::new(task, kernel(a, data)?).bias((a.bias != -1.0).then_some(a.bias));
     p.s_fixed = a.s_fixed;
     p.s_end_fraction = a.s_end;
     p.max_events = a.max_events;
@@ -392,8 +386,7 @@ pub fn run(a: RobustArgs) -> Exit {
     }
     if let Some(path) = &a.save_model {
         let model = sel.model(&p, &data)?;
-        save_model_with_status(path, &model, status)
-            .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+        save_model(path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     }
     if let (Some(path), true) = (&a.plot, sel.interrupted) {
         eprintln!(
@@ -481,8 +474,7 @@ pub fn run(a: RobustArgs) -> Exit {
     }
     if let Some(s) = &state_written {
         eprintln!(
-            "marginkit: interrupted after {} finished values of C; --save-model (if given) is marked \
-             'status interrupted'; continue with --resume {s}",
+            "marginkit: interrupted after {} finished values of C; continue with --resume {s}",
             sel.runs.len().saturating_sub(1)
         );
         return Ok(Outcome::Interrupted);

@@ -12,6 +12,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use crate::data::{Features, Row};
+use crate::error::DataError;
 
 /// A partition of the rows `0..n` into clusters.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,7 +199,11 @@ impl Clusters {
     }
 
     /// Per-cluster sums of the rows of `x` (dense, `len() x n_cols`, row-major) and of `y`.
-    pub fn sums(&self, x: &Features, y: Option<&[f64]>) -> (Vec<f64>, Vec<f64>) {
+    ///
+    /// # Errors
+    /// [`DataError::DenseTooLarge`] when `len() x n_cols` values do not fit in memory.
+    pub fn sums(&self, x: &Features, y: Option<&[f64]>) -> Result<(Vec<f64>, Vec<f64>), DataError> {
+        x.check_dense_rows("the aggregated (per-cluster) rows", self.len())?;
         let d = x.n_cols();
         let mut sx = vec![0.0; self.len() * d];
         let mut sy = vec![0.0; self.len()];
@@ -219,7 +224,7 @@ impl Clusters {
                 *oy = self.members(k).iter().map(|&r| y[r as usize]).sum();
             });
         }
-        (sx, sy)
+        Ok((sx, sy))
     }
 }
 
@@ -383,7 +388,7 @@ mod tests {
         let x = Features::Dense(
             crate::data::DenseMatrix::new(5, 1, vec![1.0, 2.0, 3.0, 4.0, 5.0]).unwrap(),
         );
-        let (sx, sy) = c.sums(&x, Some(&[1.0, 1.0, 1.0, 1.0, 2.0]));
+        let (sx, sy) = c.sums(&x, Some(&[1.0, 1.0, 1.0, 1.0, 2.0])).unwrap();
         assert_eq!(sx, vec![3.0, 6.0, 6.0]);
         assert_eq!(sy, vec![1.0, 3.0, 2.0]);
     }

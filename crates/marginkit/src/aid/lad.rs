@@ -700,7 +700,7 @@ impl AidProblem for LadProblem<'_> {
     ) -> Result<Option<Aggregated<Vec<f64>>>, FitError> {
         let d = self.data.n_features();
         let p = d + usize::from(self.intercept);
-        let (sx, sy) = clusters.sums(&self.data.x, Some(&self.data.y));
+        let (sx, sy) = clusters.sums(&self.data.x, Some(&self.data.y))?;
         let k = clusters.len();
         let mut rows = vec![0.0; k * p];
         for c in 0..k {

@@ -509,7 +509,7 @@ impl AidProblem for S3vmProblem<'_> {
     ) -> Result<Option<Aggregated<S3vmSolution>>, FitError> {
         let m = self.data.n_features();
         let k = clusters.len();
-        let (mut sx, _) = clusters.sums(&self.data.x, None);
+        let (mut sx, _) = clusters.sums(&self.data.x, None)?;
         let mut label = Vec::with_capacity(k);
         let mut cost = Vec::with_capacity(k);
         let mut wts = Vec::with_capacity(k);
@@ -729,6 +729,9 @@ pub fn fit_aid_s3vm_resumable(
 ) -> Result<(Option<AidS3vmFit>, Option<AidCheckpoint>), FitError> {
     check_params(params)?;
     let (_, label) = s3vm_labels(data)?;
+    // The initial clustering works on dense copies of the label groups (up to all n rows).
+    data.x
+        .check_dense_rows("the dense rows of the initial clustering", data.len())?;
     let fp = s3vm_fingerprint(params, data);
     let (state, init) = match resume {
         Some(ck) => {
@@ -878,6 +881,8 @@ pub fn full_instance(
     let (_, label) = s3vm_labels(data)?;
     let m = data.n_features();
     let n = data.len();
+    data.x
+        .check_dense_rows("the S3VM instance's dense rows", n)?;
     let mut x = vec![0.0; n * m];
     for i in 0..n {
         for (j, v) in data.x.row(i).iter() {

@@ -684,7 +684,7 @@ impl AidProblem for SvmProblem<'_> {
         let sol = match self.kernel {
             None => {
                 let d = self.data.n_features();
-                let (mut sx, _) = clusters.sums(&self.data.x, None);
+                let (mut sx, _) = clusters.sums(&self.data.x, None)?;
                 for c in 0..k {
                     let s = clusters.size(c) as f64;
                     sx[c * d..(c + 1) * d].iter_mut().for_each(|v| *v /= s);
@@ -1137,6 +1137,9 @@ fn initial_clusters(
 ) -> Result<Option<Clusters>, FitError> {
     let n = data.len();
     let m = data.n_features();
+    // The sample fit's weight vector, then the first aggregated problem's two cluster means.
+    data.x
+        .check_dense_rows("the first fits' weight vector and cluster means", 3)?;
     let s = n.min(2000);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(params.seed);
     let mut ids: Vec<usize> = (0..n).collect();

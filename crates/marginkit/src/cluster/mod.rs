@@ -65,7 +65,11 @@ pub struct Points {
 
 impl Points {
     /// Dense copy of any feature matrix.
-    pub fn from_features(x: &Features) -> Self {
+    ///
+    /// # Errors
+    /// [`DataError::DenseTooLarge`] when the dense copy does not fit in memory.
+    pub fn from_features(x: &Features) -> Result<Self, DataError> {
+        x.check_dense_rows("the dense points", x.n_rows())?;
         let (n, d) = (x.n_rows(), x.n_cols());
         let mut v = vec![0.0; n * d];
         for i in 0..n {
@@ -75,7 +79,7 @@ impl Points {
                 }
             }
         }
-        Self { n, d, v }
+        Ok(Self { n, d, v })
     }
     /// Row `i`.
     pub fn row(&self, i: usize) -> &[f64] {

@@ -28,6 +28,7 @@ pub const EXACT_LIMIT: usize = 50_000;
 /// [`CoresetError::Data`] for an SVM data set without exactly two classes.
 pub fn points_for(data: &Dataset, problem: Problem) -> Result<(PointSet, [f64; 2]), CoresetError> {
     let all: Vec<usize> = (0..data.len()).collect();
+    data.x.check_dense_rows("the dense points", data.len())?;
     match problem {
         Problem::L2Svm { .. } => {
             let labels = two_classes(data)?;

@@ -6,12 +6,14 @@
 
 pub mod csv;
 pub mod libsvm_fmt;
+pub mod memory;
 pub mod ops;
 pub mod output;
 pub mod scale;
 
 use crate::error::DataError;
 
+pub use memory::dense_bytes_check;
 pub use output::{check_output, write_output};
 
 /// A dense row-major matrix.
@@ -212,6 +214,19 @@ impl Features {
                 Row::Sparse { indices, values }
             }
         }
+    }
+    /// True when some row has a non-zero value in a column `>= n`.
+    pub fn has_values_beyond(&self, n: usize) -> bool {
+        if self.n_cols() <= n {
+            return false;
+        }
+        (0..self.n_rows()).any(|i| match self.row(i) {
+            Row::Dense(v) => v[n..].iter().any(|&x| x != 0.0),
+            Row::Sparse { indices, values } => {
+                let from = indices.partition_point(|&k| (k as usize) < n);
+                values[from..].iter().any(|&x| x != 0.0)
+            }
+        })
     }
     /// Fraction of stored non-zeros (1.0 for dense storage).
     pub fn density(&self) -> f64 {

@@ -151,6 +151,8 @@ impl ScaleParams {
         }
         let n = ds.len();
         let d = ds.n_features();
+        // Per feature: minimum, maximum and stored-value count.
+        ds.x.check_dense_rows("the per-feature ranges", 3)?;
         let mut mins = vec![f64::INFINITY; d];
         let mut maxs = vec![f64::NEG_INFINITY; d];
         let mut stored = vec![0usize; d];

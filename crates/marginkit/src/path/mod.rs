@@ -1425,6 +1425,10 @@ fn linear_path(
         bias: params.bias,
     };
     let qd = design.sq_norms();
+    // The weight vector, the screening sketch's z_s and the reference point's weights.
+    ctx.train
+        .x
+        .check_dense_rows("the linear path's weight and screening vectors", 3)?;
     let p = vec![-1.0; n];
     let zero = vec![0.0; n];
     let mut sketch = LinearSketch::new(&design);

@@ -272,7 +272,7 @@ impl RobustParams {
             });
         }
         if let Some(b) = self.bias {
-            crate::error::non_negative("bias", b)?;
+            crate::svm::linear::check_bias_feature(b)?;
         }
         crate::error::positive("solver_tol", self.solver_tol)?;
         crate::error::positive("ridge", self.ridge)?;

@@ -255,7 +255,7 @@ impl LinearParams {
         }
         non_negative("p", self.p)?;
         if let Some(b) = self.bias {
-            positive("bias", b)?;
+            check_bias_feature(b)?;
         }
         for &(label, factor) in &self.class_weights {
             if !label.is_finite() {
@@ -377,6 +377,9 @@ impl LinearValidParams {
         if let Some(w) = &data.weights {
             super::train::check_weights(w, data.len())?;
         }
+        if let Some(b) = self.0.bias {
+            check_bias_scale(b, &data.x)?;
+        }
         if self.0.solver.is_regression() {
             self.fit_svr(data, obs)
         } else {
@@ -429,6 +432,7 @@ impl LinearValidParams {
             .map(|v| labels.iter().position(|l| l == v).unwrap_or(0))
             .collect();
         let nr_w = if labels.len() == 2 { 1 } else { labels.len() };
+        data.x.check_linear_model_width(nr_w)?;
         let settings = self.settings();
         let design = LinearDesign {
             x: &data.x,
@@ -552,6 +556,7 @@ impl LinearValidParams {
     fn fit_svr(&self, data: &Dataset, mut obs: &mut dyn Observer) -> Result<LinearFit, FitError> {
         let prm = &self.0;
         let n = data.len();
+        data.x.check_linear_model_width(1)?;
         let mut warnings = Vec::new();
         if !prm.class_weights.is_empty() {
             warnings.push("class weights are ignored by regression".to_string());
@@ -616,6 +621,50 @@ impl LinearValidParams {
             },
         })
     }
+}
+
+/// Largest bias feature value `B` (`-B`) any data accepts: the solvers square it (`B^2` joins
+/// every inner product `x_i'x_j`, and sums of `C B^2` enter the primal Hessian), and beyond
+/// `1e150` that overflows `f64` or leaves no room for the sums.
+pub const MAX_BIAS_FEATURE: f64 = 1e150;
+
+/// Checks a bias feature value `B` (`-B`; train --linear and the robust SVMs): finite, `> 0`
+/// and at most [`MAX_BIAS_FEATURE`]. NaN is refused, never read as "no bias".
+///
+/// # Errors
+/// [`ParamError::NotPositive`] or [`ParamError::BiasTooLarge`].
+pub fn check_bias_feature(b: f64) -> Result<(), ParamError> {
+    positive("bias feature B", b)?;
+    if b > MAX_BIAS_FEATURE {
+        return Err(ParamError::BiasTooLarge {
+            value: b,
+            limit: MAX_BIAS_FEATURE,
+        });
+    }
+    Ok(())
+}
+
+/// Checks that a bias feature value `B` keeps the features visible to the solver:
+/// `B <= 2^26 max_i ||x_i||`. Beyond that `B^2 > 2^52 ||x_i||^2`, so `x_i'x_j + B^2` rounds to
+/// `B^2` in double precision: every sample looks the same, the dual moves only the bias and `w`
+/// comes out 0. Data whose rows are all zero accept any valid `B`.
+///
+/// # Errors
+/// [`DataError::BiasSwampsFeatures`].
+pub fn check_bias_scale(b: f64, x: &Features) -> Result<(), DataError> {
+    let max_sq = (0..x.n_rows())
+        .map(|i| ops::sq_norm(x.row(i)))
+        .fold(0.0f64, f64::max);
+    let max_norm = max_sq.sqrt();
+    let limit = max_norm * (1u64 << 26) as f64;
+    if max_norm > 0.0 && b > limit {
+        return Err(DataError::BiasSwampsFeatures {
+            bias: b,
+            max_norm,
+            limit,
+        });
+    }
+    Ok(())
 }
 
 /// A fitted linear model (LIBLINEAR layout: one weight vector for binary and regression models,
@@ -732,6 +781,15 @@ impl LinearModel {
     pub fn n_features(&self) -> usize {
         self.n_features
     }
+    /// Number of features of `x` beyond the model's that hold a value in some row (0 when none
+    /// does). Prediction ignores them, as LIBLINEAR does; front ends warn.
+    pub fn extra_features(&self, x: &Features) -> usize {
+        if x.n_cols() > self.n_features && x.has_values_beyond(self.n_features) {
+            x.n_cols() - self.n_features
+        } else {
+            0
+        }
+    }
     /// The bias feature value `B`, if any.
     pub fn bias(&self) -> Option<f64> {
         self.bias
@@ -808,18 +866,7 @@ impl LinearModel {
     ///
     /// # Errors
     /// I/O errors, and `InvalidData` if a weight or label is not finite.
-    pub fn write<W: Write>(&self, out: W) -> std::io::Result<()> {
-        self.write_with_status(out, Status::Converged)
-    }
-
-    /// [`LinearModel::write`] flagged when `status` is not [`Status::Converged`]: a line
-    /// `status max_iterations|time_limit|interrupted` after `solver_type`, which LIBLINEAR's
-    /// reader refuses (unknown keyword) and marginkit reads back. A converged model is written
-    /// exactly as by [`LinearModel::write`].
-    ///
-    /// # Errors
-    /// As [`LinearModel::write`].
-    pub fn write_with_status<W: Write>(&self, mut out: W, status: Status) -> std::io::Result<()> {
+    pub fn write<W: Write>(&self, mut out: W) -> std::io::Result<()> {
         let bad = |what: &str| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -833,9 +880,6 @@ impl LinearModel {
             return Err(bad("weight"));
         }
         writeln!(out, "solver_type {}", self.solver.name())?;
-        if status != Status::Converged {
-            writeln!(out, "status {}", status.as_str())?;
-        }
         let nr_class = if self.solver.is_regression() {
             2
         } else {
@@ -879,8 +923,10 @@ impl LinearModel {
         Self::read_with_status(input).map(|(m, _)| m)
     }
 
-    /// [`LinearModel::read`] plus the solver status the file records ([`Status::Converged`]
-    /// without a `status` line).
+    /// [`LinearModel::read`] plus the solver status the file records: [`Status::Converged`]
+    /// unless it has a `status NAME` line, which this reader accepts as the flag of a fit that
+    /// stopped early; [`LinearModel::write`] never writes it, so that LIBLINEAR's reader loads
+    /// every file marginkit writes.
     ///
     /// # Errors
     /// As [`LinearModel::read`].

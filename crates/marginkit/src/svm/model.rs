@@ -69,16 +69,33 @@ impl SvmModel {
             self.svm_type.is_regression() && !self.prob_a.is_empty()
         }
     }
-    /// Number of features the support vectors span.
+    /// Number of features of the training data (the width of the support-vector matrix; a
+    /// model file records it as the largest index of its support vectors, see
+    /// [`super::model_io::write_model`]).
     pub fn n_features(&self) -> usize {
         self.sv.n_cols()
     }
 
-    /// Checks that `x` can be fed to this model.
+    /// Number of features of `x` beyond the model's that hold a value in some row (0 when none
+    /// does). Prediction accepts them as LIBSVM does: a support vector is 0 there, so they add
+    /// nothing to `x'sv` and their squares to `||x||^2` (RBF); front ends warn.
+    pub fn extra_features(&self, x: &Features) -> usize {
+        if self.kernel == KernelSpec::Precomputed || x.n_cols() <= self.n_features() {
+            return 0;
+        }
+        if x.has_values_beyond(self.n_features()) {
+            x.n_cols() - self.n_features()
+        } else {
+            0
+        }
+    }
+
+    /// Checks that `x` can be fed to this model. Features beyond the model's are accepted
+    /// (see [`SvmModel::extra_features`]).
     ///
     /// # Errors
-    /// [`DataError::FeatureMismatch`] when `x` has features the model never saw, or precomputed
-    /// rows that do not have a column for every support vector's serial number.
+    /// [`DataError::FeatureMismatch`] for precomputed rows that do not have a column for every
+    /// support vector's serial number.
     pub fn check_features(&self, x: &Features) -> Result<(), DataError> {
         if self.kernel == KernelSpec::Precomputed {
             let need = (0..self.total_sv())
@@ -92,14 +109,6 @@ impl SvmModel {
                 });
             }
             return Ok(());
-        }
-        // A feature outside every support vector still moves an RBF or polynomial value, so a
-        // wider test set means the files do not belong together.
-        if x.n_cols() > self.n_features() && has_values_beyond(x, self.n_features()) {
-            return Err(DataError::FeatureMismatch {
-                expected: self.n_features(),
-                found: x.n_cols(),
-            });
         }
         Ok(())
     }
@@ -279,8 +288,4 @@ fn sv_norms(sv: &Features, kernel: &KernelSpec) -> Vec<f64> {
     } else {
         Vec::new()
     }
-}
-
-fn has_values_beyond(x: &Features, n: usize) -> bool {
-    (0..x.n_rows()).any(|i| x.row(i).iter().any(|(k, v)| k >= n && v != 0.0))
 }

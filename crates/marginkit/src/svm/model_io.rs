@@ -53,31 +53,19 @@ fn join(v: &[f64], f: fn(f64) -> String) -> String {
     v.iter().map(|&x| f(x)).collect::<Vec<_>>().join(" ")
 }
 
-/// Writes `model` in LIBSVM's format.
+/// Writes `model` in LIBSVM's format, a file LIBSVM's own tools load whatever the fit's status
+/// (a fit that stopped early reports that in its report, not in the model file).
+///
+/// LIBSVM's format has no feature-count line: a reader takes the largest index among the
+/// support vectors. When the model is wider than that (the training data had features that no
+/// support vector uses), the last support vector gets an explicit `index:0` entry at the
+/// model's width, which changes no kernel value and lets a reader recover the training data's
+/// feature count.
 ///
 /// # Errors
 /// Any I/O error of `w`.
-pub fn write_model<W: Write>(w: W, model: &SvmModel) -> std::io::Result<()> {
-    write_model_with_status(w, model, Status::Converged)
-}
-
-/// Writes `model` in LIBSVM's format, flagged when `status` is not [`Status::Converged`]:
-/// a line `status max_iterations|time_limit|interrupted` right after `svm_type`. A converged
-/// model is written exactly as by [`write_model`] (byte-compatible with LIBSVM's reader); a
-/// flagged one is refused by LIBSVM's reader (an unknown keyword), so that a model that did
-/// not converge is never used by accident; marginkit reads it and warns.
-///
-/// # Errors
-/// Any I/O error of `w`.
-pub fn write_model_with_status<W: Write>(
-    mut w: W,
-    model: &SvmModel,
-    status: Status,
-) -> std::io::Result<()> {
+pub fn write_model<W: Write>(mut w: W, model: &SvmModel) -> std::io::Result<()> {
     writeln!(w, "svm_type {}", model.svm_type.name())?;
-    if status != Status::Converged {
-        writeln!(w, "status {}", status.as_str())?;
-    }
     writeln!(w, "kernel_type {}", model.kernel.libsvm_name())?;
     match model.kernel {
         KernelSpec::Poly {
@@ -114,6 +102,7 @@ pub fn write_model_with_status<W: Write>(
     }
     writeln!(w, "SV")?;
     let mut line = String::new();
+    let mut widest = 0usize;
     for k in 0..model.total_sv() {
         line.clear();
         for row in &model.sv_coef {
@@ -127,7 +116,11 @@ pub fn write_model_with_status<W: Write>(
             for (c, v) in r.iter() {
                 if v != 0.0 {
                     line.push_str(&format!("{}:{} ", c + 1, fmt_f64(v)));
+                    widest = widest.max(c + 1);
                 }
+            }
+            if k + 1 == model.total_sv() && widest < model.n_features() {
+                line.push_str(&format!("{}:0 ", model.n_features()));
             }
         }
         writeln!(w, "{line}")?;
@@ -141,18 +134,6 @@ pub fn write_model_with_status<W: Write>(
 /// Any I/O error; the target is left untouched on failure.
 pub fn save_model(path: &Path, model: &SvmModel) -> std::io::Result<()> {
     crate::data::write_output(path, |w| write_model(w, model))
-}
-
-/// [`save_model`] with the status flag of [`write_model_with_status`].
-///
-/// # Errors
-/// Any I/O error; the target is left untouched on failure.
-pub fn save_model_with_status(
-    path: &Path,
-    model: &SvmModel,
-    status: Status,
-) -> std::io::Result<()> {
-    crate::data::write_output(path, |w| write_model_with_status(w, model, status))
 }
 
 /// Reads a status name as written in model files and reports ([`Status::as_str`]).
@@ -286,7 +267,9 @@ pub fn read_model<R: BufRead>(r: R) -> Result<SvmModel, IoError> {
 }
 
 /// The solver status a model file records: [`Status::Converged`] unless the file has a
-/// `status` line (written by [`write_model_with_status`] for a fit that stopped early).
+/// `status NAME` line. The reader accepts that line as the flag of a fit that stopped early;
+/// [`write_model`] never writes it, so that LIBSVM's reader (which refuses unknown keywords)
+/// loads every file marginkit writes.
 ///
 /// # Errors
 /// As [`read_model`].

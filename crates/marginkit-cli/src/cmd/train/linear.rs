@@ -37,7 +37,9 @@ fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> 
     if let Some(e) = m.eps {
         p = p.eps(e);
     }
-    if m.bias >= 0.0 {
+    // LIBLINEAR's -B: a negative value means no bias; anything else (NaN too) is a bias
+    // feature for the library to check.
+    if m.bias >= 0.0 || m.bias.is_nan() {
         p = p.bias(m.bias);
     }
     for (l, v) in parse_class_weights(&m.class_weights)? {
@@ -138,14 +140,17 @@ pub fn run(a: TrainArgs) -> Exit {
             .map(|s| s.relative_gap())
             .fold(0.0, f64::max)
     ));
+    if status == Status::MaxIterations {
+        // LIBLINEAR's words, so that scripts watching for them keep working.
+        eprintln!("WARNING: reaching max number of iterations");
+    }
     if status != Status::Converged {
         eprintln!(
-            "marginkit: warning: the solver stopped before convergence ({}); the model file is flagged 'status {}'",
-            status.as_str(),
+            "marginkit: warning: the solver stopped before convergence ({}); the model is written as usual",
             status.as_str()
         );
     }
-    write_output(&path, |w| fit.model.write_with_status(&mut *w, status))
+    write_output(&path, |w| fit.model.write(&mut *w))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     if a.json {
         // Decision function k is w_k'x - rho_k, as in LIBSVM's files.

@@ -20,7 +20,7 @@ use std::io::Write;
 
 use marginkit::data::write_output;
 use marginkit::solver::{Both, Status};
-use marginkit::svm::model_io::{fmt_label, save_model_with_status};
+use marginkit::svm::model_io::{fmt_label, save_model};
 use marginkit::svm::train::{cross_validation_status, fit_resumable, FitReport};
 use marginkit::svm::FitCheckpoint;
 use marginkit::svm::{KernelKind, SvmValidParams};
@@ -146,15 +146,13 @@ pub fn run(a: TrainArgs) -> Exit {
             report.cache.misses
         ),
     );
-    save_model_with_status(&path, &model, status)
-        .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    save_model(&path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     let state_written = match &checkpoint {
         Some(c) => {
             write_output(&state_path, |w| w.write_all(&c.to_bytes()))
                 .map_err(|e| CliError(format!("{}: {e}", state_path.display())))?;
             eprintln!(
-                "marginkit: warning: the solver stopped before convergence ({}); the model file is flagged 'status {}'; continue with --resume {}",
-                status.as_str(),
+                "marginkit: warning: the solver stopped before convergence ({}); the model file holds the current iterate; continue with --resume {}",
                 status.as_str(),
                 state_path.display()
             );
