@@ -70,3 +70,22 @@ fn real_valued_targets_to_a_classifier_are_flagged() {
     assert!(o.status.success());
     assert!(!String::from_utf8_lossy(&o.stderr).contains("regression targets"));
 }
+
+/// `scale` warns, as svm-scale does, when the default -l -1 turns the zeros of sparse data into
+/// non-zero values, and suggests -l 0; with -l 0 the data stay as sparse and nothing is said.
+#[test]
+fn scale_warns_before_densifying() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("sp.svm"), "1 1:0.5 5:1\n-1 2:0.2\n1 3:1 4:0.3\n").unwrap();
+    let o = run(&["scale", "-o", "a.svm", "sp.svm"], d);
+    assert!(o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("5 non-zero values became 15") && e.contains("-l 0"),
+        "{e}"
+    );
+    let o = run(&["scale", "-l", "0", "-o", "b.svm", "sp.svm"], d);
+    assert!(o.status.success());
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("denser"));
+}

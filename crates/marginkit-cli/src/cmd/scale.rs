@@ -52,6 +52,14 @@ pub fn run(a: ScaleArgs) -> Exit {
     let scaled = params
         .apply(&data)
         .map_err(|e| CliError(format!("{}: {e}", a.data_file.display())))?;
+    // As svm-scale: a lower bound other than 0 maps every zero to a non-zero value.
+    let (before, after) = (data.x.count_nonzero(), scaled.x.count_nonzero());
+    if after > before {
+        eprintln!(
+            "marginkit: warning: scaling made the data denser: {before} non-zero values became {after}; \
+             if the features are non-negative and sparse, use -l 0 rather than the default -l -1"
+        );
+    }
     let to_io = |e: marginkit::IoError| std::io::Error::other(e.to_string());
     match &a.output {
         Some(out) => write_output(out, |w| write_libsvm(&mut *w, &scaled).map_err(to_io))

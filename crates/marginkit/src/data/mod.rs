@@ -190,6 +190,17 @@ impl Row<'_> {
 }
 
 impl Features {
+    /// Number of non-zero values (stored zeros of a sparse matrix do not count).
+    pub fn count_nonzero(&self) -> usize {
+        match self {
+            Features::Dense(m) => (0..m.n_rows())
+                .map(|i| m.row(i).iter().filter(|&&v| v != 0.0).count())
+                .sum(),
+            Features::Sparse(m) => (0..m.n_rows())
+                .map(|i| m.row(i).1.iter().filter(|&&v| v != 0.0).count())
+                .sum(),
+        }
+    }
     /// Number of rows (samples).
     pub fn n_rows(&self) -> usize {
         match self {
