@@ -82,3 +82,37 @@ fn ctrl_c_prints_the_best_point_so_far() {
     assert!(last[0].parse::<f64>().unwrap() > 0.0);
     assert!(last[2].parse::<f64>().unwrap() > 50.0);
 }
+
+/// A reader that closes the pipe early (`marginkit grid ... | head -1`) ends the run quietly with
+/// 141 (128 + SIGPIPE), not a panic. The grid is far too large to finish before its next line.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_run_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = data("heart_scale.train");
+    let mut child = Command::new(BIN)
+        .args([
+            "grid",
+            "--log2c",
+            "-5,15,0.1",
+            "--log2g",
+            "3,-15,-0.5",
+            "-v",
+            "5",
+        ])
+        .arg(&tr)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.contains("rate="), "{first}");
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(141));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}
