@@ -116,3 +116,41 @@ fn a_closed_pipe_ends_the_run_quietly() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// `grid -s odm` searches (lambda, gamma); its best point, given to `train -s odm -v` with the
+/// same folds, gives the printed accuracy again.
+#[test]
+fn grid_searches_the_odm() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = data("heart_scale.train");
+    let tr = tr.to_str().unwrap();
+    let o = run(
+        &[
+            "grid", "-q", "-s", "odm", "--log2c", "0,6,3", "--log2g", "-7,-3,2", "-v", "4", tr,
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let last: Vec<&str> = text.lines().last().unwrap().split(' ').collect();
+    assert_eq!(last.len(), 3, "{text}");
+    let cv = run(
+        &[
+            "train", "-s", "odm", "-v", "4", "--lambda", last[0], "-g", last[1], tr,
+        ],
+        dir.path(),
+    );
+    assert!(
+        cv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cv.stderr)
+    );
+    let acc = String::from_utf8_lossy(&cv.stdout);
+    assert!(
+        acc.contains(&format!("Cross Validation Accuracy = {}%", last[2])),
+        "{acc} vs {text}"
+    );
+    // ODM flags without -s odm are refused.
+    let o = run(&["grid", "-q", "--theta", "0.1", tr], dir.path());
+    fails(&o, "--theta apply to -s odm only");
+}

@@ -1,12 +1,12 @@
 //! `marginkit grid`: (C, gamma) grid search by cross-validation, like LIBSVM's grid.py.
 use crate::common::input::InputArgs;
-use crate::common::model::ModelArgs;
+use crate::common::model::{odm_params, ModelArgs, OdmArgs, SvmTypeArg};
 use std::path::PathBuf;
 
 use clap::{ArgAction, Args};
 
 use marginkit::svm::grid::{grid_search, GridPoint};
-use marginkit::svm::KernelKind;
+use marginkit::svm::{KernelKind, KernelParams};
 use serde_json::json;
 
 use crate::common::input::read_data;
@@ -54,12 +54,22 @@ pub fn run(a: GridArgs) -> Exit {
     if a.folds < 2 {
         return Err(CliError(format!("-v must be >= 2, got {}", a.folds)));
     }
-    let params = svm_params(&a.model)?;
+    // `-s odm` searches (lambda, gamma) with the ODM's own cross-validation.
+    let odm = a.model.svm_type == Some(SvmTypeArg::Odm);
+    let params = if odm {
+        None
+    } else {
+        Some(svm_params(&a.model)?)
+    };
+    if !odm && !a.odm.given().is_empty() {
+        return Err(CliError(format!(
+            "{} apply to -s odm only",
+            a.odm.given().join(", ")
+        )));
+    }
+    let kernel = a.model.kernel()?;
     let log2c = parse_range("--log2c", &a.log2c)?;
-    let uses_gamma = !matches!(
-        params.kernel.kind,
-        KernelKind::Linear | KernelKind::Precomputed
-    );
+    let uses_gamma = !matches!(kernel.kind, KernelKind::Linear | KernelKind::Precomputed);
     let log2g = if uses_gamma {
         parse_range("--log2g", &a.log2g)?
     } else {
@@ -68,9 +78,9 @@ pub fn run(a: GridArgs) -> Exit {
     let data = read_data(
         &a.train_file,
         &a.input,
-        params.kernel.kind == KernelKind::Precomputed,
+        kernel.kind == KernelKind::Precomputed,
     )?;
-    let regression = params.svm_type.is_regression();
+    let regression = params.as_ref().is_some_and(|p| p.svm_type.is_regression());
     let cs: Vec<f64> = log2c.iter().map(|e| e.exp2()).collect();
     let gs: Vec<f64> = log2g.iter().map(|e| e.exp2()).collect();
     let mut best: Option<GridPoint> = None;
@@ -115,7 +125,10 @@ pub fn run(a: GridArgs) -> Exit {
         }
     };
     let cancel = crate::common::interrupt::install();
-    let points = grid_search(&params, &data, &cs, &gs, a.folds, &cancel, &mut on_point)?;
+    let points = match &params {
+        Some(p) => grid_search(p, &data, &cs, &gs, a.folds, &cancel, &mut on_point)?,
+        None => odm_grid(&a, kernel, &data, &cs, &gs, &cancel, &mut on_point)?,
+    };
     let interrupted = cancel.is_cancelled();
     if interrupted {
         eprintln!(
@@ -176,6 +189,43 @@ pub fn run(a: GridArgs) -> Exit {
     })
 }
 
+/// The ODM's (lambda, gamma) grid: `cs` are the lambdas; each point is the accuracy of
+/// [`marginkit::odm::cross_validation`] with the command's folds and seed. Ctrl-C stops between
+/// points.
+fn odm_grid(
+    a: &GridArgs,
+    kernel: KernelParams,
+    data: &marginkit::Dataset,
+    cs: &[f64],
+    gs: &[f64],
+    cancel: &marginkit::solver::Cancel,
+    on_point: &mut dyn FnMut(&GridPoint),
+) -> CliResult<Vec<GridPoint>> {
+    let mut out = Vec::with_capacity(cs.len() * gs.len());
+    for &gamma in gs {
+        for &lambda in cs {
+            if cancel.is_cancelled() {
+                return Ok(out);
+            }
+            let k = KernelParams {
+                gamma: marginkit::svm::Gamma::Value(gamma),
+                ..kernel
+            };
+            let params = odm_params(&a.model, &a.odm, lambda, k)?;
+            let pred = marginkit::odm::cross_validation(&params, data, a.folds, a.model.seed)?;
+            let pt = GridPoint {
+                c: lambda,
+                gamma,
+                score: marginkit::metrics::classification(&pred, &data.y).accuracy,
+                status: marginkit::solver::Status::Converged,
+            };
+            on_point(&pt);
+            out.push(pt);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_range;
@@ -205,14 +255,16 @@ mod tests {
 #[derive(Debug, Args)]
 #[command(
     disable_help_flag = true,
-    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nWith -t 0 (linear) or -t 4 (precomputed) only C is searched.\nPrints `C gamma score` of the best point last (score: accuracy in %, or MSE for -s 3/4), C and gamma exactly.\nCtrl-C stops the search and prints the best point so far (exit code 130)."
+    after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nWith -t 0 (linear) or -t 4 (precomputed) only C is searched. With -s odm the grid is over (lambda, gamma).\nPrints `C gamma score` of the best point last (score: accuracy in %, or MSE for -s 3/4), C and gamma exactly.\nCtrl-C stops the search and prints the best point so far (exit code 130)."
 )]
 pub struct GridArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
+    pub odm: OdmArgs,
+    #[command(flatten)]
     pub input: InputArgs,
-    /// log2(C) range: begin,end,step.
+    /// log2(C) range: begin,end,step (with -s odm: log2(lambda)).
     #[arg(
         long = "log2c",
         default_value = "-5,15,2",

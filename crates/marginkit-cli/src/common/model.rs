@@ -1,11 +1,13 @@
 //! LIBSVM/LIBLINEAR model flags shared by `train`, `grid` and `path`, and their mapping to the library parameters.
 use marginkit::svm::params::cache_bytes_from_mb;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use marginkit::odm::{OdmParams, OdmSolver, OdmValidParams};
 use marginkit::solver::Shrinking;
 use marginkit::svm::params::Probability;
 use marginkit::svm::{KernelParams, SvmParams, SvmType, SvmValidParams};
 
+use crate::common::run::seconds_flag;
 use crate::common::{CliError, CliResult};
 
 /// Model parameters of `train` and `grid` (LIBSVM's and LIBLINEAR's flags).
@@ -187,4 +189,84 @@ impl ModelArgs {
             )),
         }
     }
+}
+
+/// The flags of `-s odm` (Zhang & Zhou, AAAI 2018, Eq. 1): margin mean fixed at 1, squared
+/// deviations below (weight 1) and above (weight nu, `-n`) outside a theta-insensitive zone.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "ODM (-s odm)")]
+pub struct OdmArgs {
+    /// lambda: weight of the margin-variance loss (default: -c, which defaults to 1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub lambda: Option<f64>,
+    /// theta in [0, 1): half-width of the insensitive zone around the margin mean [default: 0.2].
+    #[arg(long, allow_negative_numbers = true)]
+    pub theta: Option<f64>,
+    /// Engine: smo (any kernel) or dcd (linear kernel, large data, moderate lambda) [default: smo].
+    #[arg(long, value_enum)]
+    pub engine: Option<OdmEngine>,
+}
+
+/// `--engine` of `-s odm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OdmEngine {
+    /// The SMO engine on the dual box QP.
+    Smo,
+    /// Dual coordinate descent on the linear kernel.
+    Dcd,
+}
+
+impl OdmArgs {
+    /// The ODM flags given, by name, for the error when `-s odm` is not.
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.lambda.is_some() {
+            v.push("--lambda");
+        }
+        if self.theta.is_some() {
+            v.push("--theta");
+        }
+        if self.engine.is_some() {
+            v.push("--engine");
+        }
+        v
+    }
+}
+
+/// The ODM parameters of `-s odm` with the given lambda and kernel (`train` takes lambda from
+/// `--lambda` or `-c`; `grid` from its C range).
+pub fn odm_params(
+    m: &ModelArgs,
+    o: &OdmArgs,
+    lambda: f64,
+    kernel: KernelParams,
+) -> CliResult<OdmValidParams> {
+    let mut p = OdmParams::new()
+        .lambda(lambda)
+        .nu(m.nu)
+        .kernel(kernel)
+        .cache_bytes(cache_bytes_from_mb("-m (cache size, MB)", m.cache_mb)?)
+        .shrinking(if m.shrinking == 1 {
+            Shrinking::On
+        } else {
+            Shrinking::Off
+        })
+        .engine(match o.engine {
+            Some(OdmEngine::Dcd) => OdmSolver::Dcd,
+            Some(OdmEngine::Smo) | None => OdmSolver::Smo,
+        })
+        .seed(m.seed);
+    if let Some(theta) = o.theta {
+        p = p.theta(theta);
+    }
+    if let Some(tol) = m.eps {
+        p = p.tol(tol);
+    }
+    if let Some(n) = m.max_iter {
+        p = p.max_iter(n);
+    }
+    if let Some(t) = m.time_limit {
+        p = p.time_limit(seconds_flag("time-limit", t)?);
+    }
+    Ok(p.check()?)
 }

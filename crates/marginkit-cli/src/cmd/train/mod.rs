@@ -3,7 +3,7 @@
 mod linear;
 mod odm;
 use crate::common::input::{with_weight_file, InputArgs};
-use crate::common::model::{svm_params, SvmTypeArg};
+use crate::common::model::{svm_params, OdmArgs, SvmTypeArg};
 use crate::common::output::{
     check_outputs, default_model_path, refuse_overwriting_input, refuse_same_file,
 };
@@ -249,7 +249,7 @@ pub struct TrainArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
-    pub odm: odm::OdmArgs,
+    pub odm: OdmArgs,
     #[command(flatten)]
     pub input: InputArgs,
     /// n-fold cross-validation instead of training a model (n >= 2).

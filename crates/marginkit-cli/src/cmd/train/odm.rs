@@ -3,66 +3,22 @@
 //! The model file is a LIBSVM C-SVC kernel expansion (rho 0) that `marginkit predict` and LIBSVM
 //! load; lambda, nu and theta are printed in the summary and in `--json`. `-c` gives lambda when
 //! `--lambda` is not given, as C plays lambda's role.
-use marginkit::svm::params::cache_bytes_from_mb;
 
 use std::time::Instant;
 
-use clap::{Args, ValueEnum};
-use marginkit::odm::{self, OdmParams, OdmSolver};
-use marginkit::solver::{Shrinking, Status};
+use marginkit::odm::{self};
+use marginkit::solver::Status;
 use marginkit::svm::model_io::save_model;
 use marginkit::svm::KernelKind;
 use serde_json::json;
 
 use super::TrainArgs;
 use crate::common::input::read_data;
+use crate::common::model::odm_params;
 use crate::common::output::default_model_path;
 use crate::common::progress::Progress;
 use crate::common::report::{report_cv, say};
-use crate::common::run::seconds_flag;
 use crate::common::{CliError, Exit, Outcome};
-
-/// The flags of `-s odm` (Zhang & Zhou, AAAI 2018, Eq. 1): margin mean fixed at 1, squared
-/// deviations below (weight 1) and above (weight nu, `-n`) outside a theta-insensitive zone.
-#[derive(Debug, Args, Clone)]
-#[command(next_help_heading = "ODM (-s odm)")]
-pub struct OdmArgs {
-    /// lambda: weight of the margin-variance loss (default: -c, which defaults to 1).
-    #[arg(long, allow_negative_numbers = true)]
-    pub lambda: Option<f64>,
-    /// theta in [0, 1): half-width of the insensitive zone around the margin mean [default: 0.2].
-    #[arg(long, allow_negative_numbers = true)]
-    pub theta: Option<f64>,
-    /// Engine: smo (any kernel) or dcd (linear kernel, large data, moderate lambda) [default: smo].
-    #[arg(long, value_enum)]
-    pub engine: Option<Engine>,
-}
-
-/// `--engine` of `-s odm`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Engine {
-    /// The SMO engine on the dual box QP.
-    Smo,
-    /// Dual coordinate descent on the linear kernel.
-    Dcd,
-}
-
-impl OdmArgs {
-    /// The ODM flags given, by name, for the error when `-s odm` is not.
-    pub fn given(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.lambda.is_some() {
-            v.push("--lambda");
-        }
-        if self.theta.is_some() {
-            v.push("--theta");
-        }
-        if self.engine.is_some() {
-            v.push("--engine");
-        }
-        v
-    }
-}
 
 /// Refuses the `train` flags that `-s odm` has no use for, instead of ignoring them.
 fn refuse_other_flags(a: &TrainArgs) -> Result<(), CliError> {
@@ -99,34 +55,7 @@ pub fn run(a: &TrainArgs) -> Exit {
     let m = &a.model;
     let lambda = a.odm.lambda.unwrap_or(m.cost);
     let kernel = m.kernel()?;
-    let mut p = OdmParams::new()
-        .lambda(lambda)
-        .nu(m.nu)
-        .kernel(kernel)
-        .cache_bytes(cache_bytes_from_mb("-m (cache size, MB)", m.cache_mb)?)
-        .shrinking(if m.shrinking == 1 {
-            Shrinking::On
-        } else {
-            Shrinking::Off
-        })
-        .engine(match a.odm.engine {
-            Some(Engine::Dcd) => OdmSolver::Dcd,
-            Some(Engine::Smo) | None => OdmSolver::Smo,
-        })
-        .seed(m.seed);
-    if let Some(theta) = a.odm.theta {
-        p = p.theta(theta);
-    }
-    if let Some(tol) = m.eps {
-        p = p.tol(tol);
-    }
-    if let Some(n) = m.max_iter {
-        p = p.max_iter(n);
-    }
-    if let Some(t) = m.time_limit {
-        p = p.time_limit(seconds_flag("time-limit", t)?);
-    }
-    let params = p.check()?;
+    let params = odm_params(m, &a.odm, lambda, kernel)?;
     let (nu, theta) = (params.nu, params.theta);
     let data = read_data(
         &a.train_file,
