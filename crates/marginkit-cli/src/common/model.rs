@@ -17,8 +17,7 @@ pub struct ModelArgs {
     /// svm_type (LIBSVM): 0 C-SVC, 1 nu-SVC, 2 one-class, 3 epsilon-SVR, 4 nu-SVR; `odm` the
     /// optimal margin distribution machine (train only).
     /// With --linear (LIBLINEAR): 1 L2-loss dual SVC, 2 L2-loss primal SVC (Newton, uses all threads),
-    /// 3 L1-loss dual SVC, 11 L2-loss primal SVR (Newton, all threads), 12 L2-loss dual SVR, 13 L1-loss dual SVR;
-    /// the dual solvers (1, 3, 12, 13) use all threads from 8,192 samples up.
+    /// 3 L1-loss dual SVC, 11 L2-loss primal SVR (Newton, all threads), 12 L2-loss dual SVR, 13 L1-loss dual SVR.
     #[arg(short = 's', value_parser = parse_svm_type)]
     pub svm_type: Option<SvmTypeArg>,
     /// kernel_type: 0 linear, 1 polynomial, 2 RBF, 3 sigmoid, 4 precomputed.
@@ -79,9 +78,7 @@ pub struct ModelArgs {
     /// Seed of every random choice (folds, permutations).
     #[arg(long, default_value_t = 0, help_heading = "Solver and run")]
     pub seed: u64,
-    /// Worker threads (default: all cores). Results do not depend on it, except that the linear
-    /// dual solvers (--linear -s 1/3/12/13, from 8,192 samples up) give one result at 1 thread
-    /// and another, the same optimum to the tolerance, at any number from 2 up.
+    /// Worker threads for kernel computations (default: all cores); results do not depend on it.
     #[arg(long, help_heading = "Solver and run")]
     pub threads: Option<usize>,
 }

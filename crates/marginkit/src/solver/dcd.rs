@@ -69,13 +69,9 @@
 //!
 //! # Parallel passes
 //!
-//! [`solve_svc_parallel`] and [`solve_svr_parallel`] compute the gradients of each block of a
-//! pass in parallel and update the block's variables whose projected gradient is non-zero in
-//! order (Chiang, Lee & Lin 2016); the result is the same at any number of threads from 2 up,
-//! and on one thread they are [`solve_svc`] and [`solve_svr`] (see the `par` submodule docs).
-//! [`solve_svc_blocks`] runs local passes on disjoint blocks of variables and merges them by an
-//! exact line search; its result does not depend on the thread count (see the `blocks`
-//! submodule docs).
+//! [`solve_svc_blocks`] runs the passes on disjoint blocks of variables in parallel and merges
+//! them by an exact line search; its result does not depend on the thread count (see the
+//! `blocks` submodule docs).
 //!
 //! # Cost
 //!
@@ -109,9 +105,7 @@ use crate::data::{ops, CsrMatrix, DenseMatrix, Features, Row};
 use crate::error::SolveError;
 
 mod blocks;
-mod par;
 pub use blocks::{solve_svc_blocks, DEFAULT_BLOCKS};
-pub use par::{PAR_BLOCK, PAR_MIN_ROWS};
 
 /// Default maximum number of outer passes when [`SolverSettings::max_iter`] is `None`.
 ///
@@ -369,75 +363,13 @@ pub fn solve_svc<O: Observer>(
 ) -> Result<DcdResult, SolveError> {
     let b = check_bias(prob.design.bias)?;
     match prob.design.x {
-        Features::Dense(m) => svc_dispatch(
-            &DenseRows { m, b },
-            prob,
-            settings,
-            seed,
-            alpha,
-            SvcRun::SERIAL,
-            obs,
-        ),
-        Features::Sparse(m) => svc_dispatch(
-            &SparseRows { m, b },
-            prob,
-            settings,
-            seed,
-            alpha,
-            SvcRun::SERIAL,
-            obs,
-        ),
-    }
-}
-
-/// [`solve_svc`] with the passes spread over the current rayon pool (see the `par` submodule
-/// docs). On a one-thread pool, for fewer than [`PAR_MIN_ROWS`] samples and with
-/// [`Equality::Sum`], this is [`solve_svc`] itself.
-/// The result is bit for bit the same at any number of threads from 2 up, and the same
-/// optimum as [`solve_svc`] to the tolerance.
-///
-/// # Errors
-/// As [`solve_svc`].
-pub fn solve_svc_parallel<O: Observer>(
-    prob: &SvcDual<'_>,
-    settings: &SolverSettings,
-    seed: u64,
-    alpha: &mut [f64],
-    obs: &mut O,
-) -> Result<DcdResult, SolveError> {
-    if rayon::current_num_threads() <= 1
-        || prob.design.x.n_rows() < PAR_MIN_ROWS
-        || matches!(prob.qp.equality, Equality::Sum { .. })
-    {
-        return solve_svc(prob, settings, seed, alpha, obs);
-    }
-    let b = check_bias(prob.design.bias)?;
-    let run = SvcRun {
-        warm: None,
-        exec: Exec::Parallel,
-    };
-    match prob.design.x {
         Features::Dense(m) => {
-            svc_dispatch(&DenseRows { m, b }, prob, settings, seed, alpha, run, obs)
+            svc_dispatch(&DenseRows { m, b }, prob, settings, seed, alpha, None, obs)
         }
         Features::Sparse(m) => {
-            svc_dispatch(&SparseRows { m, b }, prob, settings, seed, alpha, run, obs)
+            svc_dispatch(&SparseRows { m, b }, prob, settings, seed, alpha, None, obs)
         }
     }
-}
-
-/// How [`svc_dispatch`] runs: from scratch or a warm start, serial or block-parallel passes.
-#[derive(Debug, Clone, Copy)]
-struct SvcRun<'w> {
-    warm: Option<SvcWarm<'w>>,
-    exec: Exec,
-}
-
-impl SvcRun<'_> {
-    const SERIAL: SvcRun<'static> = SvcRun {
-        warm: None,
-        exec: Exec::Serial,
-    };
 }
 
 /// What a caller solving a sequence of related SVC duals (the regularization path) already
@@ -471,10 +403,7 @@ pub(crate) fn solve_svc_warm<O: Observer>(
             settings,
             seed,
             alpha,
-            SvcRun {
-                warm: Some(warm),
-                exec: Exec::Serial,
-            },
+            Some(warm),
             obs,
         ),
         Features::Sparse(m) => svc_dispatch(
@@ -483,10 +412,7 @@ pub(crate) fn solve_svc_warm<O: Observer>(
             settings,
             seed,
             alpha,
-            SvcRun {
-                warm: Some(warm),
-                exec: Exec::Serial,
-            },
+            Some(warm),
             obs,
         ),
     }
@@ -508,75 +434,9 @@ pub fn solve_svr<O: Observer>(
 ) -> Result<DcdResult, SolveError> {
     let b = check_bias(prob.design.bias)?;
     match prob.design.x {
-        Features::Dense(m) => svr_impl(
-            &DenseRows { m, b },
-            prob,
-            settings,
-            seed,
-            beta,
-            Exec::Serial,
-            obs,
-        ),
-        Features::Sparse(m) => svr_impl(
-            &SparseRows { m, b },
-            prob,
-            settings,
-            seed,
-            beta,
-            Exec::Serial,
-            obs,
-        ),
+        Features::Dense(m) => svr_impl(&DenseRows { m, b }, prob, settings, seed, beta, obs),
+        Features::Sparse(m) => svr_impl(&SparseRows { m, b }, prob, settings, seed, beta, obs),
     }
-}
-
-/// [`solve_svr`] with the passes spread over the current rayon pool (see the `par` submodule
-/// docs). On a one-thread pool and for fewer than [`PAR_MIN_ROWS`] samples this is
-/// [`solve_svr`] itself. The result is bit for bit the
-/// same at any number of threads from 2 up, and the same optimum as [`solve_svr`] to the
-/// tolerance.
-///
-/// # Errors
-/// As [`solve_svr`].
-pub fn solve_svr_parallel<O: Observer>(
-    prob: &SvrDual<'_>,
-    settings: &SolverSettings,
-    seed: u64,
-    beta: &mut [f64],
-    obs: &mut O,
-) -> Result<DcdResult, SolveError> {
-    if rayon::current_num_threads() <= 1 || prob.design.x.n_rows() < PAR_MIN_ROWS {
-        return solve_svr(prob, settings, seed, beta, obs);
-    }
-    let b = check_bias(prob.design.bias)?;
-    match prob.design.x {
-        Features::Dense(m) => svr_impl(
-            &DenseRows { m, b },
-            prob,
-            settings,
-            seed,
-            beta,
-            Exec::Parallel,
-            obs,
-        ),
-        Features::Sparse(m) => svr_impl(
-            &SparseRows { m, b },
-            prob,
-            settings,
-            seed,
-            beta,
-            Exec::Parallel,
-            obs,
-        ),
-    }
-}
-
-/// Whether the passes of a solve run on one thread or on the current rayon pool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Exec {
-    /// The serial loops (every gradient fresh).
-    Serial,
-    /// Block-parallel gradients (the `par` submodule); iterates independent of the thread count.
-    Parallel,
 }
 
 /// Shared loop control: pass limit, clock, observer.
@@ -686,21 +546,15 @@ fn check_svc<R: Rows>(rows: &R, prob: &SvcDual<'_>, alpha: &mut [f64]) -> Result
     Ok(())
 }
 
-fn svc_dispatch<R, O>(
+fn svc_dispatch<R: Rows, O: Observer>(
     rows: &R,
     prob: &SvcDual<'_>,
     settings: &SolverSettings,
     seed: u64,
     alpha: &mut [f64],
-    run: SvcRun<'_>,
+    warm: Option<SvcWarm<'_>>,
     obs: &mut O,
-) -> Result<DcdResult, SolveError>
-where
-    R: Rows + Sync,
-    R::Key: Send + Sync,
-    O: Observer,
-{
-    let warm = run.warm;
+) -> Result<DcdResult, SolveError> {
     check_svc(rows, prob, alpha)?;
     let n = rows.n();
     let qp = &prob.qp;
@@ -748,7 +602,6 @@ where
         free: &free,
         settings,
         seed,
-        exec: run.exec,
     };
     match qp.equality {
         Equality::None => {
@@ -777,7 +630,6 @@ struct SvcCtx<'c, 'a, R> {
     free: &'c [usize],
     settings: &'c SolverSettings,
     seed: u64,
-    exec: Exec,
 }
 
 fn rebuild_w<R: Rows>(rows: &R, y: &[i8], alpha: &[f64], w: &mut [f64]) {
@@ -1041,18 +893,13 @@ fn face_step<R: Rows>(
 }
 
 /// The no-equality SVC loop (Hsieh et al. 2008, Algorithm 3 with shrinking).
-fn svc_box<R, O>(
+fn svc_box<R: Rows, O: Observer>(
     ctx: &SvcCtx<'_, '_, R>,
     alpha: &mut [f64],
     w: &mut [f64],
     xw: &mut Vec<f64>,
     obs: &mut O,
-) -> Result<(Status, u64), SolveError>
-where
-    R: Rows + Sync,
-    R::Key: Send + Sync,
-    O: Observer,
-{
+) -> Result<(Status, u64), SolveError> {
     let (rows, prob, qd, free, settings) = (ctx.rows, ctx.prob, ctx.qd, ctx.free, ctx.settings);
     let (p, y, upper, shift) = (prob.qp.p, prob.qp.y, prob.qp.upper, prob.diag_shift);
     let mut coords: Vec<Coord<R::Key>> = free
@@ -1068,15 +915,19 @@ where
             d: shift[i],
         })
         .collect();
-    let fin = Final {
-        alpha: &mut *alpha,
-        y,
-        xw: &mut *xw,
-    };
-    let out = match ctx.exec {
-        Exec::Serial => svc_box_loop(rows, &mut coords, settings, ctx.seed, w, fin, obs),
-        Exec::Parallel => par::svc_box_loop_par(rows, &mut coords, settings, ctx.seed, w, fin, obs),
-    };
+    let out = svc_box_loop(
+        rows,
+        &mut coords,
+        settings,
+        ctx.seed,
+        w,
+        Final {
+            alpha: &mut *alpha,
+            y,
+            xw: &mut *xw,
+        },
+        obs,
+    );
     for c in &coords {
         alpha[c.i] = c.a;
     }
@@ -1555,146 +1406,14 @@ fn svr_violation(beta: f64, u: f64, gp: f64, gn: f64, m: f64) -> (f64, bool) {
     }
 }
 
-/// What the SVR loops share (read-only).
-struct SvrCtx<'c> {
-    t: &'c [f64],
-    upper: &'c [f64],
-    shift: &'c [f64],
-    qd: &'c [f64],
-    eps: f64,
-    settings: &'c SolverSettings,
-    seed: u64,
-}
-
-/// The exact minimiser of `1/2 h d^2 + g d + eps |b + d|` over `b + d` in `[-u, u]`, for the
-/// gradient `g` of the smooth part at `b` (`gp = g + eps`, `gn = g - eps`).
-///
-/// # Errors
-/// [`SolveError::Infeasible`] for a zero row with an infinite bound that the objective
-/// decreases towards.
-#[inline(always)]
-fn svr_minimizer(b: f64, u: f64, h: f64, gp: f64, gn: f64) -> Result<f64, SolveError> {
-    if h > 0.0 {
-        let target = if gp < h * b {
-            b - gp / h
-        } else if gn > h * b {
-            b - gn / h
-        } else {
-            0.0
-        };
-        Ok(target.clamp(-u, u))
-    } else {
-        let dir = if gp < 0.0 {
-            u
-        } else if gn > 0.0 {
-            -u
-        } else {
-            0.0
-        };
-        if !dir.is_finite() {
-            return Err(SolveError::Infeasible(
-                "zero row with an infinite bound (primal infeasible)",
-            ));
-        }
-        Ok(dir)
-    }
-}
-
-/// The SVR pass loop (Ho & Lin 2012, Algorithm 4 with shrinking); returns the status and the
-/// number of passes. `index` lists the movable variables.
-fn svr_loop<R: Rows, O: Observer>(
-    rows: &R,
-    cx: &SvrCtx<'_>,
-    index: &mut [usize],
-    beta: &mut [f64],
-    w: &mut [f64],
-    obs: &mut O,
-) -> Result<(Status, u64), SolveError> {
-    let (t, upper, shift, qd, eps) = (cx.t, cx.upper, cx.shift, cx.qd, cx.eps);
-    let (settings, seed) = (cx.settings, cx.seed);
-    let n_free = index.len();
-    let mut active = n_free;
-    let shrink = settings.shrinking == Shrinking::On;
-    let budget = Budget::new(settings);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let mut m_old = f64::INFINITY;
-    let mut norm1_init = f64::NAN;
-    let mut passes = 0u64;
-    let status = loop {
-        if active == 0 {
-            break Status::Converged;
-        }
-        for k in 0..active {
-            let j = rng.gen_range(k..active);
-            index.swap(k, j);
-        }
-        let (mut vmax, mut norm1) = (0.0f64, 0.0f64);
-        let mut s = 0;
-        while s < active {
-            let i = index[s];
-            let (bi, ui, h) = (beta[i], upper[i], qd[i]);
-            let g = rows.dot(i, w) - t[i] + shift[i] * bi;
-            if !g.is_finite() {
-                return Err(SolveError::NonFinite { what: "gradient" });
-            }
-            let (gp, gn) = (g + eps, g - eps);
-            let (v, can_shrink) = svr_violation(bi, ui, gp, gn, m_old);
-            if shrink && can_shrink {
-                active -= 1;
-                index.swap(s, active);
-                continue;
-            }
-            vmax = vmax.max(v);
-            norm1 += v;
-            s += 1;
-            if v <= PG_SKIP {
-                continue;
-            }
-            let new = svr_minimizer(bi, ui, h, gp, gn)?;
-            let step = new - bi;
-            if step != 0.0 {
-                beta[i] = new;
-                rows.axpy(i, step, w);
-            }
-        }
-        passes += 1;
-        if passes == 1 {
-            norm1_init = norm1;
-        }
-        if norm1 <= settings.tol * norm1_init {
-            if active == n_free {
-                break Status::Converged;
-            }
-            active = n_free;
-            m_old = f64::INFINITY;
-        } else if shrink {
-            m_old = vmax;
-        }
-        let stats = IterStats {
-            iterations: passes,
-            max_violation: vmax,
-            active,
-        };
-        if let Some(st) = budget.after_pass(obs, stats) {
-            break st;
-        }
-    };
-    Ok((status, passes))
-}
-
-fn svr_impl<R, O>(
+fn svr_impl<R: Rows, O: Observer>(
     rows: &R,
     prob: &SvrDual<'_>,
     settings: &SolverSettings,
     seed: u64,
     beta: &mut [f64],
-    exec: Exec,
     obs: &mut O,
-) -> Result<DcdResult, SolveError>
-where
-    R: Rows + Sync,
-    O: Observer,
-{
+) -> Result<DcdResult, SolveError> {
     let n = rows.n();
     check_len("target", prob.target.len(), n)?;
     check_len("upper", prob.upper.len(), n)?;
@@ -1729,35 +1448,104 @@ where
     rebuild(beta, &mut w);
     let qd: Vec<f64> = (0..n).map(|i| rows.sq_norm(i) + shift[i]).collect();
     let mut index: Vec<usize> = (0..n).filter(|&i| upper[i] > 0.0).collect();
-    let cx = SvrCtx {
-        t,
-        upper,
-        shift,
-        qd: &qd,
-        eps,
-        settings,
-        seed,
-    };
-    let (status, passes) = match exec {
-        Exec::Serial => svr_loop(rows, &cx, &mut index, beta, &mut w, obs)?,
-        Exec::Parallel => par::svr_loop_par(rows, &cx, &mut index, beta, &mut w, obs)?,
-    };
-    let mut xws = Vec::with_capacity(n);
-    match exec {
-        Exec::Serial => {
-            rebuild(beta, &mut w);
-            xws.extend((0..n).map(|i| rows.dot(i, &w)));
+    let n_free = index.len();
+    let mut active = n_free;
+    let shrink = settings.shrinking == Shrinking::On;
+    let budget = Budget::new(settings);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut m_old = f64::INFINITY;
+    let mut norm1_init = f64::NAN;
+    let mut passes = 0u64;
+    let status = loop {
+        if active == 0 {
+            break Status::Converged;
         }
-        Exec::Parallel => {
-            let b: &[f64] = beta;
-            par::rebuild_w_par(rows, |i| b[i], &mut w);
-            par::margins_par(rows, &w, &mut xws);
+        for k in 0..active {
+            let j = rng.gen_range(k..active);
+            index.swap(k, j);
         }
-    }
+        let (mut vmax, mut norm1) = (0.0f64, 0.0f64);
+        let mut s = 0;
+        while s < active {
+            let i = index[s];
+            let (bi, ui, h) = (beta[i], upper[i], qd[i]);
+            let g = rows.dot(i, &w) - t[i] + shift[i] * bi;
+            if !g.is_finite() {
+                return Err(SolveError::NonFinite { what: "gradient" });
+            }
+            let (gp, gn) = (g + eps, g - eps);
+            let (v, can_shrink) = svr_violation(bi, ui, gp, gn, m_old);
+            if shrink && can_shrink {
+                active -= 1;
+                index.swap(s, active);
+                continue;
+            }
+            vmax = vmax.max(v);
+            norm1 += v;
+            s += 1;
+            if v <= PG_SKIP {
+                continue;
+            }
+            // Exact minimiser of 1/2 h d^2 + g d + eps |b + d|, then clipped to the box.
+            let new = if h > 0.0 {
+                let target = if gp < h * bi {
+                    bi - gp / h
+                } else if gn > h * bi {
+                    bi - gn / h
+                } else {
+                    0.0
+                };
+                target.clamp(-ui, ui)
+            } else {
+                let dir = if gp < 0.0 {
+                    ui
+                } else if gn > 0.0 {
+                    -ui
+                } else {
+                    0.0
+                };
+                if !dir.is_finite() {
+                    return Err(SolveError::Infeasible(
+                        "zero row with an infinite bound (primal infeasible)",
+                    ));
+                }
+                dir
+            };
+            let step = new - bi;
+            if step != 0.0 {
+                beta[i] = new;
+                rows.axpy(i, step, &mut w);
+            }
+        }
+        passes += 1;
+        if passes == 1 {
+            norm1_init = norm1;
+        }
+        if norm1 <= settings.tol * norm1_init {
+            if active == n_free {
+                break Status::Converged;
+            }
+            active = n_free;
+            m_old = f64::INFINITY;
+        } else if shrink {
+            m_old = vmax;
+        }
+        let stats = IterStats {
+            iterations: passes,
+            max_violation: vmax,
+            active,
+        };
+        if let Some(st) = budget.after_pass(obs, stats) {
+            break st;
+        }
+    };
+    rebuild(beta, &mut w);
     let ww = half_sq(&w);
     let (mut dual, mut primal, mut viol) = (ww, ww, 0.0f64);
+    let mut xws = vec![0.0; n];
     for i in 0..n {
-        let xw = xws[i];
+        let xw = rows.dot(i, &w);
+        xws[i] = xw;
         let bi = beta[i];
         dual += 0.5 * shift[i] * bi * bi - t[i] * bi + eps * bi.abs();
         primal += conj_loss((t[i] - xw).abs() - eps, upper[i], shift[i]);

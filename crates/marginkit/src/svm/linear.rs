@@ -1,7 +1,5 @@
 //! Linear SVMs of the LIBLINEAR class: L1/L2-loss SVC (one-vs-rest for more than two classes)
-//! and L1/L2-loss SVR, trained by dual coordinate descent ([`crate::solver::dcd`], on every
-//! thread of the current rayon pool through [`dcd::solve_svc_parallel`] and
-//! [`dcd::solve_svr_parallel`]) or, for the
+//! and L1/L2-loss SVR, trained by dual coordinate descent ([`crate::solver::dcd`]) or, for the
 //! L2 losses, by a primal truncated Newton method that uses every thread
 //! ([`crate::solver::newton`], `-s 2` and `-s 11`), with LIBLINEAR-compatible model files.
 //!
@@ -516,7 +514,7 @@ impl LinearValidParams {
                     },
                     diag_shift: &shift,
                 };
-                dcd::solve_svc_parallel(&prob, &settings, prm.seed, &mut alpha, &mut obs)?
+                dcd::solve_svc(&prob, &settings, prm.seed, &mut alpha, &mut obs)?
             };
             if r.info.status != Status::Converged {
                 warnings.push(format!(
@@ -589,7 +587,7 @@ impl LinearValidParams {
                 diag_shift: &shift,
             };
             let mut beta = vec![0.0; n];
-            dcd::solve_svr_parallel(&prob, &self.settings(), prm.seed, &mut beta, &mut obs)?
+            dcd::solve_svr(&prob, &self.settings(), prm.seed, &mut beta, &mut obs)?
         };
         if r.info.status != Status::Converged {
             warnings.push(format!(
