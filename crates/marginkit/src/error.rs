@@ -84,7 +84,7 @@ pub enum DataError {
     InfeasibleNu,
     /// A dense array sized by the data does not fit in the available memory (checked before it
     /// is allocated, by [`crate::data::memory::dense_bytes_check`]).
-    #[error("{}", crate::data::memory::dense_too_large_message(what, *rows, *cols, *bytes, *available, *widest))]
+    #[error("{}", dense_too_large_message(what, *rows, *cols, *bytes, *available, *widest))]
     DenseTooLarge {
         /// What the array is for.
         what: &'static str,
@@ -309,4 +309,49 @@ pub(crate) fn non_negative(name: &'static str, v: f64) -> Result<f64, ParamError
     } else {
         Err(ParamError::Negative { name, value: v })
     }
+}
+
+/// Bytes in a short human unit (GB, MB, kB, bytes) for error messages.
+pub(crate) fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1e9 {
+        format!("{:.3} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{b} bytes")
+    }
+}
+
+/// The message of [`DataError::DenseTooLarge`].
+pub(crate) fn dense_too_large_message(
+    what: &str,
+    rows: usize,
+    cols: usize,
+    bytes: u64,
+    available: u64,
+    widest: Option<(usize, usize)>,
+) -> String {
+    let need = if bytes == u64::MAX {
+        "more bytes than memory can address".to_string()
+    } else {
+        human_bytes(bytes)
+    };
+    let cause = match widest {
+        Some((k, s)) => {
+            format!("feature index {k} in sample {s} makes the data {cols} columns wide: ")
+        }
+        None => String::new(),
+    };
+    let hint = if widest.is_some() {
+        "; renumber the features densely (drop unused indices) or use a method that works on sparse rows (train, robust)"
+    } else {
+        "; use less data or free memory"
+    };
+    format!(
+        "{cause}{what} would need a dense {rows} x {cols} array of f64 ({need}), more than the {} of memory available{hint}",
+        human_bytes(available)
+    )
 }

@@ -24,7 +24,7 @@ pub const MAX_MEMORY_ENV: &str = "MARGINKIT_MAX_MEMORY_MB";
 pub fn available_bytes() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|t| crate::svm::params::mem_available_bytes(&t));
+        .and_then(|t| mem_available_bytes(&t));
     let cgroup = cgroup_room_bytes();
     let env = std::env::var(MAX_MEMORY_ENV)
         .ok()
@@ -162,49 +162,16 @@ impl Features {
     }
 }
 
-/// Bytes in a short human unit (GB, MB, kB, bytes) for error messages.
-pub(crate) fn human_bytes(b: u64) -> String {
-    let b = b as f64;
-    if b >= 1e9 {
-        format!("{:.3} GB", b / 1e9)
-    } else if b >= 1e6 {
-        format!("{:.1} MB", b / 1e6)
-    } else if b >= 1e3 {
-        format!("{:.1} kB", b / 1e3)
-    } else {
-        format!("{b} bytes")
+/// `MemAvailable` in bytes from the text of `/proc/meminfo` (`MemAvailable:  123456 kB`).
+pub fn mem_available_bytes(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let mut it = line["MemAvailable:".len()..].split_whitespace();
+    let v: u64 = it.next()?.parse().ok()?;
+    match it.next() {
+        Some("kB") => v.checked_mul(1024),
+        None => Some(v),
+        Some(_) => None,
     }
-}
-
-/// The message of [`DataError::DenseTooLarge`].
-pub(crate) fn dense_too_large_message(
-    what: &str,
-    rows: usize,
-    cols: usize,
-    bytes: u64,
-    available: u64,
-    widest: Option<(usize, usize)>,
-) -> String {
-    let need = if bytes == u64::MAX {
-        "more bytes than memory can address".to_string()
-    } else {
-        human_bytes(bytes)
-    };
-    let cause = match widest {
-        Some((k, s)) => {
-            format!("feature index {k} in sample {s} makes the data {cols} columns wide: ")
-        }
-        None => String::new(),
-    };
-    let hint = if widest.is_some() {
-        "; renumber the features densely (drop unused indices) or use a method that works on sparse rows (train, robust)"
-    } else {
-        "; use less data or free memory"
-    };
-    format!(
-        "{cause}{what} would need a dense {rows} x {cols} array of f64 ({need}), more than the {} of memory available{hint}",
-        human_bytes(available)
-    )
 }
 
 #[cfg(test)]

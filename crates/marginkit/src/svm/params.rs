@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+pub use crate::data::memory::mem_available_bytes;
 use crate::error::{positive, ParamError};
 use crate::kernel::KernelSpec;
 use crate::solver::{Shrinking, SolverSettings};
@@ -476,18 +477,6 @@ pub fn auto_cache_bytes() -> std::io::Result<u64> {
 pub fn cache_bytes_from_mb(name: &'static str, mb: f64) -> Result<u64, ParamError> {
     positive(name, mb)?;
     Ok(((mb * 1048576.0) as u64).max(1))
-}
-
-/// `MemAvailable` in bytes from the text of `/proc/meminfo` (`MemAvailable:  123456 kB`).
-pub fn mem_available_bytes(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let mut it = line["MemAvailable:".len()..].split_whitespace();
-    let v: u64 = it.next()?.parse().ok()?;
-    match it.next() {
-        Some("kB") => v.checked_mul(1024),
-        None => Some(v),
-        Some(_) => None,
-    }
 }
 
 #[cfg(test)]
