@@ -38,13 +38,12 @@ fn grid_prints_exact_values_that_reproduce() {
     );
 }
 
-/// Ctrl-C during a grid far too large to finish: exit 130, a message, and the best point of the
-/// points finished before it. The signal is sent once the first point has been printed.
+/// Starts a grid far too large to finish (heart_scale, 201 x 37 points) with its stdout piped,
+/// and returns once the first point is printed: the run is then certainly under way.
 #[cfg(unix)]
-#[test]
-fn ctrl_c_prints_the_best_point_so_far() {
-    let dir = tempfile::tempdir().unwrap();
-    let tr = data("heart_scale.train");
+fn huge_grid_after_first_point(
+    dir: &std::path::Path,
+) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
     let mut child = Command::new(BIN)
         .args([
             "grid",
@@ -55,8 +54,8 @@ fn ctrl_c_prints_the_best_point_so_far() {
             "-v",
             "5",
         ])
-        .arg(&tr)
-        .current_dir(dir.path())
+        .arg(data("heart_scale.train"))
+        .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -65,6 +64,16 @@ fn ctrl_c_prints_the_best_point_so_far() {
     let mut first = String::new();
     out.read_line(&mut first).unwrap();
     assert!(first.contains("rate="), "{first}");
+    (child, out)
+}
+
+/// Ctrl-C during a grid far too large to finish: exit 130, a message, and the best point of the
+/// points finished before it. The signal is sent once the first point has been printed.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_prints_the_best_point_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, mut out) = huge_grid_after_first_point(dir.path());
     let k = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -89,27 +98,7 @@ fn ctrl_c_prints_the_best_point_so_far() {
 #[test]
 fn a_closed_pipe_ends_the_run_quietly() {
     let dir = tempfile::tempdir().unwrap();
-    let tr = data("heart_scale.train");
-    let mut child = Command::new(BIN)
-        .args([
-            "grid",
-            "--log2c",
-            "-5,15,0.1",
-            "--log2g",
-            "3,-15,-0.5",
-            "-v",
-            "5",
-        ])
-        .arg(&tr)
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
-    assert!(first.contains("rate="), "{first}");
+    let (child, out) = huge_grid_after_first_point(dir.path());
     drop(out);
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(141));

@@ -10,6 +10,20 @@ fn heart(name: &str) -> String {
     data(name).to_str().unwrap().to_owned()
 }
 
+/// `marginkit train -q heart_scale.train OUT` in `dir`, which must succeed.
+fn train_heart(dir: &Path, out: &Path) {
+    let o = run(
+        &[
+            "train",
+            "-q",
+            &heart("heart_scale.train"),
+            out.to_str().unwrap(),
+        ],
+        dir,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 fn is_symlink(p: &Path) -> bool {
     std::fs::symlink_metadata(p)
         .unwrap()
@@ -41,27 +55,14 @@ fn train_and_predict_into_a_device_keep_the_device() {
         return;
     }
     let dev_s = dev.to_str().unwrap();
-    let o = run(
-        &["train", "-q", &heart("heart_scale.train"), dev_s],
-        dir.path(),
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    train_heart(dir.path(), &dev);
     assert!(std::fs::symlink_metadata(&dev)
         .unwrap()
         .file_type()
         .is_char_device());
     // Predict's output into the device; the model is a regular file.
     let model = dir.path().join("m.model");
-    let o = run(
-        &[
-            "train",
-            "-q",
-            &heart("heart_scale.train"),
-            model.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(o.status.success());
+    train_heart(dir.path(), &model);
     let o = run(
         &[
             "predict",
@@ -85,16 +86,7 @@ fn train_and_predict_into_a_device_keep_the_device() {
 fn predict_into_dev_stdout_prints_the_labels() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("m.model");
-    let o = run(
-        &[
-            "train",
-            "-q",
-            &heart("heart_scale.train"),
-            model.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(o.status.success());
+    train_heart(dir.path(), &model);
     let file_out = dir.path().join("labels.txt");
     let o = run(
         &[
@@ -139,16 +131,7 @@ fn train_into_a_fifo_feeds_its_reader() {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
     };
-    let o = run(
-        &[
-            "train",
-            "-q",
-            &heart("heart_scale.train"),
-            fifo.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    train_heart(dir.path(), &fifo);
     let model = reader.join().unwrap();
     assert!(model.starts_with("svm_type c_svc\n"), "{model:.80}");
     assert!(model.contains("\nSV\n"));
@@ -166,16 +149,7 @@ fn train_through_a_symlink_writes_its_target() {
     std::fs::create_dir(dir.path().join("models")).unwrap();
     let link = dir.path().join("current.model");
     std::os::unix::fs::symlink("models/v1.model", &link).unwrap();
-    let o = run(
-        &[
-            "train",
-            "-q",
-            &heart("heart_scale.train"),
-            link.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    train_heart(dir.path(), &link);
     assert!(is_symlink(&link));
     let target = std::fs::read_to_string(dir.path().join("models/v1.model")).unwrap();
     assert!(target.starts_with("svm_type c_svc\n"));
