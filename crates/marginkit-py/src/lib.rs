@@ -20,13 +20,14 @@
 //! the library's `usize`/`u32`). The Python side never copies an input that already is
 //! C-contiguous float64 (dense) or canonical CSR with float64 data and int32/int64 indices.
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use marginkit::data::{CsrMatrix, Dataset, DenseMatrix, Features};
 use marginkit::error::{DataError, FitError, IoError, ParamError, SolveError};
 use marginkit::path::{run_path, Grid, PathParams};
 use marginkit::screening::Rule;
-use marginkit::solver::{Control, IterStats, Observer, Shrinking};
+use marginkit::solver::{IterStats, Observer, Shrinking};
 use marginkit::svm::linear::{LinearParams, LinearSolver};
 use marginkit::svm::model_io::{read_model_bytes, write_model};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams, Probability, SvmType};
@@ -327,19 +328,19 @@ impl SignalObserver {
 }
 
 impl Observer for SignalObserver {
-    fn on_iter(&mut self, _stats: &IterStats) -> Control {
+    fn on_iter(&mut self, _stats: &IterStats) -> ControlFlow<()> {
         if self.raised.is_some() {
-            return Control::Stop;
+            return ControlFlow::Break(());
         }
         if self.last.elapsed().as_millis() < 50 {
-            return Control::Continue;
+            return ControlFlow::Continue(());
         }
         self.last = Instant::now();
         match Python::attach(|py| py.check_signals()) {
-            Ok(()) => Control::Continue,
+            Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
                 self.raised = Some(e);
-                Control::Stop
+                ControlFlow::Break(())
             }
         }
     }
@@ -416,9 +417,11 @@ fn fit_svm<'py>(
     let data = dataset(&x, &y, &sample_weight, perm.as_deref())?;
     let t_rust = Instant::now();
     let mut obs = SignalObserver::new();
-    let fitted = py.detach(|| marginkit::svm::train::fit(&params, &data, &mut obs));
+    let fitted = py.detach(|| {
+        marginkit::svm::fit(&params, &data, &mut marginkit::fit::Control::new(&mut obs))
+    });
     obs.into_result()?;
-    let (model, report) = fitted.map_err(fit_err)?;
+    let marginkit::fit::Fit { model, report, .. } = fitted.map_err(fit_err)?;
     let rust_seconds = t_rust.elapsed().as_secs_f64();
     drop(data);
 

@@ -7,6 +7,7 @@
 //! (numerical breakdown) carrying the library's message. Parameter ranges are checked by the
 //! library; this file checks only what the library cannot see (durations, names of choices).
 
+use std::ops::ControlFlow;
 use marginkit::svm::params::cache_bytes_from_mb;
 use std::time::{Duration, Instant};
 
@@ -26,17 +27,14 @@ use marginkit::odm::pool::PoolSpec;
 use marginkit::odm::{OdmParams, OdmSolver};
 use marginkit::robust::select::{select, Method};
 use marginkit::robust::{PathKind, RobustParams, Task};
-use marginkit::solver::{Control, Shrinking};
+use marginkit::solver::Shrinking;
 use marginkit::KernelSpec;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::{
-    data_err, dataset, features, fit_err, kernel_params, model_items, param_err, SignalObserver,
-    SvmModelHandle, XArg,
-};
+use super::{data_err, dataset, features, fit_err, kernel_params, model_items, param_err, SignalObserver, SvmModelHandle, XArg};
 
 /// Registers the functions of this file.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -607,15 +605,15 @@ fn fit_odm<'py>(
 }
 
 impl OdmcObserver for SignalObserver {
-    fn on_round(&mut self, _s: &RoundStats) -> Control {
+    fn on_round(&mut self, _s: &RoundStats) -> ControlFlow<()> {
         if self.raised.is_some() {
-            return Control::Stop;
+            return ControlFlow::Break(());
         }
         match Python::attach(|py| py.check_signals()) {
-            Ok(()) => Control::Continue,
+            Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
                 self.raised = Some(e);
-                Control::Stop
+                ControlFlow::Break(())
             }
         }
     }

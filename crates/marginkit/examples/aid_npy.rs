@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use marginkit::aid::lad::{fit_aid_lad, fit_lad, AidLadParams};
 use marginkit::aid::svm::{fit_aid_svm, AidSvmParams, KernelSteering, NystromRank};
-use marginkit::solver::NoObserver;
+use marginkit::fit::{Control, Fit};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::svm::{train::fit, SvmParams};
 use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
@@ -227,7 +227,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 },
             };
             let params = SvmParams::new().kernel(kernel).c(c).check()?;
-            let (_, report) = fit(&params, &data, &mut NoObserver)?;
+            let Fit { report, .. } = fit(&params, &data, &mut Control::default())?;
             format!(
                 "{{\"method\":\"svm-full\",\"seconds\":{},\"iterations\":{}}}",
                 t0.elapsed().as_secs_f64(),

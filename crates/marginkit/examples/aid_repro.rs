@@ -23,8 +23,8 @@ use marginkit::aid::s3vm::{fit_aid_s3vm, AidS3vmParams};
 use marginkit::aid::svm::{fit_aid_svm, AidSvmModel, AidSvmParams, KernelSteering, NystromRank};
 use marginkit::aid::IterRecord;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::{Control, Fit};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
-use marginkit::solver::NoObserver;
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::svm::{train::fit, SvmParams};
 use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
@@ -83,7 +83,7 @@ fn svm_data(n: usize, m: usize, seed: u64) -> Dataset {
 fn full_svm(d: &Dataset, kernel: KernelParams, c: f64) -> (f64, f64) {
     let params = SvmParams::new().kernel(kernel).c(c).check().unwrap();
     let t0 = Instant::now();
-    let (model, report) = fit(&params, d, &mut NoObserver).unwrap();
+    let Fit { model, report, .. } = fit(&params, d, &mut Control::default()).unwrap();
     let secs = t0.elapsed().as_secs_f64();
     // At convergence the primal optimum equals minus the dual objective (min form).
     let _ = model;
@@ -494,7 +494,7 @@ fn main() {
                             ..KernelParams::default()
                         };
                         let sp = SvmParams::new().kernel(lin).c(5.0 * c).check().unwrap();
-                        let (m, _) = fit(&sp, &sub, &mut NoObserver).unwrap();
+                        let Fit { model: m, .. } = fit(&sp, &sub, &mut Control::default()).unwrap();
                         let pred = m.predict(&full.x.select_rows(&unl)).unwrap();
                         sup += accuracy(&pred, &truth);
                     }

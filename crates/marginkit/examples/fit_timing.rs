@@ -10,6 +10,7 @@
 use std::time::Instant;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::Control;
 use marginkit::kernel::qmatrix::{QMatrix, SvcQ};
 use marginkit::solver::smo::solve;
 use marginkit::solver::{BoxQp, Equality, NoObserver, Shrinking, SolverSettings};
@@ -124,9 +125,9 @@ fn main() {
         t_solve.push(t0.elapsed().as_secs_f64());
         last = Some((info, q.cache_stats()));
         let t0 = Instant::now();
-        let out = fit(&params, &data, &mut NoObserver).expect("fit");
+        let out = fit(&params, &data, &mut Control::default()).expect("fit");
         t_fit.push(t0.elapsed().as_secs_f64());
-        fit_iter = out.1.iterations();
+        fit_iter = out.report.iterations();
     }
     let (info, cs) = last.expect("at least one repeat");
     let (a, b, c) = (stats(&mut t_new), stats(&mut t_solve), stats(&mut t_fit));

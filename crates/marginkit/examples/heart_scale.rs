@@ -3,7 +3,7 @@
 //! `cargo run --release -p marginkit --example heart_scale`
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
-use marginkit::solver::NoObserver;
+use marginkit::fit::{Control, Fit};
 use marginkit::svm::model_io::{load_model, save_model};
 use marginkit::svm::train::{cross_validation, fit};
 use marginkit::svm::{Gamma, KernelKind, KernelParams, SvmParams};
@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..KernelParams::default()
         })
         .check()?;
-    let (model, report) = fit(&params, &train, &mut NoObserver)?;
+    let Fit { model, report, .. } = fit(&params, &train, &mut Control::default())?;
     let sp = &report.subproblems[0];
     println!(
         "objective {:.6}, rho {:.6}, {} support vectors, {} iterations, {}",

@@ -2,6 +2,7 @@
 //! target): runs on a LIBSVM data set stopped by an observer after k reports, for every AID model,
 //! every robust method and the kernel and linear path engines. Usage: `method_states DATA OUT_DIR`.
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use marginkit::aid::lad::{fit_aid_lad_resumable, AidLadParams};
@@ -13,19 +14,19 @@ use marginkit::path::{run_path_resumable, Grid, PathParams};
 use marginkit::robust::cccp::THETA_GRID;
 use marginkit::robust::select::{select_resumable, Method};
 use marginkit::robust::{PathKind, RobustParams, Task};
-use marginkit::solver::{Control, IterStats, Observer};
+use marginkit::solver::{IterStats, Observer};
 use marginkit::{Dataset, KernelSpec};
 
 /// Stops at report number `k`.
 struct StopAt(usize);
 
 impl Observer for StopAt {
-    fn on_iter(&mut self, _: &IterStats) -> Control {
+    fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
         self.0 = self.0.saturating_sub(1);
         if self.0 == 0 {
-            Control::Stop
+            ControlFlow::Break(())
         } else {
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 }

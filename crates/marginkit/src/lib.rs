@@ -24,21 +24,22 @@
 //! | [`plot`] | a minimal SVG line-chart writer |
 //! | [`odm`] | the optimal margin distribution machine (ODM) and ODM clustering (ODMC) |
 //! | [`cluster`] | k-means, clustering accuracy and Rand index, point sets |
+//! | [`fit`] | the shape of every fit: [`fit::Control`] (observer, state to resume from) in, [`fit::Fit`] (model, report, checkpoint) out |
 //! | [`persist`] | the state-file codec, checksum, data fingerprint and [`CheckpointError`] every resumable method uses |
 //! | [`robust`] | ramp-loss robust SVC/SVR, the outlier-path homotopy (OP-theta, OP-s), CCCP, model selection on the path |
 //! | [`svm`] | C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR (LIBSVM semantics and model files), linear SVC/SVR (LIBLINEAR semantics and model files), Platt probabilities, cross-validation, grid search |
 //!
 //! ```
 //! use marginkit::data::libsvm_fmt::{read_libsvm_bytes, ReadOptions};
-//! use marginkit::solver::NoObserver;
-//! use marginkit::svm::{train::fit, SvmParams};
+//! use marginkit::fit::Control;
+//! use marginkit::svm::{fit, SvmParams};
 //!
 //! let text = b"+1 1:0.9 2:0.1\n+1 1:0.8 2:0.3\n-1 1:-0.7 2:0.2\n-1 1:-0.9 2:-0.4\n";
 //! let data = read_libsvm_bytes(text, &ReadOptions::default())?;
 //! let params = SvmParams::new().c(10.0).check()?; // C-SVC, RBF, gamma = 1/n_features
-//! let (model, report) = fit(&params, &data, &mut NoObserver)?;
-//! assert_eq!(report.status(), marginkit::solver::Status::Converged);
-//! assert_eq!(model.predict(&data.x)?, data.y);
+//! let fitted = fit(&params, &data, &mut Control::default())?;
+//! assert_eq!(fitted.status(), marginkit::solver::Status::Converged);
+//! assert_eq!(fitted.model.predict(&data.x)?, data.y);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![warn(missing_docs)]
@@ -48,6 +49,7 @@ pub mod cluster;
 pub mod coreset;
 pub mod data;
 pub mod error;
+pub mod fit;
 pub mod kernel;
 pub mod metrics;
 pub mod model_file;

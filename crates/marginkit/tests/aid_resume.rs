@@ -3,6 +3,7 @@
 //! an uninterrupted run (bit for bit: every aggregated solve is deterministic); checkpoints made
 //! with other data, parameters or another model are refused; damaged state files are errors.
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use marginkit::aid::lad::{fit_aid_lad_resumable, AidLadParams};
@@ -12,7 +13,7 @@ use marginkit::aid::{AidCheckpoint, AidSettings, IterRecord, StopReason};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::error::FitError;
 use marginkit::kernel::KernelSpec;
-use marginkit::solver::{Control, IterStats, NoObserver, Observer};
+use marginkit::solver::{IterStats, NoObserver, Observer};
 use marginkit::{Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -30,12 +31,12 @@ impl StopAfter {
 }
 
 impl Observer for StopAfter {
-    fn on_iter(&mut self, _: &IterStats) -> Control {
+    fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
         self.seen += 1;
         if self.seen == self.stop_at {
-            Control::Stop
+            ControlFlow::Break(())
         } else {
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 }
@@ -425,16 +426,16 @@ struct StopInStage {
 }
 
 impl Observer for StopInStage {
-    fn on_iter(&mut self, s: &IterStats) -> Control {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
         if !(s.max_violation.is_nan() && s.active > 0) {
-            return Control::Continue;
+            return ControlFlow::Continue(());
         }
         self.seen += 1;
         self.sizes.push(s.active);
         if self.seen == self.stop_at {
-            Control::Stop
+            ControlFlow::Break(())
         } else {
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 }

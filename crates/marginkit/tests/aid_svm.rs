@@ -10,8 +10,8 @@ use marginkit::aid::svm::{
 };
 use marginkit::aid::StopReason;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::{Control, Fit};
 use marginkit::kernel::qmatrix::kernel_value;
-use marginkit::solver::NoObserver;
 use marginkit::svm::linear::LinearModel;
 use marginkit::svm::model_io::{load_model, save_model};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
@@ -52,7 +52,7 @@ fn full_primal(d: &Dataset, kernel: KernelParams, c: f64) -> f64 {
         .tol(1e-7)
         .check()
         .unwrap();
-    let (model, _) = fit(&params, d, &mut NoObserver).unwrap();
+    let Fit { model, .. } = fit(&params, d, &mut Control::default()).unwrap();
     model_primal(d, &model, c)
 }
 

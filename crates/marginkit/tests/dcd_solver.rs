@@ -10,6 +10,7 @@ use marginkit::solver::{BoxQp, Equality, NoObserver, Shrinking, SolverSettings, 
 use marginkit::{CsrMatrix, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::ops::ControlFlow;
 
 /// Two Gaussian blobs in `d` dimensions (overlapping), labels +-1.
 fn blobs(n: usize, d: usize, sep: f64, seed: u64) -> (Vec<Vec<f64>>, Vec<i8>) {
@@ -780,15 +781,15 @@ mod random_problems {
 
 #[test]
 fn observer_stop_and_time_limit_are_reported() {
-    use marginkit::solver::{Control, IterStats, Observer};
+    use marginkit::solver::{IterStats, Observer};
     struct StopAt(u64, Vec<IterStats>);
     impl Observer for StopAt {
-        fn on_iter(&mut self, s: &IterStats) -> Control {
+        fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
             self.1.push(*s);
             if s.iterations >= self.0 {
-                Control::Stop
+                ControlFlow::Break(())
             } else {
-                Control::Continue
+                ControlFlow::Continue(())
             }
         }
     }

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use common::tol::{self, Failures};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
-use marginkit::solver::{NoObserver, Shrinking, Status};
+use marginkit::fit::{Control, Fit};
+use marginkit::solver::{Shrinking, Status};
 use marginkit::svm::linear::{LinearModel, LinearParams, LinearSolver};
 use marginkit::svm::model_io::load_model;
 use marginkit::svm::params::Probability;
@@ -173,7 +174,8 @@ fn check_libsvm_config(path: &Path, fails: &mut Failures) {
     if train_data.n_features() as u64 != j["params"]["n_features"].as_u64().unwrap() {
         fails.fail(ctx, "n_features differs (default gamma would differ)");
     }
-    let (model, report) = match train::fit(&params, &train_data, &mut NoObserver) {
+    let Fit { model, report, .. } = match train::fit(&params, &train_data, &mut Control::default())
+    {
         Ok(r) => r,
         Err(e) => return fails.fail(ctx, format!("fit failed: {e}")),
     };

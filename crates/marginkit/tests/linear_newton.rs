@@ -12,12 +12,13 @@ use clarabel::solver::{
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::solver::newton::{solve_svc_primal, SvcPrimal};
 use marginkit::solver::{
-    dcd::LinearDesign, Cancel, Control, IterStats, NoObserver, Observer, SolverSettings, Status,
+    dcd::LinearDesign, Cancel, IterStats, NoObserver, Observer, SolverSettings, Status,
 };
 use marginkit::svm::linear::{LinearFit, LinearModel, LinearParams, LinearSolver};
 use marginkit::{CsrMatrix, Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::ops::ControlFlow;
 
 fn data_file(name: &str) -> Dataset {
     let p = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -492,10 +493,10 @@ fn limits_and_interrupts_are_reported() {
     // The observer sees the relative gradient norm fall to the tolerance.
     struct Last(f64, u64);
     impl Observer for Last {
-        fn on_iter(&mut self, s: &IterStats) -> Control {
+        fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
             self.0 = s.max_violation;
             self.1 = s.iterations;
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
     let y: Vec<i8> = data

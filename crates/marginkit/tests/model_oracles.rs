@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 
 use common::tol::{self, Failures};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::{Control, Fit};
 use marginkit::solver::kkt::{check_with, KktReport};
-use marginkit::solver::{BoxQp, Equality, NoObserver, Shrinking};
+use marginkit::solver::{BoxQp, Equality, Shrinking};
 use marginkit::svm::model_io::{read_model_bytes, write_model};
 use marginkit::svm::params::Probability;
 use marginkit::svm::train::{cross_validation, fit};
@@ -401,8 +402,8 @@ fn every_formulation_and_kernel_satisfies_kkt_from_the_model_alone() {
                 let data = if t.is_regression() { &boston } else { &heart };
                 let ctx = format!("{t:?}/{kind:?}/eps {eps:e}");
                 let p = params(t, kind).tol(eps).check().unwrap();
-                match fit(&p, data, &mut NoObserver) {
-                    Ok((m, _)) => check_model(&ctx, &p, &m, data, &mut fails),
+                match fit(&p, data, &mut Control::default()) {
+                    Ok(Fit { model: m, .. }) => check_model(&ctx, &p, &m, data, &mut fails),
                     Err(e) => fails.fail(&ctx, format!("fit: {e}")),
                 }
             }
@@ -487,8 +488,8 @@ fn class_weights_sample_weights_and_multiclass_satisfy_kkt() {
     ];
     for (ctx, p, data) in cases {
         let p = p.check().unwrap();
-        match fit(&p, data, &mut NoObserver) {
-            Ok((m, _)) => {
+        match fit(&p, data, &mut Control::default()) {
+            Ok(Fit { model: m, .. }) => {
                 if p.svm_type.is_classifier() {
                     let nc = m.labels.len();
                     if m.rho.len() != nc * (nc - 1) / 2 {
@@ -541,8 +542,16 @@ fn precomputed_rbf_gram_gives_the_rbf_model() {
             .unwrap();
         let gd =
             Dataset::new(rbf_gram_rows(gamma, &data.x, &data.x), data.y.clone(), None).unwrap();
-        let (m1, r1) = fit(&rbf, data, &mut NoObserver).unwrap();
-        let (m2, r2) = fit(&pre, &gd, &mut NoObserver).unwrap();
+        let Fit {
+            model: m1,
+            report: r1,
+            ..
+        } = fit(&rbf, data, &mut Control::default()).unwrap();
+        let Fit {
+            model: m2,
+            report: r2,
+            ..
+        } = fit(&pre, &gd, &mut Control::default()).unwrap();
         check_model(&format!("{ctx} precomputed"), &pre, &m2, &gd, &mut fails);
         fails.push(
             &ctx,
@@ -630,8 +639,8 @@ fn fit_unless_infeasible_nu(
     p: &SvmValidParams,
     d: &Dataset,
 ) -> Result<Option<(SvmModel, FitReport)>, TestCaseError> {
-    match fit(p, d, &mut NoObserver) {
-        Ok(f) => Ok(Some(f)),
+    match fit(p, d, &mut Control::default()) {
+        Ok(f) => Ok(Some((f.model, f.report))),
         Err(FitError::Data(DataError::InfeasibleNu)) if p.svm_type == SvmType::NuSvc => {
             let pos = d.y.iter().filter(|&&v| v > 0.0).count() as f64;
             let neg = d.y.len() as f64 - pos;
@@ -649,7 +658,11 @@ fn fit_unless_infeasible_nu(
 }
 
 fn objective(p: &SvmValidParams, d: &Dataset) -> (SvmModel, f64) {
-    let (m, r) = fit(p, d, &mut NoObserver).unwrap();
+    let Fit {
+        model: m,
+        report: r,
+        ..
+    } = fit(p, d, &mut Control::default()).unwrap();
     let obj = r.subproblems.iter().map(|s| s.objective).sum();
     (m, obj)
 }

@@ -4,7 +4,7 @@
 //! in one process give exactly what they give one at a time.
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
-use marginkit::solver::NoObserver;
+use marginkit::fit::{Control, Fit};
 use marginkit::svm::linear::{cross_validation as linear_cv, LinearParams, LinearSolver};
 use marginkit::svm::model_io::write_model;
 use marginkit::svm::params::Probability;
@@ -62,7 +62,11 @@ fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
 }
 
 fn model_bytes(params: &SvmValidParams, data: &Dataset) -> Vec<u8> {
-    let (m, r) = fit(params, data, &mut NoObserver).unwrap();
+    let Fit {
+        model: m,
+        report: r,
+        ..
+    } = fit(params, data, &mut Control::default()).unwrap();
     assert_eq!(r.status(), marginkit::solver::Status::Converged);
     let mut out = Vec::new();
     write_model(&mut out, &m).unwrap();

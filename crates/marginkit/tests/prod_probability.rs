@@ -2,7 +2,7 @@
 //! probable class is the predicted class, on random data sets (property test, seeded, with and
 //! without sample weights); the calibration is weight-aware (integer weights == repeated values).
 
-use marginkit::solver::NoObserver;
+use marginkit::fit::{Control, Fit};
 use marginkit::svm::params::Probability;
 use marginkit::svm::probability::sigmoid_train_origin;
 use marginkit::svm::train::fit;
@@ -57,7 +57,7 @@ proptest! {
             p = p.svm_type(SvmType::NuSvc).nu(0.2);
         }
         let params = p.check().unwrap();
-        let Ok((model, _)) = fit(&params, &data, &mut NoObserver) else {
+        let Ok(Fit { model, .. }) = fit(&params, &data, &mut Control::default()) else {
             // Single class left after zero weights, or an infeasible nu: nothing to check.
             return Ok(());
         };

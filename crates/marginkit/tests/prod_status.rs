@@ -4,20 +4,21 @@
 //! as an uninterrupted fit).
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::{Control, Fit};
 use marginkit::kernel::qmatrix::{kernel_value, SvcQ};
 use marginkit::solver::kkt::check_with;
 use marginkit::solver::smo::{solve, solve_resumable, SmoSnapshot};
 use marginkit::solver::{
-    BoxQp, Cancel, Control, Equality, IterStats, NoObserver, Observer, Shrinking, SolverSettings,
-    Status,
+    BoxQp, Cancel, Equality, IterStats, NoObserver, Observer, Shrinking, SolverSettings, Status,
 };
 use marginkit::svm::linear::{LinearParams, LinearSolver};
 use marginkit::svm::model_io::read_model_with_status;
-use marginkit::svm::{fit_resumable, FitCheckpoint, SvmParams, SvmType};
+use marginkit::svm::{fit, FitCheckpoint, SvmParams, SvmType};
 use marginkit::{CheckpointError, FitError};
 use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::ops::ControlFlow;
 
 fn data_file(name: &str) -> Dataset {
     let p = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -109,7 +110,11 @@ fn fits_report_the_status_of_every_solve_including_platt() {
         .max_iter(20)
         .check()
         .unwrap();
-    let (_, report, ck) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    let Fit {
+        report,
+        checkpoint: ck,
+        ..
+    } = fit(&params, &data, &mut Control::default()).unwrap();
     assert_eq!(report.status(), Status::MaxIterations);
     assert!(!report.calibration.is_empty());
     assert!(report
@@ -120,7 +125,11 @@ fn fits_report_the_status_of_every_solve_including_platt() {
     assert!(report.max_violation() > 1e-3 && report.gap() > 0.0);
     // Converged fit: no checkpoint, a finite non-negative gap.
     let params = SvmParams::new().c(1.0).check().unwrap();
-    let (_, report, ck) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    let Fit {
+        report,
+        checkpoint: ck,
+        ..
+    } = fit(&params, &data, &mut Control::default()).unwrap();
     assert_eq!(report.status(), Status::Converged);
     assert!(ck.is_none());
     assert!(report.gap() >= 0.0 && report.gap().is_finite());
@@ -152,7 +161,7 @@ fn linear_limits_and_cancel_report_their_status() {
 fn non_converged_models_are_plain_files_and_old_status_lines_still_read() {
     let data = data_file("heart_scale");
     let params = SvmParams::new().c(100.0).max_iter(3).check().unwrap();
-    let (model, report, _) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    let Fit { model, report, .. } = fit(&params, &data, &mut Control::default()).unwrap();
     assert_eq!(report.status(), Status::MaxIterations);
     // The file is what LIBSVM's reader loads: no status line, whatever the status.
     let mut plain = Vec::new();
@@ -199,12 +208,12 @@ struct StopAt {
 }
 
 impl Observer for StopAt {
-    fn on_iter(&mut self, _s: &IterStats) -> Control {
+    fn on_iter(&mut self, _s: &IterStats) -> ControlFlow<()> {
         self.calls += 1;
         if self.calls >= self.k {
-            Control::Stop
+            ControlFlow::Break(())
         } else {
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 }
@@ -229,7 +238,16 @@ fn chained(
             Some(k) => Box::new(StopAt { k, calls: 0 }),
             None => Box::new(NoObserver),
         };
-        let (m, r, next) = fit_resumable(&p, data, &mut *obs, ck.as_ref()).unwrap();
+        let Fit {
+            model: m,
+            report: r,
+            checkpoint: next,
+        } = fit(
+            &p,
+            data,
+            &mut Control::new(&mut *obs).resume_opt(ck.as_ref()),
+        )
+        .unwrap();
         match next {
             None => return (m, r, stops),
             Some(c) => {
@@ -317,7 +335,11 @@ fn interrupted_fits_resume_to_the_identical_model() {
         ),
     ];
     for (name, params, data) in &cases {
-        let (m0, r0, _) = fit_resumable(params, data, &mut NoObserver, None).unwrap();
+        let Fit {
+            model: m0,
+            report: r0,
+            ..
+        } = fit(params, data, &mut Control::default()).unwrap();
         assert_eq!(r0.status(), Status::Converged, "{name}");
         for (every, step) in [(Some(1), None), (Some(3), None), (None, Some(250))] {
             let (m, r, stops) = chained(params, data, every, step);
@@ -348,7 +370,11 @@ fn svr_probability_folds_can_be_interrupted_and_resumed() {
         .probability(marginkit::svm::params::Probability::On)
         .check()
         .unwrap();
-    let (m0, r0, none) = fit_resumable(&params, &auto, &mut NoObserver, None).unwrap();
+    let Fit {
+        model: m0,
+        report: r0,
+        checkpoint: none,
+    } = fit(&params, &auto, &mut Control::default()).unwrap();
     assert!(none.is_none());
     assert_eq!(m0.prob_a.len(), 1);
     assert_eq!(r0.calibration.len(), 5);
@@ -359,7 +385,16 @@ fn svr_probability_folds_can_be_interrupted_and_resumed() {
     let m = r0.subproblems[0].iterations / 1000;
     let mut in_cv = 0;
     for k in m.saturating_sub(1).max(1)..m + 4 {
-        let (m, r, ck) = fit_resumable(&params, &auto, &mut StopAt { k, calls: 0 }, None).unwrap();
+        let Fit {
+            model: m,
+            report: r,
+            checkpoint: ck,
+        } = fit(
+            &params,
+            &auto,
+            &mut Control::new(&mut StopAt { k, calls: 0 }),
+        )
+        .unwrap();
         if r.status() == Status::Converged {
             break;
         }
@@ -375,8 +410,11 @@ fn svr_probability_folds_can_be_interrupted_and_resumed() {
                 Some(Status::Interrupted)
             );
             let back = FitCheckpoint::from_bytes(&ck.to_bytes()).unwrap();
-            let (m1, r1, none) =
-                fit_resumable(&params, &auto, &mut NoObserver, Some(&back)).unwrap();
+            let Fit {
+                model: m1,
+                report: r1,
+                checkpoint: none,
+            } = fit(&params, &auto, &mut Control::default().resume_from(&back)).unwrap();
             assert!(none.is_none());
             assert_eq!(r1.status(), Status::Converged);
             assert_eq!(m1, m0);
@@ -390,7 +428,7 @@ fn svr_probability_folds_can_be_interrupted_and_resumed() {
 fn checkpoints_refuse_other_data_or_parameters() {
     let data = data_file("heart_scale");
     let params = SvmParams::new().c(100.0).max_iter(5).check().unwrap();
-    let (_, _, ck) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    let Fit { checkpoint: ck, .. } = fit(&params, &data, &mut Control::default()).unwrap();
     let ck = ck.unwrap();
     let other = SvmParams::new().c(50.0).check().unwrap();
     let refused = |r: Result<_, FitError>| {
@@ -399,19 +437,17 @@ fn checkpoints_refuse_other_data_or_parameters() {
             Err(FitError::Checkpoint(CheckpointError::Fingerprint { .. }))
         )
     };
-    assert!(refused(fit_resumable(
+    assert!(refused(fit(
         &other,
         &data,
-        &mut NoObserver,
-        Some(&ck)
+        &mut Control::default().resume_from(&ck)
     )));
     let sub = data.subset(&(0..200).collect::<Vec<_>>());
     let same = SvmParams::new().c(100.0).check().unwrap();
-    assert!(refused(fit_resumable(
+    assert!(refused(fit(
         &same,
         &sub,
-        &mut NoObserver,
-        Some(&ck)
+        &mut Control::default().resume_from(&ck)
     )));
     // Truncated or corrupted bytes are errors, never panics.
     let bytes = ck.to_bytes();
@@ -426,7 +462,7 @@ fn checkpoints_refuse_other_data_or_parameters() {
 fn a_flipped_byte_in_a_checkpoint_is_detected() {
     let data = data_file("heart_scale");
     let params = SvmParams::new().c(100.0).max_iter(30).check().unwrap();
-    let (_, _, ck) = fit_resumable(&params, &data, &mut NoObserver, None).unwrap();
+    let Fit { checkpoint: ck, .. } = fit(&params, &data, &mut Control::default()).unwrap();
     let bytes = ck.unwrap().to_bytes();
     assert!(FitCheckpoint::from_bytes(&bytes).is_ok());
     for i in 0..bytes.len() {

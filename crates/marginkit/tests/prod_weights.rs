@@ -4,7 +4,7 @@
 //! caller's rows); negative and NaN weights are errors.
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
-use marginkit::solver::NoObserver;
+use marginkit::fit::{Control, Fit};
 use marginkit::svm::linear::{LinearParams, LinearSolver};
 use marginkit::svm::probability::sigmoid_train_weighted;
 use marginkit::svm::train::fit;
@@ -33,8 +33,16 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 
 fn check_kernel(name: &str, params: &SvmValidParams, d: &Dataset) {
     let (wd, rd) = weighted_and_repeated(d);
-    let (mw, rw) = fit(params, &wd, &mut NoObserver).unwrap();
-    let (mr, rr) = fit(params, &rd, &mut NoObserver).unwrap();
+    let Fit {
+        model: mw,
+        report: rw,
+        ..
+    } = fit(params, &wd, &mut Control::default()).unwrap();
+    let Fit {
+        model: mr,
+        report: rr,
+        ..
+    } = fit(params, &rd, &mut Control::default()).unwrap();
     for (a, b) in rw.subproblems.iter().zip(&rr.subproblems) {
         assert!(
             close(a.objective, b.objective, 1e-8),
@@ -149,8 +157,9 @@ fn zero_weights_drop_the_sample_and_keep_the_row_numbers() {
             .check()
             .unwrap(),
     ] {
-        let (mw, _) = fit(&params, &wd, &mut NoObserver).unwrap();
-        let (ms, _) = fit(&params, &d.subset(&keep), &mut NoObserver).unwrap();
+        let Fit { model: mw, .. } = fit(&params, &wd, &mut Control::default()).unwrap();
+        let Fit { model: ms, .. } =
+            fit(&params, &d.subset(&keep), &mut Control::default()).unwrap();
         assert_eq!(mw.sv_coef, ms.sv_coef);
         assert_eq!(mw.rho, ms.rho);
         assert_eq!(mw.prob_a, ms.prob_a);
@@ -176,7 +185,12 @@ fn negative_and_nan_weights_are_errors() {
         // The field is public: the fits check it again.
         let mut raw = d.clone();
         raw.weights = Some(w);
-        let e = fit(&SvmParams::new().check().unwrap(), &raw, &mut NoObserver).unwrap_err();
+        let e = fit(
+            &SvmParams::new().check().unwrap(),
+            &raw,
+            &mut Control::default(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("row 5"), "{e}");
         let e = LinearParams::new(LinearSolver::L2LossSvcDual)
             .fit(&raw)

@@ -8,9 +8,10 @@ use marginkit::data::{Dataset, DenseMatrix, Features};
 use marginkit::robust::cccp::{S_GRID_SVR, THETA_GRID};
 use marginkit::robust::select::{select_resumable, Method, Selection};
 use marginkit::robust::{PathKind, RobustCheckpoint, RobustParams, Task};
-use marginkit::solver::{Control, IterStats, NoObserver, Observer};
+use marginkit::solver::{IterStats, NoObserver, Observer};
 use marginkit::CheckpointError;
 use marginkit::KernelSpec;
+use std::ops::ControlFlow;
 
 /// Counts reports; stops at report number `stop_at` (never when 0).
 struct StopAfter {
@@ -19,12 +20,12 @@ struct StopAfter {
 }
 
 impl Observer for StopAfter {
-    fn on_iter(&mut self, _: &IterStats) -> Control {
+    fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
         self.seen += 1;
         if self.seen == self.stop_at {
-            Control::Stop
+            ControlFlow::Break(())
         } else {
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 }

@@ -18,6 +18,7 @@ use marginkit::{DenseMatrix, Features, KernelSpec};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::ops::ControlFlow;
 
 /// Two overlapping Gaussian-ish blobs.
 fn blobs(seed: u64, n: usize, d: usize, sep: f64) -> Dataset {
@@ -710,12 +711,12 @@ struct StopAt {
 }
 
 impl marginkit::solver::Observer for StopAt {
-    fn on_iter(&mut self, _s: &marginkit::solver::IterStats) -> marginkit::solver::Control {
+    fn on_iter(&mut self, _s: &marginkit::solver::IterStats) -> std::ops::ControlFlow<()> {
         self.calls += 1;
         if self.calls == self.stop_at {
-            marginkit::solver::Control::Stop
+            ControlFlow::Break(())
         } else {
-            marginkit::solver::Control::Continue
+            ControlFlow::Continue(())
         }
     }
 }

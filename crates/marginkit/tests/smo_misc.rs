@@ -5,12 +5,12 @@ use marginkit::kernel::qmatrix::{kernel_value, QMatrix, SvcQ};
 use marginkit::solver::kkt::check_with;
 use marginkit::solver::smo::solve;
 use marginkit::solver::{
-    BoxQp, Control, Equality, IterStats, NoObserver, Observer, Shrinking, SolveInfo,
-    SolverSettings, Status,
+    BoxQp, Equality, IterStats, NoObserver, Observer, Shrinking, SolveInfo, SolverSettings, Status,
 };
 use marginkit::{CsrMatrix, DenseMatrix, Features, KernelSpec};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::ops::ControlFlow;
 
 fn data(seed: u64, n: usize, d: usize) -> (Features, Vec<i8>) {
     let mut g = Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -169,12 +169,12 @@ fn bad_precomputed_serials_are_rejected() {
 struct StopAfter(u64);
 
 impl Observer for StopAfter {
-    fn on_iter(&mut self, s: &IterStats) -> Control {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
         assert!(s.active > 0);
         if s.iterations >= self.0 {
-            Control::Stop
+            ControlFlow::Break(())
         } else {
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 }

@@ -3,6 +3,7 @@
 //! carries at least two distinct labels, prints the clustering accuracy and the Rand index.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -15,7 +16,6 @@ use marginkit::data::write_output;
 use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
-use marginkit::solver::Control;
 use serde_json::{json, Value};
 
 use crate::common::input::read_data;
@@ -262,12 +262,12 @@ fn finish(
 
 /// The ODMC rounds on the command's progress line.
 impl OdmcObserver for Progress {
-    fn on_round(&mut self, s: &RoundStats) -> Control {
+    fn on_round(&mut self, s: &RoundStats) -> ControlFlow<()> {
         self.set(&format!(
             "split {} round {} iter {} gap {:.3e} (relative {:.2e}) pool {}",
             s.split, s.round, s.iterations, s.gap, s.relative_gap, s.pool
         ));
-        Control::Continue
+        ControlFlow::Continue(())
     }
 }
 

@@ -6,7 +6,7 @@ use clap::Args;
 use std::time::Instant;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_bytes, ReadOptions};
-use marginkit::solver::NoObserver;
+use marginkit::fit::{Control, Fit};
 use marginkit::svm::train::{cross_validation, fit};
 use marginkit::svm::SvmParams;
 use serde_json::json;
@@ -29,7 +29,7 @@ pub fn run(a: DemoArgs) -> Exit {
     let test_y = read_libsvm_bytes(TEST, &opts)?.y;
     let params = SvmParams::new().check()?;
     let t0 = Instant::now();
-    let (model, report) = fit(&params, &train, &mut NoObserver)?;
+    let Fit { model, report, .. } = fit(&params, &train, &mut Control::default())?;
     let secs = t0.elapsed().as_secs_f64();
     let pred = model.predict(&test)?;
     let m = evaluate(&pred, &test_y, false);

@@ -5,10 +5,11 @@
 //! or the solver's iteration reports (it is a [`Observer`]).
 
 use std::io::IsTerminal;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use marginkit::solver::{Control, IterStats, Observer};
+use marginkit::solver::{IterStats, Observer};
 
 /// The least time between two plain progress lines, unless `MARGINKIT_PROGRESS_SECONDS` says
 /// otherwise.
@@ -128,12 +129,12 @@ impl Progress {
 }
 
 impl Observer for Progress {
-    fn on_iter(&mut self, s: &IterStats) -> Control {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
         self.set(&format!(
             "iter {} violation {:.3e} active {}",
             s.iterations, s.max_violation, s.active
         ));
-        Control::Continue
+        ControlFlow::Continue(())
     }
 }
 

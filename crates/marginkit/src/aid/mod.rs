@@ -78,7 +78,7 @@ pub use state::IterRecord;
 pub const CERT_GAP_RTOL: f64 = 1e-10;
 
 use crate::error::FitError;
-use crate::solver::{Control, IterStats, NoObserver, Observer};
+use crate::solver::{IterStats, NoObserver, Observer};
 
 /// What a model contributes to the AID loop.
 pub trait AidProblem {
@@ -244,7 +244,7 @@ fn stop_requested(obs: &mut dyn Observer, t: usize) -> bool {
         max_violation: f64::NAN,
         active: 0,
     };
-    obs.on_iter(&s) == Control::Stop
+    obs.on_iter(&s).is_break()
 }
 
 /// Asks the observer inside a long stage of an aggregated problem (kernel sums): `polls` so
@@ -255,7 +255,7 @@ pub(crate) fn stop_requested_stage(obs: &mut dyn Observer, polls: u64, clusters:
         max_violation: f64::NAN,
         active: clusters,
     };
-    obs.on_iter(&s) == Control::Stop
+    obs.on_iter(&s).is_break()
 }
 
 /// The AID loop from a state (the start, or a checkpoint's); see [`run`].

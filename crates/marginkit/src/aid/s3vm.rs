@@ -69,7 +69,7 @@ pub use super::state::S3vmSolution;
 use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::{ops, Dataset, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
-use crate::solver::{Control, IterStats, NoObserver, Observer};
+use crate::solver::{IterStats, NoObserver, Observer};
 use crate::svm::linear::{LinearModel, LinearSolver};
 
 /// An S3VM instance on dense rows.
@@ -349,7 +349,7 @@ fn bnb(
             max_violation: f64::NAN,
             active: heap.len(),
         };
-        if obs.on_iter(&stats) == Control::Stop {
+        if obs.on_iter(&stats).is_break() {
             return Ok(None);
         }
         nodes += 1;

@@ -144,6 +144,7 @@
 //!
 //! Citation: Park & Klabjan (2016), §3.2, Props 3-4, Appendix B.
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
@@ -164,8 +165,7 @@ use crate::kernel::qmatrix::{DenseQ, SvcQ};
 use crate::kernel::KernelSpec;
 use crate::solver::dcd::{self, LinearDesign, SvcDual};
 use crate::solver::{
-    kkt, smo, BoxQp, Control, Equality, IterStats, NoObserver, Observer, Shrinking, SolverSettings,
-    Status,
+    kkt, smo, BoxQp, Equality, IterStats, NoObserver, Observer, Shrinking, SolverSettings, Status,
 };
 use crate::svm::linear::{LinearModel, LinearSolver};
 use crate::svm::model::SvmModel;
@@ -383,7 +383,7 @@ struct SvmProblem<'a> {
 struct Fwd<'a>(&'a mut dyn Observer);
 
 impl Observer for Fwd<'_> {
-    fn on_iter(&mut self, s: &IterStats) -> Control {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
         self.0.on_iter(s)
     }
 }
@@ -1309,15 +1309,16 @@ fn svm_fingerprint(params: &AidSvmParams, data: &Dataset) -> u64 {
 /// ```
 /// use marginkit::aid::svm::{fit_aid_svm, fit_aid_svm_resumable, AidSvmParams};
 /// use marginkit::aid::AidCheckpoint;
-/// use marginkit::solver::{Control, IterStats, NoObserver, Observer};
+/// use std::ops::ControlFlow;
+/// use marginkit::solver::{IterStats, NoObserver, Observer};
 /// use marginkit::{Dataset, DenseMatrix, Features};
 ///
 /// // Stops at the second report it gets (a Ctrl-C handler would set a `Cancel` flag).
 /// struct StopAt(usize);
 /// impl Observer for StopAt {
-///     fn on_iter(&mut self, _: &IterStats) -> Control {
+///     fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
 ///         self.0 = self.0.saturating_sub(1);
-///         if self.0 == 0 { Control::Stop } else { Control::Continue }
+///         if self.0 == 0 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
 ///     }
 /// }
 /// let n = 400;
@@ -2197,7 +2198,7 @@ mod tests {
     }
 
     impl Observer for Passes {
-        fn on_iter(&mut self, s: &IterStats) -> Control {
+        fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
             if s.iterations < self.last {
                 let cap = (AL_FIRST_PASSES << self.round).min(dcd::DEFAULT_MAX_PASSES);
                 self.capped += usize::from(self.last == cap);
@@ -2205,7 +2206,7 @@ mod tests {
             }
             self.last = s.iterations;
             self.total += 1;
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 

@@ -64,6 +64,7 @@
 pub mod odmc;
 pub mod pool;
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use crate::data::{Dataset, Features};
@@ -625,7 +626,7 @@ pub fn kernel_times(x: &Features, kernel: KernelSpec, z: &[f64]) -> Vec<f64> {
 struct DynObs<'o>(&'o mut dyn Observer);
 
 impl Observer for DynObs<'_> {
-    fn on_iter(&mut self, s: &crate::solver::IterStats) -> crate::solver::Control {
+    fn on_iter(&mut self, s: &crate::solver::IterStats) -> ControlFlow<()> {
         self.0.on_iter(s)
     }
 }

@@ -99,6 +99,7 @@
 // Index loops over paired arrays (labels, duals, rows) read like the formulas.
 #![allow(clippy::needless_range_loop)]
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
@@ -109,7 +110,7 @@ use super::pool::{self, dot, Balance, Gram, LgScratch, Pool, PoolSpec};
 use super::{safe_tau, OdmConsts};
 use crate::cluster::{ClusterError, Points};
 use crate::error::{positive, ParamError};
-use crate::solver::{Control, NoObserver, Status};
+use crate::solver::{NoObserver, Status};
 
 /// The kernel of ODMC.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -257,8 +258,8 @@ pub struct RoundStats {
 /// Receives [`RoundStats`] and may stop the run.
 pub trait OdmcObserver {
     /// Called after every round.
-    fn on_round(&mut self, _s: &RoundStats) -> Control {
-        Control::Continue
+    fn on_round(&mut self, _s: &RoundStats) -> ControlFlow<()> {
+        ControlFlow::Continue(())
     }
 }
 
@@ -718,7 +719,7 @@ fn bisect(
             smd_seconds,
         };
         total.history.push(stats);
-        if obs.on_round(&stats) == Control::Stop {
+        if obs.on_round(&stats).is_break() {
             status = Status::Interrupted;
             break;
         }

@@ -346,16 +346,17 @@ mod tests {
     use crate::kernel::KernelSpec;
     use crate::path::{run_path_resumable, Grid};
     use crate::persist::resealed_variants;
-    use crate::solver::{Control, IterStats, NoObserver, Observer};
+    use crate::solver::{IterStats, NoObserver, Observer};
+    use std::ops::ControlFlow;
 
     struct StopAt(usize);
     impl Observer for StopAt {
-        fn on_iter(&mut self, _: &IterStats) -> Control {
+        fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
             if self.0 == 0 {
-                return Control::Stop;
+                return ControlFlow::Break(());
             }
             self.0 -= 1;
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 

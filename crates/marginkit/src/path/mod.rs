@@ -81,6 +81,7 @@
 //! Citation: K. Ogawa, Y. Suzuki, S. Suzumura, I. Takeuchi, "Safe sample screening for support
 //! vector machines", arXiv:1401.6740 (2014), Lemma 9, Algorithm 1, eq. 35.
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 pub mod checkpoint;
@@ -642,7 +643,7 @@ fn stopped(obs: &mut dyn Observer, n: usize) -> bool {
         max_violation: f64::INFINITY,
         active: n,
     };
-    obs.on_iter(&s) == crate::solver::Control::Stop
+    obs.on_iter(&s).is_break()
 }
 
 /// The kernel engine's checkpoint before a point (fingerprint and `C_min` are set by the
@@ -1405,7 +1406,7 @@ impl<Q: QMatrix> QMatrix for InOrder<'_, Q> {
 struct Fwd<'a>(&'a mut dyn Observer);
 
 impl Observer for Fwd<'_> {
-    fn on_iter(&mut self, s: &IterStats) -> crate::solver::Control {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
         self.0.on_iter(s)
     }
 }

@@ -23,7 +23,7 @@
 use super::chol::Chol;
 use super::kern::Kern;
 use super::{Node, NodeKind, PathStatus, Task};
-use crate::solver::{Control, IterStats, Observer};
+use crate::solver::{IterStats, Observer};
 
 /// Per-sample state (see the module table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1183,7 +1183,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             max_violation: f64::NAN,
             active: self.act.len(),
         };
-        if obs.on_iter(&stats) == Control::Stop {
+        if obs.on_iter(&stats).is_break() {
             return Step::Stop;
         }
         self.events += 1;

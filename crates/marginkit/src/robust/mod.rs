@@ -471,7 +471,7 @@ pub(crate) fn stop_requested(obs: &mut dyn Observer, i: usize) -> bool {
         max_violation: f64::NAN,
         active: 0,
     };
-    obs.on_iter(&s) == crate::solver::Control::Stop
+    obs.on_iter(&s).is_break()
 }
 
 /// Internal label coding: SVC `+1` for the first label in order of appearance, `-1` otherwise.

@@ -96,15 +96,16 @@ pub fn select(
 /// ```
 /// use marginkit::robust::select::{select, select_resumable, Method};
 /// use marginkit::robust::{PathKind, RobustCheckpoint, RobustParams, Task};
-/// use marginkit::solver::{Control, IterStats, NoObserver, Observer};
+/// use std::ops::ControlFlow;
+/// use marginkit::solver::{IterStats, NoObserver, Observer};
 /// use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
 ///
 /// // Stops at the 20th report (a Ctrl-C handler would set a `Cancel` flag instead).
 /// struct StopAt(usize);
 /// impl Observer for StopAt {
-///     fn on_iter(&mut self, _: &IterStats) -> Control {
+///     fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
 ///         self.0 = self.0.saturating_sub(1);
-///         if self.0 == 0 { Control::Stop } else { Control::Continue }
+///         if self.0 == 0 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
 ///     }
 /// }
 /// let n = 60;

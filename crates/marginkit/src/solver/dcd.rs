@@ -98,8 +98,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::{
-    BoxQp, Control, Equality, IterStats, Observer, Shrinking, SolveInfo, SolverSettings, Status,
-    VarFix,
+    BoxQp, Equality, IterStats, Observer, Shrinking, SolveInfo, SolverSettings, Status, VarFix,
 };
 use crate::data::{ops, CsrMatrix, DenseMatrix, Features, Row};
 use crate::error::SolveError;
@@ -456,7 +455,7 @@ impl Budget {
     }
     /// Called after each pass; `Some(status)` stops the solve.
     fn after_pass<O: Observer>(&self, obs: &mut O, stats: IterStats) -> Option<Status> {
-        if obs.on_iter(&stats) == Control::Stop {
+        if obs.on_iter(&stats).is_break() {
             return Some(Status::Interrupted);
         }
         if let Some(limit) = self.settings.time_limit {

@@ -14,6 +14,7 @@ pub mod newton;
 pub mod smo;
 pub mod smo_nu;
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,20 +181,12 @@ pub struct IterStats {
     pub active: usize,
 }
 
-/// What an observer wants after a progress report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Control {
-    /// Go on.
-    Continue,
-    /// Stop now and return the current point with [`Status::Interrupted`].
-    Stop,
-}
-
 /// Receives progress reports (every few thousand iterations) and may stop the solve.
 pub trait Observer {
-    /// Called periodically from the solver loop.
-    fn on_iter(&mut self, _stats: &IterStats) -> Control {
-        Control::Continue
+    /// Called periodically from the solver loop. `Break` stops the solve, which returns its
+    /// current point with [`Status::Interrupted`].
+    fn on_iter(&mut self, _stats: &IterStats) -> ControlFlow<()> {
+        ControlFlow::Continue(())
     }
 }
 
@@ -215,13 +208,14 @@ impl Observer for NoObserver {}
 /// independently.
 ///
 /// ```
-/// use marginkit::solver::{Cancel, Control, IterStats, Observer};
+/// use std::ops::ControlFlow;
+/// use marginkit::solver::{Cancel, IterStats, Observer};
 /// let cancel = Cancel::new();
 /// let mut obs = cancel.clone();
 /// let stats = IterStats { iterations: 1000, max_violation: 1.0, active: 10 };
-/// assert_eq!(obs.on_iter(&stats), Control::Continue);
+/// assert_eq!(obs.on_iter(&stats), ControlFlow::Continue(()));
 /// cancel.cancel(); // e.g. from a SIGINT handler: only an atomic store
-/// assert_eq!(obs.on_iter(&stats), Control::Stop);
+/// assert_eq!(obs.on_iter(&stats), ControlFlow::Break(()));
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Cancel {
@@ -255,11 +249,11 @@ impl Cancel {
 }
 
 impl Observer for Cancel {
-    fn on_iter(&mut self, _stats: &IterStats) -> Control {
+    fn on_iter(&mut self, _stats: &IterStats) -> ControlFlow<()> {
         if self.is_cancelled() {
-            Control::Stop
+            ControlFlow::Break(())
         } else {
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 }
@@ -269,19 +263,19 @@ impl Observer for Cancel {
 pub struct Both<A, B>(pub A, pub B);
 
 impl<A: Observer, B: Observer> Observer for Both<A, B> {
-    fn on_iter(&mut self, stats: &IterStats) -> Control {
+    fn on_iter(&mut self, stats: &IterStats) -> ControlFlow<()> {
         let a = self.0.on_iter(stats);
         let b = self.1.on_iter(stats);
-        if a == Control::Stop || b == Control::Stop {
-            Control::Stop
+        if a.is_break() || b.is_break() {
+            ControlFlow::Break(())
         } else {
-            Control::Continue
+            ControlFlow::Continue(())
         }
     }
 }
 
 impl<O: Observer + ?Sized> Observer for &mut O {
-    fn on_iter(&mut self, stats: &IterStats) -> Control {
+    fn on_iter(&mut self, stats: &IterStats) -> ControlFlow<()> {
         (**self).on_iter(stats)
     }
 }

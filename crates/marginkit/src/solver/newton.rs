@@ -99,7 +99,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::dcd::{DcdResult, LinearDesign};
-use super::{Control, IterStats, Observer, SolveInfo, SolverSettings, Status};
+use super::{IterStats, Observer, SolveInfo, SolverSettings, Status};
 use crate::data::{ops, CsrMatrix, DenseMatrix, Features, Row};
 use crate::error::SolveError;
 
@@ -609,7 +609,7 @@ struct Clock<'s> {
 
 impl Clock<'_> {
     fn check<O: Observer>(&self, obs: &mut O, stats: IterStats) -> Option<Status> {
-        if obs.on_iter(&stats) == Control::Stop {
+        if obs.on_iter(&stats).is_break() {
             return Some(Status::Interrupted);
         }
         match self.settings.time_limit {

@@ -57,8 +57,7 @@
 use std::time::Instant;
 
 use super::{
-    BoxQp, Control, Equality, IterStats, Observer, Shrinking, SolveInfo, SolverSettings, Status,
-    VarFix,
+    BoxQp, Equality, IterStats, Observer, Shrinking, SolveInfo, SolverSettings, Status, VarFix,
 };
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
@@ -1437,7 +1436,7 @@ impl Limits {
             max_violation: viol,
             active,
         };
-        if obs.on_iter(&stats) == Control::Stop {
+        if obs.on_iter(&stats).is_break() {
             return Some(Status::Interrupted);
         }
         if let Some(t) = self.time_limit {

@@ -1,4 +1,4 @@
-//! Checkpoints of a kernel-SVM fit: what [`super::train::fit_resumable`] needs to continue an
+//! Checkpoints of a kernel-SVM fit: what [`super::train::fit`] needs to continue an
 //! interrupted (or limit-stopped) fit to exactly the model an uninterrupted fit gives.
 //!
 //! A fit is a sequence of subproblems (one per class pair, or one). A checkpoint records, per
@@ -46,7 +46,7 @@ pub(crate) enum SubState {
     NotStarted,
 }
 
-/// Where a stopped kernel-SVM fit is, to be continued by [`super::train::fit_resumable`].
+/// Where a stopped kernel-SVM fit is, to be continued by [`super::train::fit`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitCheckpoint {
     pub(crate) fingerprint: u64,
@@ -237,8 +237,8 @@ impl FitCheckpoint {
 mod tests {
     use super::*;
     use crate::data::{DenseMatrix, Features};
-    use crate::solver::NoObserver;
-    use crate::svm::{fit_resumable, SvmParams};
+    use crate::fit::Control;
+    use crate::svm::{fit, SvmParams};
 
     /// A crafted state file (a body byte changed and the checksum recomputed, as an editor
     /// could) is refused or continued without a panic: three classes, so the file holds
@@ -252,7 +252,7 @@ mod tests {
         let y = (0..n).map(|i| (i % 3) as f64).collect();
         let d = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, v).unwrap()), y, None).unwrap();
         let stop = SvmParams::new().c(1000.0).max_iter(20).check().unwrap();
-        let (_, _, ck) = fit_resumable(&stop, &d, &mut NoObserver, None).unwrap();
+        let ck = fit(&stop, &d, &mut Control::default()).unwrap().checkpoint;
         let bytes = ck.expect("max_iter stops the fit").to_bytes();
         let mut tried = 0;
         for b in crate::persist::resealed_variants(&bytes, 96, 3) {
@@ -262,7 +262,7 @@ mod tests {
             tried += 1;
             // Ok or Err: either is fine, a panic is not (the iteration limit keeps a resume
             // from a crafted, inconsistent gradient short).
-            let _ = fit_resumable(&stop, &d, &mut NoObserver, Some(&c));
+            let _ = fit(&stop, &d, &mut Control::default().resume_from(&c));
         }
         assert!(tried > 50, "{tried}");
     }

@@ -18,4 +18,4 @@ pub use checkpoint::FitCheckpoint;
 pub use model::SvmModel;
 pub use params::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
 pub use report::SubproblemReport;
-pub use train::{fit_resumable, FitReport};
+pub use train::{fit, FitReport};

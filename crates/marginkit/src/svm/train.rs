@@ -25,6 +25,7 @@ use super::probability;
 pub use super::report::SubproblemReport;
 use crate::data::{Dataset, Features};
 use crate::error::{CheckpointError, DataError, FitError, ParseError, ParseErrorKind};
+use crate::fit::{Control, Fit, Report};
 use crate::kernel::cache::CacheStats;
 
 /// A checkpoint whose saved subproblems do not fit the problem (a damaged or crafted state file
@@ -52,6 +53,12 @@ pub struct FitReport {
     pub calibration: Vec<SubproblemReport>,
     /// Kernel-cache requests over the subproblems' solves (hits: served from the cache).
     pub cache: CacheStats,
+}
+
+impl Report for FitReport {
+    fn status(&self) -> Status {
+        FitReport::status(self)
+    }
 }
 
 impl FitReport {
@@ -103,28 +110,14 @@ struct DecisionFunction {
 
 /// Trains a kernel SVM on `data`.
 ///
-/// # Errors
-/// [`FitError::Data`] for empty data, a single class, infeasible nu or malformed precomputed
-/// kernels; [`FitError::Solve`] on numerical breakdown. Non-convergence is not an error: it is
-/// the status in the report.
-pub fn fit(
-    params: &SvmValidParams,
-    data: &Dataset,
-    obs: &mut dyn Observer,
-) -> Result<(SvmModel, FitReport), FitError> {
-    fit_resumable(params, data, obs, None).map(|(m, r, _)| (m, r))
-}
-
-/// [`fit`] that can be stopped and continued exactly.
-///
 /// When a solve ends before convergence (the observer asked to stop, e.g. a [`Cancel`] set by
 /// Ctrl-C, or an iteration or time limit), the fit returns at once with the model built from
 /// what is done (subproblems not reached have zero coefficients; the report's status says
-/// so) and a [`FitCheckpoint`]. Passing that checkpoint back as `resume` (same data and
-/// parameters; the limits, cache size and thread count may differ) continues every unfinished
-/// subproblem from the solver's exact state, so the final model equals that of an uninterrupted
-/// fit bit for bit. An interruption stops the remaining subproblems too; an iteration or time
-/// limit only ends the subproblem that hit it.
+/// so) and a [`FitCheckpoint`]. Passing that checkpoint back through
+/// [`Control::resume_from`] (same data and parameters; the limits, cache size and thread count
+/// may differ) continues every unfinished subproblem from the solver's exact state, so the
+/// final model equals that of an uninterrupted fit bit for bit. An interruption stops the
+/// remaining subproblems too; an iteration or time limit only ends the subproblem that hit it.
 ///
 /// Platt scaling (`-b 1`) of a class pair is recomputed on resume if it was interrupted; the
 /// Laplace scale of SVR (`-b 1` with `-s 3/4`) is computed only after a converged solve.
@@ -132,10 +125,26 @@ pub fn fit(
 /// [`Cancel`]: crate::solver::Cancel
 ///
 /// # Errors
-/// As [`fit`]; [`FitError::Checkpoint`] when `resume` was made with other data or parameters
-/// or does not fit the problem ([`FitError::Solve`] with [`crate::error::SolveError::Checkpoint`]
-/// when a saved solver snapshot does not).
-pub fn fit_resumable(
+/// [`FitError::Data`] for empty data, a single class, infeasible nu or malformed precomputed
+/// kernels; [`FitError::Solve`] on numerical breakdown; [`FitError::Checkpoint`] when the state
+/// to resume from was made with other data or parameters or does not fit the problem
+/// ([`FitError::Solve`] with [`crate::error::SolveError::Checkpoint`] when a saved solver
+/// snapshot does not). Non-convergence is not an error: it is the status in the report.
+pub fn fit(
+    params: &SvmValidParams,
+    data: &Dataset,
+    ctl: &mut Control<'_, FitCheckpoint>,
+) -> Result<Fit<SvmModel, FitReport, FitCheckpoint>, FitError> {
+    let resume = ctl.resume();
+    let (model, report, checkpoint) = fit_from(params, data, ctl.observer(), resume)?;
+    Ok(Fit {
+        model,
+        report,
+        checkpoint,
+    })
+}
+
+fn fit_from(
     params: &SvmValidParams,
     data: &Dataset,
     obs: &mut dyn Observer,
@@ -153,7 +162,7 @@ pub fn fit_resumable(
             if keep.is_empty() {
                 return Err(DataError::Empty.into());
             }
-            let (mut model, report, ck) = fit_resumable(params, &data.subset(&keep), obs, resume)?;
+            let (mut model, report, ck) = fit_from(params, &data.subset(&keep), obs, resume)?;
             if let Some(idx) = &mut model.sv_indices {
                 for i in idx.iter_mut() {
                     *i = keep[*i];
@@ -1057,7 +1066,7 @@ fn svr_sigma(
         if stopped {
             return Ok(vec![0.0; test_x.n_rows()]);
         }
-        let (model, rep) = fit(&sub, train, obs)?;
+        let (model, rep, _) = fit_from(&sub, train, obs, None)?;
         report.calibration.extend(rep.subproblems.iter().cloned());
         stopped = rep.status() == Status::Interrupted;
         Ok(model
@@ -1122,7 +1131,7 @@ fn cv_inner(
     let k = k.clamp(1, n);
     let folds = fold_assignment(&data.y, k, params.svm_type.is_classifier(), seed);
     predict_by_folds(data, &folds, k, |train, test_x| {
-        let (model, rep) = fit(params, train, &mut crate::solver::NoObserver)?;
+        let (model, rep, _) = fit_from(params, train, &mut crate::solver::NoObserver, None)?;
         *worst = worst.worst(rep.status());
         let dec = model.decision_values(test_x);
         Ok(dec

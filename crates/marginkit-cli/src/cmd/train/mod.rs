@@ -19,9 +19,10 @@ use std::time::Instant;
 use std::io::Write;
 
 use marginkit::data::write_output;
+use marginkit::fit::{Control, Fit};
 use marginkit::solver::{Both, Status};
 use marginkit::svm::model_io::{fmt_label, save_model};
-use marginkit::svm::train::{cross_validation_status, fit_resumable, FitReport};
+use marginkit::svm::train::{cross_validation_status, fit, FitReport};
 use marginkit::svm::FitCheckpoint;
 use marginkit::svm::{KernelKind, SvmValidParams};
 use marginkit::Dataset;
@@ -118,8 +119,16 @@ pub fn run(a: TrainArgs) -> Exit {
     let cancel = crate::common::interrupt::install();
     let mut obs = Both(Progress::new(a.quiet, "train"), cancel.clone());
     let t0 = Instant::now();
-    let (model, report, checkpoint) =
-        fit_resumable(&params, &data, &mut obs, resume.as_ref()).map_err(|e| a.ckpt.err(e))?;
+    let Fit {
+        model,
+        report,
+        checkpoint,
+    } = fit(
+        &params,
+        &data,
+        &mut Control::new(&mut obs).resume_opt(resume.as_ref()),
+    )
+    .map_err(|e| a.ckpt.err(e))?;
     let seconds = t0.elapsed().as_secs_f64();
     obs.0.finish();
     say(a.json, a.quiet, describe(&report).trim_end());
