@@ -7,8 +7,8 @@
 //! (numerical breakdown) carrying the library's message. Parameter ranges are checked by the
 //! library; this file checks only what the library cannot see (durations, names of choices).
 
-use std::ops::ControlFlow;
 use marginkit::svm::params::cache_bytes_from_mb;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use marginkit::aid::lad::{fit_aid_lad, AidLadParams};
@@ -34,7 +34,10 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::{data_err, dataset, features, fit_err, kernel_params, model_items, param_err, SignalObserver, SvmModelHandle, XArg};
+use super::{
+    data_err, dataset, features, fit_err, kernel_params, model_items, param_err, SignalObserver,
+    SvmModelHandle, XArg,
+};
 
 /// Registers the functions of this file.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
