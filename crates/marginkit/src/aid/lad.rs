@@ -64,7 +64,8 @@ use rayon::prelude::*;
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
-use crate::data::{ops, Dataset, Features, Row};
+use crate::data::design::{DenseRows, DesignRows, FeatureRows};
+use crate::data::{ops, Dataset, DenseMatrix, Features, Row};
 use crate::error::{DataError, FitError, ParamError, ParseError, ParseErrorKind, SolveError};
 use crate::solver::{NoObserver, Observer};
 
@@ -222,90 +223,14 @@ pub enum LpSolver {
     Clarabel,
 }
 
-/// Rows of a design matrix `Xt = [X, 1]` (intercept optional), in any storage.
-trait Design: Sync {
-    fn n(&self) -> usize;
-    fn p(&self) -> usize;
-    /// Non-zeros of row `i` as (column, value).
-    fn for_each(&self, i: usize, f: &mut dyn FnMut(usize, f64));
-    fn dot(&self, i: usize, beta: &[f64]) -> f64 {
-        let mut s = 0.0;
-        self.for_each(i, &mut |j, v| s += v * beta[j]);
-        s
-    }
-}
-
-/// A dense row-major design.
-struct DenseDesign<'a> {
-    v: &'a [f64],
-    p: usize,
-}
-
-impl Design for DenseDesign<'_> {
-    fn n(&self) -> usize {
-        self.v.len() / self.p.max(1)
-    }
-    fn p(&self) -> usize {
-        self.p
-    }
-    fn for_each(&self, i: usize, f: &mut dyn FnMut(usize, f64)) {
-        for (j, &v) in self.v[i * self.p..(i + 1) * self.p].iter().enumerate() {
-            if v != 0.0 {
-                f(j, v);
-            }
-        }
-    }
-    fn dot(&self, i: usize, beta: &[f64]) -> f64 {
-        ops::dense_dot(&self.v[i * self.p..(i + 1) * self.p], beta)
-    }
-}
-
-/// Features plus an optional constant column.
-struct FeatureDesign<'a> {
-    x: &'a Features,
-    intercept: bool,
-}
-
-impl Design for FeatureDesign<'_> {
-    fn n(&self) -> usize {
-        self.x.n_rows()
-    }
-    fn p(&self) -> usize {
-        self.x.n_cols() + usize::from(self.intercept)
-    }
-    fn for_each(&self, i: usize, f: &mut dyn FnMut(usize, f64)) {
-        match self.x.row(i) {
-            Row::Dense(v) => {
-                for (j, &a) in v.iter().enumerate() {
-                    if a != 0.0 {
-                        f(j, a);
-                    }
-                }
-            }
-            Row::Sparse { indices, values } => {
-                for (&j, &a) in indices.iter().zip(values) {
-                    f(j as usize, a);
-                }
-            }
-        }
-        if self.intercept {
-            f(self.x.n_cols(), 1.0);
-        }
-    }
-    fn dot(&self, i: usize, beta: &[f64]) -> f64 {
-        let d = self.x.n_cols();
-        ops::dot_dense(self.x.row(i), &beta[..d]) + if self.intercept { beta[d] } else { 0.0 }
-    }
-}
-
 /// The LP by clarabel (the fallback when the dedicated interior point does not converge):
 /// returns `(beta, dual value, iterations, dual point u)`.
 fn solve_clarabel(
-    design: &dyn Design,
+    design: &dyn DesignRows,
     y: &[f64],
     time_limit: Option<Duration>,
 ) -> Result<(Vec<f64>, f64, u32, Vec<f64>), FitError> {
-    let (n, p) = (design.n(), design.p());
+    let (n, p) = (design.n(), design.dim());
     // A = [Xt'; I; -I] (p + 2n rows, n columns), b = [0; 1; 1].
     let mut colptr = Vec::with_capacity(n + 1);
     let mut rowval = Vec::new();
@@ -372,7 +297,7 @@ fn solve_clarabel(
 
 /// Solves the LAD problem on the rows of `design` with targets `y` exactly (see module docs).
 fn solve_design(
-    design: &dyn Design,
+    design: &dyn DesignRows,
     y: &[f64],
     time_limit: Option<Duration>,
 ) -> Result<LadSolution, FitError> {
@@ -417,12 +342,12 @@ const ZERO_RTOL: f64 = 1e-10;
 /// Moves `beta` to a vertex (see module docs); returns it and, when certified optimal, the value
 /// `y'u` of the dual feasible point that certifies it.
 fn polish(
-    design: &dyn Design,
+    design: &dyn DesignRows,
     y: &[f64],
     beta: &[f64],
     u_ip: &[f64],
 ) -> Option<(Vec<f64>, Option<f64>)> {
-    let (n, p) = (design.n(), design.p());
+    let (n, p) = (design.n(), design.dim());
     if p == 0 || n < p {
         return None;
     }
@@ -604,10 +529,7 @@ pub fn fit_lad(
     time_limit: Option<Duration>,
 ) -> Result<(LadModel, LadSolution), FitError> {
     check_data(data, intercept)?;
-    let design = FeatureDesign {
-        x: &data.x,
-        intercept,
-    };
+    let design = FeatureRows::new(&data.x, intercept.then_some(1.0));
     let sol = solve_design(&design, &data.y, time_limit)?;
     Ok((model_from(&sol.beta, data.n_features(), intercept), sol))
 }
@@ -677,11 +599,8 @@ struct LadProblem<'a> {
 }
 
 impl LadProblem<'_> {
-    fn design(&self) -> FeatureDesign<'_> {
-        FeatureDesign {
-            x: &self.data.x,
-            intercept: self.intercept,
-        }
+    fn design(&self) -> FeatureRows<'_> {
+        FeatureRows::new(&self.data.x, self.intercept.then_some(1.0))
     }
 }
 
@@ -709,7 +628,8 @@ impl AidProblem for LadProblem<'_> {
                 rows[c * p + d] = clusters.size(c) as f64;
             }
         }
-        let design = DenseDesign { v: &rows, p };
+        let rows = DenseMatrix::new(k, p, rows)?;
+        let design = DenseRows::new(&rows, None);
         let sol = solve_design(&design, &sy, None)?;
         self.last_certified = sol.certified;
         Ok(Some(Aggregated {
@@ -876,10 +796,7 @@ fn lad_initial_clusters(
             Ok((_, sol)) => sol.beta,
             Err(_) => vec![0.0; p],
         };
-        let design = FeatureDesign {
-            x: &data.x,
-            intercept: params.intercept,
-        };
+        let design = FeatureRows::new(&data.x, params.intercept.then_some(1.0));
         let r: Vec<f64> = (0..n)
             .into_par_iter()
             .map(|i| data.y[i] - design.dot(i, &beta0))
@@ -923,19 +840,19 @@ mod ipm {
 
     use rayon::prelude::*;
 
-    use super::Design;
+    use crate::data::design::DesignRows;
 
     const CHUNK: usize = 2048;
     const BLOCK: usize = 32;
 
-    fn row_into(design: &dyn Design, i: usize, buf: &mut [f64]) {
+    fn row_into(design: &dyn DesignRows, i: usize, buf: &mut [f64]) {
         buf.iter_mut().for_each(|v| *v = 0.0);
         design.for_each(i, &mut |j, v| buf[j] = v);
     }
 
     /// `sum_i f(i) xt_i` (length p), deterministic.
-    fn xt_weighted(design: &dyn Design, f: &(dyn Fn(usize) -> f64 + Sync)) -> Vec<f64> {
-        let (n, p) = (design.n(), design.p());
+    fn xt_weighted(design: &dyn DesignRows, f: &(dyn Fn(usize) -> f64 + Sync)) -> Vec<f64> {
+        let (n, p) = (design.n(), design.dim());
         let chunks = n.div_ceil(CHUNK);
         let mut total = vec![0.0; p];
         for block in (0..chunks).step_by(BLOCK) {
@@ -960,8 +877,8 @@ mod ipm {
     }
 
     /// `sum_i theta_i xt_i xt_i'` (upper triangle filled, row-major p x p), deterministic.
-    fn normal_matrix(design: &dyn Design, theta: &[f64]) -> Vec<f64> {
-        let (n, p) = (design.n(), design.p());
+    fn normal_matrix(design: &dyn DesignRows, theta: &[f64]) -> Vec<f64> {
+        let (n, p) = (design.n(), design.dim());
         let chunks = n.div_ceil(CHUNK);
         let mut total = vec![0.0; p * p];
         for block in (0..chunks).step_by(BLOCK) {
@@ -1067,7 +984,7 @@ mod ipm {
 
     #[allow(clippy::too_many_arguments)]
     fn direction(
-        design: &dyn Design,
+        design: &dyn DesignRows,
         chol: (&[f64], &[bool]),
         theta: &[f64],
         st: (&[f64], &[f64], &[f64], &[f64]),
@@ -1078,7 +995,7 @@ mod ipm {
     ) -> Dir {
         let (x, s, z, w) = st;
         let n = design.n();
-        let p = design.p();
+        let p = design.dim();
         let rhat: Vec<f64> = (0..n)
             .into_par_iter()
             .map(|i| rc[i] - rxz[i] / x[i] + rsw[i] / s[i])
@@ -1103,12 +1020,12 @@ mod ipm {
 
     /// Returns `(beta_LAD, approximate LAD dual value, iterations)`.
     pub(super) fn solve(
-        design: &dyn Design,
+        design: &dyn DesignRows,
         y: &[f64],
         time_limit: Option<Duration>,
     ) -> Option<(Vec<f64>, f64, u32, Vec<f64>)> {
         let start = Instant::now();
-        let (n, p) = (design.n(), design.p());
+        let (n, p) = (design.n(), design.dim());
         if p == 0 {
             return None;
         }
@@ -1271,7 +1188,8 @@ mod tests {
                 y[i] = v[i * p] * 2.0 - v[i * p + 1 % (p - 1)]
                     + rng.gen_range(-1.0f64..1.0).powi(3) * 10.0;
             }
-            let d = DenseDesign { v: &v, p };
+            let m = DenseMatrix::new(n, p, v).unwrap();
+            let d = DenseRows::new(&m, None);
             let (b1, _, it, _) = ipm::solve(&d, &y, None).expect("converges");
             assert!(it < 100);
             let (b2, _, _, _) = solve_clarabel(&d, &y, None).unwrap();
