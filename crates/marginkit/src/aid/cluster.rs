@@ -11,6 +11,8 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
+pub use crate::data::ops::det_sum;
+
 use crate::data::{Features, Row};
 use crate::error::DataError;
 
@@ -348,23 +350,6 @@ fn assign_nearest(points: &[f64], dim: usize, centres: &[f64], assign: &mut [u32
                 *a = best as u32;
             }
         });
-}
-
-/// Sum of `f(i)` over `0..n`, computed in fixed chunks in parallel and added in chunk order, so
-/// the result is the same for any thread count.
-pub fn det_sum<F: Fn(usize) -> f64 + Sync>(n: usize, f: F) -> f64 {
-    const CHUNK: usize = 4096;
-    let parts: Vec<f64> = (0..n.div_ceil(CHUNK))
-        .into_par_iter()
-        .map(|c| {
-            let mut s = 0.0;
-            for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
-                s += f(i);
-            }
-            s
-        })
-        .collect();
-    parts.iter().sum()
 }
 
 #[cfg(test)]

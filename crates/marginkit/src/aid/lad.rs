@@ -5,9 +5,10 @@
 //! ```text
 //! E* = min_beta sum_i |y_i - xt_i beta|,     xt_i = [x_i, 1]  (p = m + 1 coefficients)
 //! ```
-//! solved through its LP dual `max_u y'u  s.t.  Xt'u = 0, -1 <= u <= 1` by clarabel (an
-//! interior-point method); `beta` is the multiplier of the equality rows (clarabel's KKT
-//! condition `-y + Xt z + z_up - z_lo = 0` gives `y - Xt z = z_up - z_lo`: `beta = z`).
+//! solved through its LP dual `max_u y'u  s.t.  Xt'u = 0, -1 <= u <= 1` by the interior points of
+//! `solver/lp.rs` (the Frisch-Newton method, clarabel when it does not converge); `beta` is the
+//! multiplier of the equality rows (clarabel's KKT condition `-y + Xt z + z_up - z_lo = 0` gives
+//! `y - Xt z = z_up - z_lo`: `beta = z`).
 //!
 //! **Vertex polish and certificate.** The interior point is moved to a basic solution: the `p`
 //! rows with the smallest `|r_i|` that are linearly independent are interpolated exactly
@@ -52,11 +53,6 @@
 
 use std::time::{Duration, Instant};
 
-use clarabel::algebra::CscMatrix;
-use clarabel::solver::{
-    DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
-    ZeroConeT,
-};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
@@ -64,9 +60,10 @@ use rayon::prelude::*;
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
-use crate::data::{ops, Dataset, Features, Row};
+use crate::data::design::{DenseRows, DesignRows, FeatureRows};
+use crate::data::{ops, Dataset, DenseMatrix, Features, Row};
 use crate::error::{DataError, FitError, ParamError, ParseError, ParseErrorKind, SolveError};
-use crate::solver::{NoObserver, Observer};
+use crate::solver::{lp, NoObserver, Observer};
 
 /// A fitted LAD model: `y ~ x'coef + intercept`.
 #[derive(Debug, Clone, PartialEq)]
@@ -216,163 +213,15 @@ pub struct LadSolution {
 /// The interior-point method behind a [`LadSolution`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LpSolver {
-    /// The LAD-specific predictor-corrector method of this module (the default).
+    /// The Frisch-Newton predictor-corrector method of `solver/lp.rs` (the default).
     FrischNewton,
     /// clarabel on the LP dual (the fallback when the former does not converge).
     Clarabel,
 }
 
-/// Rows of a design matrix `Xt = [X, 1]` (intercept optional), in any storage.
-trait Design: Sync {
-    fn n(&self) -> usize;
-    fn p(&self) -> usize;
-    /// Non-zeros of row `i` as (column, value).
-    fn for_each(&self, i: usize, f: &mut dyn FnMut(usize, f64));
-    fn dot(&self, i: usize, beta: &[f64]) -> f64 {
-        let mut s = 0.0;
-        self.for_each(i, &mut |j, v| s += v * beta[j]);
-        s
-    }
-}
-
-/// A dense row-major design.
-struct DenseDesign<'a> {
-    v: &'a [f64],
-    p: usize,
-}
-
-impl Design for DenseDesign<'_> {
-    fn n(&self) -> usize {
-        self.v.len() / self.p.max(1)
-    }
-    fn p(&self) -> usize {
-        self.p
-    }
-    fn for_each(&self, i: usize, f: &mut dyn FnMut(usize, f64)) {
-        for (j, &v) in self.v[i * self.p..(i + 1) * self.p].iter().enumerate() {
-            if v != 0.0 {
-                f(j, v);
-            }
-        }
-    }
-    fn dot(&self, i: usize, beta: &[f64]) -> f64 {
-        ops::dense_dot(&self.v[i * self.p..(i + 1) * self.p], beta)
-    }
-}
-
-/// Features plus an optional constant column.
-struct FeatureDesign<'a> {
-    x: &'a Features,
-    intercept: bool,
-}
-
-impl Design for FeatureDesign<'_> {
-    fn n(&self) -> usize {
-        self.x.n_rows()
-    }
-    fn p(&self) -> usize {
-        self.x.n_cols() + usize::from(self.intercept)
-    }
-    fn for_each(&self, i: usize, f: &mut dyn FnMut(usize, f64)) {
-        match self.x.row(i) {
-            Row::Dense(v) => {
-                for (j, &a) in v.iter().enumerate() {
-                    if a != 0.0 {
-                        f(j, a);
-                    }
-                }
-            }
-            Row::Sparse { indices, values } => {
-                for (&j, &a) in indices.iter().zip(values) {
-                    f(j as usize, a);
-                }
-            }
-        }
-        if self.intercept {
-            f(self.x.n_cols(), 1.0);
-        }
-    }
-    fn dot(&self, i: usize, beta: &[f64]) -> f64 {
-        let d = self.x.n_cols();
-        ops::dot_dense(self.x.row(i), &beta[..d]) + if self.intercept { beta[d] } else { 0.0 }
-    }
-}
-
-/// The LP by clarabel (the fallback when the dedicated interior point does not converge):
-/// returns `(beta, dual value, iterations, dual point u)`.
-fn solve_clarabel(
-    design: &dyn Design,
-    y: &[f64],
-    time_limit: Option<Duration>,
-) -> Result<(Vec<f64>, f64, u32, Vec<f64>), FitError> {
-    let (n, p) = (design.n(), design.p());
-    // A = [Xt'; I; -I] (p + 2n rows, n columns), b = [0; 1; 1].
-    let mut colptr = Vec::with_capacity(n + 1);
-    let mut rowval = Vec::new();
-    let mut nzval = Vec::new();
-    colptr.push(0);
-    for i in 0..n {
-        design.for_each(i, &mut |j, v| {
-            rowval.push(j);
-            nzval.push(v);
-        });
-        rowval.push(p + i);
-        nzval.push(1.0);
-        rowval.push(p + n + i);
-        nzval.push(-1.0);
-        colptr.push(rowval.len());
-    }
-    let a = CscMatrix::new(p + 2 * n, n, colptr, rowval, nzval);
-    let pm = CscMatrix::zeros((n, n));
-    let q: Vec<f64> = y.iter().map(|v| -v).collect();
-    let mut b = vec![0.0; p + 2 * n];
-    b[p..].iter_mut().for_each(|v| *v = 1.0);
-    let mut cones: Vec<SupportedConeT<f64>> = Vec::new();
-    if p > 0 {
-        cones.push(ZeroConeT(p));
-    }
-    cones.push(NonnegativeConeT(2 * n));
-    let settings = DefaultSettings {
-        verbose: false,
-        tol_gap_abs: 1e-10,
-        tol_gap_rel: 1e-10,
-        tol_feas: 1e-10,
-        max_iter: 200,
-        time_limit: time_limit.map_or(f64::INFINITY, |t| t.as_secs_f64()),
-        ..DefaultSettings::default()
-    };
-    let mut solver = DefaultSolver::new(&pm, &q, &a, &b, &cones, settings)
-        .map_err(|_| SolveError::Dimensions("LAD LP setup rejected by clarabel"))?;
-    solver.solve();
-    let sol = &solver.solution;
-    match sol.status {
-        SolverStatus::Solved
-        | SolverStatus::AlmostSolved
-        | SolverStatus::MaxIterations
-        | SolverStatus::MaxTime
-        | SolverStatus::InsufficientProgress
-        | SolverStatus::AlmostDualInfeasible
-        | SolverStatus::AlmostPrimalInfeasible => {}
-        _ => {
-            return Err(SolveError::NonFinite {
-                what: "LAD LP solution",
-            }
-            .into())
-        }
-    }
-    let beta_ip: Vec<f64> = sol.z[..p].to_vec();
-    if beta_ip.iter().any(|v| !v.is_finite()) {
-        return Err(SolveError::NonFinite {
-            what: "LAD coefficients",
-        }
-        .into());
-    }
-    Ok((beta_ip, -sol.obj_val, sol.iterations, sol.x.clone()))
-}
-
 /// Solves the LAD problem on the rows of `design` with targets `y` exactly (see module docs).
 fn solve_design(
-    design: &dyn Design,
+    design: &dyn DesignRows,
     y: &[f64],
     time_limit: Option<Duration>,
 ) -> Result<LadSolution, FitError> {
@@ -380,11 +229,16 @@ fn solve_design(
     if n == 0 {
         return Err(DataError::Empty.into());
     }
-    let ((beta_ip, dual_value, ip_iterations, u_ip), solver) =
-        match ipm::solve(design, y, time_limit) {
-            Some(r) => (r, LpSolver::FrischNewton),
-            None => (solve_clarabel(design, y, time_limit)?, LpSolver::Clarabel),
-        };
+    let (ip, solver) = match lp::frisch_newton(design, y, time_limit) {
+        Some(r) => (r, LpSolver::FrischNewton),
+        None => (lp::clarabel(design, y, time_limit)?, LpSolver::Clarabel),
+    };
+    let lp::L1Point {
+        beta: beta_ip,
+        dual_value,
+        iterations: ip_iterations,
+        u: u_ip,
+    } = ip;
     let obj_of = |beta: &[f64]| det_sum(n, |i| (y[i] - design.dot(i, beta)).abs());
     let ip_obj = obj_of(&beta_ip);
     let mut best = LadSolution {
@@ -417,12 +271,12 @@ const ZERO_RTOL: f64 = 1e-10;
 /// Moves `beta` to a vertex (see module docs); returns it and, when certified optimal, the value
 /// `y'u` of the dual feasible point that certifies it.
 fn polish(
-    design: &dyn Design,
+    design: &dyn DesignRows,
     y: &[f64],
     beta: &[f64],
     u_ip: &[f64],
 ) -> Option<(Vec<f64>, Option<f64>)> {
-    let (n, p) = (design.n(), design.p());
+    let (n, p) = (design.n(), design.dim());
     if p == 0 || n < p {
         return None;
     }
@@ -604,10 +458,7 @@ pub fn fit_lad(
     time_limit: Option<Duration>,
 ) -> Result<(LadModel, LadSolution), FitError> {
     check_data(data, intercept)?;
-    let design = FeatureDesign {
-        x: &data.x,
-        intercept,
-    };
+    let design = FeatureRows::new(&data.x, intercept.then_some(1.0));
     let sol = solve_design(&design, &data.y, time_limit)?;
     Ok((model_from(&sol.beta, data.n_features(), intercept), sol))
 }
@@ -677,11 +528,8 @@ struct LadProblem<'a> {
 }
 
 impl LadProblem<'_> {
-    fn design(&self) -> FeatureDesign<'_> {
-        FeatureDesign {
-            x: &self.data.x,
-            intercept: self.intercept,
-        }
+    fn design(&self) -> FeatureRows<'_> {
+        FeatureRows::new(&self.data.x, self.intercept.then_some(1.0))
     }
 }
 
@@ -709,7 +557,8 @@ impl AidProblem for LadProblem<'_> {
                 rows[c * p + d] = clusters.size(c) as f64;
             }
         }
-        let design = DenseDesign { v: &rows, p };
+        let rows = DenseMatrix::new(k, p, rows)?;
+        let design = DenseRows::new(&rows, None);
         let sol = solve_design(&design, &sy, None)?;
         self.last_certified = sol.certified;
         Ok(Some(Aggregated {
@@ -876,10 +725,7 @@ fn lad_initial_clusters(
             Ok((_, sol)) => sol.beta,
             Err(_) => vec![0.0; p],
         };
-        let design = FeatureDesign {
-            x: &data.x,
-            intercept: params.intercept,
-        };
+        let design = FeatureRows::new(&data.x, params.intercept.then_some(1.0));
         let r: Vec<f64> = (0..n)
             .into_par_iter()
             .map(|i| data.y[i] - design.dot(i, &beta0))
@@ -902,324 +748,6 @@ fn lad_initial_clusters(
         kmeans_one_iteration(&pts, 2, k0, params.seed ^ 0x9e37_79b9_7f4a_7c15)
     };
     Ok((clusters, t0.elapsed().as_secs_f64()))
-}
-/// A primal-dual interior-point method (Mehrotra predictor-corrector) specialised to the LAD
-/// LP, in the bounded form of Koenker's Frisch-Newton method:
-///
-/// ```text
-/// min_a -y'a  s.t.  Xt'a = Xt'1/2,  0 <= a <= 1      (u = 2a - 1 is the LAD dual variable)
-/// dual:  max_g b'g - 1'w  s.t.  Xt g + z - w = -y,  z, w >= 0;  beta_LAD = -g,  r = w - z
-/// ```
-///
-/// Each iteration forms and factors the `p x p` normal matrix `sum_i theta_i xt_i xt_i'`
-/// (`theta_i = 1 / (z_i/a_i + w_i/s_i)`, `s = 1 - a`): `O(n p^2)` work, parallel over fixed
-/// chunks of rows added in order (the same result for any thread count). Singular directions
-/// (constant or collinear columns) are dropped by the Cholesky factorization (pivots below
-/// `1e-13` of the largest are skipped). Stops at a relative duality gap of `1e-11` with
-/// feasibility `1e-9`; returns `None` if it does not converge in 100 iterations (the caller then
-/// falls back to clarabel).
-mod ipm {
-    use std::time::{Duration, Instant};
-
-    use rayon::prelude::*;
-
-    use super::Design;
-
-    const CHUNK: usize = 2048;
-    const BLOCK: usize = 32;
-
-    fn row_into(design: &dyn Design, i: usize, buf: &mut [f64]) {
-        buf.iter_mut().for_each(|v| *v = 0.0);
-        design.for_each(i, &mut |j, v| buf[j] = v);
-    }
-
-    /// `sum_i f(i) xt_i` (length p), deterministic.
-    fn xt_weighted(design: &dyn Design, f: &(dyn Fn(usize) -> f64 + Sync)) -> Vec<f64> {
-        let (n, p) = (design.n(), design.p());
-        let chunks = n.div_ceil(CHUNK);
-        let mut total = vec![0.0; p];
-        for block in (0..chunks).step_by(BLOCK) {
-            let parts: Vec<Vec<f64>> = (block..(block + BLOCK).min(chunks))
-                .into_par_iter()
-                .map(|c| {
-                    let mut acc = vec![0.0; p];
-                    for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
-                        let fi = f(i);
-                        if fi != 0.0 {
-                            design.for_each(i, &mut |j, v| acc[j] += fi * v);
-                        }
-                    }
-                    acc
-                })
-                .collect();
-            for part in parts {
-                total.iter_mut().zip(part).for_each(|(t, v)| *t += v);
-            }
-        }
-        total
-    }
-
-    /// `sum_i theta_i xt_i xt_i'` (upper triangle filled, row-major p x p), deterministic.
-    fn normal_matrix(design: &dyn Design, theta: &[f64]) -> Vec<f64> {
-        let (n, p) = (design.n(), design.p());
-        let chunks = n.div_ceil(CHUNK);
-        let mut total = vec![0.0; p * p];
-        for block in (0..chunks).step_by(BLOCK) {
-            let parts: Vec<Vec<f64>> = (block..(block + BLOCK).min(chunks))
-                .into_par_iter()
-                .map(|c| {
-                    let mut acc = vec![0.0; p * p];
-                    let mut row = vec![0.0; p];
-                    let hi = ((c + 1) * CHUNK).min(n);
-                    for (i, &t) in theta.iter().enumerate().take(hi).skip(c * CHUNK) {
-                        row_into(design, i, &mut row);
-                        for a in 0..p {
-                            let ra = t * row[a];
-                            if ra != 0.0 {
-                                let dst = &mut acc[a * p + a..a * p + p];
-                                for (d, &rb) in dst.iter_mut().zip(&row[a..]) {
-                                    *d += ra * rb;
-                                }
-                            }
-                        }
-                    }
-                    acc
-                })
-                .collect();
-            for part in parts {
-                total.iter_mut().zip(part).for_each(|(t, v)| *t += v);
-            }
-        }
-        total
-    }
-
-    /// In-place Cholesky of the upper triangle (`U'U`); skipped pivots are marked in `skip`.
-    fn cholesky(m: &mut [f64], p: usize, skip: &mut [bool]) {
-        let dmax = (0..p).map(|i| m[i * p + i].abs()).fold(0.0f64, f64::max);
-        for k in 0..p {
-            let mut d = m[k * p + k];
-            for t in 0..k {
-                d -= m[t * p + k] * m[t * p + k];
-            }
-            if d.is_nan() || d <= 1e-13 * dmax {
-                skip[k] = true;
-                for j in k..p {
-                    m[k * p + j] = 0.0;
-                }
-                continue;
-            }
-            let d = d.sqrt();
-            m[k * p + k] = d;
-            for j in k + 1..p {
-                let mut s = m[k * p + j];
-                for t in 0..k {
-                    s -= m[t * p + k] * m[t * p + j];
-                }
-                m[k * p + j] = s / d;
-            }
-        }
-    }
-
-    fn chol_solve(u: &[f64], p: usize, skip: &[bool], rhs: &[f64]) -> Vec<f64> {
-        let mut z = rhs.to_vec();
-        for k in 0..p {
-            if skip[k] {
-                z[k] = 0.0;
-                continue;
-            }
-            let mut s = z[k];
-            for t in 0..k {
-                s -= u[t * p + k] * z[t];
-            }
-            z[k] = s / u[k * p + k];
-        }
-        for k in (0..p).rev() {
-            if skip[k] {
-                z[k] = 0.0;
-                continue;
-            }
-            let mut s = z[k];
-            for j in k + 1..p {
-                s -= u[k * p + j] * z[j];
-            }
-            z[k] = s / u[k * p + k];
-        }
-        z
-    }
-
-    fn dsum(n: usize, f: impl Fn(usize) -> f64 + Sync) -> f64 {
-        super::det_sum(n, f)
-    }
-
-    fn max_step(v: &[f64], dv: &[f64]) -> f64 {
-        v.par_iter()
-            .zip(dv.par_iter())
-            .map(|(&a, &d)| if d < 0.0 { -a / d } else { f64::INFINITY })
-            .reduce(|| f64::INFINITY, f64::min)
-    }
-
-    struct Dir {
-        dx: Vec<f64>,
-        dg: Vec<f64>,
-        dz: Vec<f64>,
-        dw: Vec<f64>,
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn direction(
-        design: &dyn Design,
-        chol: (&[f64], &[bool]),
-        theta: &[f64],
-        st: (&[f64], &[f64], &[f64], &[f64]),
-        rb: &[f64],
-        rc: &[f64],
-        rxz: &[f64],
-        rsw: &[f64],
-    ) -> Dir {
-        let (x, s, z, w) = st;
-        let n = design.n();
-        let p = design.p();
-        let rhat: Vec<f64> = (0..n)
-            .into_par_iter()
-            .map(|i| rc[i] - rxz[i] / x[i] + rsw[i] / s[i])
-            .collect();
-        let atr = xt_weighted(design, &|i| theta[i] * rhat[i]);
-        let rhs: Vec<f64> = rb.iter().zip(&atr).map(|(a, b)| a + b).collect();
-        let dg = chol_solve(chol.0, p, chol.1, &rhs);
-        let dx: Vec<f64> = (0..n)
-            .into_par_iter()
-            .map(|i| theta[i] * (design.dot(i, &dg) - rhat[i]))
-            .collect();
-        let dz: Vec<f64> = (0..n)
-            .into_par_iter()
-            .map(|i| (rxz[i] - z[i] * dx[i]) / x[i])
-            .collect();
-        let dw: Vec<f64> = (0..n)
-            .into_par_iter()
-            .map(|i| (rsw[i] + w[i] * dx[i]) / s[i])
-            .collect();
-        Dir { dx, dg, dz, dw }
-    }
-
-    /// Returns `(beta_LAD, approximate LAD dual value, iterations)`.
-    pub(super) fn solve(
-        design: &dyn Design,
-        y: &[f64],
-        time_limit: Option<Duration>,
-    ) -> Option<(Vec<f64>, f64, u32, Vec<f64>)> {
-        let start = Instant::now();
-        let (n, p) = (design.n(), design.p());
-        if p == 0 {
-            return None;
-        }
-        let ymax = y.iter().fold(0.0f64, |a, v| a.max(v.abs())).max(1.0);
-        let b = xt_weighted(design, &|_| 0.5);
-        // Start: a = s = 1/2 (primal feasible), g from least squares of -y, z, w split the
-        // residual with a shift.
-        let mut x = vec![0.5; n];
-        let mut s = vec![0.5; n];
-        let ones = vec![1.0; n];
-        let mut m0 = normal_matrix(design, &ones);
-        let mut skip = vec![false; p];
-        cholesky(&mut m0, p, &mut skip);
-        let xty = xt_weighted(design, &|i| -y[i]);
-        let mut g = chol_solve(&m0, p, &skip, &xty);
-        let rr: Vec<f64> = (0..n)
-            .into_par_iter()
-            .map(|i| -y[i] - design.dot(i, &g))
-            .collect();
-        let delta = (dsum(n, |i| rr[i].abs()) / n as f64).max(1e-6 * ymax);
-        let mut z: Vec<f64> = rr.iter().map(|&r| r.max(0.0) + delta).collect();
-        let mut w: Vec<f64> = rr.iter().map(|&r| (-r).max(0.0) + delta).collect();
-        let bnorm = b.iter().fold(0.0f64, |a, v| a.max(v.abs())).max(1.0);
-        for iter in 0..100u32 {
-            let ax = xt_weighted(design, &|i| x[i]);
-            let rb: Vec<f64> = b.iter().zip(&ax).map(|(a, c)| a - c).collect();
-            let rc: Vec<f64> = (0..n)
-                .into_par_iter()
-                .map(|i| -y[i] - design.dot(i, &g) - z[i] + w[i])
-                .collect();
-            let gapv = dsum(n, |i| x[i] * z[i] + s[i] * w[i]);
-            let mu = gapv / (2 * n) as f64;
-            let pobj = -dsum(n, |i| y[i] * x[i]);
-            let dobj = b.iter().zip(&g).map(|(a, c)| a * c).sum::<f64>() - dsum(n, |i| w[i]);
-            let rb_max = rb.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-            let rc_max = rc.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-            let converged = (pobj - dobj).abs() <= 1e-11 * (1.0 + pobj.abs())
-                && gapv <= 1e-11 * (1.0 + pobj.abs())
-                && rb_max <= 1e-9 * bnorm
-                && rc_max <= 1e-9 * ymax;
-            if converged || time_limit.is_some_and(|t| start.elapsed() >= t) {
-                let beta: Vec<f64> = g.iter().map(|v| -v).collect();
-                let value = dsum(n, |i| y[i] * (2.0 * x[i] - 1.0));
-                let u: Vec<f64> = x.iter().map(|a| 2.0 * a - 1.0).collect();
-                return beta
-                    .iter()
-                    .all(|v| v.is_finite())
-                    .then_some((beta, value, iter, u));
-            }
-            let theta: Vec<f64> = (0..n)
-                .into_par_iter()
-                .map(|i| 1.0 / (z[i] / x[i] + w[i] / s[i]))
-                .collect();
-            let mut m = normal_matrix(design, &theta);
-            let mut skip = vec![false; p];
-            cholesky(&mut m, p, &mut skip);
-            let st = (x.as_slice(), s.as_slice(), z.as_slice(), w.as_slice());
-            // Predictor (affine scaling).
-            let rxz: Vec<f64> = (0..n).map(|i| -x[i] * z[i]).collect();
-            let rsw: Vec<f64> = (0..n).map(|i| -s[i] * w[i]).collect();
-            let aff = direction(design, (&m, &skip), &theta, st, &rb, &rc, &rxz, &rsw);
-            let ds_aff: Vec<f64> = aff.dx.iter().map(|v| -v).collect();
-            let ap = max_step(&x, &aff.dx).min(max_step(&s, &ds_aff)).min(1.0);
-            let ad = max_step(&z, &aff.dz).min(max_step(&w, &aff.dw)).min(1.0);
-            let mu_aff = dsum(n, |i| {
-                (x[i] + ap * aff.dx[i]) * (z[i] + ad * aff.dz[i])
-                    + (s[i] + ap * ds_aff[i]) * (w[i] + ad * aff.dw[i])
-            }) / (2 * n) as f64;
-            let sigma = (mu_aff / mu).clamp(0.0, 1.0).powi(3);
-            // Corrector.
-            let rxz: Vec<f64> = (0..n)
-                .map(|i| sigma * mu - x[i] * z[i] - aff.dx[i] * aff.dz[i])
-                .collect();
-            let rsw: Vec<f64> = (0..n)
-                .map(|i| sigma * mu - s[i] * w[i] - ds_aff[i] * aff.dw[i])
-                .collect();
-            let d = direction(design, (&m, &skip), &theta, st, &rb, &rc, &rxz, &rsw);
-            let ds: Vec<f64> = d.dx.iter().map(|v| -v).collect();
-            let ap = (0.9995 * max_step(&x, &d.dx).min(max_step(&s, &ds))).min(1.0);
-            let ad = (0.9995 * max_step(&z, &d.dz).min(max_step(&w, &d.dw))).min(1.0);
-            if !(ap.is_finite() && ad.is_finite()) || ap <= 0.0 && ad <= 0.0 {
-                return None;
-            }
-            x.par_iter_mut()
-                .zip(d.dx.par_iter())
-                .for_each(|(a, v)| *a += ap * v);
-            // s is updated by its own step (not as 1 - x) so that small slacks keep their
-            // relative precision; x + s = 1 then holds to rounding.
-            s.par_iter_mut()
-                .zip(ds.par_iter())
-                .for_each(|(a, v)| *a += ap * v);
-            for (gi, v) in g.iter_mut().zip(&d.dg) {
-                *gi += ad * v;
-            }
-            z.par_iter_mut()
-                .zip(d.dz.par_iter())
-                .for_each(|(a, v)| *a += ad * v);
-            w.par_iter_mut()
-                .zip(d.dw.par_iter())
-                .for_each(|(a, v)| *a += ad * v);
-            if x.iter()
-                .chain(&s)
-                .chain(&z)
-                .chain(&w)
-                .any(|v| v.is_nan() || *v <= 0.0)
-            {
-                return None;
-            }
-        }
-        None
-    }
 }
 
 #[cfg(test)]
@@ -1271,10 +799,12 @@ mod tests {
                 y[i] = v[i * p] * 2.0 - v[i * p + 1 % (p - 1)]
                     + rng.gen_range(-1.0f64..1.0).powi(3) * 10.0;
             }
-            let d = DenseDesign { v: &v, p };
-            let (b1, _, it, _) = ipm::solve(&d, &y, None).expect("converges");
+            let m = DenseMatrix::new(n, p, v).unwrap();
+            let d = DenseRows::new(&m, None);
+            let fnm = lp::frisch_newton(&d, &y, None).expect("converges");
+            let (b1, it) = (fnm.beta, fnm.iterations);
             assert!(it < 100);
-            let (b2, _, _, _) = solve_clarabel(&d, &y, None).unwrap();
+            let b2 = lp::clarabel(&d, &y, None).unwrap().beta;
             let obj = |b: &[f64]| (0..n).map(|i| (y[i] - d.dot(i, b)).abs()).sum::<f64>();
             let (o1, o2) = (obj(&b1), obj(&b2));
             assert!((o1 - o2).abs() <= 1e-8 * o2, "{o1} vs {o2}");

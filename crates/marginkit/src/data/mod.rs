@@ -5,6 +5,7 @@
 //! column 0 (the sample's serial number) and kernel value `k:K(i, x_k)` as column `k`.
 
 pub mod csv;
+pub mod design;
 pub mod libsvm_fmt;
 pub mod memory;
 pub mod ops;

@@ -3,6 +3,8 @@
 //! The dense dot product uses four independent accumulators so that the compiler can vectorize it;
 //! the summation order is fixed, so results do not depend on threads.
 
+use rayon::prelude::*;
+
 use super::Row;
 
 /// Dense dot product with a fixed summation order (4 accumulators, then the tail).
@@ -109,6 +111,23 @@ pub fn axpy(s: f64, a: Row<'_>, w: &mut [f64]) {
             }
         }
     }
+}
+
+/// Sum of `f(i)` over `0..n`, computed in fixed chunks in parallel and added in chunk order, so
+/// the result is the same for any thread count.
+pub fn det_sum<F: Fn(usize) -> f64 + Sync>(n: usize, f: F) -> f64 {
+    const CHUNK: usize = 4096;
+    let parts: Vec<f64> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut s = 0.0;
+            for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                s += f(i);
+            }
+            s
+        })
+        .collect();
+    parts.iter().sum()
 }
 
 #[cfg(test)]

@@ -1,4 +1,6 @@
-//! LRU cache of Q columns with a byte budget, f32 storage and partial columns.
+//! LRU cache of kernel columns with a byte budget, partial columns and a stored float chosen by
+//! the user: f32 for the SMO's Q matrices (half the memory; the solver reads f32 columns), f64
+//! for the robust SVMs' exact margins ([`crate::robust`]).
 //!
 //! A column `i` stores its first `len` entries, in the solver's *current* (permuted) order; a
 //! request for more entries extends it and the caller fills the new tail. The least recently
@@ -36,28 +38,52 @@ const PAR_ZERO: usize = 1 << 14;
 /// faults, which would otherwise all land on the solver's thread (at n = 20,000 filling a
 /// 200 MB cache faults in 51,200 pages, about a tenth of a 2-thread fit). On one thread an
 /// empty buffer comes zeroed from the allocator, which can skip the write for fresh pages.
-fn zero_extend(col: &mut Vec<f32>, len: usize) {
+fn zero_extend<T: CacheFloat>(col: &mut Vec<T>, len: usize) {
     let add = len - col.len();
     if add >= PAR_ZERO && rayon::current_num_threads() > 1 {
         col.reserve_exact(add);
-        col.par_extend(rayon::iter::repeat_n(0.0f32, add).with_min_len(PAR_ZERO / 2));
+        col.par_extend(rayon::iter::repeat_n(T::ZERO, add).with_min_len(PAR_ZERO / 2));
     } else if col.capacity() == 0 {
-        *col = vec![0.0; len];
+        *col = vec![T::ZERO; len];
     } else {
         col.reserve_exact(add);
-        col.resize(len, 0.0);
+        col.resize(len, T::ZERO);
     }
 }
 
-/// An LRU cache of partial columns (see the module documentation).
+/// A float a [`ColumnCache`] can store.
+pub trait CacheFloat: Copy + Send + Sync + 'static {
+    /// Zero, the value of an entry not yet written.
+    const ZERO: Self;
+    /// The value rounded to f32 (the precision the SMO solver reads).
+    fn to_f32(self) -> f32;
+}
+
+impl CacheFloat for f32 {
+    const ZERO: Self = 0.0;
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl CacheFloat for f64 {
+    const ZERO: Self = 0.0;
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+}
+
+/// An LRU cache of partial columns stored as `T` (see the module documentation).
 #[derive(Debug)]
-pub struct ColumnCache {
+pub struct ColumnCache<T = f32> {
     n: usize,
     /// Floats still available under the budget: the budget minus the *capacity* of every
     /// buffer held (columns and the spare), so the memory held never exceeds the budget.
     free_floats: usize,
     /// Data per slot; only the first `valid[s]` entries are current (the rest is stale).
-    data: Vec<Vec<f32>>,
+    data: Vec<Vec<T>>,
     /// Current entries per slot.
     valid: Vec<u32>,
     /// Doubly linked LRU list over slots; index `n` is the sentinel (prev = most recent,
@@ -70,7 +96,7 @@ pub struct ColumnCache {
     col_of: Vec<u32>,
     /// One buffer of an evicted column, kept for the next new column (no allocation, no
     /// fresh pages to fault in); counted in the budget.
-    spare: Option<Vec<f32>>,
+    spare: Option<Vec<T>>,
     /// Row swaps not yet applied inside the cached columns (`i < j`), applied in order on the
     /// next request: one streaming pass per column instead of one random access per swap.
     pending: Vec<(u32, u32)>,
@@ -99,12 +125,22 @@ impl CacheStats {
     }
 }
 
-impl ColumnCache {
+impl<T: CacheFloat> ColumnCache<T> {
     /// A cache for `n` columns (each up to `n` long) within `budget_bytes` bytes of column data.
     /// The budget is raised to two full columns if smaller.
     pub fn new(n: usize, budget_bytes: u64) -> Self {
-        let floats = usize::try_from(budget_bytes / 4).unwrap_or(usize::MAX);
-        let floats = floats.max(2 * n);
+        Self::with_len(n, n, budget_bytes)
+    }
+
+    /// A cache for `n` columns, each up to `len` long (a column over more rows than there are
+    /// columns, such as training then validation rows), within `budget_bytes` bytes of column
+    /// data. The budget is raised to two full columns if smaller. When every column is
+    /// requested at full length, the cache holds `budget_bytes / (len * size_of::<T>())` columns
+    /// (at least two) and evicts the least recently used one beyond that.
+    pub fn with_len(n: usize, len: usize, budget_bytes: u64) -> Self {
+        let size = std::mem::size_of::<T>() as u64;
+        let floats = usize::try_from(budget_bytes / size).unwrap_or(usize::MAX);
+        let floats = floats.max(2 * len);
         let sentinel = n as u32;
         Self {
             n,
@@ -129,7 +165,7 @@ impl ColumnCache {
     /// cache (at n = 200,000 this is 9 MB), including the deferred-swap list and the flag per
     /// column a flush of it allocates.
     pub fn overhead_bytes(n: usize) -> u64 {
-        let per_col = std::mem::size_of::<Vec<f32>>() + 5 * std::mem::size_of::<u32>() + 2;
+        let per_col = std::mem::size_of::<Vec<T>>() + 5 * std::mem::size_of::<u32>() + 2;
         let pending = MAX_PENDING * std::mem::size_of::<(u32, u32)>();
         (n as u64) * per_col as u64 + (pending + 8 * std::mem::size_of::<u32>()) as u64
     }
@@ -167,14 +203,14 @@ impl ColumnCache {
 
     /// Unlinks slot `s` and takes its buffer (no valid entry left; capacity and stale
     /// entries kept).
-    fn take_slot(&mut self, s: usize) -> Vec<f32> {
+    fn take_slot(&mut self, s: usize) -> Vec<T> {
         self.unlink(s);
         self.valid[s] = 0;
         std::mem::take(&mut self.data[s])
     }
 
     /// Gives a buffer back: kept as the spare if there is none, else freed.
-    fn release(&mut self, v: Vec<f32>) {
+    fn release(&mut self, v: Vec<T>) {
         if self.spare.is_none() && v.capacity() > 0 {
             self.spare = Some(v);
         } else {
@@ -190,7 +226,7 @@ impl ColumnCache {
     /// Makes column `i` hold `len` entries and marks it most recently used. Returns the mutable
     /// column and the number of entries that were already valid: the caller must fill
     /// `[valid..len]`. Column `keep` (if any) is never evicted by this call.
-    pub fn request(&mut self, i: usize, len: usize, keep: Option<usize>) -> (&mut [f32], usize) {
+    pub fn request(&mut self, i: usize, len: usize, keep: Option<usize>) -> (&mut [T], usize) {
         if !self.pending.is_empty() {
             self.flush();
         }
@@ -252,7 +288,8 @@ impl ColumnCache {
         self.free_floats = self
             .free_floats
             .saturating_sub(col.capacity().saturating_sub(before));
-        // `len <= n <= u32::MAX` (the solver refuses more variables).
+        // `len` is at most the column length given at construction, which fits in u32 (the
+        // solver refuses more variables, and the robust SVMs' rows are bounded alike).
         self.valid[s] = len as u32;
         self.push_recent(s);
         (&mut self.data[s][..len], have)
@@ -260,7 +297,7 @@ impl ColumnCache {
 
     /// The first `len` entries of column `i`, which must have been requested with at least
     /// `len` entries and not evicted or swapped since.
-    pub fn get(&self, i: usize, len: usize) -> &[f32] {
+    pub fn get(&self, i: usize, len: usize) -> &[T] {
         let s = self.slot_of[i] as usize;
         debug_assert!(self.valid[s] as usize >= len);
         &self.data[s][..len]
@@ -407,6 +444,61 @@ mod tests {
             assert_eq!(c.get(1, PAR_ZERO), &vec![7.0; PAR_ZERO][..]);
             assert_eq!(c.get(2, n), &vec![3.0; n][..]);
         });
+    }
+
+    /// f64 columns longer than the column count, always requested whole (the robust SVMs'
+    /// use): the hit/miss sequence and the evictions are those of a plain LRU list of
+    /// `budget / (8 len)` columns, simulated here independently, and every column read back
+    /// holds the values written when it was last filled.
+    #[test]
+    fn f64_full_columns_follow_a_plain_lru() {
+        let (n, len) = (9usize, 13usize);
+        for cols in [2usize, 3, 5, 9] {
+            let mut c: ColumnCache<f64> = ColumnCache::with_len(n, len, (8 * len * cols) as u64);
+            // Oracle: the resident columns, most recent last.
+            let mut lru: Vec<usize> = Vec::new();
+            let (mut hits, mut misses) = (0u64, 0u64);
+            let mut state = 7u64 + cols as u64;
+            for step in 0..400 {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1442695040888963407);
+                let j = (state >> 33) as usize % n;
+                let want_hit = if let Some(p) = lru.iter().position(|&v| v == j) {
+                    lru.remove(p);
+                    true
+                } else {
+                    if lru.len() == cols {
+                        lru.remove(0);
+                    }
+                    false
+                };
+                lru.push(j);
+                if want_hit {
+                    hits += 1
+                } else {
+                    misses += 1
+                }
+                let (col, valid) = c.request(j, len, None);
+                assert_eq!(
+                    valid == len,
+                    want_hit,
+                    "step {step}, column {j}, {cols} slots"
+                );
+                if valid < len {
+                    assert_eq!(valid, 0);
+                    for (k, v) in col.iter_mut().enumerate() {
+                        *v = (j * 100 + k) as f64 + 0.25;
+                    }
+                }
+                assert!(c
+                    .get(j, len)
+                    .iter()
+                    .enumerate()
+                    .all(|(k, &v)| v == (j * 100 + k) as f64 + 0.25));
+                assert_eq!(c.stats(), CacheStats { hits, misses });
+            }
+        }
     }
 
     /// More swaps than one batch holds (a long shrinking step, or the restore at the end of a

@@ -4,7 +4,8 @@
 //! * [`OneClassQ`]: `Q_ij = K(x_i, x_j)` (one-class SVM, SVDD-style duals).
 //! * [`SvrQ`]: `2l` virtual variables over `l` samples (epsilon-SVR, nu-SVR):
 //!   variable `k < l` is `alpha_k` (sign +1), variable `k + l` is `alpha*_k` (sign -1), and
-//!   `Q_ab = s_a s_b K(x_{a mod l}, x_{b mod l})`.
+//!   `Q_ab = s_a s_b K(x_{a mod l}, x_{b mod l})`; the doubling is [`Doubled`], a view over any
+//!   per-sample column source ([`SampleColumns`]), which the robust SVMs share.
 //!
 //! All of them follow the solver's permutation (`swap_index`), compute the missing entries of a
 //! column in blocks of [`BLOCK`] entries, in parallel on the current rayon pool when the
@@ -18,7 +19,7 @@
 
 use rayon::prelude::*;
 
-use super::cache::{CacheStats, ColumnCache};
+use super::cache::{CacheFloat, CacheStats, ColumnCache};
 use super::{powi, KernelSpec};
 use crate::data::{ops, CsrMatrix, Features};
 use crate::error::DataError;
@@ -922,8 +923,8 @@ impl<'a> SvcQ<'a> {
         let rows = KernelRows::new(x, sel, kernel)?;
         let n = rows.n();
         let diag = (0..n).map(|i| rows.self_value(i)).collect();
-        let budget =
-            (cache_bytes as u64).saturating_sub(rows.heap_bytes() + ColumnCache::overhead_bytes(n));
+        let budget = (cache_bytes as u64)
+            .saturating_sub(rows.heap_bytes() + ColumnCache::<f32>::overhead_bytes(n));
         Ok(Self {
             rows,
             y,
@@ -1010,65 +1011,71 @@ impl QMatrix for OneClassQ<'_> {
     }
 }
 
-/// The epsilon-SVR / nu-SVR matrix: `2l` variables over `l` samples. Variable `k` has sign
-/// `+1` and sample `k` for `k < l`, sign `-1` and sample `k - l` otherwise (before any swap);
-/// `Q_ab = s_a s_b K(x_a, x_b)`. Kernel columns are cached per sample (full length `l`) and
-/// expanded into two rotating buffers, so a pair stays valid.
+/// Per-sample kernel columns, the source a [`Doubled`] view expands: column `j` holds
+/// `K(x_i, x_j)` for the samples `i` in their original order (at least
+/// [`SampleColumns::samples`] entries), in whatever float its cache stores.
+pub(crate) trait SampleColumns {
+    /// The stored float.
+    type Float: CacheFloat;
+    /// Number of samples `l`.
+    fn samples(&self) -> usize;
+    /// Column `j` of the kernel matrix over the samples, in the original order.
+    fn sample_column(&mut self, j: usize) -> &[Self::Float];
+    /// Cache hits and misses so far.
+    fn stats(&self) -> CacheStats;
+}
+
+/// The doubled matrix of a problem over `beta = a+ - a-` (epsilon-SVR and nu-SVR's
+/// `alpha - alpha*`, the robust SVMs' two-sided box): `2l` variables over `l` samples.
+/// Variable `k` has sign `+1` and sample `k` for `k < l`, sign `-1` and sample `k - l`
+/// otherwise (before any swap); `Q_ab = s_a s_b K(x_a, x_b)`, so that
+/// `1/2 beta' K beta = 1/2 v' Q v`. Kernel columns are read per sample (full length `l`) and
+/// expanded into two rotating f32 buffers, so a pair stays valid.
 #[derive(Debug)]
-pub struct SvrQ<'a> {
-    rows: KernelRows<'a>,
-    cache: ColumnCache,
+pub(crate) struct Doubled<C> {
+    cols: C,
     sign: Vec<i8>,
     index: Vec<u32>,
     diag: Vec<f64>,
     buf: [Vec<f32>; 2],
 }
 
-impl<'a> SvrQ<'a> {
-    /// The SVR matrix for the `l` samples of `x` with a cache of `cache_bytes` (rows copy and
-    /// expansion buffers included).
-    ///
-    /// # Errors
-    /// [`DataError::Precomputed`] for bad serial numbers with a precomputed kernel.
-    pub fn new(x: &'a Features, kernel: KernelSpec, cache_bytes: usize) -> Result<Self, DataError> {
-        let rows = KernelRows::new(x, None, kernel)?;
-        let l = rows.n();
-        let kd: Vec<f64> = (0..l).map(|i| rows.self_value(i)).collect();
-        let mut diag = kd.clone();
-        diag.extend_from_slice(&kd);
+impl<C: SampleColumns> Doubled<C> {
+    /// The doubled view of `cols`, whose kernel diagonal is `kdiag` (`l` entries).
+    pub(crate) fn new(cols: C, kdiag: &[f64]) -> Self {
+        let l = cols.samples();
+        debug_assert_eq!(kdiag.len(), l);
+        let mut diag = kdiag.to_vec();
+        diag.extend_from_slice(kdiag);
         let mut sign = vec![1i8; l];
         sign.extend(std::iter::repeat_n(-1i8, l));
-        let index = (0..l as u32).chain(0..l as u32).collect();
-        // The two expanded columns (2 x 2l floats) count as well.
-        let budget = (cache_bytes as u64)
-            .saturating_sub(rows.heap_bytes() + 16 * l as u64 + ColumnCache::overhead_bytes(l));
-        Ok(Self {
-            rows,
-            cache: ColumnCache::new(l, budget),
+        Self {
+            cols,
             sign,
-            index,
+            index: (0..l as u32).chain(0..l as u32).collect(),
             diag,
             buf: [vec![0.0; 2 * l], vec![0.0; 2 * l]],
-        })
+        }
+    }
+
+    /// Bytes of the two expanded columns (charged to a cache budget).
+    pub(crate) fn buffer_bytes(l: usize) -> u64 {
+        16 * l as u64
     }
 
     fn expand(&mut self, which: usize, i: usize, len: usize) {
-        let l = self.rows.n();
         let real = self.index[i] as usize;
-        let (col, valid) = self.cache.request(real, l, None);
-        if valid < l {
-            self.rows.fill(real, &mut col[valid..], valid, None);
-        }
         let si = self.sign[i];
+        let col = self.cols.sample_column(real);
         let buf = &mut self.buf[which][..len];
         for ((o, &sj), &ix) in buf.iter_mut().zip(&self.sign).zip(&self.index) {
-            let v = col[ix as usize];
+            let v = col[ix as usize].to_f32();
             *o = if sj == si { v } else { -v };
         }
     }
 }
 
-impl QMatrix for SvrQ<'_> {
+impl<C: SampleColumns> QMatrix for Doubled<C> {
     fn n(&self) -> usize {
         self.diag.len()
     }
@@ -1090,7 +1097,80 @@ impl QMatrix for SvrQ<'_> {
         self.diag.swap(i, j);
     }
     fn cache_stats(&self) -> CacheStats {
+        self.cols.stats()
+    }
+}
+
+/// The kernel columns of [`SvrQ`]: the rows and an f32 column cache over them.
+#[derive(Debug)]
+pub(crate) struct SvrColumns<'a> {
+    rows: KernelRows<'a>,
+    cache: ColumnCache,
+}
+
+impl SampleColumns for SvrColumns<'_> {
+    type Float = f32;
+    fn samples(&self) -> usize {
+        self.rows.n()
+    }
+    fn sample_column(&mut self, j: usize) -> &[f32] {
+        let l = self.rows.n();
+        let (col, valid) = self.cache.request(j, l, None);
+        if valid < l {
+            self.rows.fill(j, &mut col[valid..], valid, None);
+        }
+        col
+    }
+    fn stats(&self) -> CacheStats {
         self.cache.stats()
+    }
+}
+
+/// The epsilon-SVR / nu-SVR matrix: the [`Doubled`] view of the kernel over `l` samples.
+#[derive(Debug)]
+pub struct SvrQ<'a>(Doubled<SvrColumns<'a>>);
+
+impl<'a> SvrQ<'a> {
+    /// The SVR matrix for the `l` samples of `x` with a cache of `cache_bytes` (rows copy and
+    /// expansion buffers included).
+    ///
+    /// # Errors
+    /// [`DataError::Precomputed`] for bad serial numbers with a precomputed kernel.
+    pub fn new(x: &'a Features, kernel: KernelSpec, cache_bytes: usize) -> Result<Self, DataError> {
+        let rows = KernelRows::new(x, None, kernel)?;
+        let l = rows.n();
+        let kd: Vec<f64> = (0..l).map(|i| rows.self_value(i)).collect();
+        let budget = (cache_bytes as u64).saturating_sub(
+            rows.heap_bytes()
+                + Doubled::<SvrColumns<'a>>::buffer_bytes(l)
+                + ColumnCache::<f32>::overhead_bytes(l),
+        );
+        let cols = SvrColumns {
+            rows,
+            cache: ColumnCache::new(l, budget),
+        };
+        Ok(Self(Doubled::new(cols, &kd)))
+    }
+}
+
+impl QMatrix for SvrQ<'_> {
+    fn n(&self) -> usize {
+        self.0.n()
+    }
+    fn diag(&self) -> &[f64] {
+        self.0.diag()
+    }
+    fn column(&mut self, i: usize, len: usize) -> &[f32] {
+        self.0.column(i, len)
+    }
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
+        self.0.pair(i, j, len)
+    }
+    fn swap_index(&mut self, i: usize, j: usize) {
+        self.0.swap_index(i, j)
+    }
+    fn cache_stats(&self) -> CacheStats {
+        self.0.cache_stats()
     }
 }
 

@@ -14,7 +14,7 @@
 //! tolerance (and its f32 kernel cache) from the state the homotopy starts from.
 
 use super::chol::Chol;
-use super::kern::{BetaQ, Kern};
+use super::kern::Kern;
 use crate::error::SolveError;
 use crate::solver::{smo, BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status};
 
@@ -58,7 +58,7 @@ pub(crate) fn solve_box(
         max_iter: None,
         time_limit: None,
     };
-    let mut q = BetaQ::new(kern);
+    let mut q = kern.beta_q();
     let info = smo::solve(&mut q, &qp, &mut a, &settings, obs)?;
     if info.status == Status::Interrupted {
         return Ok(info);

@@ -1,6 +1,7 @@
 //! Kernel access for the robust SVMs, in f64: single entries, cached columns over the training
-//! rows followed by the validation rows, linear combinations of columns, and an adapter that
-//! serves the same kernel to [`crate::solver::smo`] as a `2n`-variable [`QMatrix`].
+//! rows followed by the validation rows (the shared [`ColumnCache`], storing f64), linear
+//! combinations of columns, and the same kernel served to [`crate::solver::smo`] as the
+//! `2n`-variable [`Doubled`] matrix ([`BetaQ`]).
 //!
 //! The kernel is `K(u, v) + b^2` when a regularized constant feature `b` is used (a bias that is
 //! penalized like every other weight; for the linear kernel this is exactly appending the
@@ -17,16 +18,16 @@
 use rayon::prelude::*;
 
 use crate::data::{ops, Features, Row};
-use crate::kernel::cache::CacheStats;
-use crate::kernel::qmatrix::{exp_nonpositive, QMatrix};
+use crate::kernel::cache::{CacheStats, ColumnCache};
+use crate::kernel::qmatrix::{exp_nonpositive, Doubled, SampleColumns};
 use crate::kernel::KernelSpec;
 
 /// Rows per parallel task when a column or a combination is computed.
 const PAR_ROWS: usize = 2048;
 
-/// f64 kernel over `train` rows (indices `0..n`) and `valid` rows (indices `n..n + nv`).
+/// The kernel entries themselves: rows, kernel and squared norms (no cache).
 #[derive(Debug)]
-pub(crate) struct Kern<'a> {
+struct Entries<'a> {
     train: &'a Features,
     valid: Option<&'a Features>,
     spec: KernelSpec,
@@ -36,15 +37,46 @@ pub(crate) struct Kern<'a> {
     norms: Vec<f64>,
     /// Width of the primal weight buffer (linear kernel).
     width: usize,
-    /// Cache: slot of each training sample's column (`u32::MAX`: none).
-    slot_of: Vec<u32>,
-    owner: Vec<usize>,
-    stamp: Vec<u64>,
-    clock: u64,
-    store: Vec<f64>,
-    hits: u64,
-    misses: u64,
-    slot_buf: Vec<usize>,
+}
+
+impl Entries<'_> {
+    #[inline]
+    fn row(&self, i: usize) -> Row<'_> {
+        if i < self.n {
+            self.train.row(i)
+        } else {
+            // Only called with i < n + nv, and nv > 0 implies valid is Some.
+            match self.valid {
+                Some(v) => v.row(i - self.n),
+                None => self.train.row(i % self.n.max(1)),
+            }
+        }
+    }
+
+    #[inline]
+    fn entry(&self, i: usize, j: usize) -> f64 {
+        let (a, b) = (self.row(i), self.train.row(j));
+        let v = match self.spec {
+            KernelSpec::Precomputed => a.get(b.get(0) as usize),
+            KernelSpec::Rbf { gamma } => {
+                let d2 = (self.norms[i] + self.norms[j] - 2.0 * ops::dot(a, b)).max(0.0);
+                exp_nonpositive(-gamma * d2)
+            }
+            s => s.from_dot(ops::dot(a, b), 0.0, 0.0),
+        };
+        v + self.b2
+    }
+}
+
+/// f64 kernel over `train` rows (indices `0..n`) and `valid` rows (indices `n..n + nv`).
+#[derive(Debug)]
+pub(crate) struct Kern<'a> {
+    ev: Entries<'a>,
+    /// Columns over all `n + nv` rows, one per training sample, kept whole.
+    cache: ColumnCache<f64>,
+    /// Columns the cache holds (at least two).
+    slots: usize,
+    col_buf: Vec<usize>,
     coef_buf: Vec<f64>,
     /// Primal weight buffer of the linear kernel (`width` entries), reused by every combination.
     w_buf: Vec<f64>,
@@ -134,22 +166,19 @@ impl<'a> Kern<'a> {
         let len = (n + nv).max(1);
         let slots = (cache_bytes / (8 * len)).clamp(2, n.max(2));
         Self {
-            train,
-            valid,
-            spec,
-            b2: b.map_or(0.0, |b| b * b),
-            n,
-            nv,
-            norms,
-            width,
-            slot_of: vec![u32::MAX; n],
-            owner: vec![usize::MAX; slots],
-            stamp: vec![0; slots],
-            clock: 0,
-            store: Vec::new(),
-            hits: 0,
-            misses: 0,
-            slot_buf: Vec::new(),
+            ev: Entries {
+                train,
+                valid,
+                spec,
+                b2: b.map_or(0.0, |b| b * b),
+                n,
+                nv,
+                norms,
+                width,
+            },
+            cache: ColumnCache::with_len(n, n + nv, (slots * len * 8) as u64),
+            slots,
+            col_buf: Vec::new(),
             coef_buf: Vec::new(),
             w_buf: vec![0.0; width],
         }
@@ -157,39 +186,22 @@ impl<'a> Kern<'a> {
 
     /// Number of training rows.
     pub fn n(&self) -> usize {
-        self.n
+        self.ev.n
     }
     /// Total rows (training then validation).
     pub fn rows(&self) -> usize {
-        self.n + self.nv
+        self.ev.n + self.ev.nv
     }
 
     #[inline]
     fn row(&self, i: usize) -> Row<'_> {
-        if i < self.n {
-            self.train.row(i)
-        } else {
-            // Only called with i < n + nv, and nv > 0 implies valid is Some.
-            match self.valid {
-                Some(v) => v.row(i - self.n),
-                None => self.train.row(i % self.n.max(1)),
-            }
-        }
+        self.ev.row(i)
     }
 
     /// `K(row i, training row j)`, `i` over training and validation rows.
     #[inline]
     pub fn entry(&self, i: usize, j: usize) -> f64 {
-        let (a, b) = (self.row(i), self.train.row(j));
-        let v = match self.spec {
-            KernelSpec::Precomputed => a.get(b.get(0) as usize),
-            KernelSpec::Rbf { gamma } => {
-                let d2 = (self.norms[i] + self.norms[j] - 2.0 * ops::dot(a, b)).max(0.0);
-                exp_nonpositive(-gamma * d2)
-            }
-            s => s.from_dot(ops::dot(a, b), 0.0, 0.0),
-        };
-        v + self.b2
+        self.ev.entry(i, j)
     }
 
     /// `f_i = sum_j K(i, j) beta_j` for training row `i`, summed with Neumaier's compensation,
@@ -214,8 +226,8 @@ impl<'a> Kern<'a> {
             return self.exact_linear_row_value(i, beta);
         }
         let eps = f64::EPSILON;
-        let w = self.width as f64;
-        let ni = self.norms[i].sqrt();
+        let w = self.ev.width as f64;
+        let ni = self.ev.norms[i].sqrt();
         let (mut s, mut comp) = (0.0f64, 0.0f64);
         let (mut entry_err, mut mag) = (0.0f64, 0.0f64);
         for (j, &b) in beta.iter().enumerate() {
@@ -223,13 +235,13 @@ impl<'a> Kern<'a> {
                 continue;
             }
             let k = self.entry(i, j);
-            let scale = match self.spec {
-                KernelSpec::Linear => ni * self.norms[j].sqrt() + self.b2,
+            let scale = match self.ev.spec {
+                KernelSpec::Linear => ni * self.ev.norms[j].sqrt() + self.ev.b2,
                 KernelSpec::Rbf { gamma } => {
-                    let r = ni + self.norms[j].sqrt();
-                    (k - self.b2) * (1.0 + gamma * r * r) + self.b2
+                    let r = ni + self.ev.norms[j].sqrt();
+                    (k - self.ev.b2) * (1.0 + gamma * r * r) + self.ev.b2
                 }
-                _ => k.abs() + self.b2,
+                _ => k.abs() + self.ev.b2,
             };
             entry_err += scale * b.abs();
             let x = k * b;
@@ -283,7 +295,7 @@ impl<'a> Kern<'a> {
             let g = v / (1.0 - v).max(0.5);
             g * g
         };
-        let wd = self.width;
+        let wd = self.ev.width;
         let (mut wh, mut wl, mut wm) = (vec![0.0; wd], vec![0.0; wd], vec![0.0; wd]);
         let (mut sh, mut sl, mut sm) = (0.0f64, 0.0f64, 0.0f64);
         for (j, &b) in beta.iter().enumerate() {
@@ -291,7 +303,7 @@ impl<'a> Kern<'a> {
                 continue;
             }
             acc(&mut sh, &mut sl, &mut sm, b, 1.0);
-            match self.train.row(j) {
+            match self.ev.train.row(j) {
                 Row::Dense(v) => {
                     for (k, &x) in v.iter().enumerate() {
                         acc(&mut wh[k], &mut wl[k], &mut wm[k], b, x);
@@ -308,8 +320,8 @@ impl<'a> Kern<'a> {
         let gn = gamma(beta.len() as f64);
         let sum = sh + sl;
         let (mut fh, mut fl, mut fm) = (0.0f64, 0.0f64, 0.0f64);
-        let mut carried = self.b2 * (eps * sum.abs() + gn * sm);
-        acc(&mut fh, &mut fl, &mut fm, self.b2, sum);
+        let mut carried = self.ev.b2 * (eps * sum.abs() + gn * sm);
+        acc(&mut fh, &mut fl, &mut fm, self.ev.b2, sum);
         let mut visit = |k: usize, x: f64| {
             if k >= wd {
                 return; // a validation row's column past the training width: w_k = 0
@@ -331,7 +343,7 @@ impl<'a> Kern<'a> {
     }
 
     fn linear(&self) -> bool {
-        self.spec == KernelSpec::Linear
+        self.ev.spec == KernelSpec::Linear
     }
 
     /// True for the linear kernel (the engine then works through primal weights).
@@ -341,18 +353,18 @@ impl<'a> Kern<'a> {
 
     /// Width of a primal weight vector (linear kernel).
     pub fn width(&self) -> usize {
-        self.width
+        self.ev.width
     }
 
     /// `b^2` of the regularized constant feature (0 without it).
     pub fn b2(&self) -> f64 {
-        self.b2
+        self.ev.b2
     }
 
     /// `w += c x_j` for training row `j` (the bias feature is the caller's `b^2 sum c`).
     #[inline]
     pub fn axpy_row(&self, c: f64, j: usize, w: &mut [f64]) {
-        ops::axpy(c, self.train.row(j), w);
+        ops::axpy(c, self.ev.train.row(j), w);
     }
 
     /// `x_i . w` for row `i` (training then validation), without the bias feature.
@@ -365,11 +377,11 @@ impl<'a> Kern<'a> {
     /// data with the storage dispatched once (the engine's fused direction and ratio test).
     #[inline]
     pub fn for_each_train_dot(&self, w: &[f64], mut visit: impl FnMut(usize, f64)) {
-        match self.train {
+        match self.ev.train {
             Features::Dense(m) => {
                 let d = m.n_cols();
                 if d == 0 {
-                    (0..self.n).for_each(|i| visit(i, 0.0));
+                    (0..self.ev.n).for_each(|i| visit(i, 0.0));
                 } else {
                     for (i, r) in m.values().chunks_exact(d).enumerate() {
                         visit(i, ops::dense_dot(r, w));
@@ -378,7 +390,7 @@ impl<'a> Kern<'a> {
             }
             Features::Sparse(m) => {
                 let (ip, ix, v) = m.parts();
-                for i in 0..self.n {
+                for i in 0..self.ev.n {
                     let (a, b) = (ip[i], ip[i + 1]);
                     visit(i, ops::sparse_dense_dot(&ix[a..b], &v[a..b], w));
                 }
@@ -390,7 +402,7 @@ impl<'a> Kern<'a> {
     /// feature); `None` for other kernels.
     pub fn rank_bound(&self) -> Option<usize> {
         self.linear()
-            .then(|| self.width + usize::from(self.b2 > 0.0))
+            .then(|| self.ev.width + usize::from(self.ev.b2 > 0.0))
     }
 
     /// For the linear kernel with at most [`RANK_WIDTH`] primal dimensions (the constant feature
@@ -404,12 +416,12 @@ impl<'a> Kern<'a> {
         }
         let mut g = vec![0.0; m * m];
         let mut z = vec![0.0; m];
-        let b = self.b2.sqrt();
-        for i in 0..self.n {
+        let b = self.ev.b2.sqrt();
+        for i in 0..self.ev.n {
             z.iter_mut().for_each(|v| *v = 0.0);
-            ops::axpy(1.0, self.train.row(i), &mut z[..self.width]);
-            if self.b2 > 0.0 {
-                z[self.width] = b;
+            ops::axpy(1.0, self.ev.train.row(i), &mut z[..self.ev.width]);
+            if self.ev.b2 > 0.0 {
+                z[self.ev.width] = b;
             }
             for p in 0..m {
                 let zp = z[p];
@@ -432,12 +444,12 @@ impl<'a> Kern<'a> {
             w.iter_mut().for_each(|v| *v = 0.0);
             let mut sum = 0.0;
             for (&j, &c) in idx.iter().zip(z) {
-                ops::axpy(c, self.train.row(j), &mut w);
+                ops::axpy(c, self.ev.train.row(j), &mut w);
                 sum += c;
             }
-            let shift = self.b2 * sum;
+            let shift = self.ev.b2 * sum;
             for (o, &j) in out.iter_mut().zip(idx) {
-                *o = ops::dot_dense(self.train.row(j), &w) + shift;
+                *o = ops::dot_dense(self.ev.train.row(j), &w) + shift;
             }
             self.w_buf = w;
         } else {
@@ -449,47 +461,13 @@ impl<'a> Kern<'a> {
 
     /// Column `j` (training sample) over all rows, through the cache.
     pub fn column(&mut self, j: usize) -> &[f64] {
-        let len = self.n + self.nv;
-        self.clock += 1;
-        let s = self.slot_of[j];
-        if s != u32::MAX {
-            self.hits += 1;
-            let s = s as usize;
-            self.stamp[s] = self.clock;
-            return &self.store[s * len..(s + 1) * len];
+        let len = self.ev.n + self.ev.nv;
+        let (col, valid) = self.cache.request(j, len, None);
+        if valid < len {
+            let ev = &self.ev;
+            fill_rows(&mut col[valid..], |i| ev.entry(valid + i, j));
         }
-        self.misses += 1;
-        // Least recently used slot (the first free one while the store grows).
-        let slots = self.owner.len();
-        let s = match self.owner.iter().position(|&o| o == usize::MAX) {
-            Some(s) => s,
-            None => {
-                let mut best = 0;
-                for k in 1..slots {
-                    if self.stamp[k] < self.stamp[best] {
-                        best = k;
-                    }
-                }
-                best
-            }
-        };
-        if self.owner[s] != usize::MAX {
-            self.slot_of[self.owner[s]] = u32::MAX;
-        }
-        if self.store.len() < (s + 1) * len {
-            self.store.resize((s + 1) * len, 0.0);
-        }
-        self.owner[s] = j;
-        self.slot_of[j] = s as u32;
-        self.stamp[s] = self.clock;
-        let mut col = std::mem::take(&mut self.store);
-        self.fill_column(j, &mut col[s * len..(s + 1) * len]);
-        self.store = col;
-        &self.store[s * len..(s + 1) * len]
-    }
-
-    fn fill_column(&self, j: usize, out: &mut [f64]) {
-        fill_rows(out, |i| self.entry(i, j));
+        col
     }
 
     /// `out = sum_k coef[k] K[:, idx[k]]` over all rows (training then validation).
@@ -506,32 +484,32 @@ impl<'a> Kern<'a> {
             self.w_buf = w;
             return;
         }
-        let mut slots = std::mem::take(&mut self.slot_buf);
+        let mut cols = std::mem::take(&mut self.col_buf);
         let mut cs = std::mem::take(&mut self.coef_buf);
-        slots.clear();
+        cols.clear();
         cs.clear();
         let nnz = coef.iter().filter(|&&c| c != 0.0).count();
-        if nnz <= self.owner.len() {
+        if nnz <= self.slots {
             // Every column loaded in this call is more recent than any other, so none of them
             // is evicted while the others load.
             for (&j, &c) in idx.iter().zip(coef) {
                 if c != 0.0 {
                     self.column(j);
-                    slots.push(self.slot_of[j] as usize);
+                    cols.push(j);
                     cs.push(c);
                 }
             }
-            let len = self.n + self.nv;
-            let store = &self.store;
+            let len = self.ev.n + self.ev.nv;
+            let cache = &self.cache;
             let body = |lo: usize, ch: &mut [f64]| {
-                for (&s, &c) in slots.iter().zip(&cs) {
-                    let col = &store[s * len + lo..s * len + lo + ch.len()];
+                for (&j, &c) in cols.iter().zip(&cs) {
+                    let col = &cache.get(j, len)[lo..lo + ch.len()];
                     for (o, &v) in ch.iter_mut().zip(col) {
                         *o += c * v;
                     }
                 }
             };
-            if len * slots.len() >= 1 << 16 && len >= 2 * COMBINE_ROWS {
+            if len * cols.len() >= 1 << 16 && len >= 2 * COMBINE_ROWS {
                 out.par_chunks_mut(COMBINE_ROWS)
                     .enumerate()
                     .for_each(|(k, ch)| body(k * COMBINE_ROWS, ch));
@@ -549,7 +527,7 @@ impl<'a> Kern<'a> {
                 }
             }
         }
-        self.slot_buf = slots;
+        self.col_buf = cols;
         self.coef_buf = cs;
     }
 
@@ -558,7 +536,7 @@ impl<'a> Kern<'a> {
     pub fn combine_direct(&self, idx: &[usize], coef: &[f64], out: &mut [f64]) {
         if self.linear() {
             // One-off product: its own weight buffer (the hot path uses `combine`).
-            self.combine_linear(idx, coef, out, &mut vec![0.0; self.width]);
+            self.combine_linear(idx, coef, out, &mut vec![0.0; self.ev.width]);
             return;
         }
         fill_rows(out, |i| {
@@ -575,89 +553,40 @@ impl<'a> Kern<'a> {
         let mut sum = 0.0;
         for (&j, &c) in idx.iter().zip(coef) {
             if c != 0.0 {
-                ops::axpy(c, self.train.row(j), w);
+                ops::axpy(c, self.ev.train.row(j), w);
                 sum += c;
             }
         }
-        let shift = self.b2 * sum;
+        let shift = self.ev.b2 * sum;
         let w = &*w;
         fill_rows(out, |i| ops::dot_dense(self.row(i), w) + shift);
     }
 
-    /// Column requests served from the cache and computed.
-    pub fn stats(&self) -> CacheStats {
-        CacheStats {
-            hits: self.hits,
-            misses: self.misses,
-        }
+    /// The kernel over the training rows as the `2n`-variable SMO matrix of a two-sided box
+    /// (see [`BetaQ`]).
+    pub fn beta_q(&mut self) -> BetaQ<'_, 'a> {
+        let kd: Vec<f64> = (0..self.ev.n).map(|i| self.entry(i, i)).collect();
+        Doubled::new(self, &kd)
     }
 }
 
-/// The kernel as a `2n`-variable SMO matrix: variable `k < n` is `beta+_k` (sign +1), variable
-/// `k + n` is `beta-_k` (sign -1), `Q_ab = s_a s_b K(a mod n, b mod n)`, so that
-/// `beta = beta+ - beta-` and `1/2 beta' K beta = 1/2 v' Q v`. This is how a box
-/// `lo <= beta <= hi` with `lo <= 0 <= hi` becomes a [`crate::solver::BoxQp`] with zero lower
-/// bounds (upper bounds `hi` and `-lo`).
-pub(crate) struct BetaQ<'k, 'a> {
-    kern: &'k mut Kern<'a>,
-    sign: Vec<i8>,
-    index: Vec<u32>,
-    diag: Vec<f64>,
-    buf: [Vec<f32>; 2],
-}
+/// The kernel as a `2n`-variable SMO matrix ([`Doubled`]): variable `k < n` is `beta+_k`
+/// (sign +1), variable `k + n` is `beta-_k` (sign -1), so that `beta = beta+ - beta-` and
+/// `1/2 beta' K beta = 1/2 v' Q v`. This is how a box `lo <= beta <= hi` with `lo <= 0 <= hi`
+/// becomes a [`crate::solver::BoxQp`] with zero lower bounds (upper bounds `hi` and `-lo`).
+/// The f64 columns are rounded to f32 as the SMO reads them.
+pub(crate) type BetaQ<'k, 'a> = Doubled<&'k mut Kern<'a>>;
 
-impl<'k, 'a> BetaQ<'k, 'a> {
-    pub fn new(kern: &'k mut Kern<'a>) -> Self {
-        let n = kern.n();
-        let kd: Vec<f64> = (0..n).map(|i| kern.entry(i, i)).collect();
-        let mut diag = kd.clone();
-        diag.extend_from_slice(&kd);
-        let mut sign = vec![1i8; n];
-        sign.extend(std::iter::repeat_n(-1i8, n));
-        Self {
-            kern,
-            sign,
-            index: (0..n as u32).chain(0..n as u32).collect(),
-            diag,
-            buf: [vec![0.0; 2 * n], vec![0.0; 2 * n]],
-        }
+impl SampleColumns for &mut Kern<'_> {
+    type Float = f64;
+    fn samples(&self) -> usize {
+        self.ev.n
     }
-
-    fn expand(&mut self, which: usize, i: usize, len: usize) {
-        let real = self.index[i] as usize;
-        let si = self.sign[i];
-        let col = self.kern.column(real);
-        let buf = &mut self.buf[which][..len];
-        for ((o, &sj), &ix) in buf.iter_mut().zip(&self.sign).zip(&self.index) {
-            let v = col[ix as usize] as f32;
-            *o = if sj == si { v } else { -v };
-        }
+    fn sample_column(&mut self, j: usize) -> &[f64] {
+        self.column(j)
     }
-}
-
-impl QMatrix for BetaQ<'_, '_> {
-    fn n(&self) -> usize {
-        self.diag.len()
-    }
-    fn diag(&self) -> &[f64] {
-        &self.diag
-    }
-    fn column(&mut self, i: usize, len: usize) -> &[f32] {
-        self.expand(0, i, len);
-        &self.buf[0][..len]
-    }
-    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
-        self.expand(0, i, len);
-        self.expand(1, j, len);
-        (&self.buf[0][..len], &self.buf[1][..len])
-    }
-    fn swap_index(&mut self, i: usize, j: usize) {
-        self.sign.swap(i, j);
-        self.index.swap(i, j);
-        self.diag.swap(i, j);
-    }
-    fn cache_stats(&self) -> CacheStats {
-        self.kern.stats()
+    fn stats(&self) -> CacheStats {
+        self.cache.stats()
     }
 }
 
@@ -665,7 +594,84 @@ impl QMatrix for BetaQ<'_, '_> {
 mod tests {
     use super::{pivoted_rank, Kern};
     use crate::data::{DenseMatrix, Features};
+    use crate::kernel::qmatrix::QMatrix;
     use crate::kernel::KernelSpec;
+
+    fn blobs(n: usize, d: usize, seed: u64) -> Features {
+        let mut state = seed;
+        let v: Vec<f64> = (0..n * d)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                ((state >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
+            })
+            .collect();
+        Features::Dense(DenseMatrix::new(n, d, v).unwrap())
+    }
+
+    /// Columns and combinations through a cache of two or three columns (evictions all the
+    /// way) equal the entries computed one by one, bit for bit, over training and validation
+    /// rows; the cached combination equals the uncached one.
+    #[test]
+    fn cached_columns_and_combinations_equal_the_entries() {
+        let (n, nv) = (11usize, 4usize);
+        let (x, v) = (blobs(n, 3, 1), blobs(nv, 3, 2));
+        let spec = KernelSpec::Rbf { gamma: 0.6 };
+        for slots in [2usize, 3] {
+            let mut k = Kern::new(&x, Some(&v), spec, Some(0.5), 8 * (n + nv) * slots);
+            for &j in &[0usize, 5, 3, 0, 10, 5, 7, 3, 3, 9] {
+                let col = k.column(j).to_vec();
+                let want: Vec<u64> = (0..n + nv).map(|i| k.entry(i, j).to_bits()).collect();
+                assert_eq!(col.iter().map(|c| c.to_bits()).collect::<Vec<_>>(), want);
+            }
+            let idx = [1usize, 4, 6];
+            let coef = [0.5, -1.25, 2.0];
+            let (mut a, mut b) = (vec![0.0; n + nv], vec![0.0; n + nv]);
+            k.combine(&idx[..slots], &coef[..slots], &mut a);
+            k.combine_direct(&idx[..slots], &coef[..slots], &mut b);
+            for (i, (&p, &q)) in a.iter().zip(&b).enumerate() {
+                let exact: f64 = idx[..slots]
+                    .iter()
+                    .zip(&coef)
+                    .map(|(&j, &c)| c * k.entry(i, j))
+                    .sum();
+                assert_eq!(p.to_bits(), q.to_bits());
+                assert!((p - exact).abs() <= 1e-12 * (1.0 + exact.abs()));
+            }
+        }
+    }
+
+    /// The doubled matrix over the f64 kernel: `Q_ab = s_a s_b K(a mod n, b mod n)` rounded
+    /// to f32, after swaps, against the entries computed one by one.
+    #[test]
+    fn beta_q_is_the_signed_doubled_kernel() {
+        let n = 6usize;
+        let x = blobs(n, 2, 3);
+        let spec = KernelSpec::Poly {
+            gamma: 0.5,
+            coef0: 1.0,
+            degree: 2,
+        };
+        let mut k = Kern::new(&x, None, spec, None, 0);
+        let entries: Vec<f64> = (0..n * n).map(|t| k.entry(t / n, t % n)).collect();
+        let mut q = k.beta_q();
+        let mut perm: Vec<usize> = (0..2 * n).collect();
+        for &(a, b) in &[(0usize, 7usize), (3, 11), (2, 3)] {
+            q.swap_index(a, b);
+            perm.swap(a, b);
+        }
+        let sign = |v: usize| if v < n { 1.0 } else { -1.0 };
+        for a in 0..2 * n {
+            let col = q.column(a, 2 * n).to_vec();
+            for (b, &got) in col.iter().enumerate() {
+                let (va, vb) = (perm[a], perm[b]);
+                let want = sign(va) * sign(vb) * entries[(va % n) * n + vb % n];
+                assert_eq!(got, want as f32, "Q[{b}, {a}]");
+            }
+            assert_eq!(q.diag()[a], entries[(perm[a] % n) * (n + 1)]);
+        }
+    }
 
     #[test]
     fn linear_exact_row_value_bound_is_sound_and_tight() {

@@ -71,6 +71,7 @@
 //! machines", arXiv:1401.6740 (2014): Lemma 1 (eq. 10), Theorems 6-8 (eqs. 16, 20, 24), eq. 25,
 //! sec. IV-D.
 
+use crate::data::design::{DesignRows, FeatureRows, LinearDesign};
 use crate::data::{ops, Features};
 use crate::kernel::qmatrix::QMatrix;
 use crate::solver::VarFix;
@@ -459,7 +460,7 @@ impl KernelSketch {
     }
 }
 
-/// Linear-side quantities: `z_i = y_i [x_i, B]` explicit.
+/// Linear-side quantities: `z_i = y_i [x_i, B]`, the signed rows of a [`LinearDesign`].
 #[derive(Debug, Clone, Copy)]
 pub struct LinearDesignRef<'a> {
     /// Features.
@@ -470,34 +471,29 @@ pub struct LinearDesignRef<'a> {
     pub bias: Option<f64>,
 }
 
-impl LinearDesignRef<'_> {
+impl<'a> LinearDesignRef<'a> {
+    fn rows(&self) -> FeatureRows<'a> {
+        LinearDesign {
+            x: self.x,
+            bias: self.bias,
+        }
+        .rows()
+    }
     fn d(&self) -> usize {
-        self.x.n_cols() + usize::from(self.bias.is_some())
+        self.rows().dim()
     }
     /// `y_i [x_i, B]'v`.
     pub fn z_dot(&self, i: usize, v: &[f64]) -> f64 {
-        let d = self.x.n_cols();
-        let mut s = ops::dot_dense(self.x.row(i), &v[..d]);
-        if let Some(b) = self.bias {
-            s += b * v[d];
-        }
-        f64::from(self.y[i]) * s
+        f64::from(self.y[i]) * self.rows().dot(i, v)
     }
     /// `v += s z_i`.
     pub fn z_axpy(&self, i: usize, s: f64, v: &mut [f64]) {
-        let d = self.x.n_cols();
-        let s = s * f64::from(self.y[i]);
-        ops::axpy(s, self.x.row(i), &mut v[..d]);
-        if let Some(b) = self.bias {
-            v[d] += s * b;
-        }
+        self.rows().axpy(i, s * f64::from(self.y[i]), v);
     }
     /// `|z_i|^2` for every sample.
     pub fn sq_norms(&self) -> Vec<f64> {
-        let b2 = self.bias.map_or(0.0, |b| b * b);
-        (0..self.x.n_rows())
-            .map(|i| ops::sq_norm(self.x.row(i)) + b2)
-            .collect()
+        let rows = self.rows();
+        (0..self.x.n_rows()).map(|i| rows.sq_norm(i)).collect()
     }
     /// Margins `g_i = z_i'w`.
     pub fn margins(&self, w: &[f64]) -> Vec<f64> {

@@ -100,7 +100,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::{
     BoxQp, Equality, IterStats, Observer, Shrinking, SolveInfo, SolverSettings, Status, VarFix,
 };
-use crate::data::{ops, CsrMatrix, DenseMatrix, Features, Row};
+use crate::data::design::{DenseRows, KeyedRows, SparseRows};
+use crate::data::{ops, Features};
 use crate::error::SolveError;
 
 mod blocks;
@@ -116,21 +117,7 @@ pub const DEFAULT_MAX_PASSES: u64 = 10_000;
 /// Steps whose projected gradient is below this are skipped (no progress possible).
 const PG_SKIP: f64 = 1e-12;
 
-/// The linear design matrix: features plus an optional appended bias feature.
-#[derive(Debug, Clone, Copy)]
-pub struct LinearDesign<'a> {
-    /// The features (rows are samples).
-    pub x: &'a Features,
-    /// Value `B > 0` of an extra constant feature appended to every row (LIBLINEAR `-B`), if any.
-    pub bias: Option<f64>,
-}
-
-impl LinearDesign<'_> {
-    /// Length of the weight vector: `n_features + 1` with a bias feature, else `n_features`.
-    pub fn dim(&self) -> usize {
-        self.x.n_cols() + usize::from(self.bias.is_some())
-    }
-}
+pub use crate::data::design::LinearDesign;
 
 /// A linear SVC dual (see the module docs).
 #[derive(Debug, Clone, Copy)]
@@ -179,157 +166,6 @@ pub struct DcdResult {
     pub xw: Vec<f64>,
 }
 
-/// Row access specialised per storage, with the bias feature folded in (`w` has `d + 1` slots).
-trait Rows {
-    /// A cheap handle to one row that skips the row-pointer lookup (stored per variable).
-    type Key: Copy;
-    fn key(&self, i: usize) -> Self::Key;
-    fn dot_key(&self, k: Self::Key, w: &[f64]) -> f64;
-    fn axpy_key(&self, k: Self::Key, s: f64, w: &mut [f64]);
-    /// Sets the entries of `u` that the row touches (and the bias slot) to zero.
-    fn clear_key(&self, k: Self::Key, u: &mut [f64]);
-    /// Reads the first and last entries of a row so that the loads of a later step start
-    /// early (a portable stand-in for a prefetch; the result is only fed to `black_box`).
-    fn touch(&self, k: Self::Key) -> f64;
-    fn n(&self) -> usize;
-    fn dot(&self, i: usize, w: &[f64]) -> f64;
-    fn axpy(&self, i: usize, s: f64, w: &mut [f64]);
-    fn sq_norm(&self, i: usize) -> f64;
-    fn dot_rows(&self, i: usize, j: usize) -> f64;
-}
-
-struct DenseRows<'a> {
-    m: &'a DenseMatrix,
-    b: f64,
-}
-
-struct SparseRows<'a> {
-    m: &'a CsrMatrix,
-    b: f64,
-}
-
-impl Rows for DenseRows<'_> {
-    type Key = usize;
-    #[inline(always)]
-    fn key(&self, i: usize) -> usize {
-        i
-    }
-    #[inline(always)]
-    fn dot_key(&self, k: usize, w: &[f64]) -> f64 {
-        self.dot(k, w)
-    }
-    #[inline(always)]
-    fn axpy_key(&self, k: usize, s: f64, w: &mut [f64]) {
-        self.axpy(k, s, w)
-    }
-    #[inline(always)]
-    fn clear_key(&self, _k: usize, u: &mut [f64]) {
-        u.iter_mut().for_each(|v| *v = 0.0);
-    }
-    #[inline(always)]
-    fn touch(&self, k: usize) -> f64 {
-        let r = self.m.row(k);
-        r.first().copied().unwrap_or(0.0) + r.last().copied().unwrap_or(0.0)
-    }
-    fn n(&self) -> usize {
-        self.m.n_rows()
-    }
-    #[inline(always)]
-    fn dot(&self, i: usize, w: &[f64]) -> f64 {
-        let d = self.m.n_cols();
-        ops::dot_dense(Row::Dense(self.m.row(i)), &w[..d]) + self.b * w[d]
-    }
-    #[inline(always)]
-    fn axpy(&self, i: usize, s: f64, w: &mut [f64]) {
-        let d = self.m.n_cols();
-        ops::axpy(s, Row::Dense(self.m.row(i)), &mut w[..d]);
-        w[d] += s * self.b;
-    }
-    fn sq_norm(&self, i: usize) -> f64 {
-        ops::sq_norm(Row::Dense(self.m.row(i))) + self.b * self.b
-    }
-    fn dot_rows(&self, i: usize, j: usize) -> f64 {
-        ops::dot(Row::Dense(self.m.row(i)), Row::Dense(self.m.row(j))) + self.b * self.b
-    }
-}
-
-impl SparseRows<'_> {
-    #[inline(always)]
-    fn row(&self, i: usize) -> Row<'_> {
-        let (indices, values) = self.m.row(i);
-        Row::Sparse { indices, values }
-    }
-}
-
-impl Rows for SparseRows<'_> {
-    /// The row's range in the CSR index/value arrays.
-    type Key = (usize, usize);
-    #[inline(always)]
-    fn key(&self, i: usize) -> (usize, usize) {
-        let indptr = self.m.parts().0;
-        (indptr[i], indptr[i + 1])
-    }
-    #[inline(always)]
-    fn dot_key(&self, (a, b): (usize, usize), w: &[f64]) -> f64 {
-        let (_, indices, values) = self.m.parts();
-        let d = self.m.n_cols();
-        let row = Row::Sparse {
-            indices: &indices[a..b],
-            values: &values[a..b],
-        };
-        ops::dot_dense(row, &w[..d]) + self.b * w[d]
-    }
-    #[inline(always)]
-    fn touch(&self, (a, b): (usize, usize)) -> f64 {
-        let (_, indices, values) = self.m.parts();
-        if a < b {
-            values[a] + values[b - 1] + f64::from(indices[a]) + f64::from(indices[b - 1])
-        } else {
-            0.0
-        }
-    }
-    #[inline(always)]
-    fn clear_key(&self, (a, b): (usize, usize), u: &mut [f64]) {
-        let (_, indices, _) = self.m.parts();
-        for &k in &indices[a..b] {
-            u[k as usize] = 0.0;
-        }
-        let d = self.m.n_cols();
-        u[d] = 0.0;
-    }
-    #[inline(always)]
-    fn axpy_key(&self, (a, b): (usize, usize), s: f64, w: &mut [f64]) {
-        let (_, indices, values) = self.m.parts();
-        let d = self.m.n_cols();
-        let row = Row::Sparse {
-            indices: &indices[a..b],
-            values: &values[a..b],
-        };
-        ops::axpy(s, row, &mut w[..d]);
-        w[d] += s * self.b;
-    }
-    fn n(&self) -> usize {
-        self.m.n_rows()
-    }
-    #[inline(always)]
-    fn dot(&self, i: usize, w: &[f64]) -> f64 {
-        let d = self.m.n_cols();
-        ops::dot_dense(self.row(i), &w[..d]) + self.b * w[d]
-    }
-    #[inline(always)]
-    fn axpy(&self, i: usize, s: f64, w: &mut [f64]) {
-        let d = self.m.n_cols();
-        ops::axpy(s, self.row(i), &mut w[..d]);
-        w[d] += s * self.b;
-    }
-    fn sq_norm(&self, i: usize) -> f64 {
-        ops::sq_norm(self.row(i)) + self.b * self.b
-    }
-    fn dot_rows(&self, i: usize, j: usize) -> f64 {
-        ops::dot(self.row(i), self.row(j)) + self.b * self.b
-    }
-}
-
 fn check_bias(bias: Option<f64>) -> Result<f64, SolveError> {
     match bias {
         None => Ok(0.0),
@@ -362,12 +198,24 @@ pub fn solve_svc<O: Observer>(
 ) -> Result<DcdResult, SolveError> {
     let b = check_bias(prob.design.bias)?;
     match prob.design.x {
-        Features::Dense(m) => {
-            svc_dispatch(&DenseRows { m, b }, prob, settings, seed, alpha, None, obs)
-        }
-        Features::Sparse(m) => {
-            svc_dispatch(&SparseRows { m, b }, prob, settings, seed, alpha, None, obs)
-        }
+        Features::Dense(m) => svc_dispatch(
+            &DenseRows::new(m, Some(b)),
+            prob,
+            settings,
+            seed,
+            alpha,
+            None,
+            obs,
+        ),
+        Features::Sparse(m) => svc_dispatch(
+            &SparseRows::new(m, Some(b)),
+            prob,
+            settings,
+            seed,
+            alpha,
+            None,
+            obs,
+        ),
     }
 }
 
@@ -397,7 +245,7 @@ pub(crate) fn solve_svc_warm<O: Observer>(
     let b = check_bias(prob.design.bias)?;
     match prob.design.x {
         Features::Dense(m) => svc_dispatch(
-            &DenseRows { m, b },
+            &DenseRows::new(m, Some(b)),
             prob,
             settings,
             seed,
@@ -406,7 +254,7 @@ pub(crate) fn solve_svc_warm<O: Observer>(
             obs,
         ),
         Features::Sparse(m) => svc_dispatch(
-            &SparseRows { m, b },
+            &SparseRows::new(m, Some(b)),
             prob,
             settings,
             seed,
@@ -433,8 +281,17 @@ pub fn solve_svr<O: Observer>(
 ) -> Result<DcdResult, SolveError> {
     let b = check_bias(prob.design.bias)?;
     match prob.design.x {
-        Features::Dense(m) => svr_impl(&DenseRows { m, b }, prob, settings, seed, beta, obs),
-        Features::Sparse(m) => svr_impl(&SparseRows { m, b }, prob, settings, seed, beta, obs),
+        Features::Dense(m) => {
+            svr_impl(&DenseRows::new(m, Some(b)), prob, settings, seed, beta, obs)
+        }
+        Features::Sparse(m) => svr_impl(
+            &SparseRows::new(m, Some(b)),
+            prob,
+            settings,
+            seed,
+            beta,
+            obs,
+        ),
     }
 }
 
@@ -491,7 +348,11 @@ fn check_bounds_and_shift(upper: &[f64], shift: &[f64]) -> Result<(), SolveError
 }
 
 /// Validates an SVC dual and its starting point; sets fixed variables to their values.
-fn check_svc<R: Rows>(rows: &R, prob: &SvcDual<'_>, alpha: &mut [f64]) -> Result<(), SolveError> {
+fn check_svc<R: KeyedRows>(
+    rows: &R,
+    prob: &SvcDual<'_>,
+    alpha: &mut [f64],
+) -> Result<(), SolveError> {
     let n = rows.n();
     let qp = &prob.qp;
     check_len("p", qp.p.len(), n)?;
@@ -545,7 +406,7 @@ fn check_svc<R: Rows>(rows: &R, prob: &SvcDual<'_>, alpha: &mut [f64]) -> Result
     Ok(())
 }
 
-fn svc_dispatch<R: Rows, O: Observer>(
+fn svc_dispatch<R: KeyedRows, O: Observer>(
     rows: &R,
     prob: &SvcDual<'_>,
     settings: &SolverSettings,
@@ -631,7 +492,7 @@ struct SvcCtx<'c, 'a, R> {
     seed: u64,
 }
 
-fn rebuild_w<R: Rows>(rows: &R, y: &[i8], alpha: &[f64], w: &mut [f64]) {
+fn rebuild_w<R: KeyedRows>(rows: &R, y: &[i8], alpha: &[f64], w: &mut [f64]) {
     w.iter_mut().for_each(|v| *v = 0.0);
     for (i, (&a, &yi)) in alpha.iter().zip(y).enumerate() {
         if a != 0.0 {
@@ -721,7 +582,7 @@ struct FaceScratch {
 
 /// `hv = H v` on the face, `H_kl = y_k y_l xb_k'xb_l + D_kk [k = l]`, through the `d + 1`
 /// vector `u = sum_k v_k y_k xb_k` (cleared again afterwards); returns `v'Hv`.
-fn face_matvec<R: Rows>(
+fn face_matvec<R: KeyedRows>(
     rows: &R,
     coords: &[Coord<R::Key>],
     pos: &[usize],
@@ -760,7 +621,7 @@ fn face_matvec<R: Rows>(
 /// by the conditioning of the free variables' block of `Q` and needed up to 10,000 passes per
 /// point on breast_cancer (C = 512); the face's exact minimum is what those passes approach.
 /// This is an accelerator only: the stopping rule (checked by the passes) is unchanged.
-fn face_step<R: Rows>(
+fn face_step<R: KeyedRows>(
     rows: &R,
     coords: &mut [Coord<R::Key>],
     active: usize,
@@ -892,7 +753,7 @@ fn face_step<R: Rows>(
 }
 
 /// The no-equality SVC loop (Hsieh et al. 2008, Algorithm 3 with shrinking).
-fn svc_box<R: Rows, O: Observer>(
+fn svc_box<R: KeyedRows, O: Observer>(
     ctx: &SvcCtx<'_, '_, R>,
     alpha: &mut [f64],
     w: &mut [f64],
@@ -942,7 +803,7 @@ struct Final<'f> {
     xw: &'f mut Vec<f64>,
 }
 
-fn svc_box_loop<R: Rows, O: Observer>(
+fn svc_box_loop<R: KeyedRows, O: Observer>(
     rows: &R,
     coords: &mut [Coord<R::Key>],
     settings: &SolverSettings,
@@ -1116,7 +977,7 @@ fn in_low(a: f64, u: f64, y: i8) -> bool {
 /// The equality-constrained SVC loop: every pass computes all gradients, stops on the maximal
 /// violating pair, then takes two-coordinate steps along `y_u e_u - y_l e_l` pairing each
 /// variable with the pass's maximal violator on the opposite side.
-fn svc_sum<R: Rows, O: Observer>(
+fn svc_sum<R: KeyedRows, O: Observer>(
     ctx: &SvcCtx<'_, '_, R>,
     alpha: &mut [f64],
     w: &mut [f64],
@@ -1260,7 +1121,7 @@ fn half_sq(w: &[f64]) -> f64 {
 }
 
 /// Recomputes `w`, the dual objective, the primal, the gap, the violation and `rho`.
-fn finish_svc<R: Rows>(
+fn finish_svc<R: KeyedRows>(
     rows: &R,
     prob: &SvcDual<'_>,
     alpha: &[f64],
@@ -1405,7 +1266,7 @@ fn svr_violation(beta: f64, u: f64, gp: f64, gn: f64, m: f64) -> (f64, bool) {
     }
 }
 
-fn svr_impl<R: Rows, O: Observer>(
+fn svr_impl<R: KeyedRows, O: Observer>(
     rows: &R,
     prob: &SvrDual<'_>,
     settings: &SolverSettings,

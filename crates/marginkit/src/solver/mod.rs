@@ -10,6 +10,7 @@
 pub mod dcd;
 mod hot;
 pub mod kkt;
+pub(crate) mod lp;
 pub mod newton;
 pub mod smo;
 pub mod smo_nu;

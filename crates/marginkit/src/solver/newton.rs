@@ -100,7 +100,8 @@ use rayon::prelude::*;
 
 use super::dcd::{DcdResult, LinearDesign};
 use super::{IterStats, Observer, SolveInfo, SolverSettings, Status};
-use crate::data::{ops, CsrMatrix, DenseMatrix, Features, Row};
+use crate::data::design::{DenseRows, DesignRows, SparseRows};
+use crate::data::{ops, Features};
 use crate::error::SolveError;
 
 /// Default Newton iteration limit when [`SolverSettings::max_iter`] is `None` (LIBLINEAR: 1000).
@@ -227,136 +228,12 @@ fn dispatch<L: Loss, O: Observer>(
 ) -> Result<DcdResult, SolveError> {
     match design.x {
         Features::Dense(m) => {
-            let rows = DenseRows {
-                m,
-                b: design.bias.unwrap_or(0.0),
-                has_b: design.bias.is_some(),
-            };
+            let rows = DenseRows::new(m, design.bias);
             newton(&rows, lab, cost, loss, settings, obs)
         }
         Features::Sparse(m) => {
-            let rows = SparseRows {
-                m,
-                b: design.bias.unwrap_or(0.0),
-                has_b: design.bias.is_some(),
-            };
+            let rows = SparseRows::new(m, design.bias);
             newton(&rows, lab, cost, loss, settings, obs)
-        }
-    }
-}
-
-/// Row kernels with the bias feature folded in (`w` has `d + 1` slots with a bias feature).
-trait Rows: Sync {
-    fn n(&self) -> usize;
-    fn dim(&self) -> usize;
-    fn nnz(&self, r: Range<usize>) -> usize;
-    fn dot(&self, i: usize, w: &[f64]) -> f64;
-    /// `acc += s * xb_i`.
-    fn axpy(&self, i: usize, s: f64, acc: &mut [f64]);
-    /// `acc += s * xb_i .* xb_i`.
-    fn axpy_sq(&self, i: usize, s: f64, acc: &mut [f64]);
-}
-
-struct DenseRows<'a> {
-    m: &'a DenseMatrix,
-    b: f64,
-    has_b: bool,
-}
-
-struct SparseRows<'a> {
-    m: &'a CsrMatrix,
-    b: f64,
-    has_b: bool,
-}
-
-impl Rows for DenseRows<'_> {
-    fn n(&self) -> usize {
-        self.m.n_rows()
-    }
-    fn dim(&self) -> usize {
-        self.m.n_cols() + usize::from(self.has_b)
-    }
-    fn nnz(&self, r: Range<usize>) -> usize {
-        r.len() * self.m.n_cols().max(1)
-    }
-    #[inline(always)]
-    fn dot(&self, i: usize, w: &[f64]) -> f64 {
-        let d = self.m.n_cols();
-        let v = ops::dense_dot(self.m.row(i), &w[..d]);
-        if self.has_b {
-            v + self.b * w[d]
-        } else {
-            v
-        }
-    }
-    #[inline(always)]
-    fn axpy(&self, i: usize, s: f64, acc: &mut [f64]) {
-        let d = self.m.n_cols();
-        for (a, &x) in acc[..d].iter_mut().zip(self.m.row(i)) {
-            *a += s * x;
-        }
-        if self.has_b {
-            acc[d] += s * self.b;
-        }
-    }
-    #[inline(always)]
-    fn axpy_sq(&self, i: usize, s: f64, acc: &mut [f64]) {
-        let d = self.m.n_cols();
-        for (a, &x) in acc[..d].iter_mut().zip(self.m.row(i)) {
-            *a += s * x * x;
-        }
-        if self.has_b {
-            acc[d] += s * self.b * self.b;
-        }
-    }
-}
-
-impl Rows for SparseRows<'_> {
-    fn n(&self) -> usize {
-        self.m.n_rows()
-    }
-    fn dim(&self) -> usize {
-        self.m.n_cols() + usize::from(self.has_b)
-    }
-    fn nnz(&self, r: Range<usize>) -> usize {
-        let ptr = self.m.parts().0;
-        ptr[r.end] - ptr[r.start] + r.len()
-    }
-    #[inline(always)]
-    fn dot(&self, i: usize, w: &[f64]) -> f64 {
-        let (idx, val) = self.m.row(i);
-        let d = self.m.n_cols();
-        let v = ops::dot_dense(
-            Row::Sparse {
-                indices: idx,
-                values: val,
-            },
-            &w[..d],
-        );
-        if self.has_b {
-            v + self.b * w[d]
-        } else {
-            v
-        }
-    }
-    #[inline(always)]
-    fn axpy(&self, i: usize, s: f64, acc: &mut [f64]) {
-        let (idx, val) = self.m.row(i);
-        for (&k, &x) in idx.iter().zip(val) {
-            acc[k as usize] += s * x;
-        }
-        if self.has_b {
-            acc[self.m.n_cols()] += s * self.b;
-        }
-    }
-    #[inline(always)]
-    fn axpy_sq(&self, i: usize, s: f64, acc: &mut [f64]) {
-        let (idx, val) = self.m.row(i);
-        for (&k, &x) in idx.iter().zip(val) {
-            acc[k as usize] += s * x * x;
-        }
-        if self.has_b {
-            acc[self.m.n_cols()] += s * self.b * self.b;
         }
     }
 }
@@ -459,7 +336,7 @@ struct Chunk {
 }
 
 /// Cuts `0..n` into chunks of about equal `nnz`; their number depends on the data only.
-fn cut_rows<R: Rows>(rows: &R) -> Vec<Range<usize>> {
+fn cut_rows<R: DesignRows>(rows: &R) -> Vec<Range<usize>> {
     let n = rows.n();
     let total = rows.nnz(0..n).max(1);
     // Enough chunks to keep both cores (and more) busy, few enough that the K partial vectors of
@@ -526,7 +403,7 @@ fn sum_chunks(chunks: &[Chunk]) -> f64 {
 /// Loss, `l'`, the active set, `Xb' l'` (into `acc`) and `diag(Xb_I' D_I Xb_I)` (into `acc2`)
 /// at `z` (after `z += t Xb s` when `step` is `Some(t)`, fused into the same pass); `sum`
 /// gets the loss.
-fn eval_at_z<R: Rows, L: Loss>(rows: &R, loss: L, chunks: &mut [Chunk], step: Option<f64>) {
+fn eval_at_z<R: DesignRows, L: Loss>(rows: &R, loss: L, chunks: &mut [Chunk], step: Option<f64>) {
     chunks.par_iter_mut().for_each(|ch| {
         if let Some(t) = step {
             for (z, &x) in ch.z.iter_mut().zip(&ch.xs) {
@@ -558,7 +435,7 @@ fn eval_at_z<R: Rows, L: Loss>(rows: &R, loss: L, chunks: &mut [Chunk], step: Op
 }
 
 /// `xs = Xb v` per chunk.
-fn x_times<R: Rows>(rows: &R, v: &[f64], chunks: &mut [Chunk]) {
+fn x_times<R: DesignRows>(rows: &R, v: &[f64], chunks: &mut [Chunk]) {
     chunks.par_iter_mut().for_each(|ch| {
         let start = ch.rows.start;
         for (k, o) in ch.xs.iter_mut().enumerate() {
@@ -568,7 +445,7 @@ fn x_times<R: Rows>(rows: &R, v: &[f64], chunks: &mut [Chunk]) {
 }
 
 /// `acc = Xb_I' D_I Xb_I v` per chunk (active rows only).
-fn hess_part<R: Rows>(rows: &R, v: &[f64], chunks: &mut [Chunk]) {
+fn hess_part<R: DesignRows>(rows: &R, v: &[f64], chunks: &mut [Chunk]) {
     chunks.par_iter_mut().for_each(|ch| {
         ch.acc.iter_mut().for_each(|x| *x = 0.0);
         let start = ch.rows.start;
@@ -623,7 +500,7 @@ fn active_count(chunks: &[Chunk]) -> usize {
     chunks.iter().map(|c| c.active.len()).sum()
 }
 
-fn newton<R: Rows, L: Loss, O: Observer>(
+fn newton<R: DesignRows, L: Loss, O: Observer>(
     rows: &R,
     lab: &[f64],
     cost: &[f64],
@@ -806,7 +683,7 @@ fn newton<R: Rows, L: Loss, O: Observer>(
 
 /// Exact primal value at `w` (z recomputed from scratch), the implied dual point, its objective,
 /// the gap and the dual violation.
-fn finish<R: Rows, L: Loss>(
+fn finish<R: DesignRows, L: Loss>(
     rows: &R,
     loss: L,
     chunks: &mut [Chunk],

@@ -59,10 +59,8 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-use super::{
-    check_svc, finish_svc_from, solve_svc, Budget, Coord, DcdResult, DenseRows, Rows, SparseRows,
-    SvcDual, PG_SKIP,
-};
+use super::{check_svc, finish_svc_from, solve_svc, Budget, Coord, DcdResult, SvcDual, PG_SKIP};
+use crate::data::design::{DenseRows, KeyedRows, SparseRows};
 use crate::data::Features;
 use crate::error::SolveError;
 use crate::solver::{Equality, IterStats, Observer, Shrinking, SolverSettings, Status, VarFix};
@@ -116,7 +114,7 @@ pub fn solve_svc_blocks<O: Observer>(
     let b = super::check_bias(prob.design.bias)?;
     match prob.design.x {
         Features::Dense(m) => run(
-            &DenseRows { m, b },
+            &DenseRows::new(m, Some(b)),
             prob,
             settings,
             seed,
@@ -125,7 +123,7 @@ pub fn solve_svc_blocks<O: Observer>(
             obs,
         ),
         Features::Sparse(m) => run(
-            &SparseRows { m, b },
+            &SparseRows::new(m, Some(b)),
             prob,
             settings,
             seed,
@@ -138,7 +136,7 @@ pub fn solve_svc_blocks<O: Observer>(
 
 /// `w = sum_i a_i y_i xb_i`, summed over fixed chunks of samples in parallel and added in chunk
 /// order (independent of the thread count).
-fn rebuild_w_chunked<R: Rows + Sync>(
+fn rebuild_w_chunked<R: KeyedRows + Sync>(
     rows: &R,
     y: &[i8],
     alpha: &[f64],
@@ -178,7 +176,7 @@ fn run<R, O>(
     obs: &mut O,
 ) -> Result<DcdResult, SolveError>
 where
-    R: Rows + Sync,
+    R: KeyedRows + Sync,
     R::Key: Send + Sync,
     O: Observer,
 {
@@ -253,7 +251,7 @@ where
 }
 
 /// One local pass of block `blk` from the global `w` (see the module docs, step 1).
-fn block_pass<R: Rows>(
+fn block_pass<R: KeyedRows>(
     rows: &R,
     blk: &mut Block<R::Key>,
     w: &[f64],
@@ -336,7 +334,7 @@ fn block_loop<R, O>(
     obs: &mut O,
 ) -> Result<(Status, u64), SolveError>
 where
-    R: Rows + Sync,
+    R: KeyedRows + Sync,
     R::Key: Send + Sync,
     O: Observer,
 {
