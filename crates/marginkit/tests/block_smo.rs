@@ -9,11 +9,16 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
     ZeroConeT,
 };
-use marginkit::kernel::qmatrix::DenseQ;
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::kernel::qmatrix::{DenseQ, QMatrix, SvcQ};
 use marginkit::solver::block::{self, BlockSettings};
 use marginkit::solver::{
-    BoxQp, Equality, NoObserver, Shrinking, SolveInfo, SolverSettings, Status, VarFix,
+    BoxQp, Control, Equality, IterStats, NoObserver, Observer, Shrinking, SolveInfo,
+    SolverSettings, Status, VarFix,
 };
+use marginkit::svm::{train, SvmParams, SvmSolver, SvmType};
+use marginkit::Dataset;
+use marginkit::{DenseMatrix, Features, KernelSpec};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -315,4 +320,232 @@ fn random_qps_match_clarabel() {
         let ws = ws.min(n.max(2));
         block_and_check(&q, &qp, &start, &settings(1e-9), ws);
     }
+}
+
+/// Random dense features (`n x d`) and labels.
+fn random_data(seed: u64, n: usize, d: usize) -> (Features, Vec<i8>) {
+    let mut g = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let v: Vec<f64> = (0..n * d).map(|_| g.gen_range(-1.0..1.0)).collect();
+    let y = (0..n)
+        .map(|i| {
+            if v[i * d] + 0.3 * g.gen_range(-1.0..1.0) > 0.0 {
+                1
+            } else {
+                -1
+            }
+        })
+        .collect();
+    (Features::Dense(DenseMatrix::new(n, d, v).unwrap()), y)
+}
+
+#[test]
+fn blocked_columns_equal_single_columns_bit_for_bit() {
+    let (x, y) = random_data(3, 203, 7);
+    let kernels = [
+        KernelSpec::Rbf { gamma: 0.7 },
+        KernelSpec::Linear,
+        KernelSpec::Poly {
+            gamma: 0.5,
+            coef0: 1.0,
+            degree: 3,
+        },
+        KernelSpec::Sigmoid {
+            gamma: 0.1,
+            coef0: 0.2,
+        },
+    ];
+    for k in kernels {
+        // Some columns cached first (hits are copied), the rest computed together.
+        let idx: Vec<usize> = (0..203).step_by(3).chain([1, 2, 200]).collect();
+        for len in [203, 150] {
+            let mut a = SvcQ::new(&x, k, &y, 1 << 20).unwrap();
+            let _ = a.column(idx[5], len);
+            let mut bufs = vec![vec![0.0f32; len]; idx.len()];
+            let mut outs: Vec<&mut [f32]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+            a.columns_into(&idx, len, &mut outs);
+            let mut b = SvcQ::new(&x, k, &y, 1 << 20).unwrap();
+            for (kk, &i) in idx.iter().enumerate() {
+                let col = b.column(i, len);
+                assert!(
+                    col.iter()
+                        .zip(&bufs[kk])
+                        .all(|(u, v)| u.to_bits() == v.to_bits()),
+                    "{k:?} column {i}"
+                );
+            }
+            // Requested again: served from the cache, still the same.
+            let again = a.column(idx[7], len).to_vec();
+            assert_eq!(again, bufs[7]);
+        }
+    }
+}
+
+fn read_data(name: &str) -> Dataset {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    read_libsvm_path(&path, &ReadOptions::default()).unwrap()
+}
+
+/// Fits with both engines at a tight tolerance; the optima must agree.
+fn same_optimum(data: &Dataset, params: SvmParams, what: &str) {
+    let fit_with = |e: SvmSolver| {
+        let p = params.clone().tol(1e-8).engine(e).check().unwrap();
+        let (_, rep) = train::fit(&p, data, &mut NoObserver).unwrap();
+        assert_eq!(rep.status(), Status::Converged, "{what} {e:?}");
+        rep
+    };
+    let (a, b) = (fit_with(SvmSolver::Smo), fit_with(SvmSolver::Block));
+    assert_eq!(a.subproblems.len(), b.subproblems.len());
+    for (sa, sb) in a.subproblems.iter().zip(&b.subproblems) {
+        let rel = (sa.objective - sb.objective).abs() / sa.objective.abs().max(1.0);
+        assert!(
+            rel <= 1e-6,
+            "{what}: smo {} vs block {}",
+            sa.objective,
+            sb.objective
+        );
+        assert!(
+            (sa.rho - sb.rho).abs() <= 1e-4 * (1.0 + sa.rho.abs()),
+            "{what}: rho {} vs {}",
+            sa.rho,
+            sb.rho
+        );
+        assert!(sb.max_violation <= 1e-8, "{what}: {}", sb.max_violation);
+    }
+}
+
+#[test]
+fn block_engine_reaches_the_pair_engines_optimum_on_data_sets() {
+    let heart = read_data("heart_scale");
+    same_optimum(&heart, SvmParams::new().c(1.0), "heart_scale C-SVC");
+    same_optimum(
+        &heart,
+        SvmParams::new().c(100.0).gamma(0.5),
+        "heart_scale C=100",
+    );
+    same_optimum(
+        &heart,
+        SvmParams::new().svm_type(SvmType::OneClass).nu(0.3),
+        "heart_scale one-class",
+    );
+    let iris = read_data("iris.scale.svm");
+    same_optimum(&iris, SvmParams::new().c(10.0), "iris one-vs-one");
+    let auto = read_data("auto.scale.svm");
+    same_optimum(
+        &auto,
+        SvmParams::new()
+            .svm_type(SvmType::EpsSvr)
+            .c(10.0)
+            .epsilon(0.5),
+        "auto eps-SVR",
+    );
+}
+
+#[test]
+fn block_engine_refuses_the_nu_formulations() {
+    for t in [SvmType::NuSvc, SvmType::NuSvr] {
+        let e = SvmParams::new()
+            .svm_type(t)
+            .engine(SvmSolver::Block)
+            .check()
+            .unwrap_err();
+        assert!(e.to_string().contains("block"), "{e}");
+        // auto falls back to the pair engine.
+        assert!(SvmParams::new()
+            .svm_type(t)
+            .engine(SvmSolver::Auto)
+            .check()
+            .is_ok());
+    }
+}
+
+/// A solve large enough for the parallel column blocks and gradient passes.
+fn threaded_solve(x: &Features, y: &[i8], threads: usize) -> (SolveInfo, Vec<f64>) {
+    let n = y.len();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let mut q = SvcQ::new(x, KernelSpec::Rbf { gamma: 0.3 }, y, 8 << 20).unwrap();
+        let (p, upper) = (vec![-1.0; n], vec![2.0; n]);
+        let qp = BoxQp {
+            p: &p,
+            y,
+            upper: &upper,
+            equality: Equality::Sum { delta: 0.0 },
+            fixed: None,
+        };
+        let mut a = vec![0.0; n];
+        let info = block::solve(
+            &mut q,
+            &qp,
+            &mut a,
+            &settings(1e-4),
+            &block_with(256),
+            &mut NoObserver,
+        )
+        .unwrap();
+        (info, a)
+    })
+}
+
+#[test]
+fn identical_results_at_one_and_two_threads() {
+    let (x, y) = random_data(5, 4500, 12);
+    let (i1, a1) = threaded_solve(&x, &y, 1);
+    let (i2, a2) = threaded_solve(&x, &y, 2);
+    assert_eq!(i1.status, Status::Converged);
+    assert_eq!(i1.iterations, i2.iterations);
+    assert_eq!(i1.objective.to_bits(), i2.objective.to_bits());
+    assert_eq!(i1.rho.to_bits(), i2.rho.to_bits());
+    assert!(a1.iter().zip(&a2).all(|(u, v)| u.to_bits() == v.to_bits()));
+}
+
+/// Stops at the first report.
+struct StopAtOnce;
+impl Observer for StopAtOnce {
+    fn on_iter(&mut self, _: &IterStats) -> Control {
+        Control::Stop
+    }
+}
+
+#[test]
+fn a_stop_returns_a_feasible_point_marked_interrupted() {
+    let (x, y) = random_data(9, 600, 5);
+    let n = y.len();
+    let mut q = SvcQ::new(&x, KernelSpec::Rbf { gamma: 0.5 }, &y, 1 << 20).unwrap();
+    let (p, upper) = (vec![-1.0; n], vec![1.0; n]);
+    let qp = BoxQp {
+        p: &p,
+        y: &y,
+        upper: &upper,
+        equality: Equality::Sum { delta: 0.0 },
+        fixed: None,
+    };
+    let mut a = vec![0.0; n];
+    let info = block::solve(
+        &mut q,
+        &qp,
+        &mut a,
+        &settings(1e-6),
+        &block_with(8),
+        &mut StopAtOnce,
+    )
+    .unwrap();
+    assert_eq!(info.status, Status::Interrupted);
+    assert!(info.iterations > 0 && info.max_violation > 1e-6);
+    let ya: f64 = a.iter().zip(&y).map(|(v, &s)| v * f64::from(s)).sum();
+    assert!(ya.abs() <= 1e-9);
+    assert!(a.iter().all(|&v| (0.0..=1.0).contains(&v)));
+    let bad = block::solve(
+        &mut q,
+        &qp,
+        &mut vec![0.0; n],
+        &settings(1e-3),
+        &block_with(1),
+        &mut NoObserver,
+    );
+    assert!(bad.is_err());
 }

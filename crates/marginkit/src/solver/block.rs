@@ -173,13 +173,14 @@ impl Block {
         }
         let mut free = (0..cap).filter(|&s| !used[s]);
         self.slots.clear();
+        let (mut new_idx, mut new_slots) = (Vec::new(), Vec::new());
         for &t in &next {
             let s = match self.slot_of[t] {
                 NO_SLOT => {
                     let s = free.next().unwrap_or(0);
                     self.slot_of[t] = s as u32;
-                    let col = q.column(t, l);
-                    self.buf[s * l..(s + 1) * l].copy_from_slice(col);
+                    new_idx.push(t);
+                    new_slots.push(s);
                     s
                 }
                 s => s as usize,
@@ -187,6 +188,15 @@ impl Block {
             self.slots.push(s);
         }
         self.ws = next;
+        if !new_idx.is_empty() {
+            // The new members' slots (distinct) as one list of columns, in member order.
+            let mut by_slot: Vec<Option<&mut [f32]>> = self.buf.chunks_mut(l).map(Some).collect();
+            let mut outs: Vec<&mut [f32]> = new_slots
+                .iter()
+                .filter_map(|&s| by_slot[s].take())
+                .collect();
+            q.columns_into(&new_idx, l, &mut outs);
+        }
     }
 
     #[inline]
@@ -334,28 +344,41 @@ struct Local {
 }
 
 impl Local {
-    fn build(st: &State, blk: &Block) -> Self {
+    fn new() -> Self {
+        Self {
+            a: Vec::new(),
+            a0: Vec::new(),
+            g: Vec::new(),
+            u: Vec::new(),
+            y: Vec::new(),
+            qbb: Vec::new(),
+            m: 0,
+        }
+    }
+
+    /// Loads the working set of `blk` (reusing the buffers). Row `s` of `Q_BB` is column `s`
+    /// (symmetric): a gather from one column, written contiguously.
+    fn load(&mut self, st: &State, blk: &Block) {
         let m = blk.ws.len();
-        let mut qbb = vec![0.0; m * m];
+        self.m = m;
+        self.qbb.resize(m * m, 0.0);
         for s in 0..m {
             let col = blk.col(s);
-            for (t, &wt) in blk.ws.iter().enumerate() {
-                qbb[t * m + s] = f64::from(col[wt]);
+            let row = &mut self.qbb[s * m..(s + 1) * m];
+            for (o, &wt) in row.iter_mut().zip(&blk.ws) {
+                *o = f64::from(col[wt]);
             }
+            row[s] = st.qd[blk.ws[s]];
         }
-        for (s, &ws) in blk.ws.iter().enumerate() {
-            qbb[s * m + s] = st.qd[ws];
-        }
-        let a: Vec<f64> = blk.ws.iter().map(|&t| st.alpha[t]).collect();
-        Self {
-            a0: a.clone(),
-            a,
-            g: blk.ws.iter().map(|&t| st.g[t]).collect(),
-            u: blk.ws.iter().map(|&t| st.upper[t]).collect(),
-            y: blk.ws.iter().map(|&t| st.yf(t)).collect(),
-            qbb,
-            m,
-        }
+        let fill = |v: &mut Vec<f64>, f: &dyn Fn(usize) -> f64| {
+            v.clear();
+            v.extend(blk.ws.iter().map(|&t| f(t)));
+        };
+        fill(&mut self.a, &|t| st.alpha[t]);
+        fill(&mut self.a0, &|t| st.alpha[t]);
+        fill(&mut self.g, &|t| st.g[t]);
+        fill(&mut self.u, &|t| st.upper[t]);
+        fill(&mut self.y, &|t| st.yf(t));
     }
 
     #[inline]
@@ -571,6 +594,7 @@ fn iterate<Q: QMatrix>(
     let mut viol = violation(st, sum);
     let mut blk = Block::new(l, qsz);
     let mut moves: Vec<(usize, f64)> = Vec::with_capacity(qsz);
+    let mut loc = Local::new();
     loop {
         if l == 0 || viol <= tol {
             status = Status::Converged;
@@ -589,7 +613,7 @@ fn iterate<Q: QMatrix>(
         let fresh = if outer == 1 { qsz } else { qsz / 2 };
         let next = select(st, sum, qsz, fresh.max(2), &blk.ws);
         blk.assign(next, q);
-        let mut loc = Local::build(st, &blk);
+        loc.load(st, &blk);
         let budget = (lim.max_iter - iter).min((INNER_STEPS_PER_VAR * qsz) as u64) as usize;
         let steps = if sum {
             local_sum(&mut loc, tol, budget.max(1))
