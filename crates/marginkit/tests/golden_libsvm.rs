@@ -24,7 +24,7 @@ use marginkit::solver::{Shrinking, Status};
 use marginkit::svm::linear::{LinearModel, LinearParams, LinearSolver};
 use marginkit::svm::model_io::load_model;
 use marginkit::svm::params::Probability;
-use marginkit::svm::{train, Gamma, KernelKind, KernelParams, SvmParams, SvmType};
+use marginkit::svm::{train, Gamma, KernelKind, KernelParams, SvmParams, SvmSolver, SvmType};
 use marginkit::{Dataset, Features};
 use serde_json::Value;
 
@@ -148,7 +148,9 @@ fn option_parser_reads_libsvm_flags() {
 }
 
 /// One LIBSVM configuration; mismatches go to `fails` under the config's name.
-fn check_libsvm_config(path: &Path, fails: &mut Failures) {
+/// One stored configuration, fitted with the QP engine `engine` (the nu formulations, which the
+/// block engine does not run, always with pair SMO).
+fn check_libsvm_config(path: &Path, engine: SvmSolver, fails: &mut Failures) {
     let j = load_json(path);
     let name = format!(
         "libsvm/{}/{}",
@@ -160,6 +162,11 @@ fn check_libsvm_config(path: &Path, fails: &mut Failures) {
         Ok(p) => p,
         Err(e) => return fails.fail(ctx, e),
     };
+    let nu = matches!(
+        parse_libsvm_options(j["options"].as_str().unwrap()).map(|(p, _)| p.check()),
+        Ok(Ok(ref v)) if matches!(v.svm_type, SvmType::NuSvc | SvmType::NuSvr)
+    );
+    let params = params.engine(if nu { SvmSolver::Smo } else { engine });
     let params = match params.check() {
         Ok(p) => p,
         Err(e) => return fails.fail(ctx, format!("params rejected: {e}")),
@@ -222,6 +229,17 @@ fn check_libsvm_config(path: &Path, fails: &mut Failures) {
             ),
         );
     }
+    // The block engine follows another path of iterates than LIBSVM's pair SMO: at the default
+    // tolerance a support vector with a near-zero coefficient may be in one solution and not in
+    // the other, so one support vector more or less is accepted there (TP-1's 2% is below one
+    // vector on the small sets); at tight tolerance the counts must be equal.
+    let check_nsv = |what: &str, a: usize, b: usize, tight: bool| {
+        if engine == SvmSolver::Block && !tight && a.abs_diff(b) <= 1 {
+            Ok(())
+        } else {
+            tol::check_nsv(what, a, b, tight)
+        }
+    };
     for (k, sub) in report.subproblems.iter().enumerate() {
         let what = format!("subproblem {k}");
         fails.push(
@@ -229,14 +247,11 @@ fn check_libsvm_config(path: &Path, fails: &mut Failures) {
             tol::check_objective(&what, sub.objective, obj[k], tight),
         );
         fails.push(ctx, tol::check_rho(&what, model.rho[k], rho[k], eps));
-        fails.push(
-            ctx,
-            tol::check_nsv(&what, sub.n_sv, nsv_sub[k] as usize, tight),
-        );
+        fails.push(ctx, check_nsv(&what, sub.n_sv, nsv_sub[k] as usize, tight));
     }
     fails.push(
         ctx,
-        tol::check_nsv(
+        check_nsv(
             "total",
             model.total_sv(),
             j["n_sv"].as_u64().unwrap() as usize,
@@ -251,7 +266,7 @@ fn check_libsvm_config(path: &Path, fails: &mut Failures) {
             .map(|v| v.as_u64().unwrap() as usize)
             .collect();
         for (c, (&a, &b)) in model.n_sv.iter().zip(&per_class).enumerate() {
-            fails.push(ctx, tol::check_nsv(&format!("class {c}"), a, b, tight));
+            fails.push(ctx, check_nsv(&format!("class {c}"), a, b, tight));
         }
     }
     // Support-vector indices (same grouping by class, data order inside a class). Only
@@ -335,13 +350,23 @@ fn libsvm_golden_configs() {
     let mut fails = Failures::default();
     let all = configs("libsvm");
     for path in &all {
-        check_libsvm_config(path, &mut fails);
+        check_libsvm_config(path, SvmSolver::Smo, &mut fails);
     }
     assert!(
         all.len() >= 20,
         "expected every stored config, found {}",
         all.len()
     );
+    fails.assert_none();
+}
+
+/// The same configurations with the block working-set engine (C-SVC, one-class, epsilon-SVR).
+#[test]
+fn libsvm_golden_configs_block_engine() {
+    let mut fails = Failures::default();
+    for path in &configs("libsvm") {
+        check_libsvm_config(path, SvmSolver::Block, &mut fails);
+    }
     fails.assert_none();
 }
 

@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use marginkit::odm::{OdmParams, OdmSolver, OdmValidParams};
 use marginkit::solver::Shrinking;
 use marginkit::svm::params::Probability;
-use marginkit::svm::{KernelParams, SvmParams, SvmType, SvmValidParams};
+use marginkit::svm::{KernelParams, SvmParams, SvmSolver, SvmType, SvmValidParams};
 
 use crate::common::run::seconds_flag;
 use crate::common::{CliError, CliResult};
@@ -114,6 +114,32 @@ pub fn parse_class_weights(list: &[String]) -> CliResult<Vec<(f64, f64)>> {
 
 /// Kernel-SVM parameters from LIBSVM's flags, validated by the library.
 pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
+    svm_params_with(m, SvmSolver::default())
+}
+
+/// `train --solver`: the QP engine of the kernel SVMs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SolverArg {
+    /// Pair SMO (LIBSVM's method).
+    Smo,
+    /// Block working-set SMO (C-SVC, one-class, epsilon-SVR).
+    Block,
+    /// Block when the kernel cache holds a small part of the kernel matrix, else pair SMO.
+    Auto,
+}
+
+impl From<SolverArg> for SvmSolver {
+    fn from(s: SolverArg) -> Self {
+        match s {
+            SolverArg::Smo => SvmSolver::Smo,
+            SolverArg::Block => SvmSolver::Block,
+            SolverArg::Auto => SvmSolver::Auto,
+        }
+    }
+}
+
+/// [`svm_params`] with the QP engine `engine`.
+pub fn svm_params_with(m: &ModelArgs, engine: SvmSolver) -> CliResult<SvmValidParams> {
     let code = m.svm_code()?.unwrap_or(0);
     let svm_type = SvmType::from_code(code)
         .ok_or_else(|| CliError(format!("unknown svm type -s {code} (expected 0..4)")))?;
@@ -135,7 +161,8 @@ pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
         } else {
             Probability::Off
         })
-        .seed(m.seed);
+        .seed(m.seed)
+        .engine(engine);
     for (l, w) in parse_class_weights(&m.class_weights)? {
         p = p.class_weight(l, w);
     }

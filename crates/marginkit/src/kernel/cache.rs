@@ -223,6 +223,14 @@ impl<T: CacheFloat> ColumnCache<T> {
         self.release(v);
     }
 
+    /// Whether column `i` holds at least `len` valid entries (no counter or recency change).
+    pub fn has(&mut self, i: usize, len: usize) -> bool {
+        if !self.pending.is_empty() {
+            self.flush();
+        }
+        self.valid[self.slot_of[i] as usize] as usize >= len
+    }
+
     /// Makes column `i` hold `len` entries and marks it most recently used. Returns the mutable
     /// column and the number of entries that were already valid: the caller must fill
     /// `[valid..len]`. Column `keep` (if any) is never evicted by this call.

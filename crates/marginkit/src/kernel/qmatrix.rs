@@ -48,6 +48,15 @@ pub trait QMatrix {
     fn swap_index(&mut self, i: usize, j: usize);
     /// Cache hits and misses so far.
     fn cache_stats(&self) -> CacheStats;
+    /// The first `len` entries of the columns `idx` (current order), column `idx[k]` into
+    /// `out[k]` (each `len` long): a working set's columns at once. The default reads them one
+    /// by one through [`QMatrix::column`]; the kernel matrices over dense rows compute the
+    /// columns missing from the cache together ([`KernelRows::fill_many`]), with the same bits.
+    fn columns_into(&mut self, idx: &[usize], len: usize, out: &mut [&mut [f32]]) {
+        for (&i, o) in idx.iter().zip(out.iter_mut()) {
+            o.copy_from_slice(self.column(i, len));
+        }
+    }
 }
 
 /// Row storage in the current order.
@@ -633,6 +642,84 @@ fn fill_blocks<D: Dots, O: Outer>(
     }
 }
 
+/// Columns per task of [`dense_many`] (a multiple of [`TILE_ROWS`]).
+const MANY_GROUP: usize = 16;
+/// Rows per block of [`dense_many`]: 64 panels, whose features stay in the L2 cache while
+/// every column of the group passes over them.
+const MANY_ROWS: usize = 64 * PANEL;
+
+/// [`KernelRows::fill_many`] for dense rows with the outer function `outer`.
+fn dense_many<O: Outer>(
+    dd: &DenseDots<'_>,
+    outer: &O,
+    norms: &[f64],
+    signs: Option<&[i8]>,
+    idx: &[usize],
+    out: &mut [&mut [f32]],
+) {
+    let d = dd.d;
+    let n = norms.len();
+    let len = out.first().map_or(0, |o| o.len());
+    let mut src = Vec::with_capacity(idx.len() * d);
+    for &i in idx {
+        src.extend((0..d).map(|k| dd.at(i, k)));
+    }
+    let write = |o: &mut [f32], i: usize, a: usize, b: usize, p: usize, v: &[f64; PANEL]| {
+        for r in a..b {
+            let f = v[r - p * PANEL] as f32;
+            o[r] = match signs {
+                Some(s) if s[r] != s[i] => -f,
+                _ => f,
+            };
+        }
+    };
+    let task = |g: usize, outs: &mut [&mut [f32]]| {
+        let t0 = g * MANY_GROUP;
+        let mut lo = 0;
+        while lo < len {
+            let hi = (lo + MANY_ROWS).min(len);
+            for p in lo / PANEL..hi.div_ceil(PANEL) {
+                let (a, b) = (p * PANEL, ((p + 1) * PANEL).min(hi));
+                // Lanes past the last row: zero norms (finite values, discarded).
+                let mut nj = [0.0f64; PANEL];
+                let e = ((p + 1) * PANEL).min(n);
+                nj[..e - a].copy_from_slice(&norms[a..e]);
+                let mut t = 0;
+                while t + TILE_ROWS <= outs.len() {
+                    let mut acc = [[0.0f64; PANEL]; TILE_ROWS];
+                    dd.tile(&src[(t0 + t) * d..(t0 + t + TILE_ROWS) * d], p, &mut acc);
+                    for (r, v) in acc.iter_mut().enumerate() {
+                        let i = idx[t0 + t + r];
+                        outer.apply(v, norms[i], &nj);
+                        write(outs[t + r], i, a, b, p, v);
+                    }
+                    t += TILE_ROWS;
+                }
+                while t < outs.len() {
+                    let mut v = [0.0f64; PANEL];
+                    dd.tile1(&src[(t0 + t) * d..(t0 + t + 1) * d], p, &mut v);
+                    let i = idx[t0 + t];
+                    outer.apply(&mut v, norms[i], &nj);
+                    write(outs[t], i, a, b, p, &v);
+                    t += 1;
+                }
+            }
+            lo = hi;
+        }
+    };
+    let threads = rayon::current_num_threads();
+    let work = len.saturating_mul(idx.len()).saturating_mul(d + O::COST);
+    if threads > 1 && work >= PAR_WORK && idx.len() > MANY_GROUP {
+        out.par_chunks_mut(MANY_GROUP)
+            .enumerate()
+            .for_each(|(g, outs)| task(g, outs));
+    } else {
+        for (g, outs) in out.chunks_mut(MANY_GROUP).enumerate() {
+            task(g, outs);
+        }
+    }
+}
+
 impl<'a> KernelRows<'a> {
     /// The rows `sel` of `x` in that order (all rows when `None`), read in place: the dense
     /// layout packs them straight from `x`, the sparse and precomputed ones index `x` through
@@ -764,6 +851,47 @@ impl<'a> KernelRows<'a> {
                 out,
                 start,
             ),
+        }
+    }
+
+    /// Columns `idx` (entries `0..len`, `len` the length of every `out[k]`) into `out`. Dense
+    /// rows: micro-tiles of [`TILE_ROWS`] columns times one panel ([`DenseDots::tile`], the
+    /// same bits as [`Dots::block`]) over blocks of rows, so that a loaded panel serves all the
+    /// columns of a task; in parallel over groups of columns (independent outputs). Other row
+    /// storage: one column at a time ([`KernelRows::fill`]).
+    fn fill_many(&mut self, idx: &[usize], out: &mut [&mut [f32]], signs: Option<&[i8]>) {
+        let Rows::Dense { panels, d } = &self.rows else {
+            for (&i, o) in idx.iter().zip(out.iter_mut()) {
+                self.fill(i, o, 0, signs);
+            }
+            return;
+        };
+        let dd = DenseDots { panels, d: *d };
+        let nm = &self.norms;
+        match self.spec {
+            KernelSpec::Linear | KernelSpec::Precomputed => {
+                dense_many(&dd, &Identity, nm, signs, idx, out)
+            }
+            KernelSpec::Poly {
+                gamma,
+                coef0,
+                degree,
+            } => dense_many(
+                &dd,
+                &PolyOuter {
+                    gamma,
+                    coef0,
+                    degree,
+                },
+                nm,
+                signs,
+                idx,
+                out,
+            ),
+            KernelSpec::Rbf { gamma } => dense_many(&dd, &RbfOuter { gamma }, nm, signs, idx, out),
+            KernelSpec::Sigmoid { gamma, coef0 } => {
+                dense_many(&dd, &SigmoidOuter { gamma, coef0 }, nm, signs, idx, out)
+            }
         }
     }
 
@@ -973,6 +1101,28 @@ impl QMatrix for SvcQ<'_> {
     fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
     }
+    fn columns_into(&mut self, idx: &[usize], len: usize, out: &mut [&mut [f32]]) {
+        let mut miss_idx = Vec::new();
+        let mut miss_out: Vec<&mut [f32]> = Vec::new();
+        for (&i, o) in idx.iter().zip(out.iter_mut()) {
+            if self.cache.has(i, len) {
+                o.copy_from_slice(self.cache.request(i, len, None).0);
+            } else {
+                miss_idx.push(i);
+                miss_out.push(&mut **o);
+            }
+        }
+        if miss_idx.is_empty() {
+            return;
+        }
+        self.rows
+            .fill_many(&miss_idx, &mut miss_out, self.y.as_deref());
+        // Into the cache as well: working sets overlap, and columns re-enter.
+        for (&i, o) in miss_idx.iter().zip(&miss_out) {
+            let (col, _) = self.cache.request(i, len, None);
+            col.copy_from_slice(o);
+        }
+    }
 }
 
 /// `Q_ij = K(x_i, x_j)` with an LRU column cache (one-class SVM): the C-SVC matrix without
@@ -1008,6 +1158,9 @@ impl QMatrix for OneClassQ<'_> {
     }
     fn cache_stats(&self) -> CacheStats {
         self.0.cache_stats()
+    }
+    fn columns_into(&mut self, idx: &[usize], len: usize, out: &mut [&mut [f32]]) {
+        self.0.columns_into(idx, len, out)
     }
 }
 

@@ -7,6 +7,7 @@
 //! optionally variables fixed at 0 or at `u_i` (screening, homotopy). `Q` is supplied separately:
 //! by a [`crate::kernel::qmatrix::QMatrix`] for [`smo`], implicitly as `Y X X' Y + D` for [`dcd`].
 
+pub mod block;
 pub mod dcd;
 mod hot;
 pub mod kkt;

@@ -5,6 +5,7 @@
 //! [`crate::solver::smo`]; multiclass classification is one-vs-one as in LIBSVM.
 
 pub mod checkpoint;
+mod engine;
 pub mod grid;
 pub mod linear;
 pub mod model;
@@ -15,7 +16,8 @@ mod report;
 pub mod train;
 
 pub use checkpoint::FitCheckpoint;
+pub use engine::use_block;
 pub use model::SvmModel;
-pub use params::{Gamma, KernelKind, KernelParams, SvmParams, SvmType, SvmValidParams};
+pub use params::{Gamma, KernelKind, KernelParams, SvmParams, SvmSolver, SvmType, SvmValidParams};
 pub use report::SubproblemReport;
 pub use train::{fit, FitReport};

@@ -216,6 +216,19 @@ pub enum Probability {
     On,
 }
 
+/// The QP engine of the kernel SVMs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SvmSolver {
+    /// Pair SMO with shrinking and the LRU column cache ([`crate::solver::smo`]).
+    #[default]
+    Smo,
+    /// Block working-set SMO ([`crate::solver::block`]): C-SVC, one-class and epsilon-SVR.
+    Block,
+    /// Block when the problem is large for the cache ([`crate::svm::use_block`]), else
+    /// pair SMO; the nu formulations always use pair SMO.
+    Auto,
+}
+
 /// Checked parameters of a kernel SVM.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SvmValidParams {
@@ -239,6 +252,8 @@ pub struct SvmValidParams {
     pub class_weights: Vec<(f64, f64)>,
     /// Seed for every random choice (probability CV folds).
     pub seed: u64,
+    /// QP engine (`--solver`).
+    pub engine: SvmSolver,
 }
 
 /// Unchecked parameters (a consuming builder); [`SvmParams::check`] validates them.
@@ -258,6 +273,7 @@ impl Default for SvmParams {
             probability: Probability::Off,
             class_weights: Vec::new(),
             seed: 0,
+            engine: SvmSolver::default(),
         })
     }
 }
@@ -338,6 +354,11 @@ impl SvmParams {
         self.0.seed = seed;
         self
     }
+    /// QP engine.
+    pub fn engine(mut self, e: SvmSolver) -> Self {
+        self.0.engine = e;
+        self
+    }
     /// Validates every parameter (NaN-safe).
     ///
     /// # Errors
@@ -398,6 +419,11 @@ impl SvmParams {
                     value: w,
                 });
             }
+        }
+        if p.engine == SvmSolver::Block && matches!(p.svm_type, SvmType::NuSvc | SvmType::NuSvr) {
+            return Err(ParamError::Incompatible(
+                "the block solver runs C-SVC, one-class and epsilon-SVR; nu-SVC and nu-SVR (two equality constraints) need the pair SMO solver",
+            ));
         }
         if p.probability == Probability::On && p.svm_type == SvmType::OneClass {
             // LIBSVM >= 3.3 estimates density marks; not offered here.

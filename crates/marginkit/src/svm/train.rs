@@ -616,10 +616,6 @@ fn to_signs(y: &[f64]) -> Vec<i8> {
     y.iter().map(|&v| if v > 0.0 { 1 } else { -1 }).collect()
 }
 
-fn cache_bytes(params: &SvmValidParams) -> usize {
-    usize::try_from(params.cache_bytes).unwrap_or(usize::MAX)
-}
-
 /// Solves one binary classification, regression or one-class problem on `x` with targets `y`
 /// (+1/-1 for classification) and per-sample costs `c` (for nu-SVC and one-class, `c` holds the
 /// sample weights scaled by C, which those formulations divide out).
@@ -649,7 +645,8 @@ fn solve_one(
         (_, None) => (x, None),
     };
     let settings = &params.solver;
-    let cb = cache_bytes(params);
+    let plan = super::engine::plan(params, l, resume.is_some());
+    let cb = plan.cache_bytes;
     let (coef, info, upper_of) = match params.svm_type {
         SvmType::CSvc => {
             let signs = to_signs(&y);
@@ -665,7 +662,8 @@ fn solve_one(
             };
             let mut q = SvcQ::with_rows(x, rows, kernel, &signs, cb)?;
             let mut alpha = vec![0.0; l];
-            let (info, _, snap) = smo::solve_resumable(
+            let (info, _, snap) = super::engine::solve(
+                &plan,
                 &mut q,
                 &qp,
                 &mut alpha,
@@ -759,7 +757,8 @@ fn solve_one(
                 fixed: None,
             };
             let mut q = OneClassQ::new(x, kernel, cb)?;
-            let (info, _, snap) = smo::solve_resumable(
+            let (info, _, snap) = super::engine::solve(
+                &plan,
                 &mut q,
                 &qp,
                 &mut alpha,
@@ -806,7 +805,8 @@ fn solve_one(
             };
             let mut q = SvrQ::new(x, kernel, cb)?;
             let nu = params.svm_type == SvmType::NuSvr;
-            let (info, _, snap) = smo::solve_resumable(
+            let (info, _, snap) = super::engine::solve(
+                &plan,
                 &mut q,
                 &qp,
                 &mut alpha,

@@ -3,7 +3,7 @@
 mod linear;
 mod odm;
 use crate::common::input::{with_weight_file, InputArgs};
-use crate::common::model::{svm_params, OdmArgs, SvmTypeArg};
+use crate::common::model::{svm_params_with, OdmArgs, SolverArg, SvmTypeArg};
 use crate::common::output::{
     check_outputs, default_model_path, refuse_overwriting_input, refuse_same_file,
 };
@@ -100,7 +100,7 @@ pub fn run(a: TrainArgs) -> Exit {
     if a.model.linear {
         return linear::run(a);
     }
-    let params = svm_params(&a.model)?;
+    let params = svm_params_with(&a.model, a.solver.into())?;
     let precomputed = params.kernel.kind == KernelKind::Precomputed;
     let mut data = read_data(&a.train_file, &a.input, precomputed)?;
     if let Some(w) = &a.weights {
@@ -279,6 +279,11 @@ pub struct TrainArgs {
         help_heading = "Solver and run"
     )]
     pub weights: Option<PathBuf>,
+    /// QP engine of the kernel SVMs: smo (pair SMO), block (block working-set SMO; C-SVC,
+    /// one-class, epsilon-SVR) or auto (block when the cache holds a small part of the kernel
+    /// matrix).
+    #[arg(long, value_enum, default_value_t = SolverArg::Smo, help_heading = "Solver and run")]
+    pub solver: SolverArg,
     /// Print help.
     #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,

@@ -1,0 +1,120 @@
+//! Which QP engine solves a kernel SVM's dual ([`SvmSolver`]), and how the cache budget (`-m`)
+//! is shared between the LRU column cache and the block engine's working-set columns.
+//!
+//! The block engine ([`crate::solver::block`]) pays off when the cache holds only a small part
+//! of the kernel matrix: the pair engine then recomputes a whole column for most of its pair
+//! steps, while the block engine fetches about `q/2` columns for hundreds of local steps.
+//! [`SvmSolver::Auto`] picks it when the cache holds fewer than `n / AUTO_COLUMNS_FRACTION`
+//! columns. Snapshots (resume) exist for the pair engine only: a subproblem resumed from one
+//! continues with the pair engine, and a block solve that stops early starts over on resume.
+
+use super::params::{SvmSolver, SvmType, SvmValidParams};
+use crate::error::SolveError;
+use crate::kernel::qmatrix::QMatrix;
+use crate::solver::block::{self, BlockSettings, MAX_WORKING_SET};
+use crate::solver::smo::{self, SmoSnapshot};
+use crate::solver::{BoxQp, Observer, SolveInfo, SolverSettings};
+
+/// [`SvmSolver::Auto`] chooses the block engine when the cache holds fewer than
+/// `n / AUTO_COLUMNS_FRACTION` full columns of f32.
+pub const AUTO_COLUMNS_FRACTION: u64 = 16;
+
+/// The engine and the memory of one solve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Bytes for the Q matrix (its copy of the rows and its LRU cache).
+    pub cache_bytes: usize,
+    /// The block engine's settings when it runs.
+    pub block: Option<BlockSettings>,
+}
+
+/// Whether [`SvmSolver::Auto`] runs the block engine on `n` samples with `cache_bytes` of
+/// cache.
+pub fn use_block(n: usize, cache_bytes: u64) -> bool {
+    let columns = cache_bytes / (4 * n.max(1) as u64);
+    columns.saturating_mul(AUTO_COLUMNS_FRACTION) < n as u64
+}
+
+/// The plan for a problem of `n` samples (the kernel matrix's size; SVR has `2n` variables over
+/// `n` samples); `resume`: the solve continues from a pair-engine snapshot.
+pub(crate) fn plan(params: &SvmValidParams, n: usize, resume: bool) -> Plan {
+    let total = usize::try_from(params.cache_bytes).unwrap_or(usize::MAX);
+    let nu = matches!(params.svm_type, SvmType::NuSvc | SvmType::NuSvr);
+    let block = !resume
+        && !nu
+        && match params.engine {
+            SvmSolver::Smo => false,
+            SvmSolver::Block => true,
+            SvmSolver::Auto => use_block(n, params.cache_bytes),
+        };
+    if !block {
+        return Plan {
+            cache_bytes: total,
+            block: None,
+        };
+    }
+    // Half of the budget (at most what MAX_WORKING_SET columns take) holds the working set's
+    // columns; the rest stays with the LRU cache, which serves columns re-entering the set.
+    let full = 4 * n.max(1) * MAX_WORKING_SET;
+    let buffer = (total / 2).min(full);
+    Plan {
+        cache_bytes: total - buffer,
+        block: Some(BlockSettings {
+            working_set: None,
+            buffer_bytes: buffer as u64,
+        }),
+    }
+}
+
+/// Runs the planned engine: the block engine (no snapshot, `r` = 0) or the pair engine
+/// ([`smo::solve_resumable`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn solve<Q: QMatrix>(
+    plan: &Plan,
+    q: &mut Q,
+    qp: &BoxQp<'_>,
+    alpha: &mut [f64],
+    settings: &SolverSettings,
+    obs: &mut dyn Observer,
+    nu: bool,
+    resume: Option<&SmoSnapshot>,
+    want_snapshot: bool,
+) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
+    match (&plan.block, nu, resume) {
+        (Some(b), false, None) => {
+            block::solve(q, qp, alpha, settings, b, obs).map(|info| (info, 0.0, None))
+        }
+        _ => smo::solve_resumable(q, qp, alpha, settings, obs, nu, resume, want_snapshot),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::svm::SvmParams;
+
+    #[test]
+    fn auto_follows_the_cache_and_nu_stays_on_pairs() {
+        assert!(!use_block(1_000, 200 << 20));
+        assert!(use_block(100_000, 200 << 20));
+        let p = SvmParams::new().engine(SvmSolver::Auto).check().unwrap();
+        assert!(plan(&p, 100_000, false).block.is_some());
+        assert!(plan(&p, 100_000, true).block.is_none());
+        assert!(plan(&p, 1_000, false).block.is_none());
+        let b = SvmParams::new().engine(SvmSolver::Block).check().unwrap();
+        let pl = plan(&b, 1_000, false);
+        let buf = pl.block.unwrap().buffer_bytes as usize;
+        assert_eq!(buf + pl.cache_bytes, 200 << 20);
+        let nu = SvmParams::new()
+            .svm_type(SvmType::NuSvc)
+            .engine(SvmSolver::Auto)
+            .check()
+            .unwrap();
+        assert!(plan(&nu, 100_000, false).block.is_none());
+        assert!(SvmParams::new()
+            .svm_type(SvmType::NuSvr)
+            .engine(SvmSolver::Block)
+            .check()
+            .is_err());
+    }
+}

@@ -1,0 +1,551 @@
+//! Block working-set SMO (`solver::block`) against independent oracles: clarabel on small
+//! random box QPs (with and without the equality, fixed variables, per-sample bounds), a KKT
+//! check that recomputes the gradient from scratch, the pair SMO's optimum on real data sets,
+//! and identical results at 1 and 2 threads.
+#![allow(clippy::needless_range_loop)]
+
+use clarabel::algebra::CscMatrix;
+use clarabel::solver::{
+    DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
+    ZeroConeT,
+};
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::kernel::qmatrix::{DenseQ, QMatrix, SvcQ};
+use marginkit::solver::block::{self, BlockSettings};
+use marginkit::solver::{
+    BoxQp, Control, Equality, IterStats, NoObserver, Observer, Shrinking, SolveInfo,
+    SolverSettings, Status, VarFix,
+};
+use marginkit::svm::{train, SvmParams, SvmSolver, SvmType};
+use marginkit::Dataset;
+use marginkit::{DenseMatrix, Features, KernelSpec};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+fn settings(tol: f64) -> SolverSettings {
+    SolverSettings {
+        tol,
+        shrinking: Shrinking::On,
+        max_iter: None,
+        time_limit: None,
+    }
+}
+
+fn block_with(q: usize) -> BlockSettings {
+    BlockSettings {
+        working_set: Some(q),
+        ..BlockSettings::default()
+    }
+}
+
+/// Row-major dense matrix rounded to f32 (the precision of the solver's columns).
+fn round32(q: &[f64]) -> Vec<f64> {
+    q.iter().map(|&v| f64::from(v as f32)).collect()
+}
+
+/// A PSD matrix `F F' (+ ridge)`, row-major, with rank `r`.
+fn random_psd(rng: &mut Xoshiro256PlusPlus, n: usize, r: usize, ridge: f64) -> Vec<f64> {
+    let f: Vec<f64> = (0..n * r).map(|_| rng.gen_range(-1.0..1.0)).collect();
+    let mut q = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            let mut s = 0.0;
+            for k in 0..r {
+                s += f[i * r + k] * f[j * r + k];
+            }
+            q[i * n + j] = s + if i == j { ridge } else { 0.0 };
+        }
+    }
+    q
+}
+
+/// Clarabel's optimum of the box QP (dense Q), or None if it did not solve.
+fn clarabel_opt(q: &[f64], qp: &BoxQp<'_>) -> Option<f64> {
+    let n = qp.p.len();
+    let (mut colptr, mut rowval, mut nzval) = (vec![0usize], Vec::new(), Vec::new());
+    for j in 0..n {
+        for i in 0..=j {
+            let v = q[i * n + j];
+            if v != 0.0 {
+                rowval.push(i);
+                nzval.push(v);
+            }
+        }
+        colptr.push(rowval.len());
+    }
+    let p_mat = CscMatrix::new(n, n, colptr, rowval, nzval);
+    let mut rows: Vec<(Vec<(usize, f64)>, f64)> = Vec::new();
+    let mut n_zero = 0;
+    if let Equality::Sum { delta } = qp.equality {
+        rows.push(((0..n).map(|i| (i, f64::from(qp.y[i]))).collect(), delta));
+        n_zero += 1;
+    }
+    let fixed = |i: usize| qp.fixed.map_or(VarFix::Free, |f| f[i]);
+    for i in 0..n {
+        match fixed(i) {
+            VarFix::AtZero => rows.push((vec![(i, 1.0)], 0.0)),
+            VarFix::AtUpper => rows.push((vec![(i, 1.0)], qp.upper[i])),
+            VarFix::Free => continue,
+        }
+        n_zero += 1;
+    }
+    let mut n_nonneg = 0;
+    for i in 0..n {
+        if fixed(i) == VarFix::Free {
+            rows.push((vec![(i, -1.0)], 0.0));
+            n_nonneg += 1;
+            if qp.upper[i].is_finite() {
+                rows.push((vec![(i, 1.0)], qp.upper[i]));
+                n_nonneg += 1;
+            }
+        }
+    }
+    let m = rows.len();
+    let mut cols: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
+    for (r, (entries, _)) in rows.iter().enumerate() {
+        for &(c, v) in entries {
+            cols[c].push((r, v));
+        }
+    }
+    let (mut colptr, mut rowval, mut nzval) = (vec![0usize], Vec::new(), Vec::new());
+    for c in cols {
+        for (r, v) in c {
+            rowval.push(r);
+            nzval.push(v);
+        }
+        colptr.push(rowval.len());
+    }
+    let a_mat = CscMatrix::new(m, n, colptr, rowval, nzval);
+    let b: Vec<f64> = rows.iter().map(|r| r.1).collect();
+    let mut cones: Vec<SupportedConeT<f64>> = Vec::new();
+    if n_zero > 0 {
+        cones.push(ZeroConeT(n_zero));
+    }
+    cones.push(NonnegativeConeT(n_nonneg));
+    let set = DefaultSettings {
+        verbose: false,
+        tol_gap_abs: 1e-10,
+        tol_gap_rel: 1e-10,
+        tol_feas: 1e-10,
+        ..DefaultSettings::default()
+    };
+    let mut s = DefaultSolver::new(&p_mat, qp.p, &a_mat, &b, &cones, set).ok()?;
+    s.solve();
+    match s.solution.status {
+        SolverStatus::Solved | SolverStatus::AlmostSolved => Some(s.solution.obj_val),
+        _ => None,
+    }
+}
+
+/// What the test's own KKT check finds at `a`: the objective and the violation of the pair
+/// engine's stopping rule, from the gradient `Q a + p` recomputed from scratch over the free
+/// variables, with the bounds and the equality residual.
+struct Kkt {
+    objective: f64,
+    violation: f64,
+    bound: f64,
+    equality: f64,
+}
+
+fn kkt(q: &[f64], qp: &BoxQp<'_>, a: &[f64]) -> Kkt {
+    let n = a.len();
+    let mut objective = 0.0;
+    let mut g = vec![0.0; n];
+    for i in 0..n {
+        let mut s = 0.0;
+        for j in 0..n {
+            s += q[i * n + j] * a[j];
+        }
+        g[i] = s + qp.p[i];
+        objective += a[i] * (0.5 * s + qp.p[i]);
+    }
+    let free = |i: usize| qp.fixed.is_none_or(|f| f[i] == VarFix::Free) && qp.upper[i] > 0.0;
+    let mut bound = 0.0f64;
+    for i in 0..n {
+        bound = bound.max(-a[i]).max(a[i] - qp.upper[i]);
+        match qp.fixed.map_or(VarFix::Free, |f| f[i]) {
+            VarFix::AtZero => bound = bound.max(a[i].abs()),
+            VarFix::AtUpper => bound = bound.max((a[i] - qp.upper[i]).abs()),
+            VarFix::Free => {}
+        }
+    }
+    let (violation, equality) = match qp.equality {
+        Equality::Sum { delta } => {
+            let (mut m, mut mm) = (f64::NEG_INFINITY, f64::INFINITY);
+            let mut ya = 0.0;
+            for i in 0..n {
+                let y = f64::from(qp.y[i]);
+                ya += y * a[i];
+                if !free(i) {
+                    continue;
+                }
+                let v = -y * g[i];
+                let (up, low) = if y > 0.0 {
+                    (a[i] < qp.upper[i], a[i] > 0.0)
+                } else {
+                    (a[i] > 0.0, a[i] < qp.upper[i])
+                };
+                if up {
+                    m = m.max(v);
+                }
+                if low {
+                    mm = mm.min(v);
+                }
+            }
+            let viol = if m.is_finite() && mm.is_finite() {
+                (m - mm).max(0.0)
+            } else {
+                0.0
+            };
+            (viol, (ya - delta).abs())
+        }
+        Equality::None => {
+            let mut v = 0.0f64;
+            for i in (0..n).filter(|&i| free(i)) {
+                let pg = if a[i] <= 0.0 {
+                    g[i].min(0.0)
+                } else if a[i] >= qp.upper[i] {
+                    g[i].max(0.0)
+                } else {
+                    g[i]
+                };
+                v = v.max(pg.abs());
+            }
+            (v, 0.0)
+        }
+    };
+    Kkt {
+        objective,
+        violation,
+        bound,
+        equality,
+    }
+}
+
+/// Runs the block engine on a dense Q and checks it with [`kkt`] (on the f32-rounded Q, what
+/// the solver sees) and, for tight tolerances, against clarabel.
+fn block_and_check(
+    q: &[f64],
+    qp: &BoxQp<'_>,
+    start: &[f64],
+    s: &SolverSettings,
+    ws: usize,
+) -> (SolveInfo, Vec<f64>) {
+    let n = qp.p.len();
+    let q32 = round32(q);
+    let mut dq = DenseQ::new(n, q).unwrap();
+    let mut a = start.to_vec();
+    let info = block::solve(&mut dq, qp, &mut a, s, &block_with(ws), &mut NoObserver).unwrap();
+    assert_eq!(info.status, Status::Converged, "{info:?}");
+    let k = kkt(&q32, qp, &a);
+    let scale = 1.0 + info.objective.abs();
+    assert!(k.bound <= 1e-12, "bounds {}", k.bound);
+    assert!(k.equality <= 1e-9 * scale, "equality {}", k.equality);
+    assert!(
+        k.violation <= s.tol * 1.01 + 1e-9,
+        "violation {} tol {}",
+        k.violation,
+        s.tol
+    );
+    assert!(
+        (k.objective - info.objective).abs() <= 1e-9 * scale,
+        "objective {} vs {}",
+        k.objective,
+        info.objective
+    );
+    if s.tol <= 1e-7 {
+        let opt = clarabel_opt(&q32, qp).expect("clarabel solves");
+        assert!(
+            (opt - info.objective).abs() <= 1e-6 * (1.0 + opt.abs()),
+            "clarabel {opt} vs block {}",
+            info.objective
+        );
+    }
+    (info, a)
+}
+
+#[test]
+fn random_qps_match_clarabel() {
+    let mut g = Xoshiro256PlusPlus::seed_from_u64(11);
+    for case in 0..80 {
+        let n = g.gen_range(2..48);
+        let r = g.gen_range(1..n + 3);
+        let with_eq = case % 2 == 0;
+        let ridge = if case % 3 == 0 { 0.1 } else { 0.0 };
+        let q = random_psd(&mut g, n, r, ridge);
+        let p: Vec<f64> = (0..n).map(|_| g.gen_range(-2.0..1.0)).collect();
+        let y: Vec<i8> = (0..n)
+            .map(|_| if g.gen_bool(0.5) { 1 } else { -1 })
+            .collect();
+        // Per-sample bounds, some of them zero.
+        let upper: Vec<f64> = (0..n)
+            .map(|_| {
+                if g.gen_bool(0.1) {
+                    0.0
+                } else {
+                    g.gen_range(0.1..3.0)
+                }
+            })
+            .collect();
+        let fixed: Option<Vec<VarFix>> = (case % 4 == 1).then(|| {
+            (0..n)
+                .map(|_| match g.gen_range(0..6) {
+                    0 => VarFix::AtZero,
+                    1 => VarFix::AtUpper,
+                    _ => VarFix::Free,
+                })
+                .collect()
+        });
+        let start = vec![0.0; n];
+        let delta = match &fixed {
+            Some(f) => (0..n)
+                .filter(|&i| f[i] == VarFix::AtUpper)
+                .map(|i| f64::from(y[i]) * upper[i])
+                .sum(),
+            None => 0.0,
+        };
+        let qp = BoxQp {
+            p: &p,
+            y: &y,
+            upper: &upper,
+            equality: if with_eq {
+                Equality::Sum { delta }
+            } else {
+                Equality::None
+            },
+            fixed: fixed.as_deref(),
+        };
+        // Working sets from the smallest to more than half of the variables.
+        let ws = [2, 4, 6, 16][case % 4];
+        let ws = ws.min(n.max(2));
+        block_and_check(&q, &qp, &start, &settings(1e-9), ws);
+    }
+}
+
+/// Random dense features (`n x d`) and labels.
+fn random_data(seed: u64, n: usize, d: usize) -> (Features, Vec<i8>) {
+    let mut g = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let v: Vec<f64> = (0..n * d).map(|_| g.gen_range(-1.0..1.0)).collect();
+    let y = (0..n)
+        .map(|i| {
+            if v[i * d] + 0.3 * g.gen_range(-1.0..1.0) > 0.0 {
+                1
+            } else {
+                -1
+            }
+        })
+        .collect();
+    (Features::Dense(DenseMatrix::new(n, d, v).unwrap()), y)
+}
+
+#[test]
+fn blocked_columns_equal_single_columns_bit_for_bit() {
+    let (x, y) = random_data(3, 203, 7);
+    let kernels = [
+        KernelSpec::Rbf { gamma: 0.7 },
+        KernelSpec::Linear,
+        KernelSpec::Poly {
+            gamma: 0.5,
+            coef0: 1.0,
+            degree: 3,
+        },
+        KernelSpec::Sigmoid {
+            gamma: 0.1,
+            coef0: 0.2,
+        },
+    ];
+    for k in kernels {
+        // Some columns cached first (hits are copied), the rest computed together.
+        let idx: Vec<usize> = (0..203).step_by(3).chain([1, 2, 200]).collect();
+        for len in [203, 150] {
+            let mut a = SvcQ::new(&x, k, &y, 1 << 20).unwrap();
+            let _ = a.column(idx[5], len);
+            let mut bufs = vec![vec![0.0f32; len]; idx.len()];
+            let mut outs: Vec<&mut [f32]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+            a.columns_into(&idx, len, &mut outs);
+            let mut b = SvcQ::new(&x, k, &y, 1 << 20).unwrap();
+            for (kk, &i) in idx.iter().enumerate() {
+                let col = b.column(i, len);
+                assert!(
+                    col.iter()
+                        .zip(&bufs[kk])
+                        .all(|(u, v)| u.to_bits() == v.to_bits()),
+                    "{k:?} column {i}"
+                );
+            }
+            // Requested again: served from the cache, still the same.
+            let again = a.column(idx[7], len).to_vec();
+            assert_eq!(again, bufs[7]);
+        }
+    }
+}
+
+fn read_data(name: &str) -> Dataset {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    read_libsvm_path(&path, &ReadOptions::default()).unwrap()
+}
+
+/// Fits with both engines at a tight tolerance; the optima must agree.
+fn same_optimum(data: &Dataset, params: SvmParams, what: &str) {
+    let fit_with = |e: SvmSolver| {
+        let p = params.clone().tol(1e-8).engine(e).check().unwrap();
+        let (_, rep) = train::fit(&p, data, &mut NoObserver).unwrap();
+        assert_eq!(rep.status(), Status::Converged, "{what} {e:?}");
+        rep
+    };
+    let (a, b) = (fit_with(SvmSolver::Smo), fit_with(SvmSolver::Block));
+    assert_eq!(a.subproblems.len(), b.subproblems.len());
+    for (sa, sb) in a.subproblems.iter().zip(&b.subproblems) {
+        let rel = (sa.objective - sb.objective).abs() / sa.objective.abs().max(1.0);
+        assert!(
+            rel <= 1e-6,
+            "{what}: smo {} vs block {}",
+            sa.objective,
+            sb.objective
+        );
+        assert!(
+            (sa.rho - sb.rho).abs() <= 1e-4 * (1.0 + sa.rho.abs()),
+            "{what}: rho {} vs {}",
+            sa.rho,
+            sb.rho
+        );
+        assert!(sb.max_violation <= 1e-8, "{what}: {}", sb.max_violation);
+    }
+}
+
+#[test]
+fn block_engine_reaches_the_pair_engines_optimum_on_data_sets() {
+    let heart = read_data("heart_scale");
+    same_optimum(&heart, SvmParams::new().c(1.0), "heart_scale C-SVC");
+    same_optimum(
+        &heart,
+        SvmParams::new().c(100.0).gamma(0.5),
+        "heart_scale C=100",
+    );
+    same_optimum(
+        &heart,
+        SvmParams::new().svm_type(SvmType::OneClass).nu(0.3),
+        "heart_scale one-class",
+    );
+    let iris = read_data("iris.scale.svm");
+    same_optimum(&iris, SvmParams::new().c(10.0), "iris one-vs-one");
+    let auto = read_data("auto.scale.svm");
+    same_optimum(
+        &auto,
+        SvmParams::new()
+            .svm_type(SvmType::EpsSvr)
+            .c(10.0)
+            .epsilon(0.5),
+        "auto eps-SVR",
+    );
+}
+
+#[test]
+fn block_engine_refuses_the_nu_formulations() {
+    for t in [SvmType::NuSvc, SvmType::NuSvr] {
+        let e = SvmParams::new()
+            .svm_type(t)
+            .engine(SvmSolver::Block)
+            .check()
+            .unwrap_err();
+        assert!(e.to_string().contains("block"), "{e}");
+        // auto falls back to the pair engine.
+        assert!(SvmParams::new()
+            .svm_type(t)
+            .engine(SvmSolver::Auto)
+            .check()
+            .is_ok());
+    }
+}
+
+/// A solve large enough for the parallel column blocks and gradient passes.
+fn threaded_solve(x: &Features, y: &[i8], threads: usize) -> (SolveInfo, Vec<f64>) {
+    let n = y.len();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let mut q = SvcQ::new(x, KernelSpec::Rbf { gamma: 0.3 }, y, 8 << 20).unwrap();
+        let (p, upper) = (vec![-1.0; n], vec![2.0; n]);
+        let qp = BoxQp {
+            p: &p,
+            y,
+            upper: &upper,
+            equality: Equality::Sum { delta: 0.0 },
+            fixed: None,
+        };
+        let mut a = vec![0.0; n];
+        let info = block::solve(
+            &mut q,
+            &qp,
+            &mut a,
+            &settings(1e-4),
+            &block_with(256),
+            &mut NoObserver,
+        )
+        .unwrap();
+        (info, a)
+    })
+}
+
+#[test]
+fn identical_results_at_one_and_two_threads() {
+    let (x, y) = random_data(5, 4500, 12);
+    let (i1, a1) = threaded_solve(&x, &y, 1);
+    let (i2, a2) = threaded_solve(&x, &y, 2);
+    assert_eq!(i1.status, Status::Converged);
+    assert_eq!(i1.iterations, i2.iterations);
+    assert_eq!(i1.objective.to_bits(), i2.objective.to_bits());
+    assert_eq!(i1.rho.to_bits(), i2.rho.to_bits());
+    assert!(a1.iter().zip(&a2).all(|(u, v)| u.to_bits() == v.to_bits()));
+}
+
+/// Stops at the first report.
+struct StopAtOnce;
+impl Observer for StopAtOnce {
+    fn on_iter(&mut self, _: &IterStats) -> Control {
+        Control::Stop
+    }
+}
+
+#[test]
+fn a_stop_returns_a_feasible_point_marked_interrupted() {
+    let (x, y) = random_data(9, 600, 5);
+    let n = y.len();
+    let mut q = SvcQ::new(&x, KernelSpec::Rbf { gamma: 0.5 }, &y, 1 << 20).unwrap();
+    let (p, upper) = (vec![-1.0; n], vec![1.0; n]);
+    let qp = BoxQp {
+        p: &p,
+        y: &y,
+        upper: &upper,
+        equality: Equality::Sum { delta: 0.0 },
+        fixed: None,
+    };
+    let mut a = vec![0.0; n];
+    let info = block::solve(
+        &mut q,
+        &qp,
+        &mut a,
+        &settings(1e-6),
+        &block_with(8),
+        &mut StopAtOnce,
+    )
+    .unwrap();
+    assert_eq!(info.status, Status::Interrupted);
+    assert!(info.iterations > 0 && info.max_violation > 1e-6);
+    let ya: f64 = a.iter().zip(&y).map(|(v, &s)| v * f64::from(s)).sum();
+    assert!(ya.abs() <= 1e-9);
+    assert!(a.iter().all(|&v| (0.0..=1.0).contains(&v)));
+    let bad = block::solve(
+        &mut q,
+        &qp,
+        &mut vec![0.0; n],
+        &settings(1e-3),
+        &block_with(1),
+        &mut NoObserver,
+    );
+    assert!(bad.is_err());
+}
