@@ -10,17 +10,19 @@ use clarabel::solver::{
     ZeroConeT,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::Control;
 use marginkit::kernel::qmatrix::{DenseQ, QMatrix, SvcQ};
 use marginkit::solver::block::{self, BlockSettings};
 use marginkit::solver::{
-    BoxQp, Control, Equality, IterStats, NoObserver, Observer, Shrinking, SolveInfo,
-    SolverSettings, Status, VarFix,
+    BoxQp, Equality, IterStats, NoObserver, Observer, Shrinking, SolveInfo, SolverSettings, Status,
+    VarFix,
 };
 use marginkit::svm::{train, SvmParams, SvmSolver, SvmType};
 use marginkit::Dataset;
 use marginkit::{DenseMatrix, Features, KernelSpec};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::ops::ControlFlow;
 
 fn settings(tol: f64) -> SolverSettings {
     SolverSettings {
@@ -391,7 +393,9 @@ fn read_data(name: &str) -> Dataset {
 fn same_optimum(data: &Dataset, params: SvmParams, what: &str) {
     let fit_with = |e: SvmSolver| {
         let p = params.clone().tol(1e-8).engine(e).check().unwrap();
-        let (_, rep) = train::fit(&p, data, &mut NoObserver).unwrap();
+        let rep = train::fit(&p, data, &mut Control::default())
+            .unwrap()
+            .report;
         assert_eq!(rep.status(), Status::Converged, "{what} {e:?}");
         rep
     };
@@ -506,8 +510,8 @@ fn identical_results_at_one_and_two_threads() {
 /// Stops at the first report.
 struct StopAtOnce;
 impl Observer for StopAtOnce {
-    fn on_iter(&mut self, _: &IterStats) -> Control {
-        Control::Stop
+    fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
+        ControlFlow::Break(())
     }
 }
 
