@@ -13,6 +13,14 @@
 //! Stopping rule: no point outside by more than `1e-12 max(1, |mu|)`; at most `50 m + 100` steps
 //! (then `converged = false`). Cost per step: `O(|W|^3 + m |W|)`; kernel columns are computed
 //! once per point that enters `W`, so an `m`-point problem costs `O(m |W|)` kernel values.
+//!
+//! Why not the shared SMO engine: the problem is a [`crate::solver::BoxQp`] (`Q = 2G`, `p = -g`,
+//! `y = 1`, `Equality::Sum { delta: 1 }`, upper bounds 1), but [`crate::solver::smo`] reads `Q`
+//! through f32 columns and stops at a KKT tolerance, so its weights are those of a rounded
+//! problem: on 40 points in 20 dimensions with 12 support points, at `tol = 1e-10` `r^2` agrees
+//! to 4e-16 but the weights differ by 1.5e-8 (1.3e-7 at `1e-6`). The weights are the centre that
+//! the core-set and consensus iterations pass on, and [`kkt_inverse`] needs the exact support
+//! set, so this active-set method keeps every value in f64 and ends at an exact vertex.
 
 /// The solution of the simplex QP.
 #[derive(Debug, Clone, PartialEq)]
