@@ -143,3 +143,62 @@ fn grid_searches_the_odm() {
     let o = run(&["grid", "-q", "--theta", "0.1", tr], dir.path());
     fails(&o, "--theta apply to -s odm only");
 }
+
+/// `--plot` draws one cell per grid point, each labelled with its score as `--json` reports it,
+/// and outlines the best one.
+#[test]
+fn grid_plots_a_heat_map_of_every_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = data("heart_scale.train");
+    let o = run(
+        &[
+            "grid",
+            "--json",
+            "--log2c",
+            "-1,3,2",
+            "--log2g",
+            "-7,-3,2",
+            "-v",
+            "3",
+            "--plot",
+            "g.svg",
+            tr.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let svg = std::fs::read_to_string(dir.path().join("g.svg")).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 9);
+    // 9 cells, 20 colour-bar steps, the background and the outline of the best point.
+    assert_eq!(svg.matches("<rect").count(), 9 + 20 + 1 + 1, "{svg}");
+    assert_eq!(svg.matches("stroke=\"#d62728\"").count(), 1);
+    for p in points {
+        let score = p["score"].as_f64().unwrap();
+        let shown = format!("{:.2}", score);
+        let shown = shown.trim_end_matches('0').trim_end_matches('.');
+        assert!(
+            svg.contains(&format!(">{shown}<")),
+            "{shown} not in the plot"
+        );
+    }
+    assert!(svg.contains("heart_scale.train: 3-fold cross-validation accuracy %"));
+}
+
+/// An unwritable `--plot` is refused before any grid point is trained.
+#[test]
+fn grid_checks_its_plot_path_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(
+        &["grid", "--plot", "no/such/dir/g.svg", "missing.svm"],
+        dir.path(),
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no/such/dir/g.svg (--plot) cannot be written"),
+        "{err}"
+    );
+    assert!(!err.contains("missing.svm"), "{err}");
+}

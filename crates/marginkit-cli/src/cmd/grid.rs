@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args};
 
+use marginkit::plot::HeatMap;
 use marginkit::svm::grid::{grid_search, GridPoint};
 use marginkit::svm::{KernelKind, KernelParams};
 use serde_json::json;
@@ -66,6 +67,9 @@ pub fn run(a: GridArgs) -> Exit {
             "{} apply to -s odm only",
             a.odm.given().join(", ")
         )));
+    }
+    if let Some(p) = &a.plot {
+        crate::common::output::check_outputs(&[(p, "--plot")])?;
     }
     let kernel = a.model.kernel()?;
     let log2c = parse_range("--log2c", &a.log2c)?;
@@ -155,6 +159,29 @@ pub fn run(a: GridArgs) -> Exit {
             points.len()
         );
     }
+    if let Some(path) = &a.plot {
+        let name = a
+            .train_file
+            .file_name()
+            .map_or("grid".into(), |n| n.to_string_lossy().into_owned());
+        let what = if odm { "lambda" } else { "C" };
+        let metric = if regression {
+            "cross-validation MSE"
+        } else {
+            "cross-validation accuracy %"
+        };
+        let map = heat_map(&points, &log2c, &log2g, &b);
+        let svg = HeatMap {
+            title: format!("{name}: {}-fold {metric}", a.folds),
+            x_label: format!("log2 {what}"),
+            y_label: if uses_gamma { "log2 gamma" } else { "" }.into(),
+            value_label: metric.into(),
+            ..map
+        }
+        .to_svg();
+        marginkit::data::write_output(path, |w| std::io::Write::write_all(w, svg.as_bytes()))
+            .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    }
     let gamma = |p: &GridPoint| {
         if uses_gamma {
             json!(p.gamma)
@@ -187,6 +214,37 @@ pub fn run(a: GridArgs) -> Exit {
     } else {
         Outcome::Done
     })
+}
+
+/// The grid's scores as a heat map over (log2 C, log2 gamma), the best point outlined; points
+/// not evaluated (an interrupted search) are left blank.
+fn heat_map(points: &[GridPoint], log2c: &[f64], log2g: &[f64], best: &GridPoint) -> HeatMap {
+    let mut ys = log2g.to_vec();
+    ys.sort_by(f64::total_cmp);
+    let mut values = vec![vec![f64::NAN; log2c.len()]; ys.len()];
+    let mut mark = None;
+    for p in points {
+        let col = log2c.iter().position(|&e| e.exp2() == p.c);
+        let row = ys
+            .iter()
+            .position(|&e| e.exp2() == p.gamma || ys.len() == 1);
+        if let (Some(c), Some(r)) = (col, row) {
+            values[r][c] = p.score;
+            if p.c == best.c && p.gamma == best.gamma {
+                mark = Some((r, c));
+            }
+        }
+    }
+    HeatMap {
+        title: String::new(),
+        x_label: String::new(),
+        y_label: String::new(),
+        value_label: String::new(),
+        xs: log2c.to_vec(),
+        ys,
+        values,
+        mark,
+    }
 }
 
 /// The ODM's (lambda, gamma) grid: `cs` are the lambdas; each point is the accuracy of
@@ -289,6 +347,10 @@ pub struct GridArgs {
     /// Print one JSON object with every grid point on stdout.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
+    /// Write an SVG heat map of the cross-validation score over (log2 C, log2 gamma), best point
+    /// outlined.
+    #[arg(long, help_heading = "Output")]
+    pub plot: Option<PathBuf>,
     /// Print help.
     #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,
