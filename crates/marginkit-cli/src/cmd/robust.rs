@@ -251,12 +251,23 @@ fn plot_svg(
             charts.push(ch);
         }
     }
+    // The objectives of the C values differ by orders of magnitude: a log axis keeps the small
+    // ones from lying flat on the bottom, under the others (it needs them all positive).
+    let positive = sel
+        .runs
+        .iter()
+        .flat_map(|r| &r.nodes)
+        .all(|n| n.objective > 0.0);
     let mut obj = LineChart::new(
         &format!("{title}: objective"),
         x(),
         Axis {
             label: "robust objective".into(),
-            scale: Scale::Linear,
+            scale: if positive && sel.runs.len() > 1 {
+                Scale::Log10
+            } else {
+                Scale::Linear
+            },
         },
     );
     let mut val = LineChart::new(
