@@ -518,9 +518,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         md,
         "\n### Differences, honestly\n\n\
          * Hardware, tolerances and the epsilon-path inner algorithm are not given in the paper; \
-         our epsilon-path picks the next C by the duality gap of the scaled reference (see \
-         `crates/marginkit/src/path/mod.rs`), so the number of points differs from the paper's and \
-         absolute times are not comparable. Compare the ratios between columns.\n\
+         our epsilon-path picks the next C = rho C_0 as the largest with gap(rho) <= gap(1) + \
+         eps D(rho a), where gap(rho) is the duality gap of the scaled reference rho a at C (see \
+         `crates/marginkit/src/path/mod.rs`). The offset gap(1), the reference's own duality gap, \
+         discounts the solver's tolerance: each step is epsilon-accurate relative to the reference's \
+         accuracy, not absolutely. So the number of points differs from the paper's and absolute \
+         times are not comparable. Compare the ratios between columns.\n\
          * Our times include the full margin recomputation `Qa` after each solve (needed for the \
          next reference and for the KKT re-check) and the KKT re-check itself; the paper does not \
          say whether its times include this.\n\

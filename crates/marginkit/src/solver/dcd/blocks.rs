@@ -34,7 +34,7 @@
 //! bit the same for any number of threads (the threads only decide which block runs where); it
 //! depends on `B` and the seed like the serial solver's depends on the seed.
 //!
-//! # Status (measured, see `docs/repro/path_bench_results.md`)
+//! # Status (measured)
 //!
 //! Correct and thread-count independent, but **not faster than the serial solver** on
 //! low-dimensional dense data: there every block's pass corrects nearly the whole shared
