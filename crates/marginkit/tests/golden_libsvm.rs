@@ -137,12 +137,12 @@ fn option_parser_reads_libsvm_flags() {
         parse_libsvm_options("-s 0 -t 1 -d 2 -g 0.05 -r 1 -c 4 -w1 3 -w-1 0.5 -e 1e-5").unwrap();
     let v = p.check().unwrap();
     assert_eq!(eps, 1e-5);
-    assert_eq!(v.kernel.kind, KernelKind::Poly);
-    assert_eq!(v.kernel.degree, 2);
-    assert_eq!(v.kernel.gamma, Gamma::Value(0.05));
-    assert_eq!(v.kernel.coef0, 1.0);
-    assert_eq!(v.c, 4.0);
-    assert_eq!(v.class_weights, vec![(1.0, 3.0), (-1.0, 0.5)]);
+    assert_eq!(v.kernel().kind, KernelKind::Poly);
+    assert_eq!(v.kernel().degree, 2);
+    assert_eq!(v.kernel().gamma, Gamma::Value(0.05));
+    assert_eq!(v.kernel().coef0, 1.0);
+    assert_eq!(v.c(), 4.0);
+    assert_eq!(v.class_weights(), vec![(1.0, 3.0), (-1.0, 0.5)]);
     assert!(parse_libsvm_options("-x 1").is_err());
     assert!(parse_libsvm_options("-c").is_err());
 }
@@ -165,7 +165,7 @@ fn check_libsvm_config(path: &Path, fails: &mut Failures) {
         Err(e) => return fails.fail(ctx, format!("params rejected: {e}")),
     };
     let tight = tol::is_tight(eps, j["params"]["eps"].as_f64().unwrap());
-    let precomputed = params.kernel.kind == KernelKind::Precomputed;
+    let precomputed = params.kernel().kind == KernelKind::Precomputed;
     let gd = golden_dir();
     let train_data = read(&gd.join(j["train_file"].as_str().unwrap()), precomputed, 0);
     if train_data.len() as u64 != j["n_train"].as_u64().unwrap() {
@@ -182,7 +182,7 @@ fn check_libsvm_config(path: &Path, fails: &mut Failures) {
     if report.status() != Status::Converged {
         fails.fail(ctx, format!("status {:?}", report.status()));
     }
-    let svm_type = params.svm_type;
+    let svm_type = params.svm_type();
 
     // Labels and pair order.
     if svm_type.is_classifier() {

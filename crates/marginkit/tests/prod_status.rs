@@ -230,10 +230,13 @@ fn chained(
     let mut ck: Option<FitCheckpoint> = None;
     let mut stops = 0;
     for round in 1..10_000u64 {
-        let mut p = params.clone();
-        if let Some(step) = limit_step {
-            p.solver.max_iter = Some(step * round);
-        }
+        let p = match limit_step {
+            Some(step) => SvmParams::from(params.clone())
+                .max_iter(step * round)
+                .check()
+                .unwrap(),
+            None => params.clone(),
+        };
         let mut obs: Box<dyn Observer> = match every {
             Some(k) => Box::new(StopAt { k, calls: 0 }),
             None => Box::new(NoObserver),

@@ -104,9 +104,9 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
         PathParams::linear()
     } else {
         let sp = svm_params(m)?;
-        PathParams::kernel(sp.kernel.resolve(data.n_features()))
-            .cache_bytes(sp.cache_bytes)
-            .tol(sp.solver.tol)
+        PathParams::kernel(sp.kernel().resolve(data.n_features()))
+            .cache_bytes(sp.cache_bytes())
+            .tol(sp.solver().tol)
     };
     if let Some(e) = m.eps {
         p = p.tol(e);
@@ -254,7 +254,7 @@ pub fn run(a: PathArgs) -> Exit {
         None => None,
     };
     let params = params(&a, &data)?.check()?;
-    let len = match &params.grid {
+    let len = match &params.grid() {
         Grid::Log { points, .. } => Some(*points),
         Grid::List(v) => Some(v.len()),
         Grid::Epsilon { .. } => None,

@@ -22,7 +22,7 @@ use crate::data::Dataset;
 use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
 use crate::solver::Status;
 
-use super::{PathParams, PathPoint};
+use super::{PathPoint, PathValidParams};
 
 const MAGIC: &str = "MKPATHC2";
 /// The form without the secant warm start (refused by name).
@@ -61,7 +61,11 @@ pub struct PathCheckpoint {
 }
 
 /// Fingerprint of the path's data, validation data and result-changing parameters.
-pub(crate) fn fingerprint(params: &PathParams, train: &Dataset, valid: Option<&Dataset>) -> u64 {
+pub(crate) fn fingerprint(
+    params: &PathValidParams,
+    train: &Dataset,
+    valid: Option<&Dataset>,
+) -> u64 {
     let mut h = Fnv::new();
     let p = format!(
         "path|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
@@ -344,7 +348,7 @@ mod tests {
     use super::*;
     use crate::data::{DenseMatrix, Features};
     use crate::kernel::KernelSpec;
-    use crate::path::{run_path_resumable, Grid};
+    use crate::path::{run_path_resumable, Grid, PathParams};
     use crate::persist::resealed_variants;
     use crate::solver::{IterStats, NoObserver, Observer};
     use std::ops::ControlFlow;

@@ -161,53 +161,48 @@ pub enum LinearStart {
     Cold,
 }
 
-/// Parameters of a path (unchecked builder; [`PathParams::check`] validates).
+/// Checked parameters of a path, the only form [`run_path`] accepts. Made by
+/// [`PathParams::check`]; read through the getters.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PathParams {
+pub struct PathValidParams {
     /// Kernel or linear engine.
-    pub engine: Engine,
+    pub(crate) engine: Engine,
     /// Constant feature `B > 0` appended to every sample (kernel `K + B^2`; a regularized bias).
-    pub bias: Option<f64>,
+    pub(crate) bias: Option<f64>,
     /// The C values.
-    pub grid: Grid,
+    pub(crate) grid: Grid,
     /// The screening rule, or none.
-    pub screening: Option<Rule>,
+    pub(crate) screening: Option<Rule>,
     /// Solver tolerance (SMO: max |projected gradient|; DCD: projected-gradient span).
-    pub tol: f64,
+    pub(crate) tol: f64,
     /// The solver's own shrinking.
-    pub shrinking: Shrinking,
+    pub(crate) shrinking: Shrinking,
     /// Kernel cache size in bytes.
-    pub cache_bytes: u64,
+    pub(crate) cache_bytes: u64,
     /// Iteration limit per solve (`None`: the engine's default).
-    pub max_iter: Option<u64>,
+    pub(crate) max_iter: Option<u64>,
     /// Time limit per solve.
-    pub time_limit: Option<Duration>,
+    pub(crate) time_limit: Option<Duration>,
     /// Seed of the DCD permutations.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// How the linear engine starts each solve (kernel paths accept only the default).
-    pub linear_start: LinearStart,
+    pub(crate) linear_start: LinearStart,
     /// Keep every point's solution (`alpha`, and `w` for linear paths) in the result, as
     /// [`PathResult::svm_model`] and [`PathResult::linear_model`] need. Without it the points
     /// carry empty vectors (memory `O(n)` instead of `O(n x points)`).
-    pub keep_solutions: bool,
+    pub(crate) keep_solutions: bool,
 }
 
-/// Checked [`PathParams`].
+/// Unchecked parameters of a path (a consuming builder); [`PathParams::check`] validates
+/// them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PathValidParams(PathParams);
-
-impl std::ops::Deref for PathValidParams {
-    type Target = PathParams;
-    fn deref(&self) -> &PathParams {
-        &self.0
-    }
-}
+pub struct PathParams(PathValidParams);
 
 impl PathParams {
     /// A kernel path with defaults: 31-point log grid on `[2^-5, 2^10]`, IT screening,
     /// tolerance 1e-3, shrinking on, 200 MB cache.
     pub fn kernel(kernel: KernelSpec) -> Self {
-        Self {
+        Self(PathValidParams {
             engine: Engine::Kernel(kernel),
             bias: None,
             grid: Grid::Log {
@@ -224,69 +219,69 @@ impl PathParams {
             seed: 0,
             linear_start: LinearStart::Auto,
             keep_solutions: true,
-        }
+        })
     }
     /// A linear path with the same defaults (tolerance 0.1, LIBLINEAR's).
     pub fn linear() -> Self {
-        Self {
+        Self(PathValidParams {
             engine: Engine::Linear,
             tol: 0.1,
-            ..Self::kernel(KernelSpec::Linear)
-        }
+            ..Self::kernel(KernelSpec::Linear).0
+        })
     }
     /// Sets the grid.
     pub fn grid(mut self, g: Grid) -> Self {
-        self.grid = g;
+        self.0.grid = g;
         self
     }
     /// Sets the screening rule.
     pub fn screening(mut self, r: Option<Rule>) -> Self {
-        self.screening = r;
+        self.0.screening = r;
         self
     }
     /// Sets the bias feature.
     pub fn bias(mut self, b: Option<f64>) -> Self {
-        self.bias = b;
+        self.0.bias = b;
         self
     }
     /// Sets the tolerance.
     pub fn tol(mut self, t: f64) -> Self {
-        self.tol = t;
+        self.0.tol = t;
         self
     }
     /// Sets shrinking.
     pub fn shrinking(mut self, s: Shrinking) -> Self {
-        self.shrinking = s;
+        self.0.shrinking = s;
         self
     }
     /// Sets the cache size.
     pub fn cache_bytes(mut self, b: u64) -> Self {
-        self.cache_bytes = b;
+        self.0.cache_bytes = b;
         self
     }
     /// Sets the iteration limit per solve.
     pub fn max_iter(mut self, m: Option<u64>) -> Self {
-        self.max_iter = m;
+        self.0.max_iter = m;
         self
     }
     /// Sets the time limit per solve.
     pub fn time_limit(mut self, t: Option<Duration>) -> Self {
-        self.time_limit = t;
+        self.0.time_limit = t;
         self
     }
     /// Sets the seed.
     pub fn seed(mut self, s: u64) -> Self {
-        self.seed = s;
+        self.0.seed = s;
         self
     }
     /// Sets the linear engine's start of each solve.
     pub fn linear_start(mut self, s: LinearStart) -> Self {
-        self.linear_start = s;
+        self.0.linear_start = s;
         self
     }
     /// Keeps (or drops) every point's solution.
     pub fn keep_solutions(mut self, k: bool) -> Self {
-        self.keep_solutions = k;
+        self.0.keep_solutions = k;
         self
     }
 
@@ -295,23 +290,23 @@ impl PathParams {
     /// # Errors
     /// [`ParamError`] for a non-positive or non-finite tolerance, bias, C or eps, an empty grid,
     /// `c_min > c_max`, or an invalid kernel.
-    pub fn check(&self) -> Result<PathValidParams, ParamError> {
-        crate::error::positive("tol", self.tol)?;
-        if let Some(b) = self.bias {
+    pub fn check(self) -> Result<PathValidParams, ParamError> {
+        crate::error::positive("tol", self.0.tol)?;
+        if let Some(b) = self.0.bias {
             crate::error::positive("bias", b)?;
         }
-        if self.cache_bytes == 0 {
+        if self.0.cache_bytes == 0 {
             return Err(ParamError::Incompatible("the cache size must be > 0"));
         }
-        if let Engine::Kernel(k) = self.engine {
+        if let Engine::Kernel(k) = self.0.engine {
             k.check()?;
-            if self.linear_start != LinearStart::Auto {
+            if self.0.linear_start != LinearStart::Auto {
                 return Err(ParamError::Incompatible(
                     "the start choice (scaled, secant, cold) is for the linear engine only",
                 ));
             }
         }
-        match &self.grid {
+        match &self.0.grid {
             Grid::Log {
                 c_min,
                 c_max,
@@ -355,7 +350,58 @@ impl PathParams {
                 }
             }
         }
-        Ok(PathValidParams(self.clone()))
+        Ok(self.0)
+    }
+}
+
+impl PathValidParams {
+    /// Kernel or linear engine.
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+    /// The constant feature `B` appended to every sample, if any.
+    pub fn bias(&self) -> Option<f64> {
+        self.bias
+    }
+    /// The C values.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+    /// The screening rule, or none.
+    pub fn screening(&self) -> Option<Rule> {
+        self.screening
+    }
+    /// Solver tolerance.
+    pub fn tol(&self) -> f64 {
+        self.tol
+    }
+    /// The solver's own shrinking.
+    pub fn shrinking(&self) -> Shrinking {
+        self.shrinking
+    }
+    /// Kernel cache size in bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache_bytes
+    }
+    /// Iteration limit per solve (`None`: the engine's default).
+    pub fn max_iter(&self) -> Option<u64> {
+        self.max_iter
+    }
+    /// Time limit per solve.
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.time_limit
+    }
+    /// Seed of the DCD permutations.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// How the linear engine starts each solve.
+    pub fn linear_start(&self) -> LinearStart {
+        self.linear_start
+    }
+    /// Whether every point's solution is kept in the result.
+    pub fn keep_solutions(&self) -> bool {
+        self.keep_solutions
     }
 }
 
@@ -728,7 +774,7 @@ fn permute_to<Q: QMatrix>(q: &mut Q, perm: &[usize]) {
 
 /// What both engines share.
 struct Ctx<'a> {
-    params: &'a PathParams,
+    params: &'a PathValidParams,
     train: &'a Dataset,
     valid: Option<&'a Dataset>,
     labels: [f64; 2],
