@@ -19,14 +19,20 @@ use std::path::{Path, PathBuf};
 
 use common::tol::{self, Failures};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::error::FitError;
 use marginkit::fit::{Control, Fit};
 use marginkit::solver::{Shrinking, Status};
-use marginkit::svm::linear::{LinearModel, LinearParams, LinearSolver};
+use marginkit::svm::linear::{self, LinearFit, LinearModel, LinearParams, LinearSolver};
 use marginkit::svm::model_io::load_model;
 use marginkit::svm::params::Probability;
 use marginkit::svm::{train, Gamma, KernelKind, KernelParams, SvmParams, SvmType};
 use marginkit::{Dataset, Features};
 use serde_json::Value;
+
+/// Checks `p`, then fits it without an observer.
+fn fit_linear(p: LinearParams, data: &Dataset) -> Result<LinearFit, FitError> {
+    linear::fit(&p.check()?, data, &mut Control::default())
+}
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/golden")
@@ -494,7 +500,7 @@ fn liblinear_golden_configs() {
         for &(l, f) in &o.weights {
             lp = lp.class_weight(l, f);
         }
-        let fit = match lp.fit(&data) {
+        let fit = match fit_linear(lp, &data) {
             Ok(f) => f,
             Err(e) => {
                 fails.fail(ctx, format!("fit failed: {e}"));

@@ -59,9 +59,9 @@
 //!
 //! ```
 //! use marginkit::data::libsvm_fmt::{read_libsvm_bytes, ReadOptions};
-//! use marginkit::path::{run_path, Grid, PathParams};
+//! use marginkit::fit::Control;
+//! use marginkit::path::{fit, Grid, PathData, PathParams};
 //! use marginkit::screening::Rule;
-//! use marginkit::solver::NoObserver;
 //! use marginkit::KernelSpec;
 //!
 //! let text = b"+1 1:0.9 2:0.1\n+1 1:0.8 2:0.3\n-1 1:-0.7 2:0.2\n-1 1:-0.9 2:-0.4\n+1 1:0.1 2:0.2\n";
@@ -71,7 +71,7 @@
 //!     .screening(Some(Rule::It))
 //!     .tol(1e-6)
 //!     .check()?;
-//! let path = run_path(&params, &data, None, &mut |_p| {}, &mut NoObserver)?;
+//! let path = fit(&params, &PathData::new(&data), &mut Control::default())?.model;
 //! assert_eq!(path.points.len(), 7);
 //! let model = path.svm_model(6, &data)?; // an ordinary SvmModel (rho = 0 without a bias)
 //! assert_eq!(model.predict(&data.x)?.len(), 5);
@@ -90,6 +90,7 @@ use checkpoint::RefState;
 
 use crate::data::Dataset;
 use crate::error::{CheckpointError, DataError, FitError, ParamError};
+use crate::fit::{Control, Fit, Report};
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{QMatrix, SvcQ};
 use crate::kernel::KernelSpec;
@@ -161,7 +162,7 @@ pub enum LinearStart {
     Cold,
 }
 
-/// Checked parameters of a path, the only form [`run_path`] accepts. Made by
+/// Checked parameters of a path, the only form [`fit`] accepts. Made by
 /// [`PathParams::check`]; read through the getters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathValidParams {
@@ -467,10 +468,47 @@ pub struct PathResult {
     pub bias: Option<f64>,
     /// Number of features of the training data.
     pub n_features: usize,
-    /// Wall time of the whole path.
+}
+
+/// How a path run went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathReport {
+    /// [`Status::Interrupted`] when the observer stopped the path (the result then holds the
+    /// points finished before); otherwise the worst status of the points' last solves.
+    pub status: Status,
+    /// Wall time of the whole run.
     pub total_seconds: f64,
     /// Kernel cache statistics at the end (kernel engine).
     pub cache: Option<CacheStats>,
+}
+
+impl Report for PathReport {
+    fn status(&self) -> Status {
+        self.status
+    }
+}
+
+/// The data of a path: the training set (exactly two classes, no sample weights) and,
+/// optionally, a validation set on which each point is evaluated.
+#[derive(Debug, Clone, Copy)]
+pub struct PathData<'a> {
+    /// The training set.
+    pub train: &'a Dataset,
+    /// The validation set, if any (same features as the training set).
+    pub valid: Option<&'a Dataset>,
+}
+
+impl<'a> PathData<'a> {
+    /// A path on `train` without validation.
+    pub fn new(train: &'a Dataset) -> Self {
+        Self { train, valid: None }
+    }
+    /// Evaluates each point on `valid` (when given).
+    #[must_use]
+    pub fn validate_on(mut self, valid: Option<&'a Dataset>) -> Self {
+        self.valid = valid;
+        self
+    }
 }
 
 impl PathResult {
@@ -535,44 +573,65 @@ impl PathResult {
     }
 }
 
-/// Runs the path on `train` (exactly two classes, no sample weights), evaluating each point on
-/// `valid` when given. `on_point` is called after each C (progress); `obs` receives the
-/// solvers' progress (and one call with iteration 0 before each point) and may stop the path:
-/// it then ends with the points finished so far (see [`run_path_resumable`] to continue it).
+/// Runs the path on `data.train`, evaluating each point on `data.valid` when given. The
+/// callback of [`Control::on_part`] receives each point as it is finished (also the points
+/// taken from the state resumed from); the observer receives the solvers' progress (and one call
+/// with iteration 0 before each point) and may stop the path.
+///
+/// A stopped path returns at once with the finished points only (the unfinished point is not
+/// reported: no margin pass over its partial solution), status [`Status::Interrupted`] and a
+/// [`PathCheckpoint`]: the finished points and the state before the unfinished one. Given back
+/// through [`Control::resume_from`] (same data, validation data and parameters; limits, cache
+/// size and thread count may differ), the path continues at the interrupted point and every
+/// point is the one an uninterrupted run computes, bit for bit.
 ///
 /// # Errors
-/// [`FitError::Data`] for empty data, one class or more than two, sample weights, a validation
-/// set with other features; [`FitError::Solve`] on numerical breakdown.
-pub fn run_path(
+/// [`FitError::Data`] for empty data, one class or more than two, a validation set with other
+/// features; [`FitError::Param`] for sample weights; [`FitError::Solve`] on numerical
+/// breakdown; [`FitError::Checkpoint`] when the state to resume from was made with other data
+/// or parameters, or does not fit the problem.
+pub fn fit(
     params: &PathValidParams,
-    train: &Dataset,
-    valid: Option<&Dataset>,
-    on_point: &mut dyn FnMut(&PathPoint),
-    obs: &mut dyn Observer,
-) -> Result<PathResult, FitError> {
-    run_path_resumable(params, train, valid, on_point, obs, None).map(|(r, _)| r)
+    data: &PathData<'_>,
+    ctl: &mut Control<'_, PathCheckpoint, PathPoint>,
+) -> Result<Fit<PathResult, PathReport, PathCheckpoint>, FitError> {
+    let resume = ctl.resume();
+    let (obs, mut parts) = ctl.observer_and_parts();
+    let mut on_point = |p: &PathPoint| {
+        if let Some(f) = parts.as_mut() {
+            f(p);
+        }
+    };
+    let start = Instant::now();
+    let (model, cache, checkpoint) =
+        run(params, data.train, data.valid, &mut on_point, obs, resume)?;
+    let status = if checkpoint.is_some() {
+        Status::Interrupted
+    } else {
+        model
+            .points
+            .iter()
+            .fold(Status::Converged, |w, p| w.worst(p.status))
+    };
+    Ok(Fit {
+        model,
+        report: PathReport {
+            status,
+            total_seconds: start.elapsed().as_secs_f64(),
+            cache,
+        },
+        checkpoint,
+    })
 }
 
-/// [`run_path`] that can stop and continue. When the observer stops a solve (or says stop
-/// between points), the path returns at once with the finished points only (the unfinished
-/// point is not reported: no margin pass over its partial solution) and a [`PathCheckpoint`]:
-/// the finished points and the state before the unfinished one. Given back as `resume` (same
-/// data, validation data and parameters; limits, cache size and thread count may differ), the path continues at the interrupted point and every point
-/// is the one an uninterrupted run computes, bit for bit. `on_point` is also called for the
-/// points taken from the checkpoint.
-///
-/// # Errors
-/// As [`run_path`]; [`FitError::Checkpoint`] when the checkpoint was made with other data or
-/// parameters, or does not fit the problem.
-pub fn run_path_resumable(
+fn run(
     params: &PathValidParams,
     train: &Dataset,
     valid: Option<&Dataset>,
     on_point: &mut dyn FnMut(&PathPoint),
     obs: &mut dyn Observer,
     resume: Option<&PathCheckpoint>,
-) -> Result<(PathResult, Option<PathCheckpoint>), FitError> {
-    let start = Instant::now();
+) -> Result<(PathResult, Option<CacheStats>, Option<PathCheckpoint>), FitError> {
     if train.is_empty() {
         return Err(DataError::Empty.into());
     }
@@ -636,9 +695,8 @@ pub fn run_path_resumable(
         engine: params.engine,
         bias: params.bias,
         n_features: train.n_features(),
-        total_seconds: 0.0,
-        cache: None,
     };
+    let mut cache = None;
     match params.engine {
         Engine::Kernel(kernel) => {
             let base = SvcQ::new(&train.x, kernel, &ctx.y, params.cache_bytes as usize)?;
@@ -653,7 +711,7 @@ pub fn run_path_resumable(
                         obs,
                         (resume, &mut ck),
                     )?;
-                    result.cache = Some(q.cache_stats());
+                    cache = Some(q.cache_stats());
                 }
                 Some(b) => {
                     let mut q = Augmented::new(base, &ctx.y, b * b);
@@ -665,18 +723,17 @@ pub fn run_path_resumable(
                         obs,
                         (resume, &mut ck),
                     )?;
-                    result.cache = Some(q.cache_stats());
+                    cache = Some(q.cache_stats());
                 }
             }
         }
         Engine::Linear => linear_path(&mut ctx, &mut result, on_point, obs, (resume, &mut ck))?,
     }
-    result.total_seconds = start.elapsed().as_secs_f64();
     if let Some(c) = &mut ck {
         c.fingerprint = fp();
         c.c_min_trivial = result.c_min_trivial;
     }
-    Ok((result, ck))
+    Ok((result, cache, ck))
 }
 
 /// The resume input and the checkpoint output of one engine run.

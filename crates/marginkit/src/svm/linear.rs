@@ -4,11 +4,13 @@
 //! ([`crate::solver::newton`], `-s 2` and `-s 11`), with LIBLINEAR-compatible model files.
 //!
 //! ```
-//! use marginkit::svm::linear::{LinearParams, LinearSolver};
+//! use marginkit::fit::Control;
+//! use marginkit::svm::linear::{fit, LinearParams, LinearSolver};
 //! use marginkit::{Dataset, DenseMatrix, Features};
 //! let x = DenseMatrix::new(4, 1, vec![-2.0, -1.0, 1.0, 2.0]).unwrap();
 //! let data = Dataset::new(Features::Dense(x), vec![-1.0, -1.0, 1.0, 1.0], None).unwrap();
-//! let fit = LinearParams::new(LinearSolver::L2LossSvcDual).c(1.0).bias(1.0).fit(&data).unwrap();
+//! let params = LinearParams::new(LinearSolver::L2LossSvcDual).c(1.0).bias(1.0).check().unwrap();
+//! let fit = fit(&params, &data, &mut Control::default()).unwrap();
 //! assert_eq!(fit.model.predict(&data.x), vec![-1.0, -1.0, 1.0, 1.0]);
 //! ```
 //!
@@ -27,9 +29,10 @@ use crate::data::{ops, Dataset, Features, Row};
 use crate::error::{
     non_negative, positive, DataError, FitError, IoError, ParamError, ParseError, ParseErrorKind,
 };
+use crate::fit::{Control, Fit, Report};
 use crate::solver::dcd::{self, LinearDesign, SvcDual, SvrDual};
 use crate::solver::newton::{self, SvcPrimal, SvrPrimal};
-use crate::solver::{BoxQp, Equality, NoObserver, Observer, Shrinking, SolverSettings, Status};
+use crate::solver::{BoxQp, Equality, Observer, Shrinking, SolverSettings, Status};
 
 /// Most classes a model may have (fit and model files).
 pub const MAX_CLASSES: usize = 65_536;
@@ -278,14 +281,6 @@ impl LinearParams {
         }
         Ok(self.0)
     }
-
-    /// Checks the parameters, then fits.
-    ///
-    /// # Errors
-    /// See [`LinearParams::check`] and [`LinearValidParams::fit`].
-    pub fn fit(&self, data: &Dataset) -> Result<LinearFit, FitError> {
-        self.clone().check()?.fit(data)
-    }
 }
 
 /// How one binary or regression subproblem ended.
@@ -323,13 +318,47 @@ pub struct LinearFitReport {
     pub warnings: Vec<String>,
 }
 
-/// A fitted model with its report.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LinearFit {
-    /// The model.
-    pub model: LinearModel,
-    /// Per-subproblem outcome.
-    pub report: LinearFitReport,
+impl Report for LinearFitReport {
+    /// The worst status over the subproblems (an interruption outranks a limit).
+    fn status(&self) -> Status {
+        self.subproblems
+            .iter()
+            .fold(Status::Converged, |w, s| w.worst(s.status))
+    }
+}
+
+/// A fitted linear model with its report (a linear fit has no state to resume from: one
+/// stopped early is simply run again).
+pub type LinearFit = Fit<LinearModel, LinearFitReport>;
+
+/// Fits a linear model. The observer in `ctl` sees every pass and may stop the fit (e.g. a
+/// [`crate::solver::Cancel`]): the subproblem being solved then ends with
+/// [`Status::Interrupted`] at its current (feasible) dual point, and the subproblems not
+/// reached keep zero weights and status `Interrupted`.
+///
+/// # Errors
+/// [`DataError::Empty`] without samples, [`DataError::SingleClass`] with one class (SVC),
+/// [`DataError::TooManyClasses`] above [`MAX_CLASSES`], [`FitError::Solve`] on numerical
+/// breakdown. Hitting the pass or time limit is not an error: see the report.
+pub fn fit(
+    params: &LinearValidParams,
+    data: &Dataset,
+    ctl: &mut Control<'_>,
+) -> Result<LinearFit, FitError> {
+    if data.is_empty() {
+        return Err(DataError::Empty.into());
+    }
+    if let Some(w) = &data.weights {
+        super::train::check_weights(w, data.len())?;
+    }
+    if let Some(b) = params.bias {
+        check_bias_scale(b, &data.x)?;
+    }
+    if params.solver.is_regression() {
+        params.fit_svr(data, ctl.observer())
+    } else {
+        params.fit_svc(data, ctl.observer())
+    }
 }
 
 impl LinearValidParams {
@@ -372,44 +401,6 @@ impl LinearValidParams {
                 dcd::DEFAULT_MAX_PASSES
             })),
             time_limit: self.time_limit,
-        }
-    }
-
-    /// Fits a model.
-    ///
-    /// # Errors
-    /// [`DataError::Empty`] without samples, [`DataError::SingleClass`] with one class (SVC),
-    /// [`DataError::TooManyClasses`] above [`MAX_CLASSES`], [`FitError::Solve`] on numerical
-    /// breakdown. Hitting the pass or time limit is not an error: see the report.
-    pub fn fit(&self, data: &Dataset) -> Result<LinearFit, FitError> {
-        self.fit_observed(data, &mut NoObserver)
-    }
-
-    /// [`LinearValidParams::fit`] with an observer that sees every pass and may stop the fit
-    /// (e.g. a [`crate::solver::Cancel`]): the subproblem being solved then ends with
-    /// [`Status::Interrupted`] at its current (feasible) dual point, and the subproblems not
-    /// reached keep zero weights and status `Interrupted`.
-    ///
-    /// # Errors
-    /// As [`LinearValidParams::fit`].
-    pub fn fit_observed(
-        &self,
-        data: &Dataset,
-        obs: &mut dyn Observer,
-    ) -> Result<LinearFit, FitError> {
-        if data.is_empty() {
-            return Err(DataError::Empty.into());
-        }
-        if let Some(w) = &data.weights {
-            super::train::check_weights(w, data.len())?;
-        }
-        if let Some(b) = self.bias {
-            check_bias_scale(b, &data.x)?;
-        }
-        if self.solver.is_regression() {
-            self.fit_svr(data, obs)
-        } else {
-            self.fit_svc(data, obs)
         }
     }
 
@@ -564,7 +555,8 @@ impl LinearValidParams {
         for msg in &warnings {
             log::warn!("{msg}");
         }
-        Ok(LinearFit {
+        Ok(Fit {
+            checkpoint: None,
             model: LinearModel {
                 solver: prm.solver,
                 labels,
@@ -625,7 +617,8 @@ impl LinearValidParams {
         for msg in &warnings {
             log::warn!("{msg}");
         }
-        Ok(LinearFit {
+        Ok(Fit {
+            checkpoint: None,
             model: LinearModel {
                 solver: prm.solver,
                 labels: Vec::new(),
@@ -1327,7 +1320,7 @@ impl ModelParser {
 /// prediction for every sample from the model trained without its fold.
 ///
 /// # Errors
-/// As [`LinearValidParams::fit`] for any fold.
+/// As [`fit`] for any fold.
 pub fn cross_validation(
     params: &LinearValidParams,
     data: &Dataset,
@@ -1340,7 +1333,7 @@ pub fn cross_validation(
 /// [`cross_validation`] plus the worst solver status over the folds' fits.
 ///
 /// # Errors
-/// As [`LinearValidParams::fit`] for any fold.
+/// As [`fit`] for any fold.
 pub fn cross_validation_status(
     params: &LinearValidParams,
     data: &Dataset,
@@ -1360,7 +1353,7 @@ pub fn cross_validation_status(
     let folds = super::train::fold_assignment(&data.y, k, !regression, seed);
     let mut worst = Status::Converged;
     let pred = super::train::predict_by_folds(data, &folds, k, |train, test_x| {
-        let fit = params.fit(train)?;
+        let fit = fit(params, train, &mut Control::default())?;
         for s in &fit.report.subproblems {
             worst = worst.worst(s.status);
         }
