@@ -16,7 +16,7 @@ Cases (the data generator is bench/run.py's `blobs`: two Gaussian blobs N(+-mu/2
 Columns: fit wall time of marginkit (`est.fit`, everything from Python's view) and of scikit-learn, their
 ratio (< 1: marginkit faster), and the binding's overhead: wall time of `est.fit` minus the time spent
 inside the Rust training call (`fit_report_["rust_seconds"]`, measured in Rust around
-`svm::train::fit` / `LinearParams::fit` with the GIL released), as a fraction of the wall time. The overhead
+`svm::fit` / `svm::linear::fit` with the GIL released), as a fraction of the wall time. The overhead
 is input validation (scikit-learn's `validate_data`), the one copy of X into the library's storage, the
 label encoding and building the fitted attributes. Agreement: fraction of equal training-set predictions.
 """

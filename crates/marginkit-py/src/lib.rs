@@ -25,7 +25,8 @@ use std::time::Instant;
 
 use marginkit::data::{CsrMatrix, Dataset, DenseMatrix, Features};
 use marginkit::error::{DataError, FitError, IoError, ParamError, SolveError};
-use marginkit::path::{run_path, Grid, PathParams};
+use marginkit::fit::Control;
+use marginkit::path::{Grid, PathData, PathParams};
 use marginkit::screening::Rule;
 use marginkit::solver::{IterStats, Observer, Shrinking};
 use marginkit::svm::linear::{LinearParams, LinearSolver};
@@ -533,7 +534,8 @@ fn fit_linear<'py>(
     let data = dataset(&x, &y, &sample_weight, None)?;
     let t_rust = Instant::now();
     let mut obs = SignalObserver::new();
-    let fit = py.detach(|| params.fit_observed(&data, &mut obs));
+    let fit =
+        py.detach(|| marginkit::svm::linear::fit(&params, &data, &mut Control::new(&mut obs)));
     obs.into_result()?;
     let fit = fit.map_err(fit_err)?;
     let rust_seconds = t_rust.elapsed().as_secs_f64();
@@ -652,7 +654,12 @@ fn fit_path<'py>(
     let t_rust = Instant::now();
     let mut obs = SignalObserver::new();
     let fitted = py.detach(|| -> Result<_, FitError> {
-        let path = run_path(&params, &train, valid.as_ref(), &mut |_p| {}, &mut obs)?;
+        let path = marginkit::path::fit(
+            &params,
+            &PathData::new(&train).validate_on(valid.as_ref()),
+            &mut Control::new(&mut obs),
+        )?
+        .model;
         let handles = if kernel == "linear_engine" {
             None
         } else {

@@ -10,7 +10,8 @@ use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, BnbLimits};
 use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams};
 use marginkit::aid::AidSettings;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
-use marginkit::path::{run_path_resumable, Grid, PathParams};
+use marginkit::fit::Control;
+use marginkit::path::{self, Grid, PathData, PathParams};
 use marginkit::robust::cccp::THETA_GRID;
 use marginkit::robust::select::{select_resumable, Method};
 use marginkit::robust::{PathKind, RobustParams, Task};
@@ -143,7 +144,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("linear", PathParams::linear().bias(Some(1.0)).grid(grid)),
         ] {
             let p = p.keep_solutions(k == 4).check()?;
-            let (_, c) = run_path_resumable(&p, &small, None, &mut |_| {}, &mut StopAt(k), None)?;
+            let c = path::fit(&p, &PathData::new(&small), &mut Control::new(StopAt(k)))?.checkpoint;
             save(format!("path_{name}_{k}"), c.map(|c| c.to_bytes()))?;
         }
     }

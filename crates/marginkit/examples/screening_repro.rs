@@ -22,10 +22,11 @@ use std::time::Instant;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::data::{CsrMatrix, Features};
-use marginkit::path::{run_path, Grid, LinearStart, PathParams, PathResult};
+use marginkit::fit::Control;
+use marginkit::path::{self, Grid, LinearStart, PathData, PathParams, PathResult};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::screening::Rule;
-use marginkit::solver::{NoObserver, Shrinking};
+use marginkit::solver::Shrinking;
 use marginkit::{Dataset, KernelSpec};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -313,13 +314,7 @@ fn kernels(d: usize) -> Vec<(&'static str, Option<KernelSpec>)> {
 }
 
 fn run(data: &Dataset, p: PathParams) -> Result<PathResult, Box<dyn Error>> {
-    Ok(run_path(
-        &p.check()?,
-        data,
-        None,
-        &mut |_| {},
-        &mut NoObserver,
-    )?)
+    Ok(path::fit(&p.check()?, &PathData::new(data), &mut Control::default())?.model)
 }
 
 /// The repository's `data/` folder (provenance in `data/README.md`).

@@ -5,8 +5,9 @@
 //! ```
 //!
 //! [`Control`] is what a fit is given besides its parameters and data: the observer that sees
-//! its progress and may stop it (a [`Cancel`] set by Ctrl-C, a progress line), and the state of
-//! an earlier, stopped fit to continue from. [`Fit`] is what it returns: the model, the report
+//! its progress and may stop it (a [`Cancel`] set by Ctrl-C, a progress line), the state of
+//! an earlier, stopped fit to continue from and, for a method whose fit finishes in parts (the
+//! points of a path), a callback that receives each part as it is done. [`Fit`] is what it returns: the model, the report
 //! (whose [`Report::status`] says how the fit ended) and, when it ended before converging, the
 //! state to continue from. A method without resumable state uses `S = ()`.
 //!
@@ -21,7 +22,7 @@
 //! // Stopped by a flag that a signal handler may set; continuing from a saved state.
 //! let cancel = Cancel::new();
 //! let saved = vec![1.0, 2.0];
-//! let mut ctl = Control::new(cancel.clone()).resume_from(&saved);
+//! let mut ctl: Control<'_, Vec<f64>> = Control::new(cancel.clone()).resume_from(&saved);
 //! assert_eq!(ctl.resume(), Some(&saved));
 //! ```
 //!
@@ -29,29 +30,49 @@
 
 use crate::solver::{NoObserver, Observer, Status};
 
-/// What a fit is given besides its parameters and data: an observer and, optionally, the state
-/// of an earlier fit to continue from.
-pub struct Control<'a, S = ()> {
+/// What a fit is given besides its parameters and data: an observer, optionally the state of
+/// an earlier fit to continue from and, for a fit made of parts of type `P`, a callback that
+/// sees each finished part.
+pub struct Control<'a, S = (), P = ()> {
     observer: Box<dyn Observer + 'a>,
     resume: Option<&'a S>,
+    on_part: Option<Box<OnPart<'a, P>>>,
 }
 
-impl<S> Default for Control<'_, S> {
+/// The callback that receives each finished part of a fit.
+pub type OnPart<'a, P> = dyn FnMut(&P) + 'a;
+
+impl<S, P> Default for Control<'_, S, P> {
     /// No observer and a fresh start.
     fn default() -> Self {
         Self {
             observer: Box::new(NoObserver),
             resume: None,
+            on_part: None,
         }
     }
 }
 
-impl<'a, S> Control<'a, S> {
+impl<'a, S, P> Control<'a, S, P> {
     /// A fresh start watched by `observer` (pass `&mut obs` to keep using it afterwards).
     pub fn new(observer: impl Observer + 'a) -> Self {
         Self {
             observer: Box::new(observer),
             resume: None,
+            on_part: None,
+        }
+    }
+    /// Calls `f` with each part of the fit as it is finished (a path's points, also those taken
+    /// from the state resumed from).
+    #[must_use]
+    pub fn on_part(mut self, f: impl FnMut(&P) + 'a) -> Self {
+        self.on_part = Some(Box::new(f));
+        self
+    }
+    /// Hands a finished part to the callback, if there is one.
+    pub fn part_done(&mut self, part: &P) {
+        if let Some(f) = &mut self.on_part {
+            f(part);
         }
     }
     /// Continue from `state`, the checkpoint of an earlier fit of the same method on the same
@@ -75,12 +96,18 @@ impl<'a, S> Control<'a, S> {
     pub fn observer(&mut self) -> &mut (dyn Observer + 'a) {
         &mut *self.observer
     }
+    /// The observer and the callback for finished parts, borrowed together (a fit that runs
+    /// its solvers and reports parts in one loop needs both at once).
+    pub fn observer_and_parts(&mut self) -> (&mut (dyn Observer + 'a), Option<&mut OnPart<'a, P>>) {
+        (&mut *self.observer, self.on_part.as_deref_mut())
+    }
 }
 
-impl<S> std::fmt::Debug for Control<'_, S> {
+impl<S, P> std::fmt::Debug for Control<'_, S, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Control")
             .field("resume", &self.resume.is_some())
+            .field("on_part", &self.on_part.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -119,7 +146,7 @@ mod tests {
     fn control_passes_the_observer_and_the_state_through() {
         let cancel = Cancel::new();
         let state = 7u32;
-        let mut ctl = Control::new(cancel.clone()).resume_from(&state);
+        let mut ctl: Control<'_, u32> = Control::new(cancel.clone()).resume_from(&state);
         let stats = IterStats {
             iterations: 1,
             max_violation: 1.0,
@@ -131,5 +158,11 @@ mod tests {
         assert_eq!(ctl.resume(), Some(&7));
         let none: Control<'_, u32> = Control::default().resume_opt(None);
         assert!(none.resume().is_none());
+        let mut seen = Vec::new();
+        let mut parts: Control<'_, (), u8> = Control::default().on_part(|p: &u8| seen.push(*p));
+        parts.part_done(&3);
+        parts.part_done(&5);
+        drop(parts);
+        assert_eq!(seen, vec![3, 5]);
     }
 }

@@ -2,9 +2,15 @@
 //! models, conventions, weights, parameters, model file I/O and parser robustness.
 #![allow(clippy::needless_range_loop)] // naive index loops keep the oracles readable
 
-use marginkit::svm::linear::{LinearModel, LinearParams, LinearSolver};
+use marginkit::fit::Control;
+use marginkit::svm::linear::{self, LinearFit, LinearModel, LinearParams, LinearSolver};
 use marginkit::{CsrMatrix, DataError, Dataset, DenseMatrix, Features, FitError, ParamError};
 use proptest::prelude::*;
+
+/// Checks `p`, then fits it without an observer.
+fn fit_linear(p: LinearParams, data: &Dataset) -> Result<LinearFit, FitError> {
+    linear::fit(&p.check()?, data, &mut Control::default())
+}
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
 
@@ -52,12 +58,14 @@ fn assert_weights_close(a: &LinearModel, b: &LinearModel, tol: f64) {
 #[test]
 fn iris_one_vs_rest_matches_liblinear_l2_loss() {
     let data = read_svm(&format!("{DATA}iris.scale.svm"));
-    let fit = LinearParams::new(LinearSolver::L2LossSvcDual)
-        .c(1.0)
-        .bias(1.0)
-        .eps(1e-8)
-        .fit(&data)
-        .unwrap();
+    let fit = fit_linear(
+        LinearParams::new(LinearSolver::L2LossSvcDual)
+            .c(1.0)
+            .bias(1.0)
+            .eps(1e-8),
+        &data,
+    )
+    .unwrap();
     let golden = reference("iris_s1_c1_B1.liblinear");
     assert_eq!(golden.labels(), &[0.0, 1.0, 2.0]);
     assert_weights_close(&fit.model, &golden, 1e-4);
@@ -88,11 +96,13 @@ fn iris_one_vs_rest_matches_liblinear_l2_loss() {
 #[test]
 fn iris_one_vs_rest_matches_liblinear_l1_loss() {
     let data = read_svm(&format!("{DATA}iris.scale.svm"));
-    let fit = LinearParams::new(LinearSolver::L1LossSvcDual)
-        .c(0.5)
-        .eps(1e-9)
-        .fit(&data)
-        .unwrap();
+    let fit = fit_linear(
+        LinearParams::new(LinearSolver::L1LossSvcDual)
+            .c(0.5)
+            .eps(1e-9),
+        &data,
+    )
+    .unwrap();
     let golden = reference("iris_s3_c0.5.liblinear");
     let objectives = [-8.872757, -57.934994, -25.492826];
     for (r, want) in fit.report.subproblems.iter().zip(objectives) {
@@ -115,19 +125,21 @@ fn iris_one_vs_rest_matches_liblinear_l1_loss() {
 fn binary_label_order_follows_liblinear() {
     let x = DenseMatrix::new(4, 1, vec![-2.0, -1.0, 1.0, 2.0]).unwrap();
     let data = Dataset::new(Features::Dense(x.clone()), vec![-1.0, -1.0, 1.0, 1.0], None).unwrap();
-    let fit = LinearParams::new(LinearSolver::L1LossSvcDual)
-        .bias(1.0)
-        .fit(&data)
-        .unwrap();
+    let fit = fit_linear(
+        LinearParams::new(LinearSolver::L1LossSvcDual).bias(1.0),
+        &data,
+    )
+    .unwrap();
     assert_eq!(fit.model.labels(), &[1.0, -1.0]);
     assert!(fit.model.weights(0)[0] > 0.0);
     assert_eq!(fit.model.predict(&data.x), data.y);
     // Other labels keep first-appearance order; the first is the positive class.
     let data = Dataset::new(Features::Dense(x), vec![7.0, 7.0, 3.0, 3.0], None).unwrap();
-    let fit = LinearParams::new(LinearSolver::L2LossSvcDual)
-        .bias(1.0)
-        .fit(&data)
-        .unwrap();
+    let fit = fit_linear(
+        LinearParams::new(LinearSolver::L2LossSvcDual).bias(1.0),
+        &data,
+    )
+    .unwrap();
     assert_eq!(fit.model.labels(), &[7.0, 3.0]);
     assert!(fit.model.weights(0)[0] < 0.0);
     assert_eq!(fit.model.predict(&data.x), data.y);
@@ -160,8 +172,8 @@ fn sample_weights_equal_duplicates_and_class_weights_scale_c() {
             .eps(1e-9)
             .bias(1.0)
             .max_passes(50_000);
-        let a = prm.fit(&weighted).unwrap();
-        let b = prm.fit(&dup).unwrap();
+        let a = fit_linear(prm.clone(), &weighted).unwrap();
+        let b = fit_linear(prm.clone(), &dup).unwrap();
         for (ra, rb) in a.report.subproblems.iter().zip(&b.report.subproblems) {
             assert!(
                 (ra.primal_objective - rb.primal_objective).abs()
@@ -172,15 +184,17 @@ fn sample_weights_equal_duplicates_and_class_weights_scale_c() {
         assert_weights_close(&a.model, &b.model, 1e-4);
     }
     // A class weight of 2 on every class equals doubling C.
-    let a = LinearParams::new(LinearSolver::L1LossSvcDual)
-        .c(0.5)
-        .eps(1e-9)
-        .class_weight(0.0, 2.0)
-        .class_weight(1.0, 2.0)
-        .class_weight(2.0, 2.0)
-        .class_weight(9.0, 3.0)
-        .fit(&data)
-        .unwrap();
+    let a = fit_linear(
+        LinearParams::new(LinearSolver::L1LossSvcDual)
+            .c(0.5)
+            .eps(1e-9)
+            .class_weight(0.0, 2.0)
+            .class_weight(1.0, 2.0)
+            .class_weight(2.0, 2.0)
+            .class_weight(9.0, 3.0),
+        &data,
+    )
+    .unwrap();
     assert_eq!(a.report.warnings.len(), 1, "{:?}", a.report.warnings);
     // In one-vs-rest the rest keep plain C, so compare a binary problem instead.
     let bin = Dataset::new(
@@ -192,18 +206,22 @@ fn sample_weights_equal_duplicates_and_class_weights_scale_c() {
         None,
     )
     .unwrap();
-    let a = LinearParams::new(LinearSolver::L2LossSvcDual)
-        .c(0.5)
-        .eps(1e-9)
-        .class_weight(1.0, 2.0)
-        .class_weight(-1.0, 2.0)
-        .fit(&bin)
-        .unwrap();
-    let b = LinearParams::new(LinearSolver::L2LossSvcDual)
-        .c(1.0)
-        .eps(1e-9)
-        .fit(&bin)
-        .unwrap();
+    let a = fit_linear(
+        LinearParams::new(LinearSolver::L2LossSvcDual)
+            .c(0.5)
+            .eps(1e-9)
+            .class_weight(1.0, 2.0)
+            .class_weight(-1.0, 2.0),
+        &bin,
+    )
+    .unwrap();
+    let b = fit_linear(
+        LinearParams::new(LinearSolver::L2LossSvcDual)
+            .c(1.0)
+            .eps(1e-9),
+        &bin,
+    )
+    .unwrap();
     assert_weights_close(&a.model, &b.model, 1e-6);
 }
 
@@ -223,14 +241,16 @@ fn regression_fits_a_line() {
     )
     .unwrap();
     for solver in [LinearSolver::L1LossSvrDual, LinearSolver::L2LossSvrDual] {
-        let fit = LinearParams::new(solver)
-            .c(1.0)
-            .p(0.01)
-            .bias(1.0)
-            .eps(1e-6)
-            .max_passes(20000)
-            .fit(&data)
-            .unwrap();
+        let fit = fit_linear(
+            LinearParams::new(solver)
+                .c(1.0)
+                .p(0.01)
+                .bias(1.0)
+                .eps(1e-6)
+                .max_passes(20000),
+            &data,
+        )
+        .unwrap();
         let r = &fit.report.subproblems[0];
         assert!(r.gap < 1e-4 * (1.0 + r.primal_objective), "gap {}", r.gap);
         assert!(fit.model.labels().is_empty());
@@ -272,7 +292,7 @@ fn bad_parameters_and_data_are_rejected() {
         .is_err());
     assert!(LinearParams::new(s).max_passes(0).check().is_err());
     assert!(matches!(
-        LinearParams::new(s).fit(&one),
+        fit_linear(LinearParams::new(s), &one),
         Err(FitError::Data(DataError::SingleClass { .. }))
     ));
     let empty = Dataset::new(
@@ -282,7 +302,7 @@ fn bad_parameters_and_data_are_rejected() {
     )
     .unwrap();
     assert!(matches!(
-        LinearParams::new(s).fit(&empty),
+        fit_linear(LinearParams::new(s), &empty),
         Err(FitError::Data(DataError::Empty))
     ));
 }
@@ -467,14 +487,16 @@ fn auto_regression_matches_liblinear() {
     ];
     for (solver, c, file, objective, wtol) in cases {
         let objective: f64 = objective;
-        let fit = LinearParams::new(solver)
-            .c(c)
-            .p(0.1)
-            .bias(1.0)
-            .eps(1e-8)
-            .max_passes(100_000)
-            .fit(&data)
-            .unwrap();
+        let fit = fit_linear(
+            LinearParams::new(solver)
+                .c(c)
+                .p(0.1)
+                .bias(1.0)
+                .eps(1e-8)
+                .max_passes(100_000),
+            &data,
+        )
+        .unwrap();
         let r = &fit.report.subproblems[0];
         assert_eq!(r.status, marginkit::solver::Status::Converged);
         assert!(r.gap < 1e-6 * r.primal_objective, "gap {}", r.gap);

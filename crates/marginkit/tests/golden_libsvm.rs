@@ -19,14 +19,20 @@ use std::path::{Path, PathBuf};
 
 use common::tol::{self, Failures};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::error::FitError;
 use marginkit::fit::{Control, Fit};
 use marginkit::solver::{Shrinking, Status};
-use marginkit::svm::linear::{LinearModel, LinearParams, LinearSolver};
+use marginkit::svm::linear::{self, LinearFit, LinearModel, LinearParams, LinearSolver};
 use marginkit::svm::model_io::load_model;
 use marginkit::svm::params::Probability;
 use marginkit::svm::{train, Gamma, KernelKind, KernelParams, SvmParams, SvmSolver, SvmType};
 use marginkit::{Dataset, Features};
 use serde_json::Value;
+
+/// Checks `p`, then fits it without an observer.
+fn fit_linear(p: LinearParams, data: &Dataset) -> Result<LinearFit, FitError> {
+    linear::fit(&p.check()?, data, &mut Control::default())
+}
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/golden")
@@ -137,12 +143,12 @@ fn option_parser_reads_libsvm_flags() {
         parse_libsvm_options("-s 0 -t 1 -d 2 -g 0.05 -r 1 -c 4 -w1 3 -w-1 0.5 -e 1e-5").unwrap();
     let v = p.check().unwrap();
     assert_eq!(eps, 1e-5);
-    assert_eq!(v.kernel.kind, KernelKind::Poly);
-    assert_eq!(v.kernel.degree, 2);
-    assert_eq!(v.kernel.gamma, Gamma::Value(0.05));
-    assert_eq!(v.kernel.coef0, 1.0);
-    assert_eq!(v.c, 4.0);
-    assert_eq!(v.class_weights, vec![(1.0, 3.0), (-1.0, 0.5)]);
+    assert_eq!(v.kernel().kind, KernelKind::Poly);
+    assert_eq!(v.kernel().degree, 2);
+    assert_eq!(v.kernel().gamma, Gamma::Value(0.05));
+    assert_eq!(v.kernel().coef0, 1.0);
+    assert_eq!(v.c(), 4.0);
+    assert_eq!(v.class_weights(), vec![(1.0, 3.0), (-1.0, 0.5)]);
     assert!(parse_libsvm_options("-x 1").is_err());
     assert!(parse_libsvm_options("-c").is_err());
 }
@@ -164,7 +170,7 @@ fn check_libsvm_config(path: &Path, engine: SvmSolver, fails: &mut Failures) {
     };
     let nu = matches!(
         parse_libsvm_options(j["options"].as_str().unwrap()).map(|(p, _)| p.check()),
-        Ok(Ok(ref v)) if matches!(v.svm_type, SvmType::NuSvc | SvmType::NuSvr)
+        Ok(Ok(ref v)) if matches!(v.svm_type(), SvmType::NuSvc | SvmType::NuSvr)
     );
     let params = params.engine(if nu { SvmSolver::Smo } else { engine });
     let params = match params.check() {
@@ -172,7 +178,7 @@ fn check_libsvm_config(path: &Path, engine: SvmSolver, fails: &mut Failures) {
         Err(e) => return fails.fail(ctx, format!("params rejected: {e}")),
     };
     let tight = tol::is_tight(eps, j["params"]["eps"].as_f64().unwrap());
-    let precomputed = params.kernel.kind == KernelKind::Precomputed;
+    let precomputed = params.kernel().kind == KernelKind::Precomputed;
     let gd = golden_dir();
     let train_data = read(&gd.join(j["train_file"].as_str().unwrap()), precomputed, 0);
     if train_data.len() as u64 != j["n_train"].as_u64().unwrap() {
@@ -189,7 +195,7 @@ fn check_libsvm_config(path: &Path, engine: SvmSolver, fails: &mut Failures) {
     if report.status() != Status::Converged {
         fails.fail(ctx, format!("status {:?}", report.status()));
     }
-    let svm_type = params.svm_type;
+    let svm_type = params.svm_type();
 
     // Labels and pair order.
     if svm_type.is_classifier() {
@@ -519,7 +525,7 @@ fn liblinear_golden_configs() {
         for &(l, f) in &o.weights {
             lp = lp.class_weight(l, f);
         }
-        let fit = match lp.fit(&data) {
+        let fit = match fit_linear(lp, &data) {
             Ok(f) => f,
             Err(e) => {
                 fails.fail(ctx, format!("fit failed: {e}"));

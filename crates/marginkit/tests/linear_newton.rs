@@ -10,15 +10,22 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::error::FitError;
+use marginkit::fit::Control;
 use marginkit::solver::newton::{solve_svc_primal, SvcPrimal};
 use marginkit::solver::{
     dcd::LinearDesign, Cancel, IterStats, NoObserver, Observer, SolverSettings, Status,
 };
-use marginkit::svm::linear::{LinearFit, LinearModel, LinearParams, LinearSolver};
+use marginkit::svm::linear::{self, LinearFit, LinearModel, LinearParams, LinearSolver};
 use marginkit::{CsrMatrix, Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::ops::ControlFlow;
+
+/// Checks `p`, then fits it without an observer.
+fn fit_linear(p: LinearParams, data: &Dataset) -> Result<LinearFit, FitError> {
+    linear::fit(&p.check()?, data, &mut Control::default())
+}
 
 fn data_file(name: &str) -> Dataset {
     let p = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -71,7 +78,7 @@ fn fit(solver: LinearSolver, data: &Dataset, c: f64, bias: Option<f64>, eps: f64
     if let Some(b) = bias {
         p = p.bias(b);
     }
-    p.fit(data).unwrap()
+    fit_linear(p, data).unwrap()
 }
 
 /// Dense copy of row `i` with the bias feature appended.
@@ -469,12 +476,14 @@ fn integer_weights_equal_duplicated_rows_and_zero_weights_drop() {
 #[test]
 fn limits_and_interrupts_are_reported() {
     let data = blobs(13, 2000, 20, 1.0, false, false);
-    let one = LinearParams::new(LinearSolver::L2LossSvcPrimal)
-        .c(100.0)
-        .eps(1e-12)
-        .max_passes(1)
-        .fit(&data)
-        .unwrap();
+    let one = fit_linear(
+        LinearParams::new(LinearSolver::L2LossSvcPrimal)
+            .c(100.0)
+            .eps(1e-12)
+            .max_passes(1),
+        &data,
+    )
+    .unwrap();
     let s = &one.report.subproblems[0];
     assert_eq!(s.status, Status::MaxIterations);
     assert_eq!(s.iterations, 1);
@@ -485,9 +494,8 @@ fn limits_and_interrupts_are_reported() {
     cancel.cancel();
     let stopped = LinearParams::new(LinearSolver::L2LossSvrPrimal)
         .check()
-        .unwrap()
-        .fit_observed(&data, &mut cancel.clone())
         .unwrap();
+    let stopped = linear::fit(&stopped, &data, &mut Control::new(cancel.clone())).unwrap();
     assert_eq!(stopped.report.subproblems[0].status, Status::Interrupted);
 
     // The observer sees the relative gradient norm fall to the tolerance.

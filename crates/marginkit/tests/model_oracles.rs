@@ -172,7 +172,7 @@ fn assess(
 }
 
 fn class_weight(p: &SvmValidParams, label: f64) -> f64 {
-    p.class_weights
+    p.class_weights()
         .iter()
         .filter(|(l, _)| *l == label)
         .map(|(_, w)| w)
@@ -185,9 +185,9 @@ fn rebuild(p: &SvmValidParams, model: &SvmModel, data: &Dataset) -> Vec<Rebuilt>
     let k = gram(model, &data.x);
     let c = coefs(model, n);
     let w = |i: usize| data.weight(i);
-    let tol = p.solver.tol;
+    let tol = p.solver().tol;
     let mut out = Vec::new();
-    match p.svm_type {
+    match p.svm_type() {
         SvmType::CSvc | SvmType::NuSvc => {
             let nc = model.labels.len();
             let mut pair = 0;
@@ -210,10 +210,10 @@ fn rebuild(p: &SvmValidParams, model: &SvmModel, data: &Dataset) -> Vec<Rebuilt>
                             c.by_sample[t][row] * f64::from(s)
                         })
                         .collect();
-                    let (upper, sub_tol): (Vec<f64>, f64) = if p.svm_type == SvmType::CSvc {
+                    let (upper, sub_tol): (Vec<f64>, f64) = if p.svm_type() == SvmType::CSvc {
                         let u = idx
                             .iter()
-                            .map(|&t| p.c * class_weight(p, data.y[t]) * w(t))
+                            .map(|&t| p.c() * class_weight(p, data.y[t]) * w(t))
                             .collect();
                         (u, tol)
                     } else {
@@ -266,7 +266,7 @@ fn rebuild(p: &SvmValidParams, model: &SvmModel, data: &Dataset) -> Vec<Rebuilt>
                 &pvec,
                 &ys,
                 &upper,
-                p.nu * total,
+                p.nu() * total,
                 &mut alpha,
                 model.rho[0],
                 tol,
@@ -276,15 +276,15 @@ fn rebuild(p: &SvmValidParams, model: &SvmModel, data: &Dataset) -> Vec<Rebuilt>
             let beta: Vec<f64> = (0..n).map(|t| c.by_sample[t][0]).collect();
             let mut alpha: Vec<f64> = beta.iter().map(|&b| b.max(0.0)).collect();
             alpha.extend(beta.iter().map(|&b| (-b).max(0.0)));
-            let upper: Vec<f64> = (0..2 * n).map(|t| p.c * w(t % n)).collect();
-            let eps_tube = if p.svm_type == SvmType::EpsSvr {
-                p.epsilon
+            let upper: Vec<f64> = (0..2 * n).map(|t| p.c() * w(t % n)).collect();
+            let eps_tube = if p.svm_type() == SvmType::EpsSvr {
+                p.epsilon()
             } else {
                 // nu-SVR is epsilon-SVR with the tube width the nu engine found: for an
                 // unbounded SV, |z_i - f(x_i)| = epsilon. Median over those.
                 let dec = model.decision_values(&data.x);
                 let mut r: Vec<f64> = (0..n)
-                    .filter(|&t| beta[t] != 0.0 && beta[t].abs() < p.c * w(t))
+                    .filter(|&t| beta[t] != 0.0 && beta[t].abs() < p.c() * w(t))
                     .map(|t| (data.y[t] - dec[t][0]).abs())
                     .collect();
                 assert!(!r.is_empty(), "nu-SVR without unbounded SVs");
@@ -312,7 +312,7 @@ fn rebuild(p: &SvmValidParams, model: &SvmModel, data: &Dataset) -> Vec<Rebuilt>
                 model.rho[0],
                 // nu-SVR: the tube width is estimated from the model, so allow the same
                 // factor 2 as for nu-SVC.
-                if p.svm_type == SvmType::NuSvr {
+                if p.svm_type() == SvmType::NuSvr {
                     2.0 * tol
                 } else {
                     tol
@@ -490,7 +490,7 @@ fn class_weights_sample_weights_and_multiclass_satisfy_kkt() {
         let p = p.check().unwrap();
         match fit(&p, data, &mut Control::default()) {
             Ok(Fit { model: m, .. }) => {
-                if p.svm_type.is_classifier() {
+                if p.svm_type().is_classifier() {
                     let nc = m.labels.len();
                     if m.rho.len() != nc * (nc - 1) / 2 {
                         fails.fail(ctx, "one rho per pair expected");
@@ -641,19 +641,19 @@ fn fit_unless_infeasible_nu(
 ) -> Result<Option<(SvmModel, FitReport)>, TestCaseError> {
     match fit(p, d, &mut Control::default()) {
         Ok(f) => Ok(Some((f.model, f.report))),
-        Err(FitError::Data(DataError::InfeasibleNu)) if p.svm_type == SvmType::NuSvc => {
+        Err(FitError::Data(DataError::InfeasibleNu)) if p.svm_type() == SvmType::NuSvc => {
             let pos = d.y.iter().filter(|&&v| v > 0.0).count() as f64;
             let neg = d.y.len() as f64 - pos;
             prop_assert!(
-                p.nu * (pos + neg) / 2.0 > pos.min(neg),
+                p.nu() * (pos + neg) / 2.0 > pos.min(neg),
                 "InfeasibleNu for nu {} with {} / {} samples",
-                p.nu,
+                p.nu(),
                 pos,
                 neg
             );
             Ok(None)
         }
-        Err(e) => Err(TestCaseError::fail(format!("{:?}: {e}", p.svm_type))),
+        Err(e) => Err(TestCaseError::fail(format!("{:?}: {e}", p.svm_type()))),
     }
 }
 
@@ -780,8 +780,7 @@ proptest! {
         let t = TYPES[t];
         let d = problem(seed, n, t.is_regression());
         let p_on = tight(t);
-        let mut p_off = p_on.clone();
-        p_off.solver.shrinking = Shrinking::Off;
+        let p_off = SvmParams::from(p_on.clone()).shrinking(Shrinking::Off).check().unwrap();
         let on = fit_unless_infeasible_nu(&p_on, &d)?;
         let off = fit_unless_infeasible_nu(&p_off, &d)?;
         prop_assert_eq!(on.is_some(), off.is_some());
@@ -814,11 +813,11 @@ proptest! {
     fn model_write_read_round_trips_exactly(seed in 0u64..10_000, n in 8usize..40, t in 0usize..5, prob in any::<bool>()) {
         let t = TYPES[t];
         let d = problem(seed, n, t.is_regression());
-        let mut p = tight(t);
-        p.solver.tol = 1e-3;
+        let mut p = SvmParams::from(tight(t)).tol(1e-3);
         if prob && t != SvmType::OneClass {
-            p.probability = Probability::On;
+            p = p.probability(Probability::On);
         }
+        let p = p.check().unwrap();
         let Some((m, _)) = fit_unless_infeasible_nu(&p, &d)? else { return Ok(()); };
         let mut buf = Vec::new();
         write_model(&mut buf, &m).unwrap();
@@ -860,8 +859,7 @@ proptest! {
     fn cross_validation_is_deterministic(seed in 0u64..10_000, n in 10usize..40, t in 0usize..5, cv_seed in any::<u64>()) {
         let t = TYPES[t];
         let d = problem(seed, n, t.is_regression());
-        let mut p = tight(t);
-        p.solver.tol = 1e-3;
+        let p = SvmParams::from(tight(t)).tol(1e-3).check().unwrap();
         let a = cross_validation(&p, &d, 5, cv_seed);
         let b = cross_validation(&p, &d, 5, cv_seed);
         match (a, b) {
@@ -874,9 +872,11 @@ proptest! {
     #[test]
     fn platt_probabilities_sum_to_one_and_follow_the_decision(seed in 0u64..10_000, n in 12usize..40, nu in any::<bool>()) {
         let d = problem(seed, n, false);
-        let mut p = tight(if nu { SvmType::NuSvc } else { SvmType::CSvc });
-        p.solver.tol = 1e-3;
-        p.probability = Probability::On;
+        let p = SvmParams::from(tight(if nu { SvmType::NuSvc } else { SvmType::CSvc }))
+            .tol(1e-3)
+            .probability(Probability::On)
+            .check()
+            .unwrap();
         let Some((m, _)) = fit_unless_infeasible_nu(&p, &d)? else { return Ok(()); };
         prop_assert!(m.has_probability());
         let x = grid_points();
@@ -912,11 +912,9 @@ fn cache_budget_does_not_change_the_optimum() {
         (SvmType::EpsSvr, &r),
         (SvmType::NuSvr, &r),
     ] {
-        let mut small = tight(t);
-        small.solver.tol = 1e-6;
-        small.cache_bytes = 1 << 20;
-        let mut big = small.clone();
-        big.cache_bytes = 200 << 20;
+        let small = SvmParams::from(tight(t)).tol(1e-6).cache_bytes(1 << 20);
+        let big = small.clone().cache_bytes(200 << 20).check().unwrap();
+        let small = small.check().unwrap();
         let (m1, o1) = objective(&small, data);
         let (m2, o2) = objective(&big, data);
         let ctx = format!("{t:?}");

@@ -5,7 +5,7 @@
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::{Control, Fit};
-use marginkit::svm::linear::{cross_validation as linear_cv, LinearParams, LinearSolver};
+use marginkit::svm::linear::{self, cross_validation as linear_cv, LinearParams, LinearSolver};
 use marginkit::svm::model_io::write_model;
 use marginkit::svm::params::Probability;
 use marginkit::svm::train::{cross_validation, fit};
@@ -180,7 +180,7 @@ fn linear_models_are_identical_at_1_2_and_8_threads() {
         let p = LinearParams::new(solver).c(1.0).bias(1.0).check().unwrap();
         let bytes = |t| {
             in_pool(t, || {
-                let fit = p.fit(data).unwrap();
+                let fit = linear::fit(&p, data, &mut Control::default()).unwrap();
                 let mut out = Vec::new();
                 fit.model.write(&mut out).unwrap();
                 out

@@ -11,7 +11,7 @@ use marginkit::solver::smo::{solve, solve_resumable, SmoSnapshot};
 use marginkit::solver::{
     BoxQp, Cancel, Equality, IterStats, NoObserver, Observer, Shrinking, SolverSettings, Status,
 };
-use marginkit::svm::linear::{LinearParams, LinearSolver};
+use marginkit::svm::linear::{self, LinearFit, LinearParams, LinearSolver};
 use marginkit::svm::model_io::read_model_with_status;
 use marginkit::svm::{fit, FitCheckpoint, SvmParams, SvmType};
 use marginkit::{CheckpointError, FitError};
@@ -19,6 +19,11 @@ use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::ops::ControlFlow;
+
+/// Checks `p`, then fits it without an observer.
+fn fit_linear(p: LinearParams, data: &Dataset) -> Result<LinearFit, FitError> {
+    linear::fit(&p.check()?, data, &mut Control::default())
+}
 
 fn data_file(name: &str) -> Dataset {
     let p = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -139,21 +144,22 @@ fn fits_report_the_status_of_every_solve_including_platt() {
 #[test]
 fn linear_limits_and_cancel_report_their_status() {
     let data = data_file("heart_scale");
-    let fit = LinearParams::new(LinearSolver::L1LossSvcDual)
-        .c(100.0)
-        .eps(1e-6)
-        .max_passes(2)
-        .fit(&data)
-        .unwrap();
+    let fit = fit_linear(
+        LinearParams::new(LinearSolver::L1LossSvcDual)
+            .c(100.0)
+            .eps(1e-6)
+            .max_passes(2),
+        &data,
+    )
+    .unwrap();
     assert_eq!(fit.report.subproblems[0].status, Status::MaxIterations);
     assert!(fit.report.subproblems[0].gap > 0.0);
     let mut cancel = Cancel::new();
     cancel.cancel();
     let fit = LinearParams::new(LinearSolver::L2LossSvcDual)
         .check()
-        .unwrap()
-        .fit_observed(&data, &mut cancel)
         .unwrap();
+    let fit = linear::fit(&fit, &data, &mut Control::new(&mut cancel)).unwrap();
     assert_eq!(fit.report.subproblems[0].status, Status::Interrupted);
 }
 
@@ -184,11 +190,13 @@ fn non_converged_models_are_plain_files_and_old_status_lines_still_read() {
     let (_, st) = read_model_with_status(text.as_bytes()).unwrap();
     assert_eq!(st, Status::Converged);
     // Linear models too.
-    let fit = LinearParams::new(LinearSolver::L1LossSvcDual)
-        .c(100.0)
-        .max_passes(1)
-        .fit(&data)
-        .unwrap();
+    let fit = fit_linear(
+        LinearParams::new(LinearSolver::L1LossSvcDual)
+            .c(100.0)
+            .max_passes(1),
+        &data,
+    )
+    .unwrap();
     assert_eq!(fit.report.subproblems[0].status, Status::MaxIterations);
     let mut buf = Vec::new();
     fit.model.write(&mut buf).unwrap();
@@ -230,10 +238,13 @@ fn chained(
     let mut ck: Option<FitCheckpoint> = None;
     let mut stops = 0;
     for round in 1..10_000u64 {
-        let mut p = params.clone();
-        if let Some(step) = limit_step {
-            p.solver.max_iter = Some(step * round);
-        }
+        let p = match limit_step {
+            Some(step) => SvmParams::from(params.clone())
+                .max_iter(step * round)
+                .check()
+                .unwrap(),
+            None => params.clone(),
+        };
         let mut obs: Box<dyn Observer> = match every {
             Some(k) => Box::new(StopAt { k, calls: 0 }),
             None => Box::new(NoObserver),

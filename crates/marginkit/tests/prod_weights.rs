@@ -4,12 +4,18 @@
 //! caller's rows); negative and NaN weights are errors.
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::error::FitError;
 use marginkit::fit::{Control, Fit};
-use marginkit::svm::linear::{LinearParams, LinearSolver};
+use marginkit::svm::linear::{self, LinearFit, LinearParams, LinearSolver};
 use marginkit::svm::probability::sigmoid_train_weighted;
 use marginkit::svm::train::fit;
 use marginkit::svm::{SvmParams, SvmType, SvmValidParams};
 use marginkit::Dataset;
+
+/// Checks `p`, then fits it without an observer.
+fn fit_linear(p: LinearParams, data: &Dataset) -> Result<LinearFit, FitError> {
+    linear::fit(&p.check()?, data, &mut Control::default())
+}
 
 fn data_file(name: &str, rows: usize) -> Dataset {
     let p = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -100,7 +106,10 @@ fn integer_weights_equal_repeated_rows_for_linear_models() {
             .max_passes(1_000_000)
             .check()
             .unwrap();
-        let (fw, fr) = (p.fit(&wd).unwrap(), p.fit(&rd).unwrap());
+        let (fw, fr) = (
+            linear::fit(&p, &wd, &mut Control::default()).unwrap(),
+            linear::fit(&p, &rd, &mut Control::default()).unwrap(),
+        );
         let (a, b) = (&fw.report.subproblems[0], &fr.report.subproblems[0]);
         assert!(
             close(a.primal_objective, b.primal_objective, 1e-8),
@@ -192,9 +201,7 @@ fn negative_and_nan_weights_are_errors() {
         )
         .unwrap_err();
         assert!(e.to_string().contains("row 5"), "{e}");
-        let e = LinearParams::new(LinearSolver::L2LossSvcDual)
-            .fit(&raw)
-            .unwrap_err();
+        let e = fit_linear(LinearParams::new(LinearSolver::L2LossSvcDual), &raw).unwrap_err();
         assert!(e.to_string().contains("row 5"), "{e}");
     }
 }

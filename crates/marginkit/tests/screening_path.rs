@@ -7,13 +7,13 @@
 #![allow(clippy::needless_range_loop)]
 
 use marginkit::data::Dataset;
+use marginkit::fit::Control;
 use marginkit::kernel::qmatrix::{kernel_value, DenseQ};
-use marginkit::path::{run_path, Engine, Grid, PathParams, PathResult};
+use marginkit::path::{self, Engine, Grid, PathData, PathParams, PathResult};
 use marginkit::screening::{
     reference_scalars, screen, KernelSketch, LinearDesignRef, LinearSketch, Rule, RuleInputs,
     Screening, Verdict,
 };
-use marginkit::solver::NoObserver;
 use marginkit::{DenseMatrix, Features, KernelSpec};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -390,14 +390,13 @@ fn rules_screen_a_lot_near_the_reference() {
 }
 
 fn path(data: &Dataset, params: PathParams) -> PathResult {
-    run_path(
+    path::fit(
         &params.check().unwrap(),
-        data,
-        None,
-        &mut |_| {},
-        &mut NoObserver,
+        &PathData::new(data),
+        &mut Control::default(),
     )
     .unwrap()
+    .model
 }
 
 fn assert_same_objectives(a: &PathResult, b: &PathResult, rel: f64) {
@@ -569,7 +568,13 @@ fn epsilon_path_starts_at_lemma9_and_models_predict() {
         .tol(1e-6)
         .check()
         .unwrap();
-    let r = run_path(&params, &data, Some(&valid), &mut |_| {}, &mut NoObserver).unwrap();
+    let r = path::fit(
+        &params,
+        &PathData::new(&data).validate_on(Some(&valid)),
+        &mut Control::default(),
+    )
+    .unwrap()
+    .model;
     let c0 = r.c_min_trivial.unwrap();
     assert!(r.points.len() >= 3);
     assert!(r.points[0].c > c0);
@@ -701,7 +706,7 @@ fn bad_inputs_are_errors() {
     let mut three = data.clone();
     three.y[0] = 7.0;
     let p = PathParams::linear().check().unwrap();
-    assert!(run_path(&p, &three, None, &mut |_| {}, &mut NoObserver).is_err());
+    assert!(path::fit(&p, &PathData::new(&three), &mut Control::default()).is_err());
 }
 
 /// Stops the `stop_at`-th observer call (counting from 1).
@@ -729,23 +734,23 @@ fn chained_path(
     params: &marginkit::path::PathValidParams,
     stops: &[usize],
 ) -> (PathResult, usize) {
-    use marginkit::path::{run_path_resumable, PathCheckpoint};
+    use marginkit::path::PathCheckpoint;
     let mut ck: Option<PathCheckpoint> = None;
     let mut n_stops = 0;
     for &s in stops.iter().chain(std::iter::once(&usize::MAX)) {
         let mut seen = 0;
-        let (r, next) = run_path_resumable(
+        let f = path::fit(
             params,
-            data,
-            valid,
-            &mut |_| seen += 1,
-            &mut StopAt {
+            &PathData::new(data).validate_on(valid),
+            &mut Control::new(StopAt {
                 stop_at: s,
                 calls: 0,
-            },
-            ck.as_ref(),
+            })
+            .resume_opt(ck.as_ref())
+            .on_part(|_| seen += 1),
         )
         .unwrap();
+        let (r, next) = (f.model, f.checkpoint);
         assert!(seen >= ck.as_ref().map_or(0, |c| c.n_points()));
         match next {
             Some(c) => {
@@ -863,53 +868,50 @@ fn interrupted_paths_resume_to_the_identical_points() {
     }
     // Other data, validation data or parameters are refused; a damaged file is detected.
     let p = PathParams::kernel(rbf).check().unwrap();
-    let (_, ck) = marginkit::path::run_path_resumable(
+    let ck = path::fit(
         &p,
-        &data,
-        None,
-        &mut |_| {},
-        &mut StopAt {
+        &PathData::new(&data),
+        &mut Control::new(StopAt {
             stop_at: 3,
             calls: 0,
-        },
-        None,
+        }),
     )
+    .unwrap()
+    .checkpoint
     .unwrap();
-    let ck = ck.unwrap();
     let other = PathParams::kernel(KernelSpec::Rbf { gamma: 0.4 })
         .check()
         .unwrap();
     let run = |p: &marginkit::path::PathValidParams, d: &Dataset, v: Option<&Dataset>| {
-        marginkit::path::run_path_resumable(p, d, v, &mut |_| {}, &mut NoObserver, Some(&ck))
+        path::fit(
+            p,
+            &PathData::new(d).validate_on(v),
+            &mut Control::default().resume_from(&ck),
+        )
     };
     assert!(run(&other, &data, None).is_err());
     let lin = PathParams::linear().check().unwrap();
-    let (_, lck) = marginkit::path::run_path_resumable(
+    let lck = path::fit(
         &lin,
-        &data,
-        None,
-        &mut |_| {},
-        &mut StopAt {
+        &PathData::new(&data),
+        &mut Control::new(StopAt {
             stop_at: 3,
             calls: 0,
-        },
-        None,
+        }),
     )
+    .unwrap()
+    .checkpoint
     .unwrap();
-    let lck = lck.unwrap();
     let cold = PathParams::linear()
         .linear_start(marginkit::path::LinearStart::Cold)
         .check()
         .unwrap();
     // A checkpoint of the default start does not resume a cold path, and the default resumes.
     let run_l = |p: &marginkit::path::PathValidParams| {
-        marginkit::path::run_path_resumable(
+        path::fit(
             p,
-            &data,
-            None,
-            &mut |_| {},
-            &mut NoObserver,
-            Some(&lck),
+            &PathData::new(&data),
+            &mut Control::default().resume_from(&lck),
         )
     };
     assert!(run_l(&cold).is_err());

@@ -84,7 +84,9 @@ pub fn run(a: GridArgs) -> Exit {
         &a.input,
         kernel.kind == KernelKind::Precomputed,
     )?;
-    let regression = params.as_ref().is_some_and(|p| p.svm_type.is_regression());
+    let regression = params
+        .as_ref()
+        .is_some_and(|p| p.svm_type().is_regression());
     let cs: Vec<f64> = log2c.iter().map(|e| e.exp2()).collect();
     let gs: Vec<f64> = log2g.iter().map(|e| e.exp2()).collect();
     let mut best: Option<GridPoint> = None;

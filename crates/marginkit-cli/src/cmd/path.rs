@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use crate::common::progress::Progress;
 use clap::{ArgAction, Args};
+use marginkit::fit::Control;
 use marginkit::path::{
-    run_path_resumable, Engine, Grid, LinearStart, PathCheckpoint, PathParams, PathPoint,
-    PathResult,
+    Engine, Grid, LinearStart, PathCheckpoint, PathData, PathParams, PathPoint, PathResult,
 };
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::screening::Rule;
@@ -104,9 +104,9 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
         PathParams::linear()
     } else {
         let sp = svm_params(m)?;
-        PathParams::kernel(sp.kernel.resolve(data.n_features()))
-            .cache_bytes(sp.cache_bytes)
-            .tol(sp.solver.tol)
+        PathParams::kernel(sp.kernel().resolve(data.n_features()))
+            .cache_bytes(sp.cache_bytes())
+            .tol(sp.solver().tol)
     };
     if let Some(e) = m.eps {
         p = p.tol(e);
@@ -254,7 +254,7 @@ pub fn run(a: PathArgs) -> Exit {
         None => None,
     };
     let params = params(&a, &data)?.check()?;
-    let len = match &params.grid {
+    let len = match &params.grid() {
         Grid::Log { points, .. } => Some(*points),
         Grid::List(v) => Some(v.len()),
         Grid::Epsilon { .. } => None,
@@ -268,24 +268,24 @@ pub fn run(a: PathArgs) -> Exit {
     // the previous mark (one thread of work at a time, so it is not blurred by the other
     // processes on a loaded machine as wall time is).
     let mut cpu_marks = vec![process_cpu_seconds()];
-    let result = run_path_resumable(
+    let result = marginkit::path::fit(
         &params,
-        &data,
-        valid.as_ref(),
-        &mut |p| {
-            progress.inc(&format!(
-                "C {:.4e} nSV {} screened {}",
-                p.c,
-                p.n_sv,
-                p.screened_r + p.screened_l
-            ));
-            cpu_marks.push(process_cpu_seconds());
-        },
-        &mut cancel,
-        resume.as_ref(),
+        &PathData::new(&data).validate_on(valid.as_ref()),
+        &mut Control::new(&mut cancel)
+            .resume_opt(resume.as_ref())
+            .on_part(|p: &PathPoint| {
+                progress.inc(&format!(
+                    "C {:.4e} nSV {} screened {}",
+                    p.c,
+                    p.n_sv,
+                    p.screened_r + p.screened_l
+                ));
+                cpu_marks.push(process_cpu_seconds());
+            }),
     );
     progress.finish();
-    let (result, checkpoint) = result.map_err(|e| a.ckpt.err(e))?;
+    let fit = result.map_err(|e| a.ckpt.err(e))?;
+    let (result, report, checkpoint) = (fit.model, fit.report, fit.checkpoint);
     let state_written = match &checkpoint {
         Some(c) => {
             marginkit::data::write_output(&state_path, |w| {
@@ -327,7 +327,7 @@ pub fn run(a: PathArgs) -> Exit {
                 p.kkt_violators_freed
             );
         }
-        println!("total {:.4} s", result.total_seconds);
+        println!("total {:.4} s", report.total_seconds);
     }
     for p in &result.points {
         if p.status != marginkit::solver::Status::Converged {
@@ -380,7 +380,7 @@ pub fn run(a: PathArgs) -> Exit {
                     point_json(p, cpu)
                 })
                 .collect::<Vec<_>>(),
-            "total_seconds": result.total_seconds,
+            "total_seconds": report.total_seconds,
             "screening": choice(&a.screening),
             "n_samples": data.len(),
             "c_min_trivial": result.c_min_trivial,

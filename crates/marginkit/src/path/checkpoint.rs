@@ -1,4 +1,4 @@
-//! Checkpoints of a regularization path: what [`super::run_path_resumable`] needs to continue an
+//! Checkpoints of a regularization path: what [`super::fit`] needs to continue an
 //! interrupted path to exactly the points an uninterrupted run gives.
 //!
 //! A path is a sequence of points, each computed from the state the previous ones left: the
@@ -22,7 +22,7 @@ use crate::data::Dataset;
 use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
 use crate::solver::Status;
 
-use super::{PathParams, PathPoint};
+use super::{PathPoint, PathValidParams};
 
 const MAGIC: &str = "MKPATHC2";
 /// The form without the secant warm start (refused by name).
@@ -40,7 +40,7 @@ pub(crate) struct RefState {
     pub w: Option<Vec<f64>>,
 }
 
-/// Where a stopped path is, to be continued by [`super::run_path_resumable`].
+/// Where a stopped path is, to be continued by [`super::fit`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathCheckpoint {
     pub(crate) fingerprint: u64,
@@ -61,7 +61,11 @@ pub struct PathCheckpoint {
 }
 
 /// Fingerprint of the path's data, validation data and result-changing parameters.
-pub(crate) fn fingerprint(params: &PathParams, train: &Dataset, valid: Option<&Dataset>) -> u64 {
+pub(crate) fn fingerprint(
+    params: &PathValidParams,
+    train: &Dataset,
+    valid: Option<&Dataset>,
+) -> u64 {
     let mut h = Fnv::new();
     let p = format!(
         "path|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
@@ -343,10 +347,11 @@ fn get_point(d: &mut Dec<'_>) -> Result<PathPoint, CheckpointError> {
 mod tests {
     use super::*;
     use crate::data::{DenseMatrix, Features};
+    use crate::fit::Control;
     use crate::kernel::KernelSpec;
-    use crate::path::{run_path_resumable, Grid};
+    use crate::path::{fit, Grid, PathData, PathParams};
     use crate::persist::resealed_variants;
-    use crate::solver::{IterStats, NoObserver, Observer};
+    use crate::solver::{IterStats, Observer};
     use std::ops::ControlFlow;
 
     struct StopAt(usize);
@@ -391,15 +396,13 @@ mod tests {
             PathParams::kernel(KernelSpec::Rbf { gamma: 2.0 }).grid(grid.clone()),
             PathParams::linear().grid(grid.clone()),
         ] {
-            let (_, ck) = run_path_resumable(
+            let ck = fit(
                 &params.clone().check().unwrap(),
-                &d,
-                None,
-                &mut |_| {},
-                &mut StopAt(3),
-                None,
+                &PathData::new(&d),
+                &mut Control::new(StopAt(3)),
             )
-            .unwrap();
+            .unwrap()
+            .checkpoint;
             // Limits are not in the fingerprint: the resumes below stay short even from a
             // crafted, inconsistent state.
             let params = params.max_iter(Some(200)).check().unwrap();
@@ -411,8 +414,11 @@ mod tests {
                 };
                 tried += 1;
                 // Ok or Err: either is fine, a panic is not.
-                let _ =
-                    run_path_resumable(&params, &d, None, &mut |_| {}, &mut NoObserver, Some(&c));
+                let _ = fit(
+                    &params,
+                    &PathData::new(&d),
+                    &mut Control::default().resume_from(&c),
+                );
             }
             assert!(tried > 50, "{tried}");
         }

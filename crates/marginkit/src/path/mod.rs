@@ -59,9 +59,9 @@
 //!
 //! ```
 //! use marginkit::data::libsvm_fmt::{read_libsvm_bytes, ReadOptions};
-//! use marginkit::path::{run_path, Grid, PathParams};
+//! use marginkit::fit::Control;
+//! use marginkit::path::{fit, Grid, PathData, PathParams};
 //! use marginkit::screening::Rule;
-//! use marginkit::solver::NoObserver;
 //! use marginkit::KernelSpec;
 //!
 //! let text = b"+1 1:0.9 2:0.1\n+1 1:0.8 2:0.3\n-1 1:-0.7 2:0.2\n-1 1:-0.9 2:-0.4\n+1 1:0.1 2:0.2\n";
@@ -71,7 +71,7 @@
 //!     .screening(Some(Rule::It))
 //!     .tol(1e-6)
 //!     .check()?;
-//! let path = run_path(&params, &data, None, &mut |_p| {}, &mut NoObserver)?;
+//! let path = fit(&params, &PathData::new(&data), &mut Control::default())?.model;
 //! assert_eq!(path.points.len(), 7);
 //! let model = path.svm_model(6, &data)?; // an ordinary SvmModel (rho = 0 without a bias)
 //! assert_eq!(model.predict(&data.x)?.len(), 5);
@@ -90,6 +90,7 @@ use checkpoint::RefState;
 
 use crate::data::Dataset;
 use crate::error::{CheckpointError, DataError, FitError, ParamError};
+use crate::fit::{Control, Fit, Report};
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{QMatrix, SvcQ};
 use crate::kernel::KernelSpec;
@@ -161,53 +162,48 @@ pub enum LinearStart {
     Cold,
 }
 
-/// Parameters of a path (unchecked builder; [`PathParams::check`] validates).
+/// Checked parameters of a path, the only form [`fit`] accepts. Made by
+/// [`PathParams::check`]; read through the getters.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PathParams {
+pub struct PathValidParams {
     /// Kernel or linear engine.
-    pub engine: Engine,
+    pub(crate) engine: Engine,
     /// Constant feature `B > 0` appended to every sample (kernel `K + B^2`; a regularized bias).
-    pub bias: Option<f64>,
+    pub(crate) bias: Option<f64>,
     /// The C values.
-    pub grid: Grid,
+    pub(crate) grid: Grid,
     /// The screening rule, or none.
-    pub screening: Option<Rule>,
+    pub(crate) screening: Option<Rule>,
     /// Solver tolerance (SMO: max |projected gradient|; DCD: projected-gradient span).
-    pub tol: f64,
+    pub(crate) tol: f64,
     /// The solver's own shrinking.
-    pub shrinking: Shrinking,
+    pub(crate) shrinking: Shrinking,
     /// Kernel cache size in bytes.
-    pub cache_bytes: u64,
+    pub(crate) cache_bytes: u64,
     /// Iteration limit per solve (`None`: the engine's default).
-    pub max_iter: Option<u64>,
+    pub(crate) max_iter: Option<u64>,
     /// Time limit per solve.
-    pub time_limit: Option<Duration>,
+    pub(crate) time_limit: Option<Duration>,
     /// Seed of the DCD permutations.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// How the linear engine starts each solve (kernel paths accept only the default).
-    pub linear_start: LinearStart,
+    pub(crate) linear_start: LinearStart,
     /// Keep every point's solution (`alpha`, and `w` for linear paths) in the result, as
     /// [`PathResult::svm_model`] and [`PathResult::linear_model`] need. Without it the points
     /// carry empty vectors (memory `O(n)` instead of `O(n x points)`).
-    pub keep_solutions: bool,
+    pub(crate) keep_solutions: bool,
 }
 
-/// Checked [`PathParams`].
+/// Unchecked parameters of a path (a consuming builder); [`PathParams::check`] validates
+/// them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PathValidParams(PathParams);
-
-impl std::ops::Deref for PathValidParams {
-    type Target = PathParams;
-    fn deref(&self) -> &PathParams {
-        &self.0
-    }
-}
+pub struct PathParams(PathValidParams);
 
 impl PathParams {
     /// A kernel path with defaults: 31-point log grid on `[2^-5, 2^10]`, IT screening,
     /// tolerance 1e-3, shrinking on, 200 MB cache.
     pub fn kernel(kernel: KernelSpec) -> Self {
-        Self {
+        Self(PathValidParams {
             engine: Engine::Kernel(kernel),
             bias: None,
             grid: Grid::Log {
@@ -224,69 +220,69 @@ impl PathParams {
             seed: 0,
             linear_start: LinearStart::Auto,
             keep_solutions: true,
-        }
+        })
     }
     /// A linear path with the same defaults (tolerance 0.1, LIBLINEAR's).
     pub fn linear() -> Self {
-        Self {
+        Self(PathValidParams {
             engine: Engine::Linear,
             tol: 0.1,
-            ..Self::kernel(KernelSpec::Linear)
-        }
+            ..Self::kernel(KernelSpec::Linear).0
+        })
     }
     /// Sets the grid.
     pub fn grid(mut self, g: Grid) -> Self {
-        self.grid = g;
+        self.0.grid = g;
         self
     }
     /// Sets the screening rule.
     pub fn screening(mut self, r: Option<Rule>) -> Self {
-        self.screening = r;
+        self.0.screening = r;
         self
     }
     /// Sets the bias feature.
     pub fn bias(mut self, b: Option<f64>) -> Self {
-        self.bias = b;
+        self.0.bias = b;
         self
     }
     /// Sets the tolerance.
     pub fn tol(mut self, t: f64) -> Self {
-        self.tol = t;
+        self.0.tol = t;
         self
     }
     /// Sets shrinking.
     pub fn shrinking(mut self, s: Shrinking) -> Self {
-        self.shrinking = s;
+        self.0.shrinking = s;
         self
     }
     /// Sets the cache size.
     pub fn cache_bytes(mut self, b: u64) -> Self {
-        self.cache_bytes = b;
+        self.0.cache_bytes = b;
         self
     }
     /// Sets the iteration limit per solve.
     pub fn max_iter(mut self, m: Option<u64>) -> Self {
-        self.max_iter = m;
+        self.0.max_iter = m;
         self
     }
     /// Sets the time limit per solve.
     pub fn time_limit(mut self, t: Option<Duration>) -> Self {
-        self.time_limit = t;
+        self.0.time_limit = t;
         self
     }
     /// Sets the seed.
     pub fn seed(mut self, s: u64) -> Self {
-        self.seed = s;
+        self.0.seed = s;
         self
     }
     /// Sets the linear engine's start of each solve.
     pub fn linear_start(mut self, s: LinearStart) -> Self {
-        self.linear_start = s;
+        self.0.linear_start = s;
         self
     }
     /// Keeps (or drops) every point's solution.
     pub fn keep_solutions(mut self, k: bool) -> Self {
-        self.keep_solutions = k;
+        self.0.keep_solutions = k;
         self
     }
 
@@ -295,23 +291,23 @@ impl PathParams {
     /// # Errors
     /// [`ParamError`] for a non-positive or non-finite tolerance, bias, C or eps, an empty grid,
     /// `c_min > c_max`, or an invalid kernel.
-    pub fn check(&self) -> Result<PathValidParams, ParamError> {
-        crate::error::positive("tol", self.tol)?;
-        if let Some(b) = self.bias {
+    pub fn check(self) -> Result<PathValidParams, ParamError> {
+        crate::error::positive("tol", self.0.tol)?;
+        if let Some(b) = self.0.bias {
             crate::error::positive("bias", b)?;
         }
-        if self.cache_bytes == 0 {
+        if self.0.cache_bytes == 0 {
             return Err(ParamError::Incompatible("the cache size must be > 0"));
         }
-        if let Engine::Kernel(k) = self.engine {
+        if let Engine::Kernel(k) = self.0.engine {
             k.check()?;
-            if self.linear_start != LinearStart::Auto {
+            if self.0.linear_start != LinearStart::Auto {
                 return Err(ParamError::Incompatible(
                     "the start choice (scaled, secant, cold) is for the linear engine only",
                 ));
             }
         }
-        match &self.grid {
+        match &self.0.grid {
             Grid::Log {
                 c_min,
                 c_max,
@@ -355,7 +351,58 @@ impl PathParams {
                 }
             }
         }
-        Ok(PathValidParams(self.clone()))
+        Ok(self.0)
+    }
+}
+
+impl PathValidParams {
+    /// Kernel or linear engine.
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+    /// The constant feature `B` appended to every sample, if any.
+    pub fn bias(&self) -> Option<f64> {
+        self.bias
+    }
+    /// The C values.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+    /// The screening rule, or none.
+    pub fn screening(&self) -> Option<Rule> {
+        self.screening
+    }
+    /// Solver tolerance.
+    pub fn tol(&self) -> f64 {
+        self.tol
+    }
+    /// The solver's own shrinking.
+    pub fn shrinking(&self) -> Shrinking {
+        self.shrinking
+    }
+    /// Kernel cache size in bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache_bytes
+    }
+    /// Iteration limit per solve (`None`: the engine's default).
+    pub fn max_iter(&self) -> Option<u64> {
+        self.max_iter
+    }
+    /// Time limit per solve.
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.time_limit
+    }
+    /// Seed of the DCD permutations.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// How the linear engine starts each solve.
+    pub fn linear_start(&self) -> LinearStart {
+        self.linear_start
+    }
+    /// Whether every point's solution is kept in the result.
+    pub fn keep_solutions(&self) -> bool {
+        self.keep_solutions
     }
 }
 
@@ -421,10 +468,47 @@ pub struct PathResult {
     pub bias: Option<f64>,
     /// Number of features of the training data.
     pub n_features: usize,
-    /// Wall time of the whole path.
+}
+
+/// How a path run went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathReport {
+    /// [`Status::Interrupted`] when the observer stopped the path (the result then holds the
+    /// points finished before); otherwise the worst status of the points' last solves.
+    pub status: Status,
+    /// Wall time of the whole run.
     pub total_seconds: f64,
     /// Kernel cache statistics at the end (kernel engine).
     pub cache: Option<CacheStats>,
+}
+
+impl Report for PathReport {
+    fn status(&self) -> Status {
+        self.status
+    }
+}
+
+/// The data of a path: the training set (exactly two classes, no sample weights) and,
+/// optionally, a validation set on which each point is evaluated.
+#[derive(Debug, Clone, Copy)]
+pub struct PathData<'a> {
+    /// The training set.
+    pub train: &'a Dataset,
+    /// The validation set, if any (same features as the training set).
+    pub valid: Option<&'a Dataset>,
+}
+
+impl<'a> PathData<'a> {
+    /// A path on `train` without validation.
+    pub fn new(train: &'a Dataset) -> Self {
+        Self { train, valid: None }
+    }
+    /// Evaluates each point on `valid` (when given).
+    #[must_use]
+    pub fn validate_on(mut self, valid: Option<&'a Dataset>) -> Self {
+        self.valid = valid;
+        self
+    }
 }
 
 impl PathResult {
@@ -489,44 +573,65 @@ impl PathResult {
     }
 }
 
-/// Runs the path on `train` (exactly two classes, no sample weights), evaluating each point on
-/// `valid` when given. `on_point` is called after each C (progress); `obs` receives the
-/// solvers' progress (and one call with iteration 0 before each point) and may stop the path:
-/// it then ends with the points finished so far (see [`run_path_resumable`] to continue it).
+/// Runs the path on `data.train`, evaluating each point on `data.valid` when given. The
+/// callback of [`Control::on_part`] receives each point as it is finished (also the points
+/// taken from the state resumed from); the observer receives the solvers' progress (and one call
+/// with iteration 0 before each point) and may stop the path.
+///
+/// A stopped path returns at once with the finished points only (the unfinished point is not
+/// reported: no margin pass over its partial solution), status [`Status::Interrupted`] and a
+/// [`PathCheckpoint`]: the finished points and the state before the unfinished one. Given back
+/// through [`Control::resume_from`] (same data, validation data and parameters; limits, cache
+/// size and thread count may differ), the path continues at the interrupted point and every
+/// point is the one an uninterrupted run computes, bit for bit.
 ///
 /// # Errors
-/// [`FitError::Data`] for empty data, one class or more than two, sample weights, a validation
-/// set with other features; [`FitError::Solve`] on numerical breakdown.
-pub fn run_path(
+/// [`FitError::Data`] for empty data, one class or more than two, a validation set with other
+/// features; [`FitError::Param`] for sample weights; [`FitError::Solve`] on numerical
+/// breakdown; [`FitError::Checkpoint`] when the state to resume from was made with other data
+/// or parameters, or does not fit the problem.
+pub fn fit(
     params: &PathValidParams,
-    train: &Dataset,
-    valid: Option<&Dataset>,
-    on_point: &mut dyn FnMut(&PathPoint),
-    obs: &mut dyn Observer,
-) -> Result<PathResult, FitError> {
-    run_path_resumable(params, train, valid, on_point, obs, None).map(|(r, _)| r)
+    data: &PathData<'_>,
+    ctl: &mut Control<'_, PathCheckpoint, PathPoint>,
+) -> Result<Fit<PathResult, PathReport, PathCheckpoint>, FitError> {
+    let resume = ctl.resume();
+    let (obs, mut parts) = ctl.observer_and_parts();
+    let mut on_point = |p: &PathPoint| {
+        if let Some(f) = parts.as_mut() {
+            f(p);
+        }
+    };
+    let start = Instant::now();
+    let (model, cache, checkpoint) =
+        run(params, data.train, data.valid, &mut on_point, obs, resume)?;
+    let status = if checkpoint.is_some() {
+        Status::Interrupted
+    } else {
+        model
+            .points
+            .iter()
+            .fold(Status::Converged, |w, p| w.worst(p.status))
+    };
+    Ok(Fit {
+        model,
+        report: PathReport {
+            status,
+            total_seconds: start.elapsed().as_secs_f64(),
+            cache,
+        },
+        checkpoint,
+    })
 }
 
-/// [`run_path`] that can stop and continue. When the observer stops a solve (or says stop
-/// between points), the path returns at once with the finished points only (the unfinished
-/// point is not reported: no margin pass over its partial solution) and a [`PathCheckpoint`]:
-/// the finished points and the state before the unfinished one. Given back as `resume` (same
-/// data, validation data and parameters; limits, cache size and thread count may differ), the path continues at the interrupted point and every point
-/// is the one an uninterrupted run computes, bit for bit. `on_point` is also called for the
-/// points taken from the checkpoint.
-///
-/// # Errors
-/// As [`run_path`]; [`FitError::Checkpoint`] when the checkpoint was made with other data or
-/// parameters, or does not fit the problem.
-pub fn run_path_resumable(
+fn run(
     params: &PathValidParams,
     train: &Dataset,
     valid: Option<&Dataset>,
     on_point: &mut dyn FnMut(&PathPoint),
     obs: &mut dyn Observer,
     resume: Option<&PathCheckpoint>,
-) -> Result<(PathResult, Option<PathCheckpoint>), FitError> {
-    let start = Instant::now();
+) -> Result<(PathResult, Option<CacheStats>, Option<PathCheckpoint>), FitError> {
     if train.is_empty() {
         return Err(DataError::Empty.into());
     }
@@ -590,9 +695,8 @@ pub fn run_path_resumable(
         engine: params.engine,
         bias: params.bias,
         n_features: train.n_features(),
-        total_seconds: 0.0,
-        cache: None,
     };
+    let mut cache = None;
     match params.engine {
         Engine::Kernel(kernel) => {
             let base = SvcQ::new(&train.x, kernel, &ctx.y, params.cache_bytes as usize)?;
@@ -607,7 +711,7 @@ pub fn run_path_resumable(
                         obs,
                         (resume, &mut ck),
                     )?;
-                    result.cache = Some(q.cache_stats());
+                    cache = Some(q.cache_stats());
                 }
                 Some(b) => {
                     let mut q = Augmented::new(base, &ctx.y, b * b);
@@ -619,18 +723,17 @@ pub fn run_path_resumable(
                         obs,
                         (resume, &mut ck),
                     )?;
-                    result.cache = Some(q.cache_stats());
+                    cache = Some(q.cache_stats());
                 }
             }
         }
         Engine::Linear => linear_path(&mut ctx, &mut result, on_point, obs, (resume, &mut ck))?,
     }
-    result.total_seconds = start.elapsed().as_secs_f64();
     if let Some(c) = &mut ck {
         c.fingerprint = fp();
         c.c_min_trivial = result.c_min_trivial;
     }
-    Ok((result, ck))
+    Ok((result, cache, ck))
 }
 
 /// The resume input and the checkpoint output of one engine run.
@@ -728,7 +831,7 @@ fn permute_to<Q: QMatrix>(q: &mut Q, perm: &[usize]) {
 
 /// What both engines share.
 struct Ctx<'a> {
-    params: &'a PathParams,
+    params: &'a PathValidParams,
     train: &'a Dataset,
     valid: Option<&'a Dataset>,
     labels: [f64; 2],

@@ -3,7 +3,7 @@
 //! warm-starts each C from the previous solution scaled by C_new / C_old (which stays feasible:
 //! the equality `y'a = 0` is preserved by scaling and the box scales with C).
 
-use super::params::{Gamma, Probability, SvmType, SvmValidParams};
+use super::params::{Probability, SvmType, SvmValidParams};
 use super::train::{class_order, cross_validation_status, fold_assignment};
 use crate::data::Dataset;
 use crate::error::{DataError, FitError};
@@ -42,7 +42,8 @@ impl GridPoint {
 /// is returned only when all its folds finished.
 ///
 /// # Errors
-/// As [`super::train::fit`].
+/// [`FitError::Param`] when a C or gamma is not finite and `> 0`; otherwise as
+/// [`super::train::fit`].
 pub fn grid_search(
     params: &SvmValidParams,
     data: &Dataset,
@@ -60,10 +61,14 @@ pub fn grid_search(
         && params.probability == Probability::Off
         && class_order(&data.y).len() == 2
         && params.class_weights.is_empty();
+    for &gamma in gammas {
+        for &c in cs {
+            params.with_c_gamma(c, gamma)?;
+        }
+    }
     let mut out = Vec::with_capacity(cs.len() * gammas.len());
     for &gamma in gammas {
-        let mut p = params.clone();
-        p.kernel.gamma = Gamma::Value(gamma);
+        let p = params.with_c_gamma(params.c, gamma)?;
         if reuse {
             let Some(points) = binary_c_path(&p, data, cs, folds, cancel)? else {
                 break;
@@ -77,8 +82,7 @@ pub fn grid_search(
                 if cancel.is_cancelled() {
                     return Ok(out);
                 }
-                let mut pc = p.clone();
-                pc.c = c;
+                let pc = params.with_c_gamma(c, gamma)?;
                 let (pred, status) = cross_validation_status(&pc, data, folds, params.seed)?;
                 let n = data.len() as f64;
                 let score = if regression {

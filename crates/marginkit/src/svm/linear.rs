@@ -4,11 +4,13 @@
 //! ([`crate::solver::newton`], `-s 2` and `-s 11`), with LIBLINEAR-compatible model files.
 //!
 //! ```
-//! use marginkit::svm::linear::{LinearParams, LinearSolver};
+//! use marginkit::fit::Control;
+//! use marginkit::svm::linear::{fit, LinearParams, LinearSolver};
 //! use marginkit::{Dataset, DenseMatrix, Features};
 //! let x = DenseMatrix::new(4, 1, vec![-2.0, -1.0, 1.0, 2.0]).unwrap();
 //! let data = Dataset::new(Features::Dense(x), vec![-1.0, -1.0, 1.0, 1.0], None).unwrap();
-//! let fit = LinearParams::new(LinearSolver::L2LossSvcDual).c(1.0).bias(1.0).fit(&data).unwrap();
+//! let params = LinearParams::new(LinearSolver::L2LossSvcDual).c(1.0).bias(1.0).check().unwrap();
+//! let fit = fit(&params, &data, &mut Control::default()).unwrap();
 //! assert_eq!(fit.model.predict(&data.x), vec![-1.0, -1.0, 1.0, 1.0]);
 //! ```
 //!
@@ -27,9 +29,10 @@ use crate::data::{ops, Dataset, Features, Row};
 use crate::error::{
     non_negative, positive, DataError, FitError, IoError, ParamError, ParseError, ParseErrorKind,
 };
+use crate::fit::{Control, Fit, Report};
 use crate::solver::dcd::{self, LinearDesign, SvcDual, SvrDual};
 use crate::solver::newton::{self, SvcPrimal, SvrPrimal};
-use crate::solver::{BoxQp, Equality, NoObserver, Observer, Shrinking, SolverSettings, Status};
+use crate::solver::{BoxQp, Equality, Observer, Shrinking, SolverSettings, Status};
 
 /// Most classes a model may have (fit and model files).
 pub const MAX_CLASSES: usize = 65_536;
@@ -145,9 +148,10 @@ impl LinearSolver {
 /// [`LinearSolver::default_eps`] for the primal ones.
 pub const DEFAULT_EPS: f64 = 0.1;
 
-/// Unchecked parameters of a linear SVM (builder). [`LinearParams::check`] validates them.
+/// Checked parameters of a linear SVM, the only form [`fit`] accepts. Made by
+/// [`LinearParams::check`]; read through the getters.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LinearParams {
+pub struct LinearValidParams {
     solver: LinearSolver,
     c: f64,
     /// `None`: the solver's default ([`LinearSolver::default_eps`]).
@@ -162,9 +166,10 @@ pub struct LinearParams {
     time_limit: Option<Duration>,
 }
 
-/// Validated parameters; only these fit.
+/// Unchecked parameters of a linear SVM (a consuming builder); [`LinearParams::check`]
+/// validates them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LinearValidParams(LinearParams);
+pub struct LinearParams(LinearValidParams);
 
 impl LinearParams {
     /// Defaults: `C = 1`, `eps` the solver's ([`LinearSolver::default_eps`]), `p = 0.1`, no
@@ -172,7 +177,7 @@ impl LinearParams {
     /// (10,000) passes (primal solvers: [`newton::DEFAULT_MAX_NEWTON`] Newton iterations), no
     /// time limit.
     pub fn new(solver: LinearSolver) -> Self {
-        Self {
+        Self(LinearValidParams {
             solver,
             c: 1.0,
             eps: None,
@@ -183,63 +188,63 @@ impl LinearParams {
             shrinking: Shrinking::On,
             max_passes: None,
             time_limit: None,
-        }
+        })
     }
     /// Sets the formulation.
     pub fn solver(mut self, solver: LinearSolver) -> Self {
-        self.solver = solver;
+        self.0.solver = solver;
         self
     }
     /// Cost `C > 0` (`-c`, default 1).
     pub fn c(mut self, c: f64) -> Self {
-        self.c = c;
+        self.0.c = c;
         self
     }
     /// Stopping tolerance `> 0` (`-e`, default [`LinearSolver::default_eps`]; see
     /// [`crate::solver::dcd`] and [`crate::solver::newton`] for the rules).
     pub fn eps(mut self, eps: f64) -> Self {
-        self.eps = Some(eps);
+        self.0.eps = Some(eps);
         self
     }
     /// SVR insensitive-tube width `>= 0` (`-p`, default 0.1); ignored by SVC.
     pub fn p(mut self, p: f64) -> Self {
-        self.p = p;
+        self.0.p = p;
         self
     }
     /// Appends a constant feature of value `b > 0` (`-B b`).
     pub fn bias(mut self, b: f64) -> Self {
-        self.bias = Some(b);
+        self.0.bias = Some(b);
         self
     }
     /// No bias feature (LIBLINEAR's default `-B -1`).
     pub fn no_bias(mut self) -> Self {
-        self.bias = None;
+        self.0.bias = None;
         self
     }
     /// Multiplies C of class `label` by `factor >= 0` (`-wi`); repeated labels multiply.
     pub fn class_weight(mut self, label: f64, factor: f64) -> Self {
-        self.class_weights.push((label, factor));
+        self.0.class_weights.push((label, factor));
         self
     }
     /// Seed of the per-pass permutations (default 0).
     pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+        self.0.seed = seed;
         self
     }
     /// Shrinking heuristic (default on).
     pub fn shrinking(mut self, s: Shrinking) -> Self {
-        self.shrinking = s;
+        self.0.shrinking = s;
         self
     }
     /// Most outer passes per subproblem, `>= 1` (default [`dcd::DEFAULT_MAX_PASSES`]); for the
     /// primal solvers, most Newton iterations (default [`newton::DEFAULT_MAX_NEWTON`]).
     pub fn max_passes(mut self, m: u64) -> Self {
-        self.max_passes = Some(m);
+        self.0.max_passes = Some(m);
         self
     }
     /// Wall-clock limit per subproblem.
     pub fn time_limit(mut self, t: Duration) -> Self {
-        self.time_limit = Some(t);
+        self.0.time_limit = Some(t);
         self
     }
 
@@ -248,16 +253,16 @@ impl LinearParams {
     /// # Errors
     /// [`ParamError`] when `C`, `eps` or a bias value is not finite and `> 0`, `p` or a class
     /// weight is negative or NaN, a class-weight label is not finite, or `max_passes` is 0.
-    pub fn check(&self) -> Result<LinearValidParams, ParamError> {
-        positive("C", self.c)?;
-        if let Some(e) = self.eps {
+    pub fn check(self) -> Result<LinearValidParams, ParamError> {
+        positive("C", self.0.c)?;
+        if let Some(e) = self.0.eps {
             positive("eps", e)?;
         }
-        non_negative("p", self.p)?;
-        if let Some(b) = self.bias {
+        non_negative("p", self.0.p)?;
+        if let Some(b) = self.0.bias {
             check_bias_feature(b)?;
         }
-        for &(label, factor) in &self.class_weights {
+        for &(label, factor) in &self.0.class_weights {
             if !label.is_finite() {
                 return Err(ParamError::OutOfRange {
                     name: "class weight label",
@@ -267,22 +272,14 @@ impl LinearParams {
             }
             non_negative("class weight", factor)?;
         }
-        if self.max_passes == Some(0) {
+        if self.0.max_passes == Some(0) {
             return Err(ParamError::OutOfRange {
                 name: "max_passes",
                 value: 0.0,
                 range: "[1, inf)",
             });
         }
-        Ok(LinearValidParams(self.clone()))
-    }
-
-    /// Checks the parameters, then fits.
-    ///
-    /// # Errors
-    /// See [`LinearParams::check`] and [`LinearValidParams::fit`].
-    pub fn fit(&self, data: &Dataset) -> Result<LinearFit, FitError> {
-        self.check()?.fit(data)
+        Ok(self.0)
     }
 }
 
@@ -321,69 +318,89 @@ pub struct LinearFitReport {
     pub warnings: Vec<String>,
 }
 
-/// A fitted model with its report.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LinearFit {
-    /// The model.
-    pub model: LinearModel,
-    /// Per-subproblem outcome.
-    pub report: LinearFitReport,
+impl Report for LinearFitReport {
+    /// The worst status over the subproblems (an interruption outranks a limit).
+    fn status(&self) -> Status {
+        self.subproblems
+            .iter()
+            .fold(Status::Converged, |w, s| w.worst(s.status))
+    }
+}
+
+/// A fitted linear model with its report (a linear fit has no state to resume from: one
+/// stopped early is simply run again).
+pub type LinearFit = Fit<LinearModel, LinearFitReport>;
+
+/// Fits a linear model. The observer in `ctl` sees every pass and may stop the fit (e.g. a
+/// [`crate::solver::Cancel`]): the subproblem being solved then ends with
+/// [`Status::Interrupted`] at its current (feasible) dual point, and the subproblems not
+/// reached keep zero weights and status `Interrupted`.
+///
+/// # Errors
+/// [`DataError::Empty`] without samples, [`DataError::SingleClass`] with one class (SVC),
+/// [`DataError::TooManyClasses`] above [`MAX_CLASSES`], [`FitError::Solve`] on numerical
+/// breakdown. Hitting the pass or time limit is not an error: see the report.
+pub fn fit(
+    params: &LinearValidParams,
+    data: &Dataset,
+    ctl: &mut Control<'_>,
+) -> Result<LinearFit, FitError> {
+    if data.is_empty() {
+        return Err(DataError::Empty.into());
+    }
+    if let Some(w) = &data.weights {
+        super::train::check_weights(w, data.len())?;
+    }
+    if let Some(b) = params.bias {
+        check_bias_scale(b, &data.x)?;
+    }
+    if params.solver.is_regression() {
+        params.fit_svr(data, ctl.observer())
+    } else {
+        params.fit_svc(data, ctl.observer())
+    }
 }
 
 impl LinearValidParams {
-    /// The validated parameters.
-    pub fn params(&self) -> &LinearParams {
-        &self.0
+    /// The formulation (`-s`).
+    pub fn solver(&self) -> LinearSolver {
+        self.solver
+    }
+    /// Cost `C` (`-c`).
+    pub fn c(&self) -> f64 {
+        self.c
+    }
+    /// Stopping tolerance (`-e`; the solver's default when none was given).
+    pub fn eps(&self) -> f64 {
+        self.eps.unwrap_or(self.solver.default_eps())
+    }
+    /// SVR insensitive-tube width (`-p`).
+    pub fn p(&self) -> f64 {
+        self.p
+    }
+    /// The bias feature value `B` (`-B`), if any.
+    pub fn bias(&self) -> Option<f64> {
+        self.bias
+    }
+    /// Class weights (`-wi`) as (label, factor) pairs, in the order given.
+    pub fn class_weights(&self) -> &[(f64, f64)] {
+        &self.class_weights
+    }
+    /// Seed of the per-pass permutations.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     fn settings(&self) -> SolverSettings {
         SolverSettings {
-            tol: self.0.eps.unwrap_or(self.0.solver.default_eps()),
-            shrinking: self.0.shrinking,
-            max_iter: Some(self.0.max_passes.unwrap_or(if self.0.solver.is_primal() {
+            tol: self.eps.unwrap_or(self.solver.default_eps()),
+            shrinking: self.shrinking,
+            max_iter: Some(self.max_passes.unwrap_or(if self.solver.is_primal() {
                 newton::DEFAULT_MAX_NEWTON
             } else {
                 dcd::DEFAULT_MAX_PASSES
             })),
-            time_limit: self.0.time_limit,
-        }
-    }
-
-    /// Fits a model.
-    ///
-    /// # Errors
-    /// [`DataError::Empty`] without samples, [`DataError::SingleClass`] with one class (SVC),
-    /// [`DataError::TooManyClasses`] above [`MAX_CLASSES`], [`FitError::Solve`] on numerical
-    /// breakdown. Hitting the pass or time limit is not an error: see the report.
-    pub fn fit(&self, data: &Dataset) -> Result<LinearFit, FitError> {
-        self.fit_observed(data, &mut NoObserver)
-    }
-
-    /// [`LinearValidParams::fit`] with an observer that sees every pass and may stop the fit
-    /// (e.g. a [`crate::solver::Cancel`]): the subproblem being solved then ends with
-    /// [`Status::Interrupted`] at its current (feasible) dual point, and the subproblems not
-    /// reached keep zero weights and status `Interrupted`.
-    ///
-    /// # Errors
-    /// As [`LinearValidParams::fit`].
-    pub fn fit_observed(
-        &self,
-        data: &Dataset,
-        obs: &mut dyn Observer,
-    ) -> Result<LinearFit, FitError> {
-        if data.is_empty() {
-            return Err(DataError::Empty.into());
-        }
-        if let Some(w) = &data.weights {
-            super::train::check_weights(w, data.len())?;
-        }
-        if let Some(b) = self.0.bias {
-            check_bias_scale(b, &data.x)?;
-        }
-        if self.0.solver.is_regression() {
-            self.fit_svr(data, obs)
-        } else {
-            self.fit_svc(data, obs)
+            time_limit: self.time_limit,
         }
     }
 
@@ -392,7 +409,7 @@ impl LinearValidParams {
         if c_i <= 0.0 {
             // A zero-weight sample cannot move: pin it at 0 in either loss.
             (0.0, 0.0)
-        } else if self.0.solver.is_l2_loss() {
+        } else if self.solver.is_l2_loss() {
             (f64::INFINITY, 0.5 / c_i)
         } else {
             (c_i, 0.0)
@@ -400,7 +417,7 @@ impl LinearValidParams {
     }
 
     fn fit_svc(&self, data: &Dataset, mut obs: &mut dyn Observer) -> Result<LinearFit, FitError> {
-        let prm = &self.0;
+        let prm = self;
         let mut labels = data.labels_in_order();
         if labels.len() == 1 {
             return Err(DataError::SingleClass { label: labels[0] }.into());
@@ -538,7 +555,8 @@ impl LinearValidParams {
         for msg in &warnings {
             log::warn!("{msg}");
         }
-        Ok(LinearFit {
+        Ok(Fit {
+            checkpoint: None,
             model: LinearModel {
                 solver: prm.solver,
                 labels,
@@ -554,7 +572,7 @@ impl LinearValidParams {
     }
 
     fn fit_svr(&self, data: &Dataset, mut obs: &mut dyn Observer) -> Result<LinearFit, FitError> {
-        let prm = &self.0;
+        let prm = self;
         let n = data.len();
         data.x.check_linear_model_width(1)?;
         let mut warnings = Vec::new();
@@ -599,7 +617,8 @@ impl LinearValidParams {
         for msg in &warnings {
             log::warn!("{msg}");
         }
-        Ok(LinearFit {
+        Ok(Fit {
+            checkpoint: None,
             model: LinearModel {
                 solver: prm.solver,
                 labels: Vec::new(),
@@ -1301,7 +1320,7 @@ impl ModelParser {
 /// prediction for every sample from the model trained without its fold.
 ///
 /// # Errors
-/// As [`LinearValidParams::fit`] for any fold.
+/// As [`fit`] for any fold.
 pub fn cross_validation(
     params: &LinearValidParams,
     data: &Dataset,
@@ -1314,7 +1333,7 @@ pub fn cross_validation(
 /// [`cross_validation`] plus the worst solver status over the folds' fits.
 ///
 /// # Errors
-/// As [`LinearValidParams::fit`] for any fold.
+/// As [`fit`] for any fold.
 pub fn cross_validation_status(
     params: &LinearValidParams,
     data: &Dataset,
@@ -1330,11 +1349,11 @@ pub fn cross_validation_status(
         super::train::check_weights(w, n)?;
     }
     let k = k.clamp(1, n);
-    let regression = params.params().solver.is_regression();
+    let regression = params.solver.is_regression();
     let folds = super::train::fold_assignment(&data.y, k, !regression, seed);
     let mut worst = Status::Converged;
     let pred = super::train::predict_by_folds(data, &folds, k, |train, test_x| {
-        let fit = params.fit(train)?;
+        let fit = fit(params, train, &mut Control::default())?;
         for s in &fit.report.subproblems {
             worst = worst.worst(s.status);
         }

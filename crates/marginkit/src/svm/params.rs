@@ -229,31 +229,92 @@ pub enum SvmSolver {
     Auto,
 }
 
-/// Checked parameters of a kernel SVM.
+/// Checked parameters of a kernel SVM, the only form [`super::fit`] accepts. Made by
+/// [`SvmParams::check`]; read through the getters. Inside the crate a copy may change a field
+/// only to a value that keeps the whole valid (each such place says why it does).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SvmValidParams {
     /// Formulation (`-s`).
-    pub svm_type: SvmType,
+    pub(crate) svm_type: SvmType,
     /// Kernel (`-t -g -r -d`).
-    pub kernel: KernelParams,
+    pub(crate) kernel: KernelParams,
     /// C (`-c`, default 1) for C-SVC, epsilon-SVR and nu-SVR.
-    pub c: f64,
+    pub(crate) c: f64,
     /// nu (`-n`, default 0.5) for nu-SVC, one-class and nu-SVR.
-    pub nu: f64,
+    pub(crate) nu: f64,
     /// epsilon of the epsilon-insensitive loss (`-p`, default 0.1).
-    pub epsilon: f64,
+    pub(crate) epsilon: f64,
     /// Cache budget in bytes (`-m` MB, default 200 MB); 64-bit.
-    pub cache_bytes: u64,
+    pub(crate) cache_bytes: u64,
     /// Stopping tolerance, shrinking and limits (`-e`, `-h`).
-    pub solver: SolverSettings,
+    pub(crate) solver: SolverSettings,
     /// Probability model (`-b`).
-    pub probability: Probability,
+    pub(crate) probability: Probability,
     /// Class weights (`-wLABEL W`): C of class LABEL is multiplied by W.
-    pub class_weights: Vec<(f64, f64)>,
+    pub(crate) class_weights: Vec<(f64, f64)>,
     /// Seed for every random choice (probability CV folds).
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// QP engine (`--solver`).
-    pub engine: SvmSolver,
+    pub(crate) engine: SvmSolver,
+}
+
+impl SvmValidParams {
+    /// Formulation (`-s`).
+    pub fn svm_type(&self) -> SvmType {
+        self.svm_type
+    }
+    /// Kernel (`-t -g -r -d`), gamma not yet resolved against the data.
+    pub fn kernel(&self) -> KernelParams {
+        self.kernel
+    }
+    /// C (`-c`) for C-SVC, epsilon-SVR and nu-SVR.
+    pub fn c(&self) -> f64 {
+        self.c
+    }
+    /// nu (`-n`) for nu-SVC, one-class and nu-SVR.
+    pub fn nu(&self) -> f64 {
+        self.nu
+    }
+    /// epsilon of the epsilon-insensitive loss (`-p`).
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+    /// Cache budget in bytes (`-m`).
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache_bytes
+    }
+    /// Stopping tolerance, shrinking and limits (`-e`, `-h`).
+    pub fn solver(&self) -> &SolverSettings {
+        &self.solver
+    }
+    /// Probability model (`-b`).
+    pub fn probability(&self) -> Probability {
+        self.probability
+    }
+    /// Class weights (`-wLABEL W`) as (label, factor) pairs, in the order given.
+    pub fn class_weights(&self) -> &[(f64, f64)] {
+        &self.class_weights
+    }
+    /// Seed for every random choice (probability CV folds).
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// QP engine (`--solver`).
+    pub fn engine(&self) -> SvmSolver {
+        self.engine
+    }
+    /// The same parameters without a probability model: valid, since only `-b 1` has a
+    /// condition of its own (not with one-class).
+    pub(crate) fn without_probability(&self) -> Self {
+        Self {
+            probability: Probability::Off,
+            ..self.clone()
+        }
+    }
+    /// The same parameters with another C and gamma (a grid point), checked again.
+    pub(crate) fn with_c_gamma(&self, c: f64, gamma: f64) -> Result<Self, ParamError> {
+        SvmParams(self.clone()).c(c).gamma(gamma).check()
+    }
 }
 
 /// Unchecked parameters (a consuming builder); [`SvmParams::check`] validates them.
@@ -275,6 +336,13 @@ impl Default for SvmParams {
             seed: 0,
             engine: SvmSolver::default(),
         })
+    }
+}
+
+impl From<SvmValidParams> for SvmParams {
+    /// Checked parameters as a builder again, to change some and check them anew.
+    fn from(p: SvmValidParams) -> Self {
+        Self(p)
     }
 }
 

@@ -985,10 +985,7 @@ fn binary_probability(
         }
         let tx = x.select_rows(&train.iter().map(|&i| rows[i]).collect::<Vec<_>>());
         let tc: Vec<f64> = train.iter().map(|&i| c[i]).collect();
-        let mut sub = SvmValidParams {
-            probability: Probability::Off,
-            ..params.clone()
-        };
+        let mut sub = params.without_probability();
         if params.svm_type == SvmType::NuSvc {
             // nu feasible on the whole pair can be infeasible on a fold (fewer samples of the
             // smaller class): the fold is then fitted with its largest feasible nu,
@@ -1008,6 +1005,9 @@ fn binary_probability(
                     f + 1,
                     params.nu
                 ));
+                // Valid: both classes of the fold have samples of positive weight (weight-0
+                // samples were dropped before the fit, one-class folds skipped above), so
+                // 0 < nu_max <= 1.
                 sub.nu = nu_max;
             }
         }
@@ -1054,10 +1054,7 @@ fn svr_sigma(
     obs: &mut dyn Observer,
     report: &mut FitReport,
 ) -> Result<Option<f64>, FitError> {
-    let sub = SvmValidParams {
-        probability: Probability::Off,
-        ..params.clone()
-    };
+    let sub = params.without_probability();
     let n = data.len();
     let k = PROB_FOLDS.clamp(1, n);
     let folds = fold_assignment(&data.y, k, false, params.seed);

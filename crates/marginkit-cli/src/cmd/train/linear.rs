@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use marginkit::data::write_output;
+use marginkit::fit::Control;
 use marginkit::solver::{Shrinking, Status};
 use marginkit::svm::linear::{
     cross_validation_status, LinearParams, LinearSolver, LinearValidParams,
@@ -94,7 +95,7 @@ pub fn run(a: TrainArgs) -> Exit {
     }
     let t0 = Instant::now();
     let mut cancel = crate::common::interrupt::install();
-    let fit = params.fit_observed(&data, &mut cancel)?;
+    let fit = marginkit::svm::linear::fit(&params, &data, &mut Control::new(&mut cancel))?;
     let secs = t0.elapsed().as_secs_f64();
     let one_vs_rest = fit.report.subproblems.len() > 1;
     for s in &fit.report.subproblems {

@@ -101,7 +101,7 @@ pub fn run(a: TrainArgs) -> Exit {
         return linear::run(a);
     }
     let params = svm_params_with(&a.model, a.solver.into())?;
-    let precomputed = params.kernel.kind == KernelKind::Precomputed;
+    let precomputed = params.kernel().kind == KernelKind::Precomputed;
     let mut data = read_data(&a.train_file, &a.input, precomputed)?;
     if let Some(w) = &a.weights {
         data = with_weight_file(data, w)?;
@@ -149,7 +149,7 @@ pub fn run(a: TrainArgs) -> Exit {
             status.as_str(),
             report.max_violation(),
             report.relative_gap(),
-            params.cache_bytes as f64 / 1048576.0,
+            params.cache_bytes() as f64 / 1048576.0,
             100.0 * report.cache.hit_rate(),
             report.cache.hits,
             report.cache.misses
@@ -172,7 +172,7 @@ pub fn run(a: TrainArgs) -> Exit {
     if a.json {
         let out = json!({
             "train_seconds": seconds,
-            "svm_type": params.svm_type.name(),
+            "svm_type": params.svm_type().name(),
             "kernel": model.kernel.libsvm_name(),
             "n_samples": data.len(),
             "n_features": data.n_features(),
@@ -189,7 +189,7 @@ pub fn run(a: TrainArgs) -> Exit {
             "relative_duality_gap": per_subproblem(&report, |s| json!(marginkit::solver::relative_gap(s.gap, s.objective))),
             "model_file": path.display().to_string(),
             "state_file": state_written,
-            "cache_mb": params.cache_bytes as f64 / 1048576.0,
+            "cache_mb": params.cache_bytes() as f64 / 1048576.0,
             "cache_hits": report.cache.hits,
             "cache_misses": report.cache.misses,
             "cache_hit_rate": report.cache.hit_rate(),
@@ -226,7 +226,7 @@ fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> E
         )));
     }
     let t0 = Instant::now();
-    let (pred, status) = cross_validation_status(params, data, k, params.seed)?;
+    let (pred, status) = cross_validation_status(params, data, k, params.seed())?;
     let seconds = t0.elapsed().as_secs_f64();
     if status != Status::Converged {
         eprintln!(
@@ -237,8 +237,8 @@ fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> E
     report_cv(
         &pred,
         &data.y,
-        params.svm_type.is_regression(),
-        json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed,
+        params.svm_type().is_regression(),
+        json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed(),
                 "status": status.as_str() }),
         a.json,
     );
