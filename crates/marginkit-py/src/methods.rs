@@ -22,6 +22,7 @@ use marginkit::coreset::model::to_model;
 use marginkit::coreset::{
     Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, Problem, StopRule,
 };
+use marginkit::fit::Control;
 use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::odm::{OdmParams, OdmSolver};
@@ -585,9 +586,10 @@ fn fit_odm<'py>(
     let data = dataset(&x, &y, &sample_weight, None)?;
     let t_rust = Instant::now();
     let mut obs = SignalObserver::new();
-    let fitted = py.detach(|| marginkit::odm::fit(&params, &data, &mut obs));
+    let fitted = py.detach(|| marginkit::odm::fit(&params, &data, &mut Control::new(&mut obs)));
     obs.into_result()?;
-    let (model, report) = fitted.map_err(fit_err)?;
+    let fit = fitted.map_err(fit_err)?;
+    let (model, report) = (fit.model, fit.report);
     let rust_seconds = t_rust.elapsed().as_secs_f64();
     let d = PyDict::new(py);
     model_items(&d, &model)?;

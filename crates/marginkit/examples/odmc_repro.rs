@@ -21,11 +21,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use marginkit::cluster::kmeans::{kmeans, KMeansParams};
+use marginkit::cluster::kmeans::{self, KMeansParams};
 use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
 use marginkit::cluster::Points;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::data::write_output;
+use marginkit::fit::Control;
 use marginkit::odm::odmc::{cluster_prepared, prepare, OdmcKernel, OdmcParams, Prepared};
 use marginkit::solver::NoObserver;
 use rayon::prelude::*;
@@ -243,16 +244,15 @@ fn main() {
         // k-means baseline.
         let km: Vec<(f64, f64)> = (0..n_seeds)
             .map(|s| {
-                let r = kmeans(
-                    &std,
-                    &KMeansParams {
-                        k: 2,
-                        max_iter: 300,
-                        n_init: 1,
-                        seed: s,
-                    },
-                )
-                .unwrap();
+                let p = KMeansParams::new(2)
+                    .max_iter(300)
+                    .n_init(1)
+                    .seed(s)
+                    .check()
+                    .unwrap();
+                let r = kmeans::fit(&p, &std, &mut Control::default())
+                    .unwrap()
+                    .model;
                 (
                     clustering_accuracy(&r.labels, &set.y),
                     rand_index(&r.labels, &set.y),

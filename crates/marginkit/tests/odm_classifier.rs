@@ -10,6 +10,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::{Control, Report};
 use marginkit::kernel::qmatrix::kernel_value;
 use marginkit::odm::{self, OdmConsts, OdmParams, OdmSolver};
 use marginkit::solver::{NoObserver, Status};
@@ -310,7 +311,8 @@ fn model_round_trips_and_cross_validation_is_sensible() {
         .kernel(kp(KernelKind::Rbf, 0.05))
         .check()
         .unwrap();
-    let (model, report) = odm::fit(&p, &data, &mut NoObserver).unwrap();
+    let fit = odm::fit(&p, &data, &mut Control::default()).unwrap();
+    let (model, report) = (fit.model, fit.report);
     assert_eq!(report.status(), Status::Converged);
     assert!(report.gap.abs() <= 1e-3 * (1.0 + report.primal.abs()));
     let pred = model.predict(&data.x).unwrap();
@@ -379,6 +381,6 @@ fn rejects_non_binary_data() {
     let one = Dataset::new(x.clone(), vec![1.0; 3], None).unwrap();
     let three = Dataset::new(x, vec![1.0, 2.0, 3.0], None).unwrap();
     let p = OdmParams::new().check().unwrap();
-    assert!(odm::fit(&p, &one, &mut NoObserver).is_err());
-    assert!(odm::fit(&p, &three, &mut NoObserver).is_err());
+    assert!(odm::fit(&p, &one, &mut Control::default()).is_err());
+    assert!(odm::fit(&p, &three, &mut Control::default()).is_err());
 }

@@ -8,9 +8,10 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use marginkit::cluster::kmeans::{kmeans, KMeansParams};
+use marginkit::cluster::kmeans::{self, KMeansParams};
 use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
 use marginkit::cluster::{ClusterError, Points};
+use marginkit::fit::Control;
 use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcParams, Readout};
 use marginkit::solver::NoObserver;
 use rand::{Rng, SeedableRng};
@@ -204,9 +205,8 @@ fn bad_input_gives_clear_errors() {
 #[test]
 fn kmeans_baseline_on_blobs() {
     let (x, truth) = blobs(3, 30, 2, 0.5, 2);
-    let mut kp = KMeansParams::new(3);
-    kp.seed = 4;
-    let r = kmeans(&x, &kp).unwrap();
+    let kp = KMeansParams::new(3).seed(4).check().unwrap();
+    let r = kmeans::fit(&kp, &x, &mut Control::default()).unwrap().model;
     assert_eq!(clustering_accuracy(&r.labels, &truth), 1.0);
 }
 

@@ -9,10 +9,11 @@ use std::time::Instant;
 
 use crate::common::progress::Progress;
 use clap::{Args, Subcommand};
-use marginkit::cluster::kmeans::{kmeans, KMeansParams};
+use marginkit::cluster::kmeans::{self, KMeansParams};
 use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
 use marginkit::cluster::Points;
 use marginkit::data::write_output;
+use marginkit::fit::Control;
 use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
@@ -397,13 +398,14 @@ fn run_kmeans(a: KmeansArgs) -> Exit {
         x.standardized()
             .map_err(|e| CliError(format!("{}: {e}", c.data_file.display())))?
     };
-    let p = KMeansParams {
-        k: c.k,
-        max_iter: a.max_iter,
-        n_init: a.n_init,
-        seed: c.seed,
-    };
-    let r = kmeans(&pts, &p).map_err(|e| CliError(format!("{}: {e}", c.data_file.display())))?;
+    let p = KMeansParams::new(c.k)
+        .max_iter(a.max_iter)
+        .n_init(a.n_init)
+        .seed(c.seed)
+        .check()?;
+    let fit = kmeans::fit(&p, &pts, &mut Control::default())
+        .map_err(|e| CliError(format!("{}: {e}", c.data_file.display())))?;
+    let (r, report) = (fit.model, fit.report);
     let seconds = t0.elapsed().as_secs_f64();
     let mut sizes = vec![0usize; c.k];
     for &l in &r.labels {
@@ -422,9 +424,9 @@ fn run_kmeans(a: KmeansArgs) -> Exit {
         &r.labels,
         truth.as_deref(),
         &sizes,
-        r.total_iterations as u64,
+        report.total_iterations as u64,
         seconds,
-        json!({ "inertia": r.inertia, "converged": r.converged, "n_init": p.n_init }),
+        json!({ "inertia": r.inertia, "converged": report.converged, "n_init": p.n_init() }),
     )
 }
 

@@ -20,35 +20,89 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::{sq_dist, ClusterError, Points};
+use crate::error::ParamError;
+use crate::fit::{Control, Fit, Report};
+use crate::solver::{IterStats, Observer, Status};
 
-/// k-means parameters.
+/// k-means parameters, unchecked: set them, then [`KMeansParams::check`] gives the
+/// [`KMeansValidParams`] that [`fit`] takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct KMeansParams {
-    /// Number of clusters, `2 <= k <= n` (1 is allowed for internal use).
-    pub k: usize,
+pub struct KMeansParams(KMeansValidParams);
+
+/// Checked k-means parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KMeansValidParams {
+    pub(crate) k: usize,
+    pub(crate) max_iter: usize,
+    pub(crate) n_init: usize,
+    pub(crate) seed: u64,
+}
+
+impl KMeansValidParams {
+    /// Number of clusters.
+    pub fn k(&self) -> usize {
+        self.k
+    }
     /// Iteration limit per restart.
-    pub max_iter: usize,
+    pub fn max_iter(&self) -> usize {
+        self.max_iter
+    }
     /// Seeded restarts (the best inertia wins).
-    pub n_init: usize,
+    pub fn n_init(&self) -> usize {
+        self.n_init
+    }
     /// Seed.
-    pub seed: u64,
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
 }
 
 impl KMeansParams {
     /// `k` clusters, 300 iterations, 10 restarts, seed 0.
     pub fn new(k: usize) -> Self {
-        Self {
+        Self(KMeansValidParams {
             k,
             max_iter: 300,
             n_init: 10,
             seed: 0,
+        })
+    }
+    /// Iteration limit per restart (>= 1).
+    pub fn max_iter(mut self, n: usize) -> Self {
+        self.0.max_iter = n;
+        self
+    }
+    /// Seeded restarts (>= 1).
+    pub fn n_init(mut self, n: usize) -> Self {
+        self.0.n_init = n;
+        self
+    }
+    /// Seed.
+    pub fn seed(mut self, s: u64) -> Self {
+        self.0.seed = s;
+        self
+    }
+    /// Checks what does not depend on the data (`k <= n` is checked by [`fit`]).
+    ///
+    /// # Errors
+    /// [`ParamError::NotPositive`] for `k`, `max_iter` or `n_init` equal to 0.
+    pub fn check(self) -> Result<KMeansValidParams, ParamError> {
+        for (name, v) in [
+            ("k", self.0.k),
+            ("max iterations", self.0.max_iter),
+            ("restarts", self.0.n_init),
+        ] {
+            if v == 0 {
+                return Err(ParamError::NotPositive { name, value: 0.0 });
+            }
         }
+        Ok(self.0)
     }
 }
 
-/// A k-means solution.
+/// A k-means clustering.
 #[derive(Debug, Clone, PartialEq)]
-pub struct KMeansResult {
+pub struct KMeansModel {
     /// Cluster of every point, `0..k`. Every id is used unless the data has fewer than `k`
     /// distinct points (then some clusters are empty).
     pub labels: Vec<usize>,
@@ -56,35 +110,82 @@ pub struct KMeansResult {
     pub centers: Vec<f64>,
     /// `sum_i |x_i - c_{a(i)}|^2`.
     pub inertia: f64,
+}
+
+/// What a k-means fit did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KMeansReport {
     /// Lloyd iterations of the winning restart.
     pub iterations: usize,
     /// Iterations over all restarts.
     pub total_iterations: usize,
     /// True when the winning restart stopped because no assignment changed.
     pub converged: bool,
+    /// True when the observer stopped the fit (the best restart so far is returned).
+    pub interrupted: bool,
 }
 
-/// Runs k-means on `x`.
+impl Report for KMeansReport {
+    fn status(&self) -> Status {
+        if self.interrupted {
+            Status::Interrupted
+        } else if self.converged {
+            Status::Converged
+        } else {
+            Status::MaxIterations
+        }
+    }
+}
+
+/// Runs k-means on `x`; `ctl`'s observer is asked after every Lloyd iteration.
 ///
 /// # Errors
-/// [`ClusterError::BadK`] unless `1 <= k <= n`.
-pub fn kmeans(x: &Points, p: &KMeansParams) -> Result<KMeansResult, ClusterError> {
+/// [`ClusterError::BadK`] unless `k <= n`.
+pub fn fit(
+    p: &KMeansValidParams,
+    x: &Points,
+    ctl: &mut Control,
+) -> Result<Fit<KMeansModel, KMeansReport>, ClusterError> {
     if p.k == 0 || p.k > x.n {
         return Err(ClusterError::BadK { k: p.k, n: x.n });
     }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(p.seed);
-    let mut best: Option<KMeansResult> = None;
+    let mut best: Option<Lloyd> = None;
     let mut total = 0;
-    for _ in 0..p.n_init.max(1) {
-        let r = lloyd(x, p.k, p.max_iter, &mut rng);
+    let mut interrupted = false;
+    for _ in 0..p.n_init {
+        let r = lloyd(x, p.k, p.max_iter, &mut rng, ctl.observer());
         total += r.iterations;
-        if best.as_ref().is_none_or(|b| r.inertia < b.inertia) {
+        interrupted = r.interrupted;
+        if best
+            .as_ref()
+            .is_none_or(|b| r.model.inertia < b.model.inertia)
+        {
             best = Some(r);
         }
+        if interrupted {
+            break;
+        }
     }
-    let mut b = best.ok_or(ClusterError::BadK { k: p.k, n: x.n })?;
-    b.total_iterations = total;
-    Ok(b)
+    let b = best.ok_or(ClusterError::BadK { k: p.k, n: x.n })?;
+    Ok(Fit {
+        model: b.model,
+        report: KMeansReport {
+            iterations: b.iterations,
+            total_iterations: total,
+            converged: b.converged,
+            interrupted,
+        },
+        checkpoint: None,
+    })
+}
+
+/// One restart's result.
+struct Lloyd {
+    model: KMeansModel,
+    iterations: usize,
+    converged: bool,
+    interrupted: bool,
 }
 
 fn seed_pp(x: &Points, k: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<f64> {
@@ -129,13 +230,20 @@ fn nearest(row: &[f64], centers: &[f64], d: usize) -> (usize, f64) {
     best
 }
 
-fn lloyd(x: &Points, k: usize, max_iter: usize, rng: &mut Xoshiro256PlusPlus) -> KMeansResult {
+fn lloyd(
+    x: &Points,
+    k: usize,
+    max_iter: usize,
+    rng: &mut Xoshiro256PlusPlus,
+    obs: &mut dyn Observer,
+) -> Lloyd {
     let (n, d) = (x.n, x.d);
     let mut centers = seed_pp(x, k, rng);
     let mut labels = vec![usize::MAX; n];
     let mut iterations = 0;
     let mut converged = false;
     let mut inertia = f64::INFINITY;
+    let mut interrupted = false;
     while iterations < max_iter {
         iterations += 1;
         let assign: Vec<(usize, f64)> = (0..n)
@@ -153,6 +261,15 @@ fn lloyd(x: &Points, k: usize, max_iter: usize, rng: &mut Xoshiro256PlusPlus) ->
         inertia = assign.iter().map(|a| a.1).sum();
         if changed == 0 {
             converged = true;
+            break;
+        }
+        let stats = IterStats {
+            iterations: iterations as u64,
+            max_violation: changed as f64,
+            active: k,
+        };
+        if obs.on_iter(&stats).is_break() {
+            interrupted = true;
             break;
         }
         // New centres (sums in point order).
@@ -184,13 +301,15 @@ fn lloyd(x: &Points, k: usize, max_iter: usize, rng: &mut Xoshiro256PlusPlus) ->
             }
         }
     }
-    KMeansResult {
-        labels,
-        centers,
-        inertia,
+    Lloyd {
+        model: KMeansModel {
+            labels,
+            centers,
+            inertia,
+        },
         iterations,
-        total_iterations: iterations,
         converged,
+        interrupted,
     }
 }
 
@@ -208,13 +327,15 @@ mod tests {
             }
         }
         let x = Points { n: 60, d: 2, v };
-        let r = kmeans(&x, &KMeansParams::new(3)).unwrap();
+        let p = KMeansParams::new(3).check().unwrap();
+        let r = fit(&p, &x, &mut Control::default()).unwrap().model;
         for c in 0..3 {
             let l = r.labels[c * 20];
             assert!(r.labels[c * 20..(c + 1) * 20].iter().all(|&v| v == l));
         }
-        assert_eq!(r, kmeans(&x, &KMeansParams::new(3)).unwrap());
-        assert!(kmeans(&x, &KMeansParams::new(61)).is_err());
+        assert_eq!(r, fit(&p, &x, &mut Control::default()).unwrap().model);
+        let p61 = KMeansParams::new(61).check().unwrap();
+        assert!(fit(&p61, &x, &mut Control::default()).is_err());
     }
 
     /// Two distinct points (one repeated) and k = 3: a cluster stays empty (documented), the
@@ -226,7 +347,8 @@ mod tests {
             d: 1,
             v: vec![1.0, 1.0, 1.0, 2.0],
         };
-        let r = kmeans(&x, &KMeansParams::new(3)).unwrap();
+        let p = KMeansParams::new(3).check().unwrap();
+        let r = fit(&p, &x, &mut Control::default()).unwrap().model;
         let mut sizes = [0; 3];
         for &l in &r.labels {
             sizes[l] += 1;
@@ -235,5 +357,13 @@ mod tests {
         assert_eq!(sizes, [0, 1, 3]);
         assert_ne!(r.labels[0], r.labels[3]);
         assert_eq!(r.inertia, 0.0);
+    }
+
+    #[test]
+    fn check_rejects_zero_counts() {
+        assert!(KMeansParams::new(0).check().is_err());
+        assert!(KMeansParams::new(2).max_iter(0).check().is_err());
+        assert!(KMeansParams::new(2).n_init(0).check().is_err());
+        assert!(KMeansParams::new(2).check().is_ok());
     }
 }

@@ -69,6 +69,7 @@ use std::time::{Duration, Instant};
 
 use crate::data::{Dataset, Features};
 use crate::error::{positive, DataError, FitError, ParamError};
+use crate::fit::{Control, Fit, Report};
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{QMatrix, SvrQ};
 use crate::kernel::KernelSpec;
@@ -104,21 +105,56 @@ pub struct OdmParams(OdmValidParams);
 #[derive(Debug, Clone, PartialEq)]
 pub struct OdmValidParams {
     /// lambda > 0: weight of the loss (the paper's grid {1, 10, 100, 1000}).
-    pub lambda: f64,
+    pub(crate) lambda: f64,
     /// nu > 0: relative weight of deviations above the margin mean.
-    pub nu: f64,
+    pub(crate) nu: f64,
     /// theta in [0, 1): width of the insensitive zone.
-    pub theta: f64,
+    pub(crate) theta: f64,
     /// Kernel (gamma defaults to 1/n_features as in LIBSVM).
-    pub kernel: KernelParams,
+    pub(crate) kernel: KernelParams,
     /// Solver limits and tolerance (default tol 1e-3).
-    pub solver: SolverSettings,
+    pub(crate) solver: SolverSettings,
     /// Engine choice.
-    pub engine: OdmSolver,
+    pub(crate) engine: OdmSolver,
     /// Kernel cache in bytes (SMO).
-    pub cache_bytes: u64,
+    pub(crate) cache_bytes: u64,
     /// Seed of DCD's permutations and of cross-validation folds.
-    pub seed: u64,
+    pub(crate) seed: u64,
+}
+
+impl OdmValidParams {
+    /// lambda > 0: weight of the loss.
+    pub fn lambda(&self) -> f64 {
+        self.lambda
+    }
+    /// nu > 0: relative weight of deviations above the margin mean.
+    pub fn nu(&self) -> f64 {
+        self.nu
+    }
+    /// theta in [0, 1): width of the insensitive zone.
+    pub fn theta(&self) -> f64 {
+        self.theta
+    }
+    /// Kernel, before gamma is resolved against the data.
+    pub fn kernel(&self) -> &KernelParams {
+        &self.kernel
+    }
+    /// Solver limits and tolerance.
+    pub fn solver(&self) -> &SolverSettings {
+        &self.solver
+    }
+    /// Engine choice.
+    pub fn engine(&self) -> OdmSolver {
+        self.engine
+    }
+    /// Kernel cache in bytes (SMO).
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache_bytes
+    }
+    /// Seed of DCD's permutations and of cross-validation folds.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
 }
 
 impl Default for OdmParams {
@@ -434,9 +470,9 @@ pub struct OdmReport {
     pub solve_seconds: f64,
 }
 
-impl OdmReport {
+impl Report for OdmReport {
     /// How the solve ended.
-    pub fn status(&self) -> Status {
+    fn status(&self) -> Status {
         self.info.status
     }
 }
@@ -632,7 +668,8 @@ impl Observer for DynObs<'_> {
 }
 
 /// Fits an ODM classifier on a two-class data set. The first label in LIBSVM's order
-/// ([`class_order`]) is the positive class. Returns a C-SVC-format model (see the module docs).
+/// ([`class_order`]) is the positive class. The model is a C-SVC-format model (see the module
+/// docs); `ctl`'s observer sees the solver's progress and may stop it.
 ///
 /// # Errors
 /// [`DataError::SingleClass`] / [`DataError::TooManyClasses`] unless there are exactly two
@@ -640,8 +677,8 @@ impl Observer for DynObs<'_> {
 pub fn fit(
     params: &OdmValidParams,
     data: &Dataset,
-    obs: &mut dyn Observer,
-) -> Result<(SvmModel, OdmReport), FitError> {
+    ctl: &mut Control,
+) -> Result<Fit<SvmModel, OdmReport>, FitError> {
     if data.is_empty() {
         return Err(DataError::Empty.into());
     }
@@ -661,7 +698,7 @@ pub fn fit(
         .iter()
         .map(|&v| if v == labels[0] { 1 } else { -1 })
         .collect();
-    let sol = solve(params, &data.x, &y, data.weights.as_deref(), obs)?;
+    let sol = solve(params, &data.x, &y, data.weights.as_deref(), ctl.observer())?;
     let m = data.len();
     let coef: Vec<f64> = (0..m)
         .map(|i| f64::from(y[i]) * (sol.alpha[i] - sol.alpha[m + i]))
@@ -690,7 +727,11 @@ pub fn fit(
         sv_norms: Vec::new(),
     }
     .with_norms();
-    Ok((model, sol.report))
+    Ok(Fit {
+        model,
+        report: sol.report,
+        checkpoint: None,
+    })
 }
 
 /// Seeded, stratified k-fold cross-validation of the ODM classifier: the predicted label of
@@ -711,8 +752,8 @@ pub fn cross_validation(
     let k = k.clamp(1, n);
     let folds = fold_assignment(&data.y, k, true, seed);
     predict_by_folds(data, &folds, k, |train, test_x| {
-        let (model, _) = fit(params, train, &mut crate::solver::NoObserver)?;
-        Ok(model.predict(test_x)?)
+        let fit = fit(params, train, &mut Control::default())?;
+        Ok(fit.model.predict(test_x)?)
     })
 }
 

@@ -38,8 +38,9 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-use crate::cluster::kmeans::{kmeans, KMeansParams};
+use crate::cluster::kmeans::{self, KMeansParams};
 use crate::cluster::{sq_dist, ClusterError, Points};
+use crate::fit::Control;
 
 /// Rows per chunk of the linear operator's parallel partial sums (fixed, so the summation order
 /// does not depend on the thread count).
@@ -416,13 +417,12 @@ pub fn generate(g: &Gram, bal: Balance, spec: PoolSpec, seed: u64) -> Result<Poo
         };
         if n >= 2 {
             for _ in 0..spec.kmeans {
-                let kp = KMeansParams {
-                    k: 2,
-                    max_iter: 100,
-                    n_init: 1,
-                    seed: rng.gen(),
-                };
-                let r = kmeans(&emb, &kp)?;
+                let kp = KMeansParams::new(2)
+                    .max_iter(100)
+                    .n_init(1)
+                    .seed(rng.gen())
+                    .check()?;
+                let r = kmeans::fit(&kp, &emb, &mut Control::default())?.model;
                 let d = emb.d;
                 let (ca, cb) = (&r.centers[..d], &r.centers[d..2 * d]);
                 let score: Vec<f64> = (0..n)

@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use marginkit::fit::{Control, Report};
 use marginkit::odm::{self};
 use marginkit::solver::Status;
 use marginkit::svm::model_io::save_model;
@@ -56,7 +57,7 @@ pub fn run(a: &TrainArgs) -> Exit {
     let lambda = a.odm.lambda.unwrap_or(m.cost);
     let kernel = m.kernel()?;
     let params = odm_params(m, &a.odm, lambda, kernel)?;
-    let (nu, theta) = (params.nu, params.theta);
+    let (nu, theta) = (params.nu(), params.theta());
     let data = read_data(
         &a.train_file,
         &a.input,
@@ -82,7 +83,8 @@ pub fn run(a: &TrainArgs) -> Exit {
     }
     let mut progress = Progress::new(a.quiet, "train -s odm");
     let t0 = Instant::now();
-    let (model, report) = odm::fit(&params, &data, &mut progress)?;
+    let fit = odm::fit(&params, &data, &mut Control::new(&mut progress))?;
+    let (model, report) = (fit.model, fit.report);
     let seconds = t0.elapsed().as_secs_f64();
     progress.finish();
     say(
