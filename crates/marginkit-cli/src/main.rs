@@ -42,6 +42,11 @@ fn main() -> ExitCode {
     match cmd::run(args.cmd) {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
+        // A write to a pipe whose reader is gone, returned as an error rather than a panic
+        // (`marginkit scale big | head -1`): the same quiet end as above.
+        Err(CliError(msg)) if msg.ends_with("Broken pipe (os error 32)") => {
+            ExitCode::from(EXIT_BROKEN_PIPE as u8)
+        }
         Err(CliError(msg)) => {
             eprintln!("marginkit: error: {msg}");
             ExitCode::from(1)

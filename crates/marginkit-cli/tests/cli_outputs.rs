@@ -232,3 +232,38 @@ fn gamma_zero_is_libsvm_default() {
     // heart_scale has 13 features: the model file records gamma = 1/13.
     assert!(read("a.model").contains("gamma 0.07692307692307693\n"));
 }
+
+/// `marginkit scale FILE | head -1`: the reader closes the pipe after one line; the write error
+/// ends the run quietly with 141 (128 + SIGPIPE), as a panic in printing does. The scaled digits
+/// set (600 kB) is far more than a pipe buffer holds, so the write after the close fails.
+#[cfg(unix)]
+#[test]
+fn scale_into_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/clf/digits_oe.train.svm");
+    let mut child = Command::new(BIN)
+        .args(["scale", src.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(!first.is_empty());
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(141),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
