@@ -98,9 +98,7 @@ impl<'a, S, P> Control<'a, S, P> {
     }
     /// The observer and the callback for finished parts, borrowed together (a fit that runs
     /// its solvers and reports parts in one loop needs both at once).
-    pub fn observer_and_parts(
-        &mut self,
-    ) -> (&mut (dyn Observer + 'a), Option<&mut OnPart<'a, P>>) {
+    pub fn observer_and_parts(&mut self) -> (&mut (dyn Observer + 'a), Option<&mut OnPart<'a, P>>) {
         (&mut *self.observer, self.on_part.as_deref_mut())
     }
 }
