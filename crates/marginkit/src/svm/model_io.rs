@@ -278,6 +278,51 @@ pub fn read_model_with_status<R: BufRead>(r: R) -> Result<(SvmModel, Status), Io
         inner: LineReader::new(r, MAX_LINE_BYTES),
         line_no: 0,
     };
+    let h = read_header(&mut lines)?;
+    let header_line = lines.line_no;
+    let shape = h.shape(header_line)?;
+    let (sv_coef, sv) = read_support_vectors(&mut lines, &shape, header_line)?;
+    let svm_type = shape.svm_type;
+    let n_sv = if svm_type.is_classifier() {
+        h.n_sv
+    } else {
+        Vec::new()
+    };
+    Ok((
+        SvmModel {
+            svm_type,
+            kernel: shape.kernel,
+            labels: if svm_type.is_classifier() {
+                h.labels
+            } else {
+                Vec::new()
+            },
+            n_sv,
+            sv,
+            sv_indices: None,
+            sv_coef,
+            rho: h.rho,
+            prob_a: h.prob_a,
+            prob_b: h.prob_b,
+            sv_norms: Vec::new(),
+        }
+        .with_norms(),
+        h.status.unwrap_or(Status::Converged),
+    ))
+}
+
+/// What the header fixes about the support-vector lines that follow it.
+struct Shape {
+    svm_type: SvmType,
+    kernel: KernelSpec,
+    total_sv: usize,
+    /// Coefficients at the start of each support-vector line (`nr_class - 1` for classifiers).
+    n_coef: usize,
+}
+
+/// Reads the header lines up to and including `SV`, each keyword parsed but not yet checked
+/// against the others ([`Header::shape`] does that).
+fn read_header<R: BufRead>(lines: &mut Lines<R>) -> Result<Header, IoError> {
     let mut h = Header::default();
     loop {
         let line_no = lines.line_no + 1;
@@ -387,7 +432,7 @@ pub fn read_model_with_status<R: BufRead>(r: R) -> Result<(SvmModel, Status), Io
             "prob_density_marks" => {
                 // One-class density marks (LIBSVM >= 3.3): accepted and ignored.
             }
-            "SV" => break,
+            "SV" => return Ok(h),
             other => {
                 return Err(model_err(
                     line_no,
@@ -400,88 +445,112 @@ pub fn read_model_with_status<R: BufRead>(r: R) -> Result<(SvmModel, Status), Io
             }
         }
     }
-    let header_line = lines.line_no;
-    let svm_type = h
-        .svm_type
-        .ok_or_else(|| model_err(header_line, 1, "missing svm_type".into()))?;
-    let kernel_name = h
-        .kernel_name
-        .clone()
-        .ok_or_else(|| model_err(header_line, 1, "missing kernel_type".into()))?;
-    let need = |v: Option<f64>, name: &str| {
-        v.ok_or_else(|| model_err(header_line, 1, format!("missing {name}")))
-    };
-    let kernel = match kernel_name.as_str() {
-        "linear" => KernelSpec::Linear,
-        "polynomial" => KernelSpec::Poly {
-            gamma: need(h.gamma, "gamma")?,
-            coef0: need(h.coef0, "coef0")?,
-            degree: h
-                .degree
-                .ok_or_else(|| model_err(header_line, 1, "missing degree".into()))?,
-        },
-        "rbf" => KernelSpec::Rbf {
-            gamma: need(h.gamma, "gamma")?,
-        },
-        "sigmoid" => KernelSpec::Sigmoid {
-            gamma: need(h.gamma, "gamma")?,
-            coef0: need(h.coef0, "coef0")?,
-        },
-        _ => KernelSpec::Precomputed,
-    };
-    let nr_class = h
-        .nr_class
-        .ok_or_else(|| model_err(header_line, 1, "missing nr_class".into()))?;
-    let total_sv = h
-        .total_sv
-        .ok_or_else(|| model_err(header_line, 1, "missing total_sv".into()))?;
-    let n_pairs = nr_class * (nr_class - 1) / 2;
-    let check_len = |len: usize, want: usize, what: &str| {
-        if len == want {
-            Ok(())
+}
+
+impl Header {
+    /// Checks the header's fields against each other (the `SV` line is `header_line`, where
+    /// their errors point) and resolves the kernel.
+    fn shape(&self, header_line: usize) -> Result<Shape, IoError> {
+        let h = self;
+        let svm_type = h
+            .svm_type
+            .ok_or_else(|| model_err(header_line, 1, "missing svm_type".into()))?;
+        let kernel_name = h
+            .kernel_name
+            .clone()
+            .ok_or_else(|| model_err(header_line, 1, "missing kernel_type".into()))?;
+        let need = |v: Option<f64>, name: &str| {
+            v.ok_or_else(|| model_err(header_line, 1, format!("missing {name}")))
+        };
+        let kernel = match kernel_name.as_str() {
+            "linear" => KernelSpec::Linear,
+            "polynomial" => KernelSpec::Poly {
+                gamma: need(h.gamma, "gamma")?,
+                coef0: need(h.coef0, "coef0")?,
+                degree: h
+                    .degree
+                    .ok_or_else(|| model_err(header_line, 1, "missing degree".into()))?,
+            },
+            "rbf" => KernelSpec::Rbf {
+                gamma: need(h.gamma, "gamma")?,
+            },
+            "sigmoid" => KernelSpec::Sigmoid {
+                gamma: need(h.gamma, "gamma")?,
+                coef0: need(h.coef0, "coef0")?,
+            },
+            _ => KernelSpec::Precomputed,
+        };
+        let nr_class = h
+            .nr_class
+            .ok_or_else(|| model_err(header_line, 1, "missing nr_class".into()))?;
+        let total_sv = h
+            .total_sv
+            .ok_or_else(|| model_err(header_line, 1, "missing total_sv".into()))?;
+        let n_pairs = nr_class * (nr_class - 1) / 2;
+        let check_len = |len: usize, want: usize, what: &str| {
+            if len == want {
+                Ok(())
+            } else {
+                Err(model_err(
+                    header_line,
+                    1,
+                    format!("{what} has {len} values, expected {want}"),
+                ))
+            }
+        };
+        if svm_type.is_classifier() {
+            if nr_class < 2 {
+                return Err(model_err(header_line, 1, "nr_class must be >= 2".into()));
+            }
+            check_len(h.rho.len(), n_pairs, "rho")?;
+            check_len(h.labels.len(), nr_class, "label")?;
+            check_len(h.n_sv.len(), nr_class, "nr_sv")?;
+            if h.n_sv.iter().sum::<usize>() != total_sv {
+                return Err(model_err(
+                    header_line,
+                    1,
+                    "nr_sv does not add up to total_sv".into(),
+                ));
+            }
+            if !h.prob_a.is_empty() {
+                check_len(h.prob_a.len(), n_pairs, "probA")?;
+                check_len(h.prob_b.len(), n_pairs, "probB")?;
+            }
         } else {
-            Err(model_err(
-                header_line,
-                1,
-                format!("{what} has {len} values, expected {want}"),
-            ))
+            check_len(h.rho.len(), 1, "rho")?;
+            if svm_type.is_regression() && !h.prob_a.is_empty() {
+                check_len(h.prob_a.len(), 1, "probA")?;
+            }
         }
-    };
-    if svm_type.is_classifier() {
-        if nr_class < 2 {
-            return Err(model_err(header_line, 1, "nr_class must be >= 2".into()));
-        }
-        check_len(h.rho.len(), n_pairs, "rho")?;
-        check_len(h.labels.len(), nr_class, "label")?;
-        check_len(h.n_sv.len(), nr_class, "nr_sv")?;
-        if h.n_sv.iter().sum::<usize>() != total_sv {
-            return Err(model_err(
-                header_line,
-                1,
-                "nr_sv does not add up to total_sv".into(),
-            ));
-        }
-        if !h.prob_a.is_empty() {
-            check_len(h.prob_a.len(), n_pairs, "probA")?;
-            check_len(h.prob_b.len(), n_pairs, "probB")?;
-        }
-    } else {
-        check_len(h.rho.len(), 1, "rho")?;
-        if svm_type.is_regression() && !h.prob_a.is_empty() {
-            check_len(h.prob_a.len(), 1, "probA")?;
-        }
+        let n_coef = if svm_type.is_classifier() {
+            nr_class - 1
+        } else {
+            1
+        };
+        Ok(Shape {
+            svm_type,
+            kernel,
+            total_sv,
+            n_coef,
+        })
     }
-    let n_coef = if svm_type.is_classifier() {
-        nr_class - 1
-    } else {
-        1
-    };
+}
+
+/// Reads the `total_sv` support-vector lines (coefficients, then `index:value` pairs) and
+/// checks that only blank lines follow; returns the coefficients per decision function and the
+/// support vectors.
+fn read_support_vectors<R: BufRead>(
+    lines: &mut Lines<R>,
+    shape: &Shape,
+    header_line: usize,
+) -> Result<(Vec<Vec<f64>>, Features), IoError> {
+    let (total_sv, n_coef) = (shape.total_sv, shape.n_coef);
+    let precomputed = shape.kernel == KernelSpec::Precomputed;
     let mut sv_coef: Vec<Vec<f64>> = vec![Vec::with_capacity(total_sv.min(1 << 20)); n_coef];
     let mut indptr = vec![0usize];
     let mut indices: Vec<u32> = Vec::new();
     let mut values: Vec<f64> = Vec::new();
     let mut n_cols = 0usize;
-    let precomputed = kernel == KernelSpec::Precomputed;
     for _ in 0..total_sv {
         let line_no = lines.line_no + 1;
         let Some(line) = lines.next_line()? else {
@@ -590,33 +659,7 @@ pub fn read_model_with_status<R: BufRead>(r: R) -> Result<(SvmModel, Status), Io
     }
     let csr = CsrMatrix::new(n_cols, indptr, indices, values)
         .map_err(|e| model_err(header_line, 1, e.to_string()))?;
-    let sv = Features::Sparse(csr).densify_if(0.5, 1 << 30);
-    let n_sv = if svm_type.is_classifier() {
-        h.n_sv
-    } else {
-        Vec::new()
-    };
-    Ok((
-        SvmModel {
-            svm_type,
-            kernel,
-            labels: if svm_type.is_classifier() {
-                h.labels
-            } else {
-                Vec::new()
-            },
-            n_sv,
-            sv,
-            sv_indices: None,
-            sv_coef,
-            rho: h.rho,
-            prob_a: h.prob_a,
-            prob_b: h.prob_b,
-            sv_norms: Vec::new(),
-        }
-        .with_norms(),
-        h.status.unwrap_or(Status::Converged),
-    ))
+    Ok((sv_coef, Features::Sparse(csr).densify_if(0.5, 1 << 30)))
 }
 
 /// Reads a model from memory.

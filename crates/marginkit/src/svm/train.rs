@@ -36,8 +36,8 @@ const DAMAGED_CHECKPOINT: CheckpointError = CheckpointError::Mismatch {
 };
 use crate::kernel::qmatrix::{OneClassQ, QMatrix, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
-use crate::solver::smo::{self, SmoSnapshot};
-use crate::solver::{BoxQp, Equality, Observer, SolveInfo, Status};
+use crate::solver::smo::SmoSnapshot;
+use crate::solver::{BoxQp, Equality, Observer, SolveInfo, SolverSettings, Status};
 
 /// Largest number of classes accepted for one-vs-one training.
 pub const MAX_CLASSES: usize = 65_536;
@@ -618,7 +618,8 @@ fn to_signs(y: &[f64]) -> Vec<i8> {
 
 /// Solves one binary classification, regression or one-class problem on `x` with targets `y`
 /// (+1/-1 for classification) and per-sample costs `c` (for nu-SVC and one-class, `c` holds the
-/// sample weights scaled by C, which those formulations divide out).
+/// sample weights scaled by C, which those formulations divide out): builds the formulation's
+/// [`BoxQp`] with the function for it (as LIBSVM's `solve_*`), solves it and reports.
 #[allow(clippy::too_many_arguments)]
 fn solve_one(
     params: &SvmValidParams,
@@ -631,9 +632,6 @@ fn solve_one(
     resume: Option<&SmoSnapshot>,
     want_snapshot: bool,
 ) -> Result<(DecisionFunction, Option<SmoSnapshot>), FitError> {
-    let snapshot;
-    let cache;
-    let l = y.len();
     // The classifiers' matrix reads the selected rows in place; the others get a copy.
     let selected;
     let (x, rows) = match (params.svm_type, rows) {
@@ -644,190 +642,29 @@ fn solve_one(
         }
         (_, None) => (x, None),
     };
-    let settings = &params.solver;
-    let plan = super::engine::plan(params, l, resume.is_some());
-    let cb = plan.cache_bytes;
-    let (coef, info, upper_of) = match params.svm_type {
-        SvmType::CSvc => {
-            let signs = to_signs(&y);
-            // The labels' buffer becomes the linear term (one n-long array less at the peak).
-            let mut p = y.into_owned();
-            p.fill(-1.0);
-            let qp = BoxQp {
-                p: &p,
-                y: &signs,
-                upper: c,
-                equality: Equality::Sum { delta: 0.0 },
-                fixed: None,
-            };
-            let mut q = SvcQ::with_rows(x, rows, kernel, &signs, cb)?;
-            let mut alpha = vec![0.0; l];
-            let (info, _, snap) = super::engine::solve(
-                &plan,
-                &mut q,
-                &qp,
-                &mut alpha,
-                settings,
-                obs,
-                false,
-                resume,
-                want_snapshot,
-            )?;
-            snapshot = snap;
-            cache = q.cache_stats();
-            // Free the kernel cache before the result arrays are built: they would otherwise
-            // add to the fit's peak memory.
-            drop(q);
-            let coef: Vec<f64> = alpha
-                .iter()
-                .zip(&signs)
-                .map(|(a, &s)| a * f64::from(s))
-                .collect();
-            (coef, info, Bounds::new(alpha, c.to_vec()))
-        }
-        SvmType::NuSvc => {
-            let signs = to_signs(&y);
-            // Bounds are the sample weights (C plays no role in nu-SVC).
-            let upper: Vec<f64> = c.iter().map(|v| v / params.c).collect();
-            let total: f64 = upper.iter().sum();
-            let mut alpha = vec![0.0; l];
-            for sign in [1i8, -1] {
-                let mut left = params.nu * total / 2.0;
-                for i in 0..l {
-                    if signs[i] == sign {
-                        alpha[i] = upper[i].min(left);
-                        left -= alpha[i];
-                    }
-                }
-            }
-            let mut p = y.into_owned();
-            p.fill(0.0);
-            let qp = BoxQp {
-                p: &p,
-                y: &signs,
-                upper: &upper,
-                equality: Equality::Sum { delta: 0.0 },
-                fixed: None,
-            };
-            let mut q = SvcQ::with_rows(x, rows, kernel, &signs, cb)?;
-            let (mut info, r, snap) = smo::solve_resumable(
-                &mut q,
-                &qp,
-                &mut alpha,
-                settings,
-                obs,
-                true,
-                resume,
-                want_snapshot,
-            )?;
-            snapshot = snap;
-            cache = q.cache_stats();
-            drop(q);
-            // Rescale to the C-SVC form with C = 1/r (LIBSVM's convention).
-            let coef: Vec<f64> = alpha
-                .iter()
-                .zip(&signs)
-                .map(|(a, &s)| a * f64::from(s) / r)
-                .collect();
-            info.rho /= r;
-            info.objective /= r * r;
-            info.gap /= r * r;
-            let scaled: Vec<f64> = alpha.iter().map(|a| a / r).collect();
-            let ub: Vec<f64> = upper.iter().map(|u| u / r).collect();
-            (coef, info, Bounds::new(scaled, ub))
-        }
-        SvmType::OneClass => {
-            let upper: Vec<f64> = c.iter().map(|v| v / params.c).collect();
-            let total: f64 = upper.iter().sum();
-            let mut alpha = vec![0.0; l];
-            let mut left = params.nu * total;
-            for i in 0..l {
-                alpha[i] = upper[i].min(left);
-                left -= alpha[i];
-            }
-            let signs = vec![1i8; l];
-            let p = vec![0.0; l];
-            let qp = BoxQp {
-                p: &p,
-                y: &signs,
-                upper: &upper,
-                equality: Equality::Sum {
-                    delta: params.nu * total,
-                },
-                fixed: None,
-            };
-            let mut q = OneClassQ::new(x, kernel, cb)?;
-            let (info, _, snap) = super::engine::solve(
-                &plan,
-                &mut q,
-                &qp,
-                &mut alpha,
-                settings,
-                obs,
-                false,
-                resume,
-                want_snapshot,
-            )?;
-            snapshot = snap;
-            cache = q.cache_stats();
-            drop(q);
-            (alpha.clone(), info, Bounds::new(alpha, upper))
-        }
-        SvmType::EpsSvr | SvmType::NuSvr => {
-            let mut signs = vec![1i8; 2 * l];
-            signs[l..].fill(-1);
-            let mut upper = c.to_vec();
-            upper.extend_from_slice(c);
-            let mut alpha = vec![0.0; 2 * l];
-            // a_i (first l) and a*_i (last l): eps-SVR starts at 0 with p = eps -/+ z; nu-SVR
-            // starts with nu * sum(C) / 2 on each side (its two equalities) and p = -/+ z.
-            let eps = if params.svm_type == SvmType::EpsSvr {
-                params.epsilon
-            } else {
-                let mut left = params.nu * c.iter().sum::<f64>() / 2.0;
-                for i in 0..l {
-                    let a = c[i].min(left);
-                    alpha[i] = a;
-                    alpha[i + l] = a;
-                    left -= a;
-                }
-                0.0
-            };
-            let p: Vec<f64> = (0..2 * l)
-                .map(|k| if k < l { eps - y[k] } else { eps + y[k - l] })
-                .collect();
-            let qp = BoxQp {
-                p: &p,
-                y: &signs,
-                upper: &upper,
-                equality: Equality::Sum { delta: 0.0 },
-                fixed: None,
-            };
-            let mut q = SvrQ::new(x, kernel, cb)?;
-            let nu = params.svm_type == SvmType::NuSvr;
-            let (info, _, snap) = super::engine::solve(
-                &plan,
-                &mut q,
-                &qp,
-                &mut alpha,
-                settings,
-                obs,
-                nu,
-                resume,
-                want_snapshot,
-            )?;
-            snapshot = snap;
-            cache = q.cache_stats();
-            drop(q);
-            let coef: Vec<f64> = (0..l).map(|i| alpha[i] - alpha[i + l]).collect();
-            (coef, info, Bounds::new(alpha, upper))
-        }
+    let mut sub = Subproblem {
+        x,
+        rows,
+        kernel,
+        plan: super::engine::plan(params, y.len(), resume.is_some()),
+        settings: &params.solver,
+        obs,
+        resume,
+        want_snapshot,
     };
-    check_finite(&info)?;
-    let (n_sv, n_bsv) = upper_of.counts(params.svm_type, &coef);
+    let s = match params.svm_type {
+        SvmType::CSvc => solve_c_svc(&mut sub, y, c)?,
+        SvmType::NuSvc => solve_nu_svc(&mut sub, y, c, params.c, params.nu)?,
+        SvmType::OneClass => solve_one_class(&mut sub, c, params.c, params.nu)?,
+        SvmType::EpsSvr => solve_epsilon_svr(&mut sub, &y, c, params.epsilon)?,
+        SvmType::NuSvr => solve_nu_svr(&mut sub, &y, c, params.nu)?,
+    };
+    check_finite(&s.info)?;
+    let (n_sv, n_bsv) = s.bounds.counts(params.svm_type, &s.coef);
+    let info = s.info;
     Ok((
         DecisionFunction {
-            cache,
+            cache: s.cache,
             rho: info.rho,
             report: SubproblemReport {
                 classes: None,
@@ -840,10 +677,259 @@ fn solve_one(
                 n_sv,
                 n_bsv,
             },
-            coef,
+            coef: s.coef,
         },
-        snapshot,
+        s.snapshot,
     ))
+}
+
+/// What every formulation's solve is given besides its targets and costs.
+struct Subproblem<'a, 'o> {
+    x: &'a Features,
+    /// The rows of `x` that make the problem (classifiers; `None`: all).
+    rows: Option<&'a [usize]>,
+    kernel: KernelSpec,
+    /// The QP engine and the bytes its Q matrix may hold.
+    plan: super::engine::Plan,
+    settings: &'a SolverSettings,
+    obs: &'o mut dyn Observer,
+    resume: Option<&'a SmoSnapshot>,
+    want_snapshot: bool,
+}
+
+/// A solved formulation: signed coefficients per sample, the solver's account, the dual
+/// variables with their bounds, and the solver state when it stopped early.
+struct Solved {
+    coef: Vec<f64>,
+    info: SolveInfo,
+    bounds: Bounds,
+    snapshot: Option<SmoSnapshot>,
+    cache: CacheStats,
+}
+
+impl Subproblem<'_, '_> {
+    /// Runs the planned engine (pair or block SMO) on `qp` from `alpha` (`nu`: the nu engine,
+    /// two equalities); returns
+    /// the solver's account, its `r` (nu engine) and the cache counters. The kernel cache is
+    /// freed before the caller builds its result arrays: they would otherwise add to the fit's
+    /// peak memory.
+    fn run<Q: QMatrix>(
+        &mut self,
+        mut q: Q,
+        qp: &BoxQp<'_>,
+        alpha: &mut [f64],
+        nu: bool,
+    ) -> Result<(SolveInfo, f64, Option<SmoSnapshot>, CacheStats), FitError> {
+        let (info, r, snap) = super::engine::solve(
+            &self.plan,
+            &mut q,
+            qp,
+            alpha,
+            self.settings,
+            self.obs,
+            nu,
+            self.resume,
+            self.want_snapshot,
+        )?;
+        let cache = q.cache_stats();
+        drop(q);
+        Ok((info, r, snap, cache))
+    }
+}
+
+/// C-SVC: `min 1/2 a'Qa - e'a`, `0 <= a_i <= c_i`, `y'a = 0`.
+fn solve_c_svc(
+    sub: &mut Subproblem<'_, '_>,
+    y: Cow<'_, [f64]>,
+    c: &[f64],
+) -> Result<Solved, FitError> {
+    let l = y.len();
+    let signs = to_signs(&y);
+    // The labels' buffer becomes the linear term (one n-long array less at the peak).
+    let mut p = y.into_owned();
+    p.fill(-1.0);
+    let qp = BoxQp {
+        p: &p,
+        y: &signs,
+        upper: c,
+        equality: Equality::Sum { delta: 0.0 },
+        fixed: None,
+    };
+    let q = SvcQ::with_rows(sub.x, sub.rows, sub.kernel, &signs, sub.plan.cache_bytes)?;
+    let mut alpha = vec![0.0; l];
+    let (info, _, snapshot, cache) = sub.run(q, &qp, &mut alpha, false)?;
+    let coef: Vec<f64> = alpha
+        .iter()
+        .zip(&signs)
+        .map(|(a, &s)| a * f64::from(s))
+        .collect();
+    Ok(Solved {
+        coef,
+        info,
+        bounds: Bounds::new(alpha, c.to_vec()),
+        snapshot,
+        cache,
+    })
+}
+
+/// nu-SVC: `min 1/2 a'Qa`, `0 <= a_i <= w_i` (the sample weights: `c / C`), `y'a = 0`,
+/// `e'a = nu sum(w)`; the result is rescaled to the C-SVC form with `C = 1/r`, LIBSVM's
+/// convention.
+fn solve_nu_svc(
+    sub: &mut Subproblem<'_, '_>,
+    y: Cow<'_, [f64]>,
+    c: &[f64],
+    c_scale: f64,
+    nu: f64,
+) -> Result<Solved, FitError> {
+    let l = y.len();
+    let signs = to_signs(&y);
+    // Bounds are the sample weights (C plays no role in nu-SVC).
+    let upper: Vec<f64> = c.iter().map(|v| v / c_scale).collect();
+    let total: f64 = upper.iter().sum();
+    let mut alpha = vec![0.0; l];
+    for sign in [1i8, -1] {
+        let mut left = nu * total / 2.0;
+        for i in 0..l {
+            if signs[i] == sign {
+                alpha[i] = upper[i].min(left);
+                left -= alpha[i];
+            }
+        }
+    }
+    let mut p = y.into_owned();
+    p.fill(0.0);
+    let qp = BoxQp {
+        p: &p,
+        y: &signs,
+        upper: &upper,
+        equality: Equality::Sum { delta: 0.0 },
+        fixed: None,
+    };
+    let q = SvcQ::with_rows(sub.x, sub.rows, sub.kernel, &signs, sub.plan.cache_bytes)?;
+    let (mut info, r, snapshot, cache) = sub.run(q, &qp, &mut alpha, true)?;
+    let coef: Vec<f64> = alpha
+        .iter()
+        .zip(&signs)
+        .map(|(a, &s)| a * f64::from(s) / r)
+        .collect();
+    info.rho /= r;
+    info.objective /= r * r;
+    info.gap /= r * r;
+    let scaled: Vec<f64> = alpha.iter().map(|a| a / r).collect();
+    let ub: Vec<f64> = upper.iter().map(|u| u / r).collect();
+    Ok(Solved {
+        coef,
+        info,
+        bounds: Bounds::new(scaled, ub),
+        snapshot,
+        cache,
+    })
+}
+
+/// One-class SVM: `min 1/2 a'Qa`, `0 <= a_i <= w_i` (the sample weights: `c / C`),
+/// `e'a = nu sum(w)`.
+fn solve_one_class(
+    sub: &mut Subproblem<'_, '_>,
+    c: &[f64],
+    c_scale: f64,
+    nu: f64,
+) -> Result<Solved, FitError> {
+    let l = c.len();
+    let upper: Vec<f64> = c.iter().map(|v| v / c_scale).collect();
+    let total: f64 = upper.iter().sum();
+    let mut alpha = vec![0.0; l];
+    let mut left = nu * total;
+    for i in 0..l {
+        alpha[i] = upper[i].min(left);
+        left -= alpha[i];
+    }
+    let signs = vec![1i8; l];
+    let p = vec![0.0; l];
+    let qp = BoxQp {
+        p: &p,
+        y: &signs,
+        upper: &upper,
+        equality: Equality::Sum { delta: nu * total },
+        fixed: None,
+    };
+    let q = OneClassQ::new(sub.x, sub.kernel, sub.plan.cache_bytes)?;
+    let (info, _, snapshot, cache) = sub.run(q, &qp, &mut alpha, false)?;
+    Ok(Solved {
+        coef: alpha.clone(),
+        info,
+        bounds: Bounds::new(alpha, upper),
+        snapshot,
+        cache,
+    })
+}
+
+/// epsilon-SVR: variables `a_i` (first l) and `a*_i` (last l), both in `[0, c_i]`, starting at
+/// 0, with `p = eps -/+ z` and `sum a - sum a* = 0`.
+fn solve_epsilon_svr(
+    sub: &mut Subproblem<'_, '_>,
+    z: &[f64],
+    c: &[f64],
+    epsilon: f64,
+) -> Result<Solved, FitError> {
+    let alpha = vec![0.0; 2 * z.len()];
+    solve_svr_dual(sub, z, c, epsilon, alpha, false)
+}
+
+/// nu-SVR: as epsilon-SVR with `p = -/+ z` and the nu engine's two equalities, starting with
+/// `nu sum(c) / 2` on each side.
+fn solve_nu_svr(
+    sub: &mut Subproblem<'_, '_>,
+    z: &[f64],
+    c: &[f64],
+    nu: f64,
+) -> Result<Solved, FitError> {
+    let l = z.len();
+    let mut alpha = vec![0.0; 2 * l];
+    let mut left = nu * c.iter().sum::<f64>() / 2.0;
+    for i in 0..l {
+        let a = c[i].min(left);
+        alpha[i] = a;
+        alpha[i + l] = a;
+        left -= a;
+    }
+    solve_svr_dual(sub, z, c, 0.0, alpha, true)
+}
+
+/// The regressions' doubled dual from the start `alpha` (`nu`: the nu engine).
+fn solve_svr_dual(
+    sub: &mut Subproblem<'_, '_>,
+    z: &[f64],
+    c: &[f64],
+    eps: f64,
+    mut alpha: Vec<f64>,
+    nu: bool,
+) -> Result<Solved, FitError> {
+    let l = z.len();
+    let mut signs = vec![1i8; 2 * l];
+    signs[l..].fill(-1);
+    let mut upper = c.to_vec();
+    upper.extend_from_slice(c);
+    let p: Vec<f64> = (0..2 * l)
+        .map(|k| if k < l { eps - z[k] } else { eps + z[k - l] })
+        .collect();
+    let qp = BoxQp {
+        p: &p,
+        y: &signs,
+        upper: &upper,
+        equality: Equality::Sum { delta: 0.0 },
+        fixed: None,
+    };
+    let q = SvrQ::new(sub.x, sub.kernel, sub.plan.cache_bytes)?;
+    let (info, _, snapshot, cache) = sub.run(q, &qp, &mut alpha, nu)?;
+    let coef: Vec<f64> = (0..l).map(|i| alpha[i] - alpha[i + l]).collect();
+    Ok(Solved {
+        coef,
+        info,
+        bounds: Bounds::new(alpha, upper),
+        snapshot,
+        cache,
+    })
 }
 
 fn check_finite(info: &SolveInfo) -> Result<(), FitError> {
