@@ -4,11 +4,8 @@
 //! and identical results at 1 and 2 threads.
 #![allow(clippy::needless_range_loop)]
 
-use clarabel::algebra::CscMatrix;
-use clarabel::solver::{
-    DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
-    ZeroConeT,
-};
+mod common;
+use common::qp_oracle::clarabel_opt;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
 use marginkit::kernel::qmatrix::{DenseQ, QMatrix, SvcQ};
@@ -59,84 +56,6 @@ fn random_psd(rng: &mut Xoshiro256PlusPlus, n: usize, r: usize, ridge: f64) -> V
         }
     }
     q
-}
-
-/// Clarabel's optimum of the box QP (dense Q), or None if it did not solve.
-fn clarabel_opt(q: &[f64], qp: &BoxQp<'_>) -> Option<f64> {
-    let n = qp.p.len();
-    let (mut colptr, mut rowval, mut nzval) = (vec![0usize], Vec::new(), Vec::new());
-    for j in 0..n {
-        for i in 0..=j {
-            let v = q[i * n + j];
-            if v != 0.0 {
-                rowval.push(i);
-                nzval.push(v);
-            }
-        }
-        colptr.push(rowval.len());
-    }
-    let p_mat = CscMatrix::new(n, n, colptr, rowval, nzval);
-    let mut rows: Vec<(Vec<(usize, f64)>, f64)> = Vec::new();
-    let mut n_zero = 0;
-    if let Equality::Sum { delta } = qp.equality {
-        rows.push(((0..n).map(|i| (i, f64::from(qp.y[i]))).collect(), delta));
-        n_zero += 1;
-    }
-    let fixed = |i: usize| qp.fixed.map_or(VarFix::Free, |f| f[i]);
-    for i in 0..n {
-        match fixed(i) {
-            VarFix::AtZero => rows.push((vec![(i, 1.0)], 0.0)),
-            VarFix::AtUpper => rows.push((vec![(i, 1.0)], qp.upper[i])),
-            VarFix::Free => continue,
-        }
-        n_zero += 1;
-    }
-    let mut n_nonneg = 0;
-    for i in 0..n {
-        if fixed(i) == VarFix::Free {
-            rows.push((vec![(i, -1.0)], 0.0));
-            n_nonneg += 1;
-            if qp.upper[i].is_finite() {
-                rows.push((vec![(i, 1.0)], qp.upper[i]));
-                n_nonneg += 1;
-            }
-        }
-    }
-    let m = rows.len();
-    let mut cols: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
-    for (r, (entries, _)) in rows.iter().enumerate() {
-        for &(c, v) in entries {
-            cols[c].push((r, v));
-        }
-    }
-    let (mut colptr, mut rowval, mut nzval) = (vec![0usize], Vec::new(), Vec::new());
-    for c in cols {
-        for (r, v) in c {
-            rowval.push(r);
-            nzval.push(v);
-        }
-        colptr.push(rowval.len());
-    }
-    let a_mat = CscMatrix::new(m, n, colptr, rowval, nzval);
-    let b: Vec<f64> = rows.iter().map(|r| r.1).collect();
-    let mut cones: Vec<SupportedConeT<f64>> = Vec::new();
-    if n_zero > 0 {
-        cones.push(ZeroConeT(n_zero));
-    }
-    cones.push(NonnegativeConeT(n_nonneg));
-    let set = DefaultSettings {
-        verbose: false,
-        tol_gap_abs: 1e-10,
-        tol_gap_rel: 1e-10,
-        tol_feas: 1e-10,
-        ..DefaultSettings::default()
-    };
-    let mut s = DefaultSolver::new(&p_mat, qp.p, &a_mat, &b, &cones, set).ok()?;
-    s.solve();
-    match s.solution.status {
-        SolverStatus::Solved | SolverStatus::AlmostSolved => Some(s.solution.obj_val),
-        _ => None,
-    }
 }
 
 /// What the test's own KKT check finds at `a`: the objective and the violation of the pair
@@ -256,7 +175,7 @@ fn block_and_check(
         info.objective
     );
     if s.tol <= 1e-7 {
-        let opt = clarabel_opt(&q32, qp).expect("clarabel solves");
+        let opt = clarabel_opt(&q32, qp).expect("clarabel solves").0;
         assert!(
             (opt - info.objective).abs() <= 1e-6 * (1.0 + opt.abs()),
             "clarabel {opt} vs block {}",

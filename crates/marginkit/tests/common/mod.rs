@@ -1,4 +1,5 @@
 //! Helpers shared by the oracle tests.
 #![allow(dead_code)]
 
+pub mod qp_oracle;
 pub mod tol;
