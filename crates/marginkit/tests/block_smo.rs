@@ -5,7 +5,7 @@
 #![allow(clippy::needless_range_loop)]
 
 mod common;
-use common::qp_oracle::clarabel_opt;
+use common::qp_oracle::{clarabel_opt, random_psd};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
 use marginkit::kernel::qmatrix::{DenseQ, QMatrix, SvcQ};
@@ -40,22 +40,6 @@ fn block_with(q: usize) -> BlockSettings {
 /// Row-major dense matrix rounded to f32 (the precision of the solver's columns).
 fn round32(q: &[f64]) -> Vec<f64> {
     q.iter().map(|&v| f64::from(v as f32)).collect()
-}
-
-/// A PSD matrix `F F' (+ ridge)`, row-major, with rank `r`.
-fn random_psd(rng: &mut Xoshiro256PlusPlus, n: usize, r: usize, ridge: f64) -> Vec<f64> {
-    let f: Vec<f64> = (0..n * r).map(|_| rng.gen_range(-1.0..1.0)).collect();
-    let mut q = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..n {
-            let mut s = 0.0;
-            for k in 0..r {
-                s += f[i * r + k] * f[j * r + k];
-            }
-            q[i * n + j] = s + if i == j { ridge } else { 0.0 };
-        }
-    }
-    q
 }
 
 /// What the test's own KKT check finds at `a`: the objective and the violation of the pair

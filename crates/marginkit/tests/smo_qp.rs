@@ -4,7 +4,7 @@
 #![allow(clippy::needless_range_loop)]
 
 mod common;
-use common::qp_oracle::{clarabel_opt, clarabel_opt_eq};
+use common::qp_oracle::{clarabel_opt, clarabel_opt_eq, random_psd};
 use marginkit::kernel::qmatrix::{kernel_value, DenseQ, OneClassQ, QMatrix, SvcQ, SvrQ};
 use marginkit::solver::kkt::{check_dense, KktReport};
 use marginkit::solver::smo::solve;
@@ -72,22 +72,6 @@ fn solve_and_check(
         );
     }
     (info, a, rep)
-}
-
-/// A PSD matrix `F F' (+ ridge)`, row-major, with rank `r`.
-fn random_psd(rng: &mut Xoshiro256PlusPlus, n: usize, r: usize, ridge: f64) -> Vec<f64> {
-    let f: Vec<f64> = (0..n * r).map(|_| rng.gen_range(-1.0..1.0)).collect();
-    let mut q = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..n {
-            let mut s = 0.0;
-            for k in 0..r {
-                s += f[i * r + k] * f[j * r + k];
-            }
-            q[i * n + j] = s + if i == j { ridge } else { 0.0 };
-        }
-    }
-    q
 }
 
 #[test]

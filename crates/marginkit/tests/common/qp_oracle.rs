@@ -7,6 +7,8 @@ use clarabel::solver::{
     ZeroConeT,
 };
 use marginkit::solver::{BoxQp, Equality, VarFix};
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Clarabel's optimum of the box QP (dense Q), or None if it did not solve.
 pub fn clarabel_opt(q: &[f64], qp: &BoxQp<'_>) -> Option<(f64, Vec<f64>)> {
@@ -101,4 +103,20 @@ pub fn clarabel_opt_eq(
         }
         _ => None,
     }
+}
+
+/// A PSD matrix `F F' (+ ridge)`, row-major, with rank `r`.
+pub fn random_psd(rng: &mut Xoshiro256PlusPlus, n: usize, r: usize, ridge: f64) -> Vec<f64> {
+    let f: Vec<f64> = (0..n * r).map(|_| rng.gen_range(-1.0..1.0)).collect();
+    let mut q = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            let mut s = 0.0;
+            for k in 0..r {
+                s += f[i * r + k] * f[j * r + k];
+            }
+            q[i * n + j] = s + if i == j { ridge } else { 0.0 };
+        }
+    }
+    q
 }
