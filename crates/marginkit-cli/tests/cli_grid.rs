@@ -202,3 +202,36 @@ fn grid_checks_its_plot_path_first() {
     );
     assert!(!err.contains("missing.svm"), "{err}");
 }
+
+/// `grid` refuses `-c` (it searches C), `--linear` and `-B` with the reason, and `--help` does
+/// not list them.
+#[test]
+fn grid_refuses_and_hides_the_flags_it_does_not_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = data("heart_scale.train");
+    let tr = tr.to_str().unwrap();
+    for (flags, said) in [
+        (&["-c", "2"][..], "--log2c"),
+        (&["--linear"][..], "train --linear -v"),
+        (&["-B", "1"][..], "-B"),
+    ] {
+        let mut args = vec!["grid", "-q"];
+        args.extend_from_slice(flags);
+        args.push(tr);
+        let o = run(&args, dir.path());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{flags:?}: {err}");
+        assert!(err.contains(said), "{flags:?}: {err}");
+    }
+    let help = run(&["grid", "--help"], dir.path());
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in ["-c <", "--linear", "-B <"] {
+        assert!(
+            !help.lines().any(|l| l.trim_start().starts_with(flag)),
+            "{flag} listed:\n{help}"
+        );
+    }
+    for flag in ["-t <", "-g <", "-n <", "--log2c"] {
+        assert!(help.contains(flag), "{flag} missing:\n{help}");
+    }
+}

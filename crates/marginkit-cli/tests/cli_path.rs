@@ -195,3 +195,33 @@ fn ctrl_c_stops_path_and_resume_gives_the_same_points() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("other data or other parameters"));
 }
+
+/// Flags a path has no use for are refused with the reason, and `--help` does not list them.
+#[test]
+fn path_refuses_and_hides_the_flags_it_does_not_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = data("heart_scale.train");
+    let tr = train.to_str().unwrap();
+    for (flags, said) in [
+        (&["-c", "2"][..], "--c-list"),
+        (&["-n", "0.3"][..], "-n and -p"),
+        (&["-p", "0.2"][..], "-n and -p"),
+        (&["-b", "1"][..], "probability"),
+        (&["-w1", "2"][..], "class weights"),
+    ] {
+        let mut args = vec!["path", tr];
+        args.extend_from_slice(flags);
+        let o = run(&args, dir.path());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{flags:?}: {err}");
+        assert!(err.contains(said), "{flags:?}: {err}");
+    }
+    let help = run(&["path", "--help"], dir.path());
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in ["-c <", "-n <", "-p <", "-b <", "--class-weight"] {
+        assert!(!help.contains(flag), "{flag} listed:\n{help}");
+    }
+    for flag in ["-s <", "-t <", "-g <", "-B <", "--c-list"] {
+        assert!(help.contains(flag), "{flag} missing:\n{help}");
+    }
+}

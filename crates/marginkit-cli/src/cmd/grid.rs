@@ -52,6 +52,16 @@ pub fn run(a: GridArgs) -> Exit {
             "grid searches kernel models; for linear models use train --linear -v".into(),
         ));
     }
+    if a.model.cost.is_some() {
+        return Err(CliError(
+            "grid searches C: give its range with --log2c begin,end,step instead of -c".into(),
+        ));
+    }
+    if a.model.bias != -1.0 {
+        return Err(CliError(
+            "-B is the bias of linear models, which grid does not search".into(),
+        ));
+    }
     if a.folds < 2 {
         return Err(CliError(format!("-v must be >= 2, got {}", a.folds)));
     }
@@ -271,7 +281,7 @@ fn odm_grid(
                 gamma: marginkit::svm::Gamma::Value(gamma),
                 ..kernel
             };
-            let params = odm_params(&a.model, &a.odm, lambda, k)?;
+            let params = odm_params(&a.model, &a.odm, Some(lambda), k)?;
             let pred = marginkit::odm::cross_validation(&params, data, a.folds, a.model.seed)?;
             let pt = GridPoint {
                 c: lambda,
@@ -315,6 +325,10 @@ mod tests {
 #[derive(Debug, Args)]
 #[command(
     disable_help_flag = true,
+    // Flags that grid refuses (C is searched by --log2c; linear models have no grid here).
+    mut_arg("cost", |a| a.hide(true)),
+    mut_arg("linear", |a| a.hide(true)),
+    mut_arg("bias", |a| a.hide(true)),
     after_help = "-h is LIBSVM's shrinking flag here; use --help for this text.\nWith -t 0 (linear) or -t 4 (precomputed) only C is searched. With -s odm the grid is over (lambda, gamma).\nPrints `C gamma score` of the best point last (score: accuracy in %, or MSE for -s 3/4), C and gamma exactly.\nCtrl-C stops the search and prints the best point so far (exit code 130)."
 )]
 pub struct GridArgs {

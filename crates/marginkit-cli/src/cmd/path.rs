@@ -29,7 +29,16 @@ use crate::common::{CliError, CliResult, Exit, Outcome};
 
 /// `marginkit path`.
 #[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    // LIBSVM flags that a path of the bias-free C-SVC has no use for: refused in `params`,
+    // so not listed.
+    mut_arg("cost", |a| a.hide(true)),
+    mut_arg("nu", |a| a.hide(true)),
+    mut_arg("epsilon", |a| a.hide(true)),
+    mut_arg("probability", |a| a.hide(true)),
+    mut_arg("class_weights", |a| a.hide(true))
+)]
 pub struct PathArgs {
     #[command(flatten)]
     pub ckpt: ResumeArgs,
@@ -98,6 +107,17 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
     if !m.class_weights.is_empty() || m.probability == 1 {
         return Err(CliError(
             "path: class weights and probability models are not supported".into(),
+        ));
+    }
+    if m.cost.is_some() {
+        return Err(CliError(
+            "path: -c is not taken; the path runs over C (set it with --c-min, --c-max, --grid or --c-list)"
+                .into(),
+        ));
+    }
+    if m.nu.is_some() || m.epsilon.is_some() {
+        return Err(CliError(
+            "path: -n and -p belong to nu-SVC and the SVRs, which have no path".into(),
         ));
     }
     let mut p = if m.linear {

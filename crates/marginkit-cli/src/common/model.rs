@@ -32,15 +32,15 @@ pub struct ModelArgs {
     /// coef0 of the polynomial and sigmoid kernels.
     #[arg(short = 'r', default_value_t = 0.0, allow_negative_numbers = true)]
     pub coef0: f64,
-    /// C of C-SVC, epsilon-SVR, nu-SVR and the linear models.
-    #[arg(short = 'c', default_value_t = 1.0, allow_negative_numbers = true)]
-    pub cost: f64,
-    /// nu of nu-SVC, one-class and nu-SVR.
-    #[arg(short = 'n', default_value_t = 0.5, allow_negative_numbers = true)]
-    pub nu: f64,
-    /// epsilon of the epsilon-insensitive loss (SVR).
-    #[arg(short = 'p', default_value_t = 0.1, allow_negative_numbers = true)]
-    pub epsilon: f64,
+    /// C of C-SVC, epsilon-SVR, nu-SVR and the linear models (default 1).
+    #[arg(short = 'c', allow_negative_numbers = true)]
+    pub cost: Option<f64>,
+    /// nu of nu-SVC, one-class and nu-SVR (default 0.5).
+    #[arg(short = 'n', allow_negative_numbers = true)]
+    pub nu: Option<f64>,
+    /// epsilon of the epsilon-insensitive loss of the SVRs (default 0.1).
+    #[arg(short = 'p', allow_negative_numbers = true)]
+    pub epsilon: Option<f64>,
     /// Kernel cache size in MB, or `auto`: half of the available memory (MemAvailable in
     /// /proc/meminfo), at least 64 MB.
     #[arg(short = 'm', default_value = "200", allow_negative_numbers = true, value_parser = parse_cache_mb)]
@@ -146,9 +146,6 @@ pub fn svm_params_with(m: &ModelArgs, engine: SvmSolver) -> CliResult<SvmValidPa
     let mut p = SvmParams::new()
         .svm_type(svm_type)
         .kernel(m.kernel()?)
-        .c(m.cost)
-        .nu(m.nu)
-        .epsilon(m.epsilon)
         .tol(m.eps.unwrap_or(1e-3))
         .cache_bytes(cache_bytes_from_mb("-m (cache size, MB)", m.cache_mb)?)
         .shrinking(if m.shrinking == 1 {
@@ -163,6 +160,15 @@ pub fn svm_params_with(m: &ModelArgs, engine: SvmSolver) -> CliResult<SvmValidPa
         })
         .seed(m.seed)
         .engine(engine);
+    if let Some(c) = m.cost {
+        p = p.c(c);
+    }
+    if let Some(nu) = m.nu {
+        p = p.nu(nu);
+    }
+    if let Some(e) = m.epsilon {
+        p = p.epsilon(e);
+    }
     for (l, w) in parse_class_weights(&m.class_weights)? {
         p = p.class_weight(l, w);
     }
@@ -265,12 +271,10 @@ impl OdmArgs {
 pub fn odm_params(
     m: &ModelArgs,
     o: &OdmArgs,
-    lambda: f64,
+    lambda: Option<f64>,
     kernel: KernelParams,
 ) -> CliResult<OdmValidParams> {
     let mut p = OdmParams::new()
-        .lambda(lambda)
-        .nu(m.nu)
         .kernel(kernel)
         .cache_bytes(cache_bytes_from_mb("-m (cache size, MB)", m.cache_mb)?)
         .shrinking(if m.shrinking == 1 {
@@ -283,6 +287,12 @@ pub fn odm_params(
             Some(OdmEngine::Smo) | None => OdmSolver::Smo,
         })
         .seed(m.seed);
+    if let Some(lambda) = lambda {
+        p = p.lambda(lambda);
+    }
+    if let Some(nu) = m.nu {
+        p = p.nu(nu);
+    }
     if let Some(theta) = o.theta {
         p = p.theta(theta);
     }

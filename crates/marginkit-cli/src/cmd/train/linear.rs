@@ -27,14 +27,18 @@ fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> 
         ))
     })?;
     let mut p = LinearParams::new(solver)
-        .c(m.cost)
-        .p(m.epsilon)
         .seed(m.seed)
         .shrinking(if m.shrinking == 1 {
             Shrinking::On
         } else {
             Shrinking::Off
         });
+    if let Some(c) = m.cost {
+        p = p.c(c);
+    }
+    if let Some(e) = m.epsilon {
+        p = p.p(e);
+    }
     if let Some(e) = m.eps {
         p = p.eps(e);
     }

@@ -54,10 +54,9 @@ fn refuse_other_flags(a: &TrainArgs) -> Result<(), CliError> {
 pub fn run(a: &TrainArgs) -> Exit {
     refuse_other_flags(a)?;
     let m = &a.model;
-    let lambda = a.odm.lambda.unwrap_or(m.cost);
     let kernel = m.kernel()?;
-    let params = odm_params(m, &a.odm, lambda, kernel)?;
-    let (nu, theta) = (params.nu(), params.theta());
+    let params = odm_params(m, &a.odm, a.odm.lambda.or(m.cost), kernel)?;
+    let (lambda, nu, theta) = (params.lambda(), params.nu(), params.theta());
     let data = read_data(
         &a.train_file,
         &a.input,
