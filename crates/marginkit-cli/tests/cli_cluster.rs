@@ -293,3 +293,62 @@ fn kmeans_zero_restarts_or_iterations_rejected() {
         assert!(err.contains(flag) && err.contains(">= 1"), "{err}");
     }
 }
+
+/// Points whose coordinates are tiny (their squared deviations underflow) but differ are
+/// clustered, not refused as constant; points that are all equal are refused as constant.
+#[test]
+fn tiny_values_are_clustered_and_equal_values_are_constant() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = dir.path().join("tiny.svm");
+    std::fs::write(
+        &tiny,
+        "1 1:1e-300\n1 1:1.1e-300\n2 1:9e-300\n2 1:9.1e-300\n",
+    )
+    .unwrap();
+    let same = dir.path().join("same.svm");
+    std::fs::write(&same, "1 1:1e-300\n1 1:1e-300\n2 1:1e-300\n").unwrap();
+    for method in ["kmeans", "odmc"] {
+        let o = run(
+            &[
+                "cluster",
+                method,
+                "-k",
+                "2",
+                "-q",
+                "-o",
+                "labels",
+                tiny.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        assert!(
+            o.status.success(),
+            "{method}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let labels = std::fs::read_to_string(dir.path().join("labels")).unwrap();
+        let l: Vec<&str> = labels.lines().collect();
+        assert!(
+            l[0] == l[1] && l[2] == l[3] && l[0] != l[2],
+            "{method}: {labels}"
+        );
+        let o = run(
+            &[
+                "cluster",
+                method,
+                "-k",
+                "2",
+                "-q",
+                "-o",
+                "labels2",
+                same.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("constant"),
+            "{method}: {err}"
+        );
+    }
+}

@@ -123,20 +123,39 @@ impl Points {
                 mag[k] = mag[k].max(x.abs());
             }
         }
-        let keep: Vec<usize> = (0..d)
-            .filter(|&k| {
-                let sd = (var[k] / n.max(1) as f64).sqrt();
-                sd > 1e-12 * mag[k].max(1e-300) && sd > 0.0
-            })
+        // A feature's spread: its standard deviation or, for values so small (or large) that
+        // their squared deviations lose precision or underflow (overflow), the standard
+        // deviation of the values divided by their magnitude, times that magnitude. A feature
+        // is kept when its spread is above 1e-12 of its magnitude.
+        let spread = |k: usize| -> f64 {
+            let sd = (var[k] / n.max(1) as f64).sqrt();
+            if (1e-100..=1e100).contains(&mag[k]) {
+                return if sd > 1e-12 * mag[k] { sd } else { 0.0 };
+            }
+            if mag[k] == 0.0 {
+                return 0.0;
+            }
+            let s: f64 = (0..n)
+                .map(|i| ((self.v[i * d + k] - mean[k]) / mag[k]).powi(2))
+                .sum();
+            let rel = (s / n.max(1) as f64).sqrt();
+            if rel > 1e-12 {
+                rel * mag[k]
+            } else {
+                0.0
+            }
+        };
+        let kept: Vec<(usize, f64)> = (0..d)
+            .map(|k| (k, spread(k)))
+            .filter(|&(_, sd)| sd > 0.0)
             .collect();
-        if keep.is_empty() {
+        if kept.is_empty() {
             return Err(ClusterError::ConstantData { n });
         }
-        let nd = keep.len();
+        let nd = kept.len();
         let mut v = vec![0.0; n * nd];
         for i in 0..n {
-            for (c, &k) in keep.iter().enumerate() {
-                let sd = (var[k] / n as f64).sqrt();
+            for (c, &(k, sd)) in kept.iter().enumerate() {
                 v[i * nd + c] = (self.v[i * d + k] - mean[k]) / sd;
             }
         }
@@ -169,4 +188,37 @@ impl Points {
 #[inline]
 pub(crate) fn sq_dist(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kept feature ends with mean 0 and variance 1, for values of any magnitude; only a
+    /// feature with one value throughout is dropped.
+    #[test]
+    fn standardized_keeps_tiny_and_huge_features_and_drops_constant_ones() {
+        let base = [1.0, 2.0, 4.0];
+        for scale in [1e-300, 1e-160, 1.0, 1e160, 1e300] {
+            let v: Vec<f64> = base.iter().flat_map(|&x| [x * scale, 7.0]).collect();
+            let s = Points { n: 3, d: 2, v }.standardized().unwrap();
+            assert_eq!(s.d, 1, "scale {scale}: the constant feature is dropped");
+            let mean = s.v.iter().sum::<f64>() / 3.0;
+            let var = s.v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 3.0;
+            assert!(
+                mean.abs() < 1e-12 && (var - 1.0).abs() < 1e-12,
+                "scale {scale}: {:?}",
+                s.v
+            );
+        }
+        let constant = Points {
+            n: 3,
+            d: 1,
+            v: vec![1e-300; 3],
+        };
+        assert!(matches!(
+            constant.standardized(),
+            Err(ClusterError::ConstantData { n: 3 })
+        ));
+    }
 }
