@@ -235,3 +235,27 @@ fn grid_refuses_and_hides_the_flags_it_does_not_take() {
         assert!(help.contains(flag), "{flag} missing:\n{help}");
     }
 }
+
+/// Cross-validation on one row says why it cannot run, not that the data is empty.
+#[test]
+fn one_row_says_cross_validation_needs_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.svm");
+    std::fs::write(&one, "+1 1:1\n").unwrap();
+    for cmd in [
+        &["grid", "-q", "-v", "2"][..],
+        &["train", "-q", "-v", "2"][..],
+        &["train", "-q", "--linear", "-v", "2"][..],
+        &["train", "-q", "-s", "odm", "-v", "2"][..],
+    ] {
+        let mut args = cmd.to_vec();
+        args.push(one.to_str().unwrap());
+        let o = run(&args, dir.path());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(
+            err.contains("cross-validation needs at least 2 rows; the data has 1"),
+            "{cmd:?}: {err}"
+        );
+    }
+}

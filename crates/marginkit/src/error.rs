@@ -49,6 +49,13 @@ pub enum DataError {
     /// The data set has no samples.
     #[error("the data set is empty")]
     Empty,
+    /// Cross-validation (also the one behind probability models) needs a row to train on
+    /// beside every held-out fold.
+    #[error("cross-validation needs at least 2 rows; the data has {n}")]
+    TooFewRowsForFolds {
+        /// Number of rows.
+        n: usize,
+    },
     /// Classification needs at least two classes.
     #[error("the training data has a single class ({label}); at least two are needed")]
     SingleClass {

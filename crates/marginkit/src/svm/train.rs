@@ -1240,6 +1240,10 @@ fn cv_inner(
 
 /// Trains on all folds but one and predicts the held-out fold, for every fold: the prediction
 /// for each sample comes from `fit_predict(training part, held-out features)`.
+///
+/// # Errors
+/// [`DataError::Empty`] and [`DataError::TooFewRowsForFolds`] for fewer than two rows (a fold
+/// would have nothing to train on), and what `fit_predict` returns.
 pub(crate) fn predict_by_folds(
     data: &Dataset,
     folds: &[usize],
@@ -1247,6 +1251,11 @@ pub(crate) fn predict_by_folds(
     mut fit_predict: impl FnMut(&Dataset, &Features) -> Result<Vec<f64>, FitError>,
 ) -> Result<Vec<f64>, FitError> {
     let n = data.len();
+    match n {
+        0 => return Err(DataError::Empty.into()),
+        1 => return Err(DataError::TooFewRowsForFolds { n }.into()),
+        _ => {}
+    }
     let mut pred = vec![0.0; n];
     for f in 0..k {
         let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
