@@ -62,6 +62,10 @@ fn path_json_plot_and_models() {
     assert!(screened > 0);
     let svg = std::fs::read_to_string(dir.path().join("p.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("screening rate"));
+    assert!(
+        svg.contains("validation accuracy"),
+        "--valid plots the accuracy per C"
+    );
     assert!(dir.path().join("models/c_008.model").exists());
     // The best model is an ordinary LIBSVM model: predict reads it.
     let o = run(&["predict", te, "best.model", "out.txt"], dir.path());

@@ -78,7 +78,8 @@ pub struct PathArgs {
     /// Print one JSON object with every point on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Write an SVG plot of the screening rate and the time per C.
+    /// Write an SVG plot of the screening rate and the time per C (and of the validation
+    /// accuracy per C with --valid).
     #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Write every point's model to this directory (c_<index>.model).
@@ -211,7 +212,8 @@ fn save_point(r: &PathResult, k: usize, data: &Dataset, path: &Path) -> CliResul
     }
 }
 
-/// The SVG: screening rate per C, and rule / solve time per C.
+/// The SVG: screening rate per C, rule / solve time per C and, with validation data, the
+/// validation accuracy per C.
 pub fn plot_svg(r: &PathResult, title: &str) -> String {
     let c_axis = || Axis {
         label: "C".into(),
@@ -248,7 +250,24 @@ pub fn plot_svg(r: &PathResult, title: &str) -> String {
         "#2ca02c",
         r.points.iter().map(|p| (p.c, p.rule_seconds)).collect(),
     );
-    stack_svg(&[rate, time])
+    let accuracy: Vec<(f64, f64)> = r
+        .points
+        .iter()
+        .filter_map(|p| p.valid_accuracy.map(|a| (p.c, 100.0 * a)))
+        .collect();
+    if accuracy.is_empty() {
+        return stack_svg(&[rate, time]);
+    }
+    let valid = LineChart::new(
+        &format!("{title}: validation accuracy"),
+        c_axis(),
+        Axis {
+            label: "accuracy (%)".into(),
+            scale: Scale::Linear,
+        },
+    )
+    .add("validation accuracy", "#9467bd", accuracy);
+    stack_svg(&[valid, rate, time])
 }
 
 pub fn run(a: PathArgs) -> Exit {
