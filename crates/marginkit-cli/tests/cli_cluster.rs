@@ -352,3 +352,84 @@ fn tiny_values_are_clustered_and_equal_values_are_constant() {
         );
     }
 }
+
+/// `train -s odm --plot` draws the training margins' distribution with the zone edges; `--plot`
+/// is refused for other models and with -v, and an unwritable plot fails before any model is
+/// written.
+#[test]
+fn odm_margin_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = blobs(dir.path(), "two.svm", 2, 30, false);
+    let d = d.to_str().unwrap();
+    let o = run(
+        &["train", "-q", "-s", "odm", "--plot", "m.svg", d, "m.model"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(dir.path().join("m.svg")).unwrap();
+    for text in [
+        "two.svm: ODM training margins",
+        "1 - theta",
+        "1 + theta",
+        "margin y f(x)",
+    ] {
+        assert!(svg.contains(text), "{text}");
+    }
+    for args in [
+        &["train", "-q", "--plot", "x.svg", d, "x.model"][..],
+        &["train", "-q", "-s", "odm", "-v", "3", "--plot", "x.svg", d][..],
+    ] {
+        let o = run(args, dir.path());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("--plot draws the margin distribution"),
+            "{err}"
+        );
+    }
+    let o = run(
+        &[
+            "train",
+            "-q",
+            "-s",
+            "odm",
+            "--plot",
+            "no/such/dir/x.svg",
+            d,
+            "y.model",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--plot"));
+    assert!(!dir.path().join("y.model").exists() && !dir.path().join("x.svg").exists());
+}
+
+/// `cluster kmeans --plot` draws the inertia per Lloyd iteration with the data set's name.
+#[test]
+fn kmeans_inertia_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = blobs(dir.path(), "three.svm", 3, 20, false);
+    let o = run(
+        &[
+            "cluster",
+            "kmeans",
+            "-k",
+            "3",
+            "-q",
+            "--plot",
+            "k.svg",
+            "-o",
+            "k.lab",
+            d.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(dir.path().join("k.svg")).unwrap();
+    assert!(
+        svg.contains("three.svm: k-means inertia (best of 10 restarts)"),
+        "{svg}"
+    );
+    assert!(svg.contains("Lloyd iteration"));
+}

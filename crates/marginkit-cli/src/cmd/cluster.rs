@@ -17,6 +17,7 @@ use marginkit::fit::Control;
 use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
+use marginkit::solver::{IterStats, Observer};
 use serde_json::{json, Value};
 
 use crate::common::input::read_data;
@@ -139,6 +140,23 @@ pub struct KmeansArgs {
     /// Cluster the raw features (no standardization).
     #[arg(long)]
     pub raw: bool,
+    /// Write an SVG plot of the inertia after each Lloyd iteration of the winning restart.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+}
+
+/// k-means' Lloyd iterations on the command's progress line (its solver report counts the
+/// points that changed cluster).
+struct LloydProgress(Progress);
+
+impl Observer for LloydProgress {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
+        self.0.set(&format!(
+            "Lloyd iteration {}: {} points changed cluster",
+            s.iterations, s.max_violation
+        ));
+        ControlFlow::Continue(())
+    }
 }
 
 /// Runs `marginkit cluster`.
@@ -376,6 +394,9 @@ fn run_odmc(a: OdmcArgs) -> Exit {
 
 fn run_kmeans(a: KmeansArgs) -> Exit {
     let c = &a.common;
+    if let Some(p) = &a.plot {
+        crate::common::output::check_outputs(&[(p, "--plot")])?;
+    }
     let (x, truth) = load(c)?;
     if c.k < 2 || c.k > x.n {
         return Err(CliError(format!(
@@ -403,10 +424,37 @@ fn run_kmeans(a: KmeansArgs) -> Exit {
         .n_init(a.n_init)
         .seed(c.seed)
         .check()?;
-    let fit = kmeans::fit(&p, &pts, &mut Control::default())
+    let mut progress = LloydProgress(Progress::new(c.quiet, "cluster kmeans"));
+    let fit = kmeans::fit(&p, &pts, &mut Control::new(&mut progress))
         .map_err(|e| CliError(format!("{}: {e}", c.data_file.display())))?;
+    drop(progress);
     let (r, report) = (fit.model, fit.report);
     let seconds = t0.elapsed().as_secs_f64();
+    if let Some(plot) = &a.plot {
+        let title = c
+            .data_file
+            .file_name()
+            .map_or("k-means".into(), |n| n.to_string_lossy().into_owned());
+        let pts = (1..)
+            .zip(&report.inertia_trace)
+            .map(|(i, &v)| (f64::from(i), v))
+            .collect();
+        let chart = LineChart::new(
+            &format!("{title}: k-means inertia (best of {} restarts)", p.n_init()),
+            Axis {
+                label: "Lloyd iteration".into(),
+                scale: Scale::Linear,
+            },
+            Axis {
+                label: "sum of squared distances to the centres".into(),
+                scale: Scale::Linear,
+            },
+        )
+        .add("inertia", "#1f77b4", pts);
+        let svg = stack_svg(&[chart]);
+        write_output(plot, |w| w.write_all(svg.as_bytes()))
+            .map_err(|e| CliError(format!("{}: {e}", plot.display())))?;
+    }
     let mut sizes = vec![0usize; c.k];
     for &l in &r.labels {
         sizes[l] += 1;

@@ -113,10 +113,13 @@ pub struct KMeansModel {
 }
 
 /// What a k-means fit did.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct KMeansReport {
     /// Lloyd iterations of the winning restart.
     pub iterations: usize,
+    /// The winning restart's inertia after each of its assignment steps (the last is the
+    /// model's).
+    pub inertia_trace: Vec<f64>,
     /// Iterations over all restarts.
     pub total_iterations: usize,
     /// True when the winning restart stopped because no assignment changed.
@@ -172,6 +175,7 @@ pub fn fit(
         model: b.model,
         report: KMeansReport {
             iterations: b.iterations,
+            inertia_trace: b.trace,
             total_iterations: total,
             converged: b.converged,
             interrupted,
@@ -184,6 +188,7 @@ pub fn fit(
 struct Lloyd {
     model: KMeansModel,
     iterations: usize,
+    trace: Vec<f64>,
     converged: bool,
     interrupted: bool,
 }
@@ -243,6 +248,7 @@ fn lloyd(
     let mut iterations = 0;
     let mut converged = false;
     let mut inertia = f64::INFINITY;
+    let mut trace = Vec::new();
     let mut interrupted = false;
     while iterations < max_iter {
         iterations += 1;
@@ -259,6 +265,7 @@ fn lloyd(
             *l = a.0;
         }
         inertia = assign.iter().map(|a| a.1).sum();
+        trace.push(inertia);
         if changed == 0 {
             converged = true;
             break;
@@ -308,6 +315,7 @@ fn lloyd(
             inertia,
         },
         iterations,
+        trace,
         converged,
         interrupted,
     }
@@ -316,6 +324,33 @@ fn lloyd(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The trace has one inertia per Lloyd iteration of the winning restart, never increases
+    /// (each assignment and centre step can only lower it), and ends at the model's inertia,
+    /// which is the sum of squared distances to the returned centres.
+    #[test]
+    fn inertia_trace_is_monotone_and_ends_at_the_model() {
+        let v: Vec<f64> = (0..200)
+            .flat_map(|i| {
+                let t = f64::from(i) * 0.7;
+                [t.sin() * 3.0 + f64::from(i % 3), (1.3 * t).cos()]
+            })
+            .collect();
+        let x = Points { n: 200, d: 2, v };
+        let p = KMeansParams::new(4).n_init(3).check().unwrap();
+        let fit = fit(&p, &x, &mut Control::default()).unwrap();
+        let trace = &fit.report.inertia_trace;
+        assert_eq!(trace.len(), fit.report.iterations);
+        assert!(trace.windows(2).all(|w| w[1] <= w[0]), "{trace:?}");
+        assert_eq!(*trace.last().unwrap(), fit.model.inertia);
+        let direct: f64 = (0..x.n)
+            .map(|i| {
+                let c = fit.model.labels[i];
+                sq_dist(x.row(i), &fit.model.centers[c * 2..c * 2 + 2])
+            })
+            .sum();
+        assert!((direct - fit.model.inertia).abs() <= 1e-9 * direct);
+    }
 
     #[test]
     fn separates_three_blobs_and_is_seeded() {

@@ -94,6 +94,15 @@ pub fn run(a: TrainArgs) -> Exit {
         let state = state_path(&a, &model);
         check_outputs(&[(&model, "MODEL_FILE"), (&state, "state file")])?;
     }
+    if let Some(plot) = &a.plot {
+        if !odm || a.folds.is_some() {
+            return Err(CliError(
+                "--plot draws the margin distribution of a trained -s odm model (without -v)"
+                    .into(),
+            ));
+        }
+        check_outputs(&[(plot, "--plot")])?;
+    }
     if odm {
         return odm::run(&a);
     }
@@ -279,6 +288,10 @@ pub struct TrainArgs {
         help_heading = "Solver and run"
     )]
     pub weights: Option<PathBuf>,
+    /// With -s odm: write an SVG plot of the training margins' distribution (their cumulative
+    /// fraction, with the zone [1 - theta, 1 + theta] in which the ODM's loss is zero).
+    #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
+    pub plot: Option<PathBuf>,
     /// QP engine of the kernel SVMs: smo (pair SMO), block (block working-set SMO; C-SVC,
     /// one-class, epsilon-SVR) or auto (block when the cache holds a small part of the kernel
     /// matrix).

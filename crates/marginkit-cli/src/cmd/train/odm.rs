@@ -4,13 +4,16 @@
 //! load; lambda, nu and theta are printed in the summary and in `--json`. `-c` gives lambda when
 //! `--lambda` is not given, as C plays lambda's role.
 
+use std::io::Write as _;
 use std::time::Instant;
 
 use marginkit::fit::{Control, Report};
 use marginkit::odm::{self};
+use marginkit::plot::{Axis, LineChart, Scale};
 use marginkit::solver::Status;
 use marginkit::svm::model_io::save_model;
-use marginkit::svm::KernelKind;
+use marginkit::svm::{KernelKind, SvmModel};
+use marginkit::Dataset;
 use serde_json::json;
 
 use super::TrainArgs;
@@ -114,6 +117,15 @@ pub fn run(a: &TrainArgs) -> Exit {
         .clone()
         .unwrap_or_else(|| default_model_path(&a.train_file));
     save_model(&path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    if let Some(plot) = &a.plot {
+        let title = a
+            .train_file
+            .file_name()
+            .map_or("train -s odm".into(), |n| n.to_string_lossy().into_owned());
+        let svg = margin_plot(&model, &data, theta, &title).to_svg();
+        marginkit::data::write_output(plot, |w| w.write_all(svg.as_bytes()))
+            .map_err(|e| CliError(format!("{}: {e}", plot.display())))?;
+    }
     if a.json {
         let out = json!({
             "train_seconds": seconds,
@@ -138,4 +150,38 @@ pub fn run(a: &TrainArgs) -> Exit {
         println!("{out}");
     }
     Ok(Outcome::Done)
+}
+
+/// The cumulative distribution of the training margins `y_i f(x_i)` (labels[0] is the positive
+/// class, as in the model's decision values), with the edges of the zone [1 - theta, 1 + theta]
+/// in which the ODM's loss is zero.
+fn margin_plot(model: &SvmModel, data: &Dataset, theta: f64, title: &str) -> LineChart {
+    let dec = model.decision_values(&data.x);
+    let mut margins: Vec<f64> = dec
+        .iter()
+        .zip(&data.y)
+        .map(|(d, &y)| if y == model.labels[0] { d[0] } else { -d[0] })
+        .collect();
+    margins.sort_by(f64::total_cmp);
+    let n = margins.len() as f64;
+    let cdf = margins
+        .iter()
+        .enumerate()
+        .map(|(i, &m)| (m, (i + 1) as f64 / n))
+        .collect();
+    let edge = |x: f64| vec![(x, 0.0), (x, 1.0)];
+    LineChart::new(
+        &format!("{title}: ODM training margins"),
+        Axis {
+            label: "margin y f(x)".into(),
+            scale: Scale::Linear,
+        },
+        Axis {
+            label: "fraction of rows at or below".into(),
+            scale: Scale::Linear,
+        },
+    )
+    .add("margins", "#1f77b4", cdf)
+    .add("1 - theta", "#d62728", edge(1.0 - theta))
+    .add("1 + theta", "#2ca02c", edge(1.0 + theta))
 }
