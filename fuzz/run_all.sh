@@ -1,24 +1,15 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target for SECONDS each (default 60), one after the other, from fresh seed
-# corpora, and prints one line per target: runs executed, corpus size, crashes. Crash inputs land
-# in fuzz/artifacts/<target>/ (turn each into a regression test next to its parser).
-# Usage: [MARGINKIT_BIN=path/to/marginkit] bash fuzz/run_all.sh [SECONDS] [TARGET,TARGET...]
+# Runs every cargo-fuzz target for SECONDS each (default 60) with AddressSanitizer (nightly), one
+# after the other, and prints one line per target: runs executed, corpus size, crashes. Inputs:
+# the committed fuzz/regressions/<target>/ and fuzz/seeds/<target>/; new corpus entries go to the
+# git-ignored fuzz/corpus/<target>/, which later runs start from too. Crash inputs land in
+# fuzz/artifacts/<target>/ (keep each in fuzz/regressions/<target>/ and as a unit test next to
+# its parser). CI runs the stable, sanitizer-free variant: fuzz/ci.sh.
+# Usage: bash fuzz/run_all.sh [SECONDS] [TARGET,TARGET...]
 # (needs nightly + cargo-fuzz; default: all targets). FUZZ_JOBS=k: k targets at a time.
 set -uo pipefail
 secs="${1:-60}"
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$here/.."
-# A given MARGINKIT_BIN (an already built release CLI) skips the build.
-if [ -z "${MARGINKIT_BIN:-}" ]; then
-  ( cd "$root" && cargo build --release -q -p marginkit-cli ) || exit 1
-  MARGINKIT_BIN="${CARGO_TARGET_DIR:-$root/target}/release/marginkit"
-fi
-# The AID / robust state files of fuzz_method_state come from an example (see seed_corpus.sh).
-if [ -z "${MARGINKIT_STATES:-}" ]; then
-  ( cd "$root" && cargo build --release -q -p marginkit --example method_states ) || exit 1
-  MARGINKIT_STATES="${CARGO_TARGET_DIR:-$root/target}/release/examples/method_states"
-fi
-MARGINKIT_BIN="$MARGINKIT_BIN" MARGINKIT_STATES="$MARGINKIT_STATES" bash "$here/seed_corpus.sh" >/dev/null
 cd "$here" || exit 1
 targets=$(sed -n 's/^name = "\(fuzz_[a-z_]*\)"/\1/p' Cargo.toml)
 if [ -n "${2:-}" ]; then targets=$(echo "$2" | tr ',' ' '); fi
@@ -28,7 +19,9 @@ jobs="${FUZZ_JOBS:-1}"
 logs="$(mktemp -d)"
 run_one() {
   local t="$1"
-  cargo +nightly fuzz run -O -a "$t" "corpus/$t" -- -max_total_time="$secs" -print_final_stats=1 \
+  mkdir -p "corpus/$t" "seeds/$t" "regressions/$t"
+  cargo +nightly fuzz run -O -a "$t" "corpus/$t" "regressions/$t" "seeds/$t" -- \
+    -max_total_time="$secs" -print_final_stats=1 \
     >"$logs/$t.log" 2>&1
   echo $? >"$logs/$t.rc"
 }

@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
-# Builds the (git-ignored) seed corpora in fuzz/corpus/<target>/ from tests/data/heart_scale and
-# a few hand-written inputs. Usage: bash fuzz/seed_corpus.sh   (from anywhere)
+# Writes the committed seed corpora fuzz/seeds/<target>/ from tests/data/heart_scale, the small
+# golden models and a few hand-written inputs (kept to a few hundred KB: state files come from
+# fits on heart_scale's first 40 rows). The state-file seeds need a built CLI and the
+# method_states example:
+#   cargo build -p marginkit-cli && cargo build -p marginkit --example method_states
+#   MARGINKIT_BIN=target/debug/marginkit MARGINKIT_STATES=target/debug/examples/method_states \
+#     bash fuzz/seed_corpus.sh
+# (the defaults are the release builds under target/).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 data="$here/../crates/marginkit/tests/data"
-corpus="$here/corpus"
+corpus="$here/seeds"
 golden="$here/../tests/data/golden"
+bin="${MARGINKIT_BIN:-$here/../target/release/marginkit}"
+states="${MARGINKIT_STATES:-${CARGO_TARGET_DIR:-$here/../target}/release/examples/method_states}"
+for exe in "$bin" "$states"; do
+  if [ ! -x "$exe" ]; then
+    echo "seed_corpus.sh: no executable at $exe (see the usage at the top of this script)" >&2
+    exit 1
+  fi
+done
+rm -rf "$corpus"
 mkdir -p "$corpus/fuzz_libsvm" "$corpus/fuzz_csv" "$corpus/fuzz_scale_params" \
   "$corpus/fuzz_svm_model" "$corpus/fuzz_linear_model" "$corpus/fuzz_checkpoint" "$corpus/fuzz_weights" \
   "$corpus/fuzz_method_state"
@@ -38,10 +53,13 @@ printf 'x\n-1 1\n1 29 77\n2 0 1\n4 94 200\n' > "$corpus/fuzz_scale_params/x_only
 printf 'y\n0 1\n-1 2\nx\n-1 1\n1 2 6\n2 0 1\n3 0 5\n4 -2.5e-07 0.3\n' > "$corpus/fuzz_scale_params/with_y"
 printf 'x\r\n0 1\r\n\r\n1 0 10\r\n3 -5 5\r\n' > "$corpus/fuzz_scale_params/crlf"
 
-# LIBSVM model files: every golden model (all svm types, kernels, weights, multiclass), plus
-# hand-written precomputed / probability / one-class models.
+# LIBSVM model files: the golden models up to 12 KB (linear, polynomial, RBF kernels, class
+# weights, multiclass, one-class), plus hand-written precomputed / probability / SVR / sigmoid
+# models.
 for f in "$golden"/libsvm/*/*.model; do
-  cp "$f" "$corpus/fuzz_svm_model/$(basename "$(dirname "$f")")_$(basename "$f")"
+  if [ "$(wc -c < "$f")" -le 12000 ]; then
+    cp "$f" "$corpus/fuzz_svm_model/$(basename "$(dirname "$f")")_$(basename "$f")"
+  fi
 done
 printf 'svm_type c_svc\nkernel_type precomputed\nnr_class 2\ntotal_sv 2\nrho 0.5\nlabel 1 -1\nnr_sv 1 1\nSV\n1 0:1 \n-1 0:3 \n' \
   > "$corpus/fuzz_svm_model/precomputed"
@@ -71,45 +89,37 @@ printf '1\n2\n0\n# comment\n\n3.5\r\n1e-3\n' > "$corpus/fuzz_weights/plain"
 printf 'MemTotal:  24000000 kB\nMemAvailable:  1234 kB\n' > "$corpus/fuzz_weights/meminfo"
 printf '1\n-1\nnan\n' > "$corpus/fuzz_weights/bad"
 
-# Fit checkpoints (binary state files): made by stopping real fits with --max-iter, when a
-# marginkit binary is given (MARGINKIT_BIN) or already built.
-bin="${MARGINKIT_BIN:-$here/../target/release/marginkit}"
-if [ -x "$bin" ]; then
-  tmp="$(mktemp -d)"
-  k=0
-  for args in "-c 100" "-s 1 -n 0.3" "-s 2" "-s 3 -c 10" "-s 4" "-b 1 -c 10"; do
-    for it in 3 40; do
-      # shellcheck disable=SC2086
-      "$bin" train -q $args --max-iter $it --state-file "$tmp/s" "$data/heart_scale" "$tmp/m" 2>/dev/null || true
-      if [ -f "$tmp/s" ]; then
-        # The body without its checksum too (the target appends one itself).
-        head -c -8 "$tmp/s" > "$corpus/fuzz_checkpoint/heart_${k}_${it}_body"
-        mv "$tmp/s" "$corpus/fuzz_checkpoint/heart_${k}_$it"
-      fi
-    done
-    k=$((k + 1))
+# Fit checkpoints (binary state files): made by stopping real fits with --max-iter on the first
+# 40 rows of heart_scale.
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+head -n 40 "$data/heart_scale" > "$tmp/heart40"
+k=0
+for args in "-c 100" "-s 1 -n 0.3" "-s 2" "-s 3 -c 10" "-s 4" "-b 1 -c 10"; do
+  for it in 3 40; do
+    # shellcheck disable=SC2086
+    "$bin" train -q $args --max-iter $it --state-file "$tmp/s" "$tmp/heart40" "$tmp/m" 2>/dev/null || true
+    if [ -f "$tmp/s" ]; then
+      # The body without its checksum too (the target appends one itself).
+      head -c -8 "$tmp/s" > "$corpus/fuzz_checkpoint/heart_${k}_${it}_body"
+      mv "$tmp/s" "$corpus/fuzz_checkpoint/heart_${k}_$it"
+    fi
   done
-  "$bin" train -q -c 100 --max-iter 20 --state-file "$tmp/s" "$data/iris.scale.svm" "$tmp/m" 2>/dev/null || true
-  [ -f "$tmp/s" ] && mv "$tmp/s" "$corpus/fuzz_checkpoint/iris"
-  rm -rf "$tmp"
-else
-  echo "no marginkit binary at $bin: fuzz_checkpoint starts from an empty corpus" >&2
-fi
+  k=$((k + 1))
+done
+head -n 30 "$data/iris.scale.svm" > "$tmp/iris30"
+"$bin" train -q -c 100 --max-iter 20 --state-file "$tmp/s" "$tmp/iris30" "$tmp/m" 2>/dev/null || true
+[ -f "$tmp/s" ] && mv "$tmp/s" "$corpus/fuzz_checkpoint/iris"
 printf 'MKFITCK2' > "$corpus/fuzz_checkpoint/magic"
 
-# AID and robust state files (only an interrupt writes them, so the CLI cannot make them
-# reproducibly): the example `method_states` stops real runs on heart_scale after k observer
-# reports, for every AID model and every robust method, and writes their state files.
-states="${MARGINKIT_STATES:-${CARGO_TARGET_DIR:-$here/../target}/release/examples/method_states}"
-if [ -x "$states" ]; then
-  "$states" "$data/heart_scale" "$corpus/fuzz_method_state"
-  # Bodies without their checksums too (the target appends one itself).
-  for f in "$corpus/fuzz_method_state"/*; do
-    head -c -8 "$f" > "${f}_body"
-  done
-else
-  echo "no method_states example at $states (cargo build --release -p marginkit --example method_states): fuzz_method_state starts from magics only" >&2
-fi
+# AID, robust and path state files (only an interrupt writes them, so the CLI cannot make them
+# reproducibly): the example `method_states` stops real runs after k observer reports, for every
+# AID model, every robust method and both path engines, and writes their state files.
+"$states" "$tmp/heart40" "$corpus/fuzz_method_state" >/dev/null
+# Bodies without their checksums too (the target appends one itself).
+for f in "$corpus/fuzz_method_state"/*; do
+  head -c -8 "$f" > "${f}_body"
+done
 printf 'MKAIDCK1' > "$corpus/fuzz_method_state/magic_aid"
 printf 'MKROBCK2' > "$corpus/fuzz_method_state/magic_robust"
 printf 'MKPATHC2' > "$corpus/fuzz_method_state/magic_path"
