@@ -1,11 +1,14 @@
 //! Exact sample weights: integer weights give the same optimum as repeated rows (objective and
 //! decision values to 1e-8) for C-SVC, nu-SVC, epsilon-SVR, one-class, the linear dual solvers
-//! and Platt's sigmoid; zero weights drop the sample (support-vector indices still refer to the
-//! caller's rows); negative and NaN weights are errors.
+//! and Platt's sigmoid; the ODM classifier, whose loss is normalized by the number of rows
+//! (`lambda / m`), equals repeated rows when lambda is scaled by `m / sum(w)`; zero weights drop
+//! the sample (support-vector indices still refer to the caller's rows); negative and NaN
+//! weights are errors.
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::error::FitError;
 use marginkit::fit::{Control, Fit};
+use marginkit::odm::{self, OdmParams};
 use marginkit::svm::linear::{self, LinearFit, LinearParams, LinearSolver};
 use marginkit::svm::probability::sigmoid_train_weighted;
 use marginkit::svm::train::fit;
@@ -204,4 +207,56 @@ fn negative_and_nan_weights_are_errors() {
         let e = fit_linear(LinearParams::new(LinearSolver::L2LossSvcDual), &raw).unwrap_err();
         assert!(e.to_string().contains("row 5"), "{e}");
     }
+}
+
+#[test]
+fn odm_integer_weights_equal_repeated_rows_with_lambda_scaled_by_the_row_count() {
+    // ODM's loss is (lambda / m) sum_i s_i loss_i with m the number of rows: weights w with
+    // lambda m / sum(w) give the problem of the repeated rows with lambda.
+    let d = data_file("heart_scale", 90);
+    let (wd, rd) = weighted_and_repeated(&d);
+    let (m, total) = (wd.len() as f64, rd.len() as f64);
+    let lambda = 10.0;
+    let fit_odm = |lam: f64, data: &Dataset| {
+        let p = OdmParams::new()
+            .lambda(lam)
+            .nu(0.5)
+            .theta(0.2)
+            .tol(1e-10)
+            .check()
+            .unwrap();
+        odm::fit(&p, data, &mut Control::default()).unwrap()
+    };
+    let fr = fit_odm(lambda, &rd);
+    let fw = fit_odm(lambda * m / total, &wd);
+    assert!(
+        close(fw.report.primal, fr.report.primal, 1e-8),
+        "primal {} vs {}",
+        fw.report.primal,
+        fr.report.primal
+    );
+    assert!(
+        close(fw.report.dual, fr.report.dual, 1e-8),
+        "dual {} vs {}",
+        fw.report.dual,
+        fr.report.dual
+    );
+    let (dw, dr) = (
+        fw.model.decision_values(&d.x),
+        fr.model.decision_values(&d.x),
+    );
+    for (a, b) in dw.iter().flatten().zip(dr.iter().flatten()) {
+        assert!(close(*a, *b, 1e-7), "decision {a} vs {b}");
+    }
+    // With the same lambda the two problems differ (the loss weight is lambda / m).
+    let same = fit_odm(lambda, &wd);
+    let gap = same
+        .model
+        .decision_values(&d.x)
+        .iter()
+        .flatten()
+        .zip(dr.iter().flatten())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(gap > 1e-3, "same lambda: largest decision difference {gap}");
 }
