@@ -979,3 +979,70 @@ fn lazy_fixes_equal_screen_verdicts() {
         }
     }
 }
+
+#[test]
+fn epsilon_path_steps_keep_the_previous_solution_eps_optimal() {
+    // The epsilon-path's step rule, checked with Q recomputed in f64 and the next point's optimum
+    // solved independently (solve_tight): from C_k to C_{k+1} = rho C_k, the scaled point
+    // rho a_k has duality gap at C_{k+1} at most gap(1) + eps D(rho a_k), and so its dual value is
+    // within that of the optimum D* at C_{k+1}.
+    let data = blobs(5, 60, 2, 0.6);
+    let kernel = KernelSpec::Rbf { gamma: 0.5 };
+    let eps = 1e-2;
+    let r = path(
+        &data,
+        PathParams::kernel(kernel)
+            .grid(Grid::Epsilon {
+                eps,
+                c_max: 20.0,
+                max_points: 200,
+            })
+            .tol(1e-8)
+            .keep_solutions(true),
+    );
+    let n = data.len();
+    let q = q_matrix(&data, kernel);
+    let y = signs(&data);
+    assert!(r.points.len() >= 4, "{} points", r.points.len());
+    let mut checked = 0;
+    for w in r.points.windows(2).take(8) {
+        let (p0, p1) = (&w[0], &w[1]);
+        let rho = p1.c / p0.c;
+        assert!(rho > 1.0);
+        let a = &p0.alpha;
+        let g = matvec(&q, a);
+        let aqa: f64 = a.iter().zip(&g).map(|(x, v)| x * v).sum();
+        let s: f64 = a.iter().sum();
+        let dual = |r: f64| r * s - 0.5 * r * r * aqa;
+        let gap = |r: f64, c: f64| {
+            let hinge: f64 = g.iter().map(|&v| (1.0 - r * v).max(0.0)).sum();
+            r * r * aqa - r * s + c * hinge
+        };
+        let base = gap(1.0, p0.c).max(0.0);
+        let d = dual(rho);
+        let slack = 1e-6 * d.abs();
+        assert!(
+            gap(rho, p1.c) <= base + eps * d + slack,
+            "C {} -> {}: gap {} > {} + eps {d}",
+            p0.c,
+            p1.c,
+            gap(rho, p1.c),
+            base
+        );
+        let opt = solve_tight(&q, &y, p1.c).expect("tight solve");
+        let qo = matvec(&q, &opt);
+        let d_star: f64 =
+            opt.iter().sum::<f64>() - 0.5 * opt.iter().zip(&qo).map(|(x, v)| x * v).sum::<f64>();
+        assert!(d_star >= d - slack, "D* {d_star} < D(rho a) {d}");
+        assert!(
+            d_star - d <= base + eps * d + slack,
+            "C {}: D* - D(rho a) = {} > {} + eps {d}",
+            p1.c,
+            d_star - d,
+            base
+        );
+        assert_eq!(a.len(), n);
+        checked += 1;
+    }
+    assert!(checked >= 3);
+}
