@@ -8,7 +8,9 @@ same name with scikit-learn 1.9.1; see docs/python.md):
   optimum is the same in exact arithmetic, but (a) gamma='scale' is computed from the unweighted
   feature variance, which repetition changes, and (b) the solvers stop at tol (1e-3 / 1e-4), so
   two different QPs agree only to that tolerance. For nu-SVC the weighted problem can also be
-  nu-infeasible where the repeated one is not.
+  nu-infeasible where the repeated one is not. ODMClassifier also normalizes its loss by the
+  number of rows. test_sample_weights.py checks the exact equivalence (fixed gamma, tol 1e-10)
+  for every estimator that takes sample_weight.
 - NuSVC check_class_weight_classifiers: class weights scale the per-sample bounds of nu-SVC,
   and with the check's weights the nu constraints become infeasible (a ValueError naming it).
 
@@ -57,7 +59,13 @@ EXPECTED = {
     },
     "RobustSVC": {},
     "RobustSVR": {},
-    "ODMClassifier": SAMPLE_WEIGHT_EQUIV,
+    "ODMClassifier": {
+        "check_sample_weight_equivalence_on_dense_data":
+            "ODM's loss is lam / m times the weighted sum, m the number of rows: repetition "
+            "changes m (weights equal repetition with lam scaled by m / sum(w): "
+            "test_sample_weights.py); also gamma='scale' and tol as for SVC",
+        "check_sample_weight_equivalence_on_sparse_data": "as the dense variant",
+    },
     "ODMC": {},
     "MinimumEnclosingBall": {},
     "CoresetSVDD": {
