@@ -35,6 +35,18 @@ fn long_commands_print_plain_progress_lines_off_a_terminal() {
         (vec!["path", "--json", "--grid", "5", t], "path 1/5: C "),
         (
             vec![
+                "train", "--json", "-v", "3", "-c", "100", "-g", "2", "-m", "1", h,
+            ],
+            "train -v: fold 2/3: iter ",
+        ),
+        (
+            vec![
+                "train", "--json", "-v", "3", "-s", "odm", "--lambda", "100", h,
+            ],
+            "train -v: fold 3/3: iter ",
+        ),
+        (
+            vec![
                 "grid", "--json", "--log2c", "0,2,1", "--log2g", "-3,-1,1", t,
             ],
             "grid 1/9: C ",

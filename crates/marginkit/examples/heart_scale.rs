@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let correct = pred.iter().zip(&test.y).filter(|(p, y)| p == y).count();
     println!("test accuracy {correct}/{}", test.len());
 
-    let cv = cross_validation(&params, &train, 5, 0)?;
+    let cv = cross_validation(&params, &train, 5, &mut Control::default())?.predictions;
     let cv_ok = cv.iter().zip(&train.y).filter(|(p, y)| p == y).count();
     println!("5-fold CV accuracy {cv_ok}/{}", train.len());
 

@@ -137,6 +137,27 @@ impl<M, R: Report, S> Fit<M, R, S> {
     }
 }
 
+/// What a cross-validation returns: the prediction for every sample from the model trained
+/// without its fold, and how the folds' fits ended.
+///
+/// A cross-validation takes `&mut Control<(), usize>`: its observer watches every fold's fit,
+/// and its part callback receives the index of each finished fold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrossValidation {
+    /// The held-out prediction of every sample (0 for the samples of folds not run when the
+    /// observer stopped the cross-validation).
+    pub predictions: Vec<f64>,
+    /// The worst status over the folds' fits: [`Status::Interrupted`] when the observer
+    /// stopped one (the remaining folds are not run).
+    pub status: Status,
+}
+
+impl Report for CrossValidation {
+    fn status(&self) -> Status {
+        self.status
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

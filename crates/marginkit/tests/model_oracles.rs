@@ -859,9 +859,9 @@ proptest! {
     fn cross_validation_is_deterministic(seed in 0u64..10_000, n in 10usize..40, t in 0usize..5, cv_seed in any::<u64>()) {
         let t = TYPES[t];
         let d = problem(seed, n, t.is_regression());
-        let p = SvmParams::from(tight(t)).tol(1e-3).check().unwrap();
-        let a = cross_validation(&p, &d, 5, cv_seed);
-        let b = cross_validation(&p, &d, 5, cv_seed);
+        let p = SvmParams::from(tight(t)).tol(1e-3).seed(cv_seed).check().unwrap();
+        let a = cross_validation(&p, &d, 5, &mut Control::default()).map(|cv| cv.predictions);
+        let b = cross_validation(&p, &d, 5, &mut Control::default()).map(|cv| cv.predictions);
         match (a, b) {
             (Ok(a), Ok(b)) => prop_assert_eq!(a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()),
             (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),

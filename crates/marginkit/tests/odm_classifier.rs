@@ -369,9 +369,18 @@ fn model_round_trips_and_cross_validation_is_sensible() {
     }
     assert!(nonzero > m / 2, "{nonzero} nonzero decision values");
 
-    let cv = odm::cross_validation(&p, &data, 5, 1).unwrap();
-    assert_eq!(cv, odm::cross_validation(&p, &data, 5, 1).unwrap());
-    let cva = cv.iter().zip(&data.y).filter(|(a, b)| a == b).count() as f64 / 270.0;
+    let cv = odm::cross_validation(&p, &data, 5, &mut Control::default()).unwrap();
+    assert_eq!(
+        cv,
+        odm::cross_validation(&p, &data, 5, &mut Control::default()).unwrap()
+    );
+    let cva = cv
+        .predictions
+        .iter()
+        .zip(&data.y)
+        .filter(|(a, b)| a == b)
+        .count() as f64
+        / 270.0;
     assert!(cva > 0.75, "5-fold accuracy {cva}");
 }
 

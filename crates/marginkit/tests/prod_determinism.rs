@@ -149,9 +149,13 @@ fn cross_validation_is_identical_at_1_2_and_8_threads() {
             &iris,
         ),
     ] {
-        let one = in_pool(1, || cross_validation(&params, data, 5, 3).unwrap());
+        let one = in_pool(1, || {
+            cross_validation(&params, data, 5, &mut Control::default()).unwrap()
+        });
         for t in [2, 8] {
-            let other = in_pool(t, || cross_validation(&params, data, 5, 3).unwrap());
+            let other = in_pool(t, || {
+                cross_validation(&params, data, 5, &mut Control::default()).unwrap()
+            });
             assert_eq!(one, other, "threads {t}");
         }
     }
@@ -159,8 +163,12 @@ fn cross_validation_is_identical_at_1_2_and_8_threads() {
         .c(1.0)
         .check()
         .unwrap();
-    let one = in_pool(1, || linear_cv(&lp, &iris, 5, 3).unwrap());
-    let two = in_pool(8, || linear_cv(&lp, &iris, 5, 3).unwrap());
+    let one = in_pool(1, || {
+        linear_cv(&lp, &iris, 5, &mut Control::default()).unwrap()
+    });
+    let two = in_pool(8, || {
+        linear_cv(&lp, &iris, 5, &mut Control::default()).unwrap()
+    });
     assert_eq!(one, two);
 }
 

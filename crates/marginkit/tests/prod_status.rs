@@ -577,3 +577,59 @@ fn fuzz_found_checkpoints_are_refused_or_read_back_exactly() {
         assert_eq!(s.to_bytes(), &bytes[..used], "{name}");
     }
 }
+
+/// Cross-validation hands each finished fold to the part callback in order and stops, with
+/// status Interrupted, at the fold whose fit the observer stops; uninterrupted, it equals the
+/// predictions of fits on the folds made by hand with the same seeded assignment.
+#[test]
+fn cross_validation_reports_folds_and_stops_when_asked() {
+    use marginkit::svm::train::{cross_validation, fold_assignment};
+    let data = data_file("heart_scale");
+    let p = SvmParams::new().seed(4).check().unwrap();
+    let mut done = Vec::new();
+    let cv = cross_validation(
+        &p,
+        &data,
+        4,
+        &mut Control::default().on_part(|f| done.push(*f)),
+    )
+    .unwrap();
+    assert_eq!(done, vec![0, 1, 2, 3]);
+    assert_eq!(cv.status, Status::Converged);
+    let folds = fold_assignment(&data.y, 4, true, 4);
+    for f in 0..4 {
+        let train: Vec<usize> = (0..data.len()).filter(|&i| folds[i] != f).collect();
+        let test: Vec<usize> = (0..data.len()).filter(|&i| folds[i] == f).collect();
+        let m = fit(&p, &data.subset(&train), &mut Control::default())
+            .unwrap()
+            .model;
+        let pred = m.predict(&data.x.select_rows(&test)).unwrap();
+        for (k, &i) in test.iter().enumerate() {
+            assert_eq!(cv.predictions[i], pred[k], "fold {f} row {i}");
+        }
+    }
+    // An observer that stops at its first report, inside the first fold's fit.
+    struct StopAtOnce;
+    impl Observer for StopAtOnce {
+        fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
+            ControlFlow::Break(())
+        }
+    }
+    // C = 1000 takes the folds' SMO past its first report.
+    let long = SvmParams::new()
+        .c(1000.0)
+        .gamma(0.05)
+        .tol(1e-6)
+        .check()
+        .unwrap();
+    let mut done = Vec::new();
+    let cv = cross_validation(
+        &long,
+        &data,
+        4,
+        &mut Control::new(StopAtOnce).on_part(|f| done.push(*f)),
+    )
+    .unwrap();
+    assert_eq!(cv.status, Status::Interrupted);
+    assert!(done.is_empty(), "{done:?}");
+}

@@ -33,7 +33,7 @@ pub fn run(a: DemoArgs) -> Exit {
     let secs = t0.elapsed().as_secs_f64();
     let pred = model.predict(&test)?;
     let m = evaluate(&pred, &test_y, false);
-    let cv = cross_validation(&params, &train, 5, 0)?;
+    let cv = cross_validation(&params, &train, 5, &mut Control::default())?.predictions;
     let cvm = evaluate(&cv, &train.y, false);
     let sp = &report.subproblems[0];
     if a.json {

@@ -260,8 +260,8 @@ fn heat_map(points: &[GridPoint], log2c: &[f64], log2g: &[f64], best: &GridPoint
 }
 
 /// The ODM's (lambda, gamma) grid: `cs` are the lambdas; each point is the accuracy of
-/// [`marginkit::odm::cross_validation`] with the command's folds and seed. Ctrl-C stops between
-/// points.
+/// [`marginkit::odm::cross_validation`] with the command's folds and seed. Ctrl-C stops it,
+/// also within a point's folds (that point is dropped).
 fn odm_grid(
     a: &GridArgs,
     kernel: KernelParams,
@@ -282,12 +282,20 @@ fn odm_grid(
                 ..kernel
             };
             let params = odm_params(&a.model, &a.odm, Some(lambda), k)?;
-            let pred = marginkit::odm::cross_validation(&params, data, a.folds, a.model.seed)?;
+            let cv = marginkit::odm::cross_validation(
+                &params,
+                data,
+                a.folds,
+                &mut marginkit::fit::Control::new(cancel.clone()),
+            )?;
+            if cv.status == marginkit::solver::Status::Interrupted {
+                return Ok(out);
+            }
             let pt = GridPoint {
                 c: lambda,
                 gamma,
-                score: marginkit::metrics::classification(&pred, &data.y).accuracy,
-                status: marginkit::solver::Status::Converged,
+                score: marginkit::metrics::classification(&cv.predictions, &data.y).accuracy,
+                status: cv.status,
             };
             on_point(&pt);
             out.push(pt);

@@ -69,7 +69,7 @@ use std::time::{Duration, Instant};
 
 use crate::data::{Dataset, Features};
 use crate::error::{positive, DataError, FitError, ParamError};
-use crate::fit::{Control, Fit, Report};
+use crate::fit::{Control, CrossValidation, Fit, Report};
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{QMatrix, SvrQ};
 use crate::kernel::KernelSpec;
@@ -79,7 +79,7 @@ use crate::solver::{
 };
 use crate::svm::model::SvmModel;
 use crate::svm::params::{KernelKind, KernelParams, SvmType};
-use crate::svm::train::{class_order, fold_assignment, predict_by_folds};
+use crate::svm::train::{class_order, cross_validate, fold_assignment};
 
 /// Which engine solves the dual.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -734,26 +734,27 @@ pub fn fit(
     })
 }
 
-/// Seeded, stratified k-fold cross-validation of the ODM classifier: the predicted label of
-/// every sample from the model trained without its fold.
+/// Seeded (by the parameters' seed), stratified k-fold cross-validation of the ODM
+/// classifier: the predicted label of every sample from the model trained without its fold,
+/// and the worst status of the folds' fits. `ctl`'s observer watches every fold's fit; its
+/// part callback gets the index of each finished fold.
 ///
 /// # Errors
-/// As [`fit`] for any fold.
+/// As [`fit`] for any fold; [`DataError::TooFewRowsForFolds`] for fewer than two rows.
 pub fn cross_validation(
     params: &OdmValidParams,
     data: &Dataset,
     k: usize,
-    seed: u64,
-) -> Result<Vec<f64>, FitError> {
+    ctl: &mut Control<'_, (), usize>,
+) -> Result<CrossValidation, FitError> {
     let n = data.len();
     if n == 0 {
         return Err(DataError::Empty.into());
     }
-    let k = k.clamp(1, n);
-    let folds = fold_assignment(&data.y, k, true, seed);
-    predict_by_folds(data, &folds, k, |train, test_x| {
-        let fit = fit(params, train, &mut Control::default())?;
-        Ok(fit.model.predict(test_x)?)
+    let folds = fold_assignment(&data.y, k.clamp(1, n), true, params.seed);
+    cross_validate(data, &folds, ctl, |train, test_x, obs| {
+        let fit = fit(params, train, &mut Control::new(obs))?;
+        Ok((fit.model.predict(test_x)?, fit.report.status()))
     })
 }
 

@@ -4,7 +4,7 @@
 //! the equality `y'a = 0` is preserved by scaling and the box scales with C).
 
 use super::params::{Probability, SvmType, SvmValidParams};
-use super::train::{class_order, cross_validation_status, fold_assignment};
+use super::train::{class_order, cross_validation, fold_assignment};
 use crate::data::Dataset;
 use crate::error::{DataError, FitError};
 use crate::kernel::qmatrix::SvcQ;
@@ -83,7 +83,10 @@ pub fn grid_search(
                     return Ok(out);
                 }
                 let pc = params.with_c_gamma(c, gamma)?;
-                let (pred, status) = cross_validation_status(&pc, data, folds, params.seed)?;
+                let crate::fit::CrossValidation {
+                    predictions: pred,
+                    status,
+                } = cross_validation(&pc, data, folds, &mut crate::fit::Control::default())?;
                 let n = data.len() as f64;
                 let score = if regression {
                     pred.iter()

@@ -29,7 +29,7 @@ use crate::data::{ops, Dataset, Features, Row};
 use crate::error::{
     non_negative, positive, DataError, FitError, IoError, ParamError, ParseError, ParseErrorKind,
 };
-use crate::fit::{Control, Fit, Report};
+use crate::fit::{Control, CrossValidation, Fit, Report};
 use crate::solver::dcd::{self, LinearDesign, SvcDual, SvrDual};
 use crate::solver::newton::{self, SvcPrimal, SvrPrimal};
 use crate::solver::{BoxQp, Equality, Observer, Shrinking, SolverSettings, Status};
@@ -1316,30 +1316,19 @@ impl ModelParser {
     }
 }
 
-/// k-fold cross-validation of a linear model (stratified for classification, seeded): the
-/// prediction for every sample from the model trained without its fold.
+/// k-fold cross-validation (stratified for classification, seeded by the parameters' seed): the
+/// prediction for every sample from the model trained without its fold, and the worst status
+/// of the folds' fits. `ctl`'s observer watches every fold's fit; its part callback gets the
+/// index of each finished fold.
 ///
 /// # Errors
-/// As [`fit`] for any fold.
+/// As [`fit`] for any fold; [`DataError::TooFewRowsForFolds`] for fewer than two rows.
 pub fn cross_validation(
     params: &LinearValidParams,
     data: &Dataset,
     k: usize,
-    seed: u64,
-) -> Result<Vec<f64>, FitError> {
-    cross_validation_status(params, data, k, seed).map(|(p, _)| p)
-}
-
-/// [`cross_validation`] plus the worst solver status over the folds' fits.
-///
-/// # Errors
-/// As [`fit`] for any fold.
-pub fn cross_validation_status(
-    params: &LinearValidParams,
-    data: &Dataset,
-    k: usize,
-    seed: u64,
-) -> Result<(Vec<f64>, Status), FitError> {
+    ctl: &mut Control<'_, (), usize>,
+) -> Result<CrossValidation, FitError> {
     let n = data.len();
     if n == 0 {
         return Err(DataError::Empty.into());
@@ -1348,18 +1337,17 @@ pub fn cross_validation_status(
     if let Some(w) = &data.weights {
         super::train::check_weights(w, n)?;
     }
-    let k = k.clamp(1, n);
     let regression = params.solver.is_regression();
-    let folds = super::train::fold_assignment(&data.y, k, !regression, seed);
-    let mut worst = Status::Converged;
-    let pred = super::train::predict_by_folds(data, &folds, k, |train, test_x| {
-        let fit = fit(params, train, &mut Control::default())?;
-        for s in &fit.report.subproblems {
-            worst = worst.worst(s.status);
-        }
-        Ok(fit.model.predict(test_x))
-    })?;
-    Ok((pred, worst))
+    let folds = super::train::fold_assignment(&data.y, k.clamp(1, n), !regression, params.seed);
+    super::train::cross_validate(data, &folds, ctl, |train, test_x, obs| {
+        let fit = fit(params, train, &mut Control::new(obs))?;
+        let status = fit
+            .report
+            .subproblems
+            .iter()
+            .fold(Status::Converged, |w, s| w.worst(s.status));
+        Ok((fit.model.predict(test_x), status))
+    })
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use super::probability;
 pub use super::report::SubproblemReport;
 use crate::data::{Dataset, Features};
 use crate::error::{CheckpointError, DataError, FitError, ParseError, ParseErrorKind};
-use crate::fit::{Control, Fit, Report};
+use crate::fit::{Control, CrossValidation, Fit, Report};
 use crate::kernel::cache::CacheStats;
 
 /// A checkpoint whose saved subproblems do not fit the problem (a damaged or crafted state file
@@ -1141,83 +1141,62 @@ fn svr_sigma(
     report: &mut FitReport,
 ) -> Result<Option<f64>, FitError> {
     let sub = params.without_probability();
-    let n = data.len();
-    let k = PROB_FOLDS.clamp(1, n);
-    let folds = fold_assignment(&data.y, k, false, params.seed);
-    let mut stopped = false;
-    let pred = predict_by_folds(data, &folds, k, |train, test_x| {
-        if stopped {
-            return Ok(vec![0.0; test_x.n_rows()]);
-        }
-        let (model, rep, _) = fit_from(&sub, train, obs, None)?;
-        report.calibration.extend(rep.subproblems.iter().cloned());
-        stopped = rep.status() == Status::Interrupted;
-        Ok(model
-            .decision_values(test_x)
-            .iter()
-            .map(|d| model.predict_from_decision(d))
-            .collect())
-    })?;
-    if stopped {
+    let folds = fold_assignment(
+        &data.y,
+        PROB_FOLDS.clamp(1, data.len().max(1)),
+        false,
+        params.seed,
+    );
+    let cv = cross_validate(
+        data,
+        &folds,
+        &mut Control::new(obs),
+        |train, test_x, obs| {
+            let (model, rep, _) = fit_from(&sub, train, obs, None)?;
+            report.calibration.extend(rep.subproblems.iter().cloned());
+            let pred = model
+                .decision_values(test_x)
+                .iter()
+                .map(|d| model.predict_from_decision(d))
+                .collect();
+            Ok((pred, rep.status()))
+        },
+    )?;
+    if cv.status == Status::Interrupted {
         return Ok(None);
     }
+    let pred = cv.predictions;
     let res: Vec<f64> = pred.iter().zip(&data.y).map(|(p, y)| y - p).collect();
     Ok(Some(probability::laplace_sigma(&res)))
 }
 
-/// k-fold cross-validation (stratified for classification, seeded): the prediction for every
-/// sample from the model trained without its fold.
+/// k-fold cross-validation (stratified for classification, seeded by the parameters' seed): the
+/// prediction for every sample from the model trained without its fold, and the worst status
+/// of the folds' fits (so a limit hit in any fold is not silent). `ctl`'s observer watches
+/// every fold's fit; its part callback gets the index of each finished fold.
 ///
 /// # Errors
-/// As [`fit`] for any fold.
+/// As [`fit`] for any fold; [`DataError::TooFewRowsForFolds`] for fewer than two rows.
 pub fn cross_validation(
     params: &SvmValidParams,
     data: &Dataset,
     k: usize,
-    seed: u64,
-) -> Result<Vec<f64>, FitError> {
-    cross_validation_status(params, data, k, seed).map(|(p, _)| p)
-}
-
-/// [`cross_validation`] plus the worst solver status over every fold's fit (so a limit hit in
-/// any fold is not silent).
-///
-/// # Errors
-/// As [`fit`] for any fold.
-pub fn cross_validation_status(
-    params: &SvmValidParams,
-    data: &Dataset,
-    k: usize,
-    seed: u64,
-) -> Result<(Vec<f64>, Status), FitError> {
-    let mut worst = Status::Converged;
-    let pred = cv_inner(params, data, k, seed, &mut worst)?;
-    Ok((pred, worst))
-}
-
-fn cv_inner(
-    params: &SvmValidParams,
-    data: &Dataset,
-    k: usize,
-    seed: u64,
-    worst: &mut Status,
-) -> Result<Vec<f64>, FitError> {
-    let n = data.len();
-    if n == 0 {
+    ctl: &mut Control<'_, (), usize>,
+) -> Result<CrossValidation, FitError> {
+    if data.is_empty() {
         return Err(DataError::Empty.into());
     }
     // Checked on the whole set first: a fold's fit would name its own size ("all 2 sample
     // weights are zero" for 4 zero weights and 2 folds).
     if let Some(w) = &data.weights {
-        check_weights(w, n)?;
+        check_weights(w, data.len())?;
     }
-    let k = k.clamp(1, n);
-    let folds = fold_assignment(&data.y, k, params.svm_type.is_classifier(), seed);
-    predict_by_folds(data, &folds, k, |train, test_x| {
-        let (model, rep, _) = fit_from(params, train, &mut crate::solver::NoObserver, None)?;
-        *worst = worst.worst(rep.status());
+    let stratified = params.svm_type.is_classifier();
+    let folds = fold_assignment(&data.y, k.clamp(1, data.len()), stratified, params.seed);
+    cross_validate(data, &folds, ctl, |train, test_x, obs| {
+        let (model, rep, _) = fit_from(params, train, obs, None)?;
         let dec = model.decision_values(test_x);
-        Ok(dec
+        let pred = dec
             .iter()
             .map(|d| {
                 if params.probability == Probability::On && model.has_probability() {
@@ -1234,41 +1213,60 @@ fn cv_inner(
                     model.predict_from_decision(d)
                 }
             })
-            .collect())
+            .collect();
+        Ok((pred, rep.status()))
     })
 }
 
-/// Trains on all folds but one and predicts the held-out fold, for every fold: the prediction
-/// for each sample comes from `fit_predict(training part, held-out features)`.
+/// Trains on all folds but one and predicts the held-out fold, for every fold in order:
+/// `fit_predict(training part, held-out features, observer)` returns the fold's predictions and
+/// its fit's status. Stops after a fold whose fit was interrupted.
 ///
 /// # Errors
 /// [`DataError::Empty`] and [`DataError::TooFewRowsForFolds`] for fewer than two rows (a fold
 /// would have nothing to train on), and what `fit_predict` returns.
-pub(crate) fn predict_by_folds(
+pub(crate) fn cross_validate(
     data: &Dataset,
     folds: &[usize],
-    k: usize,
-    mut fit_predict: impl FnMut(&Dataset, &Features) -> Result<Vec<f64>, FitError>,
-) -> Result<Vec<f64>, FitError> {
+    ctl: &mut Control<'_, (), usize>,
+    mut fit_predict: impl FnMut(
+        &Dataset,
+        &Features,
+        &mut dyn Observer,
+    ) -> Result<(Vec<f64>, Status), FitError>,
+) -> Result<CrossValidation, FitError> {
     let n = data.len();
     match n {
         0 => return Err(DataError::Empty.into()),
         1 => return Err(DataError::TooFewRowsForFolds { n }.into()),
         _ => {}
     }
-    let mut pred = vec![0.0; n];
+    let k = folds.iter().max().map_or(0, |&f| f + 1);
+    let mut cv = CrossValidation {
+        predictions: vec![0.0; n],
+        status: Status::Converged,
+    };
     for f in 0..k {
         let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
         let test: Vec<usize> = (0..n).filter(|&i| folds[i] == f).collect();
         if test.is_empty() {
             continue;
         }
-        let p = fit_predict(&data.subset(&train), &data.x.select_rows(&test))?;
+        let (p, status) = fit_predict(
+            &data.subset(&train),
+            &data.x.select_rows(&test),
+            ctl.observer(),
+        )?;
         for (pos, &i) in test.iter().enumerate() {
-            pred[i] = p[pos];
+            cv.predictions[i] = p[pos];
         }
+        cv.status = cv.status.worst(status);
+        if status == Status::Interrupted {
+            break;
+        }
+        ctl.part_done(&f);
     }
-    Ok(pred)
+    Ok(cv)
 }
 
 #[cfg(test)]

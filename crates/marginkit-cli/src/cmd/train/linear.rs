@@ -5,9 +5,7 @@ use std::time::Instant;
 use marginkit::data::write_output;
 use marginkit::fit::Control;
 use marginkit::solver::{Shrinking, Status};
-use marginkit::svm::linear::{
-    cross_validation_status, LinearParams, LinearSolver, LinearValidParams,
-};
+use marginkit::svm::linear::{cross_validation, LinearParams, LinearSolver, LinearValidParams};
 use marginkit::svm::model_io::fmt_label;
 use serde_json::{json, Value};
 
@@ -15,7 +13,6 @@ use super::TrainArgs;
 use crate::common::input::read_data;
 use crate::common::model::parse_class_weights;
 use crate::common::output::default_model_path;
-use crate::common::report::report_cv;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
 fn linear_params(a: &TrainArgs) -> CliResult<(LinearValidParams, LinearSolver)> {
@@ -73,29 +70,9 @@ pub fn run(a: TrainArgs) -> Exit {
     let regression = solver.is_regression();
     let say = |text: &str| crate::common::report::say(a.json, a.quiet, text);
     if let Some(k) = a.folds {
-        if k < 2 {
-            return Err(CliError(format!(
-                "n-fold cross validation: n must be >= 2, got {k}"
-            )));
-        }
-        let t0 = Instant::now();
-        let (pred, status) = cross_validation_status(&params, &data, k, a.model.seed)?;
-        let secs = t0.elapsed().as_secs_f64();
-        if status != Status::Converged {
-            eprintln!(
-                "marginkit: warning: a fold's solver stopped before convergence ({})",
-                status.as_str()
-            );
-        }
-        report_cv(
-            &pred,
-            &data.y,
-            regression,
-            json!({ "cv_folds": k, "cv_seconds": secs, "seed": a.model.seed,
-                    "status": status.as_str() }),
-            a.json,
-        );
-        return Ok(Outcome::Done);
+        return super::cross_validate(&a, k, &data, regression, json!({}), |ctl| {
+            cross_validation(&params, &data, k, ctl)
+        });
     }
     let t0 = Instant::now();
     let mut cancel = crate::common::interrupt::install();

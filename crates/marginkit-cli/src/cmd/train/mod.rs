@@ -13,16 +13,19 @@ use crate::common::run::init_threads;
 
 use clap::{ArgAction, Args};
 
+use std::cell::Cell;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use std::io::Write;
 
 use marginkit::data::write_output;
-use marginkit::fit::{Control, Fit};
-use marginkit::solver::{Both, Status};
+use marginkit::error::FitError;
+use marginkit::fit::{Control, CrossValidation, Fit};
+use marginkit::solver::{Both, IterStats, Observer, Status};
 use marginkit::svm::model_io::{fmt_label, save_model};
-use marginkit::svm::train::{cross_validation_status, fit, FitReport};
+use marginkit::svm::train::{cross_validation, fit, FitReport};
 use marginkit::svm::FitCheckpoint;
 use marginkit::svm::{KernelKind, SvmValidParams};
 use marginkit::Dataset;
@@ -229,29 +232,85 @@ pub fn refuse_cv_state(a: &TrainArgs) -> CliResult {
 }
 
 fn run_cv(params: &SvmValidParams, data: &Dataset, k: usize, a: &TrainArgs) -> Exit {
+    let regression = params.svm_type().is_regression();
+    cross_validate(a, k, data, regression, json!({}), |ctl| {
+        cross_validation(params, data, k, ctl)
+    })
+}
+
+/// `train -v K` for every kind of model: runs `cv` with Ctrl-C and a progress line that names
+/// the fold being fitted, warns when a fold's fit stopped early, and reports the accuracy (or
+/// the regression errors) with `head`'s keys in `--json`. Ctrl-C ends it with exit code 130
+/// and no report.
+pub(crate) fn cross_validate(
+    a: &TrainArgs,
+    k: usize,
+    data: &Dataset,
+    regression: bool,
+    head: serde_json::Value,
+    cv: impl FnOnce(&mut Control<'_, (), usize>) -> Result<CrossValidation, FitError>,
+) -> Exit {
     if k < 2 {
         return Err(CliError(format!(
             "n-fold cross validation: n must be >= 2, got {k}"
         )));
     }
+    let folds = k.min(data.len()).max(1);
+    let done = Cell::new(0usize);
+    let cancel = crate::common::interrupt::install();
+    let progress = FoldProgress {
+        progress: Progress::new(a.quiet, "train -v"),
+        done: &done,
+        folds,
+    };
+    let mut obs = Both(progress, cancel);
     let t0 = Instant::now();
-    let (pred, status) = cross_validation_status(params, data, k, params.seed())?;
+    let result = cv(&mut Control::new(&mut obs).on_part(|_| done.set(done.get() + 1)))?;
     let seconds = t0.elapsed().as_secs_f64();
-    if status != Status::Converged {
-        eprintln!(
+    obs.0.progress.finish();
+    match result.status {
+        Status::Converged => {}
+        Status::Interrupted => {
+            eprintln!(
+                "marginkit: interrupted during fold {} of {folds}; no cross-validation result",
+                done.get() + 1
+            );
+            return Ok(Outcome::Interrupted);
+        }
+        s => eprintln!(
             "marginkit: warning: a fold's solver stopped before convergence ({})",
-            status.as_str()
-        );
+            s.as_str()
+        ),
     }
-    report_cv(
-        &pred,
-        &data.y,
-        params.svm_type().is_regression(),
-        json!({ "cv_folds": k, "cv_seconds": seconds, "seed": params.seed(),
-                "status": status.as_str() }),
-        a.json,
-    );
+    let mut head = head;
+    if let serde_json::Value::Object(o) = &mut head {
+        o.insert("cv_folds".into(), json!(k));
+        o.insert("cv_seconds".into(), json!(seconds));
+        o.insert("seed".into(), json!(a.model.seed));
+        o.insert("status".into(), json!(result.status.as_str()));
+    }
+    report_cv(&result.predictions, &data.y, regression, head, a.json);
     Ok(Outcome::Done)
+}
+
+/// The progress line of a cross-validation: the fold being fitted and its solver's report.
+struct FoldProgress<'a> {
+    progress: Progress,
+    done: &'a Cell<usize>,
+    folds: usize,
+}
+
+impl Observer for FoldProgress<'_> {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
+        self.progress.set(&format!(
+            "fold {}/{}: iter {} violation {:.3e}",
+            (self.done.get() + 1).min(self.folds),
+            self.folds,
+            s.iterations,
+            s.max_violation
+        ));
+        ControlFlow::Continue(())
+    }
 }
 
 /// `marginkit train`.

@@ -21,7 +21,7 @@ use crate::common::input::read_data;
 use crate::common::model::odm_params;
 use crate::common::output::default_model_path;
 use crate::common::progress::Progress;
-use crate::common::report::{report_cv, say};
+use crate::common::report::say;
 use crate::common::{CliError, Exit, Outcome};
 
 /// Refuses the `train` flags that `-s odm` has no use for, instead of ignoring them.
@@ -66,22 +66,10 @@ pub fn run(a: &TrainArgs) -> Exit {
         kernel.kind == KernelKind::Precomputed,
     )?;
     if let Some(k) = a.folds {
-        if k < 2 {
-            return Err(CliError(format!(
-                "n-fold cross validation: n must be >= 2, got {k}"
-            )));
-        }
-        let t0 = Instant::now();
-        let pred = odm::cross_validation(&params, &data, k, m.seed)?;
-        report_cv(
-            &pred,
-            &data.y,
-            false,
-            json!({ "svm_type": "odm", "cv_folds": k, "cv_seconds": t0.elapsed().as_secs_f64(),
-                    "seed": m.seed, "lambda": lambda, "nu": nu, "theta": theta }),
-            a.json,
-        );
-        return Ok(Outcome::Done);
+        let head = json!({ "svm_type": "odm", "lambda": lambda, "nu": nu, "theta": theta });
+        return super::cross_validate(a, k, &data, false, head, |ctl| {
+            odm::cross_validation(&params, &data, k, ctl)
+        });
     }
     let mut progress = Progress::new(a.quiet, "train -s odm");
     let t0 = Instant::now();
