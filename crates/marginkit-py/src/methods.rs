@@ -26,8 +26,8 @@ use marginkit::fit::Control;
 use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::odm::{OdmParams, OdmSolver};
-use marginkit::robust::select::{select, Method};
-use marginkit::robust::{PathKind, RobustParams, Task};
+use marginkit::robust::select::{select, Method, SelectParams};
+use marginkit::robust::{PathKind, RobustData, RobustParams, Task};
 use marginkit::solver::Shrinking;
 use marginkit::KernelSpec;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
@@ -424,15 +424,27 @@ fn fit_robust<'py>(
             )))
         }
     };
-    let mut params = RobustParams::new(task, kernel_spec(kernel, gamma, coef0, degree)?)
+    let mut robust = RobustParams::new()
+        .task(task)
+        .kind(kind)
+        .kernel(kernel_params(kernel, gamma, coef0, degree)?)
         .bias(bias)
-        .keep_solutions(keep_path);
-    params.s_fixed = s;
-    params.s_end_fraction = s_end;
-    params.max_events = max_events;
-    params.solver_tol = tol;
-    params.cache_bytes = usize::try_from(cache_bytes(cache_mb)?).unwrap_or(usize::MAX);
-    params.check().map_err(param_err)?;
+        .keep_solutions(keep_path)
+        .s_end_fraction(s_end)
+        .solver_tol(tol)
+        .cache_bytes(usize::try_from(cache_bytes(cache_mb)?).unwrap_or(usize::MAX));
+    if let Some(s) = s {
+        robust = robust.s_fixed(s);
+    }
+    if let Some(m) = max_events {
+        robust = robust.max_events(m);
+    }
+    let params = SelectParams::new()
+        .robust(robust)
+        .method(Method::Path)
+        .c_grid(cs)
+        .check()
+        .map_err(param_err)?;
     let train = dataset(&x, &y, &None, None)?;
     let valid = match (&x_valid, &y_valid) {
         (Some(xv), Some(yv)) => Some(dataset(xv, yv, &None, None)?),
@@ -444,10 +456,13 @@ fn fit_robust<'py>(
         }
     };
     let t_rust = Instant::now();
-    let sel = py
-        .detach(|| select(&params, kind, &Method::Path, &cs, &train, valid.as_ref()))
+    let fit = py
+        .detach(|| {
+            let data = RobustData::new(&train).validate_on(valid.as_ref());
+            select(&params, &data, &mut Control::default())
+        })
         .map_err(fit_err)?;
-    let model = sel.model(&params, &train).map_err(data_err)?;
+    let (model, sel) = (fit.model, fit.report);
     let rust_seconds = t_rust.elapsed().as_secs_f64();
     let d = PyDict::new(py);
     let (mut bc, mut bp, mut bkind, mut bobj, mut bout, mut bopt, mut berr, mut brun) = (
@@ -498,7 +513,7 @@ fn fit_robust<'py>(
     runs.set_item("C", PyArray1::from_vec(py, col(&|r| r.c)))?;
     runs.set_item(
         "status",
-        sel.runs.iter().map(|r| r.status).collect::<Vec<_>>(),
+        sel.runs.iter().map(|r| r.end.as_str()).collect::<Vec<_>>(),
     )?;
     runs.set_item("events", PyArray1::from_vec(py, col(&|r| r.events as f64)))?;
     runs.set_item("jumps", PyArray1::from_vec(py, col(&|r| r.d_steps as f64)))?;

@@ -10,12 +10,14 @@ use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, BnbLimits};
 use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams};
 use marginkit::aid::AidSettings;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::error::FitError;
 use marginkit::fit::Control;
 use marginkit::path::{self, Grid, PathData, PathParams};
 use marginkit::robust::cccp::THETA_GRID;
-use marginkit::robust::select::{select_resumable, Method};
-use marginkit::robust::{PathKind, RobustParams, Task};
+use marginkit::robust::select::{select, Method, SelectParams};
+use marginkit::robust::{PathKind, RobustData, RobustParams, Task};
 use marginkit::solver::{IterStats, Observer};
+use marginkit::svm::{Gamma, KernelKind, KernelParams};
 use marginkit::{Dataset, KernelSpec};
 
 /// Stops at report number `k`.
@@ -98,34 +100,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "svc_cccp",
             ),
         ] {
-            let p = RobustParams::new(task, KernelSpec::Rbf { gamma: 0.1 }).keep_solutions(k == 15);
-            let (_, c) = select_resumable(
-                &p,
-                kind,
-                &method,
-                &[1.0, 10.0],
-                &small,
-                None,
-                &mut StopAt(k),
-                None,
-            )?;
+            let rbf = KernelParams {
+                gamma: Gamma::Value(0.1),
+                ..KernelParams::default()
+            };
+            let select_stopped = |p: RobustParams| {
+                let sp = SelectParams::new()
+                    .robust(p.task(task).kind(kind))
+                    .method(method.clone())
+                    .c_grid(vec![1.0, 10.0])
+                    .check()?;
+                let fit = select(&sp, &RobustData::new(&small), &mut Control::new(StopAt(k)))?;
+                Ok::<_, FitError>(fit.checkpoint)
+            };
+            let c = select_stopped(RobustParams::new().kernel(rbf).keep_solutions(k == 15))?;
             save(format!("robust_{name}_{k}"), c.map(|c| c.to_bytes()))?;
             if method != Method::Path {
                 continue;
             }
             // The linear engine's state (outlier weights `w_o`, `sum_o`).
-            let p = RobustParams::new(task, KernelSpec::Linear)
-                .bias(Some(1.0))
-                .keep_solutions(k == 15);
-            let (_, c) = select_resumable(
-                &p,
-                kind,
-                &method,
-                &[1.0, 10.0],
-                &small,
-                None,
-                &mut StopAt(k),
-                None,
+            let linear = KernelParams {
+                kind: KernelKind::Linear,
+                ..KernelParams::default()
+            };
+            let c = select_stopped(
+                RobustParams::new()
+                    .kernel(linear)
+                    .bias(Some(1.0))
+                    .keep_solutions(k == 15),
             )?;
             save(format!("robust_{name}_linear_{k}"), c.map(|c| c.to_bytes()))?;
         }

@@ -21,10 +21,14 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::Control;
 use marginkit::robust::cccp::{S_GRID_SVC, S_GRID_SVR, THETA_GRID};
-use marginkit::robust::select::{select, Method, Selection};
-use marginkit::robust::{model_from_beta, NodeKind, PathKind, RobustParams, Task};
-use marginkit::{Dataset, Features, KernelSpec};
+use marginkit::robust::select::{select, Method, SelectParams, Selection};
+use marginkit::robust::{
+    model_from_beta, NodeKind, PathKind, RobustData, RobustParams, RobustValidParams, Task,
+};
+use marginkit::svm::{KernelKind, KernelParams};
+use marginkit::{Dataset, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -171,11 +175,12 @@ fn make_split(
 
 fn test_error(
     task: Task,
-    p: &RobustParams,
+    p: &RobustValidParams,
     sp: &Split,
     beta: &[f64],
 ) -> Result<f64, Box<dyn std::error::Error>> {
-    let model = model_from_beta(task, p.kernel, None, &sp.train, beta)?;
+    let kernel = p.kernel_for(sp.train.n_features());
+    let model = model_from_beta(task, kernel, None, &sp.train, beta)?;
     let pred = model.predict(&sp.test.x)?;
     let n = sp.test.len() as f64;
     Ok(match task {
@@ -315,22 +320,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "| kernel | | C-SVM | CCCP-θ | OP-θ | CCCP-s | OP-s | OP seconds | CCCP seconds |"
         )?;
         writeln!(md, "|---|---|---|---|---|---|---|---|---|")?;
-        for (kname, kernel) in [
-            ("linear", KernelSpec::Linear),
-            (
-                "rbf",
-                KernelSpec::Rbf {
-                    gamma: 1.0 / d as f64,
-                },
-            ),
-        ] {
+        // The RBF kernel's gamma is 1/d (gamma `Auto`).
+        let linear = KernelParams {
+            kind: KernelKind::Linear,
+            ..KernelParams::default()
+        };
+        for (kname, kernel) in [("linear", linear), ("rbf", KernelParams::default())] {
             let mut errs: Vec<Vec<f64>> = vec![Vec::new(); 5];
             let (mut t_op, mut t_cccp) = (0.0, 0.0);
             let mut not_local = 0usize;
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(2015);
             for _ in 0..splits {
                 let sp = make_split(&x, &y, task, &mut rng)?;
-                let p = RobustParams::new(task, kernel);
+                let p = RobustParams::new().task(task).kernel(kernel);
+                let pv = p.clone().check()?;
                 let sg = match task {
                     Task::Svc => S_GRID_SVC.to_vec(),
                     Task::Svr => S_GRID_SVR.to_vec(),
@@ -346,7 +349,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         continue;
                     }
                     let t0 = Instant::now();
-                    let sel = select(&p, kind, &method, &cs, &sp.train, Some(&sp.valid))?;
+                    let params = SelectParams::new()
+                        .robust(p.clone().kind(kind))
+                        .method(method.clone())
+                        .c_grid(cs.clone())
+                        .check()?;
+                    let data = RobustData::new(&sp.train).validate_on(Some(&sp.valid));
+                    let sel = select(&params, &data, &mut Control::default())?.report;
                     let dt = t0.elapsed().as_secs_f64();
                     if matches!(method, Method::Path) {
                         t_op += dt;
@@ -363,21 +372,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     } else {
                         t_cccp += dt;
                     }
-                    errs[col].push(test_error(task, &p, &sp, &sel.chosen.beta)?);
+                    errs[col].push(test_error(task, &pv, &sp, &sel.chosen.beta)?);
                     if col == 2 {
                         // The standard SVM: the best path start over C.
                         let (r, _) = standard_choice(&sel);
-                        let start = marginkit::robust::outlier_path(
-                            &p.clone()
-                                .c(sel.runs[r].c)
-                                .keep_solutions(true)
-                                .max_events(0),
-                            PathKind::Theta,
-                            &sp.train,
-                            None,
-                        )?;
+                        let ps = p
+                            .clone()
+                            .kind(PathKind::Theta)
+                            .c(sel.runs[r].c)
+                            .keep_solutions(true)
+                            .max_events(0)
+                            .check()?;
+                        let start = marginkit::robust::fit(
+                            &ps,
+                            &RobustData::new(&sp.train),
+                            &mut Control::default(),
+                        )?
+                        .report;
                         let b = start.nodes[0].beta.clone().unwrap_or_default();
-                        errs[0].push(test_error(task, &p, &sp, &b)?);
+                        errs[0].push(test_error(task, &pv, &sp, &b)?);
                     }
                 }
             }

@@ -8,15 +8,72 @@
 //! * CCCP grid points are local optima of their robust problem and never worse than the start.
 
 use marginkit::data::{Dataset, DenseMatrix, Features};
+use marginkit::error::FitError;
+use marginkit::fit::Control;
 use marginkit::kernel::qmatrix::{kernel_value, SvcQ};
-use marginkit::robust::cccp::{cccp, THETA_GRID};
-use marginkit::robust::select::{select, Method};
+use marginkit::robust::cccp::{cccp, CccpPath, THETA_GRID};
+use marginkit::robust::select::{select, Method, SelectParams};
 use marginkit::robust::{
-    check_local_optimality, model_from_beta, outlier_path, Node, NodeKind, OutlierPath, PathKind,
-    PathStatus, RobustParams, Task,
+    check_local_optimality, model_from_beta, Node, NodeKind, OutlierPath, PathKind, RobustData,
+    RobustParams, RobustValidParams, RunEnd, Task,
 };
 use marginkit::solver::{smo, BoxQp, Equality, NoObserver, Shrinking, SolverSettings};
+use marginkit::svm::{Gamma, KernelKind, KernelParams};
 use marginkit::KernelSpec;
+
+/// The kernel parameters of a concrete kernel (its gamma given, not `Auto`).
+fn kernel_params(k: KernelSpec) -> KernelParams {
+    let (kind, gamma, coef0, degree) = match k {
+        KernelSpec::Linear => (KernelKind::Linear, 1.0, 0.0, 3),
+        KernelSpec::Poly {
+            gamma,
+            coef0,
+            degree,
+        } => (KernelKind::Poly, gamma, coef0, degree),
+        KernelSpec::Rbf { gamma } => (KernelKind::Rbf, gamma, 0.0, 3),
+        KernelSpec::Sigmoid { gamma, coef0 } => (KernelKind::Sigmoid, gamma, coef0, 3),
+        KernelSpec::Precomputed => (KernelKind::Precomputed, 1.0, 0.0, 3),
+    };
+    KernelParams {
+        kind,
+        gamma: Gamma::Value(gamma),
+        coef0,
+        degree,
+    }
+}
+
+/// Robust parameters of `task` with kernel `k`, unchecked.
+fn params(task: Task, k: KernelSpec) -> RobustParams {
+    RobustParams::new().task(task).kernel(kernel_params(k))
+}
+
+/// `p` along `kind`, checked.
+fn checked(p: &RobustParams, kind: PathKind) -> RobustValidParams {
+    p.clone().kind(kind).check().unwrap()
+}
+
+/// One outlier path of `p` along `kind` on `data` (the report of `robust::fit`).
+fn run_path(
+    p: &RobustParams,
+    kind: PathKind,
+    data: &Dataset,
+    valid: Option<&Dataset>,
+) -> Result<OutlierPath, FitError> {
+    let p = p.clone().kind(kind).check()?;
+    let data = RobustData::new(data).validate_on(valid);
+    Ok(marginkit::robust::fit(&p, &data, &mut Control::default())?.report)
+}
+
+/// CCCP of `p` along `kind` over `grid` on `data`.
+fn run_cccp(
+    p: &RobustParams,
+    kind: PathKind,
+    grid: &[f64],
+    data: &Dataset,
+) -> Result<CccpPath, FitError> {
+    let p = p.clone().kind(kind).check()?;
+    cccp(&p, grid, &RobustData::new(data))
+}
 
 /// Deterministic pseudo-random numbers (splitmix64), so the tests need no RNG crate.
 struct Rng(u64);
@@ -245,7 +302,7 @@ fn internal_y(task: Task, data: &Dataset) -> Vec<f64> {
 /// solved by clarabel, has the same objective and the same `f` (within the interior-point
 /// accuracy), and the point is feasible for the partition's polytope.
 fn assert_conditional_optimum(
-    p: &RobustParams,
+    p: &RobustValidParams,
     kmat: &[Vec<f64>],
     y: &[f64],
     k: usize,
@@ -257,19 +314,19 @@ fn assert_conditional_optimum(
     let out = node.outlier_sign.as_ref().unwrap();
     let yscale = y.iter().fold(1.0f64, |m, v| m.max(v.abs()));
     // Independent conditional solve of this partition (clarabel, primal with the polytope).
-    let f_or = conditional_f(p.task, kmat, y, out, p.c, theta, s);
+    let f_or = conditional_f(p.task(), kmat, y, out, p.c(), theta, s);
     let j_or = LAST_OBJ.with(|o| o.get());
     let f: Vec<f64> = (0..y.len())
         .map(|i| kmat[i].iter().zip(beta).map(|(a, b)| a * b).sum())
         .collect();
     // Ours is feasible for the partition's polytope ...
-    let tt = match p.task {
+    let tt = match p.task() {
         Task::Svc => 1.0 - s,
         Task::Svr => s,
     };
     let mut j_ours = 0.5 * beta.iter().zip(&f).map(|(a, b)| a * b).sum::<f64>();
     for i in 0..y.len() {
-        let (t, pos) = match p.task {
+        let (t, pos) = match p.task() {
             Task::Svc => (y[i] * (y[i] - f[i]), 1.0 - y[i] * f[i]),
             Task::Svr => ((y[i] - f[i]).abs(), (y[i] - f[i]).abs()),
         };
@@ -284,7 +341,7 @@ fn assert_conditional_optimum(
                 t >= tt - slack_tol,
                 "node {k}: outlier {i} inside T ({t} < {tt})"
             );
-            if p.task == Task::Svr {
+            if p.task() == Task::Svr {
                 assert_eq!(
                     (y[i] - f[i]).signum() as i8,
                     out[i],
@@ -293,7 +350,7 @@ fn assert_conditional_optimum(
             }
         }
         let w = if out[i] != 0 { theta } else { 1.0 };
-        j_ours += p.c * w * pos.max(0.0);
+        j_ours += p.c() * w * pos.max(0.0);
     }
     // ... and at least as good as the interior-point solution (up to its accuracy).
     let eps_j = 1e-7 * j_or.abs().max(1.0);
@@ -320,13 +377,15 @@ fn assert_conditional_optimum(
 
 /// Checks every oracle on one path.
 fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPath) {
-    assert_eq!(path.status, PathStatus::Completed, "status");
+    let p = &checked(p, kind);
+    assert_eq!(path.end, RunEnd::Completed, "status");
     assert!(
         path.final_locally_optimal,
         "final solution not locally optimal"
     );
-    let kmat = gram(data, p.kernel, p.bias);
-    let y = internal_y(p.task, data);
+    let kernel = p.kernel_for(data.n_features());
+    let kmat = gram(data, kernel, p.bias());
+    let y = internal_y(p.task(), data);
     let mut jumps = 0;
     let mut degenerate = 0;
     for (k, node) in path.nodes.iter().enumerate() {
@@ -346,7 +405,7 @@ fn check_path(p: &RobustParams, kind: PathKind, data: &Dataset, path: &OutlierPa
             // flipped sample stays on the threshold (Theorem 4's 19e presumes unique
             // multipliers). Only a singular K (linear kernel) allows it.
             assert_eq!(
-                p.kernel,
+                kernel,
                 KernelSpec::Linear,
                 "degenerate jump, non-linear kernel"
             );
@@ -452,10 +511,10 @@ fn smo_standard_f(data: &Dataset, kernel: KernelSpec, c: f64) -> Vec<f64> {
 fn svc_theta_path_rbf_matches_conditional_solves() {
     for (seed, c) in [(1u64, 1.0), (2, 10.0), (3, 3.0)] {
         let data = blobs(40, 0.15, seed);
-        let p = RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 0.5 })
+        let p = params(Task::Svc, KernelSpec::Rbf { gamma: 0.5 })
             .c(c)
             .keep_solutions(true);
-        let path = outlier_path(&p, PathKind::Theta, &data, None).unwrap();
+        let path = run_path(&p, PathKind::Theta, &data, None).unwrap();
         check_path(&p, PathKind::Theta, &data, &path);
     }
 }
@@ -464,11 +523,11 @@ fn svc_theta_path_rbf_matches_conditional_solves() {
 fn svc_theta_path_linear_and_bias() {
     for seed in [4u64, 5] {
         let data = blobs(40, 0.2, seed);
-        let p = RobustParams::new(Task::Svc, KernelSpec::Linear)
+        let p = params(Task::Svc, KernelSpec::Linear)
             .c(1.0)
             .bias(Some(1.0))
             .keep_solutions(true);
-        let path = outlier_path(&p, PathKind::Theta, &data, None).unwrap();
+        let path = run_path(&p, PathKind::Theta, &data, None).unwrap();
         check_path(&p, PathKind::Theta, &data, &path);
     }
 }
@@ -481,10 +540,8 @@ fn svc_s_path_matches_conditional_solves() {
         (8, KernelSpec::Rbf { gamma: 2.0 }),
     ] {
         let data = blobs(40, 0.15, seed);
-        let p = RobustParams::new(Task::Svc, kernel)
-            .c(2.0)
-            .keep_solutions(true);
-        let path = outlier_path(&p, PathKind::S, &data, None).unwrap();
+        let p = params(Task::Svc, kernel).c(2.0).keep_solutions(true);
+        let path = run_path(&p, PathKind::S, &data, None).unwrap();
         assert!(path.s_standard < 0.0);
         check_path(&p, PathKind::S, &data, &path);
         assert!(path.d_steps > 0);
@@ -501,11 +558,11 @@ fn svr_theta_and_s_paths_match_conditional_solves() {
     ] {
         let data = wave(40, 0.1, seed);
         for kind in [PathKind::Theta, PathKind::S] {
-            let p = RobustParams::new(Task::Svr, kernel)
+            let p = params(Task::Svr, kernel)
                 .c(c)
                 .s_fixed(0.5)
                 .keep_solutions(true);
-            let path = outlier_path(&p, kind, &data, None).unwrap();
+            let path = run_path(&p, kind, &data, None).unwrap();
             check_path(&p, kind, &data, &path);
         }
     }
@@ -516,10 +573,8 @@ fn no_outliers_theta_path_starts_at_smo_solution_and_stays() {
     // Well separated blobs, no flips, RBF with large C: no sample has a negative margin.
     let data = blobs(30, 0.0, 12);
     let kernel = KernelSpec::Rbf { gamma: 1.0 };
-    let p = RobustParams::new(Task::Svc, kernel)
-        .c(100.0)
-        .keep_solutions(true);
-    let path = outlier_path(&p, PathKind::Theta, &data, None).unwrap();
+    let p = params(Task::Svc, kernel).c(100.0).keep_solutions(true);
+    let path = run_path(&p, PathKind::Theta, &data, None).unwrap();
     let f_smo = smo_standard_f(&data, kernel, 100.0);
     let kmat = gram(&data, kernel, None);
     let beta = path.nodes[0].beta.as_ref().unwrap();
@@ -538,13 +593,13 @@ fn duplicated_points_and_event_limit() {
     let base = blobs(20, 0.2, 13);
     let idx: Vec<usize> = (0..20).chain(0..20).collect();
     let data = base.subset(&idx);
-    let p = RobustParams::new(Task::Svc, KernelSpec::Linear)
+    let p = params(Task::Svc, KernelSpec::Linear)
         .c(1.0)
         .keep_solutions(true);
-    let path = outlier_path(&p, PathKind::Theta, &data, None).unwrap();
+    let path = run_path(&p, PathKind::Theta, &data, None).unwrap();
     check_path(&p, PathKind::Theta, &data, &path);
-    let limited = outlier_path(&p.clone().max_events(1), PathKind::Theta, &data, None).unwrap();
-    assert_eq!(limited.status, PathStatus::EventLimit);
+    let limited = run_path(&p.clone().max_events(1), PathKind::Theta, &data, None).unwrap();
+    assert_eq!(limited.end, RunEnd::EventLimit);
 }
 
 /// Many points in 2-D with the linear kernel: the active set reaches the data's rank (2, or 3
@@ -565,12 +620,12 @@ fn active_set_stays_within_the_linear_rank() {
         };
         let rank = 2 + usize::from(bias.is_some());
         for kind in [PathKind::Theta, PathKind::S] {
-            let p = RobustParams::new(task, KernelSpec::Linear)
+            let p = params(task, KernelSpec::Linear)
                 .c(2.0)
                 .bias(bias)
                 .s_fixed(if task == Task::Svr { 0.5 } else { 0.0 })
                 .keep_solutions(true);
-            let path = outlier_path(&p, kind, &data, None).unwrap();
+            let path = run_path(&p, kind, &data, None).unwrap();
             assert!(
                 path.max_active <= rank,
                 "{task:?} {kind:?} bias {bias:?}: active set {} past the rank {rank}",
@@ -602,11 +657,11 @@ fn blobs_d(n: usize, d: usize, flip: f64, seed: u64) -> Dataset {
 #[test]
 fn active_set_stays_within_the_rank_at_n_2000() {
     let data = blobs_d(2000, 5, 0.15, 1);
-    let p = RobustParams::new(Task::Svc, KernelSpec::Linear)
+    let p = params(Task::Svc, KernelSpec::Linear)
         .c(1.0)
         .keep_solutions(true);
-    let path = outlier_path(&p, PathKind::Theta, &data, None).unwrap();
-    assert_eq!(path.status, PathStatus::Completed);
+    let path = run_path(&p, PathKind::Theta, &data, None).unwrap();
+    assert_eq!(path.end, RunEnd::Completed);
     assert!(path.final_locally_optimal);
     assert!(
         path.max_active <= 5,
@@ -622,7 +677,11 @@ fn active_set_stays_within_the_rank_at_n_2000() {
             );
         }
     }
-    let kmat = gram(&data, p.kernel, None);
+    let kmat = gram(
+        &data,
+        checked(&p, PathKind::Theta).kernel_for(data.n_features()),
+        None,
+    );
     let y = internal_y(Task::Svc, &data);
     let m = path.nodes.len();
     let mut pick: Vec<usize> = vec![0, m / 3, 2 * m / 3, m - 1];
@@ -634,7 +693,15 @@ fn active_set_stays_within_the_rank_at_n_2000() {
     );
     for k in pick {
         let node = &path.nodes[k];
-        assert_conditional_optimum(&p, &kmat, &y, k, node, node.param, 0.0);
+        assert_conditional_optimum(
+            &checked(&p, PathKind::Theta),
+            &kmat,
+            &y,
+            k,
+            node,
+            node.param,
+            0.0,
+        );
     }
 }
 
@@ -646,9 +713,9 @@ fn active_set_stays_within_the_rank_at_n_2000() {
 #[test]
 fn flipped_samples_land_on_their_side_of_the_threshold() {
     let data = blobs_d(3000, 10, 0.15, 1);
-    let p = RobustParams::new(Task::Svc, KernelSpec::Linear).c(1.0);
-    let path = outlier_path(&p, PathKind::Theta, &data, None).unwrap();
-    assert_eq!(path.status, PathStatus::Completed);
+    let p = params(Task::Svc, KernelSpec::Linear).c(1.0);
+    let path = run_path(&p, PathKind::Theta, &data, None).unwrap();
+    assert_eq!(path.end, RunEnd::Completed);
     assert!(path.final_locally_optimal);
     let wrong_side: Vec<usize> = (0..path.nodes.len())
         .filter(|&k| {
@@ -672,10 +739,10 @@ fn flipped_samples_land_on_their_side_of_the_threshold() {
 #[test]
 fn spanning_active_set_gives_a_degenerate_jump() {
     let data = blobs(40, 0.15, 7);
-    let p = RobustParams::new(Task::Svc, KernelSpec::Linear)
+    let p = params(Task::Svc, KernelSpec::Linear)
         .c(2.0)
         .keep_solutions(true);
-    let path = outlier_path(&p, PathKind::S, &data, None).unwrap();
+    let path = run_path(&p, PathKind::S, &data, None).unwrap();
     check_path(&p, PathKind::S, &data, &path);
     assert!(path.degenerate_jumps >= 1);
     assert!(path.max_active <= 2);
@@ -689,10 +756,10 @@ fn duplicated_points_rbf() {
     let idx: Vec<usize> = (0..20).chain(0..20).collect();
     let data = base.subset(&idx);
     for kind in [PathKind::Theta, PathKind::S] {
-        let p = RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 0.5 })
+        let p = params(Task::Svc, KernelSpec::Rbf { gamma: 0.5 })
             .c(2.0)
             .keep_solutions(true);
-        let path = outlier_path(&p, kind, &data, None).unwrap();
+        let path = run_path(&p, kind, &data, None).unwrap();
         check_path(&p, kind, &data, &path);
         assert!(path.max_active <= 20, "active set {}", path.max_active);
     }
@@ -701,19 +768,19 @@ fn duplicated_points_rbf() {
 #[test]
 fn bad_input_is_an_error() {
     let data = blobs(20, 0.1, 14);
-    let p = RobustParams::new(Task::Svc, KernelSpec::Linear);
-    assert!(outlier_path(&p.clone().c(-1.0), PathKind::Theta, &data, None).is_err());
-    assert!(outlier_path(&p.clone().s_fixed(0.5), PathKind::Theta, &data, None).is_err());
-    assert!(cccp(&p, PathKind::Theta, &[1.5], &data, None).is_err());
+    let p = params(Task::Svc, KernelSpec::Linear);
+    assert!(run_path(&p.clone().c(-1.0), PathKind::Theta, &data, None).is_err());
+    assert!(run_path(&p.clone().s_fixed(0.5), PathKind::Theta, &data, None).is_err());
+    assert!(run_cccp(&p, PathKind::Theta, &[1.5], &data).is_err());
     let three = Dataset::new(
         data.x.clone(),
         (0..20).map(|i| (i % 3) as f64).collect(),
         None,
     )
     .unwrap();
-    assert!(outlier_path(&p, PathKind::Theta, &three, None).is_err());
-    let svr = RobustParams::new(Task::Svr, KernelSpec::Linear).s_fixed(-1.0);
-    assert!(outlier_path(&svr, PathKind::Theta, &wave(10, 0.0, 1), None).is_err());
+    assert!(run_path(&p, PathKind::Theta, &three, None).is_err());
+    let svr = params(Task::Svr, KernelSpec::Linear).s_fixed(-1.0);
+    assert!(run_path(&svr, PathKind::Theta, &wave(10, 0.0, 1), None).is_err());
 }
 
 #[test]
@@ -723,10 +790,11 @@ fn cccp_points_are_local_optima_and_improve_on_the_start() {
             Task::Svc => blobs(40, 0.15, 15),
             Task::Svr => wave(40, 0.1, 16),
         };
-        let p = RobustParams::new(task, KernelSpec::Rbf { gamma: 0.5 })
+        let p = params(task, KernelSpec::Rbf { gamma: 0.5 })
             .c(2.0)
             .keep_solutions(true);
-        let cp = cccp(&p, PathKind::Theta, &THETA_GRID, &data, None).unwrap();
+        let cp = run_cccp(&p, PathKind::Theta, &THETA_GRID, &data).unwrap();
+        let p = checked(&p, PathKind::Theta);
         assert_eq!(cp.nodes.len(), 5);
         assert_eq!(cp.unconverged, 0);
         let mut prev: Option<Vec<f64>> = None;
@@ -751,16 +819,20 @@ fn cccp_points_are_local_optima_and_improve_on_the_start() {
 fn selection_picks_the_lowest_validation_error_and_exports_a_model() {
     let train = blobs(60, 0.15, 17);
     let valid = blobs(60, 0.15, 18);
-    let p = RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 0.5 });
-    let sel = select(
-        &p,
-        PathKind::Theta,
-        &Method::Path,
-        &[0.1, 1.0, 10.0],
-        &train,
-        Some(&valid),
+    let p = params(Task::Svc, KernelSpec::Rbf { gamma: 0.5 }).kind(PathKind::Theta);
+    let sp = SelectParams::new()
+        .robust(p.clone())
+        .method(Method::Path)
+        .c_grid(vec![0.1, 1.0, 10.0])
+        .check()
+        .unwrap();
+    let fit = select(
+        &sp,
+        &RobustData::new(&train).validate_on(Some(&valid)),
+        &mut Control::default(),
     )
     .unwrap();
+    let sel = &fit.report;
     let best = sel
         .runs
         .iter()
@@ -769,7 +841,7 @@ fn selection_picks_the_lowest_validation_error_and_exports_a_model() {
         .filter_map(|n| n.valid_error)
         .fold(f64::INFINITY, f64::min);
     assert_eq!(sel.chosen.valid_error, Some(best));
-    let model = sel.model(&p, &train).unwrap();
+    let model = &fit.model;
     let pred = model.predict(&valid.x).unwrap();
     let err = pred.iter().zip(&valid.y).filter(|(a, b)| a != b).count() as f64 / 60.0;
     assert!(
@@ -777,13 +849,13 @@ fn selection_picks_the_lowest_validation_error_and_exports_a_model() {
         "model error {err} vs path {best}"
     );
     // The model passes the checker at the chosen parameter.
-    let pc = p.clone().c(sel.chosen.c);
+    let pc = checked(&p.clone().c(sel.chosen.c), PathKind::Theta);
     let lo = check_local_optimality(&pc, &train, &sel.chosen.beta, sel.chosen.param, 0.0).unwrap();
     assert!(lo.ok || sel.chosen.param == 1.0, "{:?}", lo.violation);
     // SVR model: predictions equal K beta.
     let data = wave(30, 0.1, 19);
-    let ps = RobustParams::new(Task::Svr, KernelSpec::Linear).bias(Some(1.0));
-    let path = outlier_path(&ps, PathKind::S, &data, None).unwrap();
+    let ps = params(Task::Svr, KernelSpec::Linear).bias(Some(1.0));
+    let path = run_path(&ps, PathKind::S, &data, None).unwrap();
     let m = model_from_beta(
         Task::Svr,
         KernelSpec::Linear,
@@ -820,13 +892,14 @@ fn cccp_points_equal_clarabel_solves_of_their_partition() {
         let y = internal_y(task, &data);
         for kernel in [KernelSpec::Rbf { gamma: 0.5 }, KernelSpec::Linear] {
             let kmat = kmat_of(kernel);
-            let p = RobustParams::new(task, kernel).c(2.0).keep_solutions(true);
+            let p = params(task, kernel).c(2.0).keep_solutions(true);
             let s_grid: &[f64] = match task {
                 Task::Svc => &S_GRID_SVC,
                 Task::Svr => &S_GRID_SVR,
             };
             for (kind, grid) in [(PathKind::Theta, &THETA_GRID[..]), (PathKind::S, s_grid)] {
-                let cp = cccp(&p, kind, grid, &data, None).unwrap();
+                let cp = run_cccp(&p, kind, grid, &data).unwrap();
+                let p = checked(&p, kind);
                 assert_eq!(cp.unconverged, 0, "{task:?} {kernel:?} {kind:?}");
                 assert_eq!(cp.nodes.len(), grid.len());
                 for (k, node) in cp.nodes.iter().enumerate() {

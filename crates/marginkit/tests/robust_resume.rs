@@ -5,12 +5,35 @@
 //! chosen model of an uninterrupted run; foreign and damaged state files are refused.
 
 use marginkit::data::{Dataset, DenseMatrix, Features};
+use marginkit::error::FitError;
+use marginkit::fit::Control;
 use marginkit::robust::cccp::{S_GRID_SVR, THETA_GRID};
-use marginkit::robust::select::{select_resumable, Method, Selection};
-use marginkit::robust::{PathKind, RobustCheckpoint, RobustParams, Task};
-use marginkit::solver::{IterStats, NoObserver, Observer};
+use marginkit::robust::select::{select, Method, SelectParams, Selection};
+use marginkit::robust::{PathKind, RobustCheckpoint, RobustData, RobustParams, RunEnd, Task};
+use marginkit::solver::{IterStats, NoObserver, Observer, Status};
+use marginkit::svm::{Gamma, KernelKind, KernelParams};
 use marginkit::CheckpointError;
-use marginkit::KernelSpec;
+
+/// The linear kernel.
+fn linear() -> KernelParams {
+    KernelParams {
+        kind: KernelKind::Linear,
+        ..KernelParams::default()
+    }
+}
+
+/// The RBF kernel with `gamma`.
+fn rbf(gamma: f64) -> KernelParams {
+    KernelParams {
+        gamma: Gamma::Value(gamma),
+        ..KernelParams::default()
+    }
+}
+
+/// Robust parameters of `task` with `kernel`, unchecked.
+fn params(task: Task, kernel: KernelParams) -> RobustParams {
+    RobustParams::new().task(task).kernel(kernel)
+}
 use std::ops::ControlFlow;
 
 /// Counts reports; stops at report number `stop_at` (never when 0).
@@ -80,15 +103,15 @@ fn same(a: &Selection, b: &Selection) {
     for (ra, rb) in a.runs.iter().zip(&b.runs) {
         assert_eq!(ra.nodes, rb.nodes, "nodes of C = {}", ra.c);
         assert_eq!(
-            (ra.c, ra.status, ra.events, ra.d_steps, ra.max_active),
-            (rb.c, rb.status, rb.events, rb.d_steps, rb.max_active)
+            (ra.c, ra.end, ra.events, ra.d_steps, ra.max_active),
+            (rb.c, rb.end, rb.events, rb.d_steps, rb.max_active)
         );
         assert_eq!(ra.final_violation, rb.final_violation);
         assert_eq!(ra.final_locally_optimal, rb.final_locally_optimal);
         assert_eq!(ra.s_standard.to_bits(), rb.s_standard.to_bits());
     }
     assert_eq!(a.chosen, b.chosen);
-    assert!(!a.interrupted && !b.interrupted);
+    assert!(a.status != Status::Interrupted && b.status != Status::Interrupted);
 }
 
 struct Case<'a> {
@@ -101,22 +124,27 @@ struct Case<'a> {
 }
 
 impl Case<'_> {
+    /// The selection of this case, watched by `obs`, continuing `resume`.
+    fn try_run(
+        &self,
+        obs: &mut dyn Observer,
+        resume: Option<&RobustCheckpoint>,
+    ) -> Result<(Selection, Option<RobustCheckpoint>), FitError> {
+        let sp = SelectParams::new()
+            .robust(self.params.clone().kind(self.kind))
+            .method(self.method.clone())
+            .c_grid(self.cs.clone())
+            .check()?;
+        let data = RobustData::new(self.train).validate_on(self.valid);
+        let fit = select(&sp, &data, &mut Control::new(obs).resume_opt(resume))?;
+        Ok((fit.report, fit.checkpoint))
+    }
     fn run(
         &self,
         obs: &mut dyn Observer,
         resume: Option<&RobustCheckpoint>,
     ) -> (Selection, Option<RobustCheckpoint>) {
-        select_resumable(
-            &self.params,
-            self.kind,
-            &self.method,
-            &self.cs,
-            self.train,
-            self.valid,
-            obs,
-            resume,
-        )
-        .unwrap()
+        self.try_run(obs, resume).unwrap()
     }
 }
 
@@ -128,7 +156,7 @@ fn check_resume(case: &Case<'_>, points: usize) {
         stop_at: 0,
     };
     let (full, ck) = case.run(&mut count, None);
-    assert!(ck.is_none() && !full.interrupted);
+    assert!(ck.is_none() && full.status != Status::Interrupted);
     let total = count.seen;
     assert!(total > points, "{total} reports");
     let mut stops = 0;
@@ -145,8 +173,8 @@ fn check_resume(case: &Case<'_>, points: usize) {
             continue;
         };
         stops += 1;
-        assert!(part.interrupted);
-        assert_eq!(part.runs.last().map(|r| r.status), Some("interrupted"));
+        assert_eq!(part.status, Status::Interrupted);
+        assert_eq!(part.runs.last().map(|r| r.end), Some(RunEnd::Interrupted));
         assert_eq!(part.chosen.beta.len(), case.train.len());
         let bytes = ck.to_bytes();
         let ck = RobustCheckpoint::from_bytes(&bytes).unwrap();
@@ -175,8 +203,7 @@ fn svc_paths_resume_to_the_same_nodes() {
     let valid = blobs(40, 0.15, 4);
     for kind in [PathKind::Theta, PathKind::S] {
         let case = Case {
-            params: RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 0.5 })
-                .keep_solutions(true),
+            params: params(Task::Svc, rbf(0.5)).keep_solutions(true),
             kind,
             method: Method::Path,
             cs: vec![0.3, 3.0],
@@ -192,8 +219,7 @@ fn svr_paths_resume_to_the_same_nodes() {
     let train = wave(60, 5);
     for kind in [PathKind::Theta, PathKind::S] {
         let case = Case {
-            params: RobustParams::new(Task::Svr, KernelSpec::Rbf { gamma: 1.0 })
-                .keep_solutions(true),
+            params: params(Task::Svr, rbf(1.0)).keep_solutions(true),
             kind,
             method: Method::Path,
             cs: vec![1.0, 10.0],
@@ -212,7 +238,7 @@ fn linear_paths_resume_to_the_same_nodes() {
     let valid = blobs(40, 0.2, 13);
     for kind in [PathKind::Theta, PathKind::S] {
         let case = Case {
-            params: RobustParams::new(Task::Svc, KernelSpec::Linear)
+            params: params(Task::Svc, linear())
                 .bias(Some(1.0))
                 .keep_solutions(true),
             kind,
@@ -225,7 +251,7 @@ fn linear_paths_resume_to_the_same_nodes() {
     }
     let train = wave(60, 14);
     let case = Case {
-        params: RobustParams::new(Task::Svr, KernelSpec::Linear)
+        params: params(Task::Svr, linear())
             .bias(Some(1.0))
             .keep_solutions(true),
         kind: PathKind::Theta,
@@ -242,7 +268,7 @@ fn cccp_resumes_to_the_same_points() {
     let train = blobs(70, 0.15, 6);
     let valid = blobs(40, 0.15, 7);
     let case = Case {
-        params: RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 0.5 }).keep_solutions(true),
+        params: params(Task::Svc, rbf(0.5)).keep_solutions(true),
         kind: PathKind::Theta,
         method: Method::Cccp(THETA_GRID.to_vec()),
         cs: vec![0.3, 3.0],
@@ -252,7 +278,7 @@ fn cccp_resumes_to_the_same_points() {
     check_resume(&case, 8);
     let train = wave(60, 8);
     let case = Case {
-        params: RobustParams::new(Task::Svr, KernelSpec::Rbf { gamma: 1.0 }),
+        params: params(Task::Svr, rbf(1.0)),
         kind: PathKind::S,
         method: Method::Cccp(S_GRID_SVR.to_vec()),
         cs: vec![1.0, 10.0],
@@ -266,7 +292,7 @@ fn cccp_resumes_to_the_same_points() {
 fn foreign_and_damaged_state_files_are_refused() {
     let train = blobs(50, 0.15, 9);
     let case = Case {
-        params: RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 0.5 }),
+        params: params(Task::Svc, rbf(0.5)),
         kind: PathKind::Theta,
         method: Method::Path,
         cs: vec![1.0, 10.0],
@@ -282,18 +308,9 @@ fn foreign_and_damaged_state_files_are_refused() {
     );
     let ck = ck.unwrap();
     let err = |c: &Case<'_>| {
-        select_resumable(
-            &c.params,
-            c.kind,
-            &c.method,
-            &c.cs,
-            c.train,
-            c.valid,
-            &mut NoObserver,
-            Some(&ck),
-        )
-        .unwrap_err()
-        .to_string()
+        c.try_run(&mut NoObserver, Some(&ck))
+            .unwrap_err()
+            .to_string()
     };
     let mut other = train.clone();
     other.y[3] = -other.y[3];
@@ -318,23 +335,13 @@ fn foreign_and_damaged_state_files_are_refused() {
     });
     assert!(m.contains("other parameters"), "{m}");
     // The cache size may change.
-    let mut p = case.params.clone();
-    p.cache_bytes = 1 << 20;
+    let p = case.params.clone().cache_bytes(1 << 20);
     let c2 = Case {
         params: p,
+        valid: None,
         ..case.clone_with()
     };
-    assert!(select_resumable(
-        &c2.params,
-        c2.kind,
-        &c2.method,
-        &c2.cs,
-        c2.train,
-        None,
-        &mut NoObserver,
-        Some(&ck)
-    )
-    .is_ok());
+    assert!(c2.try_run(&mut NoObserver, Some(&ck)).is_ok());
     // Damaged files.
     let bytes = ck.to_bytes();
     for len in 0..bytes.len() {

@@ -10,13 +10,13 @@ use std::time::Instant;
 use crate::common::progress::Progress;
 use clap::{ArgAction, Args};
 use marginkit::data::write_output;
+use marginkit::fit::Control;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
-use marginkit::robust::cccp::{S_GRID_SVC, S_GRID_SVR, THETA_GRID};
-use marginkit::robust::select::{select_resumable, Method, Selection};
-use marginkit::robust::{outlier_path, PathKind, RobustCheckpoint, RobustParams, Task};
+use marginkit::robust::cccp::default_grid;
+use marginkit::robust::select::{select, Method, SelectParams, Selection};
+use marginkit::robust::{PathKind, RobustCheckpoint, RobustData, RobustParams, RunEnd, Task};
 use marginkit::solver::Status;
 use marginkit::svm::model_io::save_model;
-use marginkit::{Dataset, KernelSpec};
 use serde_json::{json, Value};
 
 use crate::common::input::read_data;
@@ -117,26 +117,37 @@ pub struct RobustArgs {
     pub help: Option<bool>,
 }
 
-fn kernel(a: &RobustArgs, data: &Dataset) -> CliResult<KernelSpec> {
-    let k = KernelParams::from_libsvm(a.kernel_type, a.gamma, a.coef0, a.degree)?
-        .resolve(data.n_features());
-    k.check()?;
-    Ok(k)
-}
-
-fn params(a: &RobustArgs, data: &Dataset) -> CliResult<RobustParams> {
+fn params(a: &RobustArgs) -> CliResult<RobustParams> {
     let task = match a.task {
         TaskArg::Svc => Task::Svc,
         TaskArg::Svr => Task::Svr,
     };
-    let mut p = RobustParams::new(task, kernel(a, data)?).bias((a.bias != -1.0).then_some(a.bias));
-    p.s_fixed = a.s_fixed;
-    p.s_end_fraction = a.s_end;
-    p.max_events = a.max_events;
-    p.solver_tol = a.eps;
-    p.cache_bytes = usize::try_from(cache_bytes_from_mb("-m (cache size, MB)", a.cache_mb)?)
-        .unwrap_or(usize::MAX);
-    p.check()?;
+    let kind = match a.path {
+        PathArg::Theta => PathKind::Theta,
+        PathArg::S => PathKind::S,
+    };
+    let mut p = RobustParams::new()
+        .task(task)
+        .kind(kind)
+        .kernel(KernelParams::from_libsvm(
+            a.kernel_type,
+            a.gamma,
+            a.coef0,
+            a.degree,
+        )?)
+        .bias((a.bias != -1.0).then_some(a.bias))
+        .s_end_fraction(a.s_end)
+        .solver_tol(a.eps)
+        .cache_bytes(
+            usize::try_from(cache_bytes_from_mb("-m (cache size, MB)", a.cache_mb)?)
+                .unwrap_or(usize::MAX),
+        );
+    if let Some(s) = a.s_fixed {
+        p = p.s_fixed(s);
+    }
+    if let Some(m) = a.max_events {
+        p = p.max_events(m);
+    }
     Ok(p)
 }
 
@@ -165,7 +176,7 @@ fn report(a: &RobustArgs, sel: &Selection, total: f64, n: usize) -> Value {
         }
         runs.push(json!({
             "c": r.c,
-            "status": r.status,
+            "status": r.end.as_str(),
             "breakpoints": r.nodes.len(),
             "events": r.events,
             "jumps": r.d_steps,
@@ -325,55 +336,45 @@ pub fn run(a: RobustArgs) -> Exit {
         Some(p) => Some(read_data(p, &a.input, precomputed)?),
         None => None,
     };
-    let p = params(&a, &data)?;
-    let kind = match a.path {
-        PathArg::Theta => PathKind::Theta,
-        PathArg::S => PathKind::S,
-    };
-    let cs = if a.cost.is_empty() {
-        vec![0.01, 0.1, 1.0, 10.0, 100.0]
-    } else {
-        a.cost.clone()
-    };
-    let method = if a.cccp {
-        let grid = if !a.grid.is_empty() {
-            a.grid.clone()
+    let robust = params(&a)?;
+    let mut sp = SelectParams::new().robust(robust.clone());
+    if !a.cost.is_empty() {
+        sp = sp.c_grid(a.cost.clone());
+    }
+    if a.cccp {
+        let rp = robust.clone().check()?;
+        let grid = if a.grid.is_empty() {
+            default_grid(rp.kind(), rp.task(), rp.s_end_fraction())
         } else {
-            match (kind, p.task) {
-                (PathKind::Theta, _) => THETA_GRID.to_vec(),
-                (PathKind::S, Task::Svc) => S_GRID_SVC.to_vec(),
-                (PathKind::S, Task::Svr) => {
-                    let mut g = S_GRID_SVR.to_vec();
-                    if let Some(last) = g.last_mut() {
-                        *last = a.s_end;
-                    }
-                    g
-                }
-            }
+            a.grid.clone()
         };
-        Method::Cccp(grid)
-    } else {
-        Method::Path
-    };
+        sp = sp.method(Method::Cccp(grid));
+    }
+    let sp = sp.check()?;
+    let p = sp.robust();
+    let kind = p.kind();
     let mut progress = Progress::new(a.quiet, "robust");
-    let label = format!("{} path over {} values of C", choice(&a.path), cs.len());
+    let label = format!(
+        "{} path over {} values of C",
+        choice(&a.path),
+        sp.c_grid().len()
+    );
     progress.set(&label);
     let resume = a.ckpt.read(RobustCheckpoint::from_bytes)?;
     // Ctrl-C stops the running event or solve; the runs so far are reported and the chosen
     // model written, with a state file to continue from.
     let mut cancel = crate::common::interrupt::install();
-    let sel = select_resumable(
-        &p,
-        kind,
-        &method,
-        &cs,
-        &data,
-        valid.as_ref(),
-        &mut marginkit::solver::Both(&mut progress, &mut cancel),
-        resume.as_ref(),
+    let rdata = RobustData::new(&data).validate_on(valid.as_ref());
+    let fit = select(
+        &sp,
+        &rdata,
+        &mut Control::new(marginkit::solver::Both(&mut progress, &mut cancel))
+            .resume_opt(resume.as_ref()),
     );
     progress.finish();
-    let (sel, checkpoint) = sel.map_err(|e| a.ckpt.err(e))?;
+    let fit = fit.map_err(|e| a.ckpt.err(e))?;
+    let (sel, checkpoint) = (&fit.report, &fit.checkpoint);
+    let interrupted = fit.status() == Status::Interrupted;
     let state_written = match &checkpoint {
         Some(c) => {
             write_output(&state_path, |w| w.write_all(&c.to_bytes()))
@@ -382,24 +383,26 @@ pub fn run(a: RobustArgs) -> Exit {
         }
         None => None,
     };
-    let status = if sel.interrupted {
+    // The report's status says whether the selection finished; a run that hit its limit says
+    // so in its own `status` (its end).
+    let status = if interrupted {
         Status::Interrupted
     } else {
         Status::Converged
     };
     for r in &sel.runs {
-        if r.status != "completed" && r.status != "interrupted" {
+        if !matches!(r.end, RunEnd::Completed | RunEnd::Interrupted) {
             eprintln!(
                 "marginkit: warning: C = {} stopped early ({}); raise --max-events",
-                r.c, r.status
+                r.c,
+                r.end.as_str()
             );
         }
     }
     if let Some(path) = &a.save_model {
-        let model = sel.model(&p, &data)?;
-        save_model(path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+        save_model(path, &fit.model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     }
-    if let (Some(path), true) = (&a.plot, sel.interrupted) {
+    if let (Some(path), true) = (&a.plot, interrupted) {
         eprintln!(
             "marginkit: interrupted: no plot written to {}",
             path.display()
@@ -410,10 +413,15 @@ pub fn run(a: RobustArgs) -> Exit {
             .file_name()
             .map_or("robust".into(), |n| n.to_string_lossy().into_owned());
         let kept = if !a.cccp && data.len() <= PLOT_COEF_MAX_N {
-            let pc = p.clone().c(sel.chosen.c).keep_solutions(true);
-            let mut path = outlier_path(&pc, kind, &data, None)?;
+            let pc = RobustParams::from(p.clone())
+                .c(sel.chosen.c)
+                .keep_solutions(true)
+                .check()?;
+            let mut path =
+                marginkit::robust::fit(&pc, &RobustData::new(&data), &mut Control::default())?
+                    .report;
             // Show alpha = y_i beta_i for SVC (the paper's multipliers).
-            if p.task == Task::Svc {
+            if p.task() == Task::Svc {
                 let first = data.y[0];
                 for node in &mut path.nodes {
                     if let Some(b) = &mut node.beta {
@@ -429,15 +437,15 @@ pub fn run(a: RobustArgs) -> Exit {
         } else {
             None
         };
-        let svg = plot_svg(&sel, kept.as_deref(), &title);
+        let svg = plot_svg(sel, kept.as_deref(), &title);
         write_output(path, |w| w.write_all(svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     }
     let total = t0.elapsed().as_secs_f64();
     if a.json {
-        let mut out = report(&a, &sel, total, data.len());
+        let mut out = report(&a, sel, total, data.len());
         if let Value::Object(o) = &mut out {
-            o.insert("interrupted".into(), json!(sel.interrupted));
+            o.insert("interrupted".into(), json!(interrupted));
             o.insert("status".into(), json!(status.as_str()));
             o.insert("state_file".into(), json!(state_written));
             o.insert("resumed".into(), json!(a.ckpt.resume.is_some()));
@@ -459,7 +467,7 @@ pub fn run(a: RobustArgs) -> Exit {
             println!(
                 "{:>10} {:>12} {:>8} {:>8} {:>7} {:>10} {:>9.4}",
                 r.c,
-                r.status,
+                r.end.as_str(),
                 r.nodes.len(),
                 r.d_steps,
                 r.events,

@@ -22,7 +22,7 @@ use std::time::Instant;
 use super::kern::Kern;
 use super::{
     boxqp, check_state, objective_of, setup_standard, standard_box, threshold, Node, NodeKind,
-    PathKind, RobustParams, Task,
+    PathKind, RobustData, RobustValidParams, Task,
 };
 use crate::error::FitError;
 use crate::solver::{NoObserver, Observer};
@@ -60,26 +60,41 @@ pub struct CccpPath {
     pub seconds: f64,
 }
 
+/// The paper's CCCP grid for `kind` and `task`: [`THETA_GRID`], [`S_GRID_SVC`], or
+/// [`S_GRID_SVR`] ending at `s_end_fraction` (the end of OP-s for SVR).
+pub fn default_grid(kind: PathKind, task: Task, s_end_fraction: f64) -> Vec<f64> {
+    match (kind, task) {
+        (PathKind::Theta, _) => THETA_GRID.to_vec(),
+        (PathKind::S, Task::Svc) => S_GRID_SVC.to_vec(),
+        (PathKind::S, Task::Svr) => {
+            let mut g = S_GRID_SVR.to_vec();
+            if let Some(last) = g.last_mut() {
+                *last = s_end_fraction;
+            }
+            g
+        }
+    }
+}
+
 /// Runs CCCP over `grid` (theta values for [`PathKind::Theta`]; fractions of `s_C` / `s_R` for
-/// [`PathKind::S`]); see the module doc.
+/// [`PathKind::S`], the path kind of `params`) on `data.train` for one `C`; see the module doc.
+/// The baseline of the outlier path; [`super::select::select`] runs it over a grid of `C` with
+/// [`super::Method::Cccp`].
 ///
 /// # Errors
-/// [`FitError`] for bad parameters, data or grid values, or a solver breakdown.
+/// [`FitError`] for bad data or grid values, or a solver breakdown.
 pub fn cccp(
-    params: &RobustParams,
-    kind: PathKind,
+    params: &RobustValidParams,
     grid: &[f64],
-    train: &crate::data::Dataset,
-    valid: Option<&crate::data::Dataset>,
+    data: &RobustData<'_>,
 ) -> Result<CccpPath, FitError> {
     for &g in grid {
         super::check_theta(g)?;
     }
     let start = Instant::now();
-    let (mut su, beta, f) = setup_standard(params, train, valid)?;
+    let (mut su, beta, f) = setup_standard(params, data.train, data.valid)?;
     let (path, _) = cccp_from_standard(
         params,
-        kind,
         grid,
         &mut su.kern,
         &su.y,
@@ -116,8 +131,7 @@ pub(crate) struct CccpResume {
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn cccp_from_standard(
-    params: &RobustParams,
-    kind: PathKind,
+    params: &RobustValidParams,
     grid: &[f64],
     kern: &mut Kern<'_>,
     y: &[f64],
@@ -128,6 +142,7 @@ pub(crate) fn cccp_from_standard(
     obs: &mut dyn Observer,
 ) -> Result<(CccpPath, Option<CccpResume>), FitError> {
     let task = params.task;
+    let kind = params.kind;
     let n = y.len();
     let c = params.c;
     let slack = |f: &[f64], i: usize| match task {

@@ -1,4 +1,4 @@
-//! Checkpoints of the robust model selection ([`super::select::select_resumable`]): what a
+//! Checkpoints of the robust model selection ([`super::select::select`]): what a
 //! stopped run over a `C` grid needs to continue to exactly the nodes of an uninterrupted run.
 //!
 //! A checkpoint holds the finished `C`s (their runs), the best candidate so far, the warm start
@@ -29,7 +29,9 @@ use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
 
 use super::cccp::{CccpResume, MAX_OUTER};
 use super::homotopy::{EngineSnap, Phase};
-use super::{Chosen, Method, Node, NodeKind, PathKind, PathResume, RobustParams, Run, VIOLATIONS};
+use super::select::SelectValidParams;
+use super::{Chosen, Method, Node, NodeKind, PathResume, Run, RunEnd, VIOLATIONS};
+use crate::kernel::KernelSpec;
 
 const MAGIC: &str = "MKROBCK3";
 /// Older forms, refused by name, and what they lack.
@@ -55,7 +57,7 @@ pub(crate) enum Current {
 }
 
 /// Where a stopped robust model selection is, to be continued by
-/// [`super::select::select_resumable`].
+/// [`super::select::select`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct RobustCheckpoint {
     pub(crate) fingerprint: u64,
@@ -67,21 +69,21 @@ pub struct RobustCheckpoint {
 }
 
 /// Fingerprint of a selection's data and result-changing parameters.
+/// `kernel` is the selection's kernel resolved against `train`.
 pub(crate) fn fingerprint(
-    params: &RobustParams,
-    kind: PathKind,
-    method: &Method,
-    cs: &[f64],
+    params: &SelectValidParams,
+    kernel: KernelSpec,
     train: &Dataset,
     valid: Option<&Dataset>,
 ) -> u64 {
-    let p = params;
+    let p = &params.robust;
+    let (method, cs) = (&params.method, &params.cs);
     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
     let mut h = Fnv::new();
     let desc = format!(
         "robust|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
         p.task,
-        p.kernel,
+        kernel,
         p.s_fixed.map(f64::to_bits),
         p.s_end_fraction.to_bits(),
         p.bias.map(f64::to_bits),
@@ -89,7 +91,7 @@ pub(crate) fn fingerprint(
         p.solver_tol.to_bits(),
         p.ridge.to_bits(),
         p.check_tol.to_bits(),
-        kind,
+        p.kind,
         p.keep_solutions,
         match method {
             Method::Path => None,
@@ -120,7 +122,13 @@ fn kind_code(k: NodeKind) -> u8 {
     }
 }
 
-const STATUSES: [&str; 4] = ["completed", "event_limit", "unconverged", "interrupted"];
+/// A run's end by its byte in the state file (its index here).
+const RUN_ENDS: [RunEnd; 4] = [
+    RunEnd::Completed,
+    RunEnd::EventLimit,
+    RunEnd::Unconverged,
+    RunEnd::Interrupted,
+];
 
 fn put_node(e: &mut Enc, n: &Node) {
     e.f64(n.param);
@@ -284,7 +292,7 @@ fn get_snap(d: &mut Dec<'_>) -> Result<EngineSnap, CheckpointError> {
 fn put_run(e: &mut Enc, r: &Run) {
     e.f64(r.c);
     put_nodes(e, &r.nodes);
-    e.u8(STATUSES.iter().position(|s| *s == r.status).unwrap_or(255) as u8);
+    e.u8(RUN_ENDS.iter().position(|s| *s == r.end).unwrap_or(255) as u8);
     e.usize(r.events);
     e.usize(r.d_steps);
     e.bool(r.final_locally_optimal);
@@ -305,7 +313,7 @@ fn get_run(d: &mut Dec<'_>) -> Result<Run, CheckpointError> {
     let c = d.f64()?;
     let nodes = get_nodes(d)?;
     let code = d.u8()?;
-    let status = *STATUSES
+    let end = *RUN_ENDS
         .get(code as usize)
         .ok_or(d.bad_tag("run status", code))?;
     let events = d.usize()?;
@@ -324,7 +332,7 @@ fn get_run(d: &mut Dec<'_>) -> Result<Run, CheckpointError> {
     Ok(Run {
         c,
         nodes,
-        status,
+        end,
         events,
         d_steps,
         final_locally_optimal,

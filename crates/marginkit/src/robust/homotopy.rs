@@ -22,7 +22,7 @@
 
 use super::chol::Chol;
 use super::kern::Kern;
-use super::{Node, NodeKind, PathStatus, Task};
+use super::{Node, NodeKind, RunEnd, Task};
 use crate::solver::{IterStats, Observer};
 
 /// Per-sample state (see the module table).
@@ -1405,17 +1405,17 @@ impl<'k, 'a> Engine<'k, 'a> {
 
     /// Restores the pre-jump snapshot after a stop inside a jump and keeps it as the state to
     /// continue from.
-    fn stop_in_jump(&mut self) -> PathStatus {
+    fn stop_in_jump(&mut self) -> RunEnd {
         let pre = std::mem::take(&mut self.pre);
         self.restore(&pre);
         self.stopped = Some(pre);
-        PathStatus::Interrupted
+        RunEnd::Interrupted
     }
 
     /// The whole OP-theta path from theta = 1, or from a snapshot's `phase` (restored before).
     /// The observer is asked before every event; a stop leaves the state to continue from in
     /// [`Engine::stopped`].
-    pub fn run_theta(&mut self, obs: &mut dyn Observer, from: Option<Phase>) -> PathStatus {
+    pub fn run_theta(&mut self, obs: &mut dyn Observer, from: Option<Phase>) -> RunEnd {
         let mut pending = match from {
             None => {
                 self.record(1.0, NodeKind::Start);
@@ -1431,12 +1431,12 @@ impl<'k, 'a> Engine<'k, 'a> {
                     CEnd::Done => {
                         self.resync();
                         self.record(0.0, NodeKind::End);
-                        return PathStatus::Completed;
+                        return RunEnd::Completed;
                     }
-                    CEnd::Limit => return PathStatus::EventLimit,
+                    CEnd::Limit => return RunEnd::EventLimit,
                     CEnd::Stop => {
                         self.stopped = Some(self.snapshot(Phase::ThetaC));
-                        return PathStatus::Interrupted;
+                        return RunEnd::Interrupted;
                     }
                     CEnd::Boundary { bi, bo } => {
                         self.record(self.theta, NodeKind::PreJump);
@@ -1455,7 +1455,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             self.pre = pre;
             match self.d_step(bi, bo, obs) {
                 Step::Go => {}
-                Step::Limit => return PathStatus::EventLimit,
+                Step::Limit => return RunEnd::EventLimit,
                 Step::Stop => return self.stop_in_jump(),
             }
             self.record(self.theta, NodeKind::PostJump);
@@ -1482,7 +1482,7 @@ impl<'k, 'a> Engine<'k, 'a> {
     /// The whole OP-s path (theta = 0) from `T = t_start` down to `t_end`, or from a snapshot
     /// (restored before; `resumed`). The observer is asked before every event; a stop leaves
     /// the state to continue from in [`Engine::stopped`].
-    pub fn run_s(&mut self, t_end: f64, obs: &mut dyn Observer, resumed: bool) -> PathStatus {
+    pub fn run_s(&mut self, t_end: f64, obs: &mut dyn Observer, resumed: bool) -> RunEnd {
         if !resumed {
             self.record_standard();
         }
@@ -1501,11 +1501,11 @@ impl<'k, 'a> Engine<'k, 'a> {
                 self.tt = t_end;
                 self.resync();
                 self.record(self.param_s(), NodeKind::End);
-                return PathStatus::Completed;
+                return RunEnd::Completed;
             }
             match self.bump(obs) {
                 Step::Go => {}
-                Step::Limit => return PathStatus::EventLimit,
+                Step::Limit => return RunEnd::EventLimit,
                 Step::Stop => return self.stop_in_jump(),
             }
             self.tt = tmax.min(self.tt);
@@ -1516,7 +1516,7 @@ impl<'k, 'a> Engine<'k, 'a> {
             self.record(self.param_s(), NodeKind::PreJump);
             match self.d_step(bi, Vec::new(), obs) {
                 Step::Go => {}
-                Step::Limit => return PathStatus::EventLimit,
+                Step::Limit => return RunEnd::EventLimit,
                 Step::Stop => return self.stop_in_jump(),
             }
             self.record(self.param_s(), NodeKind::PostJump);

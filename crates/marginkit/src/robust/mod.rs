@@ -37,7 +37,8 @@
 //!
 //! **Stopping rule**: OP-theta ends at `theta = 0`; OP-s ends at `s = 0` (SVC) or
 //! `s = s_end_fraction * s_R` (SVR, the paper's candidate range `[0.2 s_R, s_R]`). Every event
-//! counts against `max_events`; hitting it ends the path with [`PathStatus::EventLimit`].
+//! counts against `max_events`; hitting it ends the path with [`RunEnd::EventLimit`] (the
+//! shared [`Status::MaxIterations`]).
 //!
 //! **Cost per event**: one solve with the incrementally updated Cholesky factor of `K_AA`
 //! (`O(|A|^2)`, [`chol`]) and one combination of `|A|` (plus driven) kernel columns over the
@@ -117,9 +118,10 @@ use std::time::Instant;
 
 use crate::data::Dataset;
 use crate::error::{DataError, FitError, ParamError};
+use crate::fit::{Control, Fit, Report};
 use crate::kernel::KernelSpec;
-use crate::solver::{NoObserver, Observer};
-use crate::svm::{SvmModel, SvmType};
+use crate::solver::{NoObserver, Observer, Status};
+use crate::svm::{Gamma, KernelKind, KernelParams, SvmModel, SvmType};
 pub use checkpoint::RobustCheckpoint;
 use homotopy::Engine;
 use kern::Kern;
@@ -153,46 +155,124 @@ impl PathKind {
     }
 }
 
-/// Parameters of one outlier path (one `C`).
+/// Checked parameters of one outlier path (one `C`): built by [`RobustParams`], the only form
+/// that [`fit`], [`select::select`], [`cccp::cccp`] and [`check_local_optimality`] accept.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RobustParams {
-    /// SVC or SVR.
-    pub task: Task,
-    /// Kernel (any; RBF gamma already resolved).
-    pub kernel: KernelSpec,
-    /// Regularization constant `C > 0`.
-    pub c: f64,
-    /// The fixed `s` of OP-theta and CCCP-theta: SVC `s <= 0` (default 0), SVR `s > 0` (default 1,
-    /// the paper's Fig. 3a on standardized outputs).
-    pub s_fixed: Option<f64>,
-    /// SVR OP-s ends at this fraction of `s_R` (default 0.2, the paper's range).
-    pub s_end_fraction: f64,
-    /// Regularized constant feature `b` (kernel `K + b^2`); `None`: no bias (the paper).
-    pub bias: Option<f64>,
-    /// Event limit of one path (default `max(10_000, 50 n)`).
-    pub max_events: Option<usize>,
-    /// Column cache budget in bytes.
-    pub cache_bytes: usize,
-    /// SMO tolerance of the standard SVM and the CCCP subproblems (polished afterwards).
-    pub solver_tol: f64,
-    /// Relative ridge of the active-set factor (times `max_i K_ii`).
-    pub ridge: f64,
-    /// Tolerance of the local-optimality checker: coefficients are compared within
-    /// `check_tol * C`, slacks at the margin within `check_tol * max(|T|, 1)`. A sample within
-    /// that window of the threshold `T` is judged on its slack recomputed from `beta`: it is on
-    /// the threshold (condition 19e / 26d fails) only within that recomputation's rounding bound,
-    /// not within `check_tol` (Theorems 4/5 require `t != T` strictly; see `judge` in the source).
-    pub check_tol: f64,
-    /// Keep every node's coefficients and partition (tests, small problems).
-    pub keep_solutions: bool,
+pub struct RobustValidParams {
+    pub(crate) task: Task,
+    pub(crate) kind: PathKind,
+    pub(crate) kernel: KernelParams,
+    pub(crate) c: f64,
+    pub(crate) s_fixed: Option<f64>,
+    pub(crate) s_end_fraction: f64,
+    pub(crate) bias: Option<f64>,
+    pub(crate) max_events: Option<usize>,
+    pub(crate) cache_bytes: usize,
+    pub(crate) solver_tol: f64,
+    pub(crate) ridge: f64,
+    pub(crate) check_tol: f64,
+    pub(crate) keep_solutions: bool,
 }
 
-impl RobustParams {
-    /// Defaults for `task` with `kernel`: C = 1, s as the paper, no bias.
-    pub fn new(task: Task, kernel: KernelSpec) -> Self {
-        Self {
-            task,
-            kernel,
+impl RobustValidParams {
+    /// SVC or SVR.
+    pub fn task(&self) -> Task {
+        self.task
+    }
+    /// The homotopy parameter the path moves (theta or s).
+    pub fn kind(&self) -> PathKind {
+        self.kind
+    }
+    /// The kernel, gamma not yet resolved against the data.
+    pub fn kernel(&self) -> KernelParams {
+        self.kernel
+    }
+    /// The kernel on data with `n_features` columns (gamma `Auto` is `1 / n_features`, resolved
+    /// by [`KernelParams::resolve`]).
+    pub fn kernel_for(&self, n_features: usize) -> KernelSpec {
+        self.kernel.resolve(n_features)
+    }
+    /// Regularization constant `C`.
+    pub fn c(&self) -> f64 {
+        self.c
+    }
+    /// The fixed `s` as given (`None`: the task's default, see [`RobustValidParams::s_theta`]).
+    pub fn s_fixed(&self) -> Option<f64> {
+        self.s_fixed
+    }
+    /// The fixed `s` in effect for the theta path (SVC default 0, SVR default 1).
+    pub fn s_theta(&self) -> f64 {
+        self.s_fixed.unwrap_or(match self.task {
+            Task::Svc => 0.0,
+            Task::Svr => 1.0,
+        })
+    }
+    /// The fraction of `s_R` where SVR OP-s ends.
+    pub fn s_end_fraction(&self) -> f64 {
+        self.s_end_fraction
+    }
+    /// The regularized constant feature `b`, if any.
+    pub fn bias(&self) -> Option<f64> {
+        self.bias
+    }
+    /// The event limit as given (`None`: `max(10_000, 50 n)`).
+    pub fn max_events(&self) -> Option<usize> {
+        self.max_events
+    }
+    /// Column cache budget in bytes.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_bytes
+    }
+    /// SMO tolerance of the standard SVM and the CCCP subproblems.
+    pub fn solver_tol(&self) -> f64 {
+        self.solver_tol
+    }
+    /// Relative ridge of the active-set factor.
+    pub fn ridge(&self) -> f64 {
+        self.ridge
+    }
+    /// Tolerance of the local-optimality checker.
+    pub fn check_tol(&self) -> f64 {
+        self.check_tol
+    }
+    /// Whether every node keeps its coefficients and partition.
+    pub fn keep_solutions(&self) -> bool {
+        self.keep_solutions
+    }
+    /// The same parameters at another `C` (`c` checked by the caller).
+    pub(crate) fn at_c(&self, c: f64) -> Self {
+        Self { c, ..self.clone() }
+    }
+}
+
+/// Parameters of one outlier path (one `C`), unchecked: a builder whose
+/// [`check`](RobustParams::check) gives the [`RobustValidParams`] a fit accepts.
+///
+/// ```
+/// use marginkit::robust::{PathKind, RobustParams, Task};
+/// use marginkit::svm::{Gamma, KernelParams};
+///
+/// let p = RobustParams::new()
+///     .task(Task::Svr)
+///     .kind(PathKind::S)
+///     .kernel(KernelParams { gamma: Gamma::Value(0.5), ..KernelParams::default() })
+///     .c(10.0)
+///     .check()?;
+/// assert_eq!(p.s_theta(), 1.0);
+/// assert!(RobustParams::new().c(f64::NAN).check().is_err());
+/// # Ok::<(), marginkit::error::ParamError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct RobustParams(RobustValidParams);
+
+impl Default for RobustParams {
+    /// Robust SVC along OP-theta, RBF kernel with gamma `1 / n_features`, C = 1, `s` as the
+    /// paper, no bias, 512 MB of column cache.
+    fn default() -> Self {
+        Self(RobustValidParams {
+            task: Task::Svc,
+            kind: PathKind::Theta,
+            kernel: KernelParams::default(),
             c: 1.0,
             s_fixed: None,
             s_end_fraction: 0.2,
@@ -203,51 +283,132 @@ impl RobustParams {
             ridge: 1e-11,
             check_tol: 1e-6,
             keep_solutions: false,
-        }
-    }
-    /// Sets `C`.
-    pub fn c(mut self, c: f64) -> Self {
-        self.c = c;
-        self
-    }
-    /// Sets the fixed `s` of the theta path.
-    pub fn s_fixed(mut self, s: f64) -> Self {
-        self.s_fixed = Some(s);
-        self
-    }
-    /// Sets the bias feature.
-    pub fn bias(mut self, b: Option<f64>) -> Self {
-        self.bias = b;
-        self
-    }
-    /// Sets the event limit.
-    pub fn max_events(mut self, m: usize) -> Self {
-        self.max_events = Some(m);
-        self
-    }
-    /// Keeps every node's solution.
-    pub fn keep_solutions(mut self, k: bool) -> Self {
-        self.keep_solutions = k;
-        self
-    }
-
-    /// The fixed `s` in effect for the theta path.
-    pub fn s_theta(&self) -> f64 {
-        self.s_fixed.unwrap_or(match self.task {
-            Task::Svc => 0.0,
-            Task::Svr => 1.0,
         })
     }
+}
 
-    /// Checks the numbers.
+impl From<RobustValidParams> for RobustParams {
+    fn from(p: RobustValidParams) -> Self {
+        Self(p)
+    }
+}
+
+impl RobustParams {
+    /// The defaults (see [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// SVC or SVR.
+    #[must_use]
+    pub fn task(mut self, task: Task) -> Self {
+        self.0.task = task;
+        self
+    }
+    /// The homotopy parameter the path moves (theta or s).
+    #[must_use]
+    pub fn kind(mut self, kind: PathKind) -> Self {
+        self.0.kind = kind;
+        self
+    }
+    /// The kernel (any; gamma `Auto` resolves to `1 / n_features` of the training data).
+    #[must_use]
+    pub fn kernel(mut self, k: KernelParams) -> Self {
+        self.0.kernel = k;
+        self
+    }
+    /// Regularization constant `C > 0`.
+    #[must_use]
+    pub fn c(mut self, c: f64) -> Self {
+        self.0.c = c;
+        self
+    }
+    /// The fixed `s` of OP-theta and CCCP-theta: SVC `s <= 0` (default 0), SVR `s > 0` (default
+    /// 1, the paper's Fig. 3a on standardized outputs).
+    #[must_use]
+    pub fn s_fixed(mut self, s: f64) -> Self {
+        self.0.s_fixed = Some(s);
+        self
+    }
+    /// SVR OP-s ends at this fraction of `s_R`, in `(0, 1)` (default 0.2, the paper's range).
+    #[must_use]
+    pub fn s_end_fraction(mut self, f: f64) -> Self {
+        self.0.s_end_fraction = f;
+        self
+    }
+    /// Regularized constant feature `b` (kernel `K + b^2`); `None`: no bias (the paper).
+    #[must_use]
+    pub fn bias(mut self, b: Option<f64>) -> Self {
+        self.0.bias = b;
+        self
+    }
+    /// Event limit of one path (default `max(10_000, 50 n)`).
+    #[must_use]
+    pub fn max_events(mut self, m: usize) -> Self {
+        self.0.max_events = Some(m);
+        self
+    }
+    /// Column cache budget in bytes (default 512 MB).
+    #[must_use]
+    pub fn cache_bytes(mut self, b: usize) -> Self {
+        self.0.cache_bytes = b;
+        self
+    }
+    /// SMO tolerance of the standard SVM and the CCCP subproblems, polished afterwards
+    /// (default 1e-6).
+    #[must_use]
+    pub fn solver_tol(mut self, t: f64) -> Self {
+        self.0.solver_tol = t;
+        self
+    }
+    /// Relative ridge of the active-set factor, times `max_i K_ii` (default 1e-11).
+    #[must_use]
+    pub fn ridge(mut self, r: f64) -> Self {
+        self.0.ridge = r;
+        self
+    }
+    /// Tolerance of the local-optimality checker (default 1e-6): coefficients are compared
+    /// within `check_tol * C`, slacks at the margin within `check_tol * max(|T|, 1)`. A sample
+    /// within that window of the threshold `T` is judged on its slack recomputed from `beta`: it
+    /// is on the threshold (condition 19e / 26d fails) only within that recomputation's
+    /// rounding bound, not within `check_tol` (Theorems 4/5 require `t != T` strictly; see
+    /// `judge` in the source).
+    #[must_use]
+    pub fn check_tol(mut self, t: f64) -> Self {
+        self.0.check_tol = t;
+        self
+    }
+    /// Keep every node's coefficients and partition (tests, plots, small problems).
+    #[must_use]
+    pub fn keep_solutions(mut self, k: bool) -> Self {
+        self.0.keep_solutions = k;
+        self
+    }
+
+    /// Checks every parameter (NaN-safe).
     ///
     /// # Errors
-    /// [`ParamError`] naming the parameter.
-    pub fn check(&self) -> Result<(), ParamError> {
-        crate::error::positive("C", self.c)?;
-        self.kernel.check()?;
-        let s = self.s_theta();
-        match self.task {
+    /// [`ParamError`] naming the first invalid parameter.
+    pub fn check(self) -> Result<RobustValidParams, ParamError> {
+        let p = &self.0;
+        let uses_gamma = matches!(
+            p.kernel.kind,
+            KernelKind::Poly | KernelKind::Rbf | KernelKind::Sigmoid
+        );
+        if let (true, Gamma::Value(g)) = (uses_gamma, p.kernel.gamma) {
+            crate::error::positive("gamma", g)?;
+        }
+        if matches!(p.kernel.kind, KernelKind::Poly | KernelKind::Sigmoid)
+            && !p.kernel.coef0.is_finite()
+        {
+            return Err(ParamError::OutOfRange {
+                name: "coef0",
+                value: p.kernel.coef0,
+                range: "finite values",
+            });
+        }
+        crate::error::positive("C", p.c)?;
+        let s = p.s_theta();
+        match p.task {
             Task::Svc if !(s.is_finite() && s <= 0.0) => {
                 return Err(ParamError::OutOfRange {
                     name: "s",
@@ -264,20 +425,20 @@ impl RobustParams {
             }
             _ => {}
         }
-        if !(self.s_end_fraction > 0.0 && self.s_end_fraction < 1.0) {
+        if !(p.s_end_fraction > 0.0 && p.s_end_fraction < 1.0) {
             return Err(ParamError::OutOfRange {
                 name: "s_end_fraction",
-                value: self.s_end_fraction,
+                value: p.s_end_fraction,
                 range: "(0, 1)",
             });
         }
-        if let Some(b) = self.bias {
+        if let Some(b) = p.bias {
             crate::svm::linear::check_bias_feature(b)?;
         }
-        crate::error::positive("solver_tol", self.solver_tol)?;
-        crate::error::positive("ridge", self.ridge)?;
-        crate::error::positive("check_tol", self.check_tol)?;
-        Ok(())
+        crate::error::positive("solver_tol", p.solver_tol)?;
+        crate::error::positive("ridge", p.ridge)?;
+        crate::error::positive("check_tol", p.check_tol)?;
+        Ok(self.0)
     }
 }
 
@@ -363,8 +524,8 @@ pub struct Run {
     pub c: f64,
     /// Recorded nodes (path breakpoints, or CCCP grid points).
     pub nodes: Vec<Node>,
-    /// `"completed"`, `"event_limit"` (path) or `"completed"` / `"unconverged"` (CCCP).
-    pub status: &'static str,
+    /// How it ended: completed, event limit (path), unconverged (CCCP) or interrupted.
+    pub end: RunEnd,
     /// Path events (0 for CCCP).
     pub events: usize,
     /// Jump steps (path) or total outer rounds (CCCP).
@@ -399,24 +560,37 @@ pub struct Chosen {
     pub beta: Vec<f64>,
 }
 
-/// How a path ended.
+/// How one `C`'s run (an outlier path or a CCCP grid) ended, in the method's own terms; the
+/// shared [`Status`] is [`RunEnd::status`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PathStatus {
-    /// Reached its end.
+pub enum RunEnd {
+    /// Reached its end (path), or every grid point's outer loop converged (CCCP).
     Completed,
-    /// Stopped at the event limit.
+    /// The path stopped at its event limit ([`RobustParams::max_events`]).
     EventLimit,
+    /// CCCP: some grid point's outer loop hit [`cccp::MAX_OUTER`] rounds.
+    Unconverged,
     /// An observer asked to stop (e.g. Ctrl-C).
     Interrupted,
 }
 
-impl PathStatus {
-    /// Lower-case name for reports.
+impl RunEnd {
+    /// Lower-case name for reports: `"completed"`, `"event_limit"`, `"unconverged"`,
+    /// `"interrupted"`.
     pub fn as_str(&self) -> &'static str {
         match self {
-            PathStatus::Completed => "completed",
-            PathStatus::EventLimit => "event_limit",
-            PathStatus::Interrupted => "interrupted",
+            RunEnd::Completed => "completed",
+            RunEnd::EventLimit => "event_limit",
+            RunEnd::Unconverged => "unconverged",
+            RunEnd::Interrupted => "interrupted",
+        }
+    }
+    /// The shared status: a limit on events or rounds is [`Status::MaxIterations`].
+    pub fn status(&self) -> Status {
+        match self {
+            RunEnd::Completed => Status::Converged,
+            RunEnd::EventLimit | RunEnd::Unconverged => Status::MaxIterations,
+            RunEnd::Interrupted => Status::Interrupted,
         }
     }
 }
@@ -432,8 +606,8 @@ pub struct OutlierPath {
     pub c: f64,
     /// Recorded points in path order.
     pub nodes: Vec<Node>,
-    /// How it ended.
-    pub status: PathStatus,
+    /// How it ended (the shared status through [`Report::status`]).
+    pub end: RunEnd,
     /// Events processed (continuous steps, jump sub-steps).
     pub events: usize,
     /// Jump steps.
@@ -462,6 +636,36 @@ pub struct OutlierPath {
     pub final_violation: Option<(usize, &'static str)>,
     /// Wall-clock seconds.
     pub seconds: f64,
+}
+
+impl Report for OutlierPath {
+    /// [`RunEnd::status`] of the path's end.
+    fn status(&self) -> Status {
+        self.end.status()
+    }
+}
+
+/// The data of a robust fit: the training set (SVC: exactly two classes) and, optionally, a
+/// validation set on which every node is evaluated.
+#[derive(Debug, Clone, Copy)]
+pub struct RobustData<'a> {
+    /// The training set.
+    pub train: &'a Dataset,
+    /// The validation set, if any (same features as the training set).
+    pub valid: Option<&'a Dataset>,
+}
+
+impl<'a> RobustData<'a> {
+    /// `train` without validation.
+    pub fn new(train: &'a Dataset) -> Self {
+        Self { train, valid: None }
+    }
+    /// Evaluates each node on `valid` (when given).
+    #[must_use]
+    pub fn validate_on(mut self, valid: Option<&'a Dataset>) -> Self {
+        self.valid = valid;
+        self
+    }
 }
 
 /// Asks the observer between steps (iteration `i` of no solver) whether to stop.
@@ -537,6 +741,8 @@ pub(crate) fn code_valid(task: Task, labels: [f64; 2], valid: &Dataset) -> Vec<f
 /// What a path, a CCCP run and a selection share before the standard SVM: checked parameters
 /// and data, coded labels and validation targets, the kernel over both sets, the ridge.
 pub(crate) struct Setup<'a> {
+    /// The kernel resolved against the training data.
+    pub kernel: KernelSpec,
     pub y: Vec<f64>,
     pub yv: Vec<f64>,
     pub kern: Kern<'a>,
@@ -544,13 +750,13 @@ pub(crate) struct Setup<'a> {
 }
 
 pub(crate) fn setup<'a>(
-    params: &RobustParams,
+    params: &RobustValidParams,
     train: &'a Dataset,
     valid: Option<&'a Dataset>,
 ) -> Result<Setup<'a>, FitError> {
-    params.check()?;
     check_data(train, valid)?;
-    if params.kernel == KernelSpec::Precomputed {
+    let kernel = params.kernel_for(train.n_features());
+    if kernel == KernelSpec::Precomputed {
         check_serials(train)?;
     }
     let coded = code_labels(params.task, train)?;
@@ -558,12 +764,13 @@ pub(crate) fn setup<'a>(
     let kern = Kern::new(
         &train.x,
         valid.map(|v| &v.x),
-        params.kernel,
+        kernel,
         params.bias,
         params.cache_bytes,
     );
     let ridge = ridge_of(&kern, params.ridge);
     Ok(Setup {
+        kernel,
         y: coded.y,
         yv,
         kern,
@@ -573,7 +780,7 @@ pub(crate) fn setup<'a>(
 
 /// [`setup`] followed by the standard SVM at `params.c` (cold start): `(setup, beta, f)`.
 pub(crate) fn setup_standard<'a>(
-    params: &RobustParams,
+    params: &RobustValidParams,
     train: &'a Dataset,
     valid: Option<&'a Dataset>,
 ) -> Result<(Setup<'a>, Vec<f64>, Vec<f64>), FitError> {
@@ -824,15 +1031,14 @@ pub struct LocalOptimality {
 /// `s >= 0`). For `theta = 1` the threshold condition is not required (the loss is convex).
 ///
 /// # Errors
-/// [`FitError`] for bad parameters or data (shape of `beta`, labels).
+/// [`FitError`] for bad data (shape of `beta`, labels) or a theta outside `[0, 1]`.
 pub fn check_local_optimality(
-    params: &RobustParams,
+    params: &RobustValidParams,
     train: &Dataset,
     beta: &[f64],
     theta: f64,
     s: f64,
 ) -> Result<LocalOptimality, FitError> {
-    params.check()?;
     check_theta(theta)?;
     if beta.len() != train.len() {
         return Err(DataError::Shape {
@@ -843,7 +1049,8 @@ pub fn check_local_optimality(
         .into());
     }
     let coded = code_labels(params.task, train)?;
-    let kern = Kern::new(&train.x, None, params.kernel, params.bias, 0);
+    let kernel = params.kernel_for(train.n_features());
+    let kern = Kern::new(&train.x, None, kernel, params.bias, 0);
     let mut f = vec![0.0; train.len()];
     boxqp::fresh_f(&kern, beta, &mut f);
     let tt = threshold(params.task, s);
@@ -966,32 +1173,98 @@ pub(crate) fn standard_solution(
     Ok(Some((beta, f)))
 }
 
-/// Runs the outlier path `kind` for one `C` on `train`, recording the validation error of every
-/// node when `valid` is given.
+/// Runs the outlier path [`RobustValidParams::kind`] for one `C` on `data.train`, recording the
+/// validation error of every node when `data.valid` is given. The model is the end of the path
+/// as an ordinary [`SvmModel`] ([`model_from_beta`]); the report is the path itself. The
+/// observer is asked before every event and by the SMO solve of the standard SVM; when it stops
+/// the fit, the path holds the nodes so far and ends [`RunEnd::Interrupted`] (a single path has
+/// no state to continue from: [`select::select`] has).
+///
+/// ```
+/// use marginkit::fit::Control;
+/// use marginkit::robust::{fit, PathKind, RobustData, RobustParams, RunEnd, Task};
+/// use marginkit::{Dataset, DenseMatrix, Features};
+///
+/// let n = 40;
+/// let x: Vec<f64> = (0..n).flat_map(|i| {
+///     let t = i as f64 * 0.71;
+///     [t.sin() + if i % 2 == 0 { 0.4 } else { -0.4 }, (1.7 * t).cos()]
+/// }).collect();
+/// let y: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
+/// let data = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, x)?), y, None)?;
+/// let params = RobustParams::new().task(Task::Svc).kind(PathKind::Theta).c(10.0).check()?;
+/// let fit = fit(&params, &RobustData::new(&data), &mut Control::default())?;
+/// assert_eq!(fit.report.end, RunEnd::Completed);
+/// assert_eq!(fit.report.nodes.last().map(|n| n.param), Some(0.0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
-/// [`FitError`] for bad parameters or data (SVC needs exactly two classes), or a solver breakdown
-/// in the standard SVM.
-pub fn outlier_path(
-    params: &RobustParams,
-    kind: PathKind,
-    train: &Dataset,
-    valid: Option<&Dataset>,
-) -> Result<OutlierPath, FitError> {
+/// [`FitError`] for bad data (SVC needs exactly two classes), or a solver breakdown in the
+/// standard SVM.
+pub fn fit(
+    params: &RobustValidParams,
+    data: &RobustData<'_>,
+    ctl: &mut Control,
+) -> Result<Fit<SvmModel, OutlierPath>, FitError> {
     let start = Instant::now();
-    let (mut su, beta, f) = setup_standard(params, train, valid)?;
-    let (path, _) = path_from_standard(
-        params,
-        kind,
+    let mut su = setup(params, data.train, data.valid)?;
+    let obs = ctl.observer();
+    let std_sol = standard_solution(
         &mut su.kern,
-        su.y,
-        su.yv,
-        Start::Standard(beta, f),
+        params.task,
+        &su.y,
+        params.c,
+        params.solver_tol,
         su.ridge,
-        start,
-        &mut NoObserver,
-    );
-    Ok(path)
+        None,
+        obs,
+    )?;
+    let path = match std_sol {
+        Some((beta, f)) => {
+            path_from_standard(
+                params,
+                &mut su.kern,
+                su.y,
+                su.yv,
+                Start::Standard(beta, f),
+                su.ridge,
+                start,
+                obs,
+            )
+            .0
+        }
+        None => OutlierPath {
+            task: params.task,
+            kind: params.kind,
+            c: params.c,
+            nodes: Vec::new(),
+            end: RunEnd::Interrupted,
+            events: 0,
+            d_steps: 0,
+            wrong_direction: 0,
+            degenerate_jumps: 0,
+            max_active: 0,
+            best: None,
+            final_beta: vec![0.0; su.y.len()],
+            s_standard: f64::NAN,
+            final_locally_optimal: false,
+            final_violation: None,
+            seconds: start.elapsed().as_secs_f64(),
+        },
+    };
+    let model = model_from_beta(
+        params.task,
+        su.kernel,
+        params.bias,
+        data.train,
+        &path.final_beta,
+    )?;
+    Ok(Fit {
+        model,
+        report: path,
+        checkpoint: None,
+    })
 }
 
 /// Where a path starts: the exact standard SVM `(beta, f)`, or a stopped path's state.
@@ -1013,8 +1286,7 @@ pub(crate) struct PathResume {
 /// The outlier path from its start; with a stop, the state to continue from.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn path_from_standard(
-    params: &RobustParams,
-    kind: PathKind,
+    params: &RobustValidParams,
     kern: &mut Kern<'_>,
     y: Vec<f64>,
     yv: Vec<f64>,
@@ -1025,6 +1297,7 @@ pub(crate) fn path_from_standard(
 ) -> (OutlierPath, Option<PathResume>) {
     let n = y.len();
     let task = params.task;
+    let kind = params.kind;
     let (tmax, beta, f) = match &from {
         Start::Standard(beta, f) => {
             // Largest slack of the standard SVM: s_C = 1 - max t (SVC), s_R = max |r| (SVR).
@@ -1062,7 +1335,7 @@ pub(crate) fn path_from_standard(
         }
         Start::Standard(..) => None,
     };
-    let status = match kind {
+    let end = match kind {
         PathKind::Theta => {
             if resume.is_none() {
                 let tt = threshold(task, params.s_theta());
@@ -1081,7 +1354,7 @@ pub(crate) fn path_from_standard(
                 eng.init_states(tmax.max(t_end), 0.0, true, false);
                 if tmax <= t_end {
                     eng.record_standard();
-                    PathStatus::Completed
+                    RunEnd::Completed
                 } else {
                     eng.run_s(t_end, obs, false)
                 }
@@ -1114,13 +1387,13 @@ pub(crate) fn path_from_standard(
         eng.tt,
         params.check_tol,
     );
-    let final_ok = status == PathStatus::Completed && final_violation.is_none();
+    let final_ok = end == RunEnd::Completed && final_violation.is_none();
     let path = OutlierPath {
         task,
         kind,
         c: params.c,
         nodes: std::mem::take(&mut eng.nodes),
-        status,
+        end,
         events: eng.events,
         d_steps: eng.d_steps,
         wrong_direction: eng.wrong_direction,
@@ -1243,9 +1516,11 @@ mod tests {
     /// feature file) is an error naming the row, not a kernel whose entries all read column 0.
     #[test]
     fn precomputed_rows_without_a_serial_are_refused() {
-        use super::{outlier_path, PathKind, RobustParams};
+        use super::{fit, PathKind, RobustData, RobustParams};
         use crate::data::Dataset;
         use crate::error::{DataError, FitError};
+        use crate::fit::Control;
+        use crate::svm::{KernelKind, KernelParams};
         let kernel_rows = |serial: [f64; 3]| {
             let v = vec![
                 serial[0], 2.0, 1.0, 0.5, //
@@ -1255,15 +1530,24 @@ mod tests {
             let x = Features::Dense(DenseMatrix::new(3, 4, v).unwrap());
             Dataset::new(x, vec![1.0, -1.0, 1.0], None).unwrap()
         };
-        let params = RobustParams::new(Task::Svc, KernelSpec::Precomputed);
+        let params = RobustParams::new()
+            .task(Task::Svc)
+            .kind(PathKind::Theta)
+            .kernel(KernelParams {
+                kind: KernelKind::Precomputed,
+                ..KernelParams::default()
+            })
+            .check()
+            .unwrap();
+        let run = |d: &Dataset| fit(&params, &RobustData::new(d), &mut Control::default());
         let good = kernel_rows([1.0, 2.0, 3.0]);
-        assert!(outlier_path(&params, PathKind::Theta, &good, None).is_ok());
+        assert!(run(&good).is_ok());
         for (bad, row) in [
             ([0.0, 2.0, 3.0], 0),
             ([1.0, 2.5, 3.0], 1),
             ([1.0, 2.0, 4.0], 2),
         ] {
-            let e = outlier_path(&params, PathKind::Theta, &kernel_rows(bad), None).unwrap_err();
+            let e = run(&kernel_rows(bad)).unwrap_err();
             assert!(
                 matches!(e, FitError::Data(DataError::Precomputed { row: r, .. }) if r == row),
                 "{bad:?}: {e}"

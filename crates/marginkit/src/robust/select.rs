@@ -13,16 +13,113 @@ use std::time::Instant;
 use super::cccp::{cccp_from_standard, CccpStart};
 use super::checkpoint::{self, Current, RobustCheckpoint};
 use super::{
-    model_from_beta, path_from_standard, setup, standard_solution, PathKind, RobustParams, Start,
-    Task,
+    model_from_beta, path_from_standard, setup, standard_solution, PathKind, RobustData,
+    RobustParams, RobustValidParams, RunEnd, Start, Task,
 };
 pub use super::{Chosen, Method, Run};
-use crate::data::Dataset;
-use crate::error::{CheckpointError, DataError, FitError};
-use crate::solver::{NoObserver, Observer};
+use crate::error::{CheckpointError, FitError, ParamError};
+use crate::fit::{Control, Fit, Report};
+use crate::solver::Status;
 use crate::svm::SvmModel;
 
-/// Result of [`select`].
+/// The values of `C` a selection runs by default: the paper's `0.01, 0.1, 1, 10, 100`.
+pub const DEFAULT_C_GRID: [f64; 5] = [0.01, 0.1, 1.0, 10.0, 100.0];
+
+/// Checked parameters of a model selection: built by [`SelectParams`], the only form
+/// [`select`] accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectValidParams {
+    pub(crate) robust: RobustValidParams,
+    pub(crate) method: Method,
+    pub(crate) cs: Vec<f64>,
+}
+
+impl SelectValidParams {
+    /// The parameters of each run (task, path kind, kernel, ...; its `C` is replaced by each
+    /// value of the grid).
+    pub fn robust(&self) -> &RobustValidParams {
+        &self.robust
+    }
+    /// The outlier path, or CCCP over a grid.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+    /// The values of `C`, in the order they run.
+    pub fn c_grid(&self) -> &[f64] {
+        &self.cs
+    }
+}
+
+/// Parameters of a model selection over a grid of `C`, unchecked: a builder whose
+/// [`check`](SelectParams::check) gives the [`SelectValidParams`] that [`select`] accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectParams {
+    robust: RobustParams,
+    method: Method,
+    cs: Vec<f64>,
+}
+
+impl Default for SelectParams {
+    /// [`RobustParams`]'s defaults, the outlier path, [`DEFAULT_C_GRID`].
+    fn default() -> Self {
+        Self {
+            robust: RobustParams::new(),
+            method: Method::Path,
+            cs: DEFAULT_C_GRID.to_vec(),
+        }
+    }
+}
+
+impl SelectParams {
+    /// The defaults (see [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The parameters of each run (its `C` is replaced by each value of the grid).
+    #[must_use]
+    pub fn robust(mut self, p: RobustParams) -> Self {
+        self.robust = p;
+        self
+    }
+    /// The outlier path ([`Method::Path`], the default) or CCCP over a grid.
+    #[must_use]
+    pub fn method(mut self, m: Method) -> Self {
+        self.method = m;
+        self
+    }
+    /// The values of `C` (default [`DEFAULT_C_GRID`]).
+    #[must_use]
+    pub fn c_grid(mut self, cs: Vec<f64>) -> Self {
+        self.cs = cs;
+        self
+    }
+
+    /// Checks the run parameters, every `C` (> 0) and every CCCP grid value (in `[0, 1]`).
+    ///
+    /// # Errors
+    /// [`ParamError`] naming the first invalid parameter, or an empty `C` grid.
+    pub fn check(self) -> Result<SelectValidParams, ParamError> {
+        let robust = self.robust.check()?;
+        if self.cs.is_empty() {
+            return Err(ParamError::Incompatible("the C grid is empty"));
+        }
+        for &c in &self.cs {
+            crate::error::positive("C", c)?;
+        }
+        if let Method::Cccp(grid) = &self.method {
+            for &g in grid {
+                super::check_theta(g)?;
+            }
+        }
+        Ok(SelectValidParams {
+            robust,
+            method: self.method,
+            cs: self.cs,
+        })
+    }
+}
+
+/// The report of [`select`]: every run and the choice.
 #[derive(Debug, Clone)]
 pub struct Selection {
     /// SVC or SVR.
@@ -35,70 +132,42 @@ pub struct Selection {
     pub chosen: Chosen,
     /// Total seconds.
     pub seconds: f64,
-    /// An observer stopped the runs ([`select_resumable`]): `runs` holds the finished `C`s and
-    /// the interrupted one (status `"interrupted"`), `chosen` the best candidate so far (or the
-    /// interrupted run's current coefficients when there is none).
-    pub interrupted: bool,
+    /// [`Status::Interrupted`] when an observer stopped the runs: `runs` then holds the
+    /// finished `C`s and the interrupted one (ending [`RunEnd::Interrupted`]), `chosen` the best
+    /// candidate so far (or the interrupted run's current coefficients when there is none).
+    /// Otherwise [`Status::MaxIterations`] when a run hit its event or round limit (its
+    /// [`Run::end`] says which), else [`Status::Converged`].
+    pub status: Status,
 }
 
-impl Selection {
-    /// The chosen model as an ordinary [`SvmModel`] (`params` and `train` as given to
-    /// [`select`]).
-    ///
-    /// # Errors
-    /// [`DataError`] when `train` is not the training set.
-    pub fn model(&self, params: &RobustParams, train: &Dataset) -> Result<SvmModel, DataError> {
-        model_from_beta(
-            params.task,
-            params.kernel,
-            params.bias,
-            train,
-            &self.chosen.beta,
-        )
+impl Report for Selection {
+    fn status(&self) -> Status {
+        self.status
     }
 }
 
-/// Runs `method` for every `C` in `cs` and selects by validation error (see the module doc).
+/// Runs [`SelectValidParams::method`] for every `C` of the grid and selects by validation
+/// error (see the module doc). The model is the chosen candidate as an ordinary [`SvmModel`]
+/// ([`model_from_beta`]).
 ///
-/// # Errors
-/// [`FitError`] for bad parameters (`cs` empty or not positive), bad data, or a solver breakdown.
-pub fn select(
-    params: &RobustParams,
-    kind: PathKind,
-    method: &Method,
-    cs: &[f64],
-    train: &Dataset,
-    valid: Option<&Dataset>,
-) -> Result<Selection, FitError> {
-    let (sel, _) = select_resumable(
-        params,
-        kind,
-        method,
-        cs,
-        train,
-        valid,
-        &mut NoObserver,
-        None,
-    )?;
-    Ok(sel)
-}
-
-/// [`select`] that can stop and continue. `obs` is asked before every event of an outlier
-/// path (a breakpoint step or a jump sub-step), before every CCCP outer round, and by the SMO
-/// solves of the standard SVMs and the CCCP subproblems (every 1000 pair updates). When it asks
-/// to stop, the result is marked [`Selection::interrupted`] and comes with a
-/// [`RobustCheckpoint`]: the finished `C`s, and the interrupted one at its last safe point (a
-/// path: before the event, or before the jump that was stopped; CCCP: before the outer round;
-/// the standard SVM: from its warm start). `resume` continues such a checkpoint to the nodes,
+/// The observer of `ctl` is asked before every event of an outlier path (a breakpoint step or
+/// a jump sub-step), before every CCCP outer round, and by the SMO solves of the standard SVMs
+/// and the CCCP subproblems (every 1000 pair updates). When it asks to stop, the report's
+/// status is [`Status::Interrupted`] and the fit carries a [`RobustCheckpoint`]: the finished
+/// `C`s, and the interrupted one at its last safe point (a path: before the event, or before
+/// the jump that was stopped; CCCP: before the outer round; the standard SVM: from its warm
+/// start). Resuming from it (`ctl`'s [`Control::resume_from`]) continues to the nodes,
 /// objectives and breakpoints of an uninterrupted run, bit for bit (every step is
 /// deterministic; tested: `tests/robust_resume.rs`).
 ///
 /// ```
-/// use marginkit::robust::select::{select, select_resumable, Method};
-/// use marginkit::robust::{PathKind, RobustCheckpoint, RobustParams, Task};
+/// use marginkit::fit::Control;
+/// use marginkit::robust::select::{select, SelectParams};
+/// use marginkit::robust::{PathKind, RobustCheckpoint, RobustData, RobustParams, Task};
+/// use marginkit::solver::{IterStats, Observer, Status};
+/// use marginkit::svm::{Gamma, KernelParams};
+/// use marginkit::{Dataset, DenseMatrix, Features};
 /// use std::ops::ControlFlow;
-/// use marginkit::solver::{IterStats, NoObserver, Observer};
-/// use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
 ///
 /// // Stops at the 20th report (a Ctrl-C handler would set a `Cancel` flag instead).
 /// struct StopAt(usize);
@@ -115,19 +184,20 @@ pub fn select(
 /// }).collect();
 /// let y: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
 /// let data = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, x)?), y, None)?;
-/// let params = RobustParams::new(Task::Svc, KernelSpec::Rbf { gamma: 1.0 });
-/// let cs = [1.0, 10.0];
-/// let full = select(&params, PathKind::Theta, &Method::Path, &cs, &data, None)?;
-/// let (part, state) =
-///     select_resumable(&params, PathKind::Theta, &Method::Path, &cs, &data, None, &mut StopAt(20), None)?;
-/// if let Some(state) = state {
-///     assert!(part.interrupted);
+/// let kernel = KernelParams { gamma: Gamma::Value(1.0), ..KernelParams::default() };
+/// let params = SelectParams::new()
+///     .robust(RobustParams::new().task(Task::Svc).kind(PathKind::Theta).kernel(kernel))
+///     .c_grid(vec![1.0, 10.0])
+///     .check()?;
+/// let data = RobustData::new(&data);
+/// let full = select(&params, &data, &mut Control::default())?;
+/// let part = select(&params, &data, &mut Control::new(StopAt(20)))?;
+/// if let Some(state) = part.checkpoint {
+///     assert_eq!(part.report.status, Status::Interrupted);
 ///     let state = RobustCheckpoint::from_bytes(&state.to_bytes()).map_err(std::io::Error::other)?;
-///     let (done, more) = select_resumable(
-///         &params, PathKind::Theta, &Method::Path, &cs, &data, None, &mut NoObserver, Some(&state),
-///     )?;
-///     assert!(more.is_none() && !done.interrupted);
-///     for (a, b) in done.runs.iter().zip(&full.runs) {
+///     let done = select(&params, &data, &mut Control::default().resume_from(&state))?;
+///     assert!(done.checkpoint.is_none() && done.report.status == Status::Converged);
+///     for (a, b) in done.report.runs.iter().zip(&full.report.runs) {
 ///         let obj = |r: &marginkit::robust::select::Run| r.nodes.iter().map(|n| n.objective).collect::<Vec<_>>();
 ///         assert_eq!(obj(a), obj(b));
 ///     }
@@ -136,34 +206,25 @@ pub fn select(
 /// ```
 ///
 /// # Errors
-/// As [`select`]; [`FitError::Checkpoint`] when `resume` was made with other data or other
-/// parameters, or does not fit the data.
-#[allow(clippy::too_many_arguments)]
-pub fn select_resumable(
-    params: &RobustParams,
-    kind: PathKind,
-    method: &Method,
-    cs: &[f64],
-    train: &Dataset,
-    valid: Option<&Dataset>,
-    obs: &mut dyn Observer,
-    resume: Option<&RobustCheckpoint>,
-) -> Result<(Selection, Option<RobustCheckpoint>), FitError> {
-    if cs.is_empty() {
-        return Err(crate::error::ParamError::Incompatible("the C grid is empty").into());
-    }
-    for &c in cs {
-        crate::error::positive("C", c)?;
-    }
-    if let Method::Cccp(grid) = method {
-        for &g in grid {
-            super::check_theta(g)?;
-        }
-    }
+/// [`FitError`] for bad data or a solver breakdown; [`FitError::Checkpoint`] when the state
+/// resumed from was made with other data or other parameters, or does not fit the data.
+pub fn select(
+    params: &SelectValidParams,
+    data: &RobustData<'_>,
+    ctl: &mut Control<'_, RobustCheckpoint>,
+) -> Result<Fit<SvmModel, Selection, RobustCheckpoint>, FitError> {
+    let (train, valid) = (data.train, data.valid);
+    let resume = ctl.resume();
+    let obs = ctl.observer();
+    let (base, method, cs) = (&params.robust, &params.method, &params.cs[..]);
+    let kind = base.kind;
     let start = Instant::now();
-    let su = setup(params, train, valid)?;
+    let su = setup(base, train, valid)?;
+    let kernel = su.kernel;
     let (y, yv, mut kern, ridge) = (su.y, su.yv, su.kern, su.ridge);
-    let fp = super::checkpoint::fingerprint(params, kind, method, cs, train, valid);
+    let fp = super::checkpoint::fingerprint(params, kernel, train, valid);
+    let model_of =
+        |chosen: &Chosen| model_from_beta(base.task, kernel, base.bias, train, &chosen.beta);
     let mut runs = Vec::new();
     let mut chosen: Option<Chosen> = None;
     let mut warm: Option<Vec<f64>> = None;
@@ -191,7 +252,7 @@ pub fn select_resumable(
     let first = runs.len();
     for (r, &c) in cs.iter().enumerate().skip(first) {
         let t0 = Instant::now();
-        let p = params.clone().c(c);
+        let p = base.at_c(c);
         let cur = std::mem::replace(&mut current, Current::Standard);
         let stopped = |runs: Vec<Run>,
                        chosen: Option<Chosen>,
@@ -210,7 +271,7 @@ pub fn select_resumable(
             runs.push(Run {
                 c,
                 nodes: Vec::new(),
-                status: "interrupted",
+                end: RunEnd::Interrupted,
                 events: 0,
                 d_steps: 0,
                 final_locally_optimal: false,
@@ -227,17 +288,19 @@ pub fn select_resumable(
                 valid_error: None,
                 beta,
             });
-            (
-                Selection {
-                    task: params.task,
+            let model = model_of(&chosen)?;
+            Ok(Fit {
+                model,
+                report: Selection {
+                    task: base.task,
                     kind,
                     runs,
                     chosen,
                     seconds: seconds_before + start.elapsed().as_secs_f64(),
-                    interrupted: true,
+                    status: Status::Interrupted,
                 },
-                Some(ck),
-            )
+                checkpoint: Some(ck),
+            })
         };
         // The standard SVM (unless the run is continued past it).
         let std_sol = match &cur {
@@ -255,7 +318,7 @@ pub fn select_resumable(
                     Some(s) => Some(s),
                     None => {
                         let beta = warm.clone().unwrap_or_else(|| vec![0.0; y.len()]);
-                        return Ok(stopped(runs, chosen, warm, Current::Standard, beta));
+                        return stopped(runs, chosen, warm, Current::Standard, beta);
                     }
                 }
             }
@@ -277,32 +340,17 @@ pub fn select_resumable(
                         .into())
                     }
                 };
-                let (path, stop) = path_from_standard(
-                    &p,
-                    kind,
-                    &mut kern,
-                    y.clone(),
-                    yv.clone(),
-                    from,
-                    ridge,
-                    t0,
-                    obs,
-                );
+                let (path, stop) =
+                    path_from_standard(&p, &mut kern, y.clone(), yv.clone(), from, ridge, t0, obs);
                 if let Some(res) = stop {
                     let beta = path.final_beta.clone();
-                    return Ok(stopped(
-                        runs,
-                        chosen,
-                        warm,
-                        Current::Path(Box::new(res)),
-                        beta,
-                    ));
+                    return stopped(runs, chosen, warm, Current::Path(Box::new(res)), beta);
                 }
                 let last = (path.nodes.len().saturating_sub(1), path.final_beta.clone());
                 (
                     Run {
                         c,
-                        status: path.status.as_str(),
+                        end: path.end,
                         events: path.events,
                         d_steps: path.d_steps,
                         final_locally_optimal: path.final_locally_optimal,
@@ -329,10 +377,10 @@ pub fn select_resumable(
                     }
                 };
                 let (cp, stop) =
-                    cccp_from_standard(&p, kind, grid, &mut kern, &y, &yv, from, ridge, t0, obs)?;
+                    cccp_from_standard(&p, grid, &mut kern, &y, &yv, from, ridge, t0, obs)?;
                 if let Some(res) = stop {
                     let beta = res.beta.clone();
-                    return Ok(stopped(runs, chosen, warm, Current::Cccp(res), beta));
+                    return stopped(runs, chosen, warm, Current::Cccp(res), beta);
                 }
                 let last_beta = cp.nodes.last().and_then(|n| n.beta.clone());
                 let last = (
@@ -342,10 +390,10 @@ pub fn select_resumable(
                 (
                     Run {
                         c,
-                        status: if cp.unconverged == 0 {
-                            "completed"
+                        end: if cp.unconverged == 0 {
+                            RunEnd::Completed
                         } else {
-                            "unconverged"
+                            RunEnd::Unconverged
                         },
                         events: 0,
                         d_steps: cp.rounds.iter().sum(),
@@ -402,15 +450,21 @@ pub fn select_resumable(
             }
         }
     };
-    Ok((
-        Selection {
-            task: params.task,
+    let status = runs
+        .iter()
+        .map(|r| r.end.status())
+        .find(|s| *s != Status::Converged)
+        .unwrap_or(Status::Converged);
+    Ok(Fit {
+        model: model_of(&chosen)?,
+        report: Selection {
+            task: base.task,
             kind,
             runs,
             chosen,
             seconds: seconds_before + start.elapsed().as_secs_f64(),
-            interrupted: false,
+            status,
         },
-        None,
-    ))
+        checkpoint: None,
+    })
 }
