@@ -8,7 +8,6 @@
 //! library; this file checks only what the library cannot see (durations, names of choices).
 
 use marginkit::svm::params::cache_bytes_from_mb;
-use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use marginkit::aid::lad::{fit_aid_lad, AidLadParams};
@@ -23,7 +22,7 @@ use marginkit::coreset::{
     Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, Problem, StopRule,
 };
 use marginkit::fit::Control;
-use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
+use marginkit::odm::odmc::{self, OdmcData, OdmcKernel, OdmcParams, Readout};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::odm::{OdmParams, OdmSolver};
 use marginkit::robust::select::{select, Method, SelectParams};
@@ -624,21 +623,6 @@ fn fit_odm<'py>(
     Ok((SvmModelHandle { model }, d))
 }
 
-impl OdmcObserver for SignalObserver {
-    fn on_round(&mut self, _s: &RoundStats) -> ControlFlow<()> {
-        if self.raised.is_some() {
-            return ControlFlow::Break(());
-        }
-        match Python::attach(|py| py.check_signals()) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                self.raised = Some(e);
-                ControlFlow::Break(())
-            }
-        }
-    }
-}
-
 /// ODMC clustering (Zhang & Zhou, stochastic mirror descent over a label-generation pool) into
 /// `k` clusters (recursive bisection for k > 2). Features are standardized by the library.
 #[pyfunction]
@@ -684,26 +668,26 @@ fn fit_odmc<'py>(
             )))
         }
     };
-    let params = OdmcParams {
-        k,
-        lambda: lam,
-        nu,
-        theta,
-        kernel,
-        beta,
-        iterations,
-        max_rounds,
-        tol,
-        pool: PoolSpec {
+    let params = OdmcParams::new()
+        .k(k)
+        .lambda(lam)
+        .nu(nu)
+        .theta(theta)
+        .kernel(kernel)
+        .beta(beta)
+        .iterations(iterations)
+        .max_rounds(max_rounds)
+        .tol(tol)
+        .pool(PoolSpec {
             kmeans: pool.0,
             components: pool.1,
             random: pool.2,
-        },
-        readout,
-        seed,
-        max_dense,
-    };
-    params.check().map_err(param_err)?;
+        })
+        .readout(readout)
+        .seed(seed)
+        .max_dense(max_dense)
+        .check()
+        .map_err(param_err)?;
     // A dense row-major matrix is the library's point layout: one copy; CSR is scattered.
     let points = match &x {
         XArg::Dense(a) => {
@@ -722,13 +706,20 @@ fn fit_odmc<'py>(
     }
     let t_rust = Instant::now();
     let mut obs = SignalObserver::new();
-    let res = py.detach(|| cluster(&points, &params, &mut obs));
+    let res = py.detach(|| {
+        odmc::fit(
+            &params,
+            &OdmcData::Points(&points),
+            &mut Control::new(&mut obs),
+        )
+    });
     obs.into_result()?;
-    let res = res.map_err(cluster_err)?;
+    let fit = res.map_err(cluster_err)?;
+    let (model, res) = (fit.model, fit.report);
     let d = PyDict::new(py);
-    let labels: Vec<i64> = res.labels.iter().map(|&l| l as i64).collect();
+    let labels: Vec<i64> = model.labels.iter().map(|&l| l as i64).collect();
     d.set_item("labels", PyArray1::from_vec(py, labels))?;
-    let sizes: Vec<i64> = res.cluster_sizes.iter().map(|&l| l as i64).collect();
+    let sizes: Vec<i64> = model.cluster_sizes.iter().map(|&l| l as i64).collect();
     d.set_item("cluster_sizes", PyArray1::from_vec(py, sizes))?;
     d.set_item("iterations", res.iterations)?;
     d.set_item("rounds", res.rounds)?;
@@ -746,7 +737,7 @@ fn fit_odmc<'py>(
         "pool",
         PyArray1::from_vec(py, h.iter().map(|r| r.pool as i64).collect::<Vec<_>>()),
     )?;
-    if let Some(p) = &res.paper_labels {
+    if let Some(p) = &model.paper_labels {
         let p: Vec<i64> = p.iter().map(|&l| l as i64).collect();
         d.set_item("paper_labels", PyArray1::from_vec(py, p))?;
     }

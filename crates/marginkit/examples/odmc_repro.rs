@@ -27,8 +27,7 @@ use marginkit::cluster::Points;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::data::write_output;
 use marginkit::fit::Control;
-use marginkit::odm::odmc::{cluster_prepared, prepare, OdmcKernel, OdmcParams, Prepared};
-use marginkit::solver::NoObserver;
+use marginkit::odm::odmc::{fit, prepare, OdmcData, OdmcKernel, OdmcParams, Prepared};
 use rayon::prelude::*;
 
 struct Set {
@@ -204,7 +203,10 @@ fn main() {
         lambdas, nus, thetas, sigmas,
         ITERATIONS,
         ROUNDS,
-        OdmcParams::default().tol,
+        OdmcParams::default()
+            .check()
+            .expect("the defaults are valid")
+            .tol(),
     )
     .unwrap();
     writeln!(
@@ -291,19 +293,21 @@ fn main() {
             .par_iter()
             .map(|&(si, seed)| {
                 let (ki, st) = settings[si];
-                let p = OdmcParams {
-                    lambda: st.lambda,
-                    nu: st.nu,
-                    theta: st.theta,
-                    kernel: st.kernel,
-                    beta,
-                    iterations: ITERATIONS,
-                    max_rounds: ROUNDS,
-                    seed,
-                    ..OdmcParams::default()
-                };
+                let p = OdmcParams::new()
+                    .lambda(st.lambda)
+                    .nu(st.nu)
+                    .theta(st.theta)
+                    .kernel(st.kernel)
+                    .beta(beta)
+                    .iterations(ITERATIONS)
+                    .max_rounds(ROUNDS)
+                    .seed(seed)
+                    .check()
+                    .expect("odmc parameters");
                 let t = Instant::now();
-                let r = cluster_prepared(&preps[ki], &p, &mut NoObserver).expect("odmc");
+                let r = fit(&p, &OdmcData::Prepared(&preps[ki]), &mut Control::default())
+                    .expect("odmc")
+                    .model;
                 let paper = r.paper_labels.clone().unwrap_or_else(|| r.labels.clone());
                 Score {
                     acc: clustering_accuracy(&r.labels, &set.y),

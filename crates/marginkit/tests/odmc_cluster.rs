@@ -11,11 +11,16 @@
 use marginkit::cluster::kmeans::{self, KMeansParams};
 use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
 use marginkit::cluster::{ClusterError, Points};
-use marginkit::fit::Control;
-use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcParams, Readout};
-use marginkit::solver::NoObserver;
+use marginkit::fit::{Control, Fit};
+use marginkit::odm::odmc::{fit, OdmcData, OdmcKernel, OdmcModel, OdmcParams, OdmcReport, Readout};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// ODMC of `p` on `x`, watched by no observer.
+fn cluster(x: &Points, p: &OdmcParams) -> Result<Fit<OdmcModel, OdmcReport>, ClusterError> {
+    let p = p.clone().check()?;
+    fit(&p, &OdmcData::Points(x), &mut Control::default())
+}
 
 /// `k` Gaussian blobs of `per` points in `d` dimensions, centres far apart; returns points and
 /// the true cluster of every point.
@@ -60,21 +65,19 @@ fn two_blobs_recovered_for_every_seed_linear_and_gaussian() {
                 OdmcKernel::Linear,
                 OdmcKernel::Gaussian { sigma_scale: 1.0 },
             ] {
-                let p = OdmcParams {
-                    kernel,
-                    seed,
-                    iterations: 100,
-                    max_rounds: 4,
-                    ..OdmcParams::default()
-                };
-                let r = cluster(&x, &p, &mut NoObserver).unwrap();
-                let acc = clustering_accuracy(&r.labels, &truth);
+                let p = OdmcParams::new()
+                    .kernel(kernel)
+                    .seed(seed)
+                    .iterations(100)
+                    .max_rounds(4);
+                let r = cluster(&x, &p).unwrap();
+                let acc = clustering_accuracy(&r.model.labels, &truth);
                 assert_eq!(
                     acc, 1.0,
                     "data {data_seed} seed {seed} {kernel:?}: acc {acc}"
                 );
-                assert_eq!(rand_index(&r.labels, &truth), 1.0);
-                assert!(r.history.iter().all(|h| h.gap >= 0.0));
+                assert_eq!(rand_index(&r.model.labels, &truth), 1.0);
+                assert!(r.report.history.iter().all(|h| h.gap >= 0.0));
             }
         }
     }
@@ -84,16 +87,18 @@ fn two_blobs_recovered_for_every_seed_linear_and_gaussian() {
 fn three_blobs_by_recursive_bisection() {
     for seed in 0..3 {
         let (x, truth) = blobs(3, 40, 4, 0.8, 10 + seed);
-        let p = OdmcParams {
-            k: 3,
-            seed,
-            iterations: 100,
-            max_rounds: 4,
-            ..OdmcParams::default()
-        };
-        let r = cluster(&x, &p, &mut NoObserver).unwrap();
-        assert_eq!(r.cluster_sizes.len(), 3);
-        assert_eq!(clustering_accuracy(&r.labels, &truth), 1.0, "seed {seed}");
+        let p = OdmcParams::new()
+            .k(3)
+            .seed(seed)
+            .iterations(100)
+            .max_rounds(4);
+        let r = cluster(&x, &p).unwrap();
+        assert_eq!(r.model.cluster_sizes.len(), 3);
+        assert_eq!(
+            clustering_accuracy(&r.model.labels, &truth),
+            1.0,
+            "seed {seed}"
+        );
     }
 }
 
@@ -107,30 +112,29 @@ fn same_seed_same_clusters_and_readouts_are_admissible() {
         Readout::Heaviest,
         Readout::MinG,
     ] {
-        let p = OdmcParams {
-            seed: 9,
-            beta: 0.1,
-            readout,
-            iterations: 80,
-            max_rounds: 3,
-            ..OdmcParams::default()
-        };
-        let a = cluster(&x, &p, &mut NoObserver).unwrap();
-        let b = cluster(&x, &p, &mut NoObserver).unwrap();
-        assert_eq!(a.labels, b.labels);
-        let gaps = |r: &marginkit::odm::odmc::OdmcResult| {
-            r.history
+        let p = OdmcParams::new()
+            .seed(9)
+            .beta(0.1)
+            .readout(readout)
+            .iterations(80)
+            .max_rounds(3);
+        let a = cluster(&x, &p).unwrap();
+        let b = cluster(&x, &p).unwrap();
+        assert_eq!(a.model.labels, b.model.labels);
+        let gaps = |r: &Fit<OdmcModel, OdmcReport>| {
+            r.report
+                .history
                 .iter()
                 .map(|h| (h.gap, h.pool))
                 .collect::<Vec<_>>()
         };
         assert_eq!(gaps(&a), gaps(&b));
-        assert_eq!(a.cluster_sizes.len(), 2, "never a trivial labeling");
-        let diff = a.cluster_sizes[0] as i64 - a.cluster_sizes[1] as i64;
+        assert_eq!(a.model.cluster_sizes.len(), 2, "never a trivial labeling");
+        let diff = a.model.cluster_sizes[0] as i64 - a.model.cluster_sizes[1] as i64;
         assert!(
             diff.abs() as f64 <= 0.1 * 100.0 + 1e-9,
             "{readout:?}: sizes {:?}",
-            a.cluster_sizes
+            a.model.cluster_sizes
         );
     }
 }
@@ -149,17 +153,19 @@ fn no_trivial_labeling_when_beta_forbids_it() {
             Readout::Heaviest,
             Readout::MinG,
         ] {
-            let p = OdmcParams {
-                seed,
-                readout,
-                iterations: 80,
-                max_rounds: 3,
-                ..OdmcParams::default()
-            };
-            let r = cluster(&x, &p, &mut NoObserver).unwrap();
-            let diff = r.cluster_sizes[0] as i64 - r.cluster_sizes[1] as i64;
-            assert!(diff.abs() <= 3, "{readout:?}: sizes {:?}", r.cluster_sizes);
-            let paper = r.paper_labels.unwrap();
+            let p = OdmcParams::new()
+                .seed(seed)
+                .readout(readout)
+                .iterations(80)
+                .max_rounds(3);
+            let r = cluster(&x, &p).unwrap();
+            let diff = r.model.cluster_sizes[0] as i64 - r.model.cluster_sizes[1] as i64;
+            assert!(
+                diff.abs() <= 3,
+                "{readout:?}: sizes {:?}",
+                r.model.cluster_sizes
+            );
+            let paper = r.model.paper_labels.unwrap();
             let ones = paper.iter().filter(|&&l| l == 1).count() as i64;
             assert!((100 - 2 * ones).abs() <= 3, "paper readout balanced");
         }
@@ -169,12 +175,9 @@ fn no_trivial_labeling_when_beta_forbids_it() {
 #[test]
 fn bad_input_gives_clear_errors() {
     let (x, _) = blobs(2, 5, 2, 1.0, 0);
-    let p = OdmcParams {
-        k: 11,
-        ..OdmcParams::default()
-    };
+    let p = OdmcParams::new().k(11);
     assert!(matches!(
-        cluster(&x, &p, &mut NoObserver),
+        cluster(&x, &p),
         Err(ClusterError::BadK { k: 11, n: 10 })
     ));
     let constant = Points {
@@ -183,21 +186,18 @@ fn bad_input_gives_clear_errors() {
         v: vec![1.0; 12],
     };
     assert!(matches!(
-        cluster(&constant, &OdmcParams::default(), &mut NoObserver),
+        cluster(&constant, &OdmcParams::default()),
         Err(ClusterError::ConstantData { .. })
     ));
     // 11 points, beta * n = 0.33 < 1: |e'y| <= 0.33 is impossible with an odd count.
     let (mut odd, _) = blobs(1, 11, 2, 1.0, 0);
     odd.n = 11;
-    let e = cluster(&odd, &OdmcParams::default(), &mut NoObserver).unwrap_err();
+    let e = cluster(&odd, &OdmcParams::default()).unwrap_err();
     assert!(matches!(e, ClusterError::InfeasibleBalance { .. }));
     assert!(e.to_string().contains("odd"), "{e}");
-    let bad_beta = OdmcParams {
-        beta: -0.1,
-        ..OdmcParams::default()
-    };
+    let bad_beta = OdmcParams::new().beta(-0.1);
     assert!(matches!(
-        cluster(&x, &bad_beta, &mut NoObserver),
+        cluster(&x, &bad_beta),
         Err(ClusterError::Param(_))
     ));
 }
@@ -219,19 +219,17 @@ fn results_do_not_depend_on_the_thread_count() {
             .build()
             .unwrap();
         pool.install(|| {
-            let p = OdmcParams {
-                kernel: OdmcKernel::Gaussian { sigma_scale: 0.5 },
-                seed: 2,
-                iterations: 60,
-                max_rounds: 3,
-                ..OdmcParams::default()
-            };
-            cluster(&x, &p, &mut NoObserver).unwrap()
+            let p = OdmcParams::new()
+                .kernel(OdmcKernel::Gaussian { sigma_scale: 0.5 })
+                .seed(2)
+                .iterations(60)
+                .max_rounds(3);
+            cluster(&x, &p).unwrap()
         })
     };
     let (a, b) = (run(1), run(3));
-    assert_eq!(a.labels, b.labels);
+    assert_eq!(a.model.labels, b.model.labels);
     let gaps =
-        |r: &marginkit::odm::odmc::OdmcResult| r.history.iter().map(|h| h.gap).collect::<Vec<_>>();
+        |r: &Fit<OdmcModel, OdmcReport>| r.report.history.iter().map(|h| h.gap).collect::<Vec<_>>();
     assert_eq!(gaps(&a), gaps(&b));
 }

@@ -3,7 +3,6 @@
 //! carries at least two distinct labels, prints the clustering accuracy and the Rand index.
 
 use std::io::Write;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -14,7 +13,7 @@ use marginkit::cluster::metrics::{clustering_accuracy, rand_index};
 use marginkit::cluster::Points;
 use marginkit::data::write_output;
 use marginkit::fit::Control;
-use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcObserver, OdmcParams, Readout, RoundStats};
+use marginkit::odm::odmc::{fit, OdmcData, OdmcKernel, OdmcParams, Readout, RoundStats};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::solver::{IterStats, Observer};
@@ -279,15 +278,12 @@ fn finish(
     Ok(Outcome::Done)
 }
 
-/// The ODMC rounds on the command's progress line.
-impl OdmcObserver for Progress {
-    fn on_round(&mut self, s: &RoundStats) -> ControlFlow<()> {
-        self.set(&format!(
-            "split {} round {} iter {} gap {:.3e} (relative {:.2e}) pool {}",
-            s.split, s.round, s.iterations, s.gap, s.relative_gap, s.pool
-        ));
-        ControlFlow::Continue(())
-    }
+/// An ODMC round on the command's progress line.
+fn show_round(progress: &mut Progress, s: &RoundStats) {
+    progress.set(&format!(
+        "split {} round {} iter {} gap {:.3e} (relative {:.2e}) pool {}",
+        s.split, s.round, s.iterations, s.gap, s.relative_gap, s.pool
+    ));
 }
 
 fn run_odmc(a: OdmcArgs) -> Exit {
@@ -307,32 +303,35 @@ fn run_odmc(a: OdmcArgs) -> Exit {
         ReadoutArg::Heaviest => Readout::Heaviest,
         ReadoutArg::MinG => Readout::MinG,
     };
-    let params = OdmcParams {
-        k: c.k,
-        lambda: a.lambda,
-        nu: a.nu,
-        theta: a.theta,
-        kernel,
-        beta: a.beta,
-        iterations: a.iterations,
-        max_rounds: a.rounds,
-        tol: a.tol,
-        pool: PoolSpec {
+    let params = OdmcParams::new()
+        .k(c.k)
+        .lambda(a.lambda)
+        .nu(a.nu)
+        .theta(a.theta)
+        .kernel(kernel)
+        .beta(a.beta)
+        .iterations(a.iterations)
+        .max_rounds(a.rounds)
+        .tol(a.tol)
+        .pool(PoolSpec {
             kmeans: a.pool[0],
             components: a.pool[1],
             random: a.pool[2],
-        },
-        readout,
-        seed: c.seed,
-        ..OdmcParams::default()
-    };
-    params.check()?;
+        })
+        .readout(readout)
+        .seed(c.seed)
+        .check()?;
     let (x, truth) = load(c)?;
     let t0 = Instant::now();
     let mut progress = Progress::new(c.quiet, "cluster odmc");
-    let r = cluster(&x, &params, &mut progress)
-        .map_err(|e| CliError(format!("{}: {e}", c.data_file.display())))?;
+    let fit = fit(
+        &params,
+        &OdmcData::Points(&x),
+        &mut Control::default().on_part(|s: &RoundStats| show_round(&mut progress, s)),
+    )
+    .map_err(|e| CliError(format!("{}: {e}", c.data_file.display())))?;
     drop(progress);
+    let (m, r) = (fit.model, fit.report);
     let seconds = t0.elapsed().as_secs_f64();
     if r.status != marginkit::solver::Status::Converged {
         eprintln!(
@@ -383,9 +382,9 @@ fn run_odmc(a: OdmcArgs) -> Exit {
     finish(
         c,
         "odmc",
-        &r.labels,
+        &m.labels,
         truth.as_deref(),
-        &r.cluster_sizes,
+        &m.cluster_sizes,
         r.iterations,
         seconds,
         extra,

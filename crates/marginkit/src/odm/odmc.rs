@@ -99,7 +99,6 @@
 // Index loops over paired arrays (labels, duals, rows) read like the formulas.
 #![allow(clippy::needless_range_loop)]
 
-use std::ops::ControlFlow;
 use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
@@ -110,7 +109,8 @@ use super::pool::{self, dot, Balance, Gram, LgScratch, Pool, PoolSpec};
 use super::{safe_tau, OdmConsts};
 use crate::cluster::{ClusterError, Points};
 use crate::error::{positive, ParamError};
-use crate::solver::{NoObserver, Status};
+use crate::fit::{Control, Fit, Report};
+use crate::solver::{IterStats, Status};
 
 /// The kernel of ODMC.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -140,41 +140,91 @@ pub enum Readout {
     Decision,
 }
 
-/// ODMC parameters (check with [`OdmcParams::check`]).
+/// Checked ODMC parameters: built by [`OdmcParams`], the only form [`fit`] accepts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OdmcParams {
-    /// Clusters (>= 2).
-    pub k: usize,
-    /// ODM lambda.
-    pub lambda: f64,
-    /// ODM nu.
-    pub nu: f64,
-    /// ODM theta.
-    pub theta: f64,
-    /// Kernel.
-    pub kernel: OdmcKernel,
-    /// Balance `|e'y - t| <= beta n` as a fraction of the points (paper: 0.03 balanced, 0.3
-    /// imbalanced).
-    pub beta: f64,
-    /// Stochastic mirror-descent iterations per round (`T`).
-    pub iterations: usize,
-    /// Label-generation rounds at most.
-    pub max_rounds: usize,
-    /// Relative duality-gap tolerance (`iota`).
-    pub tol: f64,
-    /// Candidate generators.
-    pub pool: PoolSpec,
-    /// Readout.
-    pub readout: Readout,
-    /// Seed.
-    pub seed: u64,
-    /// Largest `n` for the dense Gaussian kernel matrix.
-    pub max_dense: usize,
+pub struct OdmcValidParams {
+    pub(crate) k: usize,
+    pub(crate) lambda: f64,
+    pub(crate) nu: f64,
+    pub(crate) theta: f64,
+    pub(crate) kernel: OdmcKernel,
+    pub(crate) beta: f64,
+    pub(crate) iterations: usize,
+    pub(crate) max_rounds: usize,
+    pub(crate) tol: f64,
+    pub(crate) pool: PoolSpec,
+    pub(crate) readout: Readout,
+    pub(crate) seed: u64,
+    pub(crate) max_dense: usize,
 }
 
+impl OdmcValidParams {
+    /// Clusters (>= 2, at most the number of points).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+    /// ODM lambda (> 0).
+    pub fn lambda(&self) -> f64 {
+        self.lambda
+    }
+    /// ODM nu (> 0).
+    pub fn nu(&self) -> f64 {
+        self.nu
+    }
+    /// ODM theta, in `[0, 1)`.
+    pub fn theta(&self) -> f64 {
+        self.theta
+    }
+    /// The kernel.
+    pub fn kernel(&self) -> OdmcKernel {
+        self.kernel
+    }
+    /// Balance `|e'y - t| <= beta n` as a fraction of the points, in `[0, 1]` (paper: 0.03
+    /// balanced, 0.3 imbalanced).
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+    /// Stochastic mirror-descent iterations per round (`T`, > 0).
+    pub fn iterations(&self) -> usize {
+        self.iterations
+    }
+    /// Label-generation rounds at most (> 0).
+    pub fn max_rounds(&self) -> usize {
+        self.max_rounds
+    }
+    /// Relative duality-gap tolerance (`iota`, > 0).
+    pub fn tol(&self) -> f64 {
+        self.tol
+    }
+    /// Candidate generators.
+    pub fn pool(&self) -> PoolSpec {
+        self.pool
+    }
+    /// Readout.
+    pub fn readout(&self) -> Readout {
+        self.readout
+    }
+    /// Seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Largest `n` for the dense Gaussian kernel matrix.
+    pub fn max_dense(&self) -> usize {
+        self.max_dense
+    }
+}
+
+/// ODMC parameters, unchecked: a builder whose [`check`](OdmcParams::check) gives the
+/// [`OdmcValidParams`] that [`fit`] accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OdmcParams(OdmcValidParams);
+
 impl Default for OdmcParams {
+    /// Two clusters, lambda 1, nu 0.5, theta 0.2, linear kernel, balance 0.03, 300 iterations
+    /// per round, 8 rounds, gap tolerance 1e-2, the default pool, the decision readout, seed 0,
+    /// a dense Gaussian kernel up to 12,000 points.
     fn default() -> Self {
-        Self {
+        Self(OdmcValidParams {
             k: 2,
             lambda: 1.0,
             nu: 0.5,
@@ -188,49 +238,140 @@ impl Default for OdmcParams {
             readout: Readout::Decision,
             seed: 0,
             max_dense: 12_000,
-        }
+        })
+    }
+}
+
+impl From<OdmcValidParams> for OdmcParams {
+    fn from(p: OdmcValidParams) -> Self {
+        Self(p)
     }
 }
 
 impl OdmcParams {
-    /// Validates the parameters that do not depend on the data.
+    /// The defaults (see [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Clusters (>= 2, at most the number of points).
+    #[must_use]
+    pub fn k(mut self, v: usize) -> Self {
+        self.0.k = v;
+        self
+    }
+    /// ODM lambda (> 0).
+    #[must_use]
+    pub fn lambda(mut self, v: f64) -> Self {
+        self.0.lambda = v;
+        self
+    }
+    /// ODM nu (> 0).
+    #[must_use]
+    pub fn nu(mut self, v: f64) -> Self {
+        self.0.nu = v;
+        self
+    }
+    /// ODM theta, in `[0, 1)`.
+    #[must_use]
+    pub fn theta(mut self, v: f64) -> Self {
+        self.0.theta = v;
+        self
+    }
+    /// The kernel.
+    #[must_use]
+    pub fn kernel(mut self, v: OdmcKernel) -> Self {
+        self.0.kernel = v;
+        self
+    }
+    /// Balance `|e'y - t| <= beta n` as a fraction of the points, in `[0, 1]` (paper: 0.03
+    /// balanced, 0.3 imbalanced).
+    #[must_use]
+    pub fn beta(mut self, v: f64) -> Self {
+        self.0.beta = v;
+        self
+    }
+    /// Stochastic mirror-descent iterations per round (`T`, > 0).
+    #[must_use]
+    pub fn iterations(mut self, v: usize) -> Self {
+        self.0.iterations = v;
+        self
+    }
+    /// Label-generation rounds at most (> 0).
+    #[must_use]
+    pub fn max_rounds(mut self, v: usize) -> Self {
+        self.0.max_rounds = v;
+        self
+    }
+    /// Relative duality-gap tolerance (`iota`, > 0).
+    #[must_use]
+    pub fn tol(mut self, v: f64) -> Self {
+        self.0.tol = v;
+        self
+    }
+    /// Candidate generators.
+    #[must_use]
+    pub fn pool(mut self, v: PoolSpec) -> Self {
+        self.0.pool = v;
+        self
+    }
+    /// Readout.
+    #[must_use]
+    pub fn readout(mut self, v: Readout) -> Self {
+        self.0.readout = v;
+        self
+    }
+    /// Seed.
+    #[must_use]
+    pub fn seed(mut self, v: u64) -> Self {
+        self.0.seed = v;
+        self
+    }
+    /// Largest `n` for the dense Gaussian kernel matrix.
+    #[must_use]
+    pub fn max_dense(mut self, v: usize) -> Self {
+        self.0.max_dense = v;
+        self
+    }
+
+    /// Validates the parameters that do not depend on the data (NaN-safe).
     ///
     /// # Errors
     /// [`ParamError`] naming the parameter.
-    pub fn check(&self) -> Result<(), ParamError> {
-        positive("lambda", self.lambda)?;
-        positive("nu", self.nu)?;
-        if !(self.theta.is_finite() && (0.0..1.0).contains(&self.theta)) {
+    pub fn check(self) -> Result<OdmcValidParams, ParamError> {
+        let p = &self.0;
+        positive("lambda", p.lambda)?;
+        positive("nu", p.nu)?;
+        if !(p.theta.is_finite() && (0.0..1.0).contains(&p.theta)) {
             return Err(ParamError::OutOfRange {
                 name: "theta",
-                value: self.theta,
+                value: p.theta,
                 range: "[0, 1)",
             });
         }
-        if !(self.beta.is_finite() && (0.0..=1.0).contains(&self.beta)) {
+        if !(p.beta.is_finite() && (0.0..=1.0).contains(&p.beta)) {
             return Err(ParamError::OutOfRange {
                 name: "beta",
-                value: self.beta,
+                value: p.beta,
                 range: "[0, 1] (a fraction of the points)",
             });
         }
-        if let OdmcKernel::Gaussian { sigma_scale } = self.kernel {
+        if let OdmcKernel::Gaussian { sigma_scale } = p.kernel {
             positive("sigma scale", sigma_scale)?;
         }
-        positive("tol", self.tol)?;
-        if self.iterations == 0 {
+        positive("tol", p.tol)?;
+        if p.iterations == 0 {
             return Err(ParamError::NotPositive {
                 name: "iterations",
                 value: 0.0,
             });
         }
-        if self.max_rounds == 0 {
+        if p.max_rounds == 0 {
             return Err(ParamError::NotPositive {
                 name: "max rounds",
                 value: 0.0,
             });
         }
-        Ok(())
+        Ok(self.0)
     }
 }
 
@@ -255,23 +396,21 @@ pub struct RoundStats {
     pub smd_seconds: f64,
 }
 
-/// Receives [`RoundStats`] and may stop the run.
-pub trait OdmcObserver {
-    /// Called after every round.
-    fn on_round(&mut self, _s: &RoundStats) -> ControlFlow<()> {
-        ControlFlow::Continue(())
-    }
-}
-
-impl OdmcObserver for NoObserver {}
-
-/// The outcome of an ODMC run.
+/// The clustering ODMC found.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OdmcResult {
+pub struct OdmcModel {
     /// Cluster of every point, `0..k` (numbered by first appearance).
     pub labels: Vec<usize>,
     /// Points per cluster.
     pub cluster_sizes: Vec<usize>,
+    /// For k = 2: the paper's readout ([`Readout::Sign`]) of the same run, whatever
+    /// [`OdmcValidParams::readout`] is (for comparisons; 0 for `+1`, 1 for `-1`).
+    pub paper_labels: Option<Vec<usize>>,
+}
+
+/// What an ODMC fit did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OdmcReport {
     /// SMD iterations in total.
     pub iterations: u64,
     /// Rounds in total.
@@ -282,9 +421,25 @@ pub struct OdmcResult {
     pub history: Vec<RoundStats>,
     /// Wall-clock seconds (preprocessing included).
     pub seconds: f64,
-    /// For k = 2: the paper's readout ([`Readout::Sign`]) of the same run, whatever
-    /// [`OdmcParams::readout`] is (for comparisons; 0 for `+1`, 1 for `-1`).
-    pub paper_labels: Option<Vec<usize>>,
+}
+
+impl Report for OdmcReport {
+    /// Converged in every bisection, the round limit ([`Status::MaxIterations`]), or stopped by
+    /// the observer.
+    fn status(&self) -> Status {
+        self.status
+    }
+}
+
+/// The input of ODMC: points, standardized and turned into a kernel by the fit, or a
+/// [`Prepared`] input (its kernel is used and [`OdmcValidParams::kernel`] is ignored), which
+/// saves that work across fits of other ODM parameters or seeds on the same points.
+#[derive(Debug, Clone, Copy)]
+pub enum OdmcData<'a> {
+    /// Raw points.
+    Points(&'a Points),
+    /// Points already prepared by [`prepare`].
+    Prepared(&'a Prepared),
 }
 
 /// The prepared input of ODMC: standardized points and the kernel operator (reusable across
@@ -345,37 +500,53 @@ pub fn prepare(x: &Points, kernel: OdmcKernel, max_dense: usize) -> Result<Prepa
     })
 }
 
-/// Clusters the rows of `x` (see the module docs).
+/// Clusters the points of `data` (see the module docs). After every round the round's
+/// [`RoundStats`] go to `ctl`'s part callback, then its observer is asked whether to stop (with
+/// the SMD iterations so far, the relative gap as the violation and the pool size as the active
+/// count); a stopped fit reports [`Status::Interrupted`] and the labels read out at that round.
+///
+/// ```
+/// use marginkit::cluster::Points;
+/// use marginkit::fit::Control;
+/// use marginkit::odm::odmc::{fit, OdmcData, OdmcParams};
+///
+/// // Two well separated groups on a line.
+/// let rows: Vec<f64> = (0..40).map(|i| if i < 20 { i as f64 * 0.01 } else { 5.0 + i as f64 * 0.01 }).collect();
+/// let x = Points { n: 40, d: 1, v: rows };
+/// let params = OdmcParams::new().k(2).beta(0.1).check()?;
+/// let fit = fit(&params, &OdmcData::Points(&x), &mut Control::default())?;
+/// assert_eq!(fit.model.cluster_sizes, vec![20, 20]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
-/// Bad parameters, `k > n`, constant data, an infeasible balance, a too large dense kernel.
-pub fn cluster(
-    x: &Points,
-    params: &OdmcParams,
-    obs: &mut dyn OdmcObserver,
-) -> Result<OdmcResult, ClusterError> {
-    params.check()?;
-    if params.k < 2 || params.k > x.n {
-        return Err(ClusterError::BadK {
-            k: params.k,
-            n: x.n,
-        });
+/// `k` outside `2..=n`, constant data, an infeasible balance, a too large dense kernel.
+pub fn fit(
+    params: &OdmcValidParams,
+    data: &OdmcData<'_>,
+    ctl: &mut Control<'_, (), RoundStats>,
+) -> Result<Fit<OdmcModel, OdmcReport>, ClusterError> {
+    match *data {
+        OdmcData::Points(x) => {
+            if params.k < 2 || params.k > x.n {
+                return Err(ClusterError::BadK {
+                    k: params.k,
+                    n: x.n,
+                });
+            }
+            let prep = prepare(x, params.kernel, params.max_dense)?;
+            fit_prepared(&prep, params, ctl)
+        }
+        OdmcData::Prepared(prep) => fit_prepared(prep, params, ctl),
     }
-    let prep = prepare(x, params.kernel, params.max_dense)?;
-    cluster_prepared(&prep, params, obs)
 }
 
-/// [`cluster`] on prepared input (the kernel in `prep` is used; `params.kernel` is ignored).
-///
-/// # Errors
-/// As [`cluster`].
-pub fn cluster_prepared(
+fn fit_prepared(
     prep: &Prepared,
-    params: &OdmcParams,
-    obs: &mut dyn OdmcObserver,
-) -> Result<OdmcResult, ClusterError> {
+    params: &OdmcValidParams,
+    ctl: &mut Control<'_, (), RoundStats>,
+) -> Result<Fit<OdmcModel, OdmcReport>, ClusterError> {
     let start = Instant::now();
-    params.check()?;
     let n = prep.gram.n();
     if params.k < 2 || params.k > n {
         return Err(ClusterError::BadK { k: params.k, n });
@@ -394,7 +565,7 @@ pub fn cluster_prepared(
         &mut assign,
         &mut next_id,
         &mut total,
-        obs,
+        ctl,
     )?;
     // Renumber by first appearance.
     let mut map = vec![usize::MAX; params.k];
@@ -418,15 +589,20 @@ pub fn cluster_prepared(
     } else {
         None
     };
-    Ok(OdmcResult {
-        paper_labels,
-        labels: assign,
-        cluster_sizes: sizes,
-        iterations: total.iterations,
-        rounds: total.history.len(),
-        status: total.status,
-        history: total.history,
-        seconds: start.elapsed().as_secs_f64(),
+    Ok(Fit {
+        model: OdmcModel {
+            labels: assign,
+            cluster_sizes: sizes,
+            paper_labels,
+        },
+        report: OdmcReport {
+            iterations: total.iterations,
+            rounds: total.history.len(),
+            status: total.status,
+            history: total.history,
+            seconds: start.elapsed().as_secs_f64(),
+        },
+        checkpoint: None,
     })
 }
 
@@ -462,11 +638,11 @@ fn split(
     prep: &Prepared,
     idx: &[usize],
     k: usize,
-    params: &OdmcParams,
+    params: &OdmcValidParams,
     assign: &mut [usize],
     next_id: &mut usize,
     total: &mut Totals,
-    obs: &mut dyn OdmcObserver,
+    ctl: &mut Control<'_, (), RoundStats>,
 ) -> Result<(), ClusterError> {
     if k == 1 {
         for &i in idx {
@@ -490,7 +666,7 @@ fn split(
         .wrapping_add(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(total.splits as u64));
     let split_id = total.splits;
     total.splits += 1;
-    let y = bisect(gram, lmax, bal, params, seed, split_id, total, obs)?;
+    let y = bisect(gram, lmax, bal, params, seed, split_id, total, ctl)?;
     let left: Vec<usize> = (0..m).filter(|&r| y[r] > 0).map(|r| idx[r]).collect();
     let right: Vec<usize> = (0..m).filter(|&r| y[r] < 0).map(|r| idx[r]).collect();
     split(
@@ -501,9 +677,9 @@ fn split(
         assign,
         next_id,
         total,
-        obs,
+        ctl,
     )?;
-    split(prep, &right, k / 2, params, assign, next_id, total, obs)
+    split(prep, &right, k / 2, params, assign, next_id, total, ctl)
 }
 
 /// Buffers of one bisection (allocated once).
@@ -540,11 +716,11 @@ fn bisect(
     g: &Gram,
     lambda_max: f64,
     bal: Balance,
-    params: &OdmcParams,
+    params: &OdmcValidParams,
     seed: u64,
     split_id: usize,
     total: &mut Totals,
-    obs: &mut dyn OdmcObserver,
+    ctl: &mut Control<'_, (), RoundStats>,
 ) -> Result<Vec<i8>, ClusterError> {
     let n = g.n();
     let mut pool: Pool = pool::generate(g, bal, params.pool, seed)?;
@@ -719,7 +895,13 @@ fn bisect(
             smd_seconds,
         };
         total.history.push(stats);
-        if obs.on_round(&stats).is_break() {
+        ctl.part_done(&stats);
+        let seen = IterStats {
+            iterations: stats.iterations,
+            max_violation: stats.relative_gap,
+            active: stats.pool,
+        };
+        if ctl.observer().on_iter(&seen).is_break() {
             status = Status::Interrupted;
             break;
         }
