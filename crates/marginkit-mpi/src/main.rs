@@ -12,7 +12,7 @@
 //! in-neighbour; in asynchronous mode the receives are non-blocking probes polled until all of the
 //! round's messages are in. Collectives: one all-reduce of the shard sizes at the start (the
 //! core-set size `k = min(ceil(1/eps), n)` must be the same on every rank), and per round an
-//! all-gather of `Status::WORDS` words: the global quiescence diagnostic and the count of nodes
+//! all-gather of `RoundSummary::WORDS` words: the global quiescence diagnostic and the count of nodes
 //! stopped by the local rule (each rank decides alone when its node stops; the process ends when
 //! all have, as in the in-process run). With the same seed and graph the result is the in-process
 //! run's, bit for bit. The report is the library's `RunSummary`, as in `marginkit coreset`.
@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{ArgAction, Parser, ValueEnum};
-use marginkit::coreset::consensus::{run, shard_ranges, CoreSetMsg, Schedule, Status, Transport};
+use marginkit::coreset::consensus::{run, shard_ranges, CoreSetMsg, Schedule, RoundSummary, Transport};
 use marginkit::coreset::experiment::{
     accuracy, consensus_svg, correct_count, coverage_ratio, kernel_from_flags, parse_graph,
     points_for, problem_by_name, reference_r2, RunSummary,
@@ -229,16 +229,16 @@ impl Transport for Mpi<'_> {
         Ok(vec![msgs])
     }
 
-    fn reduce(&mut self, local: Status) -> Result<Status, CoresetError> {
+    fn reduce(&mut self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
         let words = local.to_words();
         let size = self.world.size() as usize;
-        let mut all = vec![0u64; Status::WORDS * size];
+        let mut all = vec![0u64; RoundSummary::WORDS * size];
         self.world.all_gather_into(&words[..], &mut all[..]);
-        let mut g = Status::identity();
-        for c in all.chunks_exact(Status::WORDS) {
-            let mut w = [0u64; Status::WORDS];
+        let mut g = RoundSummary::identity();
+        for c in all.chunks_exact(RoundSummary::WORDS) {
+            let mut w = [0u64; RoundSummary::WORDS];
             w.copy_from_slice(c);
-            g = g.combine(Status::from_words(&w));
+            g = g.combine(RoundSummary::from_words(&w));
         }
         Ok(g)
     }

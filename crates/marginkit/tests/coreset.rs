@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use marginkit::coreset::bc::{dist2, meb_of, Pool};
-use marginkit::coreset::consensus::{centralized, run_in_process, Status};
+use marginkit::coreset::consensus::{centralized, run_in_process, RoundSummary};
 use marginkit::coreset::model::to_model;
 use marginkit::coreset::space::two_classes;
 use marginkit::coreset::{
@@ -152,7 +152,7 @@ fn check_run(
 ) -> marginkit::coreset::ConsensusReport {
     let mut last: Vec<f64> = Vec::new();
     let mut spread_ok = true;
-    let rep = run_in_process(pts, kern, nodes, params, &mut |_t, s: &Status| {
+    let rep = run_in_process(pts, kern, nodes, params, &mut |_t, s: &RoundSummary| {
         if s.r2_min.is_finite() {
             last.push(s.r2_min);
         }
@@ -513,7 +513,7 @@ fn local_rule_stops_with_all_nodes_agreed_on_static_graphs() {
             // Static graph: the flooding time does not depend on the start round.
             assert_eq!(schedule.flooding_time(7, 1000), Some(d));
             let mut first_stop_agreed = None;
-            let rep = run_in_process(&pts, &kern, nodes, &params, &mut |_, s: &Status| {
+            let rep = run_in_process(&pts, &kern, nodes, &params, &mut |_, s: &RoundSummary| {
                 if s.stopped > 0 && first_stop_agreed.is_none() {
                     first_stop_agreed = Some(s.fp_min == s.fp_max && !s.changed);
                 }

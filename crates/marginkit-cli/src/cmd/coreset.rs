@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::common::progress::Progress;
 use clap::{ArgAction, Args, ValueEnum};
-use marginkit::coreset::consensus::{run_in_process, Status};
+use marginkit::coreset::consensus::{run_in_process, RoundSummary};
 use marginkit::coreset::experiment::{
     accuracy, consensus_svg, coverage_ratio, kernel_from_flags, parse_graph, points_for,
     problem_by_name, reference_r2, RunSummary,
@@ -188,7 +188,7 @@ pub fn run(a: CoresetArgs) -> Exit {
     let show = !a.quiet && !a.json;
     let mut progress = Progress::new(a.quiet, "coreset");
     let mut table: Vec<String> = Vec::new();
-    let rep = run_in_process(&pts, &kern, a.nodes, &params, &mut |t, s: &Status| {
+    let rep = run_in_process(&pts, &kern, a.nodes, &params, &mut |t, s: &RoundSummary| {
         progress.set(&format!(
             "round {} r^2 min {:.6e} max {:.6e}",
             t + 1,

@@ -31,6 +31,8 @@ use super::bc::{self, coreset, meb_of, Pool};
 use super::space::{param, FeatureKernel, PointSet};
 use super::{hash4, unif4, CoresetError, CoresetParams};
 use crate::error::ParamError;
+use crate::fit::Report;
+use crate::solver::Status;
 
 /// The communication graph `G_c(t)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -727,9 +729,10 @@ impl Node {
     }
 }
 
-/// The network-wide status after a round (a reduction over all nodes).
+/// The network-wide state after a round (a reduction over all nodes); how a run ended is
+/// [`ConsensusReport`]'s [`Report::status`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Status {
+pub struct RoundSummary {
     /// Some node changed its set this round.
     pub changed: bool,
     /// Every node has run cleanly since the last change.
@@ -752,8 +755,8 @@ pub struct Status {
     pub stopped: u64,
 }
 
-impl Status {
-    /// The neutral element of [`Status::combine`].
+impl RoundSummary {
+    /// The neutral element of [`RoundSummary::combine`].
     pub fn identity() -> Self {
         Self {
             changed: false,
@@ -783,9 +786,9 @@ impl Status {
             stopped: self.stopped + o.stopped,
         }
     }
-    /// Length of [`Status::to_words`].
+    /// Length of [`RoundSummary::to_words`].
     pub const WORDS: usize = 10;
-    /// As [`Status::WORDS`] words (for transports that move bytes).
+    /// As [`RoundSummary::WORDS`] words (for transports that move bytes).
     pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
             self.changed as u64,
@@ -800,7 +803,7 @@ impl Status {
             self.stopped,
         ]
     }
-    /// Inverse of [`Status::to_words`].
+    /// Inverse of [`RoundSummary::to_words`].
     pub fn from_words(w: &[u64; Self::WORDS]) -> Self {
         Self {
             changed: w[0] != 0,
@@ -842,7 +845,7 @@ pub trait Transport {
     ///
     /// # Errors
     /// [`CoresetError::Transport`].
-    fn reduce(&mut self, local: Status) -> Result<Status, CoresetError>;
+    fn reduce(&mut self, local: RoundSummary) -> Result<RoundSummary, CoresetError>;
     /// The sum of `local` over all processes (once, before the first round: the total number of
     /// points, which caps the core-set size identically on every node).
     ///
@@ -892,7 +895,7 @@ impl Transport for InProcess {
         }
         Ok(inbox)
     }
-    fn reduce(&mut self, local: Status) -> Result<Status, CoresetError> {
+    fn reduce(&mut self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
         Ok(local)
     }
     fn sum(&mut self, local: u64) -> Result<u64, CoresetError> {
@@ -940,6 +943,19 @@ pub struct ConsensusReport {
     pub seconds: f64,
 }
 
+impl Report for ConsensusReport {
+    /// [`Status::Converged`] when every node stopped by the local rule (or the global check
+    /// fired under [`StopRule::Global`]), [`Status::MaxIterations`] when the round budget ran
+    /// out first.
+    fn status(&self) -> Status {
+        if self.stopped {
+            Status::Converged
+        } else {
+            Status::MaxIterations
+        }
+    }
+}
+
 /// Runs Algorithm 1 for the local nodes `shards` (`(node, points)`) over `transport`.
 /// `on_round(t, status)` is called after every round.
 ///
@@ -951,7 +967,7 @@ pub fn run<T: Transport>(
     shards: Vec<(usize, PointSet)>,
     schedule: &Schedule,
     params: &ConsensusParams,
-    on_round: &mut dyn FnMut(u64, &Status),
+    on_round: &mut dyn FnMut(u64, &RoundSummary),
 ) -> Result<ConsensusReport, CoresetError> {
     params.coreset.check()?;
     let total: usize = shards.iter().map(|(_, s)| s.len()).sum();
@@ -1031,7 +1047,7 @@ pub fn run<T: Transport>(
                 }
             })
             .collect();
-        let mut local = Status::identity();
+        let mut local = RoundSummary::identity();
         local.bytes = bytes;
         for (nd, (changed, clean)) in nodes.iter_mut().zip(outcomes) {
             if clean {
@@ -1047,7 +1063,7 @@ pub fn run<T: Transport>(
                 nd.record();
             }
             let fp = nd.state.fingerprint();
-            local = local.combine(Status {
+            local = local.combine(RoundSummary {
                 changed,
                 // A stopped node never changes again.
                 clean: nd.clean || nd.stopped_at.is_some(),
@@ -1165,7 +1181,7 @@ pub fn run_in_process(
     kern: &FeatureKernel,
     nodes: usize,
     params: &ConsensusParams,
-    on_round: &mut dyn FnMut(u64, &Status),
+    on_round: &mut dyn FnMut(u64, &RoundSummary),
 ) -> Result<ConsensusReport, CoresetError> {
     kern.check_points(pts)?;
     // First: `split` refuses more nodes than points before any per-node allocation
