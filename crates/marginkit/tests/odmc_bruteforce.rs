@@ -25,9 +25,9 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
 };
 use marginkit::cluster::{ClusterError, Points};
-use marginkit::odm::odmc::{cluster, OdmcKernel, OdmcParams, OdmcResult, Readout};
+use marginkit::fit::Control;
+use marginkit::odm::odmc::{self, OdmcData, OdmcKernel, OdmcParams, Readout};
 use marginkit::odm::OdmConsts;
-use marginkit::solver::NoObserver;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -36,8 +36,25 @@ const NU: f64 = 0.5;
 const THETA: f64 = 0.2;
 
 /// The one call of the clustering entry point.
-fn run_odmc(x: &Points, params: &OdmcParams) -> Result<OdmcResult, ClusterError> {
-    cluster(x, params, &mut NoObserver)
+/// What the tests read of an ODMC fit.
+struct Run {
+    labels: Vec<usize>,
+    cluster_sizes: Vec<usize>,
+    paper_labels: Option<Vec<usize>>,
+    rounds: usize,
+    iterations: u64,
+}
+
+fn run_odmc(x: &Points, params: &OdmcParams) -> Result<Run, ClusterError> {
+    let p = params.clone().check()?;
+    let fit = odmc::fit(&p, &OdmcData::Points(x), &mut Control::default())?;
+    Ok(Run {
+        labels: fit.model.labels,
+        cluster_sizes: fit.model.cluster_sizes,
+        paper_labels: fit.model.paper_labels,
+        rounds: fit.report.rounds,
+        iterations: fit.report.iterations,
+    })
 }
 
 /// `min 1/2 x'Px + q'x  s.t.  A x <= b` (rows of `A` sparse) by clarabel: (objective, x).
@@ -281,16 +298,14 @@ fn two_groups(per: usize, sep: f64, seed: u64) -> Points {
 }
 
 fn params(kernel: OdmcKernel, beta: f64, seed: u64) -> OdmcParams {
-    OdmcParams {
-        k: 2,
-        lambda: LAMBDA,
-        nu: NU,
-        theta: THETA,
-        kernel,
-        beta,
-        seed,
-        ..OdmcParams::default()
-    }
+    OdmcParams::new()
+        .k(2)
+        .lambda(LAMBDA)
+        .nu(NU)
+        .theta(THETA)
+        .kernel(kernel)
+        .beta(beta)
+        .seed(seed)
 }
 
 #[test]
@@ -401,12 +416,10 @@ fn pure_algorithm_1_reaches_the_brute_force_minimum_with_enough_iterations() {
                 let (best, _, _) = brute_force(&gram(&rows, kern), &cands);
                 let want = from_signs(&best);
                 for seed in 0..3u64 {
-                    let p = OdmcParams {
-                        max_rounds: 1,
-                        iterations: 3000,
-                        readout: Readout::Sign,
-                        ..params(okern, beta, seed)
-                    };
+                    let p = params(okern, beta, seed)
+                        .max_rounds(1)
+                        .iterations(3000)
+                        .readout(Readout::Sign);
                     let r = run_odmc(&x, &p).unwrap();
                     assert_eq!(r.rounds, 1);
                     assert_eq!(r.iterations, 3000);
@@ -485,10 +498,7 @@ fn three_clusters_follow_the_brute_force_bisections() {
             assert_eq!(want, groups, "the brute force finds the three groups");
             let mut here = 0;
             for seed in 0..5u64 {
-                let p = OdmcParams {
-                    k: 3,
-                    ..params(okern, beta, seed)
-                };
+                let p = params(okern, beta, seed).k(3);
                 let r = run_odmc(&x, &p).unwrap();
                 assert_eq!(r.cluster_sizes.len(), 3);
                 assert!(

@@ -3,6 +3,7 @@
 //! carries at least two distinct labels, prints the clustering accuracy and the Rand index.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
