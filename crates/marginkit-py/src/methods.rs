@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use marginkit::aid::lad::{fit_aid_lad, AidLadParams};
 use marginkit::aid::s3vm::{fit_aid_s3vm, full_instance, solve_bnb, AidS3vmParams, BnbLimits};
 use marginkit::aid::svm::{fit_aid_svm, AidLinearEngine, AidSvmModel, AidSvmParams};
-use marginkit::aid::{AidSettings, IterRecord};
+use marginkit::aid::IterRecord;
 use marginkit::cluster::{ClusterError, Points};
 use marginkit::coreset::consensus::{centralized, run_in_process};
 use marginkit::coreset::experiment::{parse_graph, points_for};
@@ -81,22 +81,6 @@ fn coreset_err(e: CoresetError) -> PyErr {
     }
 }
 
-fn aid_settings(gap_tol: f64, max_iter: usize, time_limit: Option<f64>) -> PyResult<AidSettings> {
-    if !(gap_tol.is_finite() && gap_tol >= 0.0) {
-        return Err(PyValueError::new_err(format!(
-            "gap_tol must be finite and >= 0, got {gap_tol}"
-        )));
-    }
-    if max_iter == 0 {
-        return Err(PyValueError::new_err("max_iter must be >= 1, got 0"));
-    }
-    Ok(AidSettings {
-        gap_tol,
-        max_iter,
-        time_limit: duration("time_limit", time_limit)?,
-    })
-}
-
 /// The AID loop's per-iteration record as columns.
 fn aid_history(d: &Bound<'_, PyDict>, its: &[IterRecord]) -> PyResult<()> {
     let py = d.py();
@@ -145,18 +129,24 @@ fn fit_lad<'py>(
     seed: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let t_total = Instant::now();
-    let settings = aid_settings(gap_tol, max_iter, time_limit)?;
+    let time_limit = duration("time_limit", time_limit)?;
     let data = dataset(&x, &y, &None, None)?;
     let d = PyDict::new(py);
     let t_rust = Instant::now();
     match algorithm {
         "aid" => {
-            let params = AidLadParams {
-                intercept,
-                r0,
-                seed,
-                settings,
-            };
+            let mut params = AidLadParams::new()
+                .intercept(intercept)
+                .seed(seed)
+                .gap_tol(gap_tol)
+                .max_iter(max_iter);
+            if let Some(r) = r0 {
+                params = params.r0(r);
+            }
+            if let Some(t) = time_limit {
+                params = params.time_limit(t);
+            }
+            let params = params.check().map_err(param_err)?;
             let fit = py
                 .detach(|| fit_aid_lad(&data, &params, &mut |_| {}))
                 .map_err(fit_err)?;
@@ -174,7 +164,7 @@ fn fit_lad<'py>(
         }
         "lp" => {
             let (model, sol) = py
-                .detach(|| marginkit::aid::lad::fit_lad(&data, intercept, settings.time_limit))
+                .detach(|| marginkit::aid::lad::fit_lad(&data, intercept, time_limit))
                 .map_err(fit_err)?;
             d.set_item("coef", PyArray1::from_vec(py, model.coef))?;
             d.set_item("intercept", model.intercept)?;
@@ -221,12 +211,7 @@ fn fit_aid_svc<'py>(
     let t_total = Instant::now();
     let kernel = match kernel {
         "linear" => None,
-        "precomputed" => {
-            return Err(PyValueError::new_err(
-                "AID-SVM does not take a precomputed kernel",
-            ))
-        }
-        k => Some(kernel_spec(k, gamma, coef0, degree)?),
+        k => Some(kernel_params(k, gamma, coef0, degree)?),
     };
     let linear_engine = match engine {
         "auto" => AidLinearEngine::Auto,
@@ -237,16 +222,23 @@ fn fit_aid_svc<'py>(
             )))
         }
     };
-    let params = AidSvmParams {
-        c,
-        kernel,
-        r0,
-        seed,
-        solver_tol: tol,
-        settings: aid_settings(gap_tol, max_iter, time_limit)?,
-        linear_engine,
-        kernel_steering: Default::default(),
-    };
+    let mut params = AidSvmParams::new()
+        .c(c)
+        .seed(seed)
+        .solver_tol(tol)
+        .gap_tol(gap_tol)
+        .max_iter(max_iter)
+        .linear_engine(linear_engine);
+    if let Some(k) = kernel {
+        params = params.kernel(k);
+    }
+    if let Some(r) = r0 {
+        params = params.r0(r);
+    }
+    if let Some(t) = duration("time_limit", time_limit)? {
+        params = params.time_limit(t);
+    }
+    let params = params.check().map_err(param_err)?;
     let data = dataset(&x, &y, &None, None)?;
     let t_rust = Instant::now();
     let fit = py
@@ -328,25 +320,19 @@ fn fit_s3vm<'py>(
             d.set_item("labels", PyArray1::from_vec(py, order))?;
         }
         "aid" => {
-            if max_iter == 0 {
-                return Err(PyValueError::new_err("max_iter must be >= 1, got 0"));
-            }
-            let params = AidS3vmParams {
-                c_labeled,
-                c_unlabeled,
-                r0,
-                seed,
-                balance,
-                bnb,
-                settings: AidSettings {
-                    gap_tol: 0.0,
-                    max_iter,
-                    time_limit: None,
-                },
-                // The cost-weighting balance technique (the CLI's --balance-cost) has no Python
-                // binding.
-                balance_cost: false,
-            };
+            // The cost-weighting balance technique (the CLI's --balance-cost) has no Python
+            // binding.
+            let params = AidS3vmParams::new()
+                .c_labeled(c_labeled)
+                .c_unlabeled(c_unlabeled)
+                .r0(r0)
+                .seed(seed)
+                .balance(balance)
+                .bnb(bnb)
+                .gap_tol(0.0)
+                .max_iter(max_iter)
+                .check()
+                .map_err(param_err)?;
             let fit = py
                 .detach(|| fit_aid_s3vm(&data, &params, &mut |_| {}))
                 .map_err(fit_err)?;

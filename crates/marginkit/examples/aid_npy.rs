@@ -20,7 +20,7 @@ use marginkit::aid::svm::{fit_aid_svm, AidSvmParams, KernelSteering, NystromRank
 use marginkit::fit::{Control, Fit};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::svm::{train::fit, SvmParams};
-use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
+use marginkit::{Dataset, DenseMatrix, Features};
 
 /// Reads a little-endian float64 `.npy` file (format 1.0/2.0, C order): (shape, values).
 /// Streams the payload in 1 MiB blocks so the peak memory is the values alone (not bytes + values).
@@ -148,10 +148,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         }
         "lad-aid" => {
-            let mut params = AidLadParams::default();
+            let mut params = AidLadParams::new();
             if let Some(g) = gap_tol {
-                params.settings.gap_tol = g;
+                params = params.gap_tol(g);
             }
+            let params = params.check()?;
             let fit = fit_aid_lad(&data, &params, &mut progress)?;
             let last = fit.run.iterations.last().map_or(0.0, |r| r.r);
             format!(
@@ -181,16 +182,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 },
                 None => KernelSteering::AveragedGram,
             };
-            let mut params = AidSvmParams {
-                c,
-                kernel: gamma.map(|g| KernelSpec::Rbf { gamma: g }),
-                kernel_steering,
-                linear_engine: engine,
-                ..AidSvmParams::default()
-            };
-            if let Some(g) = gap_tol {
-                params.settings.gap_tol = g;
+            let mut params = AidSvmParams::new()
+                .c(c)
+                .kernel_steering(kernel_steering)
+                .linear_engine(engine);
+            if let Some(g) = gamma {
+                params = params.kernel(KernelParams {
+                    kind: KernelKind::Rbf,
+                    gamma: Gamma::Value(g),
+                    ..KernelParams::default()
+                });
             }
+            if let Some(g) = gap_tol {
+                params = params.gap_tol(g);
+            }
+            let params = params.check()?;
             let fit = fit_aid_svm(&data, &params, &mut progress)?;
             let seconds = t0.elapsed().as_secs_f64();
             let fit_cpu = cpu_seconds() - c0;

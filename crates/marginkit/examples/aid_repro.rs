@@ -27,7 +27,7 @@ use marginkit::fit::{Control, Fit};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::svm::{train::fit, SvmParams};
-use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
+use marginkit::{Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -218,7 +218,7 @@ fn main() {
         {
             let d = lad_data(n, m, 1);
             let t0 = Instant::now();
-            let aid = fit_aid_lad(&d, &AidLadParams::default(), &mut |_| {}).unwrap();
+            let aid = fit_aid_lad(&d, &AidLadParams::new().check().unwrap(), &mut |_| {}).unwrap();
             let ta = t0.elapsed().as_secs_f64();
             let t0 = Instant::now();
             let (_, full) = fit_lad(&d, true, None).unwrap();
@@ -290,18 +290,21 @@ fn main() {
         ));
         for (n, m, gamma, rank, paper) in rows {
             let d = svm_data(n, m, 2);
-            let params = AidSvmParams {
-                c: 0.1,
-                kernel: gamma.map(|g| KernelSpec::Rbf { gamma: g }),
-                kernel_steering: match rank {
-                    Some(rank) => KernelSteering::Nystrom {
-                        rank: NystromRank::Fixed(rank),
-                        steer_gap: 1e-3,
-                    },
-                    None => KernelSteering::AveragedGram,
+            let mut params = AidSvmParams::new().c(0.1).kernel_steering(match rank {
+                Some(rank) => KernelSteering::Nystrom {
+                    rank: NystromRank::Fixed(rank),
+                    steer_gap: 1e-3,
                 },
-                ..AidSvmParams::default()
-            };
+                None => KernelSteering::AveragedGram,
+            });
+            if let Some(g) = gamma {
+                params = params.kernel(KernelParams {
+                    kind: KernelKind::Rbf,
+                    gamma: Gamma::Value(g),
+                    ..KernelParams::default()
+                });
+            }
+            let params = params.check().unwrap();
             let t0 = Instant::now();
             let aid = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
             let ta = t0.elapsed().as_secs_f64();
@@ -351,10 +354,7 @@ fn main() {
     )
     .unwrap();
         let d = svm_data(50_000, 30, 3);
-        let params = AidSvmParams {
-            c: 0.1,
-            ..AidSvmParams::default()
-        };
+        let params = AidSvmParams::new().c(0.1).check().unwrap();
         let mut cum = 0.0;
         let mut trace: Vec<IterRecord> = Vec::new();
         let aid = fit_aid_svm(&d, &params, &mut |r| trace.push(*r)).unwrap();
@@ -469,19 +469,19 @@ fn main() {
                                 }
                             }
                         }
-                        let params = AidS3vmParams {
-                            c_labeled: 5.0 * c,
-                            c_unlabeled: c,
-                            balance: technique == "constraint",
-                            balance_cost: technique == "cost",
-                            seed,
-                            bnb: marginkit::aid::s3vm::BnbLimits {
+                        let params = AidS3vmParams::new()
+                            .c_labeled(5.0 * c)
+                            .c_unlabeled(c)
+                            .balance(technique == "constraint")
+                            .balance_cost(technique == "cost")
+                            .seed(seed)
+                            .bnb(marginkit::aid::s3vm::BnbLimits {
                                 max_nodes: 2_000,
                                 time_limit: Some(std::time::Duration::from_secs(10)),
                                 rel_gap: 1e-6,
-                            },
-                            ..AidS3vmParams::default()
-                        };
+                            })
+                            .check()
+                            .unwrap();
                         let t0 = Instant::now();
                         let s3 = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
                         secs += t0.elapsed().as_secs_f64();

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use marginkit::aid::lad::{fit_aid_lad_resumable, AidLadParams};
 use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, BnbLimits};
 use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams};
-use marginkit::aid::AidSettings;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::error::FitError;
 use marginkit::fit::Control;
@@ -52,39 +51,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let small: Dataset = data.subset(&(0..data.len().min(120)).collect::<Vec<_>>());
     for k in [1, 3, 8] {
-        let lad = AidLadParams {
-            r0: Some(0.05),
-            ..AidLadParams::default()
-        };
+        let lad = AidLadParams::new().r0(0.05).check()?;
         let (_, c) = fit_aid_lad_resumable(&data, &lad, &mut |_| {}, &mut StopAt(k), None)?;
         save(format!("aid_lad_{k}"), c.map(|c| c.to_bytes()))?;
-        for kernel in [None, Some(KernelSpec::Rbf { gamma: 0.05 })] {
-            let p = AidSvmParams {
-                kernel,
-                r0: Some(0.02),
-                ..AidSvmParams::default()
-            };
+        for kernel in [None, Some(Gamma::Value(0.05))] {
+            let mut p = AidSvmParams::new().r0(0.02);
+            if let Some(gamma) = kernel {
+                p = p.kernel(KernelParams {
+                    kind: KernelKind::Rbf,
+                    gamma,
+                    ..KernelParams::default()
+                });
+            }
+            let p = p.check()?;
             let (_, c) = fit_aid_svm_resumable(&data, &p, &mut |_| {}, &mut StopAt(k), None)?;
             let tag = if kernel.is_some() { "rbf" } else { "linear" };
             save(format!("aid_svm_{tag}_{k}"), c.map(|c| c.to_bytes()))?;
         }
         let mut semi = data.clone();
         semi.y.iter_mut().skip(20).for_each(|v| *v = 0.0);
-        let p = AidS3vmParams {
-            c_labeled: 0.05,
-            c_unlabeled: 0.01,
-            bnb: BnbLimits {
+        let p = AidS3vmParams::new()
+            .c_labeled(0.05)
+            .c_unlabeled(0.01)
+            .bnb(BnbLimits {
                 max_nodes: 50,
                 time_limit: None,
                 rel_gap: 1e-6,
-            },
-            settings: AidSettings {
-                gap_tol: 0.0,
-                max_iter: 2,
-                time_limit: None,
-            },
-            ..AidS3vmParams::default()
-        };
+            })
+            .gap_tol(0.0)
+            .max_iter(2)
+            .check()?;
         let (_, c) = fit_aid_s3vm_resumable(&semi, &p, &mut |_| {}, &mut StopAt(k), None)?;
         save(format!("aid_s3vm_{k}"), c.map(|c| c.to_bytes()))?;
     }

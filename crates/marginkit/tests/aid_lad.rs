@@ -113,10 +113,11 @@ fn primal_lp(d: &Dataset, intercept: bool) -> f64 {
 
 fn check_aid(d: &Dataset, r0: Option<f64>) -> (f64, f64) {
     let (_, full) = fit_lad(d, true, None).unwrap();
-    let params = AidLadParams {
-        r0,
-        ..AidLadParams::default()
-    };
+    let mut params = AidLadParams::new();
+    if let Some(r) = r0 {
+        params = params.r0(r);
+    }
+    let params = params.check().unwrap();
     let fit = fit_aid_lad(d, &params, &mut |_| {}).unwrap();
     let run = &fit.run;
     assert_eq!(run.stop, StopReason::Optimal, "{:?}", run.iterations);
@@ -243,10 +244,7 @@ fn on_fit_rows_at_large_scale_are_certified() {
         "{} vs {oracle}",
         full.objective
     );
-    let params = AidLadParams {
-        r0: Some(0.01),
-        ..AidLadParams::default()
-    };
+    let params = AidLadParams::new().r0(0.01).check().unwrap();
     let fit = fit_aid_lad(&d, &params, &mut |_| {}).unwrap();
     let last = fit.run.iterations.last().unwrap();
     assert_eq!(last.violating, 0, "{:?}", fit.run.iterations);
@@ -272,7 +270,9 @@ fn same_result_on_one_and_two_threads() {
             .num_threads(threads)
             .build()
             .unwrap();
-        pool.install(|| fit_aid_lad(&d, &AidLadParams::default(), &mut |_| {}).unwrap())
+        pool.install(|| {
+            fit_aid_lad(&d, &AidLadParams::new().check().unwrap(), &mut |_| {}).unwrap()
+        })
     };
     let (a, b) = (go(1), go(2));
     assert_eq!(a.model, b.model);
@@ -290,7 +290,7 @@ fn bad_input_is_an_error() {
     )
     .unwrap();
     assert!(fit_lad(&d, true, None).is_err());
-    assert!(fit_aid_lad(&d, &AidLadParams::default(), &mut |_| {}).is_err());
+    assert!(fit_aid_lad(&d, &AidLadParams::new().check().unwrap(), &mut |_| {}).is_err());
     // Constant and duplicated columns, duplicated rows: still the optimum (documented).
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
     let n = 300;
@@ -311,6 +311,6 @@ fn bad_input_is_an_error() {
     .unwrap();
     let (_, sol) = fit_lad(&d, true, None).unwrap();
     assert!(rel(sol.objective, primal_lp(&d, true)) <= 1e-7);
-    let fit = fit_aid_lad(&d, &AidLadParams::default(), &mut |_| {}).unwrap();
+    let fit = fit_aid_lad(&d, &AidLadParams::new().check().unwrap(), &mut |_| {}).unwrap();
     assert!(rel(fit.run.best_objective, sol.objective) <= 1e-7);
 }

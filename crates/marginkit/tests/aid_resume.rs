@@ -7,16 +7,25 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use marginkit::aid::lad::{fit_aid_lad_resumable, AidLadParams};
-use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, BnbLimits};
-use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams};
-use marginkit::aid::{AidCheckpoint, AidSettings, IterRecord, StopReason};
+use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, AidS3vmValidParams, BnbLimits};
+use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams, AidSvmValidParams};
+use marginkit::aid::{AidCheckpoint, IterRecord, StopReason};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::error::FitError;
-use marginkit::kernel::KernelSpec;
 use marginkit::solver::{IterStats, NoObserver, Observer};
+use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::{Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// An RBF kernel with this gamma.
+fn rbf(gamma: f64) -> KernelParams {
+    KernelParams {
+        kind: KernelKind::Rbf,
+        gamma: Gamma::Value(gamma),
+        ..KernelParams::default()
+    }
+}
 
 /// Counts reports; stops at report number `stop_at` (never when 0).
 struct StopAfter {
@@ -162,10 +171,7 @@ fn bits(v: &[f64]) -> Vec<u64> {
 #[test]
 fn lad_resumes_to_the_same_iterates() {
     let d = regression(3000, 4, 7);
-    let params = AidLadParams {
-        r0: Some(0.004),
-        ..AidLadParams::default()
-    };
+    let params = AidLadParams::new().r0(0.004).check().unwrap();
     check_resume(
         &mut |obs, resume| {
             let (f, c) = fit_aid_lad_resumable(&d, &params, &mut |_| {}, obs, resume)?;
@@ -207,15 +213,12 @@ fn svm_summary(f: marginkit::aid::svm::AidSvmFit) -> Summary {
 #[test]
 fn linear_svm_resumes_to_the_same_iterates() {
     let d = heart();
-    let params = AidSvmParams {
-        c: 1.0,
-        r0: Some(0.02),
-        settings: AidSettings {
-            gap_tol: 1e-6,
-            ..AidSettings::default()
-        },
-        ..AidSvmParams::default()
-    };
+    let params = AidSvmParams::new()
+        .c(1.0)
+        .r0(0.02)
+        .gap_tol(1e-6)
+        .check()
+        .unwrap();
     check_resume(
         &mut |obs, resume| {
             let (f, c) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, obs, resume)?;
@@ -228,13 +231,13 @@ fn linear_svm_resumes_to_the_same_iterates() {
 #[test]
 fn kernel_svm_resumes_to_the_same_iterates() {
     let d = heart();
-    let params = AidSvmParams {
-        c: 1.0,
-        kernel: Some(KernelSpec::Rbf { gamma: 0.05 }),
-        r0: Some(0.02),
-        solver_tol: 1e-6,
-        ..AidSvmParams::default()
-    };
+    let params = AidSvmParams::new()
+        .c(1.0)
+        .kernel(rbf(0.05))
+        .r0(0.02)
+        .solver_tol(1e-6)
+        .check()
+        .unwrap();
     check_resume(
         &mut |obs, resume| {
             let (f, c) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, obs, resume)?;
@@ -259,23 +262,20 @@ fn s3vm_data() -> Dataset {
     d
 }
 
-fn s3vm_params() -> AidS3vmParams {
-    AidS3vmParams {
-        c_labeled: 0.05,
-        c_unlabeled: 0.01,
-        balance: true,
-        bnb: BnbLimits {
+fn s3vm_params() -> AidS3vmValidParams {
+    AidS3vmParams::new()
+        .c_labeled(0.05)
+        .c_unlabeled(0.01)
+        .balance(true)
+        .bnb(BnbLimits {
             max_nodes: 400,
             time_limit: None,
             rel_gap: 1e-6,
-        },
-        settings: AidSettings {
-            gap_tol: 0.0,
-            max_iter: 3,
-            time_limit: None,
-        },
-        ..AidS3vmParams::default()
-    }
+        })
+        .gap_tol(0.0)
+        .max_iter(3)
+        .check()
+        .unwrap()
 }
 
 #[test]
@@ -305,7 +305,7 @@ fn s3vm_resumes_to_the_same_iterates() {
 
 /// A checkpoint of the linear AID-SVM on heart_scale, stopped near the end (a stop in the initial
 /// sample fit, the first reports, gives no checkpoint).
-fn svm_checkpoint(d: &Dataset, params: &AidSvmParams) -> AidCheckpoint {
+fn svm_checkpoint(d: &Dataset, params: &AidSvmValidParams) -> AidCheckpoint {
     let mut count = StopAfter::new(0);
     fit_aid_svm_resumable(d, params, &mut |_| {}, &mut count, None).unwrap();
     let (_, ck) = fit_aid_svm_resumable(
@@ -322,10 +322,7 @@ fn svm_checkpoint(d: &Dataset, params: &AidSvmParams) -> AidCheckpoint {
 #[test]
 fn foreign_checkpoints_are_refused() {
     let d = heart();
-    let params = AidSvmParams {
-        r0: Some(0.02),
-        ..AidSvmParams::default()
-    };
+    let params = AidSvmParams::new().r0(0.02).check().unwrap();
     let ck = svm_checkpoint(&d, &params);
     fn msg<T>(r: Result<T, FitError>) -> String {
         match r {
@@ -345,10 +342,7 @@ fn foreign_checkpoints_are_refused() {
     ));
     assert!(m.contains("other data"), "{m}");
     // Other parameters: C, or the kernel.
-    let p2 = AidSvmParams {
-        c: 2.0,
-        ..params.clone()
-    };
+    let p2 = AidSvmParams::from(params.clone()).c(2.0).check().unwrap();
     let m = msg(fit_aid_svm_resumable(
         &d,
         &p2,
@@ -357,15 +351,15 @@ fn foreign_checkpoints_are_refused() {
         Some(&ck),
     ));
     assert!(m.contains("other parameters"), "{m}");
-    let p3 = AidSvmParams {
-        kernel: Some(KernelSpec::Rbf { gamma: 0.1 }),
-        ..params.clone()
-    };
+    let p3 = AidSvmParams::from(params.clone())
+        .kernel(rbf(0.1))
+        .check()
+        .unwrap();
     assert!(fit_aid_svm_resumable(&d, &p3, &mut |_| {}, &mut NoObserver, Some(&ck)).is_err());
     // Another model.
     let m = msg(fit_aid_lad_resumable(
         &d,
-        &AidLadParams::default(),
+        &AidLadParams::new().check().unwrap(),
         &mut |_| {},
         &mut NoObserver,
         Some(&ck),
@@ -380,24 +374,18 @@ fn foreign_checkpoints_are_refused() {
     ));
     assert!(m.contains("another model (AID-SVM"), "{m}");
     // The iteration and time limits may change.
-    let p4 = AidSvmParams {
-        settings: AidSettings {
-            max_iter: 500,
-            time_limit: Some(std::time::Duration::from_secs(100)),
-            ..params.settings
-        },
-        ..params.clone()
-    };
+    let p4 = AidSvmParams::from(params.clone())
+        .max_iter(500)
+        .time_limit(std::time::Duration::from_secs(100))
+        .check()
+        .unwrap();
     assert!(fit_aid_svm_resumable(&d, &p4, &mut |_| {}, &mut NoObserver, Some(&ck)).is_ok());
 }
 
 #[test]
 fn damaged_state_files_are_errors() {
     let d = heart();
-    let params = AidSvmParams {
-        r0: Some(0.02),
-        ..AidSvmParams::default()
-    };
+    let params = AidSvmParams::new().r0(0.02).check().unwrap();
     let bytes = svm_checkpoint(&d, &params).to_bytes();
     assert!(AidCheckpoint::from_bytes(&bytes).is_ok());
     for len in 0..bytes.len() {
@@ -446,13 +434,13 @@ impl Observer for StopInStage {
 #[test]
 fn kernel_svm_stopped_inside_the_gram_stage_resumes() {
     let d = heart();
-    let params = AidSvmParams {
-        c: 1.0,
-        kernel: Some(KernelSpec::Rbf { gamma: 0.05 }),
-        r0: Some(0.02),
-        solver_tol: 1e-6,
-        ..AidSvmParams::default()
-    };
+    let params = AidSvmParams::new()
+        .c(1.0)
+        .kernel(rbf(0.05))
+        .r0(0.02)
+        .solver_tol(1e-6)
+        .check()
+        .unwrap();
     let run = |obs: &mut dyn Observer, resume: Option<&AidCheckpoint>| {
         let (f, c) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, obs, resume).unwrap();
         (f.map(svm_summary), c)
@@ -505,15 +493,15 @@ fn kernel_svm_stopped_inside_the_gram_stage_resumes() {
 #[test]
 fn nystrom_stops_inside_its_kernel_stages() {
     let d = heart();
-    let params = AidSvmParams {
-        c: 1.0,
-        kernel: Some(KernelSpec::Rbf { gamma: 0.05 }),
-        kernel_steering: marginkit::aid::svm::KernelSteering::Nystrom {
+    let params = AidSvmParams::new()
+        .c(1.0)
+        .kernel(rbf(0.05))
+        .kernel_steering(marginkit::aid::svm::KernelSteering::Nystrom {
             rank: marginkit::aid::svm::NystromRank::Fixed(30),
             steer_gap: 1e-3,
-        },
-        ..AidSvmParams::default()
-    };
+        })
+        .check()
+        .unwrap();
     let mut count = StopInStage {
         seen: 0,
         stop_at: 0,
@@ -569,29 +557,20 @@ fn resume_crafted(bytes: &[u8], resume: &mut dyn FnMut(&AidCheckpoint)) {
 #[test]
 fn resealed_crafted_state_files_never_panic() {
     let d = heart();
-    let params = AidSvmParams {
-        r0: Some(0.02),
-        ..AidSvmParams::default()
-    };
+    let params = AidSvmParams::new().r0(0.02).check().unwrap();
     let bytes = svm_checkpoint(&d, &params).to_bytes();
     assert_eq!(reseal(bytes[..bytes.len() - 8].to_vec()), bytes);
     // The iteration limit is not in the fingerprint: every resume below stays short.
-    let short = AidSvmParams {
-        settings: AidSettings {
-            max_iter: 3,
-            ..params.settings
-        },
-        ..params.clone()
-    };
+    let short = AidSvmParams::from(params.clone())
+        .max_iter(3)
+        .check()
+        .unwrap();
     resume_crafted(&bytes, &mut |c| {
         let _ = fit_aid_svm_resumable(&d, &short, &mut |_| {}, &mut NoObserver, Some(c));
     });
 
     let d = regression(3000, 4, 7);
-    let params = AidLadParams {
-        r0: Some(0.004),
-        ..AidLadParams::default()
-    };
+    let params = AidLadParams::new().r0(0.004).check().unwrap();
     let mut count = StopAfter::new(0);
     fit_aid_lad_resumable(&d, &params, &mut |_| {}, &mut count, None).unwrap();
     let (_, ck) = fit_aid_lad_resumable(
@@ -603,13 +582,10 @@ fn resealed_crafted_state_files_never_panic() {
     )
     .unwrap();
     let bytes = ck.expect("the observer stops the fit").to_bytes();
-    let short = AidLadParams {
-        settings: AidSettings {
-            max_iter: 3,
-            ..params.settings
-        },
-        ..params.clone()
-    };
+    let short = AidLadParams::from(params.clone())
+        .max_iter(3)
+        .check()
+        .unwrap();
     resume_crafted(&bytes, &mut |c| {
         let _ = fit_aid_lad_resumable(&d, &short, &mut |_| {}, &mut NoObserver, Some(c));
     });

@@ -10,7 +10,7 @@ use marginkit::aid::s3vm::{
     fit_aid_s3vm, fit_aid_s3vm_from, full_instance, solve_bnb, AidS3vmParams, BnbLimits,
     S3vmInstance,
 };
-use marginkit::aid::{AidSettings, StopReason};
+use marginkit::aid::StopReason;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::kernel::qmatrix::DenseQ;
 use marginkit::solver::smo::solve;
@@ -154,16 +154,13 @@ fn counterexample() -> (Dataset, Clusters) {
 #[test]
 fn prop5_counterexample() {
     let (d, c) = counterexample();
-    let params = AidS3vmParams {
-        c_labeled: 1.0,
-        c_unlabeled: 0.05,
-        settings: AidSettings {
-            gap_tol: 0.0,
-            max_iter: 20,
-            time_limit: None,
-        },
-        ..AidS3vmParams::default()
-    };
+    let params = AidS3vmParams::new()
+        .c_labeled(1.0)
+        .c_unlabeled(0.05)
+        .gap_tol(0.0)
+        .max_iter(20)
+        .check()
+        .unwrap();
     let fit = fit_aid_s3vm_from(&d, &params, c, &mut |_| {}).unwrap();
     // Uniform clusters end the loop; "optimal" only when the gap certifies it (gap_tol = 0 here).
     assert!(
@@ -208,12 +205,12 @@ fn aid_s3vm_on_heart_scale_with_10_labels() {
             *v = 0.0;
         }
     }
-    let params = AidS3vmParams {
-        c_labeled: 5.0 * 0.01,
-        c_unlabeled: 0.01,
-        balance: true,
-        ..AidS3vmParams::default()
-    };
+    let params = AidS3vmParams::new()
+        .c_labeled(5.0 * 0.01)
+        .c_unlabeled(0.01)
+        .balance(true)
+        .check()
+        .unwrap();
     let fit = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
     assert_eq!(fit.run.iterations.len(), 1);
     let idx: Vec<usize> = (0..d.len()).filter(|&i| d.y[i] == 0.0).collect();
@@ -231,13 +228,24 @@ fn aid_s3vm_on_heart_scale_with_10_labels() {
 fn bad_input_is_an_error() {
     let (mut d, _) = counterexample();
     let all_unlabeled = Dataset::new(d.x.clone(), vec![0.0; 9], None).unwrap();
-    assert!(fit_aid_s3vm(&all_unlabeled, &AidS3vmParams::default(), &mut |_| {}).is_err());
+    assert!(fit_aid_s3vm(
+        &all_unlabeled,
+        &AidS3vmParams::new().check().unwrap(),
+        &mut |_| {}
+    )
+    .is_err());
     d.y[1] = 1.0; // one labeled class only
-    assert!(fit_aid_s3vm(&d, &AidS3vmParams::default(), &mut |_| {}).is_err());
+    assert!(fit_aid_s3vm(&d, &AidS3vmParams::new().check().unwrap(), &mut |_| {}).is_err());
     let (d, _) = counterexample();
     // Impure clusters.
     let mixed = Clusters::from_assignment(&[0, 0, 1, 1, 1, 1, 1, 1, 1], 2);
-    assert!(fit_aid_s3vm_from(&d, &AidS3vmParams::default(), mixed, &mut |_| {}).is_err());
+    assert!(fit_aid_s3vm_from(
+        &d,
+        &AidS3vmParams::new().check().unwrap(),
+        mixed,
+        &mut |_| {}
+    )
+    .is_err());
 }
 
 /// Balance cost (the second unbalanced-data technique): the reported objective is the full
@@ -260,12 +268,12 @@ fn balance_cost_weights_the_minority() {
             *v = 0.0;
         }
     }
-    let params = AidS3vmParams {
-        c_labeled: 0.05,
-        c_unlabeled: 0.01,
-        balance_cost: true,
-        ..AidS3vmParams::default()
-    };
+    let params = AidS3vmParams::new()
+        .c_labeled(0.05)
+        .c_unlabeled(0.01)
+        .balance_cost(true)
+        .check()
+        .unwrap();
     let fit = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
     let inst = full_instance(&d, 0.05, 0.01, false)
         .unwrap()

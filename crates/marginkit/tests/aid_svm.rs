@@ -16,9 +16,18 @@ use marginkit::svm::linear::LinearModel;
 use marginkit::svm::model_io::{load_model, save_model};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::svm::{train::fit, SvmParams};
-use marginkit::{Dataset, DenseMatrix, Features, KernelSpec};
+use marginkit::{Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// An RBF kernel with this gamma.
+fn rbf(gamma: f64) -> KernelParams {
+    KernelParams {
+        kind: KernelKind::Rbf,
+        gamma: Gamma::Value(gamma),
+        ..KernelParams::default()
+    }
+}
 
 fn heart() -> Dataset {
     let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "data", "heart_scale"]
@@ -119,11 +128,7 @@ fn linear_heart_scale_equals_full_problem() {
     let d = heart();
     for c in [0.1, 1.0] {
         let full = full_primal(&d, linear_kp(), c);
-        let params = AidSvmParams {
-            c,
-            r0: Some(0.05),
-            ..AidSvmParams::default()
-        };
+        let params = AidSvmParams::new().c(c).r0(0.05).check().unwrap();
         let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
         check_run(&fit, full, 1e-4);
         let AidSvmModel::Linear(model) = &fit.model else {
@@ -145,15 +150,7 @@ fn linear_blobs_default_rules() {
     let d = blobs(6000, 5, 11);
     let c = 0.1;
     let full = full_primal(&d, linear_kp(), c);
-    let fit = fit_aid_svm(
-        &d,
-        &AidSvmParams {
-            c,
-            ..AidSvmParams::default()
-        },
-        &mut |_| {},
-    )
-    .unwrap();
+    let fit = fit_aid_svm(&d, &AidSvmParams::new().c(c).check().unwrap(), &mut |_| {}).unwrap();
     check_run(&fit, full, 1e-4);
     assert!(fit.run.iterations.len() >= 2);
     assert!(fit.run.iterations.last().unwrap().r < 0.5);
@@ -170,15 +167,12 @@ fn linear_above_smo_switch_reaches_the_same_optimum() {
     let run = |engine| {
         fit_aid_svm(
             &d,
-            &AidSvmParams {
-                c,
-                linear_engine: engine,
-                settings: marginkit::aid::AidSettings {
-                    gap_tol: 1e-6,
-                    ..Default::default()
-                },
-                ..AidSvmParams::default()
-            },
+            &AidSvmParams::new()
+                .c(c)
+                .linear_engine(engine)
+                .gap_tol(1e-6)
+                .check()
+                .unwrap(),
             &mut |_| {},
         )
         .unwrap()
@@ -205,13 +199,13 @@ fn rbf_heart_scale_equals_full_problem() {
     };
     let c = 1.0;
     let full = full_primal(&d, kp, c);
-    let params = AidSvmParams {
-        c,
-        kernel: Some(KernelSpec::Rbf { gamma }),
-        r0: Some(0.05),
-        solver_tol: 1e-6,
-        ..AidSvmParams::default()
-    };
+    let params = AidSvmParams::new()
+        .c(c)
+        .kernel(rbf(gamma))
+        .r0(0.05)
+        .solver_tol(1e-6)
+        .check()
+        .unwrap();
     let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
     check_run(&fit, full, 1e-4);
     let AidSvmModel::Kernel(model) = &fit.model else {
@@ -243,15 +237,15 @@ fn rbf_nystrom_steered_is_certified_against_full_problem() {
             ..KernelParams::default()
         };
         let full = full_primal(&d, kp, c);
-        let params = AidSvmParams {
-            c,
-            kernel: Some(KernelSpec::Rbf { gamma }),
-            kernel_steering: KernelSteering::Nystrom {
+        let params = AidSvmParams::new()
+            .c(c)
+            .kernel(rbf(gamma))
+            .kernel_steering(KernelSteering::Nystrom {
                 rank: NystromRank::Fixed(rank),
                 steer_gap: 1e-3,
-            },
-            ..AidSvmParams::default()
-        };
+            })
+            .check()
+            .unwrap();
         let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
         let run = &fit.run;
         assert!(
@@ -284,15 +278,13 @@ fn rbf_nystrom_steered_is_certified_against_full_problem() {
         let e_model = model_primal(&d, model, c);
         assert!((e_model - e).abs() <= 1e-6 * e, "model {e_model} vs E {e}");
     }
-    let bad = AidSvmParams {
-        kernel: Some(KernelSpec::Rbf { gamma: 0.1 }),
-        kernel_steering: KernelSteering::Nystrom {
+    let bad = AidSvmParams::new()
+        .kernel(rbf(0.1))
+        .kernel_steering(KernelSteering::Nystrom {
             rank: NystromRank::Fixed(0),
             steer_gap: 1e-3,
-        },
-        ..AidSvmParams::default()
-    };
-    assert!(fit_aid_svm(&heart(), &bad, &mut |_| {}).is_err());
+        });
+    assert!(bad.check().is_err());
 }
 
 /// `NystromRank::Auto` follows the kernel width: on wide and medium RBF kernels (sampled
@@ -311,15 +303,15 @@ fn nystrom_auto_rank_follows_the_kernel_width() {
             ..KernelParams::default()
         };
         let full = full_primal(&d, kp, c);
-        let params = AidSvmParams {
-            c,
-            kernel: Some(KernelSpec::Rbf { gamma }),
-            kernel_steering: KernelSteering::Nystrom {
+        let params = AidSvmParams::new()
+            .c(c)
+            .kernel(rbf(gamma))
+            .kernel_steering(KernelSteering::Nystrom {
                 rank: NystromRank::Auto,
                 steer_gap: 1e-3,
-            },
-            ..AidSvmParams::default()
-        };
+            })
+            .check()
+            .unwrap();
         let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
         let run = &fit.run;
         assert!(matches!(run.stop, StopReason::Optimal | StopReason::Gap));
@@ -364,10 +356,7 @@ fn same_result_on_one_and_two_threads() {
         pool.install(|| {
             fit_aid_svm(
                 &d,
-                &AidSvmParams {
-                    c: 0.5,
-                    ..AidSvmParams::default()
-                },
+                &AidSvmParams::new().c(0.5).check().unwrap(),
                 &mut |_| {},
             )
             .unwrap()
@@ -383,22 +372,12 @@ fn bad_input_is_an_error() {
     let mut d = heart();
     // Unlabeled rows (label 0) in a supervised command.
     d.y[3] = 0.0;
-    assert!(fit_aid_svm(&d, &AidSvmParams::default(), &mut |_| {}).is_err());
+    assert!(fit_aid_svm(&d, &AidSvmParams::new().check().unwrap(), &mut |_| {}).is_err());
     // One class only.
     let one = Dataset::new(d.x.clone(), vec![1.0; d.len()], None).unwrap();
-    assert!(fit_aid_svm(&one, &AidSvmParams::default(), &mut |_| {}).is_err());
+    assert!(fit_aid_svm(&one, &AidSvmParams::new().check().unwrap(), &mut |_| {}).is_err());
     // Bad C and r0.
-    let d = heart();
-    for p in [
-        AidSvmParams {
-            c: f64::NAN,
-            ..AidSvmParams::default()
-        },
-        AidSvmParams {
-            r0: Some(0.0),
-            ..AidSvmParams::default()
-        },
-    ] {
-        assert!(fit_aid_svm(&d, &p, &mut |_| {}).is_err());
+    for p in [AidSvmParams::new().c(f64::NAN), AidSvmParams::new().r0(0.0)] {
+        assert!(p.check().is_err());
     }
 }

@@ -12,15 +12,15 @@ use marginkit::aid::s3vm::{
     fit_aid_s3vm_resumable, full_instance, solve_bnb, AidS3vmParams, BnbLimits,
 };
 use marginkit::aid::svm::{
-    fit_aid_svm_resumable, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
+    fit_aid_svm_resumable, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
 };
-use marginkit::aid::{AidCheckpoint, AidSettings, IterRecord, StopReason};
+use marginkit::aid::{AidCheckpoint, IterRecord, StopReason};
 use marginkit::data::write_output;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::solver::{Cancel, Status};
 use marginkit::svm::linear::LinearModel;
 use marginkit::svm::model_io::save_model;
-use marginkit::{Dataset, KernelSpec};
+use marginkit::Dataset;
 use serde_json::{json, Value};
 
 use crate::common::input::read_data;
@@ -235,22 +235,22 @@ fn seconds(name: &str, v: Option<f64>) -> CliResult<Option<Duration>> {
     }
 }
 
-fn settings(c: &AidCommon, default: AidSettings) -> CliResult<AidSettings> {
-    let mut s = default;
-    if let Some(g) = c.gap_tol {
-        if !(g.is_finite() && g >= 0.0) {
-            return Err(CliError(format!("--gap-tol must be >= 0, got {g}")));
+/// The loop limits of every AID model, mapped onto its parameter builder (the library checks
+/// them).
+macro_rules! with_limits {
+    ($params:expr, $c:expr) => {{
+        let mut p = $params.seed($c.seed);
+        if let Some(g) = $c.gap_tol {
+            p = p.gap_tol(g);
         }
-        s.gap_tol = g;
-    }
-    if let Some(m) = c.max_iter {
-        if m == 0 {
-            return Err(CliError("--max-iter must be at least 1".into()));
+        if let Some(m) = $c.max_iter {
+            p = p.max_iter(m);
         }
-        s.max_iter = m;
-    }
-    s.time_limit = seconds("time-limit", c.time_limit)?;
-    Ok(s)
+        if let Some(t) = seconds("time-limit", $c.time_limit)? {
+            p = p.time_limit(t);
+        }
+        p
+    }};
 }
 
 /// Per-iteration table on stdout; the header is printed with the first row, so input the fit
@@ -563,12 +563,11 @@ fn run_lad(a: AidLadArgs) -> Exit {
     check_aid_outputs(&a.common, &[&model_path(&a.train_file, &a.model_file)])?;
     let data = read_data(&a.train_file, &a.input, false)?;
     let t0 = Instant::now();
-    let params = AidLadParams {
-        intercept: !a.no_intercept,
-        r0: a.common.r0,
-        seed: a.common.seed,
-        settings: settings(&a.common, AidLadParams::default().settings)?,
-    };
+    let mut params = AidLadParams::new().intercept(!a.no_intercept);
+    if let Some(r) = a.common.r0 {
+        params = params.r0(r);
+    }
+    let params = with_limits!(params, a.common).check()?;
     let table = Table::new(&a.common);
     let mpath = model_path(&a.train_file, &a.model_file);
     let (fit, ir, written) = match fit_interruptible(&a.common, &[&mpath], "lad", |obs, resume| {
@@ -614,37 +613,20 @@ fn run_lad(a: AidLadArgs) -> Exit {
     Ok(ir.outcome(&written, fit.run.iterations.len()))
 }
 
-fn kernel_of(a: &AidSvmArgs, data: &Dataset) -> CliResult<Option<KernelSpec>> {
-    let kernel = KernelParams::from_libsvm(a.kernel_type, a.gamma, a.coef0, a.degree)?;
-    Ok(match kernel.kind {
-        KernelKind::Linear => None,
-        KernelKind::Precomputed => {
-            return Err(CliError(
-                "-t 4: aid svm takes 0 (linear), 1 (polynomial), 2 (RBF) or 3 (sigmoid)".into(),
-            ))
-        }
-        _ => Some(kernel.resolve(data.n_features())),
-    })
-}
-
 fn run_svm(a: AidSvmArgs) -> Exit {
     init_threads(a.common.threads)?;
     check_aid_outputs(&a.common, &[&model_path(&a.train_file, &a.model_file)])?;
     let data = read_data(&a.train_file, &a.input, false)?;
     let t0 = Instant::now();
-    let params = AidSvmParams {
-        c: a.c,
-        kernel: kernel_of(&a, &data)?,
-        r0: a.common.r0,
-        seed: a.common.seed,
-        solver_tol: a.eps,
-        settings: settings(&a.common, AidSvmParams::default().settings)?,
-        linear_engine: match a.engine {
-            EngineArg::Auto => marginkit::aid::svm::AidLinearEngine::Auto,
-            EngineArg::Dcd => marginkit::aid::svm::AidLinearEngine::Dcd,
-            EngineArg::Smo => marginkit::aid::svm::AidLinearEngine::SmoUpTo(usize::MAX),
-        },
-        kernel_steering: match a.steer {
+    let mut params = AidSvmParams::new()
+        .c(a.c)
+        .solver_tol(a.eps)
+        .linear_engine(match a.engine {
+            EngineArg::Auto => AidLinearEngine::Auto,
+            EngineArg::Dcd => AidLinearEngine::Dcd,
+            EngineArg::Smo => AidLinearEngine::SmoUpTo(usize::MAX),
+        })
+        .kernel_steering(match a.steer {
             SteerArg::Averaged => KernelSteering::AveragedGram,
             SteerArg::Nystrom => KernelSteering::Nystrom {
                 rank: match a.rank.as_str() {
@@ -657,11 +639,19 @@ fn run_svm(a: AidSvmArgs) -> Exit {
                 },
                 steer_gap: a.steer_gap,
             },
-        },
-    };
+        });
+    // `-t 0` is linear AID (LIBLINEAR model file); any other kernel runs Appendix B.
+    let kernel = KernelParams::from_libsvm(a.kernel_type, a.gamma, a.coef0, a.degree)?;
+    if kernel.kind != KernelKind::Linear {
+        params = params.kernel(kernel);
+    }
+    if let Some(r) = a.common.r0 {
+        params = params.r0(r);
+    }
+    let params = with_limits!(params, a.common).check()?;
     let table = Table::new(&a.common);
     let path = model_path(&a.train_file, &a.model_file);
-    let name = if params.kernel.is_some() {
+    let name = if params.kernel().is_some() {
         "aid_svm_kernel"
     } else {
         "aid_svm_linear"
@@ -807,16 +797,16 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
         }
         return Ok(Outcome::Done);
     }
-    let params = AidS3vmParams {
-        c_labeled: a.c_labeled,
-        c_unlabeled: a.c_unlabeled,
-        r0: a.common.r0.unwrap_or(0.01),
-        seed: a.common.seed,
-        balance: a.balance,
-        balance_cost: a.balance_cost,
-        bnb,
-        settings: settings(&a.common, AidS3vmParams::default().settings)?,
-    };
+    let mut params = AidS3vmParams::new()
+        .c_labeled(a.c_labeled)
+        .c_unlabeled(a.c_unlabeled)
+        .balance(a.balance)
+        .balance_cost(a.balance_cost)
+        .bnb(bnb);
+    if let Some(r) = a.common.r0 {
+        params = params.r0(r);
+    }
+    let params = with_limits!(params, a.common).check()?;
     let table = Table::new(&a.common);
     let mut outputs: Vec<&Path> = vec![&path];
     outputs.extend(a.predictions.as_deref());

@@ -471,22 +471,53 @@ fn model_from(beta: &[f64], d: usize, intercept: bool) -> LadModel {
     }
 }
 
-/// AID-LAD parameters.
+/// Checked AID-LAD parameters, the only ones [`fit_aid_lad`] accepts (made by
+/// [`AidLadParams::check`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct AidLadParams {
-    /// Fit an intercept (default true).
-    pub intercept: bool,
-    /// Initial aggregation rate `r^0` (`None`: the paper's rule).
-    pub r0: Option<f64>,
-    /// Seed of the sample and of the k-means centres.
-    pub seed: u64,
-    /// Loop limits; the default `gap_tol` is 0 (stop only with the certificate).
-    pub settings: AidSettings,
+pub struct AidLadValidParams {
+    pub(crate) intercept: bool,
+    pub(crate) r0: Option<f64>,
+    pub(crate) seed: u64,
+    pub(crate) settings: AidSettings,
 }
 
+impl AidLadValidParams {
+    /// Whether an intercept is fitted.
+    pub fn intercept(&self) -> bool {
+        self.intercept
+    }
+    /// Initial aggregation rate `r^0` (`None`: the paper's rule, [`lad_r0`]).
+    pub fn r0(&self) -> Option<f64> {
+        self.r0
+    }
+    /// Seed of the sample and of the k-means centres.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Loop limits.
+    pub fn settings(&self) -> &AidSettings {
+        &self.settings
+    }
+}
+
+/// AID-LAD parameters (a consuming builder); [`AidLadParams::check`] validates them.
+///
+/// ```
+/// use marginkit::aid::lad::AidLadParams;
+///
+/// let p = AidLadParams::new().intercept(false).r0(0.05).check()?;
+/// assert_eq!(p.settings().gap_tol(), 0.0);
+/// assert!(AidLadParams::new().r0(1.5).check().is_err());
+/// # Ok::<(), marginkit::ParamError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct AidLadParams(AidLadValidParams);
+
 impl Default for AidLadParams {
+    /// An intercept, the paper's `r^0`, seed 0, gap tolerance 0 (stop only with the
+    /// certificate), at most 1000 iterations.
     fn default() -> Self {
-        Self {
+        Self(AidLadValidParams {
             intercept: true,
             r0: None,
             seed: 0,
@@ -494,7 +525,70 @@ impl Default for AidLadParams {
                 gap_tol: 0.0,
                 ..AidSettings::default()
             },
+        })
+    }
+}
+
+impl From<AidLadValidParams> for AidLadParams {
+    /// Checked parameters as a builder again, to change some and check them anew.
+    fn from(p: AidLadValidParams) -> Self {
+        Self(p)
+    }
+}
+
+impl AidLadParams {
+    /// The defaults (see [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Fit an intercept.
+    #[must_use]
+    pub fn intercept(mut self, on: bool) -> Self {
+        self.0.intercept = on;
+        self
+    }
+    /// Initial aggregation rate, in `(0, 1]`.
+    #[must_use]
+    pub fn r0(mut self, r0: f64) -> Self {
+        self.0.r0 = Some(r0);
+        self
+    }
+    /// Seed of the sample and of the k-means centres.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.0.seed = seed;
+        self
+    }
+    /// Relative gap at which the loop stops (`>= 0`; 0: only the certificate stops it).
+    #[must_use]
+    pub fn gap_tol(mut self, g: f64) -> Self {
+        self.0.settings.gap_tol = g;
+        self
+    }
+    /// Most aggregated solves (`>= 1`).
+    #[must_use]
+    pub fn max_iter(mut self, n: usize) -> Self {
+        self.0.settings.max_iter = n;
+        self
+    }
+    /// Wall-clock limit of the loop.
+    #[must_use]
+    pub fn time_limit(mut self, d: Duration) -> Self {
+        self.0.settings.time_limit = Some(d);
+        self
+    }
+
+    /// Validates every parameter (NaN-safe); what depends on the data (enough rows) is checked
+    /// by the fit.
+    ///
+    /// # Errors
+    /// [`ParamError`] for an `r0` outside `(0, 1]`, a bad gap tolerance or iteration limit.
+    pub fn check(self) -> Result<AidLadValidParams, ParamError> {
+        if let Some(r) = self.0.r0 {
+            super::check_rate(r)?;
         }
+        self.0.settings.check()?;
+        Ok(self.0)
     }
 }
 
@@ -598,7 +692,7 @@ impl AidProblem for LadProblem<'_> {
 /// As [`fit_lad`]; also [`ParamError`] for an `r0` outside `(0, 1]`.
 pub fn fit_aid_lad(
     data: &Dataset,
-    params: &AidLadParams,
+    params: &AidLadValidParams,
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidLadFit, FitError> {
     let (fit, _) = fit_aid_lad_resumable(data, params, progress, &mut NoObserver, None)?;
@@ -610,7 +704,7 @@ pub fn fit_aid_lad(
     })
 }
 
-fn lad_fingerprint(params: &AidLadParams, data: &Dataset) -> u64 {
+fn lad_fingerprint(params: &AidLadValidParams, data: &Dataset) -> u64 {
     checkpoint::fingerprint(
         &format!(
             "lad|{}|{:?}|{}|{:?}",
@@ -635,7 +729,7 @@ fn lad_fingerprint(params: &AidLadParams, data: &Dataset) -> u64 {
 /// with other data or parameters, or does not fit the data.
 pub fn fit_aid_lad_resumable(
     data: &Dataset,
-    params: &AidLadParams,
+    params: &AidLadValidParams,
     progress: &mut dyn FnMut(&IterRecord),
     obs: &mut dyn Observer,
     resume: Option<&AidCheckpoint>,
@@ -687,24 +781,13 @@ pub fn fit_aid_lad_resumable(
 /// The initial clusters of AID-LAD and the seconds they took.
 fn lad_initial_clusters(
     data: &Dataset,
-    params: &AidLadParams,
+    params: &AidLadValidParams,
 ) -> Result<(Clusters, f64), FitError> {
     let t0 = Instant::now();
     let n = data.len();
     let d = data.n_features();
     let p = d + usize::from(params.intercept);
-    let r0 = match params.r0 {
-        Some(r) if r.is_finite() && r > 0.0 && r <= 1.0 => r,
-        Some(r) => {
-            return Err(ParamError::OutOfRange {
-                name: "r0",
-                value: r,
-                range: "(0, 1]",
-            }
-            .into())
-        }
-        None => lad_r0(n, p),
-    };
+    let r0 = params.r0.unwrap_or_else(|| lad_r0(n, p));
     // LAD needs more clusters than coefficients to be non-trivial.
     let k0 = ((r0 * n as f64).ceil() as usize).max(p + 1).min(n);
     let clusters = if k0 >= n {

@@ -77,7 +77,7 @@ pub use state::IterRecord;
 /// Relative gap accepted as rounding when every cluster is uniform (see the module docs).
 pub const CERT_GAP_RTOL: f64 = 1e-10;
 
-use crate::error::FitError;
+use crate::error::{FitError, ParamError};
 use crate::solver::{IterStats, NoObserver, Observer};
 
 /// What a model contributes to the AID loop.
@@ -117,15 +117,13 @@ pub struct Aggregated<S> {
     pub solution: S,
 }
 
-/// Limits of the AID loop.
+/// Limits of the AID loop, part of every AID method's parameters (set through their builders,
+/// checked by their `check`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AidSettings {
-    /// Stop when `(E^best - F) / E^best <= gap_tol` (0: only the optimality certificate stops).
-    pub gap_tol: f64,
-    /// Most aggregated solves.
-    pub max_iter: usize,
-    /// Wall-clock limit for the loop.
-    pub time_limit: Option<Duration>,
+    pub(crate) gap_tol: f64,
+    pub(crate) max_iter: usize,
+    pub(crate) time_limit: Option<Duration>,
 }
 
 impl Default for AidSettings {
@@ -135,6 +133,46 @@ impl Default for AidSettings {
             max_iter: 1000,
             time_limit: None,
         }
+    }
+}
+
+impl AidSettings {
+    /// Stop when `(E^best - F) / E^best <= gap_tol` (0: only the optimality certificate stops).
+    pub fn gap_tol(&self) -> f64 {
+        self.gap_tol
+    }
+    /// Most aggregated solves.
+    pub fn max_iter(&self) -> usize {
+        self.max_iter
+    }
+    /// Wall-clock limit for the loop.
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.time_limit
+    }
+    /// A finite gap tolerance `>= 0` and at least one iteration.
+    pub(crate) fn check(&self) -> Result<(), ParamError> {
+        crate::error::non_negative("gap tolerance", self.gap_tol)?;
+        if self.max_iter == 0 {
+            return Err(ParamError::OutOfRange {
+                name: "maximum AID iterations",
+                value: 0.0,
+                range: ">= 1",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// An aggregation rate: finite, in `(0, 1]`.
+pub(crate) fn check_rate(r: f64) -> Result<f64, ParamError> {
+    if r.is_finite() && r > 0.0 && r <= 1.0 {
+        Ok(r)
+    } else {
+        Err(ParamError::OutOfRange {
+            name: "r0",
+            value: r,
+            range: "(0, 1]",
+        })
     }
 }
 

@@ -412,33 +412,74 @@ fn bnb(
     }))
 }
 
-/// AID-S3VM parameters.
+/// Checked AID-S3VM parameters, the only ones [`fit_aid_s3vm`] accepts (made by
+/// [`AidS3vmParams::check`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct AidS3vmParams {
-    /// Penalty of labeled rows `M_l` (default 5, the paper's fixed setting).
-    pub c_labeled: f64,
-    /// Penalty of unlabeled rows `M_u` (default 1).
-    pub c_unlabeled: f64,
-    /// Initial aggregation rate per group (default 0.01; at least 10 clusters in all).
-    pub r0: f64,
-    /// Seed of the k-means centres.
-    pub seed: u64,
-    /// Use the balance constraint.
-    pub balance: bool,
-    /// Use the balance cost (§4.3, the second technique): the labeled rows of the minority class
-    /// get `M_l * n_majority / n_minority` (labeled counts), the majority keeps `M_l`. The paper
-    /// prints the ratio on the majority class instead; the digest's P16 correction is used, which
-    /// matches the paper's stated intent (up-weight the minority).
-    pub balance_cost: bool,
-    /// Limits of each aggregated branch and bound.
-    pub bnb: BnbLimits,
-    /// Loop limits (default: 1 iteration, the paper's AID1; the gap is not used).
-    pub settings: AidSettings,
+pub struct AidS3vmValidParams {
+    pub(crate) c_labeled: f64,
+    pub(crate) c_unlabeled: f64,
+    pub(crate) r0: f64,
+    pub(crate) seed: u64,
+    pub(crate) balance: bool,
+    pub(crate) balance_cost: bool,
+    pub(crate) bnb: BnbLimits,
+    pub(crate) settings: AidSettings,
 }
 
+impl AidS3vmValidParams {
+    /// Penalty of labeled rows `M_l`.
+    pub fn c_labeled(&self) -> f64 {
+        self.c_labeled
+    }
+    /// Penalty of unlabeled rows `M_u`.
+    pub fn c_unlabeled(&self) -> f64 {
+        self.c_unlabeled
+    }
+    /// Initial aggregation rate per group.
+    pub fn r0(&self) -> f64 {
+        self.r0
+    }
+    /// Seed of the k-means centres.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Whether the balance constraint is used.
+    pub fn balance(&self) -> bool {
+        self.balance
+    }
+    /// Whether the balance cost is used (see [`AidS3vmParams::balance_cost`]).
+    pub fn balance_cost(&self) -> bool {
+        self.balance_cost
+    }
+    /// Limits of each aggregated branch and bound.
+    pub fn bnb(&self) -> &BnbLimits {
+        &self.bnb
+    }
+    /// Loop limits.
+    pub fn settings(&self) -> &AidSettings {
+        &self.settings
+    }
+}
+
+/// AID-S3VM parameters (a consuming builder); [`AidS3vmParams::check`] validates them.
+///
+/// ```
+/// use marginkit::aid::s3vm::AidS3vmParams;
+///
+/// let p = AidS3vmParams::new().c_labeled(2.0).balance(true).check()?;
+/// assert_eq!(p.settings().max_iter(), 1);
+/// assert!(AidS3vmParams::new().c_unlabeled(f64::NAN).check().is_err());
+/// # Ok::<(), marginkit::ParamError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct AidS3vmParams(AidS3vmValidParams);
+
 impl Default for AidS3vmParams {
+    /// `M_l = 5` (the paper's fixed setting), `M_u = 1`, `r0 = 0.01`, seed 0, no balance
+    /// technique, branch and bound of at most 20,000 nodes and 60 s at relative gap 1e-6, one
+    /// iteration (the paper's AID1; the gap is not used).
     fn default() -> Self {
-        Self {
+        Self(AidS3vmValidParams {
             c_labeled: 5.0,
             c_unlabeled: 1.0,
             r0: 0.01,
@@ -455,7 +496,102 @@ impl Default for AidS3vmParams {
                 max_iter: 1,
                 time_limit: None,
             },
-        }
+        })
+    }
+}
+
+impl From<AidS3vmValidParams> for AidS3vmParams {
+    /// Checked parameters as a builder again, to change some and check them anew.
+    fn from(p: AidS3vmValidParams) -> Self {
+        Self(p)
+    }
+}
+
+impl AidS3vmParams {
+    /// The defaults (see [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Penalty of labeled rows `M_l` (> 0).
+    #[must_use]
+    pub fn c_labeled(mut self, c: f64) -> Self {
+        self.0.c_labeled = c;
+        self
+    }
+    /// Penalty of unlabeled rows `M_u` (> 0).
+    #[must_use]
+    pub fn c_unlabeled(mut self, c: f64) -> Self {
+        self.0.c_unlabeled = c;
+        self
+    }
+    /// Initial aggregation rate per group, in `(0, 1]` (at least 10 clusters in all).
+    #[must_use]
+    pub fn r0(mut self, r0: f64) -> Self {
+        self.0.r0 = r0;
+        self
+    }
+    /// Seed of the k-means centres.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.0.seed = seed;
+        self
+    }
+    /// Use the balance constraint.
+    #[must_use]
+    pub fn balance(mut self, on: bool) -> Self {
+        self.0.balance = on;
+        self
+    }
+    /// Use the balance cost (§4.3, the second technique): the labeled rows of the minority
+    /// class get `M_l * n_majority / n_minority` (labeled counts), the majority keeps `M_l`.
+    /// The paper prints the ratio on the majority class instead; the digest's P16 correction is
+    /// used, which matches the paper's stated intent (up-weight the minority).
+    #[must_use]
+    pub fn balance_cost(mut self, on: bool) -> Self {
+        self.0.balance_cost = on;
+        self
+    }
+    /// Limits of each aggregated branch and bound.
+    #[must_use]
+    pub fn bnb(mut self, limits: BnbLimits) -> Self {
+        self.0.bnb = limits;
+        self
+    }
+    /// Relative gap at which the loop stops (`>= 0`; S3VM has no bound, so it never stops
+    /// on it).
+    #[must_use]
+    pub fn gap_tol(mut self, g: f64) -> Self {
+        self.0.settings.gap_tol = g;
+        self
+    }
+    /// Most aggregated solves (`>= 1`).
+    #[must_use]
+    pub fn max_iter(mut self, n: usize) -> Self {
+        self.0.settings.max_iter = n;
+        self
+    }
+    /// Wall-clock limit of the loop.
+    #[must_use]
+    pub fn time_limit(mut self, d: Duration) -> Self {
+        self.0.settings.time_limit = Some(d);
+        self
+    }
+
+    /// Validates every parameter (NaN-safe); what depends on the data (labeled rows of two
+    /// classes) is checked by the fit.
+    ///
+    /// # Errors
+    /// [`ParamError`] for penalties not finite and positive, an `r0` outside `(0, 1]`, a
+    /// negative or NaN relative gap of the branch and bound, a bad gap tolerance or iteration
+    /// limit.
+    pub fn check(self) -> Result<AidS3vmValidParams, ParamError> {
+        let p = &self.0;
+        crate::error::positive("C of labeled rows", p.c_labeled)?;
+        crate::error::positive("C of unlabeled rows", p.c_unlabeled)?;
+        super::check_rate(p.r0)?;
+        crate::error::non_negative("branch-and-bound relative gap", p.bnb.rel_gap)?;
+        p.settings.check()?;
+        Ok(self.0)
     }
 }
 
@@ -476,7 +612,7 @@ struct S3vmProblem<'a> {
     data: &'a Dataset,
     /// +1/-1 labeled, 0 unlabeled.
     label: Vec<i8>,
-    params: AidS3vmParams,
+    params: AidS3vmValidParams,
     target: f64,
     /// Labeled penalty of the positive and of the negative class (both `M_l` without the
     /// balance cost).
@@ -620,20 +756,6 @@ fn s3vm_labels(data: &Dataset) -> Result<(Vec<f64>, Vec<i8>), FitError> {
     Ok((labels, lab))
 }
 
-fn check_params(p: &AidS3vmParams) -> Result<(), FitError> {
-    crate::error::positive("C of labeled rows", p.c_labeled)?;
-    crate::error::positive("C of unlabeled rows", p.c_unlabeled)?;
-    if !(p.r0.is_finite() && p.r0 > 0.0 && p.r0 <= 1.0) {
-        return Err(ParamError::OutOfRange {
-            name: "r0",
-            value: p.r0,
-            range: "(0, 1]",
-        }
-        .into());
-    }
-    Ok(())
-}
-
 /// The paper's initial clusters: per group (labeled +1, labeled -1, unlabeled) one k-means
 /// iteration in the raw space; at least 10 clusters in all (extra ones go to the unlabeled group).
 pub fn initial_s3vm_clusters(data: &Dataset, label: &[i8], r0: f64, seed: u64) -> Clusters {
@@ -678,7 +800,7 @@ pub fn initial_s3vm_clusters(data: &Dataset, label: &[i8], r0: f64, seed: u64) -
 /// exactly two classes; bad parameters; solver errors.
 pub fn fit_aid_s3vm(
     data: &Dataset,
-    params: &AidS3vmParams,
+    params: &AidS3vmValidParams,
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidS3vmFit, FitError> {
     let (fit, _) = fit_aid_s3vm_resumable(data, params, progress, &mut NoObserver, None)?;
@@ -690,7 +812,7 @@ pub fn fit_aid_s3vm(
     })
 }
 
-fn s3vm_fingerprint(params: &AidS3vmParams, data: &Dataset) -> u64 {
+fn s3vm_fingerprint(params: &AidS3vmValidParams, data: &Dataset) -> u64 {
     let p = params;
     checkpoint::fingerprint(
         &format!(
@@ -722,12 +844,11 @@ fn s3vm_fingerprint(params: &AidS3vmParams, data: &Dataset) -> u64 {
 /// with other data or parameters, or does not fit the data.
 pub fn fit_aid_s3vm_resumable(
     data: &Dataset,
-    params: &AidS3vmParams,
+    params: &AidS3vmValidParams,
     progress: &mut dyn FnMut(&IterRecord),
     obs: &mut dyn Observer,
     resume: Option<&AidCheckpoint>,
 ) -> Result<(Option<AidS3vmFit>, Option<AidCheckpoint>), FitError> {
-    check_params(params)?;
     let (_, label) = s3vm_labels(data)?;
     // The initial clustering works on dense copies of the label groups (up to all n rows).
     data.x
@@ -756,11 +877,10 @@ pub fn fit_aid_s3vm_resumable(
 /// not cover every row exactly once.
 pub fn fit_aid_s3vm_from(
     data: &Dataset,
-    params: &AidS3vmParams,
+    params: &AidS3vmValidParams,
     clusters: Clusters,
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidS3vmFit, FitError> {
-    check_params(params)?;
     let (_, label) = s3vm_labels(data)?;
     let mut seen = vec![false; data.len()];
     for c in 0..clusters.len() {
@@ -802,7 +922,7 @@ pub fn fit_aid_s3vm_from(
 #[allow(clippy::too_many_arguments)]
 fn s3vm_core(
     data: &Dataset,
-    params: &AidS3vmParams,
+    params: &AidS3vmValidParams,
     state: LoopState<S3vmSolution>,
     init_seconds: f64,
     fp: u64,

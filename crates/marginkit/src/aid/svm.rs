@@ -145,7 +145,7 @@
 //! Citation: Park & Klabjan (2016), §3.2, Props 3-4, Appendix B.
 
 use std::ops::ControlFlow;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -169,7 +169,7 @@ use crate::solver::{
 };
 use crate::svm::linear::{LinearModel, LinearSolver};
 use crate::svm::model::SvmModel;
-use crate::svm::params::SvmType;
+use crate::svm::params::{KernelKind, KernelParams, SvmType};
 use crate::svm::train::class_order;
 
 /// Solver of the linear aggregated problems.
@@ -197,25 +197,201 @@ impl AidLinearEngine {
     }
 }
 
-/// AID-SVM parameters.
+/// Checked AID-SVM parameters, the only ones [`fit`] accepts (made by [`AidSvmParams::check`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct AidSvmParams {
-    /// The penalty `M` (LIBSVM's `C`), default 1.
-    pub c: f64,
-    /// `None`: linear SVM (aggregated problems by DCD); `Some(k)`: kernel SVM (Appendix B).
-    pub kernel: Option<KernelSpec>,
-    /// Initial aggregation rate per class (`None`: the paper's rule).
-    pub r0: Option<f64>,
+pub struct AidSvmValidParams {
+    pub(crate) c: f64,
+    pub(crate) kernel: Option<KernelParams>,
+    pub(crate) r0: Option<f64>,
+    pub(crate) seed: u64,
+    pub(crate) solver_tol: f64,
+    pub(crate) settings: AidSettings,
+    pub(crate) linear_engine: AidLinearEngine,
+    pub(crate) kernel_steering: KernelSteering,
+}
+
+impl AidSvmValidParams {
+    /// The penalty `M` (LIBSVM's `C`).
+    pub fn c(&self) -> f64 {
+        self.c
+    }
+    /// `None`: linear SVM (aggregated problems by DCD/SMO on the centroids); `Some(k)`: kernel
+    /// SVM (Appendix B), `k` resolved against the data by [`KernelParams::resolve`].
+    pub fn kernel(&self) -> Option<KernelParams> {
+        self.kernel
+    }
+    /// Initial aggregation rate per class (`None`: the paper's rule, [`svm_r0`]).
+    pub fn r0(&self) -> Option<f64> {
+        self.r0
+    }
     /// Seed of the sample and of the k-means centres.
-    pub seed: u64,
-    /// Stopping tolerance of the aggregated solves (DCD/SMO), default 1e-5.
-    pub solver_tol: f64,
-    /// Loop limits; default gap tolerance 1e-4 (the paper's).
-    pub settings: AidSettings,
-    /// Solver of the linear aggregated problems (ignored with a kernel); default `Auto`.
-    pub linear_engine: AidLinearEngine,
-    /// Kernel only: how the aggregated problems are formed (default: the paper's averaged Gram).
-    pub kernel_steering: KernelSteering,
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Stopping tolerance of the aggregated solves (DCD/SMO).
+    pub fn solver_tol(&self) -> f64 {
+        self.solver_tol
+    }
+    /// Loop limits.
+    pub fn settings(&self) -> &AidSettings {
+        &self.settings
+    }
+    /// Solver of the linear aggregated problems (ignored with a kernel).
+    pub fn linear_engine(&self) -> AidLinearEngine {
+        self.linear_engine
+    }
+    /// Kernel only: how the aggregated problems are formed.
+    pub fn kernel_steering(&self) -> KernelSteering {
+        self.kernel_steering
+    }
+}
+
+/// AID-SVM parameters (a consuming builder); [`AidSvmParams::check`] validates them.
+///
+/// ```
+/// use marginkit::aid::svm::AidSvmParams;
+/// use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
+///
+/// let linear = AidSvmParams::new().c(0.5).r0(0.01).gap_tol(1e-6).check()?;
+/// assert_eq!(linear.c(), 0.5);
+/// let rbf = KernelParams { kind: KernelKind::Rbf, gamma: Gamma::Auto, ..KernelParams::default() };
+/// assert!(AidSvmParams::new().kernel(rbf).check()?.kernel().is_some());
+/// assert!(AidSvmParams::new().c(f64::NAN).check().is_err());
+/// # Ok::<(), marginkit::ParamError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct AidSvmParams(AidSvmValidParams);
+
+impl Default for AidSvmParams {
+    /// Linear AID, `C = 1`, the paper's `r^0`, seed 0, solver tolerance 1e-5, gap tolerance
+    /// 1e-4 (the paper's), at most 1000 iterations, the automatic linear engine.
+    fn default() -> Self {
+        Self(AidSvmValidParams {
+            c: 1.0,
+            kernel: None,
+            r0: None,
+            seed: 0,
+            solver_tol: 1e-5,
+            settings: AidSettings::default(),
+            linear_engine: AidLinearEngine::Auto,
+            kernel_steering: KernelSteering::AveragedGram,
+        })
+    }
+}
+
+impl From<AidSvmValidParams> for AidSvmParams {
+    /// Checked parameters as a builder again, to change some and check them anew.
+    fn from(p: AidSvmValidParams) -> Self {
+        Self(p)
+    }
+}
+
+impl AidSvmParams {
+    /// The defaults (see [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The penalty `M` (LIBSVM's `C`; > 0).
+    #[must_use]
+    pub fn c(mut self, c: f64) -> Self {
+        self.0.c = c;
+        self
+    }
+    /// A kernel SVM (Appendix B) with this kernel (not precomputed); without it, linear AID.
+    #[must_use]
+    pub fn kernel(mut self, k: KernelParams) -> Self {
+        self.0.kernel = Some(k);
+        self
+    }
+    /// Initial aggregation rate per class, in `(0, 1]`.
+    #[must_use]
+    pub fn r0(mut self, r0: f64) -> Self {
+        self.0.r0 = Some(r0);
+        self
+    }
+    /// Seed of the sample and of the k-means centres.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.0.seed = seed;
+        self
+    }
+    /// Stopping tolerance of the aggregated solves (> 0).
+    #[must_use]
+    pub fn solver_tol(mut self, tol: f64) -> Self {
+        self.0.solver_tol = tol;
+        self
+    }
+    /// Relative gap at which the loop stops (`>= 0`).
+    #[must_use]
+    pub fn gap_tol(mut self, g: f64) -> Self {
+        self.0.settings.gap_tol = g;
+        self
+    }
+    /// Most aggregated solves (`>= 1`).
+    #[must_use]
+    pub fn max_iter(mut self, n: usize) -> Self {
+        self.0.settings.max_iter = n;
+        self
+    }
+    /// Wall-clock limit of the loop.
+    #[must_use]
+    pub fn time_limit(mut self, d: Duration) -> Self {
+        self.0.settings.time_limit = Some(d);
+        self
+    }
+    /// Solver of the linear aggregated problems.
+    #[must_use]
+    pub fn linear_engine(mut self, e: AidLinearEngine) -> Self {
+        self.0.linear_engine = e;
+        self
+    }
+    /// Kernel only: how the aggregated problems are formed.
+    #[must_use]
+    pub fn kernel_steering(mut self, s: KernelSteering) -> Self {
+        self.0.kernel_steering = s;
+        self
+    }
+
+    /// Validates every parameter (NaN-safe); what depends on the data (two classes, labels)
+    /// is checked by the fit.
+    ///
+    /// # Errors
+    /// [`ParamError`] naming the first invalid parameter: `C` or the solver tolerance not
+    /// finite and positive, `r0` outside `(0, 1]`, a precomputed kernel or an invalid gamma or
+    /// coef0, a bad gap tolerance or iteration limit, and with a kernel and
+    /// [`KernelSteering::Nystrom`] a fixed rank of 0 or a negative steering gap.
+    pub fn check(self) -> Result<AidSvmValidParams, ParamError> {
+        let p = &self.0;
+        crate::error::positive("C", p.c)?;
+        crate::error::positive("solver tolerance", p.solver_tol)?;
+        if let Some(r) = p.r0 {
+            super::check_rate(r)?;
+        }
+        if let Some(k) = p.kernel {
+            if k.kind == KernelKind::Precomputed {
+                return Err(ParamError::Incompatible(
+                    "AID-SVM does not take a precomputed kernel",
+                ));
+            }
+            // The gamma of `Gamma::Auto` is valid at every width, so the resolved kernel is
+            // valid for all data if it is valid at one.
+            k.resolve(1).check()?;
+        }
+        p.settings.check()?;
+        if let (Some(_), KernelSteering::Nystrom { rank, steer_gap }) =
+            (p.kernel, p.kernel_steering)
+        {
+            if rank == NystromRank::Fixed(0) {
+                return Err(ParamError::OutOfRange {
+                    name: "Nystrom rank",
+                    value: 0.0,
+                    range: ">= 1",
+                });
+            }
+            crate::error::non_negative("steering gap", steer_gap)?;
+        }
+        Ok(self.0)
+    }
 }
 
 /// How kernel AID forms its aggregated problems.
@@ -264,21 +440,6 @@ pub const AUTO_MAX_RESIDUAL: f64 = 0.9;
 
 /// Rows of the seeded sample on which [`NystromRank::Auto`] measures the residual.
 pub const RESIDUAL_SAMPLE: usize = 1000;
-
-impl Default for AidSvmParams {
-    fn default() -> Self {
-        Self {
-            c: 1.0,
-            kernel: None,
-            r0: None,
-            seed: 0,
-            solver_tol: 1e-5,
-            settings: AidSettings::default(),
-            linear_engine: AidLinearEngine::Auto,
-            kernel_steering: KernelSteering::AveragedGram,
-        }
-    }
-}
 
 /// The fitted model: an ordinary marginkit model.
 #[derive(Debug, Clone, PartialEq)]
@@ -1130,7 +1291,8 @@ enum SampleFit {
 fn initial_clusters(
     data: &Dataset,
     y: &[i8],
-    params: &AidSvmParams,
+    params: &AidSvmValidParams,
+    kernel: Option<KernelSpec>,
     ks: Option<&KernelSums<'_>>,
     sample_fit: SampleFit,
     obs: &mut dyn Observer,
@@ -1166,7 +1328,7 @@ fn initial_clusters(
     };
     let mut alpha = vec![0.0; s];
     let two_classes = ys.contains(&1) && ys.contains(&-1);
-    let score: Vec<f64> = match params.kernel {
+    let score: Vec<f64> = match kernel {
         None => {
             let (w, b) = if two_classes {
                 let zero = vec![0.0; s];
@@ -1268,7 +1430,7 @@ fn initial_clusters(
 /// solver errors.
 pub fn fit_aid_svm(
     data: &Dataset,
-    params: &AidSvmParams,
+    params: &AidSvmValidParams,
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidSvmFit, FitError> {
     let (fit, _) = fit_aid_svm_resumable(data, params, progress, &mut NoObserver, None)?;
@@ -1280,13 +1442,15 @@ pub fn fit_aid_svm(
     })
 }
 
-fn svm_fingerprint(params: &AidSvmParams, data: &Dataset) -> u64 {
+/// The fingerprint of a run: every parameter that changes the iterates, the kernel resolved
+/// against the data (the text must stay as it is: state files carry its hash).
+fn svm_fingerprint(params: &AidSvmValidParams, kernel: Option<KernelSpec>, data: &Dataset) -> u64 {
     let p = params;
     checkpoint::fingerprint(
         &format!(
             "svm|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
             p.c.to_bits(),
-            p.kernel,
+            kernel,
             p.r0.map(f64::to_bits),
             p.seed,
             p.solver_tol.to_bits(),
@@ -1328,7 +1492,7 @@ fn svm_fingerprint(params: &AidSvmParams, data: &Dataset) -> u64 {
 /// }).collect();
 /// let y: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
 /// let data = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, x)?), y, None)?;
-/// let params = AidSvmParams { r0: Some(0.01), ..AidSvmParams::default() };
+/// let params = AidSvmParams::new().r0(0.01).check()?;
 /// let full = fit_aid_svm(&data, &params, &mut |_| {})?;
 ///
 /// let (partial, state) = fit_aid_svm_resumable(&data, &params, &mut |_| {}, &mut StopAt(2), None)?;
@@ -1348,74 +1512,43 @@ fn svm_fingerprint(params: &AidSvmParams, data: &Dataset) -> u64 {
 /// with other data or parameters, or does not fit the data.
 pub fn fit_aid_svm_resumable(
     data: &Dataset,
-    params: &AidSvmParams,
+    params: &AidSvmValidParams,
     progress: &mut dyn FnMut(&IterRecord),
     obs: &mut dyn Observer,
     resume: Option<&AidCheckpoint>,
 ) -> Result<(Option<AidSvmFit>, Option<AidCheckpoint>), FitError> {
-    fit_aid_svm_with(data, params, progress, obs, resume, SampleFit::Dcd)
+    let kernel = params.kernel.map(|k| k.resolve(data.n_features()));
+    fit_aid_svm_with(data, params, kernel, progress, obs, resume, SampleFit::Dcd)
 }
 
-/// [`fit_aid_svm_resumable`] with the sample fit's solver chosen.
+/// [`fit_aid_svm_resumable`] with the kernel resolved and the sample fit's solver chosen.
 fn fit_aid_svm_with(
     data: &Dataset,
-    params: &AidSvmParams,
+    params: &AidSvmValidParams,
+    kernel: Option<KernelSpec>,
     progress: &mut dyn FnMut(&IterRecord),
     obs: &mut dyn Observer,
     resume: Option<&AidCheckpoint>,
     sample_fit: SampleFit,
 ) -> Result<(Option<AidSvmFit>, Option<AidCheckpoint>), FitError> {
-    crate::error::positive("C", params.c)?;
-    crate::error::positive("solver tolerance", params.solver_tol)?;
-    if let Some(r) = params.r0 {
-        if !(r.is_finite() && r > 0.0 && r <= 1.0) {
-            return Err(ParamError::OutOfRange {
-                name: "r0",
-                value: r,
-                range: "(0, 1]",
-            }
-            .into());
-        }
-    }
-    if let Some(k) = params.kernel {
-        if k == KernelSpec::Precomputed {
-            return Err(
-                ParamError::Incompatible("AID-SVM does not take a precomputed kernel").into(),
-            );
-        }
-        k.check()?;
-    }
     let (labels, y) = binary_signs(data)?;
-    if let (Some(kern), KernelSteering::Nystrom { rank, steer_gap }) =
-        (params.kernel, params.kernel_steering)
-    {
-        if rank == NystromRank::Fixed(0) {
-            return Err(ParamError::OutOfRange {
-                name: "Nystrom rank",
-                value: 0.0,
-                range: ">= 1",
-            }
-            .into());
-        }
-        crate::error::non_negative("steering gap", steer_gap)?;
+    if let (Some(kern), KernelSteering::Nystrom { .. }) = (kernel, params.kernel_steering) {
         if resume.is_some() {
             return Err(ParamError::Incompatible(
                 "a Nystrom-steered AID run has no resumable state (interrupt it and rerun it)",
             )
             .into());
         }
-        let fit = fit_nystrom(
-            data, labels, y, params, kern, rank, steer_gap, progress, obs,
-        )?;
+        let fit = fit_nystrom(data, labels, y, params, kern, progress, obs)?;
         return Ok((fit, None));
     }
     let t0 = Instant::now();
-    let ks = params.kernel.map(|k| KernelSums::new(&data.x, k));
+    let ks = kernel.map(|k| KernelSums::new(&data.x, k));
     let mut problem = SvmProblem {
         data,
         y,
         c: params.c,
-        kernel: params.kernel,
+        kernel,
         tol: params.solver_tol,
         al_gap: AL_GAP_FRACTION * params.settings.gap_tol.max(CERT_GAP_RTOL),
         seed: params.seed,
@@ -1429,17 +1562,17 @@ fn fit_aid_svm_with(
     };
     let (state, init_seconds) = match resume {
         Some(ck) => {
-            let width = if params.kernel.is_some() {
+            let width = if kernel.is_some() {
                 0
             } else {
                 data.n_features()
             };
             ck.check(
                 AidModel::Svm,
-                svm_fingerprint(params, data),
+                svm_fingerprint(params, kernel, data),
                 data.len(),
                 width,
-                params.kernel.is_some(),
+                kernel.is_some(),
             )?;
             let p = ck.problem.clone();
             problem.sizes = p.sizes;
@@ -1454,6 +1587,7 @@ fn fit_aid_svm_with(
                 data,
                 &problem.y,
                 params,
+                kernel,
                 problem.ks.as_ref(),
                 sample_fit,
                 obs,
@@ -1478,7 +1612,7 @@ fn fit_aid_svm_with(
             (
                 partial,
                 Some(AidCheckpoint::from_loop(
-                    svm_fingerprint(params, data),
+                    svm_fingerprint(params, kernel, data),
                     init_seconds,
                     state,
                     ps,
@@ -1489,7 +1623,7 @@ fn fit_aid_svm_with(
     let Some(run) = run else {
         return Ok((None, ck));
     };
-    let model = build_model(data, &labels, params.kernel, &run.best)?;
+    let model = build_model(data, &labels, kernel, &run.best)?;
     Ok((
         Some(AidSvmFit {
             model,
@@ -1706,18 +1840,18 @@ fn nystrom_residual(ks: &KernelSums<'_>, n: usize, rank: usize, seed: u64) -> f6
 }
 
 /// [`KernelSteering::Nystrom`]: steering AID on Nystrom features, then the exact SMO finish.
-#[allow(clippy::too_many_arguments)]
 fn fit_nystrom(
     data: &Dataset,
     labels: Vec<f64>,
     y: Vec<i8>,
-    params: &AidSvmParams,
+    params: &AidSvmValidParams,
     kern: KernelSpec,
-    rank: NystromRank,
-    steer_gap: f64,
     progress: &mut dyn FnMut(&IterRecord),
     obs: &mut dyn Observer,
 ) -> Result<Option<AidSvmFit>, FitError> {
+    let KernelSteering::Nystrom { rank, steer_gap } = params.kernel_steering else {
+        return Err(ParamError::Incompatible("the Nystrom finish needs Nystrom steering").into());
+    };
     let start = Instant::now();
     let n = data.len();
     let ks = KernelSums::new(&data.x, kern);
@@ -1747,7 +1881,7 @@ fn fit_nystrom(
                 return Ok(None);
             };
             let zdata = Dataset::new(Features::Dense(z), data.y.clone(), None)?;
-            let steer_params = AidSvmParams {
+            let steer_params = AidSvmValidParams {
                 kernel: None,
                 kernel_steering: KernelSteering::AveragedGram,
                 settings: AidSettings {
@@ -1757,8 +1891,15 @@ fn fit_nystrom(
                 ..params.clone()
             };
             // A stop while steering leaves nothing worth a model: the finish has not started.
-            let (Some(steer), None) =
-                fit_aid_svm_with(&zdata, &steer_params, progress, obs, None, SampleFit::Smo)?
+            let (Some(steer), None) = fit_aid_svm_with(
+                &zdata,
+                &steer_params,
+                None,
+                progress,
+                obs,
+                None,
+                SampleFit::Smo,
+            )?
             else {
                 return Ok(None);
             };
@@ -2125,15 +2266,19 @@ mod tests {
         let labels: Vec<f64> = y.iter().map(|&v| f64::from(v)).collect();
         let data = Dataset::new(x, labels, None).unwrap();
         let kern = KernelSpec::Rbf { gamma: 0.5 };
-        let params = AidSvmParams {
-            c: 1.0,
-            kernel: Some(kern),
-            kernel_steering: KernelSteering::Nystrom {
+        let params = AidSvmParams::new()
+            .c(1.0)
+            .kernel(KernelParams {
+                kind: KernelKind::Rbf,
+                gamma: crate::svm::params::Gamma::Value(0.5),
+                ..KernelParams::default()
+            })
+            .kernel_steering(KernelSteering::Nystrom {
                 rank: NystromRank::Fixed(30),
                 steer_gap: 1e-3,
-            },
-            ..AidSvmParams::default()
-        };
+            })
+            .check()
+            .unwrap();
         let fit = fit_aid_svm(&data, &params, &mut |_| {}).unwrap();
         let gap = (fit.run.best_objective - fit.run.lower_bound) / fit.run.best_objective;
         assert!(gap <= params.settings.gap_tol, "{gap}");
