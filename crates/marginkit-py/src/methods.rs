@@ -10,9 +10,9 @@
 use marginkit::svm::params::cache_bytes_from_mb;
 use std::time::{Duration, Instant};
 
-use marginkit::aid::lad::{fit_aid_lad, AidLadParams};
-use marginkit::aid::s3vm::{fit_aid_s3vm, full_instance, solve_bnb, AidS3vmParams, BnbLimits};
-use marginkit::aid::svm::{fit_aid_svm, AidLinearEngine, AidSvmModel, AidSvmParams};
+use marginkit::aid::lad::{self, AidLadParams};
+use marginkit::aid::s3vm::{self, full_instance, solve_bnb, AidS3vmParams, BnbLimits, S3vmData};
+use marginkit::aid::svm::{self, AidLinearEngine, AidSvmModel, AidSvmParams};
 use marginkit::aid::IterRecord;
 use marginkit::cluster::{ClusterError, Points};
 use marginkit::coreset::consensus::{centralized, run_in_process};
@@ -79,6 +79,12 @@ fn coreset_err(e: CoresetError) -> PyErr {
         CoresetError::Transport(_) => PyRuntimeError::new_err(e.to_string()),
         other => PyValueError::new_err(other.to_string()),
     }
+}
+
+/// An AID fit without an observer runs until a stopping rule: a fit without a model cannot
+/// happen, and is reported rather than unwrapped.
+fn unfinished() -> PyErr {
+    PyRuntimeError::new_err("the AID fit stopped before its first iteration finished")
 }
 
 /// The AID loop's per-iteration record as columns.
@@ -148,19 +154,22 @@ fn fit_lad<'py>(
             }
             let params = params.check().map_err(param_err)?;
             let fit = py
-                .detach(|| fit_aid_lad(&data, &params, &mut |_| {}))
+                .detach(|| lad::fit(&params, &data, &mut Control::default()))
                 .map_err(fit_err)?;
-            d.set_item("coef", PyArray1::from_vec(py, fit.model.coef.clone()))?;
-            d.set_item("intercept", fit.model.intercept)?;
-            d.set_item("objective", fit.run.best_objective)?;
-            d.set_item("lower_bound", fit.run.lower_bound)?;
-            d.set_item("stop", fit.run.stop.as_str())?;
+            let (Some(model), Some(run)) = (&fit.model, &fit.report.run) else {
+                return Err(unfinished());
+            };
+            d.set_item("coef", PyArray1::from_vec(py, model.coef.clone()))?;
+            d.set_item("intercept", model.intercept)?;
+            d.set_item("objective", run.best_objective)?;
+            d.set_item("lower_bound", run.lower_bound)?;
+            d.set_item("stop", run.stop.as_str())?;
             d.set_item(
                 "certified",
-                fit.run.stop == marginkit::aid::StopReason::Optimal && fit.last_certified,
+                run.stop == marginkit::aid::StopReason::Optimal && fit.report.last_certified,
             )?;
-            d.set_item("init_seconds", fit.init_seconds)?;
-            aid_history(&d, &fit.run.iterations)?;
+            d.set_item("init_seconds", fit.report.init_seconds)?;
+            aid_history(&d, &run.iterations)?;
         }
         "lp" => {
             let (model, sol) = py
@@ -242,21 +251,24 @@ fn fit_aid_svc<'py>(
     let data = dataset(&x, &y, &None, None)?;
     let t_rust = Instant::now();
     let fit = py
-        .detach(|| fit_aid_svm(&data, &params, &mut |_| {}))
+        .detach(|| svm::fit(&params, &data, &mut Control::default()))
         .map_err(fit_err)?;
     let rust_seconds = t_rust.elapsed().as_secs_f64();
+    let (Some(model), Some(run)) = (fit.model, &fit.report.run) else {
+        return Err(unfinished());
+    };
     let d = PyDict::new(py);
-    d.set_item("labels", PyArray1::from_vec(py, fit.labels.clone()))?;
-    d.set_item("objective", fit.run.best_objective)?;
-    d.set_item("lower_bound", fit.run.lower_bound)?;
-    d.set_item("stop", fit.run.stop.as_str())?;
-    d.set_item("init_seconds", fit.init_seconds)?;
-    aid_history(&d, &fit.run.iterations)?;
-    let handle = match fit.model {
+    d.set_item("labels", PyArray1::from_vec(py, fit.report.labels.clone()))?;
+    d.set_item("objective", run.best_objective)?;
+    d.set_item("lower_bound", run.lower_bound)?;
+    d.set_item("stop", run.stop.as_str())?;
+    d.set_item("init_seconds", fit.report.init_seconds)?;
+    aid_history(&d, &run.iterations)?;
+    let handle = match model {
         AidSvmModel::Linear(_) => {
             // The best iterate's primal weights; decision w'x + b, positive for labels[0].
-            d.set_item("w", PyArray1::from_vec(py, fit.run.best.w.clone()))?;
-            d.set_item("b", fit.run.best.b)?;
+            d.set_item("w", PyArray1::from_vec(py, run.best.w.clone()))?;
+            d.set_item("b", run.best.b)?;
             None
         }
         AidSvmModel::Kernel(m) => {
@@ -334,21 +346,21 @@ fn fit_s3vm<'py>(
                 .check()
                 .map_err(param_err)?;
             let fit = py
-                .detach(|| fit_aid_s3vm(&data, &params, &mut |_| {}))
+                .detach(|| s3vm::fit(&params, S3vmData::new(&data), &mut Control::default()))
                 .map_err(fit_err)?;
-            d.set_item("w", PyArray1::from_vec(py, fit.run.best.w.clone()))?;
-            d.set_item("b", fit.run.best.b)?;
-            d.set_item("objective", fit.run.best_objective)?;
+            let (Some(model), Some(run)) = (&fit.model, &fit.report.run) else {
+                return Err(unfinished());
+            };
+            d.set_item("w", PyArray1::from_vec(py, run.best.w.clone()))?;
+            d.set_item("b", run.best.b)?;
+            d.set_item("objective", run.best_objective)?;
             d.set_item("lower_bound", f64::NAN)?;
             d.set_item("gap", f64::NAN)?;
-            d.set_item("nodes", fit.run.best.bnb_nodes)?;
-            d.set_item("stop", fit.run.stop.as_str())?;
-            d.set_item("bnb_optimal", fit.run.best.bnb_optimal)?;
-            d.set_item(
-                "labels",
-                PyArray1::from_vec(py, fit.model.labels().to_vec()),
-            )?;
-            aid_history(&d, &fit.run.iterations)?;
+            d.set_item("nodes", run.best.bnb_nodes)?;
+            d.set_item("stop", run.stop.as_str())?;
+            d.set_item("bnb_optimal", run.best.bnb_optimal)?;
+            d.set_item("labels", PyArray1::from_vec(py, model.labels().to_vec()))?;
+            aid_history(&d, &run.iterations)?;
         }
         other => {
             return Err(PyValueError::new_err(format!(

@@ -15,8 +15,9 @@
 
 use std::time::Instant;
 
-use marginkit::aid::lad::{fit_aid_lad, fit_lad, AidLadParams};
-use marginkit::aid::svm::{fit_aid_svm, AidSvmParams, KernelSteering, NystromRank};
+use marginkit::aid::lad::{self, fit_lad, AidLadParams};
+use marginkit::aid::svm::{self, AidSvmParams, KernelSteering, NystromRank};
+use marginkit::aid::IterRecord;
 use marginkit::fit::{Control, Fit};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::svm::{train::fit, SvmParams};
@@ -115,7 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         args.drain(k..k + 2);
     }
-    let mut progress = |r: &marginkit::aid::IterRecord| {
+    let progress = |r: &marginkit::aid::IterRecord| {
         if trace {
             eprintln!(
                 "t {} clusters {} r {:.5} F {:.10e} E {:.10e} E_best {:.10e} gap {:.3e} violating {} s {:.3}",
@@ -153,19 +154,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 params = params.gap_tol(g);
             }
             let params = params.check()?;
-            let fit = fit_aid_lad(&data, &params, &mut progress)?;
-            let last = fit.run.iterations.last().map_or(0.0, |r| r.r);
+            let fit = lad::fit(
+                &params,
+                &data,
+                &mut Control::default().on_part(|r: &IterRecord| progress(r)),
+            )?;
+            let last = fit
+                .report
+                .run
+                .as_ref()
+                .unwrap()
+                .iterations
+                .last()
+                .map_or(0.0, |r| r.r);
             format!(
                 "{{\"method\":\"lad-aid\",\"seconds\":{},\"fit_cpu_s\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"init_seconds\":{},\"stop\":\"{}\"}}",
                 t0.elapsed().as_secs_f64(),
                 cpu_seconds() - c0,
-                fit.run.best_objective,
-                fit.run.lower_bound,
-                fit.run.iterations.len(),
-                fit.run.iterations[0].r,
+                fit.report.run.as_ref().unwrap().best_objective,
+                fit.report.run.as_ref().unwrap().lower_bound,
+                fit.report.run.as_ref().unwrap().iterations.len(),
+                fit.report.run.as_ref().unwrap().iterations[0].r,
                 last,
-                fit.init_seconds,
-                fit.run.stop.as_str()
+                fit.report.init_seconds,
+                fit.report.run.as_ref().unwrap().stop.as_str()
             )
         }
         "svm-aid" => {
@@ -197,24 +209,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 params = params.gap_tol(g);
             }
             let params = params.check()?;
-            let fit = fit_aid_svm(&data, &params, &mut progress)?;
+            let fit = svm::fit(
+                &params,
+                &data,
+                &mut Control::default().on_part(|r: &IterRecord| progress(r)),
+            )?;
             let seconds = t0.elapsed().as_secs_f64();
             let fit_cpu = cpu_seconds() - c0;
-            let last = fit.run.iterations.last().map_or(0.0, |r| r.r);
+            let last = fit
+                .report
+                .run
+                .as_ref()
+                .unwrap()
+                .iterations
+                .last()
+                .map_or(0.0, |r| r.r);
             format!(
                 "{{\"method\":\"svm-aid\",\"seconds\":{},\"fit_cpu_s\":{},\"objective\":{},\"lower_bound\":{},\"iterations\":{},\"r0\":{},\"rT\":{},\"stop\":\"{}\",\"pos_label\":{},\"w\":{:?},\"b\":{},\"finish\":{}}}",
                 seconds,
                 fit_cpu,
-                fit.run.best_objective,
-                fit.run.lower_bound,
-                fit.run.iterations.len(),
-                fit.run.iterations[0].r,
+                fit.report.run.as_ref().unwrap().best_objective,
+                fit.report.run.as_ref().unwrap().lower_bound,
+                fit.report.run.as_ref().unwrap().iterations.len(),
+                fit.report.run.as_ref().unwrap().iterations[0].r,
                 last,
-                fit.run.stop.as_str(),
-                fit.labels[0],
-                fit.run.best.w,
-                fit.run.best.b,
-                fit.finish.map_or("null".to_string(), |f| format!(
+                fit.report.run.as_ref().unwrap().stop.as_str(),
+                fit.report.labels[0],
+                fit.report.run.as_ref().unwrap().best.w,
+                fit.report.run.as_ref().unwrap().best.b,
+                fit.report.finish.map_or("null".to_string(), |f| format!(
                     "{{\"rank\":{},\"residual\":{},\"steer_iterations\":{},\"steer_seconds\":{},\"smo_iterations\":{},\"finish_seconds\":{},\"smo_tol\":{}}}",
                     f.rank, f.residual, f.steer_iterations, f.steer_seconds, f.smo_iterations, f.finish_seconds, f.smo_tol
                 ))

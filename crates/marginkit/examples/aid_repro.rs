@@ -18,9 +18,9 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use marginkit::aid::lad::{fit_aid_lad, fit_lad, AidLadParams};
-use marginkit::aid::s3vm::{fit_aid_s3vm, AidS3vmParams};
-use marginkit::aid::svm::{fit_aid_svm, AidSvmModel, AidSvmParams, KernelSteering, NystromRank};
+use marginkit::aid::lad::{self, fit_lad, AidLadParams};
+use marginkit::aid::s3vm::{self, AidS3vmParams, S3vmData};
+use marginkit::aid::svm::{self, AidSvmModel, AidSvmParams, KernelSteering, NystromRank};
 use marginkit::aid::IterRecord;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::{Control, Fit};
@@ -218,21 +218,26 @@ fn main() {
         {
             let d = lad_data(n, m, 1);
             let t0 = Instant::now();
-            let aid = fit_aid_lad(&d, &AidLadParams::new().check().unwrap(), &mut |_| {}).unwrap();
+            let aid = lad::fit(
+                &AidLadParams::new().check().unwrap(),
+                &d,
+                &mut Control::default(),
+            )
+            .unwrap();
             let ta = t0.elapsed().as_secs_f64();
             let t0 = Instant::now();
             let (_, full) = fit_lad(&d, true, None).unwrap();
             let tf = t0.elapsed().as_secs_f64();
-            let its = &aid.run.iterations;
+            let its = &aid.report.run.as_ref().unwrap().iterations;
             writeln!(
             md,
             "| {n} | {m} | {:.2}% | {:.2}% | {} | {ta:.2} | {tf:.2} | {:.1e} | {:.2} | {} | {paper} |",
             100.0 * its[0].r,
             100.0 * its.last().unwrap().r,
             its.len(),
-            (aid.run.best_objective - full.objective) / full.objective,
+            (aid.report.run.as_ref().unwrap().best_objective - full.objective) / full.objective,
             ta / tf,
-            aid.run.stop.as_str()
+            aid.report.run.as_ref().unwrap().stop.as_str()
         )
         .unwrap();
             eprintln!(
@@ -306,7 +311,7 @@ fn main() {
             }
             let params = params.check().unwrap();
             let t0 = Instant::now();
-            let aid = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
+            let aid = svm::fit(&params, &d, &mut Control::default()).unwrap();
             let ta = t0.elapsed().as_secs_f64();
             let kp = match gamma {
                 Some(g) => KernelParams {
@@ -317,7 +322,7 @@ fn main() {
                 None => lin,
             };
             let (full, tf) = full_svm(&d, kp, 0.1);
-            let its = &aid.run.iterations;
+            let its = &aid.report.run.as_ref().unwrap().iterations;
             writeln!(
             md,
             "| {n} | {m} | {} | {:.3}% | {:.2}% | {} | {ta:.2} | {tf:.2} | {:.1e} | {:.2} | {} | {paper} |",
@@ -329,9 +334,9 @@ fn main() {
             100.0 * its[0].r,
             100.0 * its.last().unwrap().r,
             its.len(),
-            (aid.run.best_objective - full) / full,
+            (aid.report.run.as_ref().unwrap().best_objective - full) / full,
             ta / tf,
-            aid.run.stop.as_str()
+            aid.report.run.as_ref().unwrap().stop.as_str()
         )
         .unwrap();
             eprintln!(
@@ -357,7 +362,12 @@ fn main() {
         let params = AidSvmParams::new().c(0.1).check().unwrap();
         let mut cum = 0.0;
         let mut trace: Vec<IterRecord> = Vec::new();
-        let aid = fit_aid_svm(&d, &params, &mut |r| trace.push(*r)).unwrap();
+        let aid = svm::fit(
+            &params,
+            &d,
+            &mut Control::default().on_part(|r: &IterRecord| trace.push(*r)),
+        )
+        .unwrap();
         writeln!(
             md,
             "| t | r^t | F_t | E_best | gap | iter s | cum s | gap / F_t |"
@@ -380,13 +390,13 @@ fn main() {
             )
             .unwrap();
         }
-        if let AidSvmModel::Linear(m) = &aid.model {
+        if let AidSvmModel::Linear(m) = &aid.model.as_ref().unwrap() {
             writeln!(
             md,
             "\nFinal training rate {:.2}% (initial clustering {:.3} s, not in cum s). Paper (IBM, 1.3M x 342): \
              T = 8-9, r^T = 2.93-4.58%, gap < 0.1%, F_t non-decreasing; r^t roughly doubles while t <= 5.",
             100.0 * accuracy(&m.predict(&d.x), &d.y),
-            aid.init_seconds
+            aid.report.init_seconds
         )
         .unwrap();
         }
@@ -483,12 +493,13 @@ fn main() {
                             .check()
                             .unwrap();
                         let t0 = Instant::now();
-                        let s3 = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
+                        let s3 =
+                            s3vm::fit(&params, S3vmData::new(&d), &mut Control::default()).unwrap();
                         secs += t0.elapsed().as_secs_f64();
                         let unl: Vec<usize> = (0..d.len()).filter(|&i| d.y[i] == 0.0).collect();
                         let truth: Vec<f64> = unl.iter().map(|&i| full.y[i]).collect();
-                        rate += accuracy(&s3.unlabeled_predictions, &truth);
-                        opt += usize::from(s3.run.best.bnb_optimal);
+                        rate += accuracy(&s3.report.unlabeled_predictions, &truth);
+                        opt += usize::from(s3.report.run.as_ref().unwrap().best.bnb_optimal);
                         // Supervised baseline on the labeled rows.
                         let sub = full.subset(&labeled);
                         let lin = KernelParams {

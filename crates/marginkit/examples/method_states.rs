@@ -5,9 +5,9 @@
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-use marginkit::aid::lad::{fit_aid_lad_resumable, AidLadParams};
-use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, BnbLimits};
-use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams};
+use marginkit::aid::lad::{self, AidLadParams};
+use marginkit::aid::s3vm::{self, AidS3vmParams, BnbLimits, S3vmData};
+use marginkit::aid::svm::{self, AidSvmParams};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::error::FitError;
 use marginkit::fit::Control;
@@ -52,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let small: Dataset = data.subset(&(0..data.len().min(120)).collect::<Vec<_>>());
     for k in [1, 3, 8] {
         let lad = AidLadParams::new().r0(0.05).check()?;
-        let (_, c) = fit_aid_lad_resumable(&data, &lad, &mut |_| {}, &mut StopAt(k), None)?;
+        let c = lad::fit(&lad, &data, &mut Control::new(StopAt(k)))?.checkpoint;
         save(format!("aid_lad_{k}"), c.map(|c| c.to_bytes()))?;
         for kernel in [None, Some(Gamma::Value(0.05))] {
             let mut p = AidSvmParams::new().r0(0.02);
@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 });
             }
             let p = p.check()?;
-            let (_, c) = fit_aid_svm_resumable(&data, &p, &mut |_| {}, &mut StopAt(k), None)?;
+            let c = svm::fit(&p, &data, &mut Control::new(StopAt(k)))?.checkpoint;
             let tag = if kernel.is_some() { "rbf" } else { "linear" };
             save(format!("aid_svm_{tag}_{k}"), c.map(|c| c.to_bytes()))?;
         }
@@ -81,7 +81,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .gap_tol(0.0)
             .max_iter(2)
             .check()?;
-        let (_, c) = fit_aid_s3vm_resumable(&semi, &p, &mut |_| {}, &mut StopAt(k), None)?;
+        let c = s3vm::fit(&p, S3vmData::new(&semi), &mut Control::new(StopAt(k)))?.checkpoint;
         save(format!("aid_s3vm_{k}"), c.map(|c| c.to_bytes()))?;
     }
     for k in [2, 15, 60] {

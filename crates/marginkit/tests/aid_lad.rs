@@ -11,9 +11,10 @@ use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
 };
-use marginkit::aid::lad::{fit_aid_lad, fit_lad, AidLadParams, LadModel};
+use marginkit::aid::lad::{self, fit_lad, AidLadParams, LadModel};
 use marginkit::aid::StopReason;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::Control;
 use marginkit::{Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -118,8 +119,8 @@ fn check_aid(d: &Dataset, r0: Option<f64>) -> (f64, f64) {
         params = params.r0(r);
     }
     let params = params.check().unwrap();
-    let fit = fit_aid_lad(d, &params, &mut |_| {}).unwrap();
-    let run = &fit.run;
+    let fit = lad::fit(&params, d, &mut Control::default()).unwrap();
+    let run = &fit.report.run.as_ref().unwrap();
     assert_eq!(run.stop, StopReason::Optimal, "{:?}", run.iterations);
     assert!(
         rel(run.best_objective, full.objective) <= 1e-7,
@@ -140,7 +141,7 @@ fn check_aid(d: &Dataset, r0: Option<f64>) -> (f64, f64) {
     }
     let last = run.iterations.last().unwrap();
     assert!(rel(last.aggregated_objective, last.objective) <= 1e-8);
-    assert!(rel(fit.model.objective(d), full.objective) <= 1e-7);
+    assert!(rel(fit.model.as_ref().unwrap().objective(d), full.objective) <= 1e-7);
     (full.objective, run.best_objective)
 }
 
@@ -245,21 +246,31 @@ fn on_fit_rows_at_large_scale_are_certified() {
         full.objective
     );
     let params = AidLadParams::new().r0(0.01).check().unwrap();
-    let fit = fit_aid_lad(&d, &params, &mut |_| {}).unwrap();
-    let last = fit.run.iterations.last().unwrap();
-    assert_eq!(last.violating, 0, "{:?}", fit.run.iterations);
+    let fit = lad::fit(&params, &d, &mut Control::default()).unwrap();
+    let last = fit.report.run.as_ref().unwrap().iterations.last().unwrap();
     assert_eq!(
-        fit.run.stop,
+        last.violating,
+        0,
+        "{:?}",
+        fit.report.run.as_ref().unwrap().iterations
+    );
+    assert_eq!(
+        fit.report.run.as_ref().unwrap().stop,
         StopReason::Optimal,
         "{:?}",
-        fit.run.iterations
+        fit.report.run.as_ref().unwrap().iterations
     );
     assert!(last.gap <= marginkit::aid::CERT_GAP_RTOL);
     // On this data the last aggregated vertex is not certified by the vertex test and the gap is
     // ~6.7e-12 (above 1e-12, within `CERT_GAP_RTOL`): this exercises the gap certificate. The bound must be valid: no larger than the optimum beyond rounding.
     assert!(last.lower_bound <= oracle * (1.0 + 1e-9));
-    assert!(rel(fit.run.best_objective, oracle) <= 1e-7);
-    assert!(rel(fit.run.best_objective, full.objective) <= 1e-9);
+    assert!(rel(fit.report.run.as_ref().unwrap().best_objective, oracle) <= 1e-7);
+    assert!(
+        rel(
+            fit.report.run.as_ref().unwrap().best_objective,
+            full.objective
+        ) <= 1e-9
+    );
 }
 
 #[test]
@@ -271,13 +282,24 @@ fn same_result_on_one_and_two_threads() {
             .build()
             .unwrap();
         pool.install(|| {
-            fit_aid_lad(&d, &AidLadParams::new().check().unwrap(), &mut |_| {}).unwrap()
+            lad::fit(
+                &AidLadParams::new().check().unwrap(),
+                &d,
+                &mut Control::default(),
+            )
+            .unwrap()
         })
     };
     let (a, b) = (go(1), go(2));
-    assert_eq!(a.model, b.model);
-    assert_eq!(a.run.iterations.len(), b.run.iterations.len());
-    assert_eq!(a.run.best_objective, b.run.best_objective);
+    assert_eq!(a.model.as_ref().unwrap(), b.model.as_ref().unwrap());
+    assert_eq!(
+        a.report.run.as_ref().unwrap().iterations.len(),
+        b.report.run.as_ref().unwrap().iterations.len()
+    );
+    assert_eq!(
+        a.report.run.as_ref().unwrap().best_objective,
+        b.report.run.as_ref().unwrap().best_objective
+    );
 }
 
 #[test]
@@ -290,7 +312,12 @@ fn bad_input_is_an_error() {
     )
     .unwrap();
     assert!(fit_lad(&d, true, None).is_err());
-    assert!(fit_aid_lad(&d, &AidLadParams::new().check().unwrap(), &mut |_| {}).is_err());
+    assert!(lad::fit(
+        &AidLadParams::new().check().unwrap(),
+        &d,
+        &mut Control::default()
+    )
+    .is_err());
     // Constant and duplicated columns, duplicated rows: still the optimum (documented).
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
     let n = 300;
@@ -311,6 +338,16 @@ fn bad_input_is_an_error() {
     .unwrap();
     let (_, sol) = fit_lad(&d, true, None).unwrap();
     assert!(rel(sol.objective, primal_lp(&d, true)) <= 1e-7);
-    let fit = fit_aid_lad(&d, &AidLadParams::new().check().unwrap(), &mut |_| {}).unwrap();
-    assert!(rel(fit.run.best_objective, sol.objective) <= 1e-7);
+    let fit = lad::fit(
+        &AidLadParams::new().check().unwrap(),
+        &d,
+        &mut Control::default(),
+    )
+    .unwrap();
+    assert!(
+        rel(
+            fit.report.run.as_ref().unwrap().best_objective,
+            sol.objective
+        ) <= 1e-7
+    );
 }

@@ -6,12 +6,14 @@
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-use marginkit::aid::lad::{fit_aid_lad_resumable, AidLadParams};
-use marginkit::aid::s3vm::{fit_aid_s3vm_resumable, AidS3vmParams, AidS3vmValidParams, BnbLimits};
-use marginkit::aid::svm::{fit_aid_svm_resumable, AidSvmParams, AidSvmValidParams};
-use marginkit::aid::{AidCheckpoint, IterRecord, StopReason};
+use marginkit::aid::lad::{self, AidLadParams};
+use marginkit::aid::s3vm::{self, AidS3vmParams, AidS3vmValidParams, BnbLimits, S3vmData};
+use marginkit::aid::svm::SvmSolution;
+use marginkit::aid::svm::{self, AidSvmParams, AidSvmValidParams};
+use marginkit::aid::{AidCheckpoint, AidRun, IterRecord, StopReason};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::error::FitError;
+use marginkit::fit::Control;
 use marginkit::solver::{IterStats, NoObserver, Observer};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::{Dataset, DenseMatrix, Features};
@@ -174,14 +176,15 @@ fn lad_resumes_to_the_same_iterates() {
     let params = AidLadParams::new().r0(0.004).check().unwrap();
     check_resume(
         &mut |obs, resume| {
-            let (f, c) = fit_aid_lad_resumable(&d, &params, &mut |_| {}, obs, resume)?;
+            let done = lad::fit(&params, &d, &mut Control::new(obs).resume_opt(resume))?;
+            let (f, c) = (done.report.run, done.checkpoint);
             Ok((
                 f.map(|f| {
                     (
-                        trace(&f.run.iterations),
-                        f.run.best_objective,
-                        f.run.stop,
-                        bits(&f.run.best),
+                        trace(&f.iterations),
+                        f.best_objective,
+                        f.stop,
+                        bits(&f.best),
                     )
                 }),
                 c,
@@ -191,8 +194,8 @@ fn lad_resumes_to_the_same_iterates() {
     );
 }
 
-fn svm_summary(f: marginkit::aid::svm::AidSvmFit) -> Summary {
-    let b = &f.run.best;
+fn svm_summary(f: AidRun<SvmSolution>) -> Summary {
+    let b = &f.best;
     let mut v = bits(&b.w);
     v.push(b.b.to_bits());
     v.extend(bits(&b.alpha));
@@ -202,12 +205,7 @@ fn svm_summary(f: marginkit::aid::svm::AidSvmFit) -> Summary {
             .iter()
             .flat_map(|&(i, c)| [u64::from(i), c.to_bits()]),
     );
-    (
-        trace(&f.run.iterations),
-        f.run.best_objective,
-        f.run.stop,
-        v,
-    )
+    (trace(&f.iterations), f.best_objective, f.stop, v)
 }
 
 #[test]
@@ -221,7 +219,8 @@ fn linear_svm_resumes_to_the_same_iterates() {
         .unwrap();
     check_resume(
         &mut |obs, resume| {
-            let (f, c) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, obs, resume)?;
+            let done = svm::fit(&params, &d, &mut Control::new(obs).resume_opt(resume))?;
+            let (f, c) = (done.report.run, done.checkpoint);
             Ok((f.map(svm_summary), c))
         },
         3,
@@ -240,7 +239,8 @@ fn kernel_svm_resumes_to_the_same_iterates() {
         .unwrap();
     check_resume(
         &mut |obs, resume| {
-            let (f, c) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, obs, resume)?;
+            let done = svm::fit(&params, &d, &mut Control::new(obs).resume_opt(resume))?;
+            let (f, c) = (done.report.run, done.checkpoint);
             Ok((f.map(svm_summary), c))
         },
         3,
@@ -284,17 +284,17 @@ fn s3vm_resumes_to_the_same_iterates() {
     let params = s3vm_params();
     check_resume(
         &mut |obs, resume| {
-            let (f, c) = fit_aid_s3vm_resumable(&d, &params, &mut |_| {}, obs, resume)?;
+            let done = s3vm::fit(
+                &params,
+                S3vmData::new(&d),
+                &mut Control::new(obs).resume_opt(resume),
+            )?;
+            let (f, c) = (done.report.run, done.checkpoint);
             Ok((
                 f.map(|f| {
-                    let mut v = bits(&f.run.best.w);
-                    v.push(f.run.best.b.to_bits());
-                    (
-                        trace(&f.run.iterations),
-                        f.run.best_objective,
-                        f.run.stop,
-                        v,
-                    )
+                    let mut v = bits(&f.best.w);
+                    v.push(f.best.b.to_bits());
+                    (trace(&f.iterations), f.best_objective, f.stop, v)
                 }),
                 c,
             ))
@@ -307,15 +307,14 @@ fn s3vm_resumes_to_the_same_iterates() {
 /// sample fit, the first reports, gives no checkpoint).
 fn svm_checkpoint(d: &Dataset, params: &AidSvmValidParams) -> AidCheckpoint {
     let mut count = StopAfter::new(0);
-    fit_aid_svm_resumable(d, params, &mut |_| {}, &mut count, None).unwrap();
-    let (_, ck) = fit_aid_svm_resumable(
-        d,
+    svm::fit(params, d, &mut Control::new(&mut count)).unwrap();
+    let ck = svm::fit(
         params,
-        &mut |_| {},
-        &mut StopAfter::new(count.seen - 2),
-        None,
+        d,
+        &mut Control::new(&mut StopAfter::new(count.seen - 2)),
     )
-    .unwrap();
+    .unwrap()
+    .checkpoint;
     ck.unwrap()
 }
 
@@ -333,44 +332,32 @@ fn foreign_checkpoints_are_refused() {
     // Other data: one label flipped.
     let mut other = d.clone();
     other.y[5] = -other.y[5];
-    let m = msg(fit_aid_svm_resumable(
-        &other,
+    let m = msg(svm::fit(
         &params,
-        &mut |_| {},
-        &mut NoObserver,
-        Some(&ck),
+        &other,
+        &mut Control::default().resume_from(&ck),
     ));
     assert!(m.contains("other data"), "{m}");
     // Other parameters: C, or the kernel.
     let p2 = AidSvmParams::from(params.clone()).c(2.0).check().unwrap();
-    let m = msg(fit_aid_svm_resumable(
-        &d,
-        &p2,
-        &mut |_| {},
-        &mut NoObserver,
-        Some(&ck),
-    ));
+    let m = msg(svm::fit(&p2, &d, &mut Control::default().resume_from(&ck)));
     assert!(m.contains("other parameters"), "{m}");
     let p3 = AidSvmParams::from(params.clone())
         .kernel(rbf(0.1))
         .check()
         .unwrap();
-    assert!(fit_aid_svm_resumable(&d, &p3, &mut |_| {}, &mut NoObserver, Some(&ck)).is_err());
+    assert!(svm::fit(&p3, &d, &mut Control::default().resume_from(&ck)).is_err());
     // Another model.
-    let m = msg(fit_aid_lad_resumable(
-        &d,
+    let m = msg(lad::fit(
         &AidLadParams::new().check().unwrap(),
-        &mut |_| {},
-        &mut NoObserver,
-        Some(&ck),
+        &d,
+        &mut Control::default().resume_from(&ck),
     ));
     assert!(m.contains("another model (AID-SVM"), "{m}");
-    let m = msg(fit_aid_s3vm_resumable(
-        &s3vm_data(),
+    let m = msg(s3vm::fit(
         &s3vm_params(),
-        &mut |_| {},
-        &mut NoObserver,
-        Some(&ck),
+        S3vmData::new(&s3vm_data()),
+        &mut Control::default().resume_from(&ck),
     ));
     assert!(m.contains("another model (AID-SVM"), "{m}");
     // The iteration and time limits may change.
@@ -379,7 +366,7 @@ fn foreign_checkpoints_are_refused() {
         .time_limit(std::time::Duration::from_secs(100))
         .check()
         .unwrap();
-    assert!(fit_aid_svm_resumable(&d, &p4, &mut |_| {}, &mut NoObserver, Some(&ck)).is_ok());
+    assert!(svm::fit(&p4, &d, &mut Control::default().resume_from(&ck)).is_ok());
 }
 
 #[test]
@@ -442,7 +429,8 @@ fn kernel_svm_stopped_inside_the_gram_stage_resumes() {
         .check()
         .unwrap();
     let run = |obs: &mut dyn Observer, resume: Option<&AidCheckpoint>| {
-        let (f, c) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, obs, resume).unwrap();
+        let done = svm::fit(&params, &d, &mut Control::new(obs).resume_opt(resume)).unwrap();
+        let (f, c) = (done.report.run, done.checkpoint);
         (f.map(svm_summary), c)
     };
     let mut count = StopInStage {
@@ -507,7 +495,10 @@ fn nystrom_stops_inside_its_kernel_stages() {
         stop_at: 0,
         sizes: Vec::new(),
     };
-    let (full, _) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, &mut count, None).unwrap();
+    let full = svm::fit(&params, &d, &mut Control::new(&mut count))
+        .unwrap()
+        .report
+        .run;
     assert!(full.is_some());
     // 30 landmark columns, the features, the gradient pass's (one or two) sums.
     assert!(count.seen >= 32, "{} stage reports", count.seen);
@@ -517,7 +508,8 @@ fn nystrom_stops_inside_its_kernel_stages() {
             stop_at: k,
             sizes: Vec::new(),
         };
-        let (fit, ck) = fit_aid_svm_resumable(&d, &params, &mut |_| {}, &mut obs, None).unwrap();
+        let done = svm::fit(&params, &d, &mut Control::new(&mut obs)).unwrap();
+        let (fit, ck) = (done.report.run, done.checkpoint);
         assert!(fit.is_none() && ck.is_none(), "stop at stage report {k}");
     }
 }
@@ -566,27 +558,26 @@ fn resealed_crafted_state_files_never_panic() {
         .check()
         .unwrap();
     resume_crafted(&bytes, &mut |c| {
-        let _ = fit_aid_svm_resumable(&d, &short, &mut |_| {}, &mut NoObserver, Some(c));
+        let _ = svm::fit(&short, &d, &mut Control::default().resume_from(c));
     });
 
     let d = regression(3000, 4, 7);
     let params = AidLadParams::new().r0(0.004).check().unwrap();
     let mut count = StopAfter::new(0);
-    fit_aid_lad_resumable(&d, &params, &mut |_| {}, &mut count, None).unwrap();
-    let (_, ck) = fit_aid_lad_resumable(
-        &d,
+    lad::fit(&params, &d, &mut Control::new(&mut count)).unwrap();
+    let ck = lad::fit(
         &params,
-        &mut |_| {},
-        &mut StopAfter::new(count.seen - 2),
-        None,
+        &d,
+        &mut Control::new(&mut StopAfter::new(count.seen - 2)),
     )
-    .unwrap();
+    .unwrap()
+    .checkpoint;
     let bytes = ck.expect("the observer stops the fit").to_bytes();
     let short = AidLadParams::from(params.clone())
         .max_iter(3)
         .check()
         .unwrap();
     resume_crafted(&bytes, &mut |c| {
-        let _ = fit_aid_lad_resumable(&d, &short, &mut |_| {}, &mut NoObserver, Some(c));
+        let _ = lad::fit(&short, &d, &mut Control::default().resume_from(c));
     });
 }

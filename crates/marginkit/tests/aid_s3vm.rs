@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use marginkit::aid::cluster::Clusters;
 use marginkit::aid::s3vm::{
-    fit_aid_s3vm, fit_aid_s3vm_from, full_instance, solve_bnb, AidS3vmParams, BnbLimits,
-    S3vmInstance,
+    self, full_instance, solve_bnb, AidS3vmParams, BnbLimits, S3vmData, S3vmInstance,
 };
 use marginkit::aid::StopReason;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::Control;
 use marginkit::kernel::qmatrix::DenseQ;
 use marginkit::solver::smo::solve;
 use marginkit::solver::{BoxQp, Equality, NoObserver, Shrinking, SolverSettings};
@@ -161,21 +161,37 @@ fn prop5_counterexample() {
         .max_iter(20)
         .check()
         .unwrap();
-    let fit = fit_aid_s3vm_from(&d, &params, c, &mut |_| {}).unwrap();
+    let fit = s3vm::fit(
+        &params,
+        S3vmData::new(&d).starting_from(&c),
+        &mut Control::default(),
+    )
+    .unwrap();
     // Uniform clusters end the loop; "optimal" only when the gap certifies it (gap_tol = 0 here).
     assert!(
-        matches!(fit.run.stop, StopReason::Optimal | StopReason::NoSplit),
+        matches!(
+            fit.report.run.as_ref().unwrap().stop,
+            StopReason::Optimal | StopReason::NoSplit
+        ),
         "{:?}",
-        fit.run.iterations
+        fit.report.run.as_ref().unwrap().iterations
     );
-    let last_gap = fit.run.iterations.last().unwrap().gap;
+    let last_gap = fit
+        .report
+        .run
+        .as_ref()
+        .unwrap()
+        .iterations
+        .last()
+        .unwrap()
+        .gap;
     assert_eq!(
-        fit.run.stop == StopReason::Optimal,
+        fit.report.run.as_ref().unwrap().stop == StopReason::Optimal,
         last_gap <= 1e-12,
         "stop {:?} with gap {last_gap}",
-        fit.run.stop
+        fit.report.run.as_ref().unwrap().stop
     );
-    let e_aid = fit.run.best_objective;
+    let e_aid = fit.report.run.as_ref().unwrap().best_objective;
     assert!((e_aid - 0.21626).abs() <= 2e-4, "{e_aid}");
     let inst = full_instance(&d, 1.0, 0.05, false).unwrap();
     let exact = solve_bnb(&inst, &BnbLimits::default()).unwrap();
@@ -211,39 +227,43 @@ fn aid_s3vm_on_heart_scale_with_10_labels() {
         .balance(true)
         .check()
         .unwrap();
-    let fit = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
-    assert_eq!(fit.run.iterations.len(), 1);
+    let fit = s3vm::fit(&params, S3vmData::new(&d), &mut Control::default()).unwrap();
+    assert_eq!(fit.report.run.as_ref().unwrap().iterations.len(), 1);
     let idx: Vec<usize> = (0..d.len()).filter(|&i| d.y[i] == 0.0).collect();
     let correct = idx
         .iter()
-        .zip(&fit.unlabeled_predictions)
+        .zip(&fit.report.unlabeled_predictions)
         .filter(|(&i, &p)| truth[i] == p)
         .count();
     let rate = correct as f64 / idx.len() as f64;
     assert!(rate > 0.6, "{rate}");
-    assert!(fit.run.iterations[0].gap.is_nan());
+    assert!(fit.report.run.as_ref().unwrap().iterations[0].gap.is_nan());
 }
 
 #[test]
 fn bad_input_is_an_error() {
     let (mut d, _) = counterexample();
     let all_unlabeled = Dataset::new(d.x.clone(), vec![0.0; 9], None).unwrap();
-    assert!(fit_aid_s3vm(
-        &all_unlabeled,
+    assert!(s3vm::fit(
         &AidS3vmParams::new().check().unwrap(),
-        &mut |_| {}
+        S3vmData::new(&all_unlabeled),
+        &mut Control::default()
     )
     .is_err());
     d.y[1] = 1.0; // one labeled class only
-    assert!(fit_aid_s3vm(&d, &AidS3vmParams::new().check().unwrap(), &mut |_| {}).is_err());
+    assert!(s3vm::fit(
+        &AidS3vmParams::new().check().unwrap(),
+        S3vmData::new(&d),
+        &mut Control::default()
+    )
+    .is_err());
     let (d, _) = counterexample();
     // Impure clusters.
     let mixed = Clusters::from_assignment(&[0, 0, 1, 1, 1, 1, 1, 1, 1], 2);
-    assert!(fit_aid_s3vm_from(
-        &d,
+    assert!(s3vm::fit(
         &AidS3vmParams::new().check().unwrap(),
-        mixed,
-        &mut |_| {}
+        S3vmData::new(&d).starting_from(&mixed),
+        &mut Control::default()
     )
     .is_err());
 }
@@ -274,7 +294,7 @@ fn balance_cost_weights_the_minority() {
         .balance_cost(true)
         .check()
         .unwrap();
-    let fit = fit_aid_s3vm(&d, &params, &mut |_| {}).unwrap();
+    let fit = s3vm::fit(&params, S3vmData::new(&d), &mut Control::default()).unwrap();
     let inst = full_instance(&d, 0.05, 0.01, false)
         .unwrap()
         .with_balance_cost();
@@ -300,13 +320,13 @@ fn balance_cost_weights_the_minority() {
             .count(),
         12
     );
-    let wb = fit.model.weights(0);
+    let wb = fit.model.as_ref().unwrap().weights(0);
     let (w, b) = wb.split_at(wb.len() - 1);
     let e = inst.objective(w, b[0]);
     assert!(
-        (e - fit.run.best_objective).abs() <= 1e-9 * e.abs().max(1.0),
+        (e - fit.report.run.as_ref().unwrap().best_objective).abs() <= 1e-9 * e.abs().max(1.0),
         "{e} vs {}",
-        fit.run.best_objective
+        fit.report.run.as_ref().unwrap().best_objective
     );
     let plain = full_instance(&d, 0.05, 0.01, false).unwrap();
     assert!(plain.objective(w, b[0]) < e);

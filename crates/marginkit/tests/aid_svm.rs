@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use marginkit::aid::svm::{
-    fit_aid_svm, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
+    self, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
     AUTO_MAX_RESIDUAL,
 };
 use marginkit::aid::StopReason;
@@ -94,7 +94,7 @@ fn linear_kp() -> KernelParams {
 }
 
 fn check_run(fit: &marginkit::aid::svm::AidSvmFit, full: f64, tol: f64) {
-    let run = &fit.run;
+    let run = &fit.report.run.as_ref().unwrap();
     assert!(
         matches!(run.stop, StopReason::Optimal | StopReason::Gap),
         "{:?}",
@@ -129,9 +129,9 @@ fn linear_heart_scale_equals_full_problem() {
     for c in [0.1, 1.0] {
         let full = full_primal(&d, linear_kp(), c);
         let params = AidSvmParams::new().c(c).r0(0.05).check().unwrap();
-        let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
+        let fit = svm::fit(&params, &d, &mut Control::default()).unwrap();
         check_run(&fit, full, 1e-4);
-        let AidSvmModel::Linear(model) = &fit.model else {
+        let AidSvmModel::Linear(model) = &fit.model.as_ref().unwrap() else {
             panic!("linear model expected")
         };
         // The model is an ordinary linear model: predictions, text round trip.
@@ -150,10 +150,25 @@ fn linear_blobs_default_rules() {
     let d = blobs(6000, 5, 11);
     let c = 0.1;
     let full = full_primal(&d, linear_kp(), c);
-    let fit = fit_aid_svm(&d, &AidSvmParams::new().c(c).check().unwrap(), &mut |_| {}).unwrap();
+    let fit = svm::fit(
+        &AidSvmParams::new().c(c).check().unwrap(),
+        &d,
+        &mut Control::default(),
+    )
+    .unwrap();
     check_run(&fit, full, 1e-4);
-    assert!(fit.run.iterations.len() >= 2);
-    assert!(fit.run.iterations.last().unwrap().r < 0.5);
+    assert!(fit.report.run.as_ref().unwrap().iterations.len() >= 2);
+    assert!(
+        fit.report
+            .run
+            .as_ref()
+            .unwrap()
+            .iterations
+            .last()
+            .unwrap()
+            .r
+            < 0.5
+    );
 }
 
 /// Aggregated problems above the SMO switch size (lowered here to 50 clusters, so that every
@@ -165,26 +180,36 @@ fn linear_above_smo_switch_reaches_the_same_optimum() {
     let c = 0.1;
     let full = full_primal(&d, linear_kp(), c);
     let run = |engine| {
-        fit_aid_svm(
-            &d,
+        svm::fit(
             &AidSvmParams::new()
                 .c(c)
                 .linear_engine(engine)
                 .gap_tol(1e-6)
                 .check()
                 .unwrap(),
-            &mut |_| {},
+            &d,
+            &mut Control::default(),
         )
         .unwrap()
     };
     let smo = run(AidLinearEngine::SmoUpTo(usize::MAX));
     let switched = run(AidLinearEngine::SmoUpTo(50));
     let dcd = run(AidLinearEngine::Dcd);
-    assert!(switched.run.iterations.iter().any(|r| r.clusters > 50));
+    assert!(switched
+        .report
+        .run
+        .as_ref()
+        .unwrap()
+        .iterations
+        .iter()
+        .any(|r| r.clusters > 50));
     for fit in [&smo, &switched, &dcd] {
         check_run(fit, full, 1e-6);
     }
-    let (a, b) = (smo.run.best_objective, switched.run.best_objective);
+    let (a, b) = (
+        smo.report.run.as_ref().unwrap().best_objective,
+        switched.report.run.as_ref().unwrap().best_objective,
+    );
     assert!((a - b).abs() <= 1e-6 * full, "SMO {a} vs switched {b}");
 }
 
@@ -206,14 +231,14 @@ fn rbf_heart_scale_equals_full_problem() {
         .solver_tol(1e-6)
         .check()
         .unwrap();
-    let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
+    let fit = svm::fit(&params, &d, &mut Control::default()).unwrap();
     check_run(&fit, full, 1e-4);
-    let AidSvmModel::Kernel(model) = &fit.model else {
+    let AidSvmModel::Kernel(model) = &fit.model.as_ref().unwrap() else {
         panic!("kernel model expected")
     };
     let pred = model.predict(&d.x).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("aid.model");
+    let path = dir.path().join("aid.model.as_ref().unwrap()");
     save_model(&path, model).unwrap();
     let back = load_model(&path).unwrap();
     assert_eq!(back.predict(&d.x).unwrap(), pred);
@@ -246,8 +271,8 @@ fn rbf_nystrom_steered_is_certified_against_full_problem() {
             })
             .check()
             .unwrap();
-        let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
-        let run = &fit.run;
+        let fit = svm::fit(&params, &d, &mut Control::default()).unwrap();
+        let run = &fit.report.run.as_ref().unwrap();
         assert!(
             matches!(run.stop, StopReason::Optimal | StopReason::Gap),
             "{:?}",
@@ -268,10 +293,10 @@ fn rbf_nystrom_steered_is_certified_against_full_problem() {
         let last = run.iterations.last().unwrap();
         assert_eq!(last.r, 1.0);
         assert_eq!(last.best_objective, e);
-        let finish = fit.finish.unwrap();
+        let finish = fit.report.finish.unwrap();
         assert!(finish.rank >= 1 && finish.rank <= rank);
         assert_eq!(finish.steer_iterations + 1, run.iterations.len());
-        let AidSvmModel::Kernel(model) = &fit.model else {
+        let AidSvmModel::Kernel(model) = &fit.model.as_ref().unwrap() else {
             panic!("kernel model expected")
         };
         // The certificate is about the returned model: its primal from scratch equals E.
@@ -312,8 +337,8 @@ fn nystrom_auto_rank_follows_the_kernel_width() {
             })
             .check()
             .unwrap();
-        let fit = fit_aid_svm(&d, &params, &mut |_| {}).unwrap();
-        let run = &fit.run;
+        let fit = svm::fit(&params, &d, &mut Control::default()).unwrap();
+        let run = &fit.report.run.as_ref().unwrap();
         assert!(matches!(run.stop, StopReason::Optimal | StopReason::Gap));
         let e = run.best_objective;
         assert!(run.lower_bound <= full * (1.0 + 1e-7));
@@ -322,12 +347,12 @@ fn nystrom_auto_rank_follows_the_kernel_width() {
             (e - full) / full <= 1e-4,
             "gamma {gamma}: AID {e} vs full {full}"
         );
-        let AidSvmModel::Kernel(model) = &fit.model else {
+        let AidSvmModel::Kernel(model) = &fit.model.as_ref().unwrap() else {
             panic!("kernel model expected")
         };
         let e_model = model_primal(&d, model, c);
         assert!((e_model - e).abs() <= 1e-6 * e, "model {e_model} vs E {e}");
-        let f = fit.finish.unwrap();
+        let f = fit.report.finish.unwrap();
         assert_eq!(f.steer_iterations + 1, run.iterations.len());
         if f.rank == 0 {
             // No steering: one record, the cold exact finish.
@@ -354,17 +379,20 @@ fn same_result_on_one_and_two_threads() {
             .build()
             .unwrap();
         pool.install(|| {
-            fit_aid_svm(
-                &d,
+            svm::fit(
                 &AidSvmParams::new().c(0.5).check().unwrap(),
-                &mut |_| {},
+                &d,
+                &mut Control::default(),
             )
             .unwrap()
         })
     };
     let (a, b) = (go(1), go(2));
-    assert_eq!(a.model, b.model);
-    assert_eq!(a.run.best_objective, b.run.best_objective);
+    assert_eq!(a.model.as_ref().unwrap(), b.model.as_ref().unwrap());
+    assert_eq!(
+        a.report.run.as_ref().unwrap().best_objective,
+        b.report.run.as_ref().unwrap().best_objective
+    );
 }
 
 #[test]
@@ -372,10 +400,20 @@ fn bad_input_is_an_error() {
     let mut d = heart();
     // Unlabeled rows (label 0) in a supervised command.
     d.y[3] = 0.0;
-    assert!(fit_aid_svm(&d, &AidSvmParams::new().check().unwrap(), &mut |_| {}).is_err());
+    assert!(svm::fit(
+        &AidSvmParams::new().check().unwrap(),
+        &d,
+        &mut Control::default()
+    )
+    .is_err());
     // One class only.
     let one = Dataset::new(d.x.clone(), vec![1.0; d.len()], None).unwrap();
-    assert!(fit_aid_svm(&one, &AidSvmParams::new().check().unwrap(), &mut |_| {}).is_err());
+    assert!(svm::fit(
+        &AidSvmParams::new().check().unwrap(),
+        &one,
+        &mut Control::default()
+    )
+    .is_err());
     // Bad C and r0.
     for p in [AidSvmParams::new().c(f64::NAN), AidSvmParams::new().r0(0.0)] {
         assert!(p.check().is_err());

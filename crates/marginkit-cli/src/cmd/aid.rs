@@ -7,15 +7,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{ArgAction, Args, Subcommand};
-use marginkit::aid::lad::{fit_aid_lad_resumable, fit_lad, AidLadParams, LadModel};
-use marginkit::aid::s3vm::{
-    fit_aid_s3vm_resumable, full_instance, solve_bnb, AidS3vmParams, BnbLimits,
-};
+use marginkit::aid::lad::{self, fit_lad, AidLadParams, LadModel};
+use marginkit::aid::s3vm::{self, full_instance, solve_bnb, AidS3vmParams, BnbLimits, S3vmData};
 use marginkit::aid::svm::{
-    fit_aid_svm_resumable, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
+    self, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
 };
 use marginkit::aid::{AidCheckpoint, IterRecord, StopReason};
 use marginkit::data::write_output;
+use marginkit::fit::{Control, Fit};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::solver::{Cancel, Status};
 use marginkit::svm::linear::LinearModel;
@@ -482,29 +481,32 @@ fn no_model(common: &AidCommon, model: &str, ir: &Interrupt, written: &Option<St
     ir.outcome(written, 0)
 }
 
-/// What a resumable AID fit returns: the fit (`None` when it stopped before a model existed)
-/// and the state of a stopped run.
-type Resumable<F> = Result<(Option<F>, Option<AidCheckpoint>), marginkit::FitError>;
-
-/// A fit with a model: the fit, the interrupt state and the state file written, if any.
-type Running<F> = (F, Interrupt, Option<String>);
+/// A fit with a model: the model, its report, the interrupt state and the state file written,
+/// if any.
+type Running<M, R> = (M, R, Interrupt, Option<String>);
 
 /// The interruptible part every `aid` model shares: reads `--resume` and installs the Ctrl-C
 /// handler ([`Interrupt::new`]), runs `fit` with the cancel flag and the state to continue,
-/// and writes the state of a stopped run. `None` when the run stopped before a model existed:
-/// the `--json` report of model `name` is printed, and the run's outcome is the `Err`.
-fn fit_interruptible<F>(
+/// and writes the state of a stopped run. When the run stopped before a model existed, the
+/// `--json` report of model `name` is printed, and the run's outcome is the `Err`.
+fn fit_interruptible<M, R>(
     common: &AidCommon,
     outputs: &[&Path],
     name: &str,
-    fit: impl FnOnce(&mut Cancel, Option<&AidCheckpoint>) -> Resumable<F>,
-) -> CliResult<Result<Running<F>, Outcome>> {
+    fit: impl FnOnce(
+        &mut Control<'_, AidCheckpoint, IterRecord>,
+    ) -> Result<Fit<Option<M>, R, AidCheckpoint>, marginkit::FitError>,
+    table: &Table,
+) -> CliResult<Result<Running<M, R>, Outcome>> {
     let ir = Interrupt::new(common, outputs)?;
-    let mut cancel = ir.cancel.clone();
-    let (fit, ck) = fit(&mut cancel, ir.resume.as_ref()).map_err(|e| ir.err(e))?;
-    let written = ir.write(ck.as_ref())?;
-    match fit {
-        Some(f) => Ok(Ok((f, ir, written))),
+    let mut ctl = Control::new(ir.cancel.clone())
+        .resume_opt(ir.resume.as_ref())
+        .on_part(|r: &IterRecord| table.row(r));
+    let done = fit(&mut ctl).map_err(|e| ir.err(e))?;
+    drop(ctl);
+    let written = ir.write(done.checkpoint.as_ref())?;
+    match done.model {
+        Some(m) => Ok(Ok((m, done.report, ir, written))),
         None => Ok(Err(no_model(common, name, &ir, &written))),
     }
 }
@@ -570,47 +572,56 @@ fn run_lad(a: AidLadArgs) -> Exit {
     let params = with_limits!(params, a.common).check()?;
     let table = Table::new(&a.common);
     let mpath = model_path(&a.train_file, &a.model_file);
-    let (fit, ir, written) = match fit_interruptible(&a.common, &[&mpath], "lad", |obs, resume| {
-        fit_aid_lad_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
-    })? {
+    let (model, report, ir, written) = match fit_interruptible(
+        &a.common,
+        &[&mpath],
+        "lad",
+        |ctl| lad::fit(&params, &data, ctl),
+        &table,
+    )? {
         Ok(t) => t,
         Err(outcome) => return Ok(outcome),
     };
+    let Some(run) = &report.run else {
+        return Err(CliError(
+            "internal: AID-LAD returned a model without a run".into(),
+        ));
+    };
     let total = t0.elapsed().as_secs_f64();
-    let text = if fit.run.stop == StopReason::Interrupted {
+    let text = if run.stop == StopReason::Interrupted {
         // The JSON model gets the status key the other model formats carry as a line.
-        let mut v: Value = serde_json::from_str(&fit.model.to_json())
+        let mut v: Value = serde_json::from_str(&model.to_json())
             .map_err(|e| CliError(format!("internal: LAD model JSON: {e}")))?;
         if let Value::Object(o) = &mut v {
             o.insert("status".into(), json!(Status::Interrupted.as_str()));
         }
         v.to_string()
     } else {
-        fit.model.to_json()
+        model.to_json()
     };
     write_text(&mpath, &text)?;
     let mut out = json!({
         "model": "lad",
-        "stop": fit.run.stop.as_str(),
+        "stop": run.stop.as_str(),
         "n": data.len(),
-        "init_seconds": fit.init_seconds,
-        "lower_bound": finite(fit.run.lower_bound),
-        "certified": fit.run.stop == marginkit::aid::StopReason::Optimal && fit.last_certified,
-        "status": status_of(fit.run.stop).as_str(),
+        "init_seconds": report.init_seconds,
+        "lower_bound": finite(run.lower_bound),
+        "certified": run.stop == StopReason::Optimal && report.last_certified,
+        "status": status_of(run.stop).as_str(),
     });
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
-        println!("stop: {}", fit.run.stop.as_str());
+        println!("stop: {}", run.stop.as_str());
     }
     finish(
         &a.common,
         &a.train_file,
-        &fit.run.iterations,
+        &run.iterations,
         out,
-        fit.run.best_objective,
+        run.best_objective,
         total,
     )?;
-    Ok(ir.outcome(&written, fit.run.iterations.len()))
+    Ok(ir.outcome(&written, run.iterations.len()))
 }
 
 fn run_svm(a: AidSvmArgs) -> Exit {
@@ -656,28 +667,37 @@ fn run_svm(a: AidSvmArgs) -> Exit {
     } else {
         "aid_svm_linear"
     };
-    let (fit, ir, written) = match fit_interruptible(&a.common, &[&path], name, |obs, resume| {
-        fit_aid_svm_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
-    })? {
+    let (model, report, ir, written) = match fit_interruptible(
+        &a.common,
+        &[&path],
+        name,
+        |ctl| svm::fit(&params, &data, ctl),
+        &table,
+    )? {
         Ok(t) => t,
         Err(outcome) => return Ok(outcome),
     };
+    let Some(run) = &report.run else {
+        return Err(CliError(
+            "internal: AID-SVM returned a model without a run".into(),
+        ));
+    };
     let total = t0.elapsed().as_secs_f64();
-    match &fit.model {
-        AidSvmModel::Linear(m) => write_linear_status(&path, m, fit.run.stop)?,
+    match &model {
+        AidSvmModel::Linear(m) => write_linear_status(&path, m, run.stop)?,
         AidSvmModel::Kernel(m) => {
             save_model(&path, m).map_err(|e| CliError(format!("{}: {e}", path.display())))?
         }
     }
     let mut out = json!({
         "model": name,
-        "stop": fit.run.stop.as_str(),
+        "stop": run.stop.as_str(),
         "n": data.len(),
-        "init_seconds": fit.init_seconds,
-        "lower_bound": finite(fit.run.lower_bound),
-        "status": status_of(fit.run.stop).as_str(),
+        "init_seconds": report.init_seconds,
+        "lower_bound": finite(run.lower_bound),
+        "status": status_of(run.stop).as_str(),
     });
-    if let (Some(f), Value::Object(o)) = (&fit.finish, &mut out) {
+    if let (Some(f), Value::Object(o)) = (&report.finish, &mut out) {
         o.insert(
             "nystrom".into(),
             json!({
@@ -692,7 +712,7 @@ fn run_svm(a: AidSvmArgs) -> Exit {
     }
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
-        if let Some(f) = &fit.finish {
+        if let Some(f) = &report.finish {
             if f.rank == 0 {
                 println!(
                     "nystrom: no steering (sampled residual {:.3} at rank 100): cold exact SMO, {} iterations",
@@ -705,17 +725,17 @@ fn run_svm(a: AidSvmArgs) -> Exit {
                 );
             }
         }
-        println!("stop: {}", fit.run.stop.as_str());
+        println!("stop: {}", run.stop.as_str());
     }
     finish(
         &a.common,
         &a.train_file,
-        &fit.run.iterations,
+        &run.iterations,
         out,
-        fit.run.best_objective,
+        run.best_objective,
         total,
     )?;
-    if fit.run.stop == StopReason::Interrupted && written.is_none() {
+    if run.stop == StopReason::Interrupted && written.is_none() {
         // Stopped in the Nystrom mode's exact finish: a model, but no state to continue from.
         eprintln!(
             "marginkit: interrupted; the model is the last iterate's and a Nystrom-steered \
@@ -723,7 +743,7 @@ fn run_svm(a: AidSvmArgs) -> Exit {
         );
         return Ok(Outcome::Interrupted);
     }
-    Ok(ir.outcome(&written, fit.run.iterations.len()))
+    Ok(ir.outcome(&written, run.iterations.len()))
 }
 
 fn run_s3vm(a: AidS3vmArgs) -> Exit {
@@ -810,41 +830,49 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
     let table = Table::new(&a.common);
     let mut outputs: Vec<&Path> = vec![&path];
     outputs.extend(a.predictions.as_deref());
-    let (fit, ir, written) =
-        match fit_interruptible(&a.common, &outputs, "aid_s3vm", |obs, resume| {
-            fit_aid_s3vm_resumable(&data, &params, &mut |r| table.row(r), obs, resume)
-        })? {
-            Ok(t) => t,
-            Err(outcome) => return Ok(outcome),
-        };
+    let (model, report, ir, written) = match fit_interruptible(
+        &a.common,
+        &outputs,
+        "aid_s3vm",
+        |ctl| s3vm::fit(&params, S3vmData::new(&data), ctl),
+        &table,
+    )? {
+        Ok(t) => t,
+        Err(outcome) => return Ok(outcome),
+    };
+    let Some(run) = &report.run else {
+        return Err(CliError(
+            "internal: AID-S3VM returned a model without a run".into(),
+        ));
+    };
     let total = t0.elapsed().as_secs_f64();
-    write_linear_status(&path, &fit.model, fit.run.stop)?;
-    write_predictions(&a, &data, &fit.model)?;
+    write_linear_status(&path, &model, run.stop)?;
+    write_predictions(&a, &data, &model)?;
     let mut out = json!({
         "model": "aid_s3vm",
         "heuristic": true,
-        "stop": fit.run.stop.as_str(),
+        "stop": run.stop.as_str(),
         "n": data.len(),
-        "unlabeled": fit.unlabeled_predictions.len(),
-        "init_seconds": fit.init_seconds,
-        "status": status_of(fit.run.stop).as_str(),
+        "unlabeled": report.unlabeled_predictions.len(),
+        "init_seconds": report.init_seconds,
+        "status": status_of(run.stop).as_str(),
     });
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
         println!(
             "stop: {} (AID-S3VM is a heuristic: no bound)",
-            fit.run.stop.as_str()
+            run.stop.as_str()
         );
     }
     finish(
         &a.common,
         &a.train_file,
-        &fit.run.iterations,
+        &run.iterations,
         out,
-        fit.run.best_objective,
+        run.best_objective,
         total,
     )?;
-    Ok(ir.outcome(&written, fit.run.iterations.len()))
+    Ok(ir.outcome(&written, run.iterations.len()))
 }
 
 fn write_predictions(a: &AidS3vmArgs, data: &Dataset, model: &LinearModel) -> CliResult {

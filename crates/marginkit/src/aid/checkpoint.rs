@@ -1,6 +1,6 @@
-//! Checkpoints of an AID run: what the `*_resumable` fits ([`super::lad::fit_aid_lad_resumable`],
-//! [`super::svm::fit_aid_svm_resumable`], [`super::s3vm::fit_aid_s3vm_resumable`]) need to
-//! continue an interrupted run to exactly the iterates an uninterrupted run makes.
+//! Checkpoints of an AID run: what the fits ([`super::lad::fit`], [`super::svm::fit`],
+//! [`super::s3vm::fit`]) need, through [`crate::fit::Control::resume_from`], to continue an
+//! interrupted run to exactly the iterates an uninterrupted run makes.
 //!
 //! The unit of resumption is the AID iteration (one aggregated solve and one pass). A checkpoint
 //! holds the loop's state *at the start* of the iteration that was stopped: the clusters (the
@@ -209,7 +209,7 @@ pub(crate) struct LoopState<S> {
     pub records: Vec<IterRecord>,
 }
 
-/// Where a stopped AID run is, to be continued by the model's `*_resumable` fit.
+/// Where a stopped AID run is, to be continued by the model's fit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AidCheckpoint {
     pub(crate) fingerprint: u64,

@@ -59,11 +59,14 @@ use rayon::prelude::*;
 
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
-use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
+use super::{
+    run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome, StopReason,
+};
 use crate::data::design::{DenseRows, DesignRows, FeatureRows};
 use crate::data::{ops, Dataset, DenseMatrix, Features, Row};
-use crate::error::{DataError, FitError, ParamError, ParseError, ParseErrorKind, SolveError};
-use crate::solver::{lp, NoObserver, Observer};
+use crate::error::{DataError, FitError, ParamError, ParseError, ParseErrorKind};
+use crate::fit::{Control, Fit, Report};
+use crate::solver::{lp, Observer, Status};
 
 /// A fitted LAD model: `y ~ x'coef + intercept`.
 #[derive(Debug, Clone, PartialEq)]
@@ -450,7 +453,7 @@ fn check_data(data: &Dataset, intercept: bool) -> Result<(), FitError> {
 /// them is returned (the objective is still the optimum; `certified` may be false).
 ///
 /// # Errors
-/// [`DataError::Empty`], [`ParamError::Incompatible`] when `n < p`, [`SolveError`] when the LP
+/// [`DataError::Empty`], [`ParamError::Incompatible`] when `n < p`, [`SolveError`](crate::error::SolveError) when the LP
 /// breaks down.
 pub fn fit_lad(
     data: &Dataset,
@@ -471,7 +474,7 @@ fn model_from(beta: &[f64], d: usize, intercept: bool) -> LadModel {
     }
 }
 
-/// Checked AID-LAD parameters, the only ones [`fit_aid_lad`] accepts (made by
+/// Checked AID-LAD parameters, the only ones [`fit`] accepts (made by
 /// [`AidLadParams::check`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AidLadValidParams {
@@ -602,18 +605,37 @@ pub fn lad_r0(n: usize, m: usize) -> f64 {
     }
 }
 
-/// The result of AID-LAD.
+/// What AID-LAD did besides its model.
 #[derive(Debug, Clone)]
-pub struct AidLadFit {
-    /// The model with the smallest full-data objective.
-    pub model: LadModel,
-    /// The loop's record (iterations, bounds, stop reason).
-    pub run: AidRun<Vec<f64>>,
+pub struct AidLadReport {
+    /// The loop's record (iterations, bounds, stop reason); `None` when the fit was stopped
+    /// before its first iteration finished (then [`Fit::model`] is `None` too).
+    pub run: Option<AidRun<Vec<f64>>>,
     /// Seconds spent on the initial clustering (sample fit, residuals, k-means).
     pub init_seconds: f64,
     /// Whether the last aggregated solve was certified by the simplex test.
     pub last_certified: bool,
 }
+
+impl AidLadReport {
+    /// How the loop ended in AID's terms ([`StopReason::Interrupted`] when no iteration
+    /// finished).
+    pub fn stop(&self) -> StopReason {
+        self.run
+            .as_ref()
+            .map_or(StopReason::Interrupted, |r| r.stop)
+    }
+}
+
+impl Report for AidLadReport {
+    fn status(&self) -> Status {
+        self.stop().status()
+    }
+}
+
+/// What [`fit`] returns: the model with the smallest full-data objective (`None` when no
+/// iteration finished), the report and, when the fit was stopped, the state to continue from.
+pub type AidLadFit = Fit<Option<LadModel>, AidLadReport, AidCheckpoint>;
 
 struct LadProblem<'a> {
     data: &'a Dataset,
@@ -686,24 +708,6 @@ impl AidProblem for LadProblem<'_> {
     }
 }
 
-/// AID-LAD (see module docs): the initial clustering, then the AID loop.
-///
-/// # Errors
-/// As [`fit_lad`]; also [`ParamError`] for an `r0` outside `(0, 1]`.
-pub fn fit_aid_lad(
-    data: &Dataset,
-    params: &AidLadValidParams,
-    progress: &mut dyn FnMut(&IterRecord),
-) -> Result<AidLadFit, FitError> {
-    let (fit, _) = fit_aid_lad_resumable(data, params, progress, &mut NoObserver, None)?;
-    fit.ok_or_else(|| {
-        SolveError::NonFinite {
-            what: "AID-LAD stopped without an observer",
-        }
-        .into()
-    })
-}
-
 fn lad_fingerprint(params: &AidLadValidParams, data: &Dataset) -> u64 {
     checkpoint::fingerprint(
         &format!(
@@ -717,23 +721,23 @@ fn lad_fingerprint(params: &AidLadValidParams, data: &Dataset) -> u64 {
     )
 }
 
-/// [`fit_aid_lad`] that can stop and continue: `obs` is asked before every aggregated solve
-/// (the LAD solves themselves, an interior point on the aggregated rows, are not interrupted:
-/// they take a small fraction of an iteration). When it asks to stop, the result is the best
-/// iterate so far with [`super::StopReason::Interrupted`] (`None` if no iteration finished)
-/// and an [`AidCheckpoint`]; `resume` continues such a checkpoint to the iterates an
-/// uninterrupted run makes, bit for bit.
+/// AID-LAD (see module docs): the initial clustering, then the AID loop.
+///
+/// `ctl`'s observer is asked before every aggregated solve (the LAD solves themselves, an
+/// interior point on the aggregated rows, are not interrupted: they take a small fraction of an
+/// iteration); its part callback receives every iteration's record. When the observer asks to
+/// stop, the fit returns the best iterate so far with [`StopReason::Interrupted`] (model and
+/// run `None` if no iteration finished) and an [`AidCheckpoint`]; continuing it
+/// ([`Control::resume_from`]) gives the iterates an uninterrupted run makes, bit for bit.
 ///
 /// # Errors
-/// As [`fit_aid_lad`]; [`FitError::Checkpoint`] when `resume` was made by another model,
-/// with other data or parameters, or does not fit the data.
-pub fn fit_aid_lad_resumable(
-    data: &Dataset,
+/// As [`fit_lad`]; [`FitError::Checkpoint`] when the state to resume was made by another
+/// model, with other data or parameters, or does not fit the data.
+pub fn fit(
     params: &AidLadValidParams,
-    progress: &mut dyn FnMut(&IterRecord),
-    obs: &mut dyn Observer,
-    resume: Option<&AidCheckpoint>,
-) -> Result<(Option<AidLadFit>, Option<AidCheckpoint>), FitError> {
+    data: &Dataset,
+    ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
+) -> Result<AidLadFit, FitError> {
     check_data(data, params.intercept)?;
     // A pass over the data: only when a checkpoint is checked or written.
     let fp = || lad_fingerprint(params, data);
@@ -744,7 +748,7 @@ pub fn fit_aid_lad_resumable(
         intercept: params.intercept,
         last_certified: false,
     };
-    let (state, init_seconds) = match resume {
+    let (state, init_seconds) = match ctl.resume() {
         Some(ck) => {
             ck.check(AidModel::Lad, fp(), data.len(), p, false)?;
             problem.last_certified = ck.problem.last_certified;
@@ -756,25 +760,31 @@ pub fn fit_aid_lad_resumable(
             (LoopState::start(c), s)
         }
     };
-    let out = run_resumable(&mut problem, state, &params.settings, progress, obs)?;
-    let make = |run: AidRun<Vec<f64>>, cert: bool| AidLadFit {
-        model: model_from(&run.best, d, params.intercept),
-        last_certified: cert,
-        run,
-        init_seconds,
-    };
-    Ok(match out {
-        Outcome::Done(run) => (Some(make(run, problem.last_certified)), None),
+    let out = run_resumable(&mut problem, state, &params.settings, ctl)?;
+    let (run, last_certified, checkpoint) = match out {
+        Outcome::Done(run) => (Some(run), problem.last_certified, None),
         Outcome::Stopped { partial, state } => {
             let ps = ProblemState {
                 last_certified: problem.last_certified,
                 ..ProblemState::default()
             };
             (
-                partial.map(|r| make(r, false)),
+                partial,
+                false,
                 Some(AidCheckpoint::from_loop(fp(), init_seconds, state, ps)),
             )
         }
+    };
+    Ok(Fit {
+        model: run
+            .as_ref()
+            .map(|r| model_from(&r.best, d, params.intercept)),
+        report: AidLadReport {
+            run,
+            init_seconds,
+            last_certified,
+        },
+        checkpoint,
     })
 }
 

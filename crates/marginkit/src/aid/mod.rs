@@ -78,7 +78,8 @@ pub use state::IterRecord;
 pub const CERT_GAP_RTOL: f64 = 1e-10;
 
 use crate::error::{FitError, ParamError};
-use crate::solver::{IterStats, NoObserver, Observer};
+use crate::fit::Control;
+use crate::solver::{IterStats, Observer, Status};
 
 /// What a model contributes to the AID loop.
 pub trait AidProblem {
@@ -207,6 +208,17 @@ impl StopReason {
             StopReason::Interrupted => "interrupted",
         }
     }
+
+    /// The one [`Status`] every method reports: the three ways of stopping by the rule
+    /// (certificate, nothing left to split, gap) are [`Status::Converged`].
+    pub fn status(self) -> Status {
+        match self {
+            StopReason::Optimal | StopReason::NoSplit | StopReason::Gap => Status::Converged,
+            StopReason::MaxIterations => Status::MaxIterations,
+            StopReason::TimeLimit => Status::TimeLimit,
+            StopReason::Interrupted => Status::Interrupted,
+        }
+    }
 }
 
 /// The result of an AID run.
@@ -226,7 +238,9 @@ pub struct AidRun<S> {
     pub clusters: Clusters,
 }
 
-/// Runs the AID loop from `clusters`; `progress` sees every iteration's record.
+/// Runs the AID loop of a custom [`AidProblem`] from `clusters`, without an observer;
+/// `progress` sees every iteration's record. The AID methods' fits ([`lad::fit`],
+/// [`svm::fit`], [`s3vm::fit`]) run the same loop under a [`Control`].
 ///
 /// # Errors
 /// Whatever the aggregated solves report.
@@ -237,9 +251,11 @@ pub fn run<P: AidProblem>(
     progress: &mut dyn FnMut(&IterRecord),
 ) -> Result<AidRun<P::Solution>, FitError> {
     let st = LoopState::start(clusters);
-    match run_resumable(problem, st, settings, progress, &mut NoObserver)? {
+    let mut ctl: Control<'_, (), IterRecord> =
+        Control::default().on_part(|r: &IterRecord| progress(r));
+    match run_resumable(problem, st, settings, &mut ctl)? {
         Outcome::Done(r) => Ok(r),
-        // NoObserver never stops.
+        // Without an observer nothing stops the loop.
         Outcome::Stopped { .. } => Err(crate::error::SolveError::NonFinite {
             what: "AID loop stopped without an observer",
         }
@@ -297,12 +313,13 @@ pub(crate) fn stop_requested_stage(obs: &mut dyn Observer, polls: u64, clusters:
 }
 
 /// The AID loop from a state (the start, or a checkpoint's); see [`run`].
-pub(crate) fn run_resumable<P: AidProblem>(
+/// `ctl`'s observer is asked before every aggregated solve and by its solver; its part callback
+/// receives every iteration's record.
+pub(crate) fn run_resumable<P: AidProblem, C>(
     problem: &mut P,
     st: LoopState<P::Solution>,
     settings: &AidSettings,
-    progress: &mut dyn FnMut(&IterRecord),
-    obs: &mut dyn Observer,
+    ctl: &mut Control<'_, C, IterRecord>,
 ) -> Result<Outcome<P::Solution>, FitError> {
     let start = Instant::now();
     let n = problem.n_rows();
@@ -319,11 +336,11 @@ pub(crate) fn run_resumable<P: AidProblem>(
     } = st;
     loop {
         let it_start = Instant::now();
-        let agg = if stop_requested(obs, t) {
+        let agg = if stop_requested(ctl.observer(), t) {
             None
         } else {
             let warm = prev.as_ref().map(|s| (s, parent.as_slice()));
-            problem.solve_aggregated(&clusters, warm, obs)?
+            problem.solve_aggregated(&clusters, warm, ctl.observer())?
         };
         let Some(agg) = agg else {
             let partial = best.as_ref().map(|(b, e)| AidRun {
@@ -397,7 +414,7 @@ pub(crate) fn run_resumable<P: AidProblem>(
         }
         prev = Some(agg.solution);
         rec.seconds = it_start.elapsed().as_secs_f64();
-        progress(&rec);
+        ctl.part_done(&rec);
         records.push(rec);
         if let Some(reason) = stop {
             let Some((best, best_objective)) = best else {

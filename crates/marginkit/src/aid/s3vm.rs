@@ -66,10 +66,13 @@ use rayon::prelude::*;
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 pub use super::state::S3vmSolution;
-use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
+use super::{
+    run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome, StopReason,
+};
 use crate::data::{ops, Dataset, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
-use crate::solver::{IterStats, NoObserver, Observer};
+use crate::fit::{Control, Fit, Report};
+use crate::solver::{IterStats, NoObserver, Observer, Status};
 use crate::svm::linear::{LinearModel, LinearSolver};
 
 /// An S3VM instance on dense rows.
@@ -412,7 +415,7 @@ fn bnb(
     }))
 }
 
-/// Checked AID-S3VM parameters, the only ones [`fit_aid_s3vm`] accepts (made by
+/// Checked AID-S3VM parameters, the only ones [`fit`] accepts (made by
 /// [`AidS3vmParams::check`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AidS3vmValidParams {
@@ -595,17 +598,67 @@ impl AidS3vmParams {
     }
 }
 
-/// The result of AID-S3VM.
+/// What AID-S3VM did besides its model.
 #[derive(Debug, Clone)]
-pub struct AidS3vmFit {
-    /// A linear model (labels of the labeled rows; `labels()[0]` positive).
-    pub model: LinearModel,
-    /// The loop's record (no lower bound: the gap is NaN).
-    pub run: AidRun<S3vmSolution>,
-    /// Predicted label of every unlabeled row, in row order.
+pub struct AidS3vmReport {
+    /// The loop's record (no lower bound: the gap is NaN); `None` when the fit was stopped
+    /// before its first iteration finished (then [`Fit::model`] is `None` too).
+    pub run: Option<AidRun<S3vmSolution>>,
+    /// Predicted label of every unlabeled row, in row order (empty without a model).
     pub unlabeled_predictions: Vec<f64>,
-    /// Seconds spent on the initial clustering.
+    /// Seconds spent on the initial clustering (0 when started from given clusters).
     pub init_seconds: f64,
+}
+
+impl AidS3vmReport {
+    /// How the loop ended in AID's terms ([`StopReason::Interrupted`] when no iteration
+    /// finished).
+    pub fn stop(&self) -> StopReason {
+        self.run
+            .as_ref()
+            .map_or(StopReason::Interrupted, |r| r.stop)
+    }
+}
+
+impl Report for AidS3vmReport {
+    fn status(&self) -> Status {
+        self.stop().status()
+    }
+}
+
+/// What [`fit`] returns: a linear model (labels of the labeled rows; `labels()[0]` positive;
+/// `None` when no iteration finished), the report and, when the fit was stopped, the state to
+/// continue from.
+pub type AidS3vmFit = Fit<Option<LinearModel>, AidS3vmReport, AidCheckpoint>;
+
+/// The data of AID-S3VM: the rows (label 0 = unlabeled) and, optionally, the clusters to start
+/// from instead of the paper's initial clustering.
+#[derive(Debug, Clone, Copy)]
+pub struct S3vmData<'a> {
+    /// The rows; label 0 marks unlabeled rows, the two other labels are the classes.
+    pub set: &'a Dataset,
+    /// Clusters to start from (each label-pure: all labeled of one class or all unlabeled,
+    /// covering every row once); `None`: [`initial_s3vm_clusters`].
+    pub start: Option<&'a Clusters>,
+}
+
+impl<'a> S3vmData<'a> {
+    /// The rows, clustered by the paper's rule.
+    pub fn new(set: &'a Dataset) -> Self {
+        Self { set, start: None }
+    }
+    /// Starts from `clusters` instead of the paper's initial clustering.
+    #[must_use]
+    pub fn starting_from(mut self, clusters: &'a Clusters) -> Self {
+        self.start = Some(clusters);
+        self
+    }
+}
+
+impl<'a> From<&'a Dataset> for S3vmData<'a> {
+    fn from(set: &'a Dataset) -> Self {
+        Self::new(set)
+    }
 }
 
 struct S3vmProblem<'a> {
@@ -793,25 +846,6 @@ pub fn initial_s3vm_clusters(data: &Dataset, label: &[i8], r0: f64, seed: u64) -
     Clusters::concat(parts)
 }
 
-/// AID-S3VM from the paper's initial clusters (see module docs; a heuristic).
-///
-/// # Errors
-/// [`ParamError::Incompatible`] when every row is unlabeled or the labeled rows do not have
-/// exactly two classes; bad parameters; solver errors.
-pub fn fit_aid_s3vm(
-    data: &Dataset,
-    params: &AidS3vmValidParams,
-    progress: &mut dyn FnMut(&IterRecord),
-) -> Result<AidS3vmFit, FitError> {
-    let (fit, _) = fit_aid_s3vm_resumable(data, params, progress, &mut NoObserver, None)?;
-    fit.ok_or_else(|| {
-        SolveError::NonFinite {
-            what: "AID-S3VM stopped without an observer",
-        }
-        .into()
-    })
-}
-
 fn s3vm_fingerprint(params: &AidS3vmValidParams, data: &Dataset) -> u64 {
     let p = params;
     checkpoint::fingerprint(
@@ -832,63 +866,69 @@ fn s3vm_fingerprint(params: &AidS3vmValidParams, data: &Dataset) -> u64 {
     )
 }
 
-/// [`fit_aid_s3vm`] that can stop and continue: `obs` is asked before every aggregated branch
-/// and bound and before every node QP of it (a node is one small clarabel solve). When it asks
-/// to stop, the result is the best iterate so far with [`super::StopReason::Interrupted`]
-/// (`None` if no iteration finished) and an [`AidCheckpoint`]; `resume` continues such a
-/// checkpoint to the iterates an uninterrupted run makes (bit for bit unless a branch and bound
-/// hits its wall-clock limit, which depends on the machine).
+/// AID-S3VM (see module docs; a heuristic) from the paper's initial clusters or from
+/// [`S3vmData::start`].
+///
+/// `ctl`'s observer is asked before every aggregated branch and bound and before every node QP
+/// of it (a node is one small clarabel solve); its part callback receives every iteration's
+/// record. When the observer asks to stop, the fit returns the best iterate so far with
+/// [`StopReason::Interrupted`] (model and run `None` if no iteration finished) and an
+/// [`AidCheckpoint`]; continuing it ([`Control::resume_from`]) gives the iterates an
+/// uninterrupted run makes (bit for bit unless a branch and bound hits its wall-clock limit,
+/// which depends on the machine).
 ///
 /// # Errors
-/// As [`fit_aid_s3vm`]; [`FitError::Checkpoint`] when `resume` was made by another model,
-/// with other data or parameters, or does not fit the data.
-pub fn fit_aid_s3vm_resumable(
-    data: &Dataset,
+/// [`ParamError::Incompatible`] when every row is unlabeled, the labeled rows do not have
+/// exactly two classes, the start clusters are not label-pure or do not cover every row exactly
+/// once, or both start clusters and a state to resume are given; solver errors;
+/// [`FitError::Checkpoint`] when the state to resume was made by another model, with other
+/// data or parameters, or does not fit the data.
+pub fn fit(
     params: &AidS3vmValidParams,
-    progress: &mut dyn FnMut(&IterRecord),
-    obs: &mut dyn Observer,
-    resume: Option<&AidCheckpoint>,
-) -> Result<(Option<AidS3vmFit>, Option<AidCheckpoint>), FitError> {
-    let (_, label) = s3vm_labels(data)?;
-    // The initial clustering works on dense copies of the label groups (up to all n rows).
-    data.x
-        .check_dense_rows("the dense rows of the initial clustering", data.len())?;
+    data: S3vmData<'_>,
+    ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
+) -> Result<AidS3vmFit, FitError> {
+    let S3vmData { set: data, start } = data;
+    let (labels, label) = s3vm_labels(data)?;
+    if start.is_none() {
+        // The initial clustering works on dense copies of the label groups (up to all n rows).
+        data.x
+            .check_dense_rows("the dense rows of the initial clustering", data.len())?;
+    }
     let fp = s3vm_fingerprint(params, data);
-    let (state, init) = match resume {
-        Some(ck) => {
-            ck.check(AidModel::S3vm, fp, data.len(), data.n_features(), false)?;
-            let st = ck.to_loop::<S3vmSolution>()?;
-            (st, ck.init_seconds)
-        }
-        None => {
-            let t0 = Instant::now();
-            let clusters = initial_s3vm_clusters(data, &label, params.r0, params.seed);
-            (LoopState::start(clusters), t0.elapsed().as_secs_f64())
-        }
-    };
-    s3vm_core(data, params, state, init, fp, progress, obs)
+    let (state, init) =
+        match (ctl.resume(), start) {
+            (Some(_), Some(_)) => return Err(ParamError::Incompatible(
+                "a resumed AID-S3VM run continues from its state's clusters, not from given ones",
+            )
+            .into()),
+            (Some(ck), None) => {
+                ck.check(AidModel::S3vm, fp, data.len(), data.n_features(), false)?;
+                let st = ck.to_loop::<S3vmSolution>()?;
+                (st, ck.init_seconds)
+            }
+            (None, Some(clusters)) => {
+                check_start(clusters, &label)?;
+                (LoopState::start(clusters.clone()), 0.0)
+            }
+            (None, None) => {
+                let t0 = Instant::now();
+                let clusters = initial_s3vm_clusters(data, &label, params.r0, params.seed);
+                (LoopState::start(clusters), t0.elapsed().as_secs_f64())
+            }
+        };
+    s3vm_core(data, params, (labels, label), state, init, fp, ctl)
 }
 
-/// AID-S3VM from given clusters (each must be label-pure: all labeled of one class or all
-/// unlabeled).
-///
-/// # Errors
-/// As [`fit_aid_s3vm`]; [`ParamError::Incompatible`] for impure clusters or clusters that do
-/// not cover every row exactly once.
-pub fn fit_aid_s3vm_from(
-    data: &Dataset,
-    params: &AidS3vmValidParams,
-    clusters: Clusters,
-    progress: &mut dyn FnMut(&IterRecord),
-) -> Result<AidS3vmFit, FitError> {
-    let (_, label) = s3vm_labels(data)?;
-    let mut seen = vec![false; data.len()];
+/// Start clusters must be label-pure and cover every row exactly once.
+fn check_start(clusters: &Clusters, label: &[i8]) -> Result<(), FitError> {
+    let mut seen = vec![false; label.len()];
     for c in 0..clusters.len() {
         let mem = clusters.members(c);
         let l0 = label[mem[0] as usize];
         for &r in mem {
             let r = r as usize;
-            if r >= data.len() || seen[r] || label[r] != l0 {
+            if r >= label.len() || seen[r] || label[r] != l0 {
                 return Err(ParamError::Incompatible(
                     "S3VM clusters must be label-pure and cover every row once",
                 )
@@ -900,36 +940,19 @@ pub fn fit_aid_s3vm_from(
     if seen.iter().any(|s| !s) {
         return Err(ParamError::Incompatible("S3VM clusters must cover every row").into());
     }
-    let fp = s3vm_fingerprint(params, data);
-    let (fit, _) = s3vm_core(
-        data,
-        params,
-        LoopState::start(clusters),
-        0.0,
-        fp,
-        progress,
-        &mut NoObserver,
-    )?;
-    fit.ok_or_else(|| {
-        SolveError::NonFinite {
-            what: "AID-S3VM stopped without an observer",
-        }
-        .into()
-    })
+    Ok(())
 }
 
-/// The AID-S3VM loop from a state (checked labels and parameters).
-#[allow(clippy::too_many_arguments)]
+/// The AID-S3VM loop from a state; `labels` are [`s3vm_labels`] of `data`.
 fn s3vm_core(
     data: &Dataset,
     params: &AidS3vmValidParams,
+    (labels, label): (Vec<f64>, Vec<i8>),
     state: LoopState<S3vmSolution>,
     init_seconds: f64,
     fp: u64,
-    progress: &mut dyn FnMut(&IterRecord),
-    obs: &mut dyn Observer,
-) -> Result<(Option<AidS3vmFit>, Option<AidCheckpoint>), FitError> {
-    let (labels, label) = s3vm_labels(data)?;
+    ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
+) -> Result<AidS3vmFit, FitError> {
     let nl = label.iter().filter(|&&l| l != 0).count();
     let target = label.iter().map(|&l| f64::from(l)).sum::<f64>() / nl as f64;
     let (c_pos, c_neg) = labeled_costs(params.c_labeled, &label, params.balance_cost);
@@ -941,7 +964,7 @@ fn s3vm_core(
         c_pos,
         c_neg,
     };
-    let (run, ck) = match run_resumable(&mut problem, state, &params.settings, progress, obs)? {
+    let (run, checkpoint) = match run_resumable(&mut problem, state, &params.settings, ctl)? {
         Outcome::Done(run) => (Some(run), None),
         Outcome::Stopped { partial, state } => (
             partial,
@@ -954,7 +977,15 @@ fn s3vm_core(
         ),
     };
     let Some(run) = run else {
-        return Ok((None, ck));
+        return Ok(Fit {
+            model: None,
+            report: AidS3vmReport {
+                run: None,
+                unlabeled_predictions: Vec::new(),
+                init_seconds,
+            },
+            checkpoint,
+        });
     };
     let mut w = run.best.w.clone();
     w.push(run.best.b);
@@ -976,22 +1007,22 @@ fn s3vm_core(
             }
         })
         .collect();
-    Ok((
-        Some(AidS3vmFit {
-            model,
-            run,
+    Ok(Fit {
+        model: Some(model),
+        report: AidS3vmReport {
+            run: Some(run),
             unlabeled_predictions,
             init_seconds,
-        }),
-        ck,
-    ))
+        },
+        checkpoint,
+    })
 }
 
 /// Builds the full (non-aggregated) S3VM instance of a data set (label 0 = unlabeled), e.g. to
 /// solve a small problem exactly with [`solve_bnb`].
 ///
 /// # Errors
-/// As [`fit_aid_s3vm`].
+/// As [`fit`].
 pub fn full_instance(
     data: &Dataset,
     c_labeled: f64,

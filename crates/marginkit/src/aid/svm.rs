@@ -161,11 +161,12 @@ use super::{
 };
 use crate::data::{ops, Dataset, DenseMatrix, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
+use crate::fit::{Control, Fit, Report};
 use crate::kernel::qmatrix::{DenseQ, SvcQ};
 use crate::kernel::KernelSpec;
 use crate::solver::dcd::{self, LinearDesign, SvcDual};
 use crate::solver::{
-    kkt, smo, BoxQp, Equality, IterStats, NoObserver, Observer, Shrinking, SolverSettings, Status,
+    kkt, smo, BoxQp, Equality, IterStats, Observer, Shrinking, SolverSettings, Status,
 };
 use crate::svm::linear::{LinearModel, LinearSolver};
 use crate::svm::model::SvmModel;
@@ -450,13 +451,13 @@ pub enum AidSvmModel {
     Kernel(Box<SvmModel>),
 }
 
-/// The result of AID-SVM.
+/// What AID-SVM did besides its model.
 #[derive(Debug, Clone)]
-pub struct AidSvmFit {
-    /// The model of the best iterate.
-    pub model: AidSvmModel,
-    /// The loop's record.
-    pub run: AidRun<SvmSolution>,
+pub struct AidSvmReport {
+    /// The loop's record; `None` when the fit was stopped before its first iteration finished
+    /// (then [`Fit::model`] is `None` too, and the checkpoint, if any, holds the initial
+    /// clusters).
+    pub run: Option<AidRun<SvmSolution>>,
     /// Seconds spent on the initial clustering.
     pub init_seconds: f64,
     /// Class labels; `labels[0]` is the positive class.
@@ -464,6 +465,26 @@ pub struct AidSvmFit {
     /// [`KernelSteering::Nystrom`] only: the steering run and the exact finish.
     pub finish: Option<ExactFinish>,
 }
+
+impl AidSvmReport {
+    /// How the loop ended in AID's terms ([`StopReason::Interrupted`] when no iteration
+    /// finished).
+    pub fn stop(&self) -> StopReason {
+        self.run
+            .as_ref()
+            .map_or(StopReason::Interrupted, |r| r.stop)
+    }
+}
+
+impl Report for AidSvmReport {
+    fn status(&self) -> Status {
+        self.stop().status()
+    }
+}
+
+/// What [`fit`] returns: the model of the best iterate (`None` when no iteration finished),
+/// the report and, when the fit was stopped, the state to continue from.
+pub type AidSvmFit = Fit<Option<AidSvmModel>, AidSvmReport, AidCheckpoint>;
 
 /// What the Nystrom-steered kernel AID did besides its records.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -1422,26 +1443,6 @@ fn initial_clusters(
     Ok(Some(Clusters::concat(parts)))
 }
 
-/// AID-SVM (see module docs).
-///
-/// # Errors
-/// [`DataError::Empty`], [`DataError::SingleClass`], [`ParamError`] for a bad `c`, `r0`, more
-/// than two classes or rows labelled 0 next to two classes (unlabeled rows belong to S3VM),
-/// solver errors.
-pub fn fit_aid_svm(
-    data: &Dataset,
-    params: &AidSvmValidParams,
-    progress: &mut dyn FnMut(&IterRecord),
-) -> Result<AidSvmFit, FitError> {
-    let (fit, _) = fit_aid_svm_resumable(data, params, progress, &mut NoObserver, None)?;
-    fit.ok_or_else(|| {
-        SolveError::NonFinite {
-            what: "AID-SVM stopped without an observer",
-        }
-        .into()
-    })
-}
-
 /// The fingerprint of a run: every parameter that changes the iterates, the kernel resolved
 /// against the data (the text must stay as it is: state files carry its hash).
 fn svm_fingerprint(params: &AidSvmValidParams, kernel: Option<KernelSpec>, data: &Dataset) -> u64 {
@@ -1461,20 +1462,24 @@ fn svm_fingerprint(params: &AidSvmValidParams, kernel: Option<KernelSpec>, data:
     )
 }
 
-/// [`fit_aid_svm`] that can stop and continue: `obs` is asked before every aggregated solve and
-/// by its solver (SMO every 1000 pair updates, DCD every pass). When it asks to stop, the
-/// result is the best iterate so far with [`super::StopReason::Interrupted`] (`None` if no
-/// iteration finished) and an [`AidCheckpoint`] (`None` too when the stop came during the
-/// initial clustering's sample fit: a rerun starts over); `resume` continues such a checkpoint
-/// to the iterates an uninterrupted run makes, bit for bit. With a kernel, the checkpoint holds the
+/// AID-SVM (see module docs).
+///
+/// `ctl`'s observer is asked before every aggregated solve and by its solver (SMO every 1000
+/// pair updates, DCD every pass); its part callback receives every iteration's record. When
+/// the observer asks to stop, the fit returns the best iterate so far with
+/// [`StopReason::Interrupted`] (model and run `None` if no iteration finished) and an
+/// [`AidCheckpoint`] (`None` too when the stop came during the initial clustering's sample
+/// fit: a rerun starts over). Continuing such a checkpoint ([`Control::resume_from`]) gives the
+/// iterates an uninterrupted run makes, bit for bit. With a kernel, the checkpoint holds the
 /// cluster-pair kernel sums and the stored cluster kernel rows (`4 n` bytes each, at most 1 GiB
 /// in all), so its size can reach that of the run's row store.
 ///
 /// ```
-/// use marginkit::aid::svm::{fit_aid_svm, fit_aid_svm_resumable, AidSvmParams};
+/// use marginkit::aid::svm::{fit, AidSvmParams};
 /// use marginkit::aid::AidCheckpoint;
+/// use marginkit::fit::Control;
 /// use std::ops::ControlFlow;
-/// use marginkit::solver::{IterStats, NoObserver, Observer};
+/// use marginkit::solver::{IterStats, Observer};
 /// use marginkit::{Dataset, DenseMatrix, Features};
 ///
 /// // Stops at the second report it gets (a Ctrl-C handler would set a `Cancel` flag).
@@ -1493,54 +1498,54 @@ fn svm_fingerprint(params: &AidSvmValidParams, kernel: Option<KernelSpec>, data:
 /// let y: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
 /// let data = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, x)?), y, None)?;
 /// let params = AidSvmParams::new().r0(0.01).check()?;
-/// let full = fit_aid_svm(&data, &params, &mut |_| {})?;
+/// let full = fit(&params, &data, &mut Control::default())?;
 ///
-/// let (partial, state) = fit_aid_svm_resumable(&data, &params, &mut |_| {}, &mut StopAt(2), None)?;
-/// if let Some(state) = state {
+/// let partial = fit(&params, &data, &mut Control::new(StopAt(2)))?;
+/// if let Some(state) = partial.checkpoint {
 ///     // The state file's bytes (FNV-1a checksummed) read back, then the run continues.
 ///     let state = AidCheckpoint::from_bytes(&state.to_bytes()).map_err(std::io::Error::other)?;
-///     assert!(partial.is_none_or(|p| p.run.stop.as_str() == "interrupted"));
-///     let (done, more) = fit_aid_svm_resumable(&data, &params, &mut |_| {}, &mut NoObserver, Some(&state))?;
-///     assert!(more.is_none());
-///     assert_eq!(done.unwrap().run.best_objective, full.run.best_objective);
+///     assert_eq!(partial.report.stop().as_str(), "interrupted");
+///     let done = fit(&params, &data, &mut Control::default().resume_from(&state))?;
+///     assert!(done.checkpoint.is_none());
+///     assert_eq!(done.report.run.unwrap().best_objective, full.report.run.unwrap().best_objective);
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// # Errors
-/// As [`fit_aid_svm`]; [`FitError::Checkpoint`] when `resume` was made by another model,
-/// with other data or parameters, or does not fit the data.
-pub fn fit_aid_svm_resumable(
-    data: &Dataset,
+/// [`DataError::Empty`], [`DataError::SingleClass`], [`ParamError`] for more than two classes
+/// or rows labelled 0 next to two classes (unlabeled rows belong to S3VM) or a Nystrom-steered
+/// run asked to resume, solver errors; [`FitError::Checkpoint`] when the state to resume was
+/// made by another model, with other data or parameters, or does not fit the data.
+pub fn fit(
     params: &AidSvmValidParams,
-    progress: &mut dyn FnMut(&IterRecord),
-    obs: &mut dyn Observer,
-    resume: Option<&AidCheckpoint>,
-) -> Result<(Option<AidSvmFit>, Option<AidCheckpoint>), FitError> {
+    data: &Dataset,
+    ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
+) -> Result<AidSvmFit, FitError> {
     let kernel = params.kernel.map(|k| k.resolve(data.n_features()));
-    fit_aid_svm_with(data, params, kernel, progress, obs, resume, SampleFit::Dcd)
+    fit_with(data, params, kernel, ctl, SampleFit::Dcd)
 }
 
-/// [`fit_aid_svm_resumable`] with the kernel resolved and the sample fit's solver chosen.
-fn fit_aid_svm_with(
+/// [`fit`] with the kernel resolved and the sample fit's solver chosen.
+fn fit_with(
     data: &Dataset,
     params: &AidSvmValidParams,
     kernel: Option<KernelSpec>,
-    progress: &mut dyn FnMut(&IterRecord),
-    obs: &mut dyn Observer,
-    resume: Option<&AidCheckpoint>,
+    ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
     sample_fit: SampleFit,
-) -> Result<(Option<AidSvmFit>, Option<AidCheckpoint>), FitError> {
+) -> Result<AidSvmFit, FitError> {
     let (labels, y) = binary_signs(data)?;
-    if let (Some(kern), KernelSteering::Nystrom { .. }) = (kernel, params.kernel_steering) {
+    let resume = ctl.resume();
+    if let (Some(kern), KernelSteering::Nystrom { rank, steer_gap }) =
+        (kernel, params.kernel_steering)
+    {
         if resume.is_some() {
             return Err(ParamError::Incompatible(
                 "a Nystrom-steered AID run has no resumable state (interrupt it and rerun it)",
             )
             .into());
         }
-        let fit = fit_nystrom(data, labels, y, params, kern, progress, obs)?;
-        return Ok((fit, None));
+        return fit_nystrom(data, labels, y, params, kern, (rank, steer_gap), ctl);
     }
     let t0 = Instant::now();
     let ks = kernel.map(|k| KernelSums::new(&data.x, k));
@@ -1590,16 +1595,25 @@ fn fit_aid_svm_with(
                 kernel,
                 problem.ks.as_ref(),
                 sample_fit,
-                obs,
+                ctl.observer(),
             )?
             else {
                 // Stopped in the sample fit: nothing worth keeping (a rerun redoes it).
-                return Ok((None, None));
+                return Ok(Fit {
+                    model: None,
+                    report: AidSvmReport {
+                        run: None,
+                        init_seconds: t0.elapsed().as_secs_f64(),
+                        labels,
+                        finish: None,
+                    },
+                    checkpoint: None,
+                });
             };
             (LoopState::start(clusters), t0.elapsed().as_secs_f64())
         }
     };
-    let (run, ck) = match run_resumable(&mut problem, state, &params.settings, progress, obs)? {
+    let (run, checkpoint) = match run_resumable(&mut problem, state, &params.settings, ctl)? {
         Outcome::Done(run) => (Some(run), None),
         Outcome::Stopped { partial, state } => {
             let ps = ProblemState {
@@ -1620,20 +1634,20 @@ fn fit_aid_svm_with(
             )
         }
     };
-    let Some(run) = run else {
-        return Ok((None, ck));
+    let model = match &run {
+        Some(run) => Some(build_model(data, &labels, kernel, &run.best)?),
+        None => None,
     };
-    let model = build_model(data, &labels, kernel, &run.best)?;
-    Ok((
-        Some(AidSvmFit {
-            model,
+    Ok(Fit {
+        model,
+        report: AidSvmReport {
             run,
             init_seconds,
             labels,
             finish: None,
-        }),
-        ck,
-    ))
+        },
+        checkpoint,
+    })
 }
 
 /// Pivots below this fraction of the largest landmark self-kernel value are dropped from the
@@ -1840,23 +1854,32 @@ fn nystrom_residual(ks: &KernelSums<'_>, n: usize, rank: usize, seed: u64) -> f6
 }
 
 /// [`KernelSteering::Nystrom`]: steering AID on Nystrom features, then the exact SMO finish.
+///
+/// `steering` is the `(rank, steer_gap)` of [`KernelSteering::Nystrom`].
 fn fit_nystrom(
     data: &Dataset,
     labels: Vec<f64>,
     y: Vec<i8>,
     params: &AidSvmValidParams,
     kern: KernelSpec,
-    progress: &mut dyn FnMut(&IterRecord),
-    obs: &mut dyn Observer,
-) -> Result<Option<AidSvmFit>, FitError> {
-    let KernelSteering::Nystrom { rank, steer_gap } = params.kernel_steering else {
-        return Err(ParamError::Incompatible("the Nystrom finish needs Nystrom steering").into());
-    };
+    (rank, steer_gap): (NystromRank, f64),
+    ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
+) -> Result<AidSvmFit, FitError> {
     let start = Instant::now();
     let n = data.len();
     let ks = KernelSums::new(&data.x, kern);
     // A stop before the exact finish has started leaves nothing worth a model (and a
-    // Nystrom run has no resumable state): `None`.
+    // Nystrom run has no resumable state).
+    let stopped = |labels: Vec<f64>| Fit {
+        model: None,
+        report: AidSvmReport {
+            run: None,
+            init_seconds: start.elapsed().as_secs_f64(),
+            labels,
+            finish: None,
+        },
+        checkpoint: None,
+    };
     let mut polls = 0u64;
     let mut stop = |obs: &mut dyn Observer| {
         polls += 1;
@@ -1876,9 +1899,9 @@ fn fit_nystrom(
         None => (Vec::new(), start.elapsed().as_secs_f64(), 0, probe_residual),
         Some(rank) => {
             let Some((z, rk, residual)) =
-                nystrom_features(&ks, n, rank, params.seed, &mut || stop(obs))?
+                nystrom_features(&ks, n, rank, params.seed, &mut || stop(ctl.observer()))?
             else {
-                return Ok(None);
+                return Ok(stopped(labels));
             };
             let zdata = Dataset::new(Features::Dense(z), data.y.clone(), None)?;
             let steer_params = AidSvmValidParams {
@@ -1891,33 +1914,30 @@ fn fit_nystrom(
                 ..params.clone()
             };
             // A stop while steering leaves nothing worth a model: the finish has not started.
-            let (Some(steer), None) = fit_aid_svm_with(
-                &zdata,
-                &steer_params,
-                None,
-                progress,
-                obs,
-                None,
-                SampleFit::Smo,
-            )?
-            else {
-                return Ok(None);
+            let steer = fit_with(&zdata, &steer_params, None, ctl, SampleFit::Smo)?;
+            let (Some(steer_run), None) = (steer.report.run, steer.checkpoint) else {
+                return Ok(stopped(labels));
             };
             drop(zdata);
             // Disaggregated duals a_i = a_k / |C_k| (feasible: y'a and the box carry over,
             // §3.6); the best iterate is the last one when its alpha has one entry per final
             // cluster (clusters only split, so the count grows every iteration); otherwise
             // start from zero.
-            let cl = &steer.run.clusters;
-            if steer.run.best.alpha.len() == cl.len() {
+            let cl = &steer_run.clusters;
+            if steer_run.best.alpha.len() == cl.len() {
                 for k in 0..cl.len() {
-                    let a = (steer.run.best.alpha[k] / cl.size(k) as f64).clamp(0.0, params.c);
+                    let a = (steer_run.best.alpha[k] / cl.size(k) as f64).clamp(0.0, params.c);
                     for &i in cl.members(k) {
                         alpha[i as usize] = a;
                     }
                 }
             }
-            (steer.run.iterations, steer.init_seconds, rk, residual)
+            (
+                steer_run.iterations,
+                steer.report.init_seconds,
+                rk,
+                residual,
+            )
         }
     };
     let steer_seconds = start.elapsed().as_secs_f64();
@@ -1947,14 +1967,18 @@ fn fit_nystrom(
     let mut qa_upper = vec![0.0; n];
     let mut qa = vec![0.0; n];
     if !up_rows.is_empty()
-        && !ks.weighted_polled(&up_rows, Some(&up_w), &mut qa_upper, &mut || stop(obs))
+        && !ks.weighted_polled(&up_rows, Some(&up_w), &mut qa_upper, &mut || {
+            stop(ctl.observer())
+        })
     {
-        return Ok(None);
+        return Ok(stopped(labels));
     }
     if !free_rows.is_empty()
-        && !ks.weighted_polled(&free_rows, Some(&free_w), &mut qa, &mut || stop(obs))
+        && !ks.weighted_polled(&free_rows, Some(&free_w), &mut qa, &mut || {
+            stop(ctl.observer())
+        })
     {
-        return Ok(None);
+        return Ok(stopped(labels));
     }
     for i in 0..n {
         let yi = f64::from(y[i]);
@@ -1981,8 +2005,14 @@ fn fit_nystrom(
                 .time_limit
                 .map(|l| l.saturating_sub(start.elapsed())),
         };
-        let (info, g) =
-            smo::solve_with_gradient(&mut q, &qp, &mut alpha, &settings, obs, warm.take())?;
+        let (info, g) = smo::solve_with_gradient(
+            &mut q,
+            &qp,
+            &mut alpha,
+            &settings,
+            ctl.observer(),
+            warm.take(),
+        )?;
         smo_iterations += info.iterations;
         interrupted = info.status == Status::Interrupted;
         let rep = kkt::check_gradient(&g, &qp, &alpha);
@@ -2031,7 +2061,7 @@ fn fit_nystrom(
         violating: 0,
         seconds: finish_seconds,
     };
-    progress(&rec);
+    ctl.part_done(&rec);
     let steer_iterations = steer_records.len();
     let mut iterations = steer_records;
     iterations.push(rec);
@@ -2059,21 +2089,24 @@ fn fit_nystrom(
         clusters: Clusters::singletons(n),
     };
     let model = build_model(data, &labels, Some(kern), &run.best)?;
-    Ok(Some(AidSvmFit {
-        model,
-        run,
-        init_seconds,
-        labels,
-        finish: Some(ExactFinish {
-            rank: rk,
-            residual,
-            steer_iterations,
-            steer_seconds,
-            smo_iterations,
-            finish_seconds,
-            smo_tol: tol,
-        }),
-    }))
+    Ok(Fit {
+        model: Some(model),
+        report: AidSvmReport {
+            run: Some(run),
+            init_seconds,
+            labels,
+            finish: Some(ExactFinish {
+                rank: rk,
+                residual,
+                steer_iterations,
+                steer_seconds,
+                smo_iterations,
+                finish_seconds,
+                smo_tol: tol,
+            }),
+        },
+        checkpoint: None,
+    })
 }
 
 fn build_model(
@@ -2279,23 +2312,24 @@ mod tests {
             })
             .check()
             .unwrap();
-        let fit = fit_aid_svm(&data, &params, &mut |_| {}).unwrap();
-        let gap = (fit.run.best_objective - fit.run.lower_bound) / fit.run.best_objective;
+        let fit = super::fit(&params, &data, &mut Control::default()).unwrap();
+        let run = fit.report.run.unwrap();
+        let gap = (run.best_objective - run.lower_bound) / run.best_objective;
         assert!(gap <= params.settings.gap_tol, "{gap}");
         // Primal of (coef, b) from scratch: 1/2 |w|^2 + C sum hinge.
         let ks = KernelSums::new(&data.x, kern);
-        let (rows, w): (Vec<u32>, Vec<f64>) = fit.run.best.expansion.iter().copied().unzip();
+        let (rows, w): (Vec<u32>, Vec<f64>) = run.best.expansion.iter().copied().unzip();
         let mut f = vec![0.0; 700];
         ks.weighted(&rows, Some(&w), &mut f);
         let w_sq: f64 = rows.iter().zip(&w).map(|(&i, &c)| c * f[i as usize]).sum();
         let hinge: f64 = (0..700)
-            .map(|i| (1.0 - f64::from(y[i]) * (f[i] + fit.run.best.b)).max(0.0))
+            .map(|i| (1.0 - f64::from(y[i]) * (f[i] + run.best.b)).max(0.0))
             .sum();
         let primal = 0.5 * w_sq + params.c * hinge;
         assert!(
-            (primal - fit.run.best_objective).abs() <= 1e-6 * primal,
+            (primal - run.best_objective).abs() <= 1e-6 * primal,
             "{primal} vs {}",
-            fit.run.best_objective
+            run.best_objective
         );
     }
 
@@ -2390,7 +2424,14 @@ mod tests {
                 tol: 1e-10,
                 ..SolverSettings::default()
             };
-            let info = smo::solve(&mut q, &qp, &mut a_star, &settings, &mut NoObserver).unwrap();
+            let info = smo::solve(
+                &mut q,
+                &qp,
+                &mut a_star,
+                &settings,
+                &mut crate::solver::NoObserver,
+            )
+            .unwrap();
             assert_eq!(info.status, Status::Converged);
             let w_star = signed_combination(&xc, &yk, &a_star);
             let d_star = a_star.iter().sum::<f64>() - 0.5 * ops::dense_dot(&w_star, &w_star);
