@@ -163,10 +163,11 @@ fn fit_lad<'py>(
             d.set_item("intercept", model.intercept)?;
             d.set_item("objective", run.best_objective)?;
             d.set_item("lower_bound", run.lower_bound)?;
-            d.set_item("stop", run.stop.as_str())?;
+            d.set_item("stop", run.stop_name())?;
             d.set_item(
                 "certified",
-                run.stop == marginkit::aid::StopReason::Optimal && fit.report.last_certified,
+                run.termination == Some(marginkit::aid::Termination::Optimal)
+                    && fit.report.last_certified,
             )?;
             d.set_item("init_seconds", fit.report.init_seconds)?;
             aid_history(&d, &run.iterations)?;
@@ -261,7 +262,7 @@ fn fit_aid_svc<'py>(
     d.set_item("labels", PyArray1::from_vec(py, fit.report.labels.clone()))?;
     d.set_item("objective", run.best_objective)?;
     d.set_item("lower_bound", run.lower_bound)?;
-    d.set_item("stop", run.stop.as_str())?;
+    d.set_item("stop", run.stop_name())?;
     d.set_item("init_seconds", fit.report.init_seconds)?;
     aid_history(&d, &run.iterations)?;
     let handle = match model {
@@ -357,7 +358,7 @@ fn fit_s3vm<'py>(
             d.set_item("lower_bound", f64::NAN)?;
             d.set_item("gap", f64::NAN)?;
             d.set_item("nodes", run.best.bnb_nodes)?;
-            d.set_item("stop", run.stop.as_str())?;
+            d.set_item("stop", run.stop_name())?;
             d.set_item("bnb_optimal", run.best.bnb_optimal)?;
             d.set_item("labels", PyArray1::from_vec(py, model.labels().to_vec()))?;
             aid_history(&d, &run.iterations)?;

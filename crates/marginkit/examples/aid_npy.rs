@@ -177,7 +177,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 fit.report.run.as_ref().unwrap().iterations[0].r,
                 last,
                 fit.report.init_seconds,
-                fit.report.run.as_ref().unwrap().stop.as_str()
+                fit.report.run.as_ref().unwrap().stop_name()
             )
         }
         "svm-aid" => {
@@ -233,7 +233,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 fit.report.run.as_ref().unwrap().iterations.len(),
                 fit.report.run.as_ref().unwrap().iterations[0].r,
                 last,
-                fit.report.run.as_ref().unwrap().stop.as_str(),
+                fit.report.run.as_ref().unwrap().stop_name(),
                 fit.report.labels[0],
                 fit.report.run.as_ref().unwrap().best.w,
                 fit.report.run.as_ref().unwrap().best.b,

@@ -237,7 +237,7 @@ fn main() {
             its.len(),
             (aid.report.run.as_ref().unwrap().best_objective - full.objective) / full.objective,
             ta / tf,
-            aid.report.run.as_ref().unwrap().stop.as_str()
+            aid.report.run.as_ref().unwrap().stop_name()
         )
         .unwrap();
             eprintln!(
@@ -336,7 +336,7 @@ fn main() {
             its.len(),
             (aid.report.run.as_ref().unwrap().best_objective - full) / full,
             ta / tf,
-            aid.report.run.as_ref().unwrap().stop.as_str()
+            aid.report.run.as_ref().unwrap().stop_name()
         )
         .unwrap();
             eprintln!(

@@ -12,9 +12,10 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
 };
 use marginkit::aid::lad::{self, fit_lad, AidLadParams, LadModel};
-use marginkit::aid::StopReason;
+use marginkit::aid::Termination;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
+use marginkit::solver::Status;
 use marginkit::{Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -121,7 +122,12 @@ fn check_aid(d: &Dataset, r0: Option<f64>) -> (f64, f64) {
     let params = params.check().unwrap();
     let fit = lad::fit(&params, d, &mut Control::default()).unwrap();
     let run = &fit.report.run.as_ref().unwrap();
-    assert_eq!(run.stop, StopReason::Optimal, "{:?}", run.iterations);
+    assert_eq!(
+        run.termination,
+        Some(Termination::Optimal),
+        "{:?}",
+        run.iterations
+    );
     assert!(
         rel(run.best_objective, full.objective) <= 1e-7,
         "AID {} vs full {}",
@@ -255,12 +261,23 @@ fn on_fit_rows_at_large_scale_are_certified() {
         fit.report.run.as_ref().unwrap().iterations
     );
     assert_eq!(
-        fit.report.run.as_ref().unwrap().stop,
-        StopReason::Optimal,
+        fit.report.run.as_ref().unwrap().termination,
+        Some(Termination::Optimal),
         "{:?}",
         fit.report.run.as_ref().unwrap().iterations
     );
     assert!(last.gap <= marginkit::aid::CERT_GAP_RTOL);
+    // Stopped by the certificate: the one status of every method says converged; one iteration
+    // is not enough here, and the status says so.
+    assert_eq!(fit.status(), Status::Converged);
+    assert!(fit.checkpoint.is_none());
+    let short = AidLadParams::from(params.clone())
+        .max_iter(1)
+        .check()
+        .unwrap();
+    let cut = lad::fit(&short, &d, &mut Control::default()).unwrap();
+    assert_eq!(cut.status(), Status::MaxIterations);
+    assert_eq!(cut.report.run.as_ref().unwrap().termination, None);
     // On this data the last aggregated vertex is not certified by the vertex test and the gap is
     // ~6.7e-12 (above 1e-12, within `CERT_GAP_RTOL`): this exercises the gap certificate. The bound must be valid: no larger than the optimum beyond rounding.
     assert!(last.lower_bound <= oracle * (1.0 + 1e-9));

@@ -10,10 +10,11 @@ use marginkit::aid::lad::{self, AidLadParams};
 use marginkit::aid::s3vm::{self, AidS3vmParams, AidS3vmValidParams, BnbLimits, S3vmData};
 use marginkit::aid::svm::SvmSolution;
 use marginkit::aid::svm::{self, AidSvmParams, AidSvmValidParams};
-use marginkit::aid::{AidCheckpoint, AidRun, IterRecord, StopReason};
+use marginkit::aid::{AidCheckpoint, AidRun, IterRecord, Termination};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::error::FitError;
 use marginkit::fit::Control;
+use marginkit::solver::Status;
 use marginkit::solver::{IterStats, NoObserver, Observer};
 use marginkit::svm::params::{Gamma, KernelKind, KernelParams};
 use marginkit::{Dataset, DenseMatrix, Features};
@@ -101,7 +102,7 @@ fn trace(r: &[IterRecord]) -> Vec<[u64; 8]> {
 
 /// One model's resumable fit, reduced to what the comparison needs:
 /// `(trace, best objective, stop, best solution as bits)`, or the checkpoint.
-type Summary = (Vec<[u64; 8]>, f64, StopReason, Vec<u64>);
+type Summary = (Vec<[u64; 8]>, f64, (Status, Option<Termination>), Vec<u64>);
 type Fit<'a> = dyn FnMut(
         &mut dyn Observer,
         Option<&AidCheckpoint>,
@@ -143,7 +144,7 @@ fn check_resume(fit: &mut Fit<'_>, min_stops: usize) {
         };
         stops += 1;
         if let Some(p) = &partial {
-            assert_eq!(p.2, StopReason::Interrupted);
+            assert_eq!(p.2 .0, Status::Interrupted);
             assert!(p.1 >= full.1, "partial {} < full {}", p.1, full.1);
         }
         let bytes = ck.to_bytes();
@@ -183,7 +184,7 @@ fn lad_resumes_to_the_same_iterates() {
                     (
                         trace(&f.iterations),
                         f.best_objective,
-                        f.stop,
+                        (f.status, f.termination),
                         bits(&f.best),
                     )
                 }),
@@ -205,7 +206,12 @@ fn svm_summary(f: AidRun<SvmSolution>) -> Summary {
             .iter()
             .flat_map(|&(i, c)| [u64::from(i), c.to_bits()]),
     );
-    (trace(&f.iterations), f.best_objective, f.stop, v)
+    (
+        trace(&f.iterations),
+        f.best_objective,
+        (f.status, f.termination),
+        v,
+    )
 }
 
 #[test]
@@ -294,7 +300,12 @@ fn s3vm_resumes_to_the_same_iterates() {
                 f.map(|f| {
                     let mut v = bits(&f.best.w);
                     v.push(f.best.b.to_bits());
-                    (trace(&f.iterations), f.best_objective, f.stop, v)
+                    (
+                        trace(&f.iterations),
+                        f.best_objective,
+                        (f.status, f.termination),
+                        v,
+                    )
                 }),
                 c,
             ))
@@ -459,7 +470,7 @@ fn kernel_svm_stopped_inside_the_gram_stage_resumes() {
         let ck = ck.unwrap_or_else(|| panic!("no state after a stop at stage report {k}"));
         if let Some(p) = &partial {
             later += 1;
-            assert_eq!(p.2, StopReason::Interrupted);
+            assert_eq!(p.2 .0, Status::Interrupted);
         }
         let ck = AidCheckpoint::from_bytes(&ck.to_bytes()).unwrap();
         let (done, more) = run(&mut NoObserver, Some(&ck));

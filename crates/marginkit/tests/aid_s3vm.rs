@@ -9,7 +9,7 @@ use marginkit::aid::cluster::Clusters;
 use marginkit::aid::s3vm::{
     self, full_instance, solve_bnb, AidS3vmParams, BnbLimits, S3vmData, S3vmInstance,
 };
-use marginkit::aid::StopReason;
+use marginkit::aid::Termination;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
 use marginkit::kernel::qmatrix::DenseQ;
@@ -170,8 +170,8 @@ fn prop5_counterexample() {
     // Uniform clusters end the loop; "optimal" only when the gap certifies it (gap_tol = 0 here).
     assert!(
         matches!(
-            fit.report.run.as_ref().unwrap().stop,
-            StopReason::Optimal | StopReason::NoSplit
+            fit.report.run.as_ref().unwrap().termination,
+            Some(Termination::Optimal | Termination::NoSplit)
         ),
         "{:?}",
         fit.report.run.as_ref().unwrap().iterations
@@ -186,10 +186,10 @@ fn prop5_counterexample() {
         .unwrap()
         .gap;
     assert_eq!(
-        fit.report.run.as_ref().unwrap().stop == StopReason::Optimal,
+        fit.report.run.as_ref().unwrap().termination == Some(Termination::Optimal),
         last_gap <= 1e-12,
         "stop {:?} with gap {last_gap}",
-        fit.report.run.as_ref().unwrap().stop
+        fit.report.run.as_ref().unwrap().stop_name()
     );
     let e_aid = fit.report.run.as_ref().unwrap().best_objective;
     assert!((e_aid - 0.21626).abs() <= 2e-4, "{e_aid}");

@@ -8,7 +8,7 @@ use marginkit::aid::svm::{
     self, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
     AUTO_MAX_RESIDUAL,
 };
-use marginkit::aid::StopReason;
+use marginkit::aid::Termination;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::{Control, Fit};
 use marginkit::kernel::qmatrix::kernel_value;
@@ -96,9 +96,12 @@ fn linear_kp() -> KernelParams {
 fn check_run(fit: &marginkit::aid::svm::AidSvmFit, full: f64, tol: f64) {
     let run = &fit.report.run.as_ref().unwrap();
     assert!(
-        matches!(run.stop, StopReason::Optimal | StopReason::Gap),
+        matches!(
+            run.termination,
+            Some(Termination::Optimal | Termination::Gap)
+        ),
         "{:?}",
-        run.stop
+        run.stop_name()
     );
     let e = run.best_objective;
     assert!(e >= full * (1.0 - 1e-7), "AID {e} below the optimum {full}");
@@ -274,9 +277,12 @@ fn rbf_nystrom_steered_is_certified_against_full_problem() {
         let fit = svm::fit(&params, &d, &mut Control::default()).unwrap();
         let run = &fit.report.run.as_ref().unwrap();
         assert!(
-            matches!(run.stop, StopReason::Optimal | StopReason::Gap),
+            matches!(
+                run.termination,
+                Some(Termination::Optimal | Termination::Gap)
+            ),
             "{:?}",
-            run.stop
+            run.stop_name()
         );
         let e = run.best_objective;
         assert!(
@@ -339,7 +345,10 @@ fn nystrom_auto_rank_follows_the_kernel_width() {
             .unwrap();
         let fit = svm::fit(&params, &d, &mut Control::default()).unwrap();
         let run = &fit.report.run.as_ref().unwrap();
-        assert!(matches!(run.stop, StopReason::Optimal | StopReason::Gap));
+        assert!(matches!(
+            run.termination,
+            Some(Termination::Optimal | Termination::Gap)
+        ));
         let e = run.best_objective;
         assert!(run.lower_bound <= full * (1.0 + 1e-7));
         assert!((e - run.lower_bound) / e <= 1e-4);

@@ -12,7 +12,7 @@ use marginkit::aid::s3vm::{self, full_instance, solve_bnb, AidS3vmParams, BnbLim
 use marginkit::aid::svm::{
     self, AidLinearEngine, AidSvmModel, AidSvmParams, KernelSteering, NystromRank,
 };
-use marginkit::aid::{AidCheckpoint, IterRecord, StopReason};
+use marginkit::aid::{AidCheckpoint, IterRecord, Termination};
 use marginkit::data::write_output;
 use marginkit::fit::{Control, Fit};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
@@ -511,16 +511,18 @@ fn fit_interruptible<M, R>(
     }
 }
 
-fn status_of(stop: StopReason) -> Status {
-    if stop == StopReason::Interrupted {
+/// The `status` key of the `--json` report: whether the run was interrupted (`stop` says how
+/// it ended otherwise, limits included).
+fn status_of(status: Status) -> Status {
+    if status == Status::Interrupted {
         Status::Interrupted
     } else {
         Status::Converged
     }
 }
 
-fn write_linear_status(path: &Path, m: &LinearModel, stop: StopReason) -> CliResult {
-    if stop == StopReason::Interrupted {
+fn write_linear_status(path: &Path, m: &LinearModel, status: Status) -> CliResult {
+    if status == Status::Interrupted {
         write_output(path, |w| m.write(w)).map_err(|e| CliError(format!("{}: {e}", path.display())))
     } else {
         write_linear(path, m)
@@ -588,7 +590,7 @@ fn run_lad(a: AidLadArgs) -> Exit {
         ));
     };
     let total = t0.elapsed().as_secs_f64();
-    let text = if run.stop == StopReason::Interrupted {
+    let text = if run.status == Status::Interrupted {
         // The JSON model gets the status key the other model formats carry as a line.
         let mut v: Value = serde_json::from_str(&model.to_json())
             .map_err(|e| CliError(format!("internal: LAD model JSON: {e}")))?;
@@ -602,16 +604,16 @@ fn run_lad(a: AidLadArgs) -> Exit {
     write_text(&mpath, &text)?;
     let mut out = json!({
         "model": "lad",
-        "stop": run.stop.as_str(),
+        "stop": run.stop_name(),
         "n": data.len(),
         "init_seconds": report.init_seconds,
         "lower_bound": finite(run.lower_bound),
-        "certified": run.stop == StopReason::Optimal && report.last_certified,
-        "status": status_of(run.stop).as_str(),
+        "certified": run.termination == Some(Termination::Optimal) && report.last_certified,
+        "status": status_of(run.status).as_str(),
     });
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
-        println!("stop: {}", run.stop.as_str());
+        println!("stop: {}", run.stop_name());
     }
     finish(
         &a.common,
@@ -684,18 +686,18 @@ fn run_svm(a: AidSvmArgs) -> Exit {
     };
     let total = t0.elapsed().as_secs_f64();
     match &model {
-        AidSvmModel::Linear(m) => write_linear_status(&path, m, run.stop)?,
+        AidSvmModel::Linear(m) => write_linear_status(&path, m, run.status)?,
         AidSvmModel::Kernel(m) => {
             save_model(&path, m).map_err(|e| CliError(format!("{}: {e}", path.display())))?
         }
     }
     let mut out = json!({
         "model": name,
-        "stop": run.stop.as_str(),
+        "stop": run.stop_name(),
         "n": data.len(),
         "init_seconds": report.init_seconds,
         "lower_bound": finite(run.lower_bound),
-        "status": status_of(run.stop).as_str(),
+        "status": status_of(run.status).as_str(),
     });
     if let (Some(f), Value::Object(o)) = (&report.finish, &mut out) {
         o.insert(
@@ -725,7 +727,7 @@ fn run_svm(a: AidSvmArgs) -> Exit {
                 );
             }
         }
-        println!("stop: {}", run.stop.as_str());
+        println!("stop: {}", run.stop_name());
     }
     finish(
         &a.common,
@@ -735,7 +737,7 @@ fn run_svm(a: AidSvmArgs) -> Exit {
         run.best_objective,
         total,
     )?;
-    if run.stop == StopReason::Interrupted && written.is_none() {
+    if run.status == Status::Interrupted && written.is_none() {
         // Stopped in the Nystrom mode's exact finish: a model, but no state to continue from.
         eprintln!(
             "marginkit: interrupted; the model is the last iterate's and a Nystrom-steered \
@@ -846,22 +848,22 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
         ));
     };
     let total = t0.elapsed().as_secs_f64();
-    write_linear_status(&path, &model, run.stop)?;
+    write_linear_status(&path, &model, run.status)?;
     write_predictions(&a, &data, &model)?;
     let mut out = json!({
         "model": "aid_s3vm",
         "heuristic": true,
-        "stop": run.stop.as_str(),
+        "stop": run.stop_name(),
         "n": data.len(),
         "unlabeled": report.unlabeled_predictions.len(),
         "init_seconds": report.init_seconds,
-        "status": status_of(run.stop).as_str(),
+        "status": status_of(run.status).as_str(),
     });
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
         println!(
             "stop: {} (AID-S3VM is a heuristic: no bound)",
-            run.stop.as_str()
+            run.stop_name()
         );
     }
     finish(

@@ -59,9 +59,7 @@ use rayon::prelude::*;
 
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
-use super::{
-    run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome, StopReason,
-};
+use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::design::{DenseRows, DesignRows, FeatureRows};
 use crate::data::{ops, Dataset, DenseMatrix, Features, Row};
 use crate::error::{DataError, FitError, ParamError, ParseError, ParseErrorKind};
@@ -617,19 +615,10 @@ pub struct AidLadReport {
     pub last_certified: bool,
 }
 
-impl AidLadReport {
-    /// How the loop ended in AID's terms ([`StopReason::Interrupted`] when no iteration
-    /// finished).
-    pub fn stop(&self) -> StopReason {
-        self.run
-            .as_ref()
-            .map_or(StopReason::Interrupted, |r| r.stop)
-    }
-}
-
 impl Report for AidLadReport {
+    /// The run's status; [`Status::Interrupted`] when no iteration finished.
     fn status(&self) -> Status {
-        self.stop().status()
+        self.run.as_ref().map_or(Status::Interrupted, |r| r.status)
     }
 }
 
@@ -726,7 +715,7 @@ fn lad_fingerprint(params: &AidLadValidParams, data: &Dataset) -> u64 {
 /// `ctl`'s observer is asked before every aggregated solve (the LAD solves themselves, an
 /// interior point on the aggregated rows, are not interrupted: they take a small fraction of an
 /// iteration); its part callback receives every iteration's record. When the observer asks to
-/// stop, the fit returns the best iterate so far with [`StopReason::Interrupted`] (model and
+/// stop, the fit returns the best iterate so far with [`Status::Interrupted`] (model and
 /// run `None` if no iteration finished) and an [`AidCheckpoint`]; continuing it
 /// ([`Control::resume_from`]) gives the iterates an uninterrupted run makes, bit for bit.
 ///

@@ -33,11 +33,11 @@
 //! **Certificate tolerance.** When every cluster is uniform, Props 1/3 give `E^t = F^t` in exact
 //! arithmetic; in floating point `E^t` (a sum over `n` rows) and the lower bound (an aggregated
 //! dual value, exact vertex certificate or the interior point's dual value, which stops at a
-//! relative duality gap of `1e-11`) differ by rounding. The run is reported [`StopReason::Optimal`]
+//! relative duality gap of `1e-11`) differ by rounding. The run ends with [`Termination::Optimal`]
 //! when the relative gap is at most `max(gap_tol, CERT_GAP_RTOL)`, `CERT_GAP_RTOL = 1e-10`: the
 //! returned objective is then within `1e-10` (relative) of a valid lower bound, i.e. of the full
 //! optimum. A uniform partition with a larger gap (or no lower bound, as for S3VM) stops with
-//! [`StopReason::NoSplit`]: nothing is left to split but the bound does not certify optimality
+//! [`Termination::NoSplit`]: nothing is left to split but the bound does not certify optimality
 //! (the gap is in the last [`IterRecord`]).
 //!
 //! # Cost per iteration
@@ -177,9 +177,9 @@ pub(crate) fn check_rate(r: f64) -> Result<f64, ParamError> {
     }
 }
 
-/// Why the loop stopped.
+/// How an AID loop that converged stopped: what AID adds to [`Status::Converged`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
+pub enum Termination {
     /// Every cluster was uniform and the relative gap is within `max(gap_tol, CERT_GAP_RTOL)`
     /// (`1e-10`, rounding; see the module docs): optimal.
     Optimal,
@@ -188,35 +188,15 @@ pub enum StopReason {
     NoSplit,
     /// The relative gap reached the tolerance.
     Gap,
-    /// The iteration limit.
-    MaxIterations,
-    /// The time limit.
-    TimeLimit,
-    /// An observer asked to stop (e.g. Ctrl-C): the best iterate so far, not converged.
-    Interrupted,
 }
 
-impl StopReason {
+impl Termination {
     /// Lower-case name for reports.
     pub fn as_str(&self) -> &'static str {
         match self {
-            StopReason::Optimal => "optimal",
-            StopReason::NoSplit => "no_split",
-            StopReason::Gap => "gap",
-            StopReason::MaxIterations => "max_iterations",
-            StopReason::TimeLimit => "time_limit",
-            StopReason::Interrupted => "interrupted",
-        }
-    }
-
-    /// The one [`Status`] every method reports: the three ways of stopping by the rule
-    /// (certificate, nothing left to split, gap) are [`Status::Converged`].
-    pub fn status(self) -> Status {
-        match self {
-            StopReason::Optimal | StopReason::NoSplit | StopReason::Gap => Status::Converged,
-            StopReason::MaxIterations => Status::MaxIterations,
-            StopReason::TimeLimit => Status::TimeLimit,
-            StopReason::Interrupted => Status::Interrupted,
+            Termination::Optimal => "optimal",
+            Termination::NoSplit => "no_split",
+            Termination::Gap => "gap",
         }
     }
 }
@@ -230,12 +210,26 @@ pub struct AidRun<S> {
     pub best_objective: f64,
     /// The best lower bound (NaN without one).
     pub lower_bound: f64,
-    /// Why it stopped.
-    pub stop: StopReason,
+    /// How it ended: [`Status::Converged`] by a stopping rule, or at the iteration or time
+    /// limit, or [`Status::Interrupted`] by an observer (the best iterate so far).
+    pub status: Status,
+    /// Which stopping rule ended a converged run (`None` unless `status` is
+    /// [`Status::Converged`]).
+    pub termination: Option<Termination>,
     /// One record per iteration.
     pub iterations: Vec<IterRecord>,
     /// The final clusters.
     pub clusters: Clusters,
+}
+
+impl<S> AidRun<S> {
+    /// The name of how the run ended, for reports: the [`Termination`] of a converged run,
+    /// else the [`Status`] (`optimal`, `no_split`, `gap`, `max_iterations`, `time_limit`,
+    /// `interrupted`).
+    pub fn stop_name(&self) -> &'static str {
+        self.termination
+            .map_or_else(|| self.status.as_str(), |t| t.as_str())
+    }
 }
 
 /// Runs the AID loop of a custom [`AidProblem`] from `clusters`, without an observer;
@@ -347,7 +341,8 @@ pub(crate) fn run_resumable<P: AidProblem, C>(
                 best: b.clone(),
                 best_objective: *e,
                 lower_bound: if has_bound { lower } else { f64::NAN },
-                stop: StopReason::Interrupted,
+                status: Status::Interrupted,
+                termination: None,
                 iterations: records.clone(),
                 clusters: clusters.clone(),
             });
@@ -396,16 +391,16 @@ pub(crate) fn run_resumable<P: AidProblem, C>(
         let stop = if violating == 0 {
             // Rounding in `E - F` (see "Certificate tolerance" above).
             if has_bound && gap <= settings.gap_tol.max(CERT_GAP_RTOL) {
-                Some(StopReason::Optimal)
+                Some((Status::Converged, Some(Termination::Optimal)))
             } else {
-                Some(StopReason::NoSplit)
+                Some((Status::Converged, Some(Termination::NoSplit)))
             }
         } else if has_bound && gap <= settings.gap_tol {
-            Some(StopReason::Gap)
+            Some((Status::Converged, Some(Termination::Gap)))
         } else if t + 1 >= settings.max_iter {
-            Some(StopReason::MaxIterations)
+            Some((Status::MaxIterations, None))
         } else if settings.time_limit.is_some_and(|l| start.elapsed() >= l) {
-            Some(StopReason::TimeLimit)
+            Some((Status::TimeLimit, None))
         } else {
             None
         };
@@ -416,7 +411,7 @@ pub(crate) fn run_resumable<P: AidProblem, C>(
         rec.seconds = it_start.elapsed().as_secs_f64();
         ctl.part_done(&rec);
         records.push(rec);
-        if let Some(reason) = stop {
+        if let Some((status, termination)) = stop {
             let Some((best, best_objective)) = best else {
                 return Err(crate::error::SolveError::NonFinite {
                     what: "AID objective",
@@ -427,7 +422,8 @@ pub(crate) fn run_resumable<P: AidProblem, C>(
                 best,
                 best_objective,
                 lower_bound: if has_bound { lower } else { f64::NAN },
-                stop: reason,
+                status,
+                termination,
                 iterations: records,
                 clusters,
             }));

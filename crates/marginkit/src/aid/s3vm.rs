@@ -66,9 +66,7 @@ use rayon::prelude::*;
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
 use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
 pub use super::state::S3vmSolution;
-use super::{
-    run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome, StopReason,
-};
+use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
 use crate::data::{ops, Dataset, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
 use crate::fit::{Control, Fit, Report};
@@ -610,19 +608,10 @@ pub struct AidS3vmReport {
     pub init_seconds: f64,
 }
 
-impl AidS3vmReport {
-    /// How the loop ended in AID's terms ([`StopReason::Interrupted`] when no iteration
-    /// finished).
-    pub fn stop(&self) -> StopReason {
-        self.run
-            .as_ref()
-            .map_or(StopReason::Interrupted, |r| r.stop)
-    }
-}
-
 impl Report for AidS3vmReport {
+    /// The run's status; [`Status::Interrupted`] when no iteration finished.
     fn status(&self) -> Status {
-        self.stop().status()
+        self.run.as_ref().map_or(Status::Interrupted, |r| r.status)
     }
 }
 
@@ -872,7 +861,7 @@ fn s3vm_fingerprint(params: &AidS3vmValidParams, data: &Dataset) -> u64 {
 /// `ctl`'s observer is asked before every aggregated branch and bound and before every node QP
 /// of it (a node is one small clarabel solve); its part callback receives every iteration's
 /// record. When the observer asks to stop, the fit returns the best iterate so far with
-/// [`StopReason::Interrupted`] (model and run `None` if no iteration finished) and an
+/// [`Status::Interrupted`] (model and run `None` if no iteration finished) and an
 /// [`AidCheckpoint`]; continuing it ([`Control::resume_from`]) gives the iterates an
 /// uninterrupted run makes (bit for bit unless a branch and bound hits its wall-clock limit,
 /// which depends on the machine).

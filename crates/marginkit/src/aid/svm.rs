@@ -157,7 +157,7 @@ use super::ksums::KernelSums;
 pub use super::state::SvmSolution;
 use super::{
     run_resumable, stop_requested_stage, Aggregated, AidProblem, AidRun, AidSettings, IterRecord,
-    Outcome, StopReason, CERT_GAP_RTOL,
+    Outcome, Termination, CERT_GAP_RTOL,
 };
 use crate::data::{ops, Dataset, DenseMatrix, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
@@ -466,19 +466,10 @@ pub struct AidSvmReport {
     pub finish: Option<ExactFinish>,
 }
 
-impl AidSvmReport {
-    /// How the loop ended in AID's terms ([`StopReason::Interrupted`] when no iteration
-    /// finished).
-    pub fn stop(&self) -> StopReason {
-        self.run
-            .as_ref()
-            .map_or(StopReason::Interrupted, |r| r.stop)
-    }
-}
-
 impl Report for AidSvmReport {
+    /// The run's status; [`Status::Interrupted`] when no iteration finished.
     fn status(&self) -> Status {
-        self.stop().status()
+        self.run.as_ref().map_or(Status::Interrupted, |r| r.status)
     }
 }
 
@@ -1467,7 +1458,7 @@ fn svm_fingerprint(params: &AidSvmValidParams, kernel: Option<KernelSpec>, data:
 /// `ctl`'s observer is asked before every aggregated solve and by its solver (SMO every 1000
 /// pair updates, DCD every pass); its part callback receives every iteration's record. When
 /// the observer asks to stop, the fit returns the best iterate so far with
-/// [`StopReason::Interrupted`] (model and run `None` if no iteration finished) and an
+/// [`Status::Interrupted`] (model and run `None` if no iteration finished) and an
 /// [`AidCheckpoint`] (`None` too when the stop came during the initial clustering's sample
 /// fit: a rerun starts over). Continuing such a checkpoint ([`Control::resume_from`]) gives the
 /// iterates an uninterrupted run makes, bit for bit. With a kernel, the checkpoint holds the
@@ -1479,7 +1470,7 @@ fn svm_fingerprint(params: &AidSvmValidParams, kernel: Option<KernelSpec>, data:
 /// use marginkit::aid::AidCheckpoint;
 /// use marginkit::fit::Control;
 /// use std::ops::ControlFlow;
-/// use marginkit::solver::{IterStats, Observer};
+/// use marginkit::solver::{IterStats, Observer, Status};
 /// use marginkit::{Dataset, DenseMatrix, Features};
 ///
 /// // Stops at the second report it gets (a Ctrl-C handler would set a `Cancel` flag).
@@ -1501,10 +1492,10 @@ fn svm_fingerprint(params: &AidSvmValidParams, kernel: Option<KernelSpec>, data:
 /// let full = fit(&params, &data, &mut Control::default())?;
 ///
 /// let partial = fit(&params, &data, &mut Control::new(StopAt(2)))?;
-/// if let Some(state) = partial.checkpoint {
+/// if let Some(state) = &partial.checkpoint {
 ///     // The state file's bytes (FNV-1a checksummed) read back, then the run continues.
 ///     let state = AidCheckpoint::from_bytes(&state.to_bytes()).map_err(std::io::Error::other)?;
-///     assert_eq!(partial.report.stop().as_str(), "interrupted");
+///     assert_eq!(partial.status(), Status::Interrupted);
 ///     let done = fit(&params, &data, &mut Control::default().resume_from(&state))?;
 ///     assert!(done.checkpoint.is_none());
 ///     assert_eq!(done.report.run.unwrap().best_objective, full.report.run.unwrap().best_objective);
@@ -2065,26 +2056,27 @@ fn fit_nystrom(
     let steer_iterations = steer_records.len();
     let mut iterations = steer_records;
     iterations.push(rec);
-    let stop = if interrupted {
-        StopReason::Interrupted
+    let (status, termination) = if interrupted {
+        (Status::Interrupted, None)
     } else if gap <= CERT_GAP_RTOL {
-        StopReason::Optimal
+        (Status::Converged, Some(Termination::Optimal))
     } else if gap <= params.settings.gap_tol {
-        StopReason::Gap
+        (Status::Converged, Some(Termination::Gap))
     } else if params
         .settings
         .time_limit
         .is_some_and(|l| start.elapsed() >= l)
     {
-        StopReason::TimeLimit
+        (Status::TimeLimit, None)
     } else {
-        StopReason::MaxIterations
+        (Status::MaxIterations, None)
     };
     let run = AidRun {
         best: sol,
         best_objective: primal,
         lower_bound: dual,
-        stop,
+        status,
+        termination,
         iterations,
         clusters: Clusters::singletons(n),
     };
