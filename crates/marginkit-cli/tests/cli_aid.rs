@@ -429,3 +429,52 @@ fn aid_s3vm_balance_cost() {
     let aid = solve(&["--balance-cost", "--max-iter", "5"]);
     assert!(aid >= cost - 1e-9, "{aid} vs {cost}");
 }
+
+/// `aid * --help`: each command's own flags under its own heading (not under "Input"), the
+/// shared AID flags under "AID", `--help` described, and the training file listed before the
+/// model file.
+#[test]
+fn aid_help_groups_the_flags_under_their_headings() {
+    let dir = tempfile::tempdir().unwrap();
+    for (cmd, own, flag) in [
+        ("svm", "AID-SVM:", "  -c <C>"),
+        ("lad", "AID-LAD:", "      --no-intercept"),
+        ("s3vm", "AID-S3VM:", "  -c, --c-labeled"),
+    ] {
+        let o = run(&["aid", cmd, "--help"], dir.path());
+        assert!(o.status.success());
+        let help = String::from_utf8_lossy(&o.stdout).to_string();
+        let heading_of = |needle: &str| {
+            let at = help
+                .find(needle)
+                .unwrap_or_else(|| panic!("{cmd}: no {needle:?}"));
+            help[..at]
+                .lines()
+                .rev()
+                .find(|l| l.ends_with(':') && !l.starts_with(' '))
+                .unwrap_or("")
+                .to_string()
+        };
+        assert_eq!(heading_of(flag), own, "{cmd}:\n{help}");
+        assert_eq!(heading_of("      --r0"), "AID:", "{cmd}:\n{help}");
+        assert_eq!(
+            heading_of("      --resume"),
+            "Stop and resume:",
+            "{cmd}:\n{help}"
+        );
+        assert_eq!(heading_of("      --csv"), "Input:", "{cmd}:\n{help}");
+        let help_line = help
+            .lines()
+            .position(|l| l.trim_start().starts_with("--help"))
+            .unwrap();
+        let described = help
+            .lines()
+            .skip(help_line)
+            .take(2)
+            .any(|l| l.contains("Print help"));
+        assert!(described, "{cmd}:\n{help}");
+        assert!(help.find("<TRAIN_FILE>").unwrap() < help.find("[MODEL_FILE]").unwrap());
+        let args_at = help.find("\nArguments:").unwrap();
+        assert!(help[args_at..].contains("<TRAIN_FILE>"), "{cmd}:\n{help}");
+    }
+}

@@ -54,8 +54,6 @@ pub enum AidCmd {
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "AID")]
 pub struct AidCommon {
-    #[command(flatten)]
-    pub ckpt: ResumeArgs,
     /// Initial aggregation rate r^0 = |K^0|/n (default: the paper's rule).
     #[arg(long)]
     pub r0: Option<f64>,
@@ -83,35 +81,36 @@ pub struct AidCommon {
     /// Write an SVG plot of the bounds and of r^t per iteration.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
+    #[command(flatten)]
+    pub ckpt: ResumeArgs,
 }
 
 /// `marginkit aid lad`.
 #[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
+#[command(disable_help_flag = true, next_help_heading = "AID-LAD")]
 pub struct AidLadArgs {
-    #[command(flatten)]
-    pub common: AidCommon,
-    #[command(flatten)]
-    pub input: InputArgs,
     /// No intercept column.
     #[arg(long)]
     pub no_intercept: bool,
     /// Training data (regression targets).
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub train_file: PathBuf,
     /// Model file (JSON; default TRAIN.model).
+    #[arg(help_heading = "Arguments", display_order = 2)]
     pub model_file: Option<PathBuf>,
-}
-
-/// `marginkit aid svm`.
-#[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
-pub struct AidSvmArgs {
     #[command(flatten)]
     pub common: AidCommon,
     #[command(flatten)]
     pub input: InputArgs,
+}
+
+/// `marginkit aid svm`.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true, next_help_heading = "AID-SVM")]
+pub struct AidSvmArgs {
     /// The penalty C (the paper's M).
     #[arg(short = 'c', default_value_t = 1.0)]
     pub c: f64,
@@ -151,19 +150,21 @@ pub struct AidSvmArgs {
     #[arg(long, default_value_t = 1e-3)]
     pub steer_gap: f64,
     /// Training data (two classes).
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub train_file: PathBuf,
     /// Model file (default TRAIN.model).
+    #[arg(help_heading = "Arguments", display_order = 2)]
     pub model_file: Option<PathBuf>,
-}
-
-/// `marginkit aid s3vm`.
-#[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
-pub struct AidS3vmArgs {
     #[command(flatten)]
     pub common: AidCommon,
     #[command(flatten)]
     pub input: InputArgs,
+}
+
+/// `marginkit aid s3vm`.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true, next_help_heading = "AID-S3VM")]
+pub struct AidS3vmArgs {
     /// Penalty of labeled rows M_l.
     #[arg(short = 'c', long = "c-labeled", default_value_t = 5.0)]
     pub c_labeled: f64,
@@ -192,9 +193,15 @@ pub struct AidS3vmArgs {
     #[arg(long)]
     pub predictions: Option<PathBuf>,
     /// Training data (label 0 = unlabeled).
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub train_file: PathBuf,
     /// Model file (LIBLINEAR format; default TRAIN.model).
+    #[arg(help_heading = "Arguments", display_order = 2)]
     pub model_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: AidCommon,
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
 /// `marginkit lad`: exact LAD on the full data (the LP by clarabel).
@@ -222,8 +229,10 @@ pub struct LadArgs {
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
     /// Training data.
+    #[arg(help_heading = "Arguments", display_order = 1)]
     pub train_file: PathBuf,
     /// Model file (JSON; default TRAIN.model).
+    #[arg(help_heading = "Arguments", display_order = 2)]
     pub model_file: Option<PathBuf>,
 }
 
