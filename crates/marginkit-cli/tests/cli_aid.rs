@@ -385,8 +385,10 @@ fn aid_svm_engine_flag() {
         out["objective"].as_f64().unwrap()
     };
     let (a, d, s) = (obj("auto"), obj("dcd"), obj("smo"));
-    assert!((a - d).abs() <= 1e-3 * a.abs(), "{a} vs {d}");
-    assert!((s - d).abs() <= 1e-3 * s.abs(), "{s} vs {d}");
+    // Each run stops at a relative duality gap of 1e-4 (the default): its objective E has
+    // E - opt <= E - D <= 1e-4 E, so two runs differ by at most 1e-4 of the larger.
+    assert!((a - d).abs() <= 1e-4 * a.max(d), "{a} vs {d}");
+    assert!((s - d).abs() <= 1e-4 * s.max(d), "{s} vs {d}");
     let o = run(&["aid", "svm", "--engine", "simplex", tr, "m2"], dir.path());
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);

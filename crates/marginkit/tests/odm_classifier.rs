@@ -229,7 +229,14 @@ fn primal_matches_clarabel_on_eq1() {
         for i in 0..m {
             let yf = f64::from(y[i]) * sol.f[i];
             let xi = (1.0 - theta - yf).max(0.0);
-            assert!((xi - 2.0 * c * sol.alpha[i]).abs() < 1e-3 * (1.0 + xi));
+            // Solved to tol 1e-10 on the dual's gradient, which lambda scales: the largest
+            // deviation is about 4e-8 at lambda 1 and 1.4e-5 at lambda 1000.
+            let dev = (xi - 2.0 * c * sol.alpha[i]).abs();
+            assert!(
+                dev < 1e-7 * lambda.max(1.0) * (1.0 + xi),
+                "lambda {lambda}: xi {xi}, 2c alpha {}",
+                2.0 * c * sol.alpha[i]
+            );
         }
     }
 }

@@ -1,11 +1,12 @@
 //! Probabilities consistent with predictions: for binary models trained with `-b 1`, the most
 //! probable class is the predicted class, on random data sets (property test, seeded, with and
-//! without sample weights); the calibration is weight-aware (integer weights == repeated values).
+//! without sample weights); the calibration is weight-aware (integer weights == repeated values);
+//! SVR's Laplace scale is LIBSVM's rule applied to cross-validated residuals computed here.
 
 use marginkit::fit::{Control, Fit};
 use marginkit::svm::params::Probability;
 use marginkit::svm::probability::sigmoid_train_origin;
-use marginkit::svm::train::fit;
+use marginkit::svm::train::{fit, fold_assignment};
 use marginkit::svm::{SvmParams, SvmType};
 use marginkit::{Dataset, DenseMatrix, Features};
 use proptest::prelude::*;
@@ -93,4 +94,89 @@ fn origin_sigmoid_with_integer_weights_equals_repeated_values() {
     let ra = sigmoid_train_origin(&rd, &rp, None);
     assert!(a < 0.0);
     assert!((a - ra).abs() <= 1e-8 * a.abs(), "{a} vs {ra}");
+}
+
+/// LIBSVM's rule for the Laplace scale of SVR residuals (svm.cpp, `svm_svr_probability`): the mean
+/// absolute residual `mae`, then the mean absolute residual again over the residuals with
+/// `|r| <= 5 std`, `std = sqrt(2) mae` (the standard deviation of a Laplace law with mean absolute
+/// value `mae`). Returns the scale and how many residuals were dropped.
+fn laplace_rule(res: &[f64]) -> (f64, usize) {
+    let mae = res.iter().map(|r| r.abs()).sum::<f64>() / res.len() as f64;
+    let cut = 5.0 * (2.0 * mae * mae).sqrt();
+    let kept: Vec<f64> = res.iter().map(|r| r.abs()).filter(|&r| r <= cut).collect();
+    (
+        kept.iter().sum::<f64>() / kept.len() as f64,
+        res.len() - kept.len(),
+    )
+}
+
+/// 1-D regression, y = sin(3x) + noise, with `outliers` rows whose targets are 200 off: their
+/// cross-validated residuals lie beyond 5 std, so the rule drops them.
+fn regression_set(seed: u64, n: usize, outliers: usize) -> Dataset {
+    let mut g = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let x: Vec<f64> = (0..n).map(|_| g.gen_range(-1.0..1.0)).collect();
+    let y: Vec<f64> = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let base = (3.0 * v).sin() + 0.1 * g.gen_range(-1.0..1.0);
+            if i < outliers {
+                base + 200.0
+            } else {
+                base
+            }
+        })
+        .collect();
+    Dataset::new(Features::Dense(DenseMatrix::new(n, 1, x).unwrap()), y, None).unwrap()
+}
+
+#[test]
+fn svr_laplace_scale_is_libsvms_rule_on_the_cross_validated_residuals() {
+    for (seed, n, outliers, svm_type) in [
+        (1u64, 80usize, 0usize, SvmType::EpsSvr),
+        (2, 90, 2, SvmType::EpsSvr),
+        (3, 70, 1, SvmType::NuSvr),
+    ] {
+        let data = regression_set(seed, n, outliers);
+        let base = SvmParams::new()
+            .svm_type(svm_type)
+            .c(2.0)
+            .gamma(1.0)
+            .epsilon(0.05)
+            .nu(0.5)
+            .tol(1e-10)
+            .seed(seed);
+        let params = base.clone().probability(Probability::On).check().unwrap();
+        let plain = base.check().unwrap();
+        let Fit { model, .. } = fit(&params, &data, &mut Control::default()).unwrap();
+        let sigma = model.svr_sigma().expect("-b 1 gives a Laplace scale");
+        // The 5-fold residuals, fold by fold: the fold assignment of the fit's seed, a model
+        // without probabilities trained on the other folds, its prediction on the fold.
+        let folds = fold_assignment(&data.y, 5, false, seed);
+        let mut res = vec![0.0; n];
+        for f in 0..5 {
+            let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
+            let test: Vec<usize> = (0..n).filter(|&i| folds[i] == f).collect();
+            let Fit { model: m, .. } =
+                fit(&plain, &data.subset(&train), &mut Control::default()).unwrap();
+            let pred = m.predict(&data.x.select_rows(&test)).unwrap();
+            for (k, &i) in test.iter().enumerate() {
+                res[i] = data.y[i] - pred[k];
+            }
+        }
+        let (want, dropped) = laplace_rule(&res);
+        assert_eq!(
+            dropped, outliers,
+            "seed {seed}: the 200-off rows are dropped"
+        );
+        assert!(
+            (sigma - want).abs() <= 1e-12 * want,
+            "seed {seed}: sigma {sigma}, the rule on the CV residuals {want}"
+        );
+        // Without the cut the scale would be dominated by the outliers.
+        if outliers > 0 {
+            let mae = res.iter().map(|r| r.abs()).sum::<f64>() / n as f64;
+            assert!(mae > 2.0 * sigma, "seed {seed}: mae {mae}, sigma {sigma}");
+        }
+    }
 }
