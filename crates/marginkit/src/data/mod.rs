@@ -439,6 +439,29 @@ impl Dataset {
     }
 }
 
+/// A training set and, optionally, a validation set on which a fit evaluates what it produces
+/// (the points of a regularization path, the nodes of a robust path).
+#[derive(Debug, Clone, Copy)]
+pub struct TrainValid<'a> {
+    /// The training set.
+    pub train: &'a Dataset,
+    /// The validation set, if any (same features as the training set).
+    pub valid: Option<&'a Dataset>,
+}
+
+impl<'a> TrainValid<'a> {
+    /// `train` without validation.
+    pub fn new(train: &'a Dataset) -> Self {
+        Self { train, valid: None }
+    }
+    /// Evaluates on `valid` (when given).
+    #[must_use]
+    pub fn validate_on(mut self, valid: Option<&'a Dataset>) -> Self {
+        self.valid = valid;
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -490,26 +490,7 @@ impl Report for PathReport {
 
 /// The data of a path: the training set (exactly two classes, no sample weights) and,
 /// optionally, a validation set on which each point is evaluated.
-#[derive(Debug, Clone, Copy)]
-pub struct PathData<'a> {
-    /// The training set.
-    pub train: &'a Dataset,
-    /// The validation set, if any (same features as the training set).
-    pub valid: Option<&'a Dataset>,
-}
-
-impl<'a> PathData<'a> {
-    /// A path on `train` without validation.
-    pub fn new(train: &'a Dataset) -> Self {
-        Self { train, valid: None }
-    }
-    /// Evaluates each point on `valid` (when given).
-    #[must_use]
-    pub fn validate_on(mut self, valid: Option<&'a Dataset>) -> Self {
-        self.valid = valid;
-        self
-    }
-}
+pub type PathData<'a> = crate::data::TrainValid<'a>;
 
 impl PathResult {
     /// Index of the point with the best validation accuracy (smallest C among ties).

@@ -647,26 +647,7 @@ impl Report for OutlierPath {
 
 /// The data of a robust fit: the training set (SVC: exactly two classes) and, optionally, a
 /// validation set on which every node is evaluated.
-#[derive(Debug, Clone, Copy)]
-pub struct RobustData<'a> {
-    /// The training set.
-    pub train: &'a Dataset,
-    /// The validation set, if any (same features as the training set).
-    pub valid: Option<&'a Dataset>,
-}
-
-impl<'a> RobustData<'a> {
-    /// `train` without validation.
-    pub fn new(train: &'a Dataset) -> Self {
-        Self { train, valid: None }
-    }
-    /// Evaluates each node on `valid` (when given).
-    #[must_use]
-    pub fn validate_on(mut self, valid: Option<&'a Dataset>) -> Self {
-        self.valid = valid;
-        self
-    }
-}
+pub type RobustData<'a> = crate::data::TrainValid<'a>;
 
 /// Asks the observer between steps (iteration `i` of no solver) whether to stop.
 pub(crate) fn stop_requested(obs: &mut dyn Observer, i: usize) -> bool {
