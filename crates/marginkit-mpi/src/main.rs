@@ -27,7 +27,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{ArgAction, Parser, ValueEnum};
-use marginkit::coreset::consensus::{run, shard_ranges, CoreSetMsg, Schedule, RoundSummary, Transport};
+use marginkit::coreset::consensus::{
+    run, shard_ranges, CoreSetMsg, RoundSummary, Schedule, Transport,
+};
 use marginkit::coreset::experiment::{
     accuracy, consensus_svg, correct_count, coverage_ratio, kernel_from_flags, parse_graph,
     points_for, problem_by_name, reference_r2, RunSummary,
