@@ -7,7 +7,7 @@ use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::{Control, Fit};
 use marginkit::kernel::qmatrix::{kernel_value, SvcQ};
 use marginkit::solver::kkt::check_with;
-use marginkit::solver::smo::{solve, solve_resumable, SmoSnapshot};
+use marginkit::solver::smo::{solve, Smo, SmoSnapshot};
 use marginkit::solver::{
     BoxQp, Cancel, Equality, IterStats, NoObserver, Observer, Shrinking, SolverSettings, Status,
 };
@@ -523,17 +523,11 @@ fn smo_snapshots_round_trip_and_continue_exactly() {
     assert!(i0.iterations > 1000, "{}", i0.iterations);
     let mut q = SvcQ::new(&x, kernel, &y, 1 << 20).unwrap();
     let mut a = vec![0.0; n];
-    let (info, _, snap) = solve_resumable(
-        &mut q,
-        &qp,
-        &mut a,
-        &s,
-        &mut StopAt { k: 1, calls: 0 },
-        false,
-        None,
-        true,
-    )
-    .unwrap();
+    let out = Smo::new(&s)
+        .keep_snapshot(true)
+        .solve(&mut q, &qp, &mut a, &mut StopAt { k: 1, calls: 0 })
+        .unwrap();
+    let (info, snap) = (out.info, out.snapshot);
     assert_eq!(info.status, Status::Interrupted);
     let snap = snap.unwrap();
     assert_eq!(snap.iterations(), 1000);
@@ -543,17 +537,12 @@ fn smo_snapshots_round_trip_and_continue_exactly() {
     // Continue on a fresh matrix (a new process would build one).
     let mut q = SvcQ::new(&x, kernel, &y, 1 << 20).unwrap();
     let mut a1 = vec![0.0; n];
-    let (i1, _, none) = solve_resumable(
-        &mut q,
-        &qp,
-        &mut a1,
-        &s,
-        &mut NoObserver,
-        false,
-        Some(&back),
-        true,
-    )
-    .unwrap();
+    let out = Smo::new(&s)
+        .resume(Some(&back))
+        .keep_snapshot(true)
+        .solve(&mut q, &qp, &mut a1, &mut NoObserver)
+        .unwrap();
+    let (i1, none) = (out.info, out.snapshot);
     assert!(none.is_none());
     assert_eq!(i1.status, Status::Converged);
     assert_eq!(i1.iterations, i0.iterations);

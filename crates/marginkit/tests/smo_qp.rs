@@ -7,8 +7,7 @@ mod common;
 use common::qp_oracle::{clarabel_opt, clarabel_opt_eq, random_psd};
 use marginkit::kernel::qmatrix::{kernel_value, DenseQ, OneClassQ, QMatrix, SvcQ, SvrQ};
 use marginkit::solver::kkt::{check_dense, KktReport};
-use marginkit::solver::smo::solve;
-use marginkit::solver::smo_nu::solve_nu;
+use marginkit::solver::smo::{solve, Smo};
 use marginkit::solver::{
     BoxQp, Equality, NoObserver, Shrinking, SolveInfo, SolverSettings, Status, VarFix,
 };
@@ -565,14 +564,12 @@ fn nu_svc_dual_is_solved() {
             };
             let mut q = SvcQ::new(&x, k, &y, 1 << 20).unwrap();
             let tol = 1e-9;
-            let (info, r) = solve_nu(
-                &mut q,
-                &qp,
-                &mut a,
-                &settings(tol, shrinking),
-                &mut NoObserver,
-            )
-            .unwrap();
+            let st = settings(tol, shrinking);
+            let out = Smo::new(&st)
+                .nu(true)
+                .solve(&mut q, &qp, &mut a, &mut NoObserver)
+                .unwrap();
+            let (info, r) = (out.info, out.r);
             assert_eq!(info.status, Status::Converged);
             // Class sums preserved.
             let sum_c = |c: i8| -> f64 { (0..n).filter(|&i| y[i] == c).map(|i| a[i]).sum() };

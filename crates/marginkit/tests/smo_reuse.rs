@@ -4,8 +4,7 @@
 
 use marginkit::kernel::qmatrix::{kernel_value, OneClassQ, QMatrix, SvcQ};
 use marginkit::solver::kkt::check_with;
-use marginkit::solver::smo::solve;
-use marginkit::solver::smo_nu::solve_nu;
+use marginkit::solver::smo::{solve, Smo};
 use marginkit::solver::{
     BoxQp, Equality, NoObserver, Shrinking, SolveInfo, SolverSettings, Status, VarFix,
 };
@@ -142,10 +141,18 @@ fn nu_solver_also_restores_the_order() {
     };
     let mut q = OneClassQ::new(&x, k, 30 * 4 * n).unwrap();
     let mut a1 = start.clone();
-    let (r1, _) = solve_nu(&mut q, &qp, &mut a1, &settings(), &mut NoObserver).unwrap();
+    let st = settings();
+    let nu = Smo::new(&st).nu(true);
+    let r1 = nu
+        .solve(&mut q, &qp, &mut a1, &mut NoObserver)
+        .unwrap()
+        .info;
     // Same problem again on the reused q, from the same start.
     let mut a2 = start;
-    let (r2, _) = solve_nu(&mut q, &qp, &mut a2, &settings(), &mut NoObserver).unwrap();
+    let r2 = nu
+        .solve(&mut q, &qp, &mut a2, &mut NoObserver)
+        .unwrap()
+        .info;
     assert_eq!(r1, r2);
     assert_eq!(a1, a2);
 }

@@ -1462,11 +1462,9 @@ pub fn solve<Q: QMatrix>(
     settings: &SolverSettings,
     obs: &mut dyn Observer,
 ) -> Result<SolveInfo, SolveError> {
-    let mode = match qp.equality {
-        Equality::Sum { .. } => Mode::Sum,
-        Equality::None => Mode::None,
-    };
-    run(q, qp, alpha, settings, obs, mode).map(|(info, _)| info)
+    Smo::new(settings)
+        .solve(q, qp, alpha, obs)
+        .map(|out| out.info)
 }
 
 /// [`solve`] on a `q` that is kept permuted between solves (the regularization path): position
@@ -1565,24 +1563,6 @@ fn select<Q: QMatrix + ?Sized>(
     }
 }
 
-/// The SMO driver shared by every mode; returns the info and, for [`Mode::Nu`], LIBSVM's `r`.
-pub(crate) fn run<Q: QMatrix>(
-    q: &mut Q,
-    qp: &BoxQp<'_>,
-    alpha: &mut [f64],
-    settings: &SolverSettings,
-    obs: &mut dyn Observer,
-    mode: Mode,
-) -> Result<(SolveInfo, f64), SolveError> {
-    let mut st = State::new(q, qp, alpha)?;
-    let out = iterate(&mut st, q, settings, obs, mode);
-    // `q` must leave in the caller's order whatever happened: callers reuse it (warm starts).
-    st.restore_order(q);
-    let (info, r) = out?;
-    st.scatter(alpha);
-    Ok((info, r))
-}
-
 /// [`solve`] (with the equality, [`Mode::Sum`]) that also returns the final gradient
 /// `Q alpha + p` in the original order (fully reconstructed after shrinking), so that a caller
 /// can certify the result with [`super::kkt::check_gradient`] without recomputing `Q alpha`
@@ -1638,7 +1618,7 @@ pub(crate) struct Driver {
     pub viol: f64,
 }
 
-/// The main loop of [`run`] on a built state; leaves `st` in its permuted order.
+/// The main loop on a built state; leaves `st` in its permuted order.
 fn iterate<Q: QMatrix>(
     st: &mut State,
     q: &mut Q,
@@ -1826,7 +1806,7 @@ fn iterate_body<Q: QMatrix>(
 /// Everything an SMO solve needs to continue exactly where a limit or an observer stopped it:
 /// the solver's per-variable arrays in its permuted order (`alpha`, gradient, `G_bar`, the
 /// folded linear term, bounds, signs, diagonal), the permutation, the active-set size and the
-/// loop counters. Continuing from it with [`solve_resumable`] replays the same iterations as an
+/// loop counters. Continuing from it with [`Smo::resume`] replays the same iterations as an
 /// uninterrupted solve (same data, same `Q`, same settings), so the final iterate is the same.
 ///
 /// Serialize with [`SmoSnapshot::to_bytes`], read back with [`SmoSnapshot::from_bytes`].
@@ -2104,87 +2084,166 @@ fn snapshot_mismatch(reason: &'static str) -> SolveError {
     })
 }
 
-/// [`solve`] (and, with `nu`, [`super::smo_nu::solve_nu`]) that can stop and continue exactly.
+/// What a pair-SMO solve returns.
+#[derive(Debug, Clone)]
+pub struct SmoSolution {
+    /// The solver's account (status, iterations, objective, `rho`, violation).
+    pub info: SolveInfo,
+    /// LIBSVM's `r = (r_1 + r_2) / 2` of the nu problem ([`Smo::nu`]); 0 otherwise.
+    pub r: f64,
+    /// The state to continue from, when [`Smo::keep_snapshot`] was asked and a limit or the
+    /// observer stopped the solve.
+    pub snapshot: Option<SmoSnapshot>,
+}
+
+/// The pair SMO's entry point: the settings, then what the solve needs beyond a plain
+/// start-to-finish run, then [`Smo::solve`].
 ///
-/// With `resume = Some(snapshot)` the solve continues from the snapshot instead of `alpha`
-/// (which only receives the result); the snapshot must come from the same `qp` and `Q` (its
-/// signs and bounds are checked). With `want_snapshot`, a solve stopped by a limit or the
-/// observer also returns a snapshot to continue from. Returns the info, LIBSVM's `r` for the nu
-/// problem (0 otherwise) and the snapshot, if any.
+/// ```ignore
+/// let out = Smo::new(&settings).nu(true).resume(Some(&snapshot)).keep_snapshot(true)
+///     .solve(&mut q, &qp, &mut alpha, &mut obs)?;
+/// ```
 ///
-/// # Errors
-/// As [`solve`]; [`SolveError::Checkpoint`] for a snapshot that does not belong to `qp`.
-#[allow(clippy::too_many_arguments)]
-pub fn solve_resumable<Q: QMatrix>(
-    q: &mut Q,
-    qp: &BoxQp<'_>,
-    alpha: &mut [f64],
-    settings: &SolverSettings,
-    obs: &mut dyn Observer,
+/// [`solve`] is the plain run (`Smo::new(settings).solve(..)`, the info only).
+#[derive(Debug, Clone, Copy)]
+pub struct Smo<'a> {
+    settings: &'a SolverSettings,
     nu: bool,
-    resume: Option<&SmoSnapshot>,
-    want_snapshot: bool,
-) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
-    let mode = match (nu, qp.equality) {
-        (true, Equality::None) => {
-            return Err(SolveError::Infeasible(
-                "the nu solver needs the equality constraints (Equality::Sum)",
-            ))
+    resume: Option<&'a SmoSnapshot>,
+    keep_snapshot: bool,
+}
+
+impl<'a> Smo<'a> {
+    /// A plain solve with `settings`: the one-equality or no-equality problem as `qp.equality`
+    /// says, from the caller's `alpha`, no snapshot.
+    pub fn new(settings: &'a SolverSettings) -> Self {
+        Self {
+            settings,
+            nu: false,
+            resume: None,
+            keep_snapshot: false,
         }
-        (true, _) => Mode::Nu,
-        (false, Equality::Sum { .. }) => Mode::Sum,
-        (false, Equality::None) => Mode::None,
-    };
-    let Some(snap) = resume else {
-        let mut st = State::new(q, qp, alpha)?;
-        let out = iterate_ext(&mut st, q, settings, obs, mode, None, want_snapshot);
+    }
+
+    /// With `true`, the two-equality (nu) problem of [`super::smo_nu`]: per-class working sets,
+    /// and [`SmoSolution::r`] is LIBSVM's `r`. It needs `qp.equality` = `Equality::Sum`.
+    pub fn nu(mut self, nu: bool) -> Self {
+        self.nu = nu;
+        self
+    }
+
+    /// With `Some(snapshot)`, the solve continues from the snapshot instead of `alpha` (which
+    /// only receives the result) and replays the iterations an uninterrupted solve would have
+    /// made. The snapshot must come from the same `qp` and `Q` (its signs and bounds are
+    /// checked).
+    pub fn resume(mut self, snapshot: Option<&'a SmoSnapshot>) -> Self {
+        self.resume = snapshot;
+        self
+    }
+
+    /// With `true`, a solve stopped by a limit or the observer also returns a snapshot to
+    /// continue from.
+    pub fn keep_snapshot(mut self, keep: bool) -> Self {
+        self.keep_snapshot = keep;
+        self
+    }
+
+    /// The solver settings.
+    pub fn settings(&self) -> &'a SolverSettings {
+        self.settings
+    }
+
+    /// Whether this is the nu problem.
+    pub fn is_nu(&self) -> bool {
+        self.nu
+    }
+
+    /// The snapshot the solve continues from, if any.
+    pub fn resumes_from(&self) -> Option<&'a SmoSnapshot> {
+        self.resume
+    }
+
+    /// Solves the box QP `qp` with `Q` from `q`, starting from the feasible `alpha` (or the
+    /// snapshot); `alpha` holds the solution on exit, in the original order, and `q` is back
+    /// in the caller's order.
+    ///
+    /// # Errors
+    /// As [`solve`]; [`SolveError::Infeasible`] for the nu problem without the equality;
+    /// [`SolveError::Checkpoint`] for a snapshot that does not belong to `qp`.
+    pub fn solve<Q: QMatrix>(
+        &self,
+        q: &mut Q,
+        qp: &BoxQp<'_>,
+        alpha: &mut [f64],
+        obs: &mut dyn Observer,
+    ) -> Result<SmoSolution, SolveError> {
+        let settings = self.settings;
+        let want_snapshot = self.keep_snapshot;
+        let mode = match (self.nu, qp.equality) {
+            (true, Equality::None) => {
+                return Err(SolveError::Infeasible(
+                    "the nu solver needs the equality constraints (Equality::Sum)",
+                ))
+            }
+            (true, _) => Mode::Nu,
+            (false, Equality::Sum { .. }) => Mode::Sum,
+            (false, Equality::None) => Mode::None,
+        };
+        let (mut st, driver) = match self.resume {
+            None => (State::new(q, qp, alpha)?, None),
+            Some(snap) => (
+                Self::state_from(q, qp, alpha, snap, mode)?,
+                Some(snap.driver),
+            ),
+        };
+        let out = iterate_ext(&mut st, q, settings, obs, mode, driver, want_snapshot);
+        // `q` must leave in the caller's order whatever happened: callers reuse it (warm
+        // starts).
         st.restore_order(q);
-        let out = out?;
+        let (info, r, snapshot) = out?;
         st.scatter(alpha);
-        return Ok(out);
-    };
-    let code = match mode {
-        Mode::Sum => 0,
-        Mode::None => 1,
-        Mode::Nu => 2,
-    };
-    let n = q.n();
-    if snap.mode != code
-        || snap.n() != n
-        || alpha.len() != n
-        || qp.y.len() != n
-        || qp.upper.len() != n
-    {
-        return Err(snapshot_mismatch("size or formulation"));
+        Ok(SmoSolution { info, r, snapshot })
     }
-    for (k, &o) in snap.perm.iter().enumerate() {
-        let y = if qp.y[o] < 0 { -1.0 } else { 1.0 };
-        if snap.y[k] != y || snap.upper[k] != qp.upper[o] {
-            return Err(snapshot_mismatch("signs or bounds"));
+
+    /// The state of `snap`, checked against the problem.
+    fn state_from<Q: QMatrix>(
+        q: &mut Q,
+        qp: &BoxQp<'_>,
+        alpha: &[f64],
+        snap: &SmoSnapshot,
+        mode: Mode,
+    ) -> Result<State, SolveError> {
+        let code = match mode {
+            Mode::Sum => 0,
+            Mode::None => 1,
+            Mode::Nu => 2,
+        };
+        let n = q.n();
+        if snap.mode != code
+            || snap.n() != n
+            || alpha.len() != n
+            || qp.y.len() != n
+            || qp.upper.len() != n
+        {
+            return Err(snapshot_mismatch("size or formulation"));
         }
+        for (k, &o) in snap.perm.iter().enumerate() {
+            let y = if qp.y[o] < 0 { -1.0 } else { 1.0 };
+            if snap.y[k] != y || snap.upper[k] != qp.upper[o] {
+                return Err(snapshot_mismatch("signs or bounds"));
+            }
+        }
+        let st = State::from_snapshot(q, snap)?;
+        // A crafted snapshot (a state file edited and resealed) may hold coefficients outside
+        // their bounds or off the equality constraint: an error, not a solve from an
+        // infeasible point (and not the debug assertion the loop starts with).
+        if !st.check_invariants() {
+            return Err(snapshot_mismatch(
+                "coefficients outside their bounds or off the equality constraint",
+            ));
+        }
+        Ok(st)
     }
-    let mut st = State::from_snapshot(q, snap)?;
-    // A crafted snapshot (a state file edited and resealed) may hold coefficients outside
-    // their bounds or off the equality constraint: an error, not a solve from an infeasible
-    // point (and not the debug assertion the loop starts with).
-    if !st.check_invariants() {
-        return Err(snapshot_mismatch(
-            "coefficients outside their bounds or off the equality constraint",
-        ));
-    }
-    let out = iterate_ext(
-        &mut st,
-        q,
-        settings,
-        obs,
-        mode,
-        Some(snap.driver),
-        want_snapshot,
-    );
-    st.restore_order(q);
-    let out = out?;
-    st.scatter(alpha);
-    Ok(out)
 }
 
 #[cfg(test)]

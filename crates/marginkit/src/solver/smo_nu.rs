@@ -22,32 +22,12 @@
 //!
 //! Citation: C.-C. Chang, C.-J. Lin, "Training nu-support vector classifiers: theory and
 //! algorithms", Neural Computation 13 (2001); LIBSVM (ACM TIST 2011) section 4.2.
+//!
+//! The entry point is [`super::smo::Smo`] with `.nu(true)`; this module holds the nu rules it
+//! switches to.
 
-use super::smo::{run, shrink_by, Mode, State, TAU};
-use super::{BoxQp, Equality, Observer, SolveInfo, SolverSettings};
-use crate::error::SolveError;
+use super::smo::{shrink_by, State, TAU};
 use crate::kernel::qmatrix::QMatrix;
-
-/// Solves the two-equality (nu) problem from the feasible `alpha` (solution on exit, original
-/// order). Returns the info (with `rho = (r_1 - r_2) / 2`) and LIBSVM's `r = (r_1 + r_2) / 2`,
-/// which the nu-SVC model uses to rescale (`alpha / r`, `rho / r`).
-///
-/// # Errors
-/// As [`super::smo::solve`]; also [`SolveError::Infeasible`] when `qp.equality` is `None`.
-pub fn solve_nu<Q: QMatrix>(
-    q: &mut Q,
-    qp: &BoxQp<'_>,
-    alpha: &mut [f64],
-    settings: &SolverSettings,
-    obs: &mut dyn Observer,
-) -> Result<(SolveInfo, f64), SolveError> {
-    if qp.equality == Equality::None {
-        return Err(SolveError::Infeasible(
-            "the nu solver needs the equality constraints (Equality::Sum)",
-        ));
-    }
-    run(q, qp, alpha, settings, obs, Mode::Nu)
-}
 
 /// Per-class WSS3. Returns the pair and `Q_ij`, or `None` at convergence; sets the violation.
 pub(crate) fn select_nu<Q: QMatrix + ?Sized>(

@@ -12,8 +12,8 @@ use super::params::{SvmSolver, SvmType, SvmValidParams};
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
 use crate::solver::block::{self, BlockSettings, MAX_WORKING_SET};
-use crate::solver::smo::{self, SmoSnapshot};
-use crate::solver::{BoxQp, Observer, SolveInfo, SolverSettings};
+use crate::solver::smo::{Smo, SmoSolution};
+use crate::solver::{BoxQp, Observer};
 
 /// [`SvmSolver::Auto`] chooses the block engine when the cache holds fewer than
 /// `n / AUTO_COLUMNS_FRACTION` full columns of f32.
@@ -66,25 +66,25 @@ pub(crate) fn plan(params: &SvmValidParams, n: usize, resume: bool) -> Plan {
     }
 }
 
-/// Runs the planned engine: the block engine (no snapshot, `r` = 0) or the pair engine
-/// ([`smo::solve_resumable`]).
-#[allow(clippy::too_many_arguments)]
+/// Runs the planned engine: the block engine for a plain one-equality solve, the pair engine
+/// `smo` otherwise (nu, resume).
 pub(crate) fn solve<Q: QMatrix>(
     plan: &Plan,
+    smo: &Smo<'_>,
     q: &mut Q,
     qp: &BoxQp<'_>,
     alpha: &mut [f64],
-    settings: &SolverSettings,
     obs: &mut dyn Observer,
-    nu: bool,
-    resume: Option<&SmoSnapshot>,
-    want_snapshot: bool,
-) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
-    match (&plan.block, nu, resume) {
+) -> Result<SmoSolution, SolveError> {
+    match (&plan.block, smo.is_nu(), smo.resumes_from()) {
         (Some(b), false, None) => {
-            block::solve(q, qp, alpha, settings, b, obs).map(|info| (info, 0.0, None))
+            block::solve(q, qp, alpha, smo.settings(), b, obs).map(|info| SmoSolution {
+                info,
+                r: 0.0,
+                snapshot: None,
+            })
         }
-        _ => smo::solve_resumable(q, qp, alpha, settings, obs, nu, resume, want_snapshot),
+        _ => smo.solve(q, qp, alpha, obs),
     }
 }
 

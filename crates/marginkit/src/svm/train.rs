@@ -36,7 +36,7 @@ const DAMAGED_CHECKPOINT: CheckpointError = CheckpointError::Mismatch {
 };
 use crate::kernel::qmatrix::{OneClassQ, QMatrix, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
-use crate::solver::smo::SmoSnapshot;
+use crate::solver::smo::{Smo, SmoSnapshot};
 use crate::solver::{BoxQp, Equality, Observer, SolveInfo, SolverSettings, Status};
 
 /// Largest number of classes accepted for one-vs-one training.
@@ -720,17 +720,12 @@ impl Subproblem<'_, '_> {
         alpha: &mut [f64],
         nu: bool,
     ) -> Result<(SolveInfo, f64, Option<SmoSnapshot>, CacheStats), FitError> {
-        let (info, r, snap) = super::engine::solve(
-            &self.plan,
-            &mut q,
-            qp,
-            alpha,
-            self.settings,
-            self.obs,
-            nu,
-            self.resume,
-            self.want_snapshot,
-        )?;
+        let smo = Smo::new(self.settings)
+            .nu(nu)
+            .resume(self.resume)
+            .keep_snapshot(self.want_snapshot);
+        let out = super::engine::solve(&self.plan, &smo, &mut q, qp, alpha, self.obs)?;
+        let (info, r, snap) = (out.info, out.r, out.snapshot);
         let cache = q.cache_stats();
         drop(q);
         Ok((info, r, snap, cache))
