@@ -22,7 +22,8 @@ use crate::data::Dataset;
 use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
 use crate::solver::Status;
 
-use super::{PathPoint, PathValidParams};
+use super::params::PathValidParams;
+use super::result::PathPoint;
 
 const MAGIC: &str = "MKPATHC2";
 /// The form without the secant warm start (refused by name).
