@@ -7,7 +7,7 @@
 //! min_a 1/2 a'Qa + p'a   s.t.  y'a = delta (with a bias),  0 <= a_i <= u_i
 //! ```
 //!
-//! solved by an SMO engine for kernel models ([`solver::smo`], [`solver::smo_nu`]) or a dual
+//! solved by an SMO engine for kernel models ([`solver::smo`]) or a dual
 //! coordinate-descent engine for linear models ([`solver::dcd`]), and checked by an independent
 //! KKT / duality-gap checker ([`solver::kkt`]).
 //!

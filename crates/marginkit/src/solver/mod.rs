@@ -14,7 +14,6 @@ pub mod kkt;
 pub(crate) mod lp;
 pub mod newton;
 pub mod smo;
-pub mod smo_nu;
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
