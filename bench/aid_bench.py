@@ -24,7 +24,7 @@ Peers: LIBLINEAR `-s 3 -c C -B 1 -e 0.001` (L1-loss dual; it regularizes the bia
 on our problem: 1/2|w|^2 + C sum hinge, w without the bias) and LIBSVM `-t 0 -c C -e 0.001` (the same
 problem as AID: unregularized bias; primal = -dual objective at convergence) for n <= --libsvm-max.
 AID-SVM linear: gap tolerance --gap-tol (default 1e-6, not the paper's 1e-4: at 1e-4 LIBLINEAR's
-uncertified model scored up to 1.7e-5 lower on our problem than AID's, see docs/repro/aid_bench_results.md).
+uncertified model scored up to 1.7e-5 lower on our problem than AID's, see bench/results/aid.md).
 "Accurate" is measured twice per row: (1) the objective of the paper's problem (1/2|w|^2 + C sum hinge,
 unregularized bias), recomputed here in numpy for both models, as (E_AID - E_LIBLINEAR) / E_LIBLINEAR (<= 0:
 AID at least as accurate); (2) the accuracy on a held-out split of --test-n rows drawn from the same

@@ -3,7 +3,7 @@
 node per round, wall time in-process vs MPI ranks, and the core-set L2-SVM vs LIBSVM on a large
 synthetic set.
 
-    python3 bench/coreset_bench.py                       # everything, writes bench/coreset_results.md
+    python3 bench/coreset_bench.py                       # everything, writes bench/results/coreset.md
     python3 bench/coreset_bench.py --sections rounds     # one section (rounds, mpi, svm)
     python3 bench/coreset_bench.py --svm-n 200000        # size of the synthetic SVM set
 
@@ -253,7 +253,7 @@ def main():
     ap.add_argument("--large-libsvm-n", type=int, default=30000)
     ap.add_argument("--libsvm-cap", type=float, default=1800.0, help="seconds; LIBSVM is killed after this")
     ap.add_argument("--large-parts", default="libsvm,coreset")
-    ap.add_argument("--out", default=os.path.join(HERE, "coreset_results.md"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results/coreset.md"))
     a = ap.parse_args()
     exe = marginkit()
     out = ["# Core-set consensus benchmark (bench/coreset_bench.py)\n",

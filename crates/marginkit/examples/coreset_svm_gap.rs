@@ -1,4 +1,4 @@
-//! Where the core-set L2-SVM loses accuracy on noisy data (see bench/coreset_results.md):
+//! Where the core-set L2-SVM loses accuracy on noisy data (see bench/results/coreset.md):
 //! the exact 2-norm SVM of the same mapping (all points, the simplex QP solved by the SMO
 //! engine: [`exact_set`]) against core-sets of `k = ceil(1/eps)` points, on the first `n` rows of
 //! a training file, with the test accuracy, `r^2` against the exact `r*^2`, and the margin

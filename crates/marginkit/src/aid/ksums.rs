@@ -12,7 +12,7 @@
 //! not depend on the thread count. Every inner product is the sequential sum over the features,
 //! symmetric in its two rows. (The tiles give the same bits as a feature-major copy with one
 //! pass over a block of inner products per source row and feature, and measured 1.4x faster on
-//! 30,000 x 10 RBF sums, see docs/repro/aid_bench_results.md.)
+//! 30,000 x 10 RBF sums, see bench/results/aid.md.)
 //!
 //! [`KernelSums::weighted_polled`] cuts `rows` into consecutive chunks of about
 //! [`POLL_WORK`] feature operations over all `j` and asks a poll (an observer, a cancel flag)

@@ -110,7 +110,7 @@
 //! primal and the lower bound is the dual value `e'a - 1/2 a'Qa` of the exact problem: the
 //! certificate is exact, the steering only chooses the start. The run's records are the
 //! steering iterations (values of the Nystrom problem, not bounds of the exact one) followed
-//! by one record for the exact finish (`r = 1`). Measured (docs/repro/aid_bench_results.md,
+//! by one record for the exact finish (`r = 1`). Measured (bench/results/aid.md,
 //! RBF, m = 10): 6x less CPU than the averaged Gram at 30,000 rows, where it is no faster than
 //! our cold full SMO (the certificate needs every decision value once, `n * nSV` kernel values,
 //! about what SMO itself spends there); 0.54x our SMO and 0.15-0.16x LIBSVM at 100,000-150,000.

@@ -220,7 +220,7 @@ impl<'a> Kern<'a> {
     /// an error-free-product compensated dot ([`Kern::exact_linear_row_value`]), so the bound
     /// does not grow with `w sum_j |beta_j| |x_i| |x_j|` (the entry-wise bound above is 1.5e-9
     /// at n = 50,000, wider than a genuine 1.4e-9 gap to `T`, see
-    /// docs/repro/robust_bench_results.md).
+    /// bench/results/robust.md).
     pub fn exact_row_value(&self, i: usize, beta: &[f64]) -> (f64, f64) {
         if self.linear() {
             return self.exact_linear_row_value(i, beta);

@@ -54,7 +54,7 @@
 //! bound), and it is on the threshold when that value and the caller's `f_i` do not lie strictly
 //! on one side (a fixed `check_tol = 1e-6` window would flag genuine local optima at n = 10,000
 //! and 20,000 whose samples are 1e-8 to 1e-6 inside their side; see
-//! docs/repro/robust_bench_results.md). With the linear kernel the path recomputes `f = K beta`
+//! bench/results/robust.md). With the linear kernel the path recomputes `f = K beta`
 //! at the end of every jump and flips within the jump any sample then found on the wrong side of
 //! the threshold: while the active set spans the data `f` is held exactly and `beta` moves by
 //! ill-conditioned solves, so the two drift apart (up to 4e-7 at n = 20,000, enough to leave a
@@ -882,7 +882,7 @@ fn violation_at(
 /// pre-jump node (the path's `f` puts the sample exactly on `T`) always fails, and a sample the
 /// path's `f` and `K beta` put on opposite sides fails. The window must exceed the
 /// caller's error in `f` (the path's `f` drifts from `K beta` by up to about 1e-7 at n = 20,000
-/// linear, see docs/repro/robust_bench_results.md); the coefficient tolerance `tol_a` and the
+/// linear, see bench/results/robust.md); the coefficient tolerance `tol_a` and the
 /// margin window at `t = 0` keep their `check_tol`-based widths.
 #[allow(clippy::too_many_arguments)]
 #[inline]
