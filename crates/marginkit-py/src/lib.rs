@@ -207,6 +207,14 @@ fn io_err(e: IoError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
+/// The library's default gamma (`Gamma::Auto`, LIBSVM's and scikit-learn's `'auto'`) for data
+/// with `n_features` columns: the estimators call it for `gamma='auto'` so that the default is
+/// resolved by the library's one resolver.
+#[pyfunction]
+fn default_gamma(n_features: usize) -> f64 {
+    Gamma::Auto.resolve(n_features)
+}
+
 fn kernel_params(kernel: &str, gamma: f64, coef0: f64, degree: u32) -> PyResult<KernelParams> {
     let kind = KernelKind::from_name(kernel).ok_or_else(|| {
         PyValueError::new_err(format!(
@@ -747,6 +755,7 @@ fn fit_path<'py>(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SvmModelHandle>()?;
+    m.add_function(wrap_pyfunction!(default_gamma, m)?)?;
     m.add_function(wrap_pyfunction!(fit_svm, m)?)?;
     m.add_function(wrap_pyfunction!(fit_linear, m)?)?;
     m.add_function(wrap_pyfunction!(fit_path, m)?)?;

@@ -9,6 +9,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_class_weight
 
+from . import _core
+
 
 def to_core(X):
     """What `marginkit._core` takes for a feature matrix.
@@ -37,14 +39,15 @@ def to_core(X):
 
 
 def resolve_gamma(gamma, X):
-    """scikit-learn's gamma: 'scale' = 1 / (n_features * X.var()), 'auto' = 1 / n_features."""
+    """scikit-learn's gamma: 'scale' = 1 / (n_features * X.var()), computed here with numpy as
+    scikit-learn computes it (bit-identical); 'auto' is the library's default, 1 / n_features."""
     n_features = X.shape[1]
     if isinstance(gamma, str):
         if gamma == "scale":
             var = _variance(X)
             return 1.0 / (n_features * var) if var != 0 else 1.0
         if gamma == "auto":
-            return 1.0 / max(n_features, 1)
+            return _core.default_gamma(n_features)
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
     if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool):
         return float(gamma)
