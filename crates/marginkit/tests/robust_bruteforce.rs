@@ -31,31 +31,17 @@
 //! the jump is degenerate; every point's objective is at least the global optimum at its
 //! parameter.
 
+mod common;
+
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
     DefaultSettingsBuilder, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus,
 };
+use common::robust::{factor, Rng};
 use marginkit::data::{Dataset, DenseMatrix, Features};
 use marginkit::fit::Control;
 use marginkit::robust::{NodeKind, OutlierPath, PathKind, RobustData, RobustParams, RunEnd, Task};
 use marginkit::svm::{Gamma, KernelKind, KernelParams};
-
-/// Deterministic pseudo-random numbers (splitmix64), so the test needs no RNG crate.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.next().max(1e-300), self.next());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
 
 /// `n` points of two overlapping 2-D blobs with labels `+-1`, some flipped; the first label is
 /// `+1`, so the engine's internal labels (first class = +1) equal these.
@@ -79,51 +65,13 @@ enum Kern {
 
 /// The Gram matrix, computed here from the points.
 fn gram(x: &[[f64; 2]], k: Kern) -> Vec<Vec<f64>> {
-    x.iter()
-        .map(|a| {
-            x.iter()
-                .map(|b| match k {
-                    Kern::Linear => a[0] * b[0] + a[1] * b[1],
-                    Kern::Rbf(g) => (-g * ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2))).exp(),
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// `K = G G'` by pivoted Cholesky (rank-revealing), so that the problems are posed in the
-/// primal variables `w = G' beta` (`f = G w`, `1/2 beta' K beta = 1/2 |w|^2`).
-fn factor(kmat: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let n = kmat.len();
-    let maxd = (0..n).map(|i| kmat[i][i]).fold(0.0, f64::max);
-    let mut d: Vec<f64> = (0..n).map(|i| kmat[i][i]).collect();
-    let mut g: Vec<Vec<f64>> = vec![Vec::new(); n];
-    let mut used = vec![false; n];
-    loop {
-        let (mut p, mut best) = (usize::MAX, 1e-13 * maxd);
-        for i in 0..n {
-            if !used[i] && d[i] > best {
-                best = d[i];
-                p = i;
-            }
+    common::robust::gram(x.len(), |i, j| {
+        let (a, b) = (x[i], x[j]);
+        match k {
+            Kern::Linear => a[0] * b[0] + a[1] * b[1],
+            Kern::Rbf(g) => (-g * ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2))).exp(),
         }
-        if p == usize::MAX {
-            break;
-        }
-        used[p] = true;
-        let piv = d[p].sqrt();
-        let col: Vec<f64> = (0..n)
-            .map(|i| {
-                let s: f64 = g[i].iter().zip(&g[p]).map(|(a, b)| a * b).sum();
-                (kmat[i][p] - s) / piv
-            })
-            .collect();
-        for i in 0..n {
-            g[i].push(col[i]);
-            d[i] -= col[i] * col[i];
-        }
-    }
-    g
+    })
 }
 
 /// One robust SVC instance: factor, labels, `C`, `theta` and `T = 1 - s`.
