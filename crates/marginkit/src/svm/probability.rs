@@ -26,8 +26,8 @@ pub fn sigmoid_train_weighted(
     newton_with_intercept(dec, positive, weights, false)
 }
 
-/// Platt's sigmoid with intercept exactly as Lin, Lin and Weng publish it (their Algorithm 1, the
-/// fit behind LIBSVM's `-b 1`): `A = 0`, `B = log((N- + 1) / (N+ + 1))`, at most 100 Newton steps
+/// Platt's sigmoid with intercept exactly as Lin, Lin and Weng publish it (the pseudo-code of their
+/// Newton method with backtracking line search, the fit behind LIBSVM's `-b 1`): `A = 0`, `B = log((N- + 1) / (N+ + 1))`, at most 100 Newton steps
 /// on the Hessian plus `1e-12 I`, each with a backtracking line search (halving, sufficient
 /// decrease `1e-4`, smallest step `1e-10`), stopping when both gradient components are below
 /// `1e-5`. Returns `(A, B)` of `P(y = +1 | f) = 1 / (1 + exp(A f + B))`. With unit weights
