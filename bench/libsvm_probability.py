@@ -25,6 +25,9 @@ Job (JSON):
   {"kind": "svr", "train": PATH, "opts": "-s 3 -t 2 -g 0.5 -c 1 -p 0.1 -e 1e-8", "folds": [...] or null}
     -> {"sigma": LIBSVM's probA, "folds": LIBSVM's fold of each row, "residuals": y - CV prediction
         on them, "given_residuals": the same on the given folds (when given)}
+  {"kind": "predict", "model": PATH, "test": PATH}
+    -> {"prob_a", "prob_b": as LIBSVM read them from the model file, "test_prob", "test_pred":
+        LIBSVM's svm_predict_probability with that model}
 """
 
 import ctypes
@@ -32,7 +35,7 @@ import json
 import sys
 
 from libsvm.svm import gen_svm_nodearray, libsvm
-from libsvm.svmutil import svm_read_problem, svm_train
+from libsvm.svmutil import svm_load_model, svm_read_problem, svm_train
 
 LIBC = ctypes.CDLL(None)
 N_FOLD = 5
@@ -161,9 +164,28 @@ def svr(job):
     return out
 
 
+def predict(job):
+    model = svm_load_model(job["model"])
+    _, tx = svm_read_problem(job["test"])
+    nc = model.get_nr_class()
+    n_pairs = nc * (nc - 1) // 2
+    test_prob, test_pred = [], []
+    for row in tx:
+        node, _ = gen_svm_nodearray(row)
+        buf = (ctypes.c_double * nc)()
+        test_pred.append(libsvm.svm_predict_probability(model, node, buf))
+        test_prob.append(buf[:nc])
+    return {
+        "prob_a": [model.probA[k] for k in range(n_pairs)],
+        "prob_b": [model.probB[k] for k in range(n_pairs)],
+        "test_prob": test_prob,
+        "test_pred": test_pred,
+    }
+
+
 def main():
     job = json.loads(sys.argv[1])
-    out = svc(job) if job["kind"] == "svc" else svr(job)
+    out = {"svc": svc, "svr": svr, "predict": predict}[job["kind"]](job)
     print(json.dumps(out))
 
 

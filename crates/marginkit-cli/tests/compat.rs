@@ -625,6 +625,75 @@ fn probability_outputs_follow_libsvm() {
     assert!(values.lines().all(|l| l.parse::<f64>().is_ok()));
 }
 
+/// `--platt libsvm`: the sigmoid with intercept, its probB written (nonzero here) and used by
+/// predict (the probabilities follow the model's A and B, not the through-origin B = 0); refused
+/// without -b 1, for SVR and with --linear.
+#[test]
+fn platt_with_intercept_writes_and_uses_prob_b() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(&run(
+        &[
+            "train",
+            "-q",
+            "-b",
+            "1",
+            "--platt",
+            "libsvm",
+            &heart_train(),
+            "p.model",
+        ],
+        d,
+    ));
+    let model = read(d, "p.model");
+    let line = |key: &str| -> f64 {
+        let l = model
+            .lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no {key} in {model}"));
+        l[key.len()..].trim().parse().unwrap()
+    };
+    let (a, b) = (line("probA "), line("probB "));
+    assert!(a < 0.0 && b != 0.0, "probA {a} probB {b}");
+    // Decision values (-b 0 prints only labels; --json has no values), so compare predict -b 1
+    // with the sigmoid applied to the model's decision values through the library.
+    let m = marginkit::svm::model_io::load_model(&d.join("p.model")).unwrap();
+    let test = marginkit::data::libsvm_fmt::read_libsvm_path(
+        Path::new(&heart_test()),
+        &marginkit::data::libsvm_fmt::ReadOptions::default(),
+    )
+    .unwrap();
+    let dec = m.decision_values(&test.x);
+    ok(&run(
+        &["predict", "-b", "1", &heart_test(), "p.model", "p.txt"],
+        d,
+    ));
+    let text = read(d, "p.txt");
+    assert_eq!(text.lines().next(), Some("labels 1 -1"));
+    for (l, dv) in text.lines().skip(1).zip(&dec) {
+        let p1: f64 = l.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let want = 1.0 / (1.0 + (a * dv[0] + b).exp());
+        assert!((p1 - want).abs() < 1e-6, "{l}: P(+1) {p1}, sigmoid {want}");
+    }
+    for (args, why) in [
+        (&["train", "-q", "--platt", "libsvm"][..], "-b 1"),
+        (
+            &["train", "-q", "-s", "3", "-b", "1", "--platt", "libsvm"][..],
+            "-b 1",
+        ),
+        (
+            &["train", "-q", "--linear", "--platt", "libsvm"][..],
+            "--platt",
+        ),
+    ] {
+        let mut v = args.to_vec();
+        let train = heart_train();
+        v.extend([train.as_str(), "x.model"]);
+        fails(&run(&v, d), 1, why);
+        assert!(!d.join("x.model").exists());
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // LIBLINEAR
 

@@ -31,7 +31,7 @@ use marginkit::screening::Rule;
 use marginkit::solver::{IterStats, Observer, Shrinking};
 use marginkit::svm::linear::{LinearParams, LinearSolver};
 use marginkit::svm::model_io::{read_model_bytes, write_model};
-use marginkit::svm::params::{Gamma, KernelKind, KernelParams, Probability, SvmType};
+use marginkit::svm::params::{Gamma, KernelKind, KernelParams, PlattFit, Probability, SvmType};
 use marginkit::svm::{SvmModel, SvmParams};
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -371,7 +371,7 @@ fn svm_type(name: &str) -> PyResult<SvmType> {
 /// Returns (handle, dict of fitted arrays and the report).
 #[pyfunction]
 #[pyo3(signature = (svm_type_name, x, y, sample_weight, perm, kernel, gamma, coef0, degree, c, nu,
-    epsilon, tol, cache_mb, shrinking, probability, max_iter, class_weight, seed))]
+    epsilon, tol, cache_mb, shrinking, probability, platt, max_iter, class_weight, seed))]
 #[allow(clippy::too_many_arguments)]
 fn fit_svm<'py>(
     py: Python<'py>,
@@ -391,6 +391,7 @@ fn fit_svm<'py>(
     cache_mb: f64,
     shrinking: bool,
     probability: bool,
+    platt: &str,
     max_iter: Option<u64>,
     class_weight: Vec<(f64, f64)>,
     seed: u64,
@@ -414,6 +415,15 @@ fn fit_svm<'py>(
             Probability::On
         } else {
             Probability::Off
+        })
+        .platt(match platt {
+            "origin" => PlattFit::ThroughOrigin,
+            "libsvm" => PlattFit::WithIntercept,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown platt {other:?} (expected 'origin' or 'libsvm')"
+                )))
+            }
         })
         .seed(seed);
     if let Some(m) = max_iter {

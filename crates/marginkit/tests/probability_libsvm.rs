@@ -5,10 +5,15 @@
 //! on, are LIBSVM's own.
 //!
 //! Checked, per data set:
-//! - the Platt sigmoid with intercept (`sigmoid_train`) of LIBSVM's cross-validated decision values
-//!   is LIBSVM's `probA`/`probB`, and pairwise coupling of LIBSVM's sigmoids gives LIBSVM's
+//! - the Platt sigmoid with intercept as published (`sigmoid_train_published`, what
+//!   `PlattFit::WithIntercept` fits) of LIBSVM's cross-validated decision values is LIBSVM's
+//!   `probA`/`probB` to 1e-6 relative, and pairwise coupling of LIBSVM's sigmoids gives LIBSVM's
 //!   probabilities: the LIBSVM procedure is reproduced, so the differences below are measured
 //!   against what LIBSVM computes;
+//! - a `-b 1` model fitted with `PlattFit::WithIntercept` carries the published fit of LIBSVM's
+//!   cross-validated decision values on marginkit's folds, LIBSVM reads its model file (`probA`,
+//!   `probB`) and predicts with it the probabilities marginkit predicts, and its probabilities are
+//!   much closer to LIBSVM's end-to-end than the through-origin default's;
 //! - marginkit's fitted slope `A` is the through-origin fit (solved here by bisection on the
 //!   likelihood's derivative) of LIBSVM's cross-validated decision values on marginkit's folds,
 //!   and marginkit's SVR Laplace scale is LIBSVM's rule applied to LIBSVM's residuals on
@@ -16,8 +21,8 @@
 //!
 //! Measured and printed (`-- --ignored --nocapture`; the table in docs/guide/from-libsvm.md): how
 //! far the through-origin sigmoid moves the probabilities from LIBSVM's on the same folds and
-//! decision values, how far marginkit's end-to-end `-b 1` model (its own seeded folds) is from
-//! LIBSVM's, and the test-set log-loss of each.
+//! decision values, how far marginkit's end-to-end `-b 1` models (its own seeded folds; through
+//! the origin and with intercept) are from LIBSVM's, and the test-set log-loss of each.
 //!
 //! `#[ignore]`d so that `cargo test --workspace` runs without Python; run by name, a missing
 //! variable, interpreter or package fails the test with a message saying which.
@@ -27,8 +32,11 @@ use std::process::Command;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::{Control, Fit};
-use marginkit::svm::params::Probability;
-use marginkit::svm::probability::{multiclass_probability, sigmoid_predict, sigmoid_train};
+use marginkit::svm::model_io::save_model;
+use marginkit::svm::params::{PlattFit, Probability};
+use marginkit::svm::probability::{
+    multiclass_probability, sigmoid_predict, sigmoid_train_published,
+};
 use marginkit::svm::train::{class_order, fit, fold_assignment};
 use marginkit::svm::{SvmParams, SvmType};
 use marginkit::Dataset;
@@ -208,9 +216,38 @@ fn diff(p: &[Vec<f64>], q: &[Vec<f64>]) -> (f64, f64) {
 struct SvcCase {
     name: &'static str,
     train: &'static str,
+    /// Empty: every fifth row of `train` (from the first) is the test set, the rest trains.
     test: &'static str,
     c: f64,
     gamma: f64,
+}
+
+/// The training and test files of `case`, split into `dir` when the case has no test file.
+fn case_files(case: &SvcCase, dir: &Path) -> (PathBuf, PathBuf) {
+    if !case.test.is_empty() {
+        return (repo(case.train), repo(case.test));
+    }
+    let text = std::fs::read_to_string(repo(case.train))
+        .unwrap_or_else(|e| panic!("{}: {e} (see data/README.md)", case.train));
+    let (mut train, mut test) = (String::new(), String::new());
+    for (i, line) in text.lines().enumerate() {
+        let to = if i % 5 == 0 { &mut test } else { &mut train };
+        to.push_str(line);
+        to.push('\n');
+    }
+    let stem = case.train.replace('/', "_");
+    let (a, b) = (
+        dir.join(format!("{stem}.train")),
+        dir.join(format!("{stem}.test")),
+    );
+    std::fs::write(&a, train).unwrap();
+    std::fs::write(&b, test).unwrap();
+    (a, b)
+}
+
+fn read_path(p: &Path) -> Dataset {
+    read_libsvm_path(p, &ReadOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e} (see data/README.md)", p.display()))
 }
 
 const SVC_CASES: &[SvcCase] = &[
@@ -236,16 +273,30 @@ const SVC_CASES: &[SvcCase] = &[
         gamma: 0.125,
     },
     SvcCase {
-        name: "iris (3 classes)",
+        name: "iris (versicolor vs rest)",
         train: "data/clf/iris.train.svm",
         test: "data/clf/iris.test.svm",
         c: 1.0,
         gamma: 0.25,
     },
     SvcCase {
-        name: "wine (3 classes)",
+        name: "wine (class_1 vs rest)",
         train: "data/clf/wine.train.svm",
         test: "data/clf/wine.test.svm",
+        c: 1.0,
+        gamma: 0.1,
+    },
+    SvcCase {
+        name: "iris (3 classes)",
+        train: "data/multiclass/iris.scale.svm",
+        test: "",
+        c: 1.0,
+        gamma: 0.25,
+    },
+    SvcCase {
+        name: "wine (3 classes)",
+        train: "data/multiclass/wine.scale.svm",
+        test: "",
         c: 1.0,
         gamma: 0.1,
     },
@@ -255,13 +306,17 @@ const SVC_CASES: &[SvcCase] = &[
 #[ignore = "needs MARGINKIT_PYTHON with libsvm-official; .ci/run runs it"]
 fn platt_against_libsvm_b1_training() {
     let mut table = vec![
-        "| data (train / test rows) | LIBSVM's largest \\|B\\| | through the origin, LIBSVM's folds: max / mean \\|dP\\| | marginkit -b 1 vs LIBSVM -b 1: max / mean \\|dP\\| | test log-loss: LIBSVM / through the origin / marginkit | test rows where LIBSVM's most probable class is not its prediction |".to_string(),
-        "|---|---|---|---|---|---|".to_string(),
+        "| data (train / test rows) | LIBSVM's largest \\|B\\| | through the origin, LIBSVM's folds: max / mean \\|dP\\| | marginkit -b 1 vs LIBSVM -b 1: max / mean \\|dP\\| | marginkit -b 1 --platt libsvm vs LIBSVM -b 1: max / mean \\|dP\\| | test log-loss: LIBSVM / through the origin / marginkit / marginkit --platt libsvm | test rows where LIBSVM's most probable class is not its prediction |".to_string(),
+        "|---|---|---|---|---|---|---|".to_string(),
     ];
+    // The largest over the data sets of max |dP| against LIBSVM end to end: default, with intercept.
+    let (mut worst_origin, mut worst_intercept) = (0.0f64, 0.0f64);
+    let tmp = tempfile::tempdir().unwrap();
     let mut fails = Vec::new();
     for case in SVC_CASES {
-        let train = read(case.train);
-        let test = read(case.test);
+        let (train_path, test_path) = case_files(case, tmp.path());
+        let train = read_path(&train_path);
+        let test = read_path(&test_path);
         let params = SvmParams::new()
             .c(case.c)
             .gamma(case.gamma)
@@ -270,6 +325,16 @@ fn platt_against_libsvm_b1_training() {
             .check()
             .unwrap();
         let Fit { model, .. } = fit(&params, &train, &mut Control::default()).unwrap();
+        let with_b = fit(
+            &SvmParams::from(params.clone())
+                .platt(PlattFit::WithIntercept)
+                .check()
+                .unwrap(),
+            &train,
+            &mut Control::default(),
+        )
+        .unwrap()
+        .model;
         let labels = class_order(&train.y);
         assert_eq!(model.labels, labels, "{}", case.name);
         let nc = labels.len();
@@ -290,8 +355,8 @@ fn platt_against_libsvm_b1_training() {
             .collect();
         let theirs = libsvm(&json!({
             "kind": "svc",
-            "train": repo(case.train),
-            "test": repo(case.test),
+            "train": train_path,
+            "test": test_path,
             "opts": format!("-t 2 -g {:?} -e {TOL:e}", case.gamma),
             "c": case.c,
             "folds": folds,
@@ -303,20 +368,38 @@ fn platt_against_libsvm_b1_training() {
         let mut origin_a = Vec::new();
         for (p, pair) in pairs.iter().enumerate() {
             let positive: Vec<bool> = pair_y[p].iter().map(|&v| v > 0.0).collect();
-            // Their folds, their decision values: Platt with intercept is LIBSVM's (A, B).
-            // LIBSVM's Newton stops at a gradient of 1e-5; sigmoid_train goes to rounding.
+            // Their folds, their decision values: the published Platt fit is LIBSVM's (A, B).
             let dec = f64s(&pair["dec"]);
             assert_eq!(usizes(&pair["folds"]).len(), dec.len());
-            let (a, b) = sigmoid_train(&dec, &positive);
-            if (a - pa[p]).abs() > 1e-4 * (1.0 + pa[p].abs()) || (b - pb[p]).abs() > 1e-4 {
+            let (a, b) = sigmoid_train_published(&dec, &positive, None);
+            let scale = pa[p].abs().max(pb[p].abs());
+            eprintln!(
+                "{} pair {p}: published Platt vs LIBSVM: dA = {:e}, dB = {:e} (|A| = {})",
+                case.name,
+                a - pa[p],
+                b - pb[p],
+                pa[p].abs()
+            );
+            if (a - pa[p]).abs() > 1e-6 * scale || (b - pb[p]).abs() > 1e-6 * scale {
                 fails.push(format!(
-                    "{} pair {p}: Platt of LIBSVM's CV values ({a}, {b}), LIBSVM ({}, {})",
+                    "{} pair {p}: published Platt of LIBSVM's CV values ({a}, {b}), LIBSVM ({}, {})",
                     case.name, pa[p], pb[p]
                 ));
             }
             origin_a.push(origin_slope(&dec, &positive));
             // marginkit's folds, LIBSVM's solver: the through-origin fit is marginkit's A.
             let given = f64s(&pair["given_dec"]);
+            // ... and the published fit with intercept is the PlattFit::WithIntercept model's.
+            let (ga, gb) = sigmoid_train_published(&given, &positive, None);
+            let gscale = ga.abs().max(gb.abs());
+            if (with_b.prob_a[p] - ga).abs() > 1e-6 * gscale
+                || (with_b.prob_b[p] - gb).abs() > 1e-6 * gscale
+            {
+                fails.push(format!(
+                    "{} pair {p}: --platt libsvm model (A, B) = ({}, {}), the published fit of LIBSVM's CV values on marginkit's folds ({ga}, {gb})",
+                    case.name, with_b.prob_a[p], with_b.prob_b[p]
+                ));
+            }
             let want = origin_slope(&given, &positive);
             if (model.prob_a[p] - want).abs() > 1e-6 * (1.0 + want.abs()) || model.prob_b[p] != 0.0
             {
@@ -357,6 +440,37 @@ fn platt_against_libsvm_b1_training() {
             origin.push(multiclass_probability(nc, d, &origin_a, &zeros));
         }
         let ours_p: Vec<Vec<f64>> = ours.iter().map(|(_, p)| p.clone()).collect();
+        let with_b_pred = with_b.predict_probability(&test.x).unwrap();
+        let with_b_p: Vec<Vec<f64>> = with_b_pred.iter().map(|(_, p)| p.clone()).collect();
+        // LIBSVM reads the with-intercept model file and predicts marginkit's probabilities.
+        let path = tmp
+            .path()
+            .join(format!("{}.model", case.train.replace('/', "_")));
+        save_model(&path, &with_b).unwrap();
+        let read_back = libsvm(&json!({
+            "kind": "predict",
+            "model": path,
+            "test": test_path,
+        }));
+        let (ra, rb) = (f64s(&read_back["prob_a"]), f64s(&read_back["prob_b"]));
+        if ra != with_b.prob_a || rb != with_b.prob_b {
+            fails.push(format!(
+                "{}: LIBSVM read probA {ra:?} probB {rb:?}, marginkit wrote {:?} {:?}",
+                case.name, with_b.prob_a, with_b.prob_b
+            ));
+        }
+        let (lm, _) = diff(&rows(&read_back["test_prob"]), &with_b_p);
+        let label_diff = f64s(&read_back["test_pred"])
+            .iter()
+            .zip(&with_b_pred)
+            .filter(|(a, (b, _))| *a != b)
+            .count();
+        if lm > 1e-9 || label_diff > 0 {
+            fails.push(format!(
+                "{}: LIBSVM on marginkit's --platt libsvm model: max |dP| {lm:e}, {label_diff} labels differ",
+                case.name
+            ));
+        }
         let truth: Vec<usize> = test
             .y
             .iter()
@@ -369,8 +483,23 @@ fn platt_against_libsvm_b1_training() {
             .collect();
         let (om, oa) = diff(&origin, &tprob);
         let (em, ea) = diff(&ours_p, &tprob);
+        let (im, ia) = diff(&with_b_p, &tprob);
+        worst_origin = worst_origin.max(em);
+        worst_intercept = worst_intercept.max(im);
         let disagree = tpred.iter().zip(&pred).filter(|(a, b)| a != b).count();
         let max_b = pb.iter().map(|b| b.abs()).fold(0.0, f64::max);
+        // End to end both models differ from LIBSVM's by the folds (marginkit's seeded folds, not
+        // LIBSVM's rand()); the default differs by the intercept too. Where LIBSVM's |B| is large
+        // (breast_cancer, iris and wine one against the rest, wine's 3 classes) the intercept
+        // dominates: measured im / em = 0.14, 0.13, 0.27, 0.16. Where it is small (heart_scale
+        // 0.04, pima 0.11, iris's 3 classes 0.18) the folds weigh as much (0.019 vs 0.014, 0.048
+        // vs 0.040, 0.010 vs 0.033), so no ratio is asserted there.
+        if max_b > 0.3 && im > em / 2.5 {
+            fails.push(format!(
+                "{}: --platt libsvm max |dP| {im} against LIBSVM, the default's {em}",
+                case.name
+            ));
+        }
         // Binary: the intercept's shift of the 0.5 crossing, and an upper bound of the effect.
         if nc == 2 {
             let worst = tdec
@@ -383,18 +512,25 @@ fn platt_against_libsvm_b1_training() {
             assert!((worst - om).abs() < 1e-7, "{}: {worst} vs {om}", case.name);
         }
         table.push(format!(
-            "| {} ({} / {}) | {max_b:.3} | {om:.3} / {oa:.4} | {em:.3} / {ea:.4} | {:.4} / {:.4} / {:.4} | {disagree} of {} |",
+            "| {} ({} / {}) | {max_b:.3} | {om:.3} / {oa:.4} | {em:.3} / {ea:.4} | {im:.3} / {ia:.4} | {:.4} / {:.4} / {:.4} / {:.4} | {disagree} of {} |",
             case.name,
             train.len(),
             test.len(),
             log_loss(&tprob, &truth),
             log_loss(&origin, &truth),
             log_loss(&ours_p, &truth),
+            log_loss(&with_b_p, &truth),
             test.len(),
         ));
     }
     println!("{}", table.join("\n"));
+    eprintln!("end to end, largest max |dP|: through the origin {worst_origin}, with intercept {worst_intercept}");
     assert!(fails.is_empty(), "{}", fails.join("\n"));
+    // Measured 0.048 (pima, the folds' share) against the default's 0.214 (iris).
+    assert!(
+        worst_intercept <= 0.06 && worst_intercept <= worst_origin / 3.0,
+        "--platt libsvm: largest max |dP| {worst_intercept}, the default's {worst_origin}"
+    );
 }
 
 struct SvrCase {

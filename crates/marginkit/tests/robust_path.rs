@@ -7,6 +7,9 @@
 //! * with no outliers and theta = 1 the path starts at the standard SVM of `smo`;
 //! * CCCP grid points are local optima of their robust problem and never worse than the start.
 
+mod common;
+
+use common::robust::{factor, Rng};
 use marginkit::data::{Dataset, DenseMatrix, Features};
 use marginkit::error::FitError;
 use marginkit::fit::Control;
@@ -75,23 +78,6 @@ fn run_cccp(
     cccp(&p, grid, &RobustData::new(data))
 }
 
-/// Deterministic pseudo-random numbers (splitmix64), so the tests need no RNG crate.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.next().max(1e-300), self.next());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
-
 /// Two Gaussian blobs in 2-D with a fraction of flipped labels.
 fn blobs(n: usize, flip: f64, seed: u64) -> Dataset {
     let mut r = Rng(seed);
@@ -130,50 +116,8 @@ fn wave(n: usize, frac: f64, seed: u64) -> Dataset {
 }
 
 fn gram(data: &Dataset, k: KernelSpec, bias: Option<f64>) -> Vec<Vec<f64>> {
-    let n = data.len();
     let b2 = bias.map_or(0.0, |b| b * b);
-    (0..n)
-        .map(|i| {
-            (0..n)
-                .map(|j| kernel_value(&data.x, k, i, j) + b2)
-                .collect()
-        })
-        .collect()
-}
-
-/// `K = G G'` by pivoted Cholesky (rank-revealing), so that the oracle works in the
-/// well-conditioned primal variables `w = G' beta` (`f = G w`, `1/2 beta'K beta = 1/2 |w|^2`).
-fn factor(kmat: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let n = kmat.len();
-    let maxd = (0..n).map(|i| kmat[i][i]).fold(0.0, f64::max);
-    let mut d: Vec<f64> = (0..n).map(|i| kmat[i][i]).collect();
-    let mut g: Vec<Vec<f64>> = vec![Vec::new(); n];
-    let mut used = vec![false; n];
-    loop {
-        let (mut p, mut best) = (usize::MAX, 1e-13 * maxd);
-        for i in 0..n {
-            if !used[i] && d[i] > best {
-                best = d[i];
-                p = i;
-            }
-        }
-        if p == usize::MAX {
-            break;
-        }
-        used[p] = true;
-        let piv = d[p].sqrt();
-        let col: Vec<f64> = (0..n)
-            .map(|i| {
-                let s: f64 = g[i].iter().zip(&g[p]).map(|(a, b)| a * b).sum();
-                (kmat[i][p] - s) / piv
-            })
-            .collect();
-        for i in 0..n {
-            g[i].push(col[i]);
-            d[i] -= col[i] * col[i];
-        }
-    }
-    g
+    common::robust::gram(data.len(), |i, j| kernel_value(&data.x, k, i, j) + b2)
 }
 
 /// The conditional primal for a partition, solved by clarabel; returns `f = K beta`.

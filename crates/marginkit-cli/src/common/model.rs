@@ -4,7 +4,7 @@ use marginkit::svm::params::cache_bytes_from_mb;
 use clap::{Args, ValueEnum};
 use marginkit::odm::{OdmParams, OdmSolver, OdmValidParams};
 use marginkit::solver::Shrinking;
-use marginkit::svm::params::Probability;
+use marginkit::svm::params::{PlattFit, Probability};
 use marginkit::svm::{KernelParams, SvmParams, SvmSolver, SvmType, SvmValidParams};
 
 use crate::common::run::seconds_flag;
@@ -114,7 +114,7 @@ pub fn parse_class_weights(list: &[String]) -> CliResult<Vec<(f64, f64)>> {
 
 /// Kernel-SVM parameters from LIBSVM's flags, validated by the library.
 pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
-    svm_params_with(m, SvmSolver::default())
+    svm_params_with(m, SvmSolver::default(), PlattFit::default())
 }
 
 /// `train --solver`: the QP engine of the kernel SVMs.
@@ -138,8 +138,31 @@ impl From<SolverArg> for SvmSolver {
     }
 }
 
-/// [`svm_params`] with the QP engine `engine`.
-pub fn svm_params_with(m: &ModelArgs, engine: SvmSolver) -> CliResult<SvmValidParams> {
+/// `train --platt`: how the sigmoids of a `-b 1` classification model are fitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlattArg {
+    /// Through the origin (B = 0): the most probable class is always the predicted one.
+    Origin,
+    /// With intercept B, exactly as LIBSVM fits it: LIBSVM's probA/probB from the same
+    /// cross-validated decision values.
+    Libsvm,
+}
+
+impl From<PlattArg> for PlattFit {
+    fn from(p: PlattArg) -> Self {
+        match p {
+            PlattArg::Origin => PlattFit::ThroughOrigin,
+            PlattArg::Libsvm => PlattFit::WithIntercept,
+        }
+    }
+}
+
+/// [`svm_params`] with the QP engine `engine` and the Platt fit `platt`.
+pub fn svm_params_with(
+    m: &ModelArgs,
+    engine: SvmSolver,
+    platt: PlattFit,
+) -> CliResult<SvmValidParams> {
     let code = m.svm_code()?.unwrap_or(0);
     let svm_type = SvmType::from_code(code)
         .ok_or_else(|| CliError(format!("unknown svm type -s {code} (expected 0..4)")))?;
@@ -159,7 +182,8 @@ pub fn svm_params_with(m: &ModelArgs, engine: SvmSolver) -> CliResult<SvmValidPa
             Probability::Off
         })
         .seed(m.seed)
-        .engine(engine);
+        .engine(engine)
+        .platt(platt);
     if let Some(c) = m.cost {
         p = p.c(c);
     }

@@ -89,7 +89,8 @@ class _BaseSVM(BaseEstimator):
             return np.ascontiguousarray(np.column_stack([serial, K]))
         return X
 
-    def _fit_core(self, X, y_enc, sample_weight, perm, c, nu, epsilon, probability, cw, seed):
+    def _fit_core(self, X, y_enc, sample_weight, perm, c, nu, epsilon, probability, cw, seed,
+                  platt="origin"):
         degree, coef0, tol, cache = self._check_params()
         self._gamma = resolve_gamma(self.gamma, X) if not (
             self.kernel == "precomputed" or callable(self.kernel)) else 1.0
@@ -99,7 +100,8 @@ class _BaseSVM(BaseEstimator):
         handle, raw = _core.fit_svm(
             self._svm_type, to_core(Xk), np.asarray(y_enc, dtype=np.float64),
             sample_weight, perm, kernel, float(self._gamma), coef0, degree, c, nu, epsilon,
-            tol, cache, bool(self.shrinking), probability, max_iter_arg(self.max_iter), cw, seed,
+            tol, cache, bool(self.shrinking), probability, platt, max_iter_arg(self.max_iter), cw,
+            seed,
         )
         self._handle = handle
         self.fit_report_ = report_dict(raw)
@@ -192,7 +194,7 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         if not isinstance(self.probability, (bool, np.bool_)):
             raise ValueError(f"probability must be a bool, got {self.probability!r}")
         raw = self._fit_core(X, y_enc, sw, perm.tolist(), c, nu, 0.1, bool(self.probability),
-                             cw_pairs, seed_from(self.random_state))
+                             cw_pairs, seed_from(self.random_state), self.platt)
         binary = len(self.classes_) == 2
         self._n_support = raw["n_sv"].astype(np.int32)
         self.n_support_ = self._n_support
@@ -258,6 +260,12 @@ class SVC(_BaseSVC):
     probability, tol, cache_size (MB), class_weight (dict or 'balanced'), verbose (ignored),
     max_iter (-1 = no limit), decision_function_shape ('ovr' or 'ovo'), break_ties,
     random_state (seeds the probability model's folds).
+
+    platt (not in scikit-learn): how the sigmoids of the probability model are fitted.
+    'origin' (default): through the origin (B = 0), so the most probable class is always the
+    predicted one. 'libsvm': with intercept, LIBSVM's exact Platt fit (probA_/probB_ as LIBSVM
+    computes them from the same cross-validated decision values). 'libsvm' needs
+    probability=True.
     """
 
     _svm_type = "c_svc"
@@ -265,7 +273,7 @@ class SVC(_BaseSVC):
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
                  shrinking=True, probability=False, tol=1e-3, cache_size=200,
                  class_weight=None, verbose=False, max_iter=-1, decision_function_shape="ovr",
-                 break_ties=False, random_state=None):
+                 break_ties=False, random_state=None, platt="origin"):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -281,12 +289,13 @@ class SVC(_BaseSVC):
         self.decision_function_shape = decision_function_shape
         self.break_ties = break_ties
         self.random_state = random_state
+        self.platt = platt
 
 
 class NuSVC(_BaseSVC):
     """nu-Support Vector Classification (LIBSVM's nu-SVC), scikit-learn's interface.
 
-    Parameters as SVC, with nu in (0, 1] instead of C.
+    Parameters as SVC (platt included), with nu in (0, 1] instead of C.
     """
 
     _svm_type = "nu_svc"
@@ -294,7 +303,7 @@ class NuSVC(_BaseSVC):
     def __init__(self, *, nu=0.5, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
                  shrinking=True, probability=False, tol=1e-3, cache_size=200,
                  class_weight=None, verbose=False, max_iter=-1, decision_function_shape="ovr",
-                 break_ties=False, random_state=None):
+                 break_ties=False, random_state=None, platt="origin"):
         self.nu = nu
         self.kernel = kernel
         self.degree = degree
@@ -310,6 +319,7 @@ class NuSVC(_BaseSVC):
         self.decision_function_shape = decision_function_shape
         self.break_ties = break_ties
         self.random_state = random_state
+        self.platt = platt
 
 
 class _BaseSVR(RegressorMixin, _BaseSVM):

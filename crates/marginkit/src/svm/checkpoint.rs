@@ -21,7 +21,7 @@ use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
 use crate::solver::smo::{SmoSnapshot, SNAP_MAGIC};
 use crate::solver::Status;
 
-use super::params::SvmValidParams;
+use super::params::{PlattFit, SvmValidParams};
 use super::report::SubproblemReport;
 
 /// A finished subproblem, kept bit-exact.
@@ -76,6 +76,10 @@ pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
         params.seed
     );
     h.bytes(p.as_bytes());
+    // Only the non-default fit enters, so the default's fingerprint is the one it always had.
+    if params.platt == PlattFit::WithIntercept {
+        h.bytes(b"|platt with intercept");
+    }
     hash_dataset(&mut h, data);
     h.0
 }

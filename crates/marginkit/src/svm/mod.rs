@@ -18,6 +18,8 @@ pub mod train;
 pub use checkpoint::FitCheckpoint;
 pub use engine::use_block;
 pub use model::SvmModel;
-pub use params::{Gamma, KernelKind, KernelParams, SvmParams, SvmSolver, SvmType, SvmValidParams};
+pub use params::{
+    Gamma, KernelKind, KernelParams, PlattFit, SvmParams, SvmSolver, SvmType, SvmValidParams,
+};
 pub use report::SubproblemReport;
 pub use train::{fit, FitReport};

@@ -216,6 +216,22 @@ pub enum Probability {
     On,
 }
 
+/// How the binary sigmoids of a classification probability model (`-b 1`) are fitted to the
+/// cross-validated decision values (Platt scaling, one sigmoid per class pair).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlattFit {
+    /// `P(+1 | f) = 1 / (1 + exp(A f))` (`B = 0`): the most probable class is always the predicted
+    /// one. marginkit's default, a deliberate deviation from LIBSVM.
+    #[default]
+    ThroughOrigin,
+    /// `P(+1 | f) = 1 / (1 + exp(A f + B))` fitted as LIBSVM does (Lin, Lin and Weng's Newton
+    /// method with its published stop, [`super::probability::sigmoid_train_published`]): the
+    /// model's `probA`/`probB` are LIBSVM's from the same decision values, and the most probable
+    /// class can differ from the predicted one near the boundary. Needs `-b 1` and C-SVC or
+    /// nu-SVC.
+    WithIntercept,
+}
+
 /// The QP engine of the kernel SVMs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SvmSolver {
@@ -250,6 +266,8 @@ pub struct SvmValidParams {
     pub(crate) solver: SolverSettings,
     /// Probability model (`-b`).
     pub(crate) probability: Probability,
+    /// How a classification probability model fits its sigmoids (`--platt`).
+    pub(crate) platt: PlattFit,
     /// Class weights (`-wLABEL W`): C of class LABEL is multiplied by W.
     pub(crate) class_weights: Vec<(f64, f64)>,
     /// Seed for every random choice (probability CV folds).
@@ -291,6 +309,10 @@ impl SvmValidParams {
     pub fn probability(&self) -> Probability {
         self.probability
     }
+    /// How a classification probability model fits its sigmoids (`--platt`).
+    pub fn platt(&self) -> PlattFit {
+        self.platt
+    }
     /// Class weights (`-wLABEL W`) as (label, factor) pairs, in the order given.
     pub fn class_weights(&self) -> &[(f64, f64)] {
         &self.class_weights
@@ -304,10 +326,12 @@ impl SvmValidParams {
         self.engine
     }
     /// The same parameters without a probability model: valid, since only `-b 1` has a
-    /// condition of its own (not with one-class).
+    /// condition of its own (not with one-class), and the Platt fit, which needs `-b 1`, goes
+    /// back to its default with it.
     pub(crate) fn without_probability(&self) -> Self {
         Self {
             probability: Probability::Off,
+            platt: PlattFit::default(),
             ..self.clone()
         }
     }
@@ -332,6 +356,7 @@ impl Default for SvmParams {
             cache_bytes: 200 << 20,
             solver: SolverSettings::default(),
             probability: Probability::Off,
+            platt: PlattFit::default(),
             class_weights: Vec::new(),
             seed: 0,
             engine: SvmSolver::default(),
@@ -410,6 +435,11 @@ impl SvmParams {
     /// Probability model.
     pub fn probability(mut self, p: Probability) -> Self {
         self.0.probability = p;
+        self
+    }
+    /// How a classification probability model fits its sigmoids (default through the origin).
+    pub fn platt(mut self, f: PlattFit) -> Self {
+        self.0.platt = f;
         self
     }
     /// Adds a class weight.
@@ -499,6 +529,14 @@ impl SvmParams {
                 "probability estimates (-b 1) are not available for one-class SVM",
             ));
         }
+        if p.platt == PlattFit::WithIntercept
+            && !(p.probability == Probability::On
+                && matches!(p.svm_type, SvmType::CSvc | SvmType::NuSvc))
+        {
+            return Err(ParamError::Incompatible(
+                "the Platt fit with intercept (--platt libsvm) applies to the probability model (-b 1) of C-SVC and nu-SVC",
+            ));
+        }
         Ok(self.0)
     }
 }
@@ -506,6 +544,27 @@ impl SvmParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn platt_with_intercept_needs_a_classification_probability_model() {
+        let with = |p: SvmParams| p.platt(PlattFit::WithIntercept).check();
+        assert!(with(SvmParams::new()).is_err());
+        assert!(with(SvmParams::new().probability(Probability::On)).is_ok());
+        assert!(with(
+            SvmParams::new()
+                .svm_type(SvmType::NuSvc)
+                .probability(Probability::On)
+        )
+        .is_ok());
+        assert!(with(
+            SvmParams::new()
+                .svm_type(SvmType::EpsSvr)
+                .probability(Probability::On)
+        )
+        .is_err());
+        let p = with(SvmParams::new().probability(Probability::On)).unwrap();
+        assert_eq!(p.without_probability().platt(), PlattFit::ThroughOrigin);
+    }
 
     #[test]
     fn rejects_bad_values_including_nan() {

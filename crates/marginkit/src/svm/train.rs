@@ -20,7 +20,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::checkpoint::{fingerprint, DoneSub, FitCheckpoint, SubState};
 use super::model::SvmModel;
-use super::params::{Probability, SvmType, SvmValidParams};
+use super::params::{PlattFit, Probability, SvmType, SvmValidParams};
 use super::probability;
 pub use super::report::SubproblemReport;
 use crate::data::{Dataset, Features};
@@ -1120,9 +1120,14 @@ fn binary_probability(
         }
     }
     let positive: Vec<bool> = y.iter().map(|&v| v > 0.0).collect();
-    // Through the origin, so that the most probable class is the predicted one.
-    let a = probability::sigmoid_train_origin(&dec, &positive, Some(w));
-    Ok(Some((a, 0.0)))
+    Ok(Some(match params.platt {
+        // Through the origin, so that the most probable class is the predicted one.
+        PlattFit::ThroughOrigin => (
+            probability::sigmoid_train_origin(&dec, &positive, Some(w)),
+            0.0,
+        ),
+        PlattFit::WithIntercept => probability::sigmoid_train_published(&dec, &positive, Some(w)),
+    }))
 }
 
 /// Laplace scale of SVR residuals from 5-fold cross-validation (the folds and fits of

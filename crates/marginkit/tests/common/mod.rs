@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod qp_oracle;
+pub mod robust;
 pub mod tol;

@@ -3,7 +3,7 @@
 mod linear;
 mod odm;
 use crate::common::input::{with_weight_file, InputArgs};
-use crate::common::model::{svm_params_with, OdmArgs, SolverArg, SvmTypeArg};
+use crate::common::model::{svm_params_with, OdmArgs, PlattArg, SolverArg, SvmTypeArg};
 use crate::common::output::{
     check_outputs, default_model_path, refuse_overwriting_input, refuse_same_file,
 };
@@ -106,13 +106,19 @@ pub fn run(a: TrainArgs) -> Exit {
         }
         check_outputs(&[(plot, "--plot")])?;
     }
+    if a.platt != PlattArg::Origin && (odm || a.model.linear) {
+        return Err(CliError(
+            "--platt libsvm applies to the probability model (-b 1) of the kernel C-SVC and nu-SVC"
+                .into(),
+        ));
+    }
     if odm {
         return odm::run(&a);
     }
     if a.model.linear {
         return linear::run(a);
     }
-    let params = svm_params_with(&a.model, a.solver.into())?;
+    let params = svm_params_with(&a.model, a.solver.into(), a.platt.into())?;
     let precomputed = params.kernel().kind == KernelKind::Precomputed;
     let mut data = read_data(&a.train_file, &a.input, precomputed)?;
     if let Some(w) = &a.weights {
@@ -356,6 +362,12 @@ pub struct TrainArgs {
     /// matrix).
     #[arg(long, value_enum, default_value_t = SolverArg::Smo, help_heading = "Solver and run")]
     pub solver: SolverArg,
+    /// How the sigmoids of a -b 1 classification model (C-SVC, nu-SVC) are fitted: origin
+    /// (through the origin, B = 0, so the most probable class is always the predicted one) or
+    /// libsvm (with intercept B, LIBSVM's exact Platt fit: its probA/probB from the same
+    /// cross-validated decision values). Needs -b 1.
+    #[arg(long, value_enum, default_value_t = PlattArg::Origin, help_heading = "Model (LIBSVM's flags; LIBLINEAR's with --linear)")]
+    pub platt: PlattArg,
     /// Print help.
     #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,
