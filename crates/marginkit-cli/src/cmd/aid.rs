@@ -263,42 +263,67 @@ macro_rules! with_limits {
 
 /// Per-iteration table on stdout; the header is printed with the first row, so input the fit
 /// rejects (e.g. multi-class data in `aid svm`) prints nothing to stdout. With `--json` the
-/// iterations go to the progress lines on stderr instead.
+/// iterations go to the progress lines on stderr instead. A model without a lower bound
+/// (S3VM) has no bound and no gap columns.
 struct Table {
     on: bool,
+    bound: bool,
     started: std::cell::Cell<bool>,
     progress: std::cell::RefCell<Progress>,
 }
 
 impl Table {
-    fn new(common: &AidCommon) -> Self {
+    fn new(common: &AidCommon, bound: bool) -> Self {
         Table {
             on: !common.quiet && !common.json,
+            bound,
             started: std::cell::Cell::new(false),
             progress: std::cell::RefCell::new(Progress::new(common.quiet || !common.json, "aid")),
         }
     }
     fn header(&self) {
         if self.on && !self.started.replace(true) {
-            println!(
-                "{:>4} {:>9} {:>9} {:>15} {:>15} {:>10} {:>9}",
-                "t", "clusters", "r", "F (lower)", "E_best", "gap", "seconds"
-            );
+            if self.bound {
+                println!(
+                    "{:>4} {:>9} {:>9} {:>15} {:>15} {:>10} {:>9}",
+                    "t", "clusters", "r", "F (lower)", "E_best", "gap", "seconds"
+                );
+            } else {
+                println!(
+                    "{:>4} {:>9} {:>9} {:>15} {:>15} {:>9}",
+                    "t", "clusters", "r", "E_t", "E_best", "seconds"
+                );
+            }
         }
     }
     fn row(&self, r: &IterRecord) {
         if self.on {
             self.header();
-            println!(
-                "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>10.3e} {:>9.4}",
-                r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap, r.seconds
-            );
+            if self.bound {
+                println!(
+                    "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>10.3e} {:>9.4}",
+                    r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap, r.seconds
+                );
+            } else {
+                println!(
+                    "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>9.4}",
+                    r.t, r.clusters, r.r, r.objective, r.best_objective, r.seconds
+                );
+            }
             let _ = std::io::stdout().flush();
         }
-        self.progress.borrow_mut().set(&format!(
-            "iteration {}: {} clusters, gap {:.3e}, best objective {:.9e}",
-            r.t, r.clusters, r.gap, r.best_objective
-        ));
+        let msg = if self.bound {
+            format!(
+                "iteration {}: {} clusters, gap {:.3e}, best objective {:.9e}",
+                r.t, r.clusters, r.gap, r.best_objective
+            )
+        } else {
+            format!(
+                "iteration {}: {} clusters, {} violating, best objective {:.9e}",
+                r.t, r.clusters, r.violating, r.best_objective
+            )
+        };
+        self.progress.borrow_mut().set(&msg);
     }
 }
 
@@ -335,8 +360,21 @@ pub fn plot_svg(its: &[IterRecord], title: &str) -> String {
         label: "iteration t".into(),
         scale: Scale::Linear,
     };
+    // A model without a lower bound (S3VM) draws no bound curve and has no legend entry for it.
+    let lower: Vec<(f64, f64)> = its
+        .iter()
+        .filter(|r| r.lower_bound.is_finite())
+        .map(|r| (r.t as f64, r.lower_bound))
+        .collect();
     let bounds = LineChart::new(
-        &format!("{title}: bounds"),
+        &format!(
+            "{title}: {}",
+            if lower.is_empty() {
+                "objective"
+            } else {
+                "bounds"
+            }
+        ),
         t_axis(),
         Axis {
             label: "objective".into(),
@@ -344,15 +382,19 @@ pub fn plot_svg(its: &[IterRecord], title: &str) -> String {
         },
     )
     .add(
-        "E_best (upper)",
+        if lower.is_empty() {
+            "E_best"
+        } else {
+            "E_best (upper)"
+        },
         "#d62728",
         its.iter().map(|r| (r.t as f64, r.best_objective)).collect(),
-    )
-    .add(
-        "F (lower)",
-        "#1f77b4",
-        its.iter().map(|r| (r.t as f64, r.lower_bound)).collect(),
     );
+    let bounds = if lower.is_empty() {
+        bounds
+    } else {
+        bounds.add("F (lower)", "#1f77b4", lower)
+    };
     let rate = LineChart::new(
         &format!("{title}: aggregation rate"),
         t_axis(),
@@ -581,7 +623,7 @@ fn run_lad(a: AidLadArgs) -> Exit {
         params = params.r0(r);
     }
     let params = with_limits!(params, a.common).check()?;
-    let table = Table::new(&a.common);
+    let table = Table::new(&a.common, true);
     let mpath = model_path(&a.train_file, &a.model_file);
     let (model, report, ir, written) = match fit_interruptible(
         &a.common,
@@ -671,7 +713,7 @@ fn run_svm(a: AidSvmArgs) -> Exit {
         params = params.r0(r);
     }
     let params = with_limits!(params, a.common).check()?;
-    let table = Table::new(&a.common);
+    let table = Table::new(&a.common, true);
     let path = model_path(&a.train_file, &a.model_file);
     let name = if params.kernel().is_some() {
         "aid_svm_kernel"
@@ -838,7 +880,7 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
         params = params.r0(r);
     }
     let params = with_limits!(params, a.common).check()?;
-    let table = Table::new(&a.common);
+    let table = Table::new(&a.common, false);
     let mut outputs: Vec<&Path> = vec![&path];
     outputs.extend(a.predictions.as_deref());
     let (model, report, ir, written) = match fit_interruptible(
