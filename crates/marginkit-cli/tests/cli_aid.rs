@@ -551,3 +551,41 @@ fn aid_s3vm_defaults_run_to_no_split_without_nan() {
     let svg = std::fs::read_to_string(dir.path().join("lad.svg")).unwrap();
     assert!(svg.contains("F (lower)"), "{svg}");
 }
+
+/// `--json` reports the one shared status (as `train --json` and `fit::Report::status`): a run
+/// stopped by `--max-iter` says `max_iterations`, not `converged`; `stop` keeps AID's own
+/// detail of a converged run.
+#[test]
+fn aid_json_status_is_the_shared_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = lib_data("heart_scale");
+    let tr = tr.to_str().unwrap();
+    let limited = json(&run(
+        &["aid", "svm", tr, "a.model", "--json", "--max-iter", "1"],
+        dir.path(),
+    ));
+    assert_eq!(limited["status"], "max_iterations", "{limited}");
+    assert_eq!(limited["converged"], false);
+    assert_eq!(limited["stop"], "max_iterations");
+    let done = json(&run(&["aid", "svm", tr, "b.model", "--json"], dir.path()));
+    assert_eq!(done["status"], "converged", "{done}");
+    assert_eq!(done["converged"], true);
+    assert!(
+        ["optimal", "gap", "no_split"].contains(&done["stop"].as_str().unwrap()),
+        "{done}"
+    );
+    let lad = json(&run(
+        &[
+            "aid",
+            "lad",
+            lib_data("engel.raw.svm").to_str().unwrap(),
+            "l.model",
+            "--json",
+            "--max-iter",
+            "1",
+        ],
+        dir.path(),
+    ));
+    assert_eq!(lad["status"], "max_iterations", "{lad}");
+    assert_eq!(lad["certified"], false);
+}

@@ -55,7 +55,8 @@ fn svc_theta_json_model_and_plot() {
     assert!(chosen["c"].as_f64().is_some() && chosen["theta"].as_f64().is_some());
     assert!(out["total_seconds"].as_f64().unwrap() > 0.0);
     for r in out["runs"].as_array().unwrap() {
-        assert_eq!(r["status"], "completed");
+        assert_eq!(r["end"], "completed");
+        assert_eq!(r["status"], "converged");
         assert_eq!(r["final_locally_optimal"], true);
     }
     let svg = std::fs::read_to_string(dir.path().join("p.svg")).unwrap();
@@ -127,7 +128,12 @@ fn event_limit_is_reported() {
         dir.path(),
     );
     let v = json(&o);
-    assert_eq!(v["runs"][0]["status"], "event_limit");
+    // The one shared status (as `train --json` and `fit::Report::status`), the path's own end
+    // beside it.
+    assert_eq!(v["runs"][0]["end"], "event_limit");
+    assert_eq!(v["runs"][0]["status"], "max_iterations");
+    assert_eq!(v["status"], "max_iterations");
+    assert_eq!(v["converged"], false);
     assert!(String::from_utf8_lossy(&o.stderr).contains("stopped early"));
 }
 

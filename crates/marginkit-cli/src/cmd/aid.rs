@@ -14,7 +14,7 @@ use marginkit::aid::svm::{
 };
 use marginkit::aid::{AidCheckpoint, IterRecord, Termination};
 use marginkit::data::write_output;
-use marginkit::fit::{Control, Fit};
+use marginkit::fit::{Control, Fit, Report};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
 use marginkit::solver::{Cancel, Status};
 use marginkit::svm::linear::LinearModel;
@@ -524,8 +524,9 @@ fn check_aid_outputs(common: &AidCommon, outputs: &[&Path]) -> CliResult {
 /// Output of a run stopped before its first iteration finished: no model, only the state.
 fn no_model(common: &AidCommon, model: &str, ir: &Interrupt, written: &Option<String>) -> Outcome {
     if common.json {
-        let mut out = json!({"model": model, "stop": "interrupted", "objective": Value::Null,
-                             "iterations": []});
+        let mut out = json!({"model": model, "stop": "interrupted",
+                             "status": Status::Interrupted.as_str(), "converged": false,
+                             "objective": Value::Null, "iterations": []});
         ir.report(&mut out, written);
         println!("{out}");
     }
@@ -559,16 +560,6 @@ fn fit_interruptible<M, R>(
     match done.model {
         Some(m) => Ok(Ok((m, done.report, ir, written))),
         None => Ok(Err(no_model(common, name, &ir, &written))),
-    }
-}
-
-/// The `status` key of the `--json` report: whether the run was interrupted (`stop` says how
-/// it ended otherwise, limits included).
-fn status_of(status: Status) -> Status {
-    if status == Status::Interrupted {
-        Status::Interrupted
-    } else {
-        Status::Converged
     }
 }
 
@@ -660,7 +651,8 @@ fn run_lad(a: AidLadArgs) -> Exit {
         "init_seconds": report.init_seconds,
         "lower_bound": finite(run.lower_bound),
         "certified": run.termination == Some(Termination::Optimal) && report.last_certified,
-        "status": status_of(run.status).as_str(),
+        "status": report.status().as_str(),
+        "converged": report.status() == Status::Converged,
     });
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
@@ -748,7 +740,8 @@ fn run_svm(a: AidSvmArgs) -> Exit {
         "n": data.len(),
         "init_seconds": report.init_seconds,
         "lower_bound": finite(run.lower_bound),
-        "status": status_of(run.status).as_str(),
+        "status": report.status().as_str(),
+        "converged": report.status() == Status::Converged,
     });
     if let (Some(f), Value::Object(o)) = (&report.finish, &mut out) {
         o.insert(
@@ -908,7 +901,8 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
         "n": data.len(),
         "unlabeled": report.unlabeled_predictions.len(),
         "init_seconds": report.init_seconds,
-        "status": status_of(run.status).as_str(),
+        "status": report.status().as_str(),
+        "converged": report.status() == Status::Converged,
     });
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {

@@ -176,7 +176,8 @@ fn report(a: &RobustArgs, sel: &Selection, total: f64, n: usize) -> Value {
         }
         runs.push(json!({
             "c": r.c,
-            "status": r.end.as_str(),
+            "status": r.end.status().as_str(),
+            "end": r.end.as_str(),
             "breakpoints": r.nodes.len(),
             "events": r.events,
             "jumps": r.d_steps,
@@ -383,13 +384,7 @@ pub fn run(a: RobustArgs) -> Exit {
         }
         None => None,
     };
-    // The report's status says whether the selection finished; a run that hit its limit says
-    // so in its own `status` (its end).
-    let status = if interrupted {
-        Status::Interrupted
-    } else {
-        Status::Converged
-    };
+    let status = fit.status();
     for r in &sel.runs {
         if !matches!(r.end, RunEnd::Completed | RunEnd::Interrupted) {
             eprintln!(
@@ -447,6 +442,7 @@ pub fn run(a: RobustArgs) -> Exit {
         if let Value::Object(o) = &mut out {
             o.insert("interrupted".into(), json!(interrupted));
             o.insert("status".into(), json!(status.as_str()));
+            o.insert("converged".into(), json!(status == Status::Converged));
             o.insert("state_file".into(), json!(state_written));
             o.insert("resumed".into(), json!(a.ckpt.resume.is_some()));
         }
