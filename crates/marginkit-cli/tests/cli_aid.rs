@@ -534,7 +534,8 @@ fn aid_s3vm_defaults_run_to_no_split_without_nan() {
     let svg = std::fs::read_to_string(dir.path().join("s3vm.svg")).unwrap();
     assert!(svg.contains("E_best"), "{svg}");
     assert!(!svg.contains("F (lower)"), "{svg}");
-    assert!(svg.contains("iris_semi"), "{svg}");
+    assert!(svg.contains(">iris_semi: objective<"), "{svg}");
+    assert!(svg.contains(">iris_semi: aggregation rate<"), "{svg}");
     // A model with a bound keeps its bound curve.
     run(
         &[

@@ -368,7 +368,7 @@ fn odm_margin_plot() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = std::fs::read_to_string(dir.path().join("m.svg")).unwrap();
     for text in [
-        "two.svm: ODM training margins",
+        "two: ODM training margins",
         "1 - theta",
         "1 + theta",
         "margin y f(x)",
@@ -428,7 +428,7 @@ fn kmeans_inertia_plot() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = std::fs::read_to_string(dir.path().join("k.svg")).unwrap();
     assert!(
-        svg.contains("three.svm: k-means inertia (best of 10 restarts)"),
+        svg.contains("three: k-means inertia (best of 10 restarts)"),
         "{svg}"
     );
     assert!(svg.contains("Lloyd iteration"));
@@ -497,4 +497,13 @@ fn odmc_reports_status_and_gap_per_bisection() {
     assert!(lines.iter().any(|l| l.contains("converged")), "{out}");
     assert!(lines.iter().any(|l| l.contains("max_iterations")), "{out}");
     assert!(lines.iter().all(|l| l.contains("gap")), "{out}");
+    // The plot's title names the data set (the file's stem).
+    let mut plotted = args.to_vec();
+    plotted.extend(["-q", "--plot", "odmc.svg"]);
+    assert!(run(&plotted, dir.path()).status.success());
+    let svg = std::fs::read_to_string(dir.path().join("odmc.svg")).unwrap();
+    assert!(
+        svg.contains(">iris.scale: ODMC relative duality-gap estimate"),
+        "{svg}"
+    );
 }

@@ -412,9 +412,7 @@ pub fn plot_svg(its: &[IterRecord], title: &str) -> String {
 }
 
 fn write_plot(path: &Path, its: &[IterRecord], train: &Path) -> CliResult {
-    let title = train
-        .file_name()
-        .map_or("aid".into(), |n| n.to_string_lossy().into_owned());
+    let title = crate::common::report::data_name(train, "aid");
     let svg = plot_svg(its, &title);
     write_output(path, |w| w.write_all(svg.as_bytes()))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))

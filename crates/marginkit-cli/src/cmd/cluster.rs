@@ -376,13 +376,9 @@ fn run_odmc(a: OdmcArgs) -> Exit {
         );
     }
     if let Some(p) = &a.plot {
-        let pts: Vec<(f64, f64)> = r
-            .history
-            .iter()
-            .map(|h| (h.iterations as f64, h.relative_gap))
-            .collect();
-        let chart = LineChart::new(
-            "ODMC: relative duality-gap estimate after each round",
+        let title = crate::common::report::data_name(&c.data_file, "ODMC");
+        let mut chart = LineChart::new(
+            &format!("{title}: ODMC relative duality-gap estimate after each round"),
             Axis {
                 label: "SMD iterations".into(),
                 scale: Scale::Linear,
@@ -391,8 +387,31 @@ fn run_odmc(a: OdmcArgs) -> Exit {
                 label: "gap / |max_alpha phi|".into(),
                 scale: Scale::Log10,
             },
-        )
-        .add("relative gap", "#1f77b4", pts);
+        );
+        // One curve per bisection (k > 2); "(limit)" marks one that stopped before the
+        // tolerance.
+        const COLORS: [&str; 6] = [
+            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+        ];
+        for (k, b) in r.bisections.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = r
+                .history
+                .iter()
+                .filter(|h| h.split == b.split)
+                .map(|h| (h.iterations as f64, h.relative_gap))
+                .collect();
+            let name = if r.bisections.len() == 1 {
+                "relative gap".to_string()
+            } else {
+                let end = match b.status {
+                    Status::Converged => "",
+                    Status::Interrupted => " (stopped)",
+                    _ => " (limit)",
+                };
+                format!("bisection {}{end}", b.split + 1)
+            };
+            chart = chart.add(&name, COLORS[k % COLORS.len()], pts);
+        }
         let svg = stack_svg(&[chart]);
         write_output(p, |w| w.write_all(svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", p.display())))?;
@@ -489,10 +508,7 @@ fn run_kmeans(a: KmeansArgs) -> Exit {
     let (r, report) = (fit.model, fit.report);
     let seconds = t0.elapsed().as_secs_f64();
     if let Some(plot) = &a.plot {
-        let title = c
-            .data_file
-            .file_name()
-            .map_or("k-means".into(), |n| n.to_string_lossy().into_owned());
+        let title = crate::common::report::data_name(&c.data_file, "k-means");
         let pts = (1..)
             .zip(&report.inertia_trace)
             .map(|(i, &v)| (f64::from(i), v))
