@@ -3,6 +3,7 @@
 use marginkit::svm::{KernelKind, KernelParams};
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ use marginkit::aid::{AidCheckpoint, IterRecord, Termination};
 use marginkit::data::write_output;
 use marginkit::fit::{Control, Fit, Report};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
-use marginkit::solver::{Cancel, Status};
+use marginkit::solver::{Cancel, IterStats, Observer, Status};
 use marginkit::svm::linear::LinearModel;
 use marginkit::svm::model_io::save_model;
 use marginkit::Dataset;
@@ -263,12 +264,15 @@ macro_rules! with_limits {
 
 /// Per-iteration table on stdout; the header is printed with the first row, so input the fit
 /// rejects (e.g. multi-class data in `aid svm`) prints nothing to stdout. With `--json` the
-/// iterations go to the progress lines on stderr instead. A model without a lower bound
-/// (S3VM) has no bound and no gap columns.
+/// iterations go to the progress line instead. A model without a lower bound (S3VM) has no
+/// bound and no gap columns. The progress line (unless `-q`) also shows the inner solve of the
+/// current iteration (see [`AidObserver`]).
 struct Table {
     on: bool,
     bound: bool,
     started: std::cell::Cell<bool>,
+    /// The iteration being solved (the last finished one + 1).
+    current: std::cell::Cell<usize>,
     progress: std::cell::RefCell<Progress>,
 }
 
@@ -278,7 +282,8 @@ impl Table {
             on: !common.quiet && !common.json,
             bound,
             started: std::cell::Cell::new(false),
-            progress: std::cell::RefCell::new(Progress::new(common.quiet || !common.json, "aid")),
+            current: std::cell::Cell::new(0),
+            progress: std::cell::RefCell::new(Progress::new(common.quiet, "aid")),
         }
     }
     fn header(&self) {
@@ -297,20 +302,23 @@ impl Table {
         }
     }
     fn row(&self, r: &IterRecord) {
+        self.current.set(r.t + 1);
         if self.on {
-            self.header();
-            if self.bound {
-                println!(
-                    "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>10.3e} {:>9.4}",
-                    r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap, r.seconds
-                );
-            } else {
-                println!(
-                    "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>9.4}",
-                    r.t, r.clusters, r.r, r.objective, r.best_objective, r.seconds
-                );
-            }
-            let _ = std::io::stdout().flush();
+            self.progress.borrow().suspend(|| {
+                self.header();
+                if self.bound {
+                    println!(
+                        "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>10.3e} {:>9.4}",
+                        r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap, r.seconds
+                    );
+                } else {
+                    println!(
+                        "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>9.4}",
+                        r.t, r.clusters, r.r, r.objective, r.best_objective, r.seconds
+                    );
+                }
+                let _ = std::io::stdout().flush();
+            });
         }
         let msg = if self.bound {
             format!(
@@ -324,6 +332,39 @@ impl Table {
             )
         };
         self.progress.borrow_mut().set(&msg);
+    }
+    /// A report of the current iteration's inner solve (SMO or DCD iterations, branch-and-bound
+    /// nodes, kernel-sum stages) on the progress line.
+    fn inner(&self, s: &IterStats) {
+        let violation = if s.max_violation.is_finite() {
+            format!(" violation {:.3e}", s.max_violation)
+        } else {
+            String::new()
+        };
+        self.progress.borrow_mut().set(&format!(
+            "iteration {}: solve iter {}{violation} active {}",
+            self.current.get(),
+            s.iterations,
+            s.active
+        ));
+    }
+    /// Removes the live line before the final report.
+    fn finish(&self) {
+        self.progress.borrow().finish();
+    }
+}
+
+/// The observer of an AID fit: the Ctrl-C flag, and every report of the inner solves on the
+/// progress line (the AID loop passes its observer to each aggregated solve).
+struct AidObserver<'a> {
+    table: &'a Table,
+    cancel: Cancel,
+}
+
+impl Observer for AidObserver<'_> {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
+        self.table.inner(s);
+        self.cancel.on_iter(s)
     }
 }
 
@@ -549,11 +590,16 @@ fn fit_interruptible<M, R>(
     table: &Table,
 ) -> CliResult<Result<Running<M, R>, Outcome>> {
     let ir = Interrupt::new(common, outputs)?;
-    let mut ctl = Control::new(ir.cancel.clone())
-        .resume_opt(ir.resume.as_ref())
-        .on_part(|r: &IterRecord| table.row(r));
-    let done = fit(&mut ctl).map_err(|e| ir.err(e))?;
+    let mut ctl = Control::new(AidObserver {
+        table,
+        cancel: ir.cancel.clone(),
+    })
+    .resume_opt(ir.resume.as_ref())
+    .on_part(|r: &IterRecord| table.row(r));
+    let done = fit(&mut ctl);
     drop(ctl);
+    table.finish();
+    let done = done.map_err(|e| ir.err(e))?;
     let written = ir.write(done.checkpoint.as_ref())?;
     match done.model {
         Some(m) => Ok(Ok((m, done.report, ir, written))),
