@@ -480,3 +480,113 @@ fn aid_help_groups_the_flags_under_their_headings() {
         assert!(help[args_at..].contains("<TRAIN_FILE>"), "{cmd}:\n{help}");
     }
 }
+
+/// `aid s3vm` with the default loop limits runs Algorithm 1 until no cluster splits (not one
+/// iteration), prints no NaN (S3VM has no lower bound: no bound or gap column in the table, null
+/// in JSON), and its plot has no curve or legend entry for the missing bound.
+#[test]
+fn aid_s3vm_defaults_run_to_no_split_without_nan() {
+    let dir = tempfile::tempdir().unwrap();
+    // iris (two classes), every fifth label kept, the others hidden (label 0).
+    let text = std::fs::read_to_string(repo_data("clf/iris.train.svm")).unwrap();
+    let semi: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i % 5 == 4 {
+                format!("{l}\n")
+            } else {
+                let (_, rest) = l.split_once(' ').unwrap();
+                format!("0 {rest}\n")
+            }
+        })
+        .collect();
+    std::fs::write(dir.path().join("iris_semi.svm"), semi).unwrap();
+    let args = [
+        "aid",
+        "s3vm",
+        "-c",
+        "0.05",
+        "--c-unlabeled",
+        "0.01",
+        "iris_semi.svm",
+        "m.model",
+    ];
+    let o = run(&args, dir.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.to_lowercase().contains("nan"), "{out}");
+    assert!(out.contains("stop: no_split"), "{out}");
+    assert!(!out.contains("gap"), "{out}");
+    let mut with_json = args.to_vec();
+    with_json.extend(["--json", "--plot", "s3vm.svg"]);
+    let o = run(&with_json, dir.path());
+    let raw = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(!raw.to_lowercase().contains("nan"), "{raw}");
+    let v = json(&o);
+    assert_eq!(v["stop"], "no_split");
+    let its = v["iterations"].as_array().unwrap();
+    assert!(its.len() > 1, "{its:?}");
+    assert_eq!(its.last().unwrap()["violating"], 0);
+    for it in its {
+        assert!(it["gap"].is_null() && it["lower_bound"].is_null(), "{it}");
+    }
+    let svg = std::fs::read_to_string(dir.path().join("s3vm.svg")).unwrap();
+    assert!(svg.contains("E_best"), "{svg}");
+    assert!(!svg.contains("F (lower)"), "{svg}");
+    assert!(svg.contains(">iris_semi: objective<"), "{svg}");
+    assert!(svg.contains(">iris_semi: aggregation rate<"), "{svg}");
+    // A model with a bound keeps its bound curve.
+    run(
+        &[
+            "aid",
+            "lad",
+            lib_data("engel.raw.svm").to_str().unwrap(),
+            "lad.model",
+            "-q",
+            "--plot",
+            "lad.svg",
+        ],
+        dir.path(),
+    );
+    let svg = std::fs::read_to_string(dir.path().join("lad.svg")).unwrap();
+    assert!(svg.contains("F (lower)"), "{svg}");
+}
+
+/// `--json` reports the one shared status (as `train --json` and `fit::Report::status`): a run
+/// stopped by `--max-iter` says `max_iterations`, not `converged`; `stop` keeps AID's own
+/// detail of a converged run.
+#[test]
+fn aid_json_status_is_the_shared_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = lib_data("heart_scale");
+    let tr = tr.to_str().unwrap();
+    let limited = json(&run(
+        &["aid", "svm", tr, "a.model", "--json", "--max-iter", "1"],
+        dir.path(),
+    ));
+    assert_eq!(limited["status"], "max_iterations", "{limited}");
+    assert_eq!(limited["converged"], false);
+    assert_eq!(limited["stop"], "max_iterations");
+    let done = json(&run(&["aid", "svm", tr, "b.model", "--json"], dir.path()));
+    assert_eq!(done["status"], "converged", "{done}");
+    assert_eq!(done["converged"], true);
+    assert!(
+        ["optimal", "gap", "no_split"].contains(&done["stop"].as_str().unwrap()),
+        "{done}"
+    );
+    let lad = json(&run(
+        &[
+            "aid",
+            "lad",
+            lib_data("engel.raw.svm").to_str().unwrap(),
+            "l.model",
+            "--json",
+            "--max-iter",
+            "1",
+        ],
+        dir.path(),
+    ));
+    assert_eq!(lad["status"], "max_iterations", "{lad}");
+    assert_eq!(lad["certified"], false);
+}

@@ -368,7 +368,7 @@ fn odm_margin_plot() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = std::fs::read_to_string(dir.path().join("m.svg")).unwrap();
     for text in [
-        "two.svm: ODM training margins",
+        "two: ODM training margins",
         "1 - theta",
         "1 + theta",
         "margin y f(x)",
@@ -428,8 +428,82 @@ fn kmeans_inertia_plot() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = std::fs::read_to_string(dir.path().join("k.svg")).unwrap();
     assert!(
-        svg.contains("three.svm: k-means inertia (best of 10 restarts)"),
+        svg.contains("three: k-means inertia (best of 10 restarts)"),
         "{svg}"
     );
     assert!(svg.contains("Lloyd iteration"));
+}
+
+/// ODMC with k > 2 reports each bisection's status and gap (text and `--json`); the warning
+/// names the bisection that stopped early, and the top-level gap is the worst bisection's (on
+/// iris, k = 3, the first bisection stops at the round limit while the second meets the
+/// tolerance).
+#[test]
+fn odmc_reports_status_and_gap_per_bisection() {
+    let dir = tempfile::tempdir().unwrap();
+    let iris = repo_data("multiclass/iris.scale.svm");
+    let args = [
+        "cluster",
+        "odmc",
+        "-k",
+        "3",
+        "--rounds",
+        "2",
+        "--iterations",
+        "100",
+        "--tol",
+        "0.15",
+        iris.to_str().unwrap(),
+        "-o",
+        "iris.clusters",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let o = run(&with_json, dir.path());
+    let v = json(&o);
+    let bis = v["bisections"].as_array().unwrap();
+    assert_eq!(bis.len(), 2, "{v}");
+    let tol = 0.15;
+    let early: Vec<&serde_json::Value> =
+        bis.iter().filter(|b| b["status"] != "converged").collect();
+    let done: Vec<&serde_json::Value> = bis.iter().filter(|b| b["status"] == "converged").collect();
+    assert_eq!((early.len(), done.len()), (1, 1), "{v}");
+    assert!(early[0]["relative_gap"].as_f64().unwrap() > tol, "{v}");
+    assert!(done[0]["relative_gap"].as_f64().unwrap() <= tol, "{v}");
+    for b in bis {
+        assert!(b["gap"].as_f64().is_some() && b["rounds"].as_u64().unwrap() >= 1);
+        assert!(b["points"].as_u64().unwrap() >= 2 && b["clusters"].as_u64().unwrap() >= 2);
+    }
+    assert_eq!(v["status"], early[0]["status"]);
+    assert_eq!(v["converged"], false);
+    // The reported gap is not below the tolerance while the status says it was not met.
+    assert!(v["relative_gap"].as_f64().unwrap() > tol, "{v}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let split = early[0]["split"].as_u64().unwrap() + 1;
+    assert!(
+        err.contains(&format!("ODMC bisection {split} of 2")),
+        "{err}"
+    );
+    assert_eq!(err.matches("warning").count(), 1, "{err}");
+    // Text: one line per bisection with its status and gap.
+    let o = run(&args, dir.path());
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("bisection "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines.iter().any(|l| l.contains("converged")), "{out}");
+    assert!(lines.iter().any(|l| l.contains("max_iterations")), "{out}");
+    assert!(lines.iter().all(|l| l.contains("gap")), "{out}");
+    // The plot's title names the data set (the file's stem).
+    let mut plotted = args.to_vec();
+    plotted.extend(["-q", "--plot", "odmc.svg"]);
+    assert!(run(&plotted, dir.path()).status.success());
+    let svg = std::fs::read_to_string(dir.path().join("odmc.svg")).unwrap();
+    assert!(
+        svg.contains(">iris.scale: ODMC relative duality-gap estimate"),
+        "{svg}"
+    );
 }

@@ -183,7 +183,7 @@ fn grid_plots_a_heat_map_of_every_point() {
             "{shown} not in the plot"
         );
     }
-    assert!(svg.contains("heart_scale.train: 3-fold cross-validation accuracy %"));
+    assert!(svg.contains("heart_scale: 3-fold cross-validation accuracy %"));
 }
 
 /// An unwritable `--plot` is refused before any grid point is trained.

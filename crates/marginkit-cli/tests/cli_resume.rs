@@ -140,10 +140,7 @@ fn ctrl_c_stops_robust_and_resume_gives_the_same_path() {
     assert_eq!(j["interrupted"], true);
     assert_eq!(j["status"], "interrupted");
     assert_eq!(j["state_file"], "r.state");
-    let done = runs(&j)
-        .iter()
-        .filter(|r| r["status"] == "completed")
-        .count();
+    let done = runs(&j).iter().filter(|r| r["end"] == "completed").count();
     assert!(done < 3, "{j}");
     eprintln!(
         "robust: interrupted with {done} of 3 paths finished: {}",

@@ -55,7 +55,8 @@ fn svc_theta_json_model_and_plot() {
     assert!(chosen["c"].as_f64().is_some() && chosen["theta"].as_f64().is_some());
     assert!(out["total_seconds"].as_f64().unwrap() > 0.0);
     for r in out["runs"].as_array().unwrap() {
-        assert_eq!(r["status"], "completed");
+        assert_eq!(r["end"], "completed");
+        assert_eq!(r["status"], "converged");
         assert_eq!(r["final_locally_optimal"], true);
     }
     let svg = std::fs::read_to_string(dir.path().join("p.svg")).unwrap();
@@ -127,7 +128,12 @@ fn event_limit_is_reported() {
         dir.path(),
     );
     let v = json(&o);
-    assert_eq!(v["runs"][0]["status"], "event_limit");
+    // The one shared status (as `train --json` and `fit::Report::status`), the path's own end
+    // beside it.
+    assert_eq!(v["runs"][0]["end"], "event_limit");
+    assert_eq!(v["runs"][0]["status"], "max_iterations");
+    assert_eq!(v["status"], "max_iterations");
+    assert_eq!(v["converged"], false);
     assert!(String::from_utf8_lossy(&o.stderr).contains("stopped early"));
 }
 
@@ -189,4 +195,60 @@ fn bad_input_gives_clear_errors() {
     let o = run(&["robust", "--help"], dir.path());
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("--path"));
+}
+
+/// The plot's titles carry the data set's name (the training file's stem), every C has a
+/// legend entry in the objective and validation charts, and the document is tall enough for all
+/// of them (a legend no longer runs into the next chart or off the page).
+#[test]
+fn plot_titles_name_the_data_and_legends_show_every_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let tr = repo_data("clf/heart_scale.train.svm");
+    let va = repo_data("clf/heart_scale.test.svm");
+    let cs = "0.001,0.003,0.01,0.03,0.1,0.3,1,3,10,30,100,300,1000,3000,10000,30000";
+    let o = run(
+        &[
+            "robust",
+            "svc",
+            tr.to_str().unwrap(),
+            "--path",
+            "theta",
+            "-c",
+            cs,
+            "--valid",
+            va.to_str().unwrap(),
+            "--plot",
+            "p.svg",
+            "-q",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(dir.path().join("p.svg")).unwrap();
+    assert!(svg.contains(">heart_scale.train: objective<"), "{svg}");
+    assert!(
+        svg.contains(">heart_scale.train: validation error<"),
+        "{svg}"
+    );
+    let height: f64 = {
+        let h = svg.split("height=\"").nth(1).unwrap();
+        h[..h.find('"').unwrap()].parse().unwrap()
+    };
+    for c in cs.split(',') {
+        let entry = format!(">C = {c}</text>");
+        let ys: Vec<f64> = svg
+            .lines()
+            .filter(|l| l.contains(&entry))
+            .map(|l| {
+                let t = l.split("<text x=\"").nth(1).unwrap();
+                let y = t.split("y=\"").nth(1).unwrap();
+                y[..y.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(ys.len(), 2, "C = {c}: {ys:?}");
+        assert!(
+            ys.iter().all(|&y| y < height),
+            "C = {c}: {ys:?} vs {height}"
+        );
+    }
 }

@@ -490,6 +490,7 @@ fn main() {
                                 time_limit: Some(std::time::Duration::from_secs(10)),
                                 rel_gap: 1e-6,
                             })
+                            .max_iter(1)
                             .check()
                             .unwrap();
                         let t0 = Instant::now();

@@ -56,6 +56,8 @@ const ML: f64 = 70.0;
 const MR: f64 = 150.0;
 const MT: f64 = 30.0;
 const MB: f64 = 45.0;
+/// Height of one legend row.
+const LEGEND_ROW: f64 = 18.0;
 
 fn tr(s: Scale, v: f64) -> Option<f64> {
     match s {
@@ -221,7 +223,8 @@ impl LineChart {
         if self.y.scale == Scale::Log10 {
             y0 -= pad;
         }
-        let (pw, ph) = (self.width - ML - MR, self.height - MT - MB);
+        let height = self.drawn_height();
+        let (pw, ph) = (self.width - ML - MR, height - MT - MB);
         let sx = |x: f64| ML + (x - x0) / (x1 - x0) * pw;
         let sy = |y: f64| dy + MT + ph - (y - y0) / (y1 - y0) * ph;
         let _ = writeln!(
@@ -262,7 +265,7 @@ impl LineChart {
             out,
             r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"##,
             ML + pw / 2.0,
-            dy + self.height - 8.0,
+            dy + height - 8.0,
             esc(&self.x.label)
         );
         let _ = writeln!(
@@ -314,7 +317,7 @@ impl LineChart {
                 .iter()
                 .filter(|s| !s.name.is_empty())
                 .count();
-            let ly = dy + MT + 14.0 + 18.0 * k as f64;
+            let ly = dy + MT + 14.0 + LEGEND_ROW * k as f64;
             let lx = ML + pw + 12.0;
             let _ = writeln!(
                 out,
@@ -331,12 +334,21 @@ impl LineChart {
     pub fn to_svg(&self) -> String {
         stack_svg(std::slice::from_ref(self))
     }
+
+    /// The height drawn: [`LineChart::height`], or more when the legend (one 18-pixel row per
+    /// named series beside the plot area) needs it, so that no legend entry runs into the next
+    /// chart or off the document.
+    pub fn drawn_height(&self) -> f64 {
+        let named = self.series.iter().filter(|s| !s.name.is_empty()).count();
+        let legend = 14.0 + LEGEND_ROW * named as f64;
+        self.height.max(MT + legend + MB)
+    }
 }
 
 /// Several charts stacked vertically in one SVG document (width of the widest).
 pub fn stack_svg(charts: &[LineChart]) -> String {
     let w = charts.iter().map(|c| c.width).fold(0.0, f64::max);
-    let h: f64 = charts.iter().map(|c| c.height).sum();
+    let h: f64 = charts.iter().map(LineChart::drawn_height).sum();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -346,7 +358,7 @@ pub fn stack_svg(charts: &[LineChart]) -> String {
     let mut dy = 0.0;
     for c in charts {
         c.body(dy, &mut out);
-        dy += c.height;
+        dy += c.drawn_height();
     }
     out.push_str("</svg>\n");
     out
@@ -558,6 +570,38 @@ mod tests {
         assert_eq!(s.matches("<path").count(), 4);
         assert!(s.contains("rate &lt;IT&gt;"));
         assert!(!s.contains("NaN"));
+    }
+
+    /// Every legend row lies inside its own chart: a chart with more named series than its
+    /// default height holds grows, and the next chart starts below it.
+    #[test]
+    fn long_legends_fit_their_chart() {
+        let axis = || Axis {
+            label: "x".into(),
+            scale: Scale::Linear,
+        };
+        let mut c = LineChart::new("many", axis(), axis());
+        for k in 0..20 {
+            c = c.add(&format!("C = {k}"), "red", vec![(0.0, 1.0), (1.0, 2.0)]);
+        }
+        let short = LineChart::new("one", axis(), axis()).add("a", "blue", vec![(0.0, 1.0)]);
+        assert_eq!(short.drawn_height(), short.height);
+        assert!(c.drawn_height() > c.height);
+        let s = stack_svg(&[c.clone(), short.clone()]);
+        let h = c.drawn_height();
+        assert!(s.contains(&format!(r#"height="{:.0}""#, h + short.height)));
+        // The legend rows' text baselines, in order: all above the first chart's bottom.
+        let ys: Vec<f64> = s
+            .split("<text x=\"")
+            .skip(1)
+            .filter(|t| t.contains(">C = "))
+            .map(|t| {
+                let y = t.split("y=\"").nth(1).unwrap();
+                y[..y.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(ys.len(), 20);
+        assert!(ys.iter().all(|&y| y < h - MB + 14.0), "{ys:?} vs {h}");
     }
 
     fn labels(scale: Scale, lo: f64, hi: f64) -> Vec<String> {

@@ -225,6 +225,7 @@ fn aid_s3vm_on_heart_scale_with_10_labels() {
         .c_labeled(5.0 * 0.01)
         .c_unlabeled(0.01)
         .balance(true)
+        .max_iter(1)
         .check()
         .unwrap();
     let fit = s3vm::fit(&params, S3vmData::new(&d), &mut Control::default()).unwrap();
@@ -292,6 +293,7 @@ fn balance_cost_weights_the_minority() {
         .c_labeled(0.05)
         .c_unlabeled(0.01)
         .balance_cost(true)
+        .max_iter(1)
         .check()
         .unwrap();
     let fit = s3vm::fit(&params, S3vmData::new(&d), &mut Control::default()).unwrap();

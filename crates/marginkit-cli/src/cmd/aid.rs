@@ -3,6 +3,7 @@
 use marginkit::svm::{KernelKind, KernelParams};
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -14,9 +15,9 @@ use marginkit::aid::svm::{
 };
 use marginkit::aid::{AidCheckpoint, IterRecord, Termination};
 use marginkit::data::write_output;
-use marginkit::fit::{Control, Fit};
+use marginkit::fit::{Control, Fit, Report};
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
-use marginkit::solver::{Cancel, Status};
+use marginkit::solver::{Cancel, IterStats, Observer, Status};
 use marginkit::svm::linear::LinearModel;
 use marginkit::svm::model_io::save_model;
 use marginkit::Dataset;
@@ -263,42 +264,107 @@ macro_rules! with_limits {
 
 /// Per-iteration table on stdout; the header is printed with the first row, so input the fit
 /// rejects (e.g. multi-class data in `aid svm`) prints nothing to stdout. With `--json` the
-/// iterations go to the progress lines on stderr instead.
+/// iterations go to the progress line instead. A model without a lower bound (S3VM) has no
+/// bound and no gap columns. The progress line (unless `-q`) also shows the inner solve of the
+/// current iteration (see [`AidObserver`]).
 struct Table {
     on: bool,
+    bound: bool,
     started: std::cell::Cell<bool>,
+    /// The iteration being solved (the last finished one + 1).
+    current: std::cell::Cell<usize>,
     progress: std::cell::RefCell<Progress>,
 }
 
 impl Table {
-    fn new(common: &AidCommon) -> Self {
+    fn new(common: &AidCommon, bound: bool) -> Self {
         Table {
             on: !common.quiet && !common.json,
+            bound,
             started: std::cell::Cell::new(false),
-            progress: std::cell::RefCell::new(Progress::new(common.quiet || !common.json, "aid")),
+            current: std::cell::Cell::new(0),
+            progress: std::cell::RefCell::new(Progress::new(common.quiet, "aid")),
         }
     }
     fn header(&self) {
         if self.on && !self.started.replace(true) {
-            println!(
-                "{:>4} {:>9} {:>9} {:>15} {:>15} {:>10} {:>9}",
-                "t", "clusters", "r", "F (lower)", "E_best", "gap", "seconds"
-            );
+            if self.bound {
+                println!(
+                    "{:>4} {:>9} {:>9} {:>15} {:>15} {:>10} {:>9}",
+                    "t", "clusters", "r", "F (lower)", "E_best", "gap", "seconds"
+                );
+            } else {
+                println!(
+                    "{:>4} {:>9} {:>9} {:>15} {:>15} {:>9}",
+                    "t", "clusters", "r", "E_t", "E_best", "seconds"
+                );
+            }
         }
     }
     fn row(&self, r: &IterRecord) {
+        self.current.set(r.t + 1);
         if self.on {
-            self.header();
-            println!(
-                "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>10.3e} {:>9.4}",
-                r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap, r.seconds
-            );
-            let _ = std::io::stdout().flush();
+            self.progress.borrow().suspend(|| {
+                self.header();
+                if self.bound {
+                    println!(
+                        "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>10.3e} {:>9.4}",
+                        r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap, r.seconds
+                    );
+                } else {
+                    println!(
+                        "{:>4} {:>9} {:>9.5} {:>15.9e} {:>15.9e} {:>9.4}",
+                        r.t, r.clusters, r.r, r.objective, r.best_objective, r.seconds
+                    );
+                }
+                let _ = std::io::stdout().flush();
+            });
         }
+        let msg = if self.bound {
+            format!(
+                "iteration {}: {} clusters, gap {:.3e}, best objective {:.9e}",
+                r.t, r.clusters, r.gap, r.best_objective
+            )
+        } else {
+            format!(
+                "iteration {}: {} clusters, {} violating, best objective {:.9e}",
+                r.t, r.clusters, r.violating, r.best_objective
+            )
+        };
+        self.progress.borrow_mut().set(&msg);
+    }
+    /// A report of the current iteration's inner solve (SMO or DCD iterations, branch-and-bound
+    /// nodes, kernel-sum stages) on the progress line.
+    fn inner(&self, s: &IterStats) {
+        let violation = if s.max_violation.is_finite() {
+            format!(" violation {:.3e}", s.max_violation)
+        } else {
+            String::new()
+        };
         self.progress.borrow_mut().set(&format!(
-            "iteration {}: {} clusters, gap {:.3e}, best objective {:.9e}",
-            r.t, r.clusters, r.gap, r.best_objective
+            "iteration {}: solve iter {}{violation} active {}",
+            self.current.get(),
+            s.iterations,
+            s.active
         ));
+    }
+    /// Removes the live line before the final report.
+    fn finish(&self) {
+        self.progress.borrow().finish();
+    }
+}
+
+/// The observer of an AID fit: the Ctrl-C flag, and every report of the inner solves on the
+/// progress line (the AID loop passes its observer to each aggregated solve).
+struct AidObserver<'a> {
+    table: &'a Table,
+    cancel: Cancel,
+}
+
+impl Observer for AidObserver<'_> {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
+        self.table.inner(s);
+        self.cancel.on_iter(s)
     }
 }
 
@@ -335,8 +401,21 @@ pub fn plot_svg(its: &[IterRecord], title: &str) -> String {
         label: "iteration t".into(),
         scale: Scale::Linear,
     };
+    // A model without a lower bound (S3VM) draws no bound curve and has no legend entry for it.
+    let lower: Vec<(f64, f64)> = its
+        .iter()
+        .filter(|r| r.lower_bound.is_finite())
+        .map(|r| (r.t as f64, r.lower_bound))
+        .collect();
     let bounds = LineChart::new(
-        &format!("{title}: bounds"),
+        &format!(
+            "{title}: {}",
+            if lower.is_empty() {
+                "objective"
+            } else {
+                "bounds"
+            }
+        ),
         t_axis(),
         Axis {
             label: "objective".into(),
@@ -344,15 +423,19 @@ pub fn plot_svg(its: &[IterRecord], title: &str) -> String {
         },
     )
     .add(
-        "E_best (upper)",
+        if lower.is_empty() {
+            "E_best"
+        } else {
+            "E_best (upper)"
+        },
         "#d62728",
         its.iter().map(|r| (r.t as f64, r.best_objective)).collect(),
-    )
-    .add(
-        "F (lower)",
-        "#1f77b4",
-        its.iter().map(|r| (r.t as f64, r.lower_bound)).collect(),
     );
+    let bounds = if lower.is_empty() {
+        bounds
+    } else {
+        bounds.add("F (lower)", "#1f77b4", lower)
+    };
     let rate = LineChart::new(
         &format!("{title}: aggregation rate"),
         t_axis(),
@@ -370,9 +453,7 @@ pub fn plot_svg(its: &[IterRecord], title: &str) -> String {
 }
 
 fn write_plot(path: &Path, its: &[IterRecord], train: &Path) -> CliResult {
-    let title = train
-        .file_name()
-        .map_or("aid".into(), |n| n.to_string_lossy().into_owned());
+    let title = crate::common::report::data_name(train, "aid");
     let svg = plot_svg(its, &title);
     write_output(path, |w| w.write_all(svg.as_bytes()))
         .map_err(|e| CliError(format!("{}: {e}", path.display())))
@@ -482,8 +563,9 @@ fn check_aid_outputs(common: &AidCommon, outputs: &[&Path]) -> CliResult {
 /// Output of a run stopped before its first iteration finished: no model, only the state.
 fn no_model(common: &AidCommon, model: &str, ir: &Interrupt, written: &Option<String>) -> Outcome {
     if common.json {
-        let mut out = json!({"model": model, "stop": "interrupted", "objective": Value::Null,
-                             "iterations": []});
+        let mut out = json!({"model": model, "stop": "interrupted",
+                             "status": Status::Interrupted.as_str(), "converged": false,
+                             "objective": Value::Null, "iterations": []});
         ir.report(&mut out, written);
         println!("{out}");
     }
@@ -508,25 +590,20 @@ fn fit_interruptible<M, R>(
     table: &Table,
 ) -> CliResult<Result<Running<M, R>, Outcome>> {
     let ir = Interrupt::new(common, outputs)?;
-    let mut ctl = Control::new(ir.cancel.clone())
-        .resume_opt(ir.resume.as_ref())
-        .on_part(|r: &IterRecord| table.row(r));
-    let done = fit(&mut ctl).map_err(|e| ir.err(e))?;
+    let mut ctl = Control::new(AidObserver {
+        table,
+        cancel: ir.cancel.clone(),
+    })
+    .resume_opt(ir.resume.as_ref())
+    .on_part(|r: &IterRecord| table.row(r));
+    let done = fit(&mut ctl);
     drop(ctl);
+    table.finish();
+    let done = done.map_err(|e| ir.err(e))?;
     let written = ir.write(done.checkpoint.as_ref())?;
     match done.model {
         Some(m) => Ok(Ok((m, done.report, ir, written))),
         None => Ok(Err(no_model(common, name, &ir, &written))),
-    }
-}
-
-/// The `status` key of the `--json` report: whether the run was interrupted (`stop` says how
-/// it ended otherwise, limits included).
-fn status_of(status: Status) -> Status {
-    if status == Status::Interrupted {
-        Status::Interrupted
-    } else {
-        Status::Converged
     }
 }
 
@@ -581,7 +658,7 @@ fn run_lad(a: AidLadArgs) -> Exit {
         params = params.r0(r);
     }
     let params = with_limits!(params, a.common).check()?;
-    let table = Table::new(&a.common);
+    let table = Table::new(&a.common, true);
     let mpath = model_path(&a.train_file, &a.model_file);
     let (model, report, ir, written) = match fit_interruptible(
         &a.common,
@@ -618,7 +695,8 @@ fn run_lad(a: AidLadArgs) -> Exit {
         "init_seconds": report.init_seconds,
         "lower_bound": finite(run.lower_bound),
         "certified": run.termination == Some(Termination::Optimal) && report.last_certified,
-        "status": status_of(run.status).as_str(),
+        "status": report.status().as_str(),
+        "converged": report.status() == Status::Converged,
     });
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {
@@ -671,7 +749,7 @@ fn run_svm(a: AidSvmArgs) -> Exit {
         params = params.r0(r);
     }
     let params = with_limits!(params, a.common).check()?;
-    let table = Table::new(&a.common);
+    let table = Table::new(&a.common, true);
     let path = model_path(&a.train_file, &a.model_file);
     let name = if params.kernel().is_some() {
         "aid_svm_kernel"
@@ -706,7 +784,8 @@ fn run_svm(a: AidSvmArgs) -> Exit {
         "n": data.len(),
         "init_seconds": report.init_seconds,
         "lower_bound": finite(run.lower_bound),
-        "status": status_of(run.status).as_str(),
+        "status": report.status().as_str(),
+        "converged": report.status() == Status::Converged,
     });
     if let (Some(f), Value::Object(o)) = (&report.finish, &mut out) {
         o.insert(
@@ -838,7 +917,7 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
         params = params.r0(r);
     }
     let params = with_limits!(params, a.common).check()?;
-    let table = Table::new(&a.common);
+    let table = Table::new(&a.common, false);
     let mut outputs: Vec<&Path> = vec![&path];
     outputs.extend(a.predictions.as_deref());
     let (model, report, ir, written) = match fit_interruptible(
@@ -866,7 +945,8 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
         "n": data.len(),
         "unlabeled": report.unlabeled_predictions.len(),
         "init_seconds": report.init_seconds,
-        "status": status_of(run.status).as_str(),
+        "status": report.status().as_str(),
+        "converged": report.status() == Status::Converged,
     });
     ir.report(&mut out, &written);
     if !a.common.quiet && !a.common.json {

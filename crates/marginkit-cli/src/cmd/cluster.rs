@@ -17,7 +17,7 @@ use marginkit::fit::Control;
 use marginkit::odm::odmc::{fit, OdmcData, OdmcKernel, OdmcParams, Readout, RoundStats};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::plot::{stack_svg, Axis, LineChart, Scale};
-use marginkit::solver::{IterStats, Observer};
+use marginkit::solver::{IterStats, Observer, Status};
 use serde_json::{json, Value};
 
 use crate::common::input::read_data;
@@ -279,6 +279,15 @@ fn finish(
     Ok(Outcome::Done)
 }
 
+/// A number for `--json`; null when it is not finite.
+fn finite(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        Value::Null
+    }
+}
+
 /// An ODMC round on the command's progress line.
 fn show_round(progress: &mut Progress, s: &RoundStats) {
     progress.set(&format!(
@@ -334,20 +343,42 @@ fn run_odmc(a: OdmcArgs) -> Exit {
     drop(progress);
     let (m, r) = (fit.model, fit.report);
     let seconds = t0.elapsed().as_secs_f64();
-    if r.status != marginkit::solver::Status::Converged {
-        eprintln!(
-            "marginkit: warning: ODMC stopped before the gap tolerance was met ({}); raise --rounds or --iterations",
-            r.status.as_str()
+    // Each bisection has its own status and gap: name the ones that stopped early.
+    for b in &r.bisections {
+        if b.status != Status::Converged {
+            eprintln!(
+                "marginkit: warning: ODMC bisection {} of {} ({} points into {} clusters) stopped \
+                 before the gap tolerance was met ({}, relative gap {:.3e} > --tol {}); raise \
+                 --rounds or --iterations",
+                b.split + 1,
+                r.bisections.len(),
+                b.points,
+                b.clusters,
+                b.status.as_str(),
+                b.relative_gap,
+                a.tol
+            );
+        }
+    }
+    for b in &r.bisections {
+        say(
+            c,
+            &format!(
+                "bisection {}: {} points into {} clusters, {} rounds, {}, gap {:.3e} (relative {:.3e})",
+                b.split + 1,
+                b.points,
+                b.clusters,
+                b.rounds,
+                b.status.as_str(),
+                b.gap,
+                b.relative_gap
+            ),
         );
     }
     if let Some(p) = &a.plot {
-        let pts: Vec<(f64, f64)> = r
-            .history
-            .iter()
-            .map(|h| (h.iterations as f64, h.relative_gap))
-            .collect();
-        let chart = LineChart::new(
-            "ODMC: relative duality-gap estimate after each round",
+        let title = crate::common::report::data_name(&c.data_file, "ODMC");
+        let mut chart = LineChart::new(
+            &format!("{title}: ODMC relative duality-gap estimate after each round"),
             Axis {
                 label: "SMD iterations".into(),
                 scale: Scale::Linear,
@@ -356,13 +387,57 @@ fn run_odmc(a: OdmcArgs) -> Exit {
                 label: "gap / |max_alpha phi|".into(),
                 scale: Scale::Log10,
             },
-        )
-        .add("relative gap", "#1f77b4", pts);
+        );
+        // One curve per bisection (k > 2); "(limit)" marks one that stopped before the
+        // tolerance.
+        const COLORS: [&str; 6] = [
+            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+        ];
+        for (k, b) in r.bisections.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = r
+                .history
+                .iter()
+                .filter(|h| h.split == b.split)
+                .map(|h| (h.iterations as f64, h.relative_gap))
+                .collect();
+            let name = if r.bisections.len() == 1 {
+                "relative gap".to_string()
+            } else {
+                let end = match b.status {
+                    Status::Converged => "",
+                    Status::Interrupted => " (stopped)",
+                    _ => " (limit)",
+                };
+                format!("bisection {}{end}", b.split + 1)
+            };
+            chart = chart.add(&name, COLORS[k % COLORS.len()], pts);
+        }
         let svg = stack_svg(&[chart]);
         write_output(p, |w| w.write_all(svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", p.display())))?;
     }
     let last = r.history.last();
+    // The top-level gap is the worst bisection's: below the tolerance only when every
+    // bisection's is.
+    let worst = r
+        .bisections
+        .iter()
+        .max_by(|x, y| x.relative_gap.total_cmp(&y.relative_gap));
+    let bisections: Vec<Value> = r
+        .bisections
+        .iter()
+        .map(|b| {
+            json!({
+                "split": b.split,
+                "points": b.points,
+                "clusters": b.clusters,
+                "rounds": b.rounds,
+                "status": b.status.as_str(),
+                "gap": finite(b.gap),
+                "relative_gap": finite(b.relative_gap),
+            })
+        })
+        .collect();
     let smd: f64 = r.history.iter().map(|h| h.smd_seconds).sum();
     let extra = json!({
         "kernel": choice(&a.kernel),
@@ -374,8 +449,10 @@ fn run_odmc(a: OdmcArgs) -> Exit {
         "readout": choice(&a.readout),
         "rounds": r.rounds,
         "status": r.status.as_str(),
-        "gap": last.map(|h| h.gap),
-        "relative_gap": last.map(|h| h.relative_gap),
+        "converged": r.status == Status::Converged,
+        "gap": worst.map_or(Value::Null, |b| finite(b.gap)),
+        "relative_gap": worst.map_or(Value::Null, |b| finite(b.relative_gap)),
+        "bisections": bisections,
         "pool": last.map(|h| h.pool),
         "smd_seconds": smd,
         "seconds_per_iteration": smd / (r.iterations.max(1) as f64),
@@ -431,10 +508,7 @@ fn run_kmeans(a: KmeansArgs) -> Exit {
     let (r, report) = (fit.model, fit.report);
     let seconds = t0.elapsed().as_secs_f64();
     if let Some(plot) = &a.plot {
-        let title = c
-            .data_file
-            .file_name()
-            .map_or("k-means".into(), |n| n.to_string_lossy().into_owned());
+        let title = crate::common::report::data_name(&c.data_file, "k-means");
         let pts = (1..)
             .zip(&report.inertia_trace)
             .map(|(i, &v)| (f64::from(i), v))

@@ -242,7 +242,13 @@ pub fn run(a: CoresetArgs) -> Exit {
         ));
     }
     if let Some(pp) = &a.plot {
-        let title = format!("{} nodes, {}, eps {}", a.nodes, a.graph, a.eps);
+        let title = format!(
+            "{}: {} nodes, {}, eps {}",
+            crate::common::report::data_name(&a.data_file, "coreset"),
+            a.nodes,
+            a.graph,
+            a.eps
+        );
         let svg = consensus_svg(&rep, &title);
         write_output(pp, |w| std::io::Write::write_all(w, svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", pp.display())))?;

@@ -172,10 +172,7 @@ pub fn run(a: GridArgs) -> Exit {
         );
     }
     if let Some(path) = &a.plot {
-        let name = a
-            .train_file
-            .file_name()
-            .map_or("grid".into(), |n| n.to_string_lossy().into_owned());
+        let name = crate::common::report::data_name(&a.train_file, "grid");
         let what = if odm { "lambda" } else { "C" };
         let metric = if regression {
             "cross-validation MSE"

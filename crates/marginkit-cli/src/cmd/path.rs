@@ -378,10 +378,7 @@ pub fn run(a: PathArgs) -> Exit {
         }
     }
     if let Some(path) = &a.plot {
-        let title = a
-            .train_file
-            .file_name()
-            .map_or("path".into(), |n| n.to_string_lossy().into_owned());
+        let title = crate::common::report::data_name(&a.train_file, "path");
         let svg = plot_svg(&result, &title);
         marginkit::data::write_output(path, |w| std::io::Write::write_all(w, svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", path.display())))?;

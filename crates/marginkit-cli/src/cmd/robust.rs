@@ -176,7 +176,8 @@ fn report(a: &RobustArgs, sel: &Selection, total: f64, n: usize) -> Value {
         }
         runs.push(json!({
             "c": r.c,
-            "status": r.end.as_str(),
+            "status": r.end.status().as_str(),
+            "end": r.end.as_str(),
             "breakpoints": r.nodes.len(),
             "events": r.events,
             "jumps": r.d_steps,
@@ -205,9 +206,12 @@ fn report(a: &RobustArgs, sel: &Selection, total: f64, n: usize) -> Value {
     })
 }
 
-const COLORS: [&str; 10] = [
+/// Twenty distinct colours (ten strong, then their light variants), so that the default and
+/// most hand-written C lists get one colour per C.
+const COLORS: [&str; 20] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf",
+    "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+    "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
 ];
 
 /// The plot: coefficient paths (up to 10 samples that move the most; the paper's Fig. 5) of the
@@ -383,13 +387,7 @@ pub fn run(a: RobustArgs) -> Exit {
         }
         None => None,
     };
-    // The report's status says whether the selection finished; a run that hit its limit says
-    // so in its own `status` (its end).
-    let status = if interrupted {
-        Status::Interrupted
-    } else {
-        Status::Converged
-    };
+    let status = fit.status();
     for r in &sel.runs {
         if !matches!(r.end, RunEnd::Completed | RunEnd::Interrupted) {
             eprintln!(
@@ -408,10 +406,7 @@ pub fn run(a: RobustArgs) -> Exit {
             path.display()
         );
     } else if let Some(path) = &a.plot {
-        let title = a
-            .train_file
-            .file_name()
-            .map_or("robust".into(), |n| n.to_string_lossy().into_owned());
+        let title = crate::common::report::data_name(&a.train_file, "robust");
         let kept = if !a.cccp && data.len() <= PLOT_COEF_MAX_N {
             let pc = RobustParams::from(p.clone())
                 .c(sel.chosen.c)
@@ -447,6 +442,7 @@ pub fn run(a: RobustArgs) -> Exit {
         if let Value::Object(o) = &mut out {
             o.insert("interrupted".into(), json!(interrupted));
             o.insert("status".into(), json!(status.as_str()));
+            o.insert("converged".into(), json!(status == Status::Converged));
             o.insert("state_file".into(), json!(state_written));
             o.insert("resumed".into(), json!(a.ckpt.resume.is_some()));
         }

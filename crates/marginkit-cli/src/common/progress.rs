@@ -120,6 +120,15 @@ impl Progress {
         self.set(msg);
     }
 
+    /// Runs `f` (which prints to the terminal) with the live line hidden, so that the two do not
+    /// mix.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.mode {
+            Mode::Bar(b) => b.suspend(f),
+            _ => f(),
+        }
+    }
+
     /// Removes the live line.
     pub fn finish(&self) {
         if let Mode::Bar(b) = &self.mode {

@@ -1,6 +1,17 @@
 //! Reporting: human lines (stdout, or stderr beside --json), LIBSVM's number format, metrics lines.
 
+use std::path::Path;
+
 use serde_json::{json, Value};
+
+/// The data set's name in plot titles: the input file's stem (`heart_scale` for
+/// `data/heart_scale.svm`), or `fallback` when the path has none (standard input).
+pub fn data_name(path: &Path, fallback: &str) -> String {
+    path.file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| n != "-")
+        .unwrap_or_else(|| fallback.to_string())
+}
 
 /// C's `%g` (6 significant digits, trailing zeros removed), as LIBSVM prints figures.
 pub fn fmt_g(v: f64) -> String {

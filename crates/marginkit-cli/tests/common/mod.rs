@@ -191,3 +191,10 @@ pub fn interrupt_after_cpu(args: &[&str], dir: &Path, ticks: u64) -> Output {
     sigint(pid);
     child.wait_with_output().expect("output")
 }
+
+/// A file of the repository's real data sets (`data/`, e.g. `clf/iris.train.svm`).
+pub fn repo_data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data")
+        .join(name)
+}

@@ -468,7 +468,8 @@ impl AidS3vmValidParams {
 /// use marginkit::aid::s3vm::AidS3vmParams;
 ///
 /// let p = AidS3vmParams::new().c_labeled(2.0).balance(true).check()?;
-/// assert_eq!(p.settings().max_iter(), 1);
+/// // The loop runs to its own stopping rule (no cluster splits) under the AID iteration cap.
+/// assert_eq!(p.settings().max_iter(), marginkit::aid::AidSettings::default().max_iter());
 /// assert!(AidS3vmParams::new().c_unlabeled(f64::NAN).check().is_err());
 /// # Ok::<(), marginkit::ParamError>(())
 /// ```
@@ -477,8 +478,10 @@ pub struct AidS3vmParams(AidS3vmValidParams);
 
 impl Default for AidS3vmParams {
     /// `M_l = 5` (the paper's fixed setting), `M_u = 1`, `r0 = 0.01`, seed 0, no balance
-    /// technique, branch and bound of at most 20,000 nodes and 60 s at relative gap 1e-6, one
-    /// iteration (the paper's AID1; the gap is not used).
+    /// technique, branch and bound of at most 20,000 nodes and 60 s at relative gap 1e-6, and
+    /// the loop of Algorithm 1 run until no cluster splits, under the iteration cap every AID
+    /// method has ([`AidSettings::default`]; there is no bound, so the gap is not used). The
+    /// paper's AID1 and AID5 are `max_iter(1)` and `max_iter(5)`.
     fn default() -> Self {
         Self(AidS3vmValidParams {
             c_labeled: 5.0,
@@ -494,8 +497,7 @@ impl Default for AidS3vmParams {
             },
             settings: AidSettings {
                 gap_tol: 0.0,
-                max_iter: 1,
-                time_limit: None,
+                ..AidSettings::default()
             },
         })
     }

@@ -408,6 +408,27 @@ pub struct OdmcModel {
     pub paper_labels: Option<Vec<usize>>,
 }
 
+/// How one bisection of ODMC ended (one per split: `k - 1` in all).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BisectionStats {
+    /// Which bisection, in the order they run (depth first, left part first; the
+    /// [`RoundStats::split`] of its rounds).
+    pub split: usize,
+    /// Points it split.
+    pub points: usize,
+    /// Clusters these points end in (`ceil(k/2)` go left, `floor(k/2)` right).
+    pub clusters: usize,
+    /// Rounds it ran.
+    pub rounds: usize,
+    /// [`Status::Converged`] when its relative gap reached the tolerance, else the round limit
+    /// ([`Status::MaxIterations`]) or [`Status::Interrupted`].
+    pub status: Status,
+    /// Duality-gap estimate of its last round.
+    pub gap: f64,
+    /// Relative gap of its last round (the one compared with the tolerance).
+    pub relative_gap: f64,
+}
+
 /// What an ODMC fit did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OdmcReport {
@@ -415,8 +436,11 @@ pub struct OdmcReport {
     pub iterations: u64,
     /// Rounds in total.
     pub rounds: usize,
-    /// Converged (gap and no new label) in every bisection, or why not.
+    /// Converged (gap and no new label) in every bisection, or why not (the first bisection
+    /// that did not converge).
     pub status: Status,
+    /// Every bisection's end, in the order they ran.
+    pub bisections: Vec<BisectionStats>,
     /// Every round's statistics, in order.
     pub history: Vec<RoundStats>,
     /// Wall-clock seconds (preprocessing included).
@@ -599,6 +623,7 @@ fn fit_prepared(
             iterations: total.iterations,
             rounds: total.history.len(),
             status: total.status,
+            bisections: total.bisections,
             history: total.history,
             seconds: start.elapsed().as_secs_f64(),
         },
@@ -616,6 +641,7 @@ fn top_balance(n: usize, k: usize, beta: f64) -> Result<Balance, ClusterError> {
 struct Totals {
     iterations: u64,
     history: Vec<RoundStats>,
+    bisections: Vec<BisectionStats>,
     status: Status,
     splits: usize,
     sign_readout: Option<Vec<i8>>,
@@ -626,6 +652,7 @@ impl Default for Totals {
         Self {
             iterations: 0,
             history: Vec::new(),
+            bisections: Vec::new(),
             status: Status::Converged,
             splits: 0,
             sign_readout: None,
@@ -666,7 +693,7 @@ fn split(
         .wrapping_add(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(total.splits as u64));
     let split_id = total.splits;
     total.splits += 1;
-    let y = bisect(gram, lmax, bal, params, seed, split_id, total, ctl)?;
+    let y = bisect(gram, lmax, bal, params, seed, (split_id, k), total, ctl)?;
     let left: Vec<usize> = (0..m).filter(|&r| y[r] > 0).map(|r| idx[r]).collect();
     let right: Vec<usize> = (0..m).filter(|&r| y[r] < 0).map(|r| idx[r]).collect();
     split(
@@ -718,7 +745,7 @@ fn bisect(
     bal: Balance,
     params: &OdmcValidParams,
     seed: u64,
-    split_id: usize,
+    (split_id, clusters): (usize, usize),
     total: &mut Totals,
     ctl: &mut Control<'_, (), RoundStats>,
 ) -> Result<Vec<i8>, ClusterError> {
@@ -913,6 +940,20 @@ fn bisect(
     if status != Status::Converged && total.status == Status::Converged {
         total.status = status;
     }
+    let (rounds, last) = total
+        .history
+        .iter()
+        .filter(|h| h.split == split_id)
+        .fold((0, None), |(c, _), h| (c + 1, Some(h)));
+    total.bisections.push(BisectionStats {
+        split: split_id,
+        points: n,
+        clusters,
+        rounds,
+        status,
+        gap: last.map_or(f64::NAN, |h| h.gap),
+        relative_gap: last.map_or(f64::NAN, |h| h.relative_gap),
+    });
     // mu_bar covers the pool as it was before the last label generation.
     let readout_pool = &pool.labels[..mu_bar.len()];
     if split_id == 0 {

@@ -106,10 +106,7 @@ pub fn run(a: &TrainArgs) -> Exit {
         .unwrap_or_else(|| default_model_path(&a.train_file));
     save_model(&path, &model).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     if let Some(plot) = &a.plot {
-        let title = a
-            .train_file
-            .file_name()
-            .map_or("train -s odm".into(), |n| n.to_string_lossy().into_owned());
+        let title = crate::common::report::data_name(&a.train_file, "train -s odm");
         let svg = margin_plot(&model, &data, theta, &title).to_svg();
         marginkit::data::write_output(plot, |w| w.write_all(svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", plot.display())))?;
