@@ -6,7 +6,7 @@
 //! class j's SVs in row `i`; `rho` has one entry per pair in the order (0,1), (0,2), ..., (1,2), ...
 //!
 //! Prediction ([`SvmModel::decision_values`]) evaluates the kernel between a batch of rows and all
-//! support vectors as one blocked, parallel product ([`crate::kernel::batch`]): per row, the sums
+//! support vectors as one blocked, parallel product (`kernel::batch`): per row, the sums
 //! `sum_{k in class c} sv_coef[r][k] K(x, sv_k)` for every class `c` and coefficient row `r`,
 //! each in support-vector order, then the pairs as LIBSVM combines them. A row's values do not
 //! depend on the other rows or on the thread count. [`SvmModel::decision_values_row`] is the
