@@ -1,10 +1,12 @@
 //! `marginkit predict`: LIBSVM's svm-predict (and LIBLINEAR's predict for linear models).
 use crate::common::input::InputArgs;
 use crate::common::output::{is_stdout, write_predictions};
-use crate::common::report::{fmt_g, report_metrics};
+use crate::common::report::{evaluate, fmt_g, report_metrics};
 use std::path::PathBuf;
+use std::time::Instant;
 
 use clap::Args;
+use serde_json::{json, Value};
 
 use marginkit::solver::Status;
 use marginkit::svm::linear::LinearModel;
@@ -104,6 +106,7 @@ pub fn run(a: PredictArgs) -> Exit {
             "Model supports probability estimates, but disabled in prediction.",
         );
     }
+    let started = Instant::now();
     let (pred, probs) = if a.probability == 1 && model.svm_type.is_classifier() {
         let pp = model
             .predict_probability(&data.x)
@@ -116,6 +119,7 @@ pub fn run(a: PredictArgs) -> Exit {
             .map_err(|e| CliError(format!("{}: {e}", a.test_file.display())))?;
         (pred, None)
     };
+    let seconds = started.elapsed().as_secs_f64();
     write_predictions(&a.output_file, |w| {
         if let Some(pp) = &probs {
             let labels: Vec<String> = model.labels.iter().map(|&l| fmt_label(l)).collect();
@@ -138,8 +142,31 @@ pub fn run(a: PredictArgs) -> Exit {
             crate::common::report::say(a.json || to_stdout, a.quiet, &format!("Prob. model for test data: target value = predicted value + z,\nz: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma={}", fmt_g(sigma)));
         }
     }
-    report_metrics(&pred, &data.y, regression, a.quiet, a.json, to_stdout);
+    report(&a, &pred, &data.y, regression, seconds);
     Ok(Outcome::Done)
+}
+
+/// LIBSVM's accuracy or MSE lines and, with `--json`, one object with the metrics and
+/// `predict_seconds`: the time spent predicting (decision values and what follows from them:
+/// votes, probabilities), reading the model and the data and writing the output excluded.
+fn report(a: &PredictArgs, pred: &[f64], truth: &[f64], regression: bool, seconds: f64) {
+    let to_stdout = is_stdout(&a.output_file);
+    if !a.json {
+        report_metrics(pred, truth, regression, a.quiet, false, to_stdout);
+        return;
+    }
+    // Beside the JSON object on stdout, the human lines go to stderr.
+    report_metrics(pred, truth, regression, a.quiet, false, true);
+    println!("{}", json_report(pred, truth, regression, seconds));
+}
+
+/// The `--json` object of `predict`.
+fn json_report(pred: &[f64], truth: &[f64], regression: bool, seconds: f64) -> Value {
+    let mut out = json!({ "n_samples": truth.len(), "predict_seconds": seconds });
+    if let (Value::Object(o), Value::Object(m)) = (&mut out, evaluate(pred, truth, regression)) {
+        o.extend(m);
+    }
+    out
 }
 
 /// The one warning for test data wider than the model (LIBSVM and LIBLINEAR accept it too).
@@ -158,7 +185,18 @@ fn has_serial_column(x: &Features) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::fmt_g;
+    use super::{fmt_g, json_report};
+
+    #[test]
+    fn json_report_has_the_metrics_and_the_seconds() {
+        let o = json_report(&[1.0, -1.0, 1.0], &[1.0, 1.0, 1.0], false, 0.25);
+        assert_eq!(o["n_samples"], 3);
+        assert_eq!(o["predict_seconds"], 0.25);
+        assert_eq!(o["correct"], 2);
+        let r = json_report(&[1.0, 2.0], &[1.0, 3.0], true, 0.5);
+        assert_eq!(r["mse"], 0.5);
+        assert_eq!(r["predict_seconds"], 0.5);
+    }
 
     #[test]
     fn fmt_g_matches_c() {
@@ -180,7 +218,8 @@ pub struct PredictArgs {
     /// Quiet.
     #[arg(short = 'q')]
     pub quiet: bool,
-    /// Print one JSON object with the results on stdout.
+    /// Print one JSON object with the results on stdout (the metrics, and `predict_seconds`:
+    /// the time spent predicting, reading and writing excluded).
     #[arg(long)]
     pub json: bool,
     /// Worker threads (default: all cores).
@@ -222,7 +261,9 @@ fn predict_linear(a: PredictArgs) -> Exit {
     if model.extra_features(&data.x) > 0 {
         warn_extra_features(&a, data.n_features(), model.n_features(), "ignored");
     }
+    let started = Instant::now();
     let pred = model.predict(&data.x);
+    let seconds = started.elapsed().as_secs_f64();
     let regression = model.solver().is_regression();
     write_predictions(&a.output_file, |w| {
         for &v in &pred {
@@ -230,14 +271,7 @@ fn predict_linear(a: PredictArgs) -> Exit {
         }
         Ok(())
     })?;
-    report_metrics(
-        &pred,
-        &data.y,
-        regression,
-        a.quiet,
-        a.json,
-        is_stdout(&a.output_file),
-    );
+    report(&a, &pred, &data.y, regression, seconds);
     Ok(Outcome::Done)
 }
 
@@ -261,20 +295,15 @@ fn predict_lad(a: PredictArgs) -> Exit {
         ))
     })?;
     let data = read_data(&a.test_file, &a.input, false)?;
+    let started = Instant::now();
     let pred = model.predict(&data.x);
+    let seconds = started.elapsed().as_secs_f64();
     write_predictions(&a.output_file, |w| {
         for &v in &pred {
             writeln!(w, "{}", fmt_f64(v))?;
         }
         Ok(())
     })?;
-    report_metrics(
-        &pred,
-        &data.y,
-        true,
-        a.quiet,
-        a.json,
-        is_stdout(&a.output_file),
-    );
+    report(&a, &pred, &data.y, true, seconds);
     Ok(Outcome::Done)
 }

@@ -1,6 +1,7 @@
-//! Kernels: the specification, point evaluation, blocked parallel rows, the LRU column cache and the
-//! Q matrices the solvers read.
+//! Kernels: the specification, point evaluation, blocked parallel rows, the LRU column cache, the
+//! Q matrices the solvers read and the blocked weighted sums that prediction reads.
 
+pub(crate) mod batch;
 pub mod cache;
 pub mod qmatrix;
 

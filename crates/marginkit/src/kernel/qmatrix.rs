@@ -104,16 +104,16 @@ trait Dots: Sync {
 }
 
 /// Rows per panel of the dense layout.
-const PANEL: usize = 8;
+pub(super) const PANEL: usize = 8;
 
 /// Dense rows stored in panels of [`PANEL`] rows, feature-major inside a panel: feature `k`
 /// of row `r` is at `(r / PANEL) * PANEL * d + k * PANEL + r % PANEL`. A block of inner
 /// products then runs over contiguous lanes (`PANEL` independent accumulators, vectorized);
 /// every inner product is the sequential sum over `k`, the same for any blocking or thread
 /// count, and symmetric in its two rows.
-struct DenseDots<'b> {
-    panels: &'b [f64],
-    d: usize,
+pub(super) struct DenseDots<'b> {
+    pub(super) panels: &'b [f64],
+    pub(super) d: usize,
 }
 
 impl DenseDots<'_> {
@@ -210,17 +210,17 @@ fn store_panel(out: &mut [f64], lo: usize, hi: usize, p: usize, acc: &[f64; PANE
 
 /// Source rows per micro-tile of [`PanelRows::add_weighted`]: `TILE_ROWS x PANEL` inner
 /// products held in registers over the features (8 independent vector accumulators).
-const TILE_ROWS: usize = 4;
+pub(super) const TILE_ROWS: usize = 4;
 /// Source rows streamed past every panel of a range before the next ones (their features stay
 /// in the L1 cache: 256 rows of 10 features are 20 KiB).
-const SOURCE_CHUNK_VALUES: usize = 2560;
+pub(super) const SOURCE_CHUNK_VALUES: usize = 2560;
 
 impl DenseDots<'_> {
     /// `acc[r][c] = <src_r, x_{p PANEL + c}>` for the `TILE_ROWS` rows of `src` (row-major,
     /// `d` values each) and the rows of panel `p`: the sequential sum over the features, the
     /// same bits as [`Dots::dot`] and [`Dots::block`].
     #[inline(always)]
-    fn tile(&self, src: &[f64], p: usize, acc: &mut [[f64; PANEL]; TILE_ROWS]) {
+    pub(super) fn tile(&self, src: &[f64], p: usize, acc: &mut [[f64; PANEL]; TILE_ROWS]) {
         let d = self.d;
         let panel = &self.panels[p * PANEL * d..(p + 1) * PANEL * d];
         let (s0, rest) = src.split_at(d);
@@ -244,7 +244,7 @@ impl DenseDots<'_> {
 
     /// [`Self::tile`] for one source row.
     #[inline(always)]
-    fn tile1(&self, src: &[f64], p: usize, acc: &mut [f64; PANEL]) {
+    pub(super) fn tile1(&self, src: &[f64], p: usize, acc: &mut [f64; PANEL]) {
         let d = self.d;
         let panel = &self.panels[p * PANEL * d..(p + 1) * PANEL * d];
         for (lane, &x) in panel.chunks_exact(PANEL).zip(&src[..d]) {
@@ -491,23 +491,23 @@ impl Dots for PreDots<'_> {
 }
 
 /// The kernel's outer function applied to a block of inner products, in place.
-trait Outer: Sync {
+pub(super) trait Outer: Sync {
     /// Rough cost per entry, in multiply-adds.
     const COST: usize;
     fn apply(&self, dots: &mut [f64], ni: f64, nj: &[f64]);
 }
 
-struct Identity;
+pub(super) struct Identity;
 impl Outer for Identity {
     const COST: usize = 1;
     #[inline]
     fn apply(&self, _: &mut [f64], _: f64, _: &[f64]) {}
 }
 
-struct PolyOuter {
-    gamma: f64,
-    coef0: f64,
-    degree: u32,
+pub(super) struct PolyOuter {
+    pub(super) gamma: f64,
+    pub(super) coef0: f64,
+    pub(super) degree: u32,
 }
 impl Outer for PolyOuter {
     const COST: usize = 8;
@@ -519,9 +519,9 @@ impl Outer for PolyOuter {
     }
 }
 
-struct SigmoidOuter {
-    gamma: f64,
-    coef0: f64,
+pub(super) struct SigmoidOuter {
+    pub(super) gamma: f64,
+    pub(super) coef0: f64,
 }
 impl Outer for SigmoidOuter {
     const COST: usize = 40;
@@ -533,8 +533,8 @@ impl Outer for SigmoidOuter {
     }
 }
 
-struct RbfOuter {
-    gamma: f64,
+pub(super) struct RbfOuter {
+    pub(super) gamma: f64,
 }
 impl Outer for RbfOuter {
     const COST: usize = 24;
