@@ -31,17 +31,17 @@ use marginkit::coreset::consensus::{
     run, shard_ranges, CoreSetMsg, RoundSummary, Schedule, Transport,
 };
 use marginkit::coreset::experiment::{
-    accuracy, consensus_svg, correct_count, coverage_ratio, kernel_from_flags, parse_graph,
-    points_for, problem_by_name, reference_r2, RunSummary,
+    accuracy, consensus_svg, correct_count, coverage_ratio, parse_graph, points_for, reference_r2,
+    RunSummary,
 };
 use marginkit::coreset::model::to_model;
 use marginkit::coreset::{
-    Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, PointSet, Problem,
-    StopRule,
+    Activation, ConsensusParams, CoresetError, CoresetParams, PointSet, Problem, StopRule,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::data::write_output;
 use marginkit::svm::model_io::save_model;
+use marginkit::svm::KernelParams;
 use marginkit::{Dataset, IoError};
 use mpi::collective::SystemOperation;
 use mpi::datatype::Equivalence;
@@ -271,31 +271,37 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         }
     }
     let pname = format!("{:?}", a.problem).to_lowercase();
-    let problem = problem_by_name(&pname, a.cost).map_err(|e| e.to_string())?;
-    let kernel_of = |n_features: usize| {
-        kernel_from_flags(a.kernel_type, a.gamma, a.degree, a.coef0, n_features)
-            .map_err(|e| e.to_string())
+    let problem = match a.problem {
+        Kind::Meb => Problem::Meb,
+        Kind::Svdd => Problem::Svdd,
+        Kind::Svm => Problem::L2Svm { c: a.cost },
+        Kind::Oneclass => Problem::OneClassL2 { c: a.cost },
     };
-    let params = ConsensusParams {
-        coreset: CoresetParams {
-            eps: a.eps,
-            seed: a.seed,
-            ..CoresetParams::default()
-        },
-        graph: parse_graph(&a.graph).map_err(|e| e.to_string())?,
-        activation: match a.async_p {
+    let kernel = KernelParams::from_libsvm(a.kernel_type, a.gamma, a.coef0, a.degree)
+        .map_err(|e| e.to_string())?;
+    let params = ConsensusParams::new()
+        .coreset(
+            CoresetParams::new()
+                .problem(problem)
+                .kernel(kernel)
+                .eps(a.eps)
+                .seed(a.seed),
+        )
+        .graph(parse_graph(&a.graph).map_err(|e| e.to_string())?)
+        .activation(match a.async_p {
             Some(p) => Activation::Async { p },
             None => Activation::Sync,
-        },
-        drop: a.drop,
-        max_delay: a.delay,
-        max_rounds: a.max_rounds,
-        record: a.plot.is_some(),
-        stop: match a.stop {
+        })
+        .drop(a.drop)
+        .max_delay(a.delay)
+        .max_rounds(a.max_rounds)
+        .record(a.plot.is_some())
+        .stop(match a.stop {
             Stop::Local => StopRule::Local { window: a.window },
             Stop::Global => StopRule::Global,
-        },
-    };
+        })
+        .check()
+        .map_err(|e| e.to_string())?;
     let schedule = Schedule::new(size, &params).map_err(|e| e.to_string())?;
     let name = a.data_file.to_string_lossy().into_owned();
     // DATA with "{rank}": every rank reads its own file; ids continue across ranks in rank order.
@@ -346,7 +352,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         } else {
             [1.0, -1.0]
         };
-        let kern = FeatureKernel::new(problem, kernel_of(d)?).map_err(|e| e.to_string())?;
+        let kern = params.coreset().feature_kernel(d);
         let idx: Vec<usize> = (0..local.len()).collect();
         let positive = matches!(problem, Problem::L2Svm { .. }).then_some(labels[0]);
         let shard = PointSet::from_dataset_with_ids(&local, &idx, positive, offset, d);
@@ -354,8 +360,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         (None, Some(local), shard, labels, kern)
     } else {
         let data = read(&a.data_file)?;
-        let kernel = kernel_of(data.n_features())?;
-        let kern = FeatureKernel::new(problem, kernel).map_err(|e| e.to_string())?;
+        let kern = params.coreset().feature_kernel(data.n_features());
         let (pts, labels) = points_for(&data, problem).map_err(|e| e.to_string())?;
         kern.check_points(&pts).map_err(|e| e.to_string())?;
         let range = shard_ranges(pts.len(), size)[rank].clone();

@@ -62,18 +62,14 @@ fn check(
     };
     let kern = FeatureKernel::new(problem, kernel).unwrap();
     let (pts, _) = points_for(&d, problem).unwrap();
-    let params = ConsensusParams {
-        coreset: CoresetParams {
-            eps,
-            seed,
-            ..Default::default()
-        },
-        graph: parse_graph(graph).unwrap(),
-        activation: act,
-        drop,
-        max_delay: delay,
-        ..Default::default()
-    };
+    let params = ConsensusParams::new()
+        .coreset(CoresetParams::new().eps(eps).seed(seed))
+        .graph(parse_graph(graph).unwrap())
+        .activation(act)
+        .drop(drop)
+        .max_delay(delay)
+        .check()
+        .unwrap();
     let rep = run_in_process(&pts, &kern, np, &params, &mut |_, _| {}).unwrap();
     assert!(rep.agreed);
     let set = &rep.states[0].1;

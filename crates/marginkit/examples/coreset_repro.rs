@@ -90,17 +90,12 @@ fn far2_of(pts: &PointSet, kern: &FeatureKernel, set: &CoreSetMsg) -> f64 {
 fn one(seed: u64) -> Result<Run, Box<dyn std::error::Error>> {
     let pts = gauss(N, D, seed);
     let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear)?;
-    let params = ConsensusParams {
-        coreset: CoresetParams {
-            eps: EPS,
-            seed,
-            ..Default::default()
-        },
-        graph: Graph::ErdosRenyi { p: P },
-        activation: Activation::Sync,
-        record: true,
-        ..Default::default()
-    };
+    let params = ConsensusParams::new()
+        .coreset(CoresetParams::new().eps(EPS).seed(seed))
+        .graph(Graph::ErdosRenyi { p: P })
+        .activation(Activation::Sync)
+        .record(true)
+        .check()?;
     let t0 = Instant::now();
     let rep = run_in_process(&pts, &kern, N, &params, &mut |_, _| {})?;
     let seconds = t0.elapsed().as_secs_f64();
@@ -156,11 +151,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
 
     let mut md = String::new();
-    let k = CoresetParams {
-        eps: EPS,
-        ..Default::default()
-    }
-    .k();
+    let k = CoresetParams::new().eps(EPS).check()?.k();
     writeln!(
         md,
         "# Reproduction: core-set consensus (Notarstefano, CDC 2015, Section V)\n"

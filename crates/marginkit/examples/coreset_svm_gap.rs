@@ -62,10 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     for eps in [0.1, 0.03, 0.01, 0.005, 0.0025] {
         let t = Instant::now();
-        let cp = CoresetParams {
-            eps,
-            ..Default::default()
-        };
+        let cp = CoresetParams::new().eps(eps).check()?;
         let (set, _) = centralized(&pts, &kern, &cp)?;
         row(
             &format!("core-set, eps {eps}"),

@@ -13,8 +13,8 @@ use marginkit::coreset::consensus::{centralized, run_in_process, RoundSummary};
 use marginkit::coreset::model::to_model;
 use marginkit::coreset::space::two_classes;
 use marginkit::coreset::{
-    Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, Graph, PointSet,
-    Problem, Schedule, StopRule,
+    Activation, ConsensusParams, ConsensusValidParams, CoresetError, CoresetParams, FeatureKernel,
+    Graph, PointSet, Problem, Schedule, StopRule,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::{Dataset, KernelSpec};
@@ -126,10 +126,7 @@ fn coreset_within_one_plus_eps_and_covers_everything() {
     ] {
         let pts = gauss_points(n, d, seed);
         let rstar2 = exact_r2(&pts, &kern);
-        let params = CoresetParams {
-            eps,
-            ..Default::default()
-        };
+        let params = CoresetParams::new().eps(eps).check().unwrap();
         let (set, _) = centralized(&pts, &kern, &params).unwrap();
         assert_eq!(set.ids.len(), params.k());
         // Sandwich r*/(1+eps) <= r(C) <= r*, and every point within (1+eps) r(C).
@@ -148,7 +145,7 @@ fn check_run(
     pts: &PointSet,
     kern: &FeatureKernel,
     nodes: usize,
-    params: &ConsensusParams,
+    params: &ConsensusValidParams,
 ) -> marginkit::coreset::ConsensusReport {
     let mut last: Vec<f64> = Vec::new();
     let mut spread_ok = true;
@@ -172,13 +169,13 @@ fn check_run(
     assert!(
         rep.agreed && rep.quiescent,
         "{:?} after {} rounds",
-        params.graph,
+        params.graph(),
         rep.rounds
     );
     let first = &rep.states[0].1;
     assert!(rep.states.iter().all(|(_, s)| s.ids == first.ids));
     let rstar2 = exact_r2(pts, kern);
-    let eps = params.coreset.eps;
+    let eps = params.coreset().eps();
     let far = max_dist2(pts, kern, first);
     assert!(
         far <= (1.0 + eps).powi(2) * rstar2 * (1.0 + 1e-9),
@@ -192,11 +189,9 @@ fn check_run(
 fn consensus_on_every_graph_kind() {
     let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     let pts = gauss_points(100, 50, 11);
-    let mut base = ConsensusParams {
-        record: true,
-        ..Default::default()
-    };
-    base.coreset.eps = 0.1;
+    let base = ConsensusParams::new()
+        .record(true)
+        .coreset(CoresetParams::new().eps(0.1));
     let edges: Vec<(usize, usize)> = (0..20)
         .map(|i| (i, (i * 7 + 3) % 20))
         .chain((0..20).map(|i| (i, (i + 1) % 20)))
@@ -216,13 +211,14 @@ fn consensus_on_every_graph_kind() {
         (10, Graph::Complete, Activation::Async { p: 0.3 }, 0.5, 2),
     ];
     for (nodes, graph, act, drop, delay) in cases {
-        let params = ConsensusParams {
-            graph,
-            activation: act,
-            drop,
-            max_delay: delay,
-            ..base.clone()
-        };
+        let params = base
+            .clone()
+            .graph(graph)
+            .activation(act)
+            .drop(drop)
+            .max_delay(delay)
+            .check()
+            .unwrap();
         let rep = check_run(&pts, &kern, nodes, &params);
         assert!(rep.bytes_per_node_round > 0.0);
         // Same seed, same run, bit for bit (and independent of rayon's thread count).
@@ -234,8 +230,6 @@ fn consensus_on_every_graph_kind() {
         assert_eq!(again.rounds, rep.rounds);
         assert_eq!(again.states[0].1, rep.states[0].1);
     }
-    base.graph = Graph::Ring;
-    base.coreset.eps = 0.1;
 }
 
 #[test]
@@ -244,17 +238,14 @@ fn distributed_equals_centralized_when_the_core_set_holds_the_whole_support() {
     let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     for (d, seed) in [(2, 21), (3, 22), (5, 23)] {
         let pts = gauss_points(400, d, seed);
-        let cp = CoresetParams {
-            eps: 0.1,
-            ..Default::default()
-        };
-        let (central, _) = centralized(&pts, &kern, &cp).unwrap();
+        let cp = CoresetParams::new().eps(0.1);
+        let (central, _) = centralized(&pts, &kern, &cp.check().unwrap()).unwrap();
         for graph in [Graph::ErdosRenyi { p: 0.1 }, Graph::Ring, Graph::Grid] {
-            let params = ConsensusParams {
-                coreset: cp,
-                graph: graph.clone(),
-                ..Default::default()
-            };
+            let params = ConsensusParams::new()
+                .coreset(cp)
+                .graph(graph.clone())
+                .check()
+                .unwrap();
             let rep = check_run(&pts, &kern, 16, &params);
             let dist = &rep.states[0].1;
             assert_eq!(dist.support(), central.support(), "d={d} {graph:?}");
@@ -287,16 +278,13 @@ fn distributed_l2svm_accuracy_matches_centralized() {
         let gamma = 1.0 / train.n_features() as f64;
         let kern =
             FeatureKernel::new(Problem::L2Svm { c: 10.0 }, KernelSpec::Rbf { gamma }).unwrap();
-        let cp = CoresetParams {
-            eps: 0.01,
-            ..Default::default()
-        };
-        let (central, _) = centralized(&pts, &kern, &cp).unwrap();
-        let params = ConsensusParams {
-            coreset: cp,
-            graph: Graph::ErdosRenyi { p: 0.3 },
-            ..Default::default()
-        };
+        let cp = CoresetParams::new().eps(0.01);
+        let (central, _) = centralized(&pts, &kern, &cp.check().unwrap()).unwrap();
+        let params = ConsensusParams::new()
+            .coreset(cp)
+            .graph(Graph::ErdosRenyi { p: 0.3 })
+            .check()
+            .unwrap();
         let rep = run_in_process(&pts, &kern, nodes, &params, &mut |_, _| {}).unwrap();
         assert!(rep.agreed && rep.monotone);
         let m_c = to_model(&central, &kern, labels).unwrap();
@@ -328,10 +316,7 @@ fn svdd_and_one_class_models_agree_with_the_ball() {
     let gamma = 1.0 / train.n_features() as f64;
     for problem in [Problem::Svdd, Problem::OneClassL2 { c: 1.0 }] {
         let kern = FeatureKernel::new(problem, KernelSpec::Rbf { gamma }).unwrap();
-        let cp = CoresetParams {
-            eps: 0.1,
-            ..Default::default()
-        };
+        let cp = CoresetParams::new().eps(0.1).check().unwrap();
         let (set, _) = centralized(&pts, &kern, &cp).unwrap();
         let model = to_model(&set, &kern, [1.0, -1.0]).unwrap();
         let dec = model.decision_values(&train.x);
@@ -349,7 +334,7 @@ fn svdd_and_one_class_models_agree_with_the_ball() {
                 let want = set.r2 - dist2(&pool, &kern, &m, p);
                 assert!((dec[p][0] - want).abs() < 1e-9, "{} vs {want}", dec[p][0]);
                 // Covered within (1+eps)^2 r^2.
-                assert!(-want <= ((1.0 + cp.eps).powi(2) - 1.0) * set.r2 + 1e-12);
+                assert!(-want <= ((1.0 + cp.eps()).powi(2) - 1.0) * set.r2 + 1e-12);
             }
         } else {
             // One-class L2: w'phi(p) - rho with rho = |c|^2; the core-set's support points sit on
@@ -373,36 +358,35 @@ fn bad_input_is_a_clear_error() {
     let pts = gauss_points(10, 3, 31);
     let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     for eps in [0.0, 1.0, -0.5, f64::NAN] {
-        let cp = CoresetParams {
-            eps,
-            ..Default::default()
-        };
         assert!(matches!(
-            centralized(&pts, &kern, &cp),
+            CoresetParams::new()
+                .eps(eps)
+                .check()
+                .map_err(CoresetError::from),
             Err(CoresetError::Param(_))
         ));
     }
-    let params = ConsensusParams::default();
+    let params = ConsensusParams::default().check().unwrap();
     let e = run_in_process(&pts, &kern, 11, &params, &mut |_, _| {}).unwrap_err();
     assert!(matches!(e, CoresetError::EmptyNode { .. }), "{e}");
-    let disc = ConsensusParams {
-        graph: Graph::Edges(vec![(0, 1), (1, 0), (2, 3), (3, 2)]),
-        ..Default::default()
-    };
+    let disc = ConsensusParams::new()
+        .graph(Graph::Edges(vec![(0, 1), (1, 0), (2, 3), (3, 2)]))
+        .check()
+        .unwrap();
     let e = run_in_process(&pts, &kern, 4, &disc, &mut |_, _| {}).unwrap_err();
     assert!(matches!(e, CoresetError::Disconnected { .. }), "{e}");
     assert!(e.to_string().contains("consensus is impossible"));
-    let zero = ConsensusParams {
-        graph: Graph::ErdosRenyi { p: 0.0 },
-        ..Default::default()
-    };
+    let zero = ConsensusParams::new()
+        .graph(Graph::ErdosRenyi { p: 0.0 })
+        .check()
+        .unwrap();
     assert!(matches!(
         run_in_process(&pts, &kern, 4, &zero, &mut |_, _| {}),
         Err(CoresetError::Disconnected { .. })
     ));
     // The SVM mapping needs a constant kernel diagonal: the linear kernel on raw rows has none.
     let svm = FeatureKernel::new(Problem::L2Svm { c: 1.0 }, KernelSpec::Linear).unwrap();
-    let e = centralized(&pts, &svm, &CoresetParams::default()).unwrap_err();
+    let e = centralized(&pts, &svm, &CoresetParams::default().check().unwrap()).unwrap_err();
     assert!(matches!(e, CoresetError::NonConstantDiagonal { .. }), "{e}");
     assert!(FeatureKernel::new(Problem::L2Svm { c: 0.0 }, KernelSpec::Linear).is_err());
     assert!(FeatureKernel::new(Problem::Svdd, KernelSpec::Precomputed).is_err());
@@ -416,10 +400,7 @@ fn tiny_eps_caps_the_core_set_at_the_data_and_is_exact() {
     let pts = gauss_points(40, 3, 31);
     let exact = exact_r2(&pts, &kern);
     for eps in [1e-12, 1e-6] {
-        let cp = CoresetParams {
-            eps,
-            ..Default::default()
-        };
+        let cp = CoresetParams::new().eps(eps).check().unwrap();
         assert_eq!(cp.k_for(pts.len()), 40);
         let (set, _) = centralized(&pts, &kern, &cp).unwrap();
         assert!(
@@ -434,15 +415,14 @@ fn tiny_eps_caps_the_core_set_at_the_data_and_is_exact() {
 fn zero_nodes_or_rounds_say_must_be_at_least_one() {
     let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     let pts = gauss_points(10, 2, 41);
-    let e = run_in_process(&pts, &kern, 0, &ConsensusParams::default(), &mut |_, _| {})
+    let params = ConsensusParams::default().check().unwrap();
+    let e = run_in_process(&pts, &kern, 0, &params, &mut |_, _| {})
         .unwrap_err()
         .to_string();
     assert!(e.contains("nodes must be at least 1"), "{e}");
-    let params = ConsensusParams {
-        max_rounds: 0,
-        ..Default::default()
-    };
-    let e = run_in_process(&pts, &kern, 2, &params, &mut |_, _| {})
+    let e = ConsensusParams::new()
+        .max_rounds(0)
+        .check()
         .unwrap_err()
         .to_string();
     assert!(e.contains("max_rounds must be at least 1"), "{e}");
@@ -456,14 +436,11 @@ fn tiny_eps_on_the_distributed_path_uses_one_global_cap() {
     let pts = gauss_points(24, 3, 51);
     let exact = exact_r2(&pts, &kern);
     for graph in [Graph::Ring, Graph::ErdosRenyi { p: 0.3 }] {
-        let params = ConsensusParams {
-            coreset: CoresetParams {
-                eps: 1e-12,
-                ..Default::default()
-            },
-            graph,
-            ..Default::default()
-        };
+        let params = ConsensusParams::new()
+            .coreset(CoresetParams::new().eps(1e-12))
+            .graph(graph)
+            .check()
+            .unwrap();
         let rep = run_in_process(&pts, &kern, 4, &params, &mut |_, _| {}).unwrap();
         assert_eq!(rep.k, 24);
         assert!(rep.agreed);
@@ -495,15 +472,10 @@ fn local_rule_stops_with_all_nodes_agreed_on_static_graphs() {
     ];
     for (nodes, graph, diam) in cases {
         for seed in [1, 2, 3] {
-            let params = ConsensusParams {
-                coreset: CoresetParams {
-                    eps: 0.2,
-                    seed,
-                    ..Default::default()
-                },
-                graph: graph.clone(),
-                ..Default::default()
-            };
+            let builder = ConsensusParams::new()
+                .coreset(CoresetParams::new().eps(0.2).seed(seed))
+                .graph(graph.clone());
+            let params = builder.clone().check().unwrap();
             let schedule = Schedule::new(nodes, &params).unwrap();
             assert!(schedule.window_is_proven());
             let d = schedule.flooding_time(0, 1000).unwrap();
@@ -535,10 +507,7 @@ fn local_rule_stops_with_all_nodes_agreed_on_static_graphs() {
                 &pts,
                 &kern,
                 nodes,
-                &ConsensusParams {
-                    stop: StopRule::Global,
-                    ..params.clone()
-                },
+                &builder.clone().stop(StopRule::Global).check().unwrap(),
                 &mut |_, _| {},
             )
             .unwrap();
@@ -554,10 +523,8 @@ fn time_varying_graphs_use_the_seeded_flooding_time() {
     // seeded schedule; on the paper's setting it still ends with all nodes agreed.
     let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     let pts = gauss_points(100, 50, 11);
-    let params = ConsensusParams {
-        graph: Graph::ErdosRenyi { p: 0.01 },
-        ..Default::default()
-    };
+    let builder = ConsensusParams::new().graph(Graph::ErdosRenyi { p: 0.01 });
+    let params = builder.clone().check().unwrap();
     let schedule = Schedule::new(100, &params).unwrap();
     assert!(!schedule.window_is_proven());
     let d = schedule.flooding_time(0, 1000).unwrap();
@@ -566,10 +533,10 @@ fn time_varying_graphs_use_the_seeded_flooding_time() {
     assert_eq!(rep.window, Some(2 * d + 1));
     assert!(rep.stopped && rep.agreed && !rep.window_proven);
     // A window that is too short can stop nodes before they agree: reported, not hidden.
-    let short = ConsensusParams {
-        stop: StopRule::Local { window: Some(1) },
-        ..params.clone()
-    };
+    let short = builder
+        .stop(StopRule::Local { window: Some(1) })
+        .check()
+        .unwrap();
     let rep = run_in_process(&pts, &kern, 100, &short, &mut |_, _| {}).unwrap();
     assert!(rep.stopped);
     let all_same = rep.states.iter().all(|(_, s)| s.ids == rep.states[0].1.ids);

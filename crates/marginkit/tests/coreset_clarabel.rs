@@ -201,12 +201,8 @@ fn svdd_one_class_and_l2svm_optima_equal_clarabel() {
                 (ours - r_star2).abs() <= 1e-7 * r_star2,
                 "{what}: exact {ours} vs clarabel {r_star2}"
             );
-            let cp = CoresetParams {
-                eps,
-                seed,
-                ..Default::default()
-            };
-            let (set, _) = centralized(&pts, &kern, &cp).unwrap();
+            let cp = CoresetParams::new().eps(eps).seed(seed);
+            let (set, _) = centralized(&pts, &kern, &cp.check().unwrap()).unwrap();
             check_set(
                 &kt,
                 &pts,
@@ -215,10 +211,7 @@ fn svdd_one_class_and_l2svm_optima_equal_clarabel() {
                 eps,
                 &format!("{what} centralized"),
             );
-            let params = ConsensusParams {
-                coreset: cp,
-                ..Default::default()
-            };
+            let params = ConsensusParams::new().coreset(cp).check().unwrap();
             let rep = run_in_process(&pts, &kern, 3, &params, &mut |_, _| {}).unwrap();
             assert!(rep.agreed, "{what}: the nodes agree");
             for (node, s) in &rep.states {

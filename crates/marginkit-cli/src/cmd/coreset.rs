@@ -9,15 +9,13 @@ use crate::common::progress::Progress;
 use clap::{ArgAction, Args, ValueEnum};
 use marginkit::coreset::consensus::{run_in_process, RoundSummary};
 use marginkit::coreset::experiment::{
-    accuracy, consensus_svg, coverage_ratio, kernel_from_flags, parse_graph, points_for,
-    problem_by_name, reference_r2, RunSummary,
+    accuracy, consensus_svg, coverage_ratio, parse_graph, points_for, reference_r2, RunSummary,
 };
 use marginkit::coreset::model::to_model;
-use marginkit::coreset::{
-    Activation, ConsensusParams, CoresetParams, FeatureKernel, Problem, StopRule,
-};
+use marginkit::coreset::{Activation, ConsensusParams, CoresetParams, Problem, StopRule};
 use marginkit::data::write_output;
 use marginkit::svm::model_io::save_model;
+use marginkit::svm::KernelParams;
 
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
@@ -155,36 +153,42 @@ pub fn run(a: CoresetArgs) -> Exit {
     outputs.extend(a.plot.as_deref().map(|p| (p, "--plot")));
     outputs.extend(a.trace.as_deref().map(|p| (p, "--trace")));
     crate::common::output::check_outputs(&outputs)?;
-    let data = read_data(&a.data_file, &a.input, false)?;
-    let kernel = kernel_from_flags(a.kernel_type, a.gamma, a.degree, a.coef0, data.n_features())?;
-    let name = format!("{:?}", a.problem).to_lowercase();
-    let problem = problem_by_name(&name, a.cost)?;
-    let kern = FeatureKernel::new(problem, kernel)?;
-    let (pts, labels) = points_for(&data, problem)?;
-    let params = ConsensusParams {
-        coreset: CoresetParams {
-            eps: a.eps,
-            seed: a.seed,
-            ..CoresetParams::default()
-        },
-        graph: parse_graph(&a.graph)?,
-        activation: match a.async_p {
-            Some(p) => Activation::Async { p },
-            None => Activation::Sync,
-        },
-        drop: a.drop,
-        max_delay: a.delay,
-        max_rounds: a.max_rounds,
-        record: a.plot.is_some() || a.trace.is_some(),
-        stop: match a.stop {
-            Stop::Local => StopRule::Local { window: a.window },
-            Stop::Global => StopRule::Global,
-        },
+    let problem = match a.problem {
+        Kind::Meb => Problem::Meb,
+        Kind::Svdd => Problem::Svdd,
+        Kind::Svm => Problem::L2Svm { c: a.cost },
+        Kind::Oneclass => Problem::OneClassL2 { c: a.cost },
     };
+    let kernel = KernelParams::from_libsvm(a.kernel_type, a.gamma, a.coef0, a.degree)?;
     if a.window.is_some() && a.stop == Stop::Global {
         return Err(CliError("--window is for --stop local".into()));
     }
-    params.coreset.check()?;
+    let params = ConsensusParams::new()
+        .coreset(
+            CoresetParams::new()
+                .problem(problem)
+                .kernel(kernel)
+                .eps(a.eps)
+                .seed(a.seed),
+        )
+        .graph(parse_graph(&a.graph)?)
+        .activation(match a.async_p {
+            Some(p) => Activation::Async { p },
+            None => Activation::Sync,
+        })
+        .drop(a.drop)
+        .max_delay(a.delay)
+        .max_rounds(a.max_rounds)
+        .record(a.plot.is_some() || a.trace.is_some())
+        .stop(match a.stop {
+            Stop::Local => StopRule::Local { window: a.window },
+            Stop::Global => StopRule::Global,
+        })
+        .check()?;
+    let data = read_data(&a.data_file, &a.input, false)?;
+    let name = format!("{:?}", a.problem).to_lowercase();
+    let kern = params.coreset().feature_kernel(data.n_features());
+    let (pts, labels) = points_for(&data, problem)?;
     let show = !a.quiet && !a.json;
     let mut progress = Progress::new(a.quiet, "coreset");
     let mut table: Vec<String> = Vec::new();

@@ -29,7 +29,7 @@ use rayon::prelude::*;
 
 use super::bc::{self, coreset, meb_of, Pool};
 use super::space::{param, FeatureKernel, PointSet};
-use super::{hash4, unif4, CoresetError, CoresetParams};
+use super::{hash4, unif4, CoresetError, CoresetParams, CoresetValidParams};
 use crate::error::ParamError;
 use crate::fit::Report;
 use crate::solver::Status;
@@ -90,28 +90,85 @@ impl Default for StopRule {
     }
 }
 
-/// Parameters of a consensus run.
+/// Checked parameters of a consensus run, the only form [`Schedule::new`] and the consensus
+/// fit accept: made by [`ConsensusParams::check`], read through the getters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsensusValidParams {
+    pub(crate) coreset: CoresetValidParams,
+    pub(crate) graph: Graph,
+    pub(crate) activation: Activation,
+    pub(crate) drop: f64,
+    pub(crate) max_delay: u32,
+    pub(crate) max_rounds: u64,
+    pub(crate) record: bool,
+    pub(crate) stop: StopRule,
+}
+
+impl ConsensusValidParams {
+    /// The core-set routine's parameters (its seed also drives the network).
+    pub fn coreset(&self) -> &CoresetValidParams {
+        &self.coreset
+    }
+    /// The communication graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+    /// When nodes run.
+    pub fn activation(&self) -> Activation {
+        self.activation
+    }
+    /// Probability that a message is lost.
+    pub fn drop(&self) -> f64 {
+        self.drop
+    }
+    /// Messages are delayed by `0..=max_delay` rounds.
+    pub fn max_delay(&self) -> u32 {
+        self.max_delay
+    }
+    /// Round budget.
+    pub fn max_rounds(&self) -> u64 {
+        self.max_rounds
+    }
+    /// Whether every node's `r^2` and centre norm are kept after every round.
+    pub fn record(&self) -> bool {
+        self.record
+    }
+    /// The stopping rule.
+    pub fn stop(&self) -> StopRule {
+        self.stop
+    }
+}
+
+/// Parameters of a consensus run, unchecked: a builder whose
+/// [`check`](ConsensusParams::check) gives the [`ConsensusValidParams`] a run accepts.
+///
+/// ```
+/// use marginkit::coreset::{ConsensusParams, CoresetParams, Graph};
+///
+/// let p = ConsensusParams::new()
+///     .coreset(CoresetParams::new().eps(0.05))
+///     .graph(Graph::Ring)
+///     .check()?;
+/// assert_eq!(p.coreset().k(), 20);
+/// assert!(ConsensusParams::new().drop(f64::NAN).check().is_err());
+/// # Ok::<(), marginkit::error::ParamError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsensusParams {
-    /// Core-set routine parameters (eps, tol, seed; the seed also drives the network).
-    pub coreset: CoresetParams,
-    /// Communication graph.
-    pub graph: Graph,
-    /// Activation.
-    pub activation: Activation,
-    /// Probability that a message is lost, in [0, 1).
-    pub drop: f64,
-    /// Messages are delayed by 0..=max_delay rounds (uniform, seeded).
-    pub max_delay: u32,
-    /// Round budget.
-    pub max_rounds: u64,
-    /// Keep `r^2` and the centre norm of every node after every round (for the figures).
-    pub record: bool,
-    /// Stopping rule (default: the local rule with `W = 2 D + 1`).
-    pub stop: StopRule,
+    coreset: CoresetParams,
+    graph: Graph,
+    activation: Activation,
+    drop: f64,
+    max_delay: u32,
+    max_rounds: u64,
+    record: bool,
+    stop: StopRule,
 }
 
 impl Default for ConsensusParams {
+    /// [`CoresetParams`]'s defaults, a fresh Erdos-Renyi graph with `p = 0.05` every round,
+    /// synchronous lossless rounds without delay, 10 000 rounds, nothing recorded, the local
+    /// stopping rule with `W = 2 D + 1`.
     fn default() -> Self {
         Self {
             coreset: CoresetParams::default(),
@@ -123,6 +180,101 @@ impl Default for ConsensusParams {
             record: false,
             stop: StopRule::default(),
         }
+    }
+}
+
+impl ConsensusParams {
+    /// The defaults (see [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Core-set routine parameters (problem, kernel, eps, tol, seed; the seed also drives the
+    /// network).
+    #[must_use]
+    pub fn coreset(mut self, p: CoresetParams) -> Self {
+        self.coreset = p;
+        self
+    }
+    /// Communication graph.
+    #[must_use]
+    pub fn graph(mut self, g: Graph) -> Self {
+        self.graph = g;
+        self
+    }
+    /// Activation (default synchronous).
+    #[must_use]
+    pub fn activation(mut self, a: Activation) -> Self {
+        self.activation = a;
+        self
+    }
+    /// Probability that a message is lost, in [0, 1) (default 0).
+    #[must_use]
+    pub fn drop(mut self, p: f64) -> Self {
+        self.drop = p;
+        self
+    }
+    /// Messages are delayed by `0..=max_delay` rounds (uniform, seeded; default 0).
+    #[must_use]
+    pub fn max_delay(mut self, d: u32) -> Self {
+        self.max_delay = d;
+        self
+    }
+    /// Round budget, at least 1 (default 10 000).
+    #[must_use]
+    pub fn max_rounds(mut self, r: u64) -> Self {
+        self.max_rounds = r;
+        self
+    }
+    /// Keep `r^2` and the centre norm of every node after every round (for the figures).
+    #[must_use]
+    pub fn record(mut self, r: bool) -> Self {
+        self.record = r;
+        self
+    }
+    /// Stopping rule (default: the local rule with `W = 2 D + 1`).
+    #[must_use]
+    pub fn stop(mut self, s: StopRule) -> Self {
+        self.stop = s;
+        self
+    }
+
+    /// Checks every parameter (NaN-safe): the core-set parameters, the Erdos-Renyi probability
+    /// in [0, 1], the loss probability in [0, 1), the activation probability in (0, 1] and a
+    /// round budget of at least 1. What depends on the number of nodes (their count, edges
+    /// naming nodes that do not exist, a graph that is not strongly connected) is checked by
+    /// [`Schedule::new`].
+    ///
+    /// # Errors
+    /// [`ParamError`] naming the first invalid parameter.
+    pub fn check(self) -> Result<ConsensusValidParams, ParamError> {
+        let coreset = self.coreset.check()?;
+        let range = |name, value, range| ParamError::OutOfRange { name, value, range };
+        if !(self.drop.is_finite() && (0.0..1.0).contains(&self.drop)) {
+            return Err(range("drop", self.drop, "[0, 1)"));
+        }
+        if let Activation::Async { p } = self.activation {
+            if !(p.is_finite() && p > 0.0 && p <= 1.0) {
+                return Err(range("async activation probability", p, "(0, 1]"));
+            }
+        }
+        if self.max_rounds == 0 {
+            return Err(ParamError::Incompatible("max_rounds must be at least 1"));
+        }
+        if let Graph::ErdosRenyi { p } = self.graph {
+            if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
+                return Err(range("er probability", p, "(0, 1]"));
+            }
+        }
+        Ok(ConsensusValidParams {
+            coreset,
+            graph: self.graph,
+            activation: self.activation,
+            drop: self.drop,
+            max_delay: self.max_delay,
+            max_rounds: self.max_rounds,
+            record: self.record,
+            stop: self.stop,
+        })
     }
 }
 
@@ -151,13 +303,13 @@ pub const MAX_NODES: usize = 100_000;
 pub const MAX_COMPLETE_NODES: usize = 4_096;
 
 impl Schedule {
-    /// Checks the parameters and the graph for `n` nodes.
+    /// The schedule of `params` on `n` nodes, checking what depends on `n`.
     ///
     /// # Errors
     /// [`CoresetError::Disconnected`] for a static graph that is not strongly connected or an
-    /// Erdos-Renyi probability of 0 (consensus is impossible); parameter errors.
-    pub fn new(n: usize, params: &ConsensusParams) -> Result<Self, CoresetError> {
-        params.coreset.check()?;
+    /// Erdos-Renyi probability of 0 (consensus is impossible); [`CoresetError::Edges`] for an
+    /// edge naming a node outside `0..n`; [`ParamError`] for no nodes or too many.
+    pub fn new(n: usize, params: &ConsensusValidParams) -> Result<Self, CoresetError> {
         if n == 0 {
             return Err(ParamError::Incompatible("nodes must be at least 1").into());
         }
@@ -173,23 +325,9 @@ impl Schedule {
                 "1..=4096 (n (n - 1) edges)",
             ));
         }
-        if !(params.drop.is_finite() && (0.0..1.0).contains(&params.drop)) {
-            return Err(param("drop", params.drop, "[0, 1)"));
-        }
-        if let Activation::Async { p } = params.activation {
-            if !(p.is_finite() && p > 0.0 && p <= 1.0) {
-                return Err(param("async activation probability", p, "(0, 1]"));
-            }
-        }
-        if params.max_rounds == 0 {
-            return Err(ParamError::Incompatible("max_rounds must be at least 1").into());
-        }
         let mut out = vec![Vec::new(); n];
         match &params.graph {
             Graph::ErdosRenyi { p } => {
-                if !(p.is_finite() && *p >= 0.0 && *p <= 1.0) {
-                    return Err(param("er probability", *p, "(0, 1]"));
-                }
                 if *p == 0.0 && n > 1 {
                     return Err(CoresetError::Disconnected {
                         reason: "Erdos-Renyi graphs with p = 0 have no edges".into(),
@@ -601,9 +739,8 @@ impl CoreSetMsg {
 pub fn centralized(
     pts: &PointSet,
     kern: &FeatureKernel,
-    params: &CoresetParams,
+    params: &CoresetValidParams,
 ) -> Result<(CoreSetMsg, usize), CoresetError> {
-    params.check()?;
     kern.check_points(pts)?;
     let pool = Pool::new(pts, None);
     let init = bc::initial_members(pts.len(), params.k_for(pts.len()), params.seed, u64::MAX);
@@ -639,7 +776,7 @@ impl Node {
         id: usize,
         own: PointSet,
         kern: &FeatureKernel,
-        params: &CoresetParams,
+        params: &CoresetValidParams,
         k: usize,
     ) -> Self {
         let index: HashMap<u64, usize> =
@@ -966,10 +1103,9 @@ pub fn run<T: Transport>(
     kern: &FeatureKernel,
     shards: Vec<(usize, PointSet)>,
     schedule: &Schedule,
-    params: &ConsensusParams,
+    params: &ConsensusValidParams,
     on_round: &mut dyn FnMut(u64, &RoundSummary),
 ) -> Result<ConsensusReport, CoresetError> {
-    params.coreset.check()?;
     let total: usize = shards.iter().map(|(_, s)| s.len()).sum();
     for (node, s) in &shards {
         if s.is_empty() {
@@ -1180,7 +1316,7 @@ pub fn run_in_process(
     pts: &PointSet,
     kern: &FeatureKernel,
     nodes: usize,
-    params: &ConsensusParams,
+    params: &ConsensusValidParams,
     on_round: &mut dyn FnMut(u64, &RoundSummary),
 ) -> Result<ConsensusReport, CoresetError> {
     kern.check_points(pts)?;
@@ -1212,7 +1348,8 @@ mod tests {
             pts.push(i * 7, 1.0, &[v.sin(), v.cos(), 0.1 * v]);
         }
         let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
-        let (msg, _) = centralized(&pts, &kern, &CoresetParams::default()).unwrap();
+        let (msg, _) =
+            centralized(&pts, &kern, &CoresetParams::default().check().unwrap()).unwrap();
         let bytes = msg.encode();
         assert_eq!(bytes.len(), msg.encoded_len());
         let back = CoreSetMsg::decode(&bytes).unwrap();
@@ -1238,7 +1375,8 @@ mod tests {
             pts.push(i, 1.0, &[i as f64, 1.0 - i as f64]);
         }
         let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
-        let (msg, _) = centralized(&pts, &kern, &CoresetParams::default()).unwrap();
+        let (msg, _) =
+            centralized(&pts, &kern, &CoresetParams::default().check().unwrap()).unwrap();
         let good = msg.encode();
         let set_u32 = |b: &mut Vec<u8>, at: usize, v: u32| {
             b[at..at + 4].copy_from_slice(&v.to_le_bytes());
@@ -1280,13 +1418,13 @@ mod tests {
 
     #[test]
     fn schedules_are_pure_functions_of_the_seed() {
-        let p = ConsensusParams {
-            graph: Graph::ErdosRenyi { p: 0.3 },
-            activation: Activation::Async { p: 0.5 },
-            drop: 0.2,
-            max_delay: 3,
-            ..Default::default()
-        };
+        let p = ConsensusParams::new()
+            .graph(Graph::ErdosRenyi { p: 0.3 })
+            .activation(Activation::Async { p: 0.5 })
+            .drop(0.2)
+            .max_delay(3)
+            .check()
+            .unwrap();
         let (a, b) = (
             Schedule::new(20, &p).unwrap(),
             Schedule::new(20, &p).unwrap(),
@@ -1309,10 +1447,7 @@ mod tests {
         }
         let grid = Schedule::new(
             7,
-            &ConsensusParams {
-                graph: Graph::Grid,
-                ..Default::default()
-            },
+            &ConsensusParams::new().graph(Graph::Grid).check().unwrap(),
         )
         .unwrap();
         assert_eq!(grid.out_edges(0, 0), vec![1, 3]);
@@ -1328,7 +1463,7 @@ mod tests {
             pts.push(i, 1.0, &[i as f64]);
         }
         let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
-        let p = ConsensusParams::default();
+        let p = ConsensusParams::default().check().unwrap();
         for nodes in [6, 1 << 40, usize::MAX] {
             let e = run_in_process(&pts, &kern, nodes, &p, &mut |_, _| {}).unwrap_err();
             assert!(
@@ -1343,10 +1478,10 @@ mod tests {
                 Err(CoresetError::Param(ParamError::OutOfRange { .. }))
             ));
         }
-        let complete = ConsensusParams {
-            graph: Graph::Complete,
-            ..Default::default()
-        };
+        let complete = ConsensusParams::new()
+            .graph(Graph::Complete)
+            .check()
+            .unwrap();
         assert!(Schedule::new(MAX_COMPLETE_NODES + 1, &complete).is_err());
         assert!(Schedule::new(16, &complete).is_ok());
     }

@@ -1,5 +1,5 @@
 //! What the `coreset` command lines (in-process `marginkit coreset` and `marginkit-mpi`) share:
-//! flags to kernels and problems, turning a data set into points, parsing graphs, the coverage
+//! turning a data set into points, parsing graphs, the coverage
 //! ratio against the exact (or best-known) radius, accuracies, the report ([`RunSummary`]: its
 //! JSON object and text line), and the paper's Figures 1-2 as SVG.
 
@@ -11,12 +11,11 @@ use super::meb::{solve_simplex_capped, Start};
 use super::space::{two_classes, FeatureKernel, PointSet, Problem};
 use super::CoresetError;
 use crate::data::Dataset;
-use crate::error::{DataError, ParamError};
+use crate::error::DataError;
 use crate::kernel::qmatrix::DenseQ;
-use crate::kernel::KernelSpec;
 use crate::plot::{stack_svg, Axis, LineChart, Scale};
 use crate::solver::{smo, BoxQp, Equality, NoObserver, SolverSettings};
-use crate::svm::{KernelKind, KernelParams, SvmModel};
+use crate::svm::SvmModel;
 
 /// Largest number of points for which the reference radius is the exact MEB.
 pub const EXACT_LIMIT: usize = 50_000;
@@ -294,46 +293,6 @@ pub fn consensus_figures(rep: &ConsensusReport, title: &str) -> [LineChart; 2] {
 /// Both figures stacked in one SVG document.
 pub fn consensus_svg(rep: &ConsensusReport, title: &str) -> String {
     stack_svg(&consensus_figures(rep, title))
-}
-
-/// The base kernel of LIBSVM's `-t -g -d -r` flags (gamma defaults to `1 / n_features`).
-///
-/// # Errors
-/// [`CoresetError::Param`] for `-t 4` (a precomputed kernel has no values between arbitrary
-/// points) or an unknown type.
-pub fn kernel_from_flags(
-    kernel_type: u8,
-    gamma: Option<f64>,
-    degree: u32,
-    coef0: f64,
-    n_features: usize,
-) -> Result<KernelSpec, CoresetError> {
-    let kernel = KernelParams::from_libsvm(kernel_type, gamma, coef0, degree)?;
-    if kernel.kind == KernelKind::Precomputed {
-        return Err(ParamError::Incompatible(
-            "-t 4: a precomputed kernel cannot be used by core-sets (they need K between any two points)",
-        )
-        .into());
-    }
-    Ok(kernel.resolve(n_features))
-}
-
-/// The [`Problem`] of a command-line name (`meb`, `svdd`, `svm`, `oneclass`) with penalty `c`.
-///
-/// # Errors
-/// [`CoresetError::Param`] for another name.
-pub fn problem_by_name(name: &str, c: f64) -> Result<Problem, CoresetError> {
-    Ok(match name {
-        "meb" => Problem::Meb,
-        "svdd" => Problem::Svdd,
-        "svm" => Problem::L2Svm { c },
-        "oneclass" => Problem::OneClassL2 { c },
-        _ => {
-            return Err(
-                ParamError::Incompatible("problem: expected meb, svdd, svm or oneclass").into(),
-            )
-        }
-    })
 }
 
 /// Number of rows of `data` whose label `model` predicts.

@@ -191,6 +191,24 @@ impl FeatureKernel {
         })
     }
 
+    /// The kernel of already checked parameters ([`super::CoresetParams::check`]).
+    pub(crate) fn checked(problem: Problem, kernel: KernelSpec) -> Self {
+        let kernel = match problem {
+            Problem::Meb => KernelSpec::Linear,
+            _ => kernel,
+        };
+        let inv_c = match problem {
+            Problem::L2Svm { c } | Problem::OneClassL2 { c } => 1.0 / c,
+            _ => 0.0,
+        };
+        Self {
+            problem,
+            kernel,
+            ridge: 1e-12,
+            inv_c,
+        }
+    }
+
     /// The base kernel `K(a, b)`.
     #[inline]
     pub fn base(&self, a: PointRef<'_>, b: PointRef<'_>) -> f64 {
