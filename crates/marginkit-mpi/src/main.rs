@@ -28,18 +28,18 @@ use std::time::Instant;
 
 use clap::{ArgAction, Parser, ValueEnum};
 use marginkit::coreset::consensus::{
-    run, shard_ranges, CoreSetMsg, RoundSummary, Schedule, Transport,
+    self, shard_ranges, ConsensusData, CoreSetMsg, RoundSummary, Schedule, Transport,
 };
 use marginkit::coreset::experiment::{
     accuracy, consensus_svg, correct_count, coverage_ratio, parse_graph, points_for, reference_r2,
     RunSummary,
 };
-use marginkit::coreset::model::to_model;
 use marginkit::coreset::{
     Activation, ConsensusParams, CoresetError, CoresetParams, PointSet, Problem, StopRule,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::data::write_output;
+use marginkit::fit::Control;
 use marginkit::svm::model_io::save_model;
 use marginkit::svm::KernelParams;
 use marginkit::{Dataset, IoError};
@@ -157,7 +157,7 @@ impl Transport for Mpi<'_> {
     }
 
     fn exchange(
-        &mut self,
+        &self,
         t: u64,
         schedule: &Schedule,
         outgoing: &[(usize, Arc<CoreSetMsg>)],
@@ -231,7 +231,7 @@ impl Transport for Mpi<'_> {
         Ok(vec![msgs])
     }
 
-    fn reduce(&mut self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
+    fn reduce(&self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
         let words = local.to_words();
         let size = self.world.size() as usize;
         let mut all = vec![0u64; RoundSummary::WORDS * size];
@@ -245,7 +245,7 @@ impl Transport for Mpi<'_> {
         Ok(g)
     }
 
-    fn sum(&mut self, local: u64) -> Result<u64, CoresetError> {
+    fn sum(&self, local: u64) -> Result<u64, CoresetError> {
         let mut total = 0u64;
         self.world
             .all_reduce_into(&local, &mut total, SystemOperation::sum());
@@ -302,10 +302,9 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         })
         .check()
         .map_err(|e| e.to_string())?;
-    let schedule = Schedule::new(size, &params).map_err(|e| e.to_string())?;
     let name = a.data_file.to_string_lossy().into_owned();
     // DATA with "{rank}": every rank reads its own file; ids continue across ranks in rank order.
-    let (whole, local, shard, labels, kern) = if name.contains("{rank}") {
+    let (whole, local, shard, labels) = if name.contains("{rank}") {
         let path = PathBuf::from(name.replace("{rank}", &rank.to_string()));
         let local = read(&path)?;
         let mut counts = vec![0u64; size];
@@ -352,17 +351,19 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         } else {
             [1.0, -1.0]
         };
-        let kern = params.coreset().feature_kernel(d);
         let idx: Vec<usize> = (0..local.len()).collect();
         let positive = matches!(problem, Problem::L2Svm { .. }).then_some(labels[0]);
         let shard = PointSet::from_dataset_with_ids(&local, &idx, positive, offset, d);
-        kern.check_points(&shard).map_err(|e| e.to_string())?;
-        (None, Some(local), shard, labels, kern)
+        (None, Some(local), shard, labels)
     } else {
         let data = read(&a.data_file)?;
-        let kern = params.coreset().feature_kernel(data.n_features());
         let (pts, labels) = points_for(&data, problem).map_err(|e| e.to_string())?;
-        kern.check_points(&pts).map_err(|e| e.to_string())?;
+        // Every rank checks all points, so that all fail together.
+        params
+            .coreset()
+            .feature_kernel(pts.dim())
+            .check_points(&pts)
+            .map_err(|e| e.to_string())?;
         let range = shard_ranges(pts.len(), size)[rank].clone();
         if range.is_empty() {
             return Err(CoresetError::EmptyNode {
@@ -376,22 +377,24 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         for i in range {
             shard.push_from(&pts, i);
         }
-        (Some((data, pts)), None, shard, labels, kern)
+        (Some((data, pts)), None, shard, labels)
     };
-    let mut transport = Mpi {
+    let transport = Mpi {
         world,
         rank,
         nonblocking: a.async_p.is_some(),
     };
-    let rep = run(
-        &mut transport,
-        &kern,
-        vec![(rank, shard.clone())],
-        &schedule,
-        &params,
-        &mut |_, _| {},
-    )
-    .map_err(|e| e.to_string())?;
+    let shards = [(rank, shard)];
+    let network = ConsensusData::Distributed {
+        nodes: size,
+        shards: &shards,
+        transport: &transport,
+    };
+    let fit =
+        consensus::fit(&params, &network, &mut Control::default()).map_err(|e| e.to_string())?;
+    let rep = &fit.report;
+    let shard = &shards[0].1;
+    let kern = &fit.model.kernel;
     // Rank 0 gathers every node's history for the figures (point-to-point, after the run).
     let mut history = rep.history.clone();
     if a.plot.is_some() {
@@ -407,16 +410,16 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
             world.process_at_rank(0).send_with_tag(&flat[..], 30_001);
         }
     }
-    let final_set = rep.states[0].1.clone();
+    let final_set = &fit.model.set;
     let model = match problem {
         Problem::Meb => None,
-        _ => Some(to_model(&final_set, &kern, labels).map_err(|e| e.to_string())?),
+        _ => Some(fit.model.to_svm(labels).map_err(|e| e.to_string())?),
     };
     // Own files: the coverage ratio against the core-set's radius and the training accuracy are
     // reduced over the ranks (rank 0 does not hold the data).
     let (cov, r_star2, exact, train_acc) = match &whole {
         Some((data, pts)) => {
-            let (r_star2, exact) = reference_r2(pts, &kern, &final_set);
+            let (r_star2, exact) = reference_r2(pts, kern, final_set);
             let acc = match (&model, a.problem) {
                 (Some(m), Kind::Svm) if rank == 0 => {
                     Some(accuracy(m, data).map_err(|e| e.to_string())?)
@@ -424,14 +427,14 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
                 _ => None,
             };
             (
-                coverage_ratio(pts, &kern, &final_set, r_star2),
+                coverage_ratio(pts, kern, final_set, r_star2),
                 r_star2,
                 exact,
                 acc,
             )
         }
         None => {
-            let local_cov = coverage_ratio(&shard, &kern, &final_set, final_set.r2);
+            let local_cov = coverage_ratio(shard, kern, final_set, final_set.r2);
             let mut all = vec![0.0f64; size];
             world.all_gather_into(&local_cov, &mut all[..]);
             let cov = all.iter().copied().fold(0.0, f64::max);
@@ -455,7 +458,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
     if rank != 0 {
         return Ok(());
     }
-    let mut out = RunSummary::new(&pname, a.eps, &rep, &final_set, (r_star2, exact), cov, size);
+    let mut out = RunSummary::new(&pname, a.eps, rep, final_set, (r_star2, exact), cov, size);
     if let Some(model) = &model {
         out.train_accuracy = train_acc;
         if a.problem == Kind::Svm {

@@ -15,9 +15,8 @@ use marginkit::aid::s3vm::{self, full_instance, solve_bnb, AidS3vmParams, BnbLim
 use marginkit::aid::svm::{self, AidLinearEngine, AidSvmModel, AidSvmParams};
 use marginkit::aid::IterRecord;
 use marginkit::cluster::{ClusterError, Points};
-use marginkit::coreset::consensus::{centralized, run_in_process};
+use marginkit::coreset::consensus::{self, ConsensusData};
 use marginkit::coreset::experiment::{parse_graph, points_for};
-use marginkit::coreset::model::to_model;
 use marginkit::coreset::{ConsensusParams, CoresetError, CoresetParams, Problem};
 use marginkit::fit::Control;
 use marginkit::odm::odmc::{self, OdmcData, OdmcKernel, OdmcParams, Readout};
@@ -811,32 +810,28 @@ fn fit_coreset<'py>(
         None
     };
     let params = valid;
-    let kern = params.feature_kernel(data.n_features());
     let t_rust = Instant::now();
     let out = py.detach(|| -> Result<_, CoresetError> {
         let (pts, labels) = points_for(&data, problem)?;
-        let (msg, swaps, rounds, agreed) = match &consensus {
+        let (found, swaps, rounds, agreed) = match &consensus {
             None => {
-                let (msg, swaps) = centralized(&pts, &kern, &params)?;
-                (msg, swaps, 0, true)
+                let fit = marginkit::coreset::fit(&params, &pts, &mut Control::default())?;
+                (fit.model, fit.report.swaps, 0, true)
             }
             Some(cp) => {
-                let rep = run_in_process(&pts, &kern, nodes, cp, &mut |_, _| {})?;
-                let msg = rep
-                    .states
-                    .first()
-                    .map(|(_, m)| (**m).clone())
-                    .ok_or_else(|| CoresetError::Transport("no node reported".into()))?;
-                (msg, 0, rep.rounds, rep.agreed)
+                let network = ConsensusData::InProcess { points: &pts, nodes };
+                let fit = consensus::fit(cp, &network, &mut Control::default())?;
+                (fit.model, 0, fit.report.rounds, fit.report.agreed)
             }
         };
         let model = match problem {
             Problem::Meb => None,
-            _ => Some(to_model(&msg, &kern, labels)?),
+            _ => Some(found.to_svm(labels)?),
         };
-        Ok((msg, swaps, rounds, agreed, model, labels))
+        Ok((found, swaps, rounds, agreed, model, labels))
     });
-    let (msg, swaps, rounds, agreed, model, labels) = out.map_err(coreset_err)?;
+    let (found, swaps, rounds, agreed, model, labels) = out.map_err(coreset_err)?;
+    let (msg, kern) = (&found.set, &found.kernel);
     let rust_seconds = t_rust.elapsed().as_secs_f64();
     let d = PyDict::new(py);
     let ids: Vec<i64> = msg.ids.iter().map(|&i| i as i64).collect();

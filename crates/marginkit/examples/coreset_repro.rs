@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use marginkit::coreset::bc::{dist2, meb_of, Pool};
-use marginkit::coreset::consensus::{run_in_process, ConsensusReport, Schedule};
+use marginkit::coreset::consensus::{self, ConsensusData, ConsensusReport, Schedule};
 use marginkit::coreset::experiment::{consensus_figures, exact_r2};
 use marginkit::coreset::{
     unif4, Activation, ConsensusParams, CoreSetMsg, CoresetParams, FeatureKernel, Graph, PointSet,
@@ -97,7 +97,11 @@ fn one(seed: u64) -> Result<Run, Box<dyn std::error::Error>> {
         .record(true)
         .check()?;
     let t0 = Instant::now();
-    let rep = run_in_process(&pts, &kern, N, &params, &mut |_, _| {})?;
+    let network = ConsensusData::InProcess {
+        points: &pts,
+        nodes: N,
+    };
+    let rep = consensus::fit(&params, &network, &mut marginkit::fit::Control::default())?.report;
     let seconds = t0.elapsed().as_secs_f64();
     let rstar2 = exact_r2(&pts, &kern).ok_or("exact MEB did not converge")?;
     let far2 = far2_of(&pts, &kern, &rep.states[0].1);

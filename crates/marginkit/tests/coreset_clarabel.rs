@@ -19,9 +19,11 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
     ZeroConeT,
 };
-use marginkit::coreset::consensus::{centralized, run_in_process, CoreSetMsg};
+use marginkit::coreset::consensus::{self, ConsensusData, CoreSetMsg};
 use marginkit::coreset::experiment::exact_r2;
 use marginkit::coreset::{ConsensusParams, CoresetParams, FeatureKernel, PointSet, Problem};
+use marginkit::fit::Control;
+use marginkit::svm::{Gamma, KernelKind, KernelParams};
 use marginkit::KernelSpec;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -201,8 +203,18 @@ fn svdd_one_class_and_l2svm_optima_equal_clarabel() {
                 (ours - r_star2).abs() <= 1e-7 * r_star2,
                 "{what}: exact {ours} vs clarabel {r_star2}"
             );
-            let cp = CoresetParams::new().eps(eps).seed(seed);
-            let (set, _) = centralized(&pts, &kern, &cp.check().unwrap()).unwrap();
+            let rbf = KernelParams {
+                kind: KernelKind::Rbf,
+                gamma: Gamma::Value(GAMMA),
+                ..KernelParams::default()
+            };
+            let cp = CoresetParams::new()
+                .problem(problem)
+                .kernel(rbf)
+                .eps(eps)
+                .seed(seed);
+            let fit = marginkit::coreset::fit(&cp.check().unwrap(), &pts, &mut Control::default());
+            let set = fit.unwrap().model.set;
             check_set(
                 &kt,
                 &pts,
@@ -212,7 +224,13 @@ fn svdd_one_class_and_l2svm_optima_equal_clarabel() {
                 &format!("{what} centralized"),
             );
             let params = ConsensusParams::new().coreset(cp).check().unwrap();
-            let rep = run_in_process(&pts, &kern, 3, &params, &mut |_, _| {}).unwrap();
+            let network = ConsensusData::InProcess {
+                points: &pts,
+                nodes: 3,
+            };
+            let rep = consensus::fit(&params, &network, &mut Control::default())
+                .unwrap()
+                .report;
             assert!(rep.agreed, "{what}: the nodes agree");
             for (node, s) in &rep.states {
                 check_set(&kt, &pts, s, r_star2, eps, &format!("{what} node {node}"));

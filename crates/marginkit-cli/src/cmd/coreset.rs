@@ -7,13 +7,13 @@ use std::time::Instant;
 
 use crate::common::progress::Progress;
 use clap::{ArgAction, Args, ValueEnum};
-use marginkit::coreset::consensus::{run_in_process, RoundSummary};
+use marginkit::coreset::consensus::{self, ConsensusData, Round};
 use marginkit::coreset::experiment::{
     accuracy, consensus_svg, coverage_ratio, parse_graph, points_for, reference_r2, RunSummary,
 };
-use marginkit::coreset::model::to_model;
 use marginkit::coreset::{Activation, ConsensusParams, CoresetParams, Problem, StopRule};
 use marginkit::data::write_output;
+use marginkit::fit::Control;
 use marginkit::svm::model_io::save_model;
 use marginkit::svm::KernelParams;
 
@@ -187,39 +187,41 @@ pub fn run(a: CoresetArgs) -> Exit {
         .check()?;
     let data = read_data(&a.data_file, &a.input, false)?;
     let name = format!("{:?}", a.problem).to_lowercase();
-    let kern = params.coreset().feature_kernel(data.n_features());
     let (pts, labels) = points_for(&data, problem)?;
     let show = !a.quiet && !a.json;
     let mut progress = Progress::new(a.quiet, "coreset");
     let mut table: Vec<String> = Vec::new();
-    let rep = run_in_process(&pts, &kern, a.nodes, &params, &mut |t, s: &RoundSummary| {
+    let network = ConsensusData::InProcess {
+        points: &pts,
+        nodes: a.nodes,
+    };
+    let mut ctl = Control::default().on_part(|r: &Round| {
+        let s = &r.summary;
         progress.set(&format!(
             "round {} r^2 min {:.6e} max {:.6e}",
-            t + 1,
-            s.r2_min,
-            s.r2_max
+            r.number, s.r2_min, s.r2_max
         ));
         if show {
             table.push(format!(
                 "{:>6} {:>14.8e} {:>14.8e} {:>12.4e} {}",
-                t + 1,
+                r.number,
                 s.r2_min,
                 s.r2_max,
                 s.r2_max - s.r2_min,
                 if s.fp_min == s.fp_max { "yes" } else { "no" }
             ));
         }
-    })?;
+    });
+    let fit = consensus::fit(&params, &network, &mut ctl);
+    drop(ctl);
     progress.finish();
-    let (_, final_set) = rep
-        .states
-        .first()
-        .ok_or_else(|| CliError("no nodes".into()))?;
-    let reference = reference_r2(&pts, &kern, final_set);
-    let cov = coverage_ratio(&pts, &kern, final_set, reference.0);
-    let mut out = RunSummary::new(&name, a.eps, &rep, final_set, reference, cov, a.nodes);
+    let fit = fit?;
+    let (rep, kern, final_set) = (&fit.report, &fit.model.kernel, &fit.model.set);
+    let reference = reference_r2(&pts, kern, final_set);
+    let cov = coverage_ratio(&pts, kern, final_set, reference.0);
+    let mut out = RunSummary::new(&name, a.eps, rep, final_set, reference, cov, a.nodes);
     if problem != Problem::Meb {
-        let model = to_model(final_set, &kern, labels)?;
+        let model = fit.model.to_svm(labels)?;
         if a.problem == Kind::Svm {
             out.train_accuracy = Some(accuracy(&model, &data)?);
             if let Some(tp) = &a.test {
@@ -247,7 +249,7 @@ pub fn run(a: CoresetArgs) -> Exit {
     }
     if let Some(pp) = &a.plot {
         let title = format!("{} nodes, {}, eps {}", a.nodes, a.graph, a.eps);
-        let svg = consensus_svg(&rep, &title);
+        let svg = consensus_svg(rep, &title);
         write_output(pp, |w| std::io::Write::write_all(w, svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", pp.display())))?;
     }

@@ -28,11 +28,12 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::bc::{self, coreset, meb_of, Pool};
+use super::model::CoresetModel;
 use super::space::{param, FeatureKernel, PointSet};
 use super::{hash4, unif4, CoresetError, CoresetParams, CoresetValidParams};
-use crate::error::ParamError;
-use crate::fit::Report;
-use crate::solver::Status;
+use crate::error::{DataError, ParamError};
+use crate::fit::{Control, Fit, Report};
+use crate::solver::{IterStats, Status};
 
 /// The communication graph `G_c(t)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -715,7 +716,12 @@ impl CoreSetMsg {
         h
     }
 
-    fn from_result(pool: &Pool<'_>, res: &bc::CoresetResult, node: usize, d: usize) -> Self {
+    pub(crate) fn from_result(
+        pool: &Pool<'_>,
+        res: &bc::CoresetResult,
+        node: usize,
+        d: usize,
+    ) -> Self {
         let mut points = PointSet::new(d);
         for &p in &res.meb.distinct {
             let pt = pool.get(p);
@@ -730,25 +736,6 @@ impl CoreSetMsg {
             c2: res.meb.sol.c2,
         }
     }
-}
-
-/// The centralised routine: `coreset(S, random k points of S)` on all the points.
-///
-/// # Errors
-/// Parameter errors; [`crate::error::DataError::Empty`].
-pub fn centralized(
-    pts: &PointSet,
-    kern: &FeatureKernel,
-    params: &CoresetValidParams,
-) -> Result<(CoreSetMsg, usize), CoresetError> {
-    kern.check_points(pts)?;
-    let pool = Pool::new(pts, None);
-    let init = bc::initial_members(pts.len(), params.k_for(pts.len()), params.seed, u64::MAX);
-    let res = coreset(&pool, kern, init, params.tol);
-    Ok((
-        CoreSetMsg::from_result(&pool, &res, 0, pts.dim()),
-        res.swaps,
-    ))
 }
 
 /// One network node: its shard and its candidate core-set.
@@ -973,7 +960,7 @@ pub trait Transport {
     /// # Errors
     /// [`CoresetError::Transport`].
     fn exchange(
-        &mut self,
+        &self,
         t: u64,
         schedule: &Schedule,
         outgoing: &[(usize, Arc<CoreSetMsg>)],
@@ -982,13 +969,13 @@ pub trait Transport {
     ///
     /// # Errors
     /// [`CoresetError::Transport`].
-    fn reduce(&mut self, local: RoundSummary) -> Result<RoundSummary, CoresetError>;
+    fn reduce(&self, local: RoundSummary) -> Result<RoundSummary, CoresetError>;
     /// The sum of `local` over all processes (once, before the first round: the total number of
     /// points, which caps the core-set size identically on every node).
     ///
     /// # Errors
     /// [`CoresetError::Transport`].
-    fn sum(&mut self, local: u64) -> Result<u64, CoresetError>;
+    fn sum(&self, local: u64) -> Result<u64, CoresetError>;
 }
 
 /// All nodes in this process: message passing is a move of `Arc`s.
@@ -1009,7 +996,7 @@ impl Transport for InProcess {
         (0..self.n).collect()
     }
     fn exchange(
-        &mut self,
+        &self,
         t: u64,
         schedule: &Schedule,
         outgoing: &[(usize, Arc<CoreSetMsg>)],
@@ -1032,10 +1019,10 @@ impl Transport for InProcess {
         }
         Ok(inbox)
     }
-    fn reduce(&mut self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
+    fn reduce(&self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
         Ok(local)
     }
-    fn sum(&mut self, local: u64) -> Result<u64, CoresetError> {
+    fn sum(&self, local: u64) -> Result<u64, CoresetError> {
         Ok(local)
     }
 }
@@ -1060,8 +1047,11 @@ pub struct ConsensusReport {
     /// Per local node, the round after which it stopped by the local rule.
     pub stop_rounds: Vec<(usize, Option<u64>)>,
     /// Every node stopped by the local rule (or the global check fired under
-    /// [`StopRule::Global`]); otherwise the round budget ran out.
+    /// [`StopRule::Global`]); otherwise the round budget ran out or the observer stopped the
+    /// run.
     pub stopped: bool,
+    /// The observer stopped the run before the rule or the round budget did.
+    pub interrupted: bool,
     /// First round from which all nodes held the same set until the end.
     pub consensus_round: Option<u64>,
     /// Final sets of the local nodes `(node, set)`.
@@ -1082,29 +1072,139 @@ pub struct ConsensusReport {
 
 impl Report for ConsensusReport {
     /// [`Status::Converged`] when every node stopped by the local rule (or the global check
-    /// fired under [`StopRule::Global`]), [`Status::MaxIterations`] when the round budget ran
-    /// out first.
+    /// fired under [`StopRule::Global`]), [`Status::Interrupted`] when the observer stopped the
+    /// run, [`Status::MaxIterations`] when the round budget ran out first.
     fn status(&self) -> Status {
         if self.stopped {
             Status::Converged
+        } else if self.interrupted {
+            Status::Interrupted
         } else {
             Status::MaxIterations
         }
     }
 }
 
-/// Runs Algorithm 1 for the local nodes `shards` (`(node, points)`) over `transport`.
-/// `on_round(t, status)` is called after every round.
+/// One round of a consensus run, as [`fit`] hands it to [`Control::on_part`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Round {
+    /// Rounds run so far (1 after the first).
+    pub number: u64,
+    /// The network-wide state after it.
+    pub summary: RoundSummary,
+}
+
+/// What a consensus run works on: the points of its nodes, and how the nodes talk.
+#[derive(Clone, Copy)]
+pub enum ConsensusData<'a> {
+    /// `nodes` nodes in this process, node `i` holding the `i`-th contiguous shard of `points`
+    /// ([`shard_ranges`]); a message is a move of an `Arc` ([`InProcess`]).
+    InProcess {
+        /// All the points.
+        points: &'a PointSet,
+        /// Number of nodes.
+        nodes: usize,
+    },
+    /// The nodes of this process, `(node, shard)` in the order of the transport's
+    /// [`Transport::local_nodes`], among `nodes` nodes in all, exchanging their sets over
+    /// `transport` (crate `marginkit-mpi`: one node per MPI rank). Every process runs the fit
+    /// with the same parameters; the shards have rows of the same width on every process.
+    Distributed {
+        /// Number of nodes over all processes.
+        nodes: usize,
+        /// This process's nodes and their points.
+        shards: &'a [(usize, PointSet)],
+        /// The network.
+        transport: &'a dyn Transport,
+    },
+}
+
+impl std::fmt::Debug for ConsensusData<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::InProcess { points, nodes } => f
+                .debug_struct("InProcess")
+                .field("points", &points.len())
+                .field("nodes", nodes)
+                .finish(),
+            Self::Distributed { nodes, shards, .. } => f
+                .debug_struct("Distributed")
+                .field("nodes", nodes)
+                .field("local", &shards.iter().map(|(i, _)| *i).collect::<Vec<_>>())
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// Runs Algorithm 1 on `data` (see the module doc).
+///
+/// The kernel's gamma `Auto` is resolved against the width of the points. The model is the
+/// final core-set of this process's first node (on every node when the report says `agreed`);
+/// the report holds every local node's set, the rounds and the stopping diagnostics. After
+/// every round `ctl`'s part callback receives a [`Round`], and its observer is asked whether to
+/// go on (a stop ends the run with [`Status::Interrupted`]; with a transport over several
+/// processes it must decide alike on every process, as the round's summary does). A run has
+/// no state to resume from.
 ///
 /// # Errors
-/// [`CoresetError::EmptyNode`], parameter and transport errors.
-pub fn run<T: Transport>(
-    transport: &mut T,
+/// [`CoresetError::EmptyNode`] for fewer points than nodes (or a node without points),
+/// [`CoresetError::NonConstantDiagonal`] for the SVM mappings on points whose kernel diagonal
+/// varies, [`Schedule::new`]'s errors for the node count and graph, transport errors.
+pub fn fit(
+    params: &ConsensusValidParams,
+    data: &ConsensusData<'_>,
+    ctl: &mut Control<'_, (), Round>,
+) -> Result<Fit<CoresetModel, ConsensusReport>, CoresetError> {
+    let (rep, kern) = match *data {
+        ConsensusData::InProcess { points, nodes } => {
+            let kern = params.coreset.feature_kernel(points.dim());
+            kern.check_points(points)?;
+            // First: `split` refuses more nodes than points before any per-node allocation
+            // (`--nodes 1000000000000` would otherwise abort on the schedule's adjacency lists).
+            let shards = split(points, nodes)?;
+            let schedule = Schedule::new(nodes, params)?;
+            let rep = run_nodes(
+                &InProcess::new(nodes),
+                &kern,
+                shards,
+                &schedule,
+                params,
+                ctl,
+            )?;
+            (rep, kern)
+        }
+        ConsensusData::Distributed {
+            nodes,
+            shards,
+            transport,
+        } => {
+            let dim = shards.first().ok_or(DataError::Empty)?.1.dim();
+            let kern = params.coreset.feature_kernel(dim);
+            let schedule = Schedule::new(nodes, params)?;
+            let rep = run_nodes(transport, &kern, shards.to_vec(), &schedule, params, ctl)?;
+            (rep, kern)
+        }
+    };
+    let set = rep
+        .states
+        .first()
+        .map(|(_, m)| (**m).clone())
+        .ok_or(DataError::Empty)?;
+    Ok(Fit {
+        model: CoresetModel { set, kernel: kern },
+        report: rep,
+        checkpoint: None,
+    })
+}
+
+/// Algorithm 1 for the local nodes `shards` (`(node, points)`) over `transport`.
+fn run_nodes(
+    transport: &dyn Transport,
     kern: &FeatureKernel,
     shards: Vec<(usize, PointSet)>,
     schedule: &Schedule,
     params: &ConsensusValidParams,
-    on_round: &mut dyn FnMut(u64, &RoundSummary),
+    ctl: &mut Control<'_, (), Round>,
 ) -> Result<ConsensusReport, CoresetError> {
     let total: usize = shards.iter().map(|(_, s)| s.len()).sum();
     for (node, s) in &shards {
@@ -1146,6 +1246,7 @@ pub fn run<T: Transport>(
     let mut quiescent = false;
     let mut agreed = false;
     let mut monotone = true;
+    let mut interrupted = false;
     for t in 0..params.max_rounds {
         rounds = t + 1;
         let outgoing: Vec<(usize, Arc<CoreSetMsg>)> = nodes
@@ -1214,7 +1315,10 @@ pub fn run<T: Transport>(
             });
         }
         let g = transport.reduce(local)?;
-        on_round(t, &g);
+        ctl.part_done(&Round {
+            number: t + 1,
+            summary: g,
+        });
         bytes_sent += g.bytes;
         monotone = g.monotone;
         spread.push((g.r2_min, g.r2_max));
@@ -1245,6 +1349,15 @@ pub fn run<T: Transport>(
         if stopped {
             break;
         }
+        let seen = IterStats {
+            iterations: t + 1,
+            max_violation: g.r2_max - g.r2_min,
+            active: schedule.n() - g.stopped as usize,
+        };
+        if ctl.observer().on_iter(&seen).is_break() {
+            interrupted = true;
+            break;
+        }
     }
     let n = schedule.n() as f64;
     Ok(ConsensusReport {
@@ -1257,6 +1370,7 @@ pub fn run<T: Transport>(
         window_proven: schedule.window_is_proven(),
         stop_rounds: nodes.iter().map(|nd| (nd.id, nd.stopped_at)).collect(),
         stopped,
+        interrupted,
         consensus_round,
         states: nodes.iter().map(|nd| (nd.id, nd.state.clone())).collect(),
         history: nodes
@@ -1308,37 +1422,18 @@ pub fn split(pts: &PointSet, nodes: usize) -> Result<Vec<(usize, PointSet)>, Cor
     Ok(out)
 }
 
-/// Runs Algorithm 1 on `nodes` in-process nodes holding contiguous shards of `pts`.
-///
-/// # Errors
-/// As [`run`] and [`Schedule::new`].
-pub fn run_in_process(
-    pts: &PointSet,
-    kern: &FeatureKernel,
-    nodes: usize,
-    params: &ConsensusValidParams,
-    on_round: &mut dyn FnMut(u64, &RoundSummary),
-) -> Result<ConsensusReport, CoresetError> {
-    kern.check_points(pts)?;
-    // First: `split` refuses more nodes than points before any per-node allocation
-    // (`--nodes 1000000000000` would otherwise abort on the schedule's adjacency lists).
-    let shards = split(pts, nodes)?;
-    let schedule = Schedule::new(nodes, params)?;
-    run(
-        &mut InProcess::new(nodes),
-        kern,
-        shards,
-        &schedule,
-        params,
-        on_round,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coreset::Problem;
-    use crate::KernelSpec;
+
+    /// The centralized core-set of `pts` (minimum enclosing ball, default parameters).
+    fn central(pts: &PointSet) -> CoreSetMsg {
+        let p = CoresetParams::default().check().unwrap();
+        crate::coreset::fit(&p, pts, &mut Control::default())
+            .unwrap()
+            .model
+            .set
+    }
 
     #[test]
     fn wire_format_round_trips_and_rejects_garbage() {
@@ -1347,9 +1442,7 @@ mod tests {
             let v = i as f64;
             pts.push(i * 7, 1.0, &[v.sin(), v.cos(), 0.1 * v]);
         }
-        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
-        let (msg, _) =
-            centralized(&pts, &kern, &CoresetParams::default().check().unwrap()).unwrap();
+        let msg = central(&pts);
         let bytes = msg.encode();
         assert_eq!(bytes.len(), msg.encoded_len());
         let back = CoreSetMsg::decode(&bytes).unwrap();
@@ -1374,9 +1467,7 @@ mod tests {
         for i in 0..5u64 {
             pts.push(i, 1.0, &[i as f64, 1.0 - i as f64]);
         }
-        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
-        let (msg, _) =
-            centralized(&pts, &kern, &CoresetParams::default().check().unwrap()).unwrap();
+        let msg = central(&pts);
         let good = msg.encode();
         let set_u32 = |b: &mut Vec<u8>, at: usize, v: u32| {
             b[at..at + 4].copy_from_slice(&v.to_le_bytes());
@@ -1462,10 +1553,13 @@ mod tests {
         for i in 0..5u64 {
             pts.push(i, 1.0, &[i as f64]);
         }
-        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
         let p = ConsensusParams::default().check().unwrap();
         for nodes in [6, 1 << 40, usize::MAX] {
-            let e = run_in_process(&pts, &kern, nodes, &p, &mut |_, _| {}).unwrap_err();
+            let data = ConsensusData::InProcess {
+                points: &pts,
+                nodes,
+            };
+            let e = fit(&p, &data, &mut Control::default()).unwrap_err();
             assert!(
                 matches!(e, CoresetError::EmptyNode { node: 0, n: 5, .. }),
                 "{e}"

@@ -38,7 +38,9 @@
 //!   (Badoiu & Clarkson, "Optimal core-sets for balls", 2008, as restated in the paper's
 //!   Section IV-A): farthest point `a`; `C_a = C + a`; drop the point whose removal leaves the
 //!   largest ball; accept only on a strict increase of `r^2`; otherwise return.
-//! - [`consensus`]: Algorithm 1 over a [`consensus::Transport`], with an in-process network.
+//! - [`fit`]: the centralized core-set of all points.
+//! - [`consensus`]: Algorithm 1 ([`consensus::fit`]) over a [`consensus::Transport`], with an
+//!   in-process network.
 //! - [`model`]: the SVDD / L2-SVM / one-class L2-SVM results as ordinary [`crate::svm::SvmModel`]s.
 //!
 //! # Stopping rules
@@ -104,12 +106,15 @@ pub mod space;
 use thiserror::Error;
 
 use crate::error::{DataError, ParamError};
+use crate::fit::{Control, Fit, Report};
+use crate::solver::Status;
 use crate::svm::{KernelKind, KernelParams};
 
 pub use consensus::{
-    run_in_process, Activation, ConsensusParams, ConsensusReport, ConsensusValidParams, CoreSetMsg,
-    Graph, InProcess, Schedule, StopRule, Transport,
+    Activation, ConsensusData, ConsensusParams, ConsensusReport, ConsensusValidParams, CoreSetMsg,
+    Graph, InProcess, Round, Schedule, StopRule, Transport,
 };
+pub use model::CoresetModel;
 pub use space::{FeatureKernel, PointSet, Problem};
 
 /// Errors of the core-set module.
@@ -320,6 +325,56 @@ impl CoresetParams {
         }
         Ok(self.0)
     }
+}
+
+/// What the centralized core-set routine did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoresetReport {
+    /// Core-set size used: `min(ceil(1/eps), n)`.
+    pub k: usize,
+    /// Swaps accepted by the routine.
+    pub swaps: usize,
+}
+
+impl Report for CoresetReport {
+    /// Always [`Status::Converged`]: the swap routine ends by its rule (no strict increase of
+    /// `r^2`, which cannot increase forever over a finite set).
+    fn status(&self) -> Status {
+        Status::Converged
+    }
+}
+
+/// The centralized core-set: the routine `coreset(S, C0)` of [`bc::coreset`] on all of
+/// `points`, from `k` of them chosen by the seed.
+///
+/// The kernel's gamma `Auto` is resolved against the width of the points. The routine runs to
+/// its stopping rule: the observer of `ctl` is not consulted, and there is no state to resume.
+///
+/// # Errors
+/// [`DataError::Empty`] for no points; [`CoresetError::NonConstantDiagonal`] for the SVM
+/// mappings on points whose kernel diagonal varies.
+pub fn fit(
+    params: &CoresetValidParams,
+    points: &PointSet,
+    _ctl: &mut Control,
+) -> Result<Fit<CoresetModel, CoresetReport>, CoresetError> {
+    let kern = params.feature_kernel(points.dim());
+    kern.check_points(points)?;
+    let pool = bc::Pool::new(points, None);
+    let k = params.k_for(points.len());
+    let init = bc::initial_members(points.len(), k, params.seed, u64::MAX);
+    let res = bc::coreset(&pool, &kern, init, params.tol);
+    Ok(Fit {
+        model: CoresetModel {
+            set: CoreSetMsg::from_result(&pool, &res, 0, points.dim()),
+            kernel: kern,
+        },
+        report: CoresetReport {
+            k,
+            swaps: res.swaps,
+        },
+        checkpoint: None,
+    })
 }
 
 /// A counter-based pseudo-random number (splitmix64 of the mixed key): the same `(seed, a, b, c)`
