@@ -30,12 +30,11 @@ use clap::{ArgAction, Parser, ValueEnum};
 use marginkit::coreset::consensus::{
     self, shard_ranges, ConsensusData, CoreSetMsg, RoundSummary, Schedule, Transport,
 };
-use marginkit::coreset::experiment::{
-    accuracy, consensus_svg, correct_count, coverage_ratio, parse_graph, points_for, reference_r2,
-    RunSummary,
-};
+use marginkit::coreset::quality::{coverage_ratio, reference_r2};
+use marginkit::coreset::summary::{accuracy, consensus_svg, correct_count, RunSummary};
 use marginkit::coreset::{
-    Activation, ConsensusParams, CoresetError, CoresetParams, PointSet, Problem, StopRule,
+    points_for, Activation, ConsensusParams, CoresetError, CoresetParams, Graph, PointSet, Problem,
+    StopRule,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::data::write_output;
@@ -287,7 +286,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
                 .eps(a.eps)
                 .seed(a.seed),
         )
-        .graph(parse_graph(&a.graph).map_err(|e| e.to_string())?)
+        .graph(a.graph.parse::<Graph>().map_err(|e| e.to_string())?)
         .activation(match a.async_p {
             Some(p) => Activation::Async { p },
             None => Activation::Sync,

@@ -9,8 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use marginkit::coreset::consensus::{self, ConsensusData};
-use marginkit::coreset::experiment::{parse_graph, points_for};
-use marginkit::coreset::{Activation, ConsensusParams, CoresetParams, Problem};
+use marginkit::coreset::{points_for, Activation, ConsensusParams, CoresetParams, Graph, Problem};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
 use marginkit::svm::KernelParams;
@@ -67,7 +66,7 @@ fn check(
                 .eps(eps)
                 .seed(seed),
         )
-        .graph(parse_graph(graph).unwrap())
+        .graph(graph.parse::<Graph>().unwrap())
         .activation(act)
         .drop(drop)
         .max_delay(delay)

@@ -16,8 +16,9 @@ use marginkit::aid::svm::{self, AidLinearEngine, AidSvmModel, AidSvmParams};
 use marginkit::aid::IterRecord;
 use marginkit::cluster::{ClusterError, Points};
 use marginkit::coreset::consensus::{self, ConsensusData};
-use marginkit::coreset::experiment::{parse_graph, points_for};
-use marginkit::coreset::{ConsensusParams, CoresetError, CoresetParams, Problem};
+use marginkit::coreset::{
+    points_for, ConsensusParams, CoresetError, CoresetParams, Graph, Problem,
+};
 use marginkit::fit::Control;
 use marginkit::odm::odmc::{self, OdmcData, OdmcKernel, OdmcParams, Readout};
 use marginkit::odm::pool::PoolSpec;
@@ -796,7 +797,7 @@ fn fit_coreset<'py>(
             ConsensusParams::new()
                 .coreset(params)
                 // The library's message quotes the CLI flag; name the Python parameter instead.
-                .graph(parse_graph(graph).map_err(|e| match e {
+                .graph(graph.parse::<Graph>().map_err(|e| match e {
                     CoresetError::Edges(m) => {
                         PyValueError::new_err(m.replacen("--graph ", "graph ", 1))
                     }

@@ -15,7 +15,8 @@ use std::time::Instant;
 
 use marginkit::coreset::bc::{dist2, meb_of, Pool};
 use marginkit::coreset::consensus::{self, ConsensusData, ConsensusReport, Schedule};
-use marginkit::coreset::experiment::{consensus_figures, exact_r2};
+use marginkit::coreset::quality::exact_r2;
+use marginkit::coreset::summary::consensus_figures;
 use marginkit::coreset::{
     unif4, Activation, ConsensusParams, CoreSetMsg, CoresetParams, FeatureKernel, Graph, PointSet,
     Problem,

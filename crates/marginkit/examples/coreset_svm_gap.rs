@@ -10,8 +10,10 @@
 
 use std::time::Instant;
 
-use marginkit::coreset::experiment::{accuracy, exact_set, points_for};
 use marginkit::coreset::model::to_model;
+use marginkit::coreset::points_for;
+use marginkit::coreset::quality::exact_set;
+use marginkit::coreset::summary::accuracy;
 use marginkit::coreset::{CoreSetMsg, CoresetParams, FeatureKernel, Problem};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;

@@ -113,7 +113,7 @@ fn clarabel_meb(pts: &PointSet) -> f64 {
 }
 
 fn exact_r2(pts: &PointSet, kern: &FeatureKernel) -> f64 {
-    marginkit::coreset::experiment::exact_r2(pts, kern).expect("exact MEB")
+    marginkit::coreset::quality::exact_r2(pts, kern).expect("exact MEB")
 }
 
 /// max over all points of |s - c(C)|^2 for a set given by its message.
@@ -445,7 +445,9 @@ fn bad_input_is_a_clear_error() {
         kind: KernelKind::Precomputed,
         ..KernelParams::default()
     };
-    let p = CoresetParams::new().problem(Problem::Svdd).kernel(precomputed);
+    let p = CoresetParams::new()
+        .problem(Problem::Svdd)
+        .kernel(precomputed);
     assert!(p.check().is_err());
 }
 

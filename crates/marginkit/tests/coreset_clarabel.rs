@@ -7,7 +7,7 @@
 //! - L2-SVM: `K~_ij = y_i y_j (K_ij + 1) + [i = j] / C`;
 //!
 //! `r^2 = max { diag(K~)'a - a'K~a : a >= 0, 1'a = 1 }`, solved by clarabel's interior-point
-//! method. Checked: the library's exact solve (`experiment::exact_r2`: active-set simplex solver
+//! method. Checked: the library's exact solve (`quality::exact_r2`: active-set simplex solver
 //! or the SMO engine) equals it; the centralized and the distributed (3 nodes) core-sets have the
 //! `r^2` of clarabel's MEB of their own points, at most the full optimum, and the full data lie
 //! within `(1 + eps)^2` of it.
@@ -20,7 +20,7 @@ use clarabel::solver::{
     ZeroConeT,
 };
 use marginkit::coreset::consensus::{self, ConsensusData, CoreSetMsg};
-use marginkit::coreset::experiment::exact_r2;
+use marginkit::coreset::quality::exact_r2;
 use marginkit::coreset::{ConsensusParams, CoresetParams, FeatureKernel, PointSet, Problem};
 use marginkit::fit::Control;
 use marginkit::svm::{Gamma, KernelKind, KernelParams};

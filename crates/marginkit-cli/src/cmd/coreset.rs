@@ -8,10 +8,11 @@ use std::time::Instant;
 use crate::common::progress::Progress;
 use clap::{ArgAction, Args, ValueEnum};
 use marginkit::coreset::consensus::{self, ConsensusData, Round};
-use marginkit::coreset::experiment::{
-    accuracy, consensus_svg, coverage_ratio, parse_graph, points_for, reference_r2, RunSummary,
+use marginkit::coreset::quality::{coverage_ratio, reference_r2};
+use marginkit::coreset::summary::{accuracy, consensus_svg, RunSummary};
+use marginkit::coreset::{
+    points_for, Activation, ConsensusParams, CoresetParams, Graph, Problem, StopRule,
 };
-use marginkit::coreset::{Activation, ConsensusParams, CoresetParams, Problem, StopRule};
 use marginkit::data::write_output;
 use marginkit::fit::Control;
 use marginkit::svm::model_io::save_model;
@@ -171,7 +172,7 @@ pub fn run(a: CoresetArgs) -> Exit {
                 .eps(a.eps)
                 .seed(a.seed),
         )
-        .graph(parse_graph(&a.graph)?)
+        .graph(a.graph.parse::<Graph>()?)
         .activation(match a.async_p {
             Some(p) => Activation::Async { p },
             None => Activation::Sync,

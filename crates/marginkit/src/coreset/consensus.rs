@@ -54,6 +54,71 @@ pub enum Graph {
     Edges(Vec<(usize, usize)>),
 }
 
+impl std::str::FromStr for Graph {
+    type Err = CoresetError;
+
+    /// Parses the graph flag both command lines take (`--graph`): `er:P`, `ring`, `grid`,
+    /// `complete` or `edges:FILE` (one `FROM TO` pair of 0-based nodes per line; `#` starts a
+    /// comment; the file is read).
+    ///
+    /// # Errors
+    /// [`CoresetError::Edges`] naming the file, line and field; [`ParamError::OutOfRange`]
+    /// for `P` outside [0, 1].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(p) = s.strip_prefix("er:") {
+            let p: f64 = p
+                .parse()
+                .map_err(|_| CoresetError::Edges(format!("--graph er:P: {p:?} is not a number")))?;
+            if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
+                return Err(param("er probability", p, "(0, 1]"));
+            }
+            return Ok(Graph::ErdosRenyi { p });
+        }
+        if let Some(file) = s.strip_prefix("edges:") {
+            let text = std::fs::read_to_string(std::path::Path::new(file))
+                .map_err(|e| CoresetError::Edges(format!("{file}: {e}")))?;
+            let mut edges = Vec::new();
+            for (ln, line) in text.lines().enumerate() {
+                let line = line.split('#').next().unwrap_or("").trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let f: Vec<&str> = line.split_whitespace().collect();
+                if f.len() != 2 {
+                    return Err(CoresetError::Edges(format!(
+                        "{file}:{}: expected two node numbers FROM TO, found {} fields",
+                        ln + 1,
+                        f.len()
+                    )));
+                }
+                let mut pair = [0usize; 2];
+                for (k, name) in ["FROM", "TO"].iter().enumerate() {
+                    pair[k] = f[k].parse().map_err(|_| {
+                        CoresetError::Edges(format!(
+                            "{file}:{}: field {name} {:?} is not a node number",
+                            ln + 1,
+                            f[k]
+                        ))
+                    })?;
+                }
+                edges.push((pair[0], pair[1]));
+            }
+            if edges.is_empty() {
+                return Err(CoresetError::Edges(format!("{file}: no edges")));
+            }
+            return Ok(Graph::Edges(edges));
+        }
+        match s {
+            "ring" => Ok(Graph::Ring),
+            "grid" => Ok(Graph::Grid),
+            "complete" => Ok(Graph::Complete),
+            other => Err(CoresetError::Edges(format!(
+                "--graph {other:?}: expected er:P, ring, grid, complete or edges:FILE"
+            ))),
+        }
+    }
+}
+
 /// When nodes run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Activation {

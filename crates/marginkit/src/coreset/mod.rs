@@ -42,6 +42,8 @@
 //! - [`consensus`]: Algorithm 1 ([`consensus::fit`]) over a [`consensus::Transport`], with an
 //!   in-process network.
 //! - [`model`]: the SVDD / L2-SVM / one-class L2-SVM results as ordinary [`crate::svm::SvmModel`]s.
+//! - [`quality`]: the exact MEB of all points and the coverage ratio of a core-set.
+//! - [`summary`]: the report both command lines print, and the paper's Figures 1-2.
 //!
 //! # Stopping rules
 //! - Active set: all points within the ball up to `1e-12` relative in the multiplier; at most
@@ -98,10 +100,11 @@
 
 pub mod bc;
 pub mod consensus;
-pub mod experiment;
 pub mod meb;
 pub mod model;
+pub mod quality;
 pub mod space;
+pub mod summary;
 
 use thiserror::Error;
 
@@ -115,7 +118,7 @@ pub use consensus::{
     Graph, InProcess, Round, Schedule, StopRule, Transport,
 };
 pub use model::CoresetModel;
-pub use space::{FeatureKernel, PointSet, Problem};
+pub use space::{points_for, FeatureKernel, PointSet, Problem};
 
 /// Errors of the core-set module.
 #[derive(Debug, Error, Clone, PartialEq)]

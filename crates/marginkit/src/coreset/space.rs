@@ -257,6 +257,23 @@ impl FeatureKernel {
     }
 }
 
+/// The points of `data` for `problem` (SVM: two classes, the first in LIBSVM order is `+1`) and
+/// the class labels (`[1, -1]` when there are none).
+///
+/// # Errors
+/// [`CoresetError::Data`] for an SVM data set without exactly two classes.
+pub fn points_for(data: &Dataset, problem: Problem) -> Result<(PointSet, [f64; 2]), CoresetError> {
+    let all: Vec<usize> = (0..data.len()).collect();
+    data.x.check_dense_rows("the dense points", data.len())?;
+    match problem {
+        Problem::L2Svm { .. } => {
+            let labels = two_classes(data)?;
+            Ok((PointSet::from_dataset(data, &all, Some(labels[0])), labels))
+        }
+        _ => Ok((PointSet::from_dataset(data, &all, None), [1.0, -1.0])),
+    }
+}
+
 /// Checks that an SVM data set has exactly two classes and returns them in LIBSVM's order (first
 /// appearance); the first is mapped to `+1`.
 ///
