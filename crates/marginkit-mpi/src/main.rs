@@ -28,20 +28,19 @@ use std::time::Instant;
 
 use clap::{ArgAction, Parser, ValueEnum};
 use marginkit::coreset::consensus::{
-    run, shard_ranges, CoreSetMsg, RoundSummary, Schedule, Transport,
+    self, shard_ranges, ConsensusData, CoreSetMsg, RoundSummary, Schedule, Transport,
 };
-use marginkit::coreset::experiment::{
-    accuracy, consensus_svg, correct_count, coverage_ratio, kernel_from_flags, parse_graph,
-    points_for, problem_by_name, reference_r2, RunSummary,
-};
-use marginkit::coreset::model::to_model;
+use marginkit::coreset::quality::{coverage_ratio, reference_r2};
+use marginkit::coreset::summary::{accuracy, consensus_svg, correct_count, RunSummary};
 use marginkit::coreset::{
-    Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, PointSet, Problem,
+    points_for, Activation, ConsensusParams, CoresetError, CoresetParams, Graph, PointSet, Problem,
     StopRule,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::data::write_output;
+use marginkit::fit::Control;
 use marginkit::svm::model_io::save_model;
+use marginkit::svm::KernelParams;
 use marginkit::{Dataset, IoError};
 use mpi::collective::SystemOperation;
 use mpi::datatype::Equivalence;
@@ -157,7 +156,7 @@ impl Transport for Mpi<'_> {
     }
 
     fn exchange(
-        &mut self,
+        &self,
         t: u64,
         schedule: &Schedule,
         outgoing: &[(usize, Arc<CoreSetMsg>)],
@@ -231,7 +230,7 @@ impl Transport for Mpi<'_> {
         Ok(vec![msgs])
     }
 
-    fn reduce(&mut self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
+    fn reduce(&self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
         let words = local.to_words();
         let size = self.world.size() as usize;
         let mut all = vec![0u64; RoundSummary::WORDS * size];
@@ -245,7 +244,7 @@ impl Transport for Mpi<'_> {
         Ok(g)
     }
 
-    fn sum(&mut self, local: u64) -> Result<u64, CoresetError> {
+    fn sum(&self, local: u64) -> Result<u64, CoresetError> {
         let mut total = 0u64;
         self.world
             .all_reduce_into(&local, &mut total, SystemOperation::sum());
@@ -271,35 +270,40 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         }
     }
     let pname = format!("{:?}", a.problem).to_lowercase();
-    let problem = problem_by_name(&pname, a.cost).map_err(|e| e.to_string())?;
-    let kernel_of = |n_features: usize| {
-        kernel_from_flags(a.kernel_type, a.gamma, a.degree, a.coef0, n_features)
-            .map_err(|e| e.to_string())
+    let problem = match a.problem {
+        Kind::Meb => Problem::Meb,
+        Kind::Svdd => Problem::Svdd,
+        Kind::Svm => Problem::L2Svm { c: a.cost },
+        Kind::Oneclass => Problem::OneClassL2 { c: a.cost },
     };
-    let params = ConsensusParams {
-        coreset: CoresetParams {
-            eps: a.eps,
-            seed: a.seed,
-            ..CoresetParams::default()
-        },
-        graph: parse_graph(&a.graph).map_err(|e| e.to_string())?,
-        activation: match a.async_p {
+    let kernel = KernelParams::from_libsvm(a.kernel_type, a.gamma, a.coef0, a.degree)
+        .map_err(|e| e.to_string())?;
+    let params = ConsensusParams::new()
+        .coreset(
+            CoresetParams::new()
+                .problem(problem)
+                .kernel(kernel)
+                .eps(a.eps)
+                .seed(a.seed),
+        )
+        .graph(a.graph.parse::<Graph>().map_err(|e| e.to_string())?)
+        .activation(match a.async_p {
             Some(p) => Activation::Async { p },
             None => Activation::Sync,
-        },
-        drop: a.drop,
-        max_delay: a.delay,
-        max_rounds: a.max_rounds,
-        record: a.plot.is_some(),
-        stop: match a.stop {
+        })
+        .drop(a.drop)
+        .max_delay(a.delay)
+        .max_rounds(a.max_rounds)
+        .record(a.plot.is_some())
+        .stop(match a.stop {
             Stop::Local => StopRule::Local { window: a.window },
             Stop::Global => StopRule::Global,
-        },
-    };
-    let schedule = Schedule::new(size, &params).map_err(|e| e.to_string())?;
+        })
+        .check()
+        .map_err(|e| e.to_string())?;
     let name = a.data_file.to_string_lossy().into_owned();
     // DATA with "{rank}": every rank reads its own file; ids continue across ranks in rank order.
-    let (whole, local, shard, labels, kern) = if name.contains("{rank}") {
+    let (whole, local, shard, labels) = if name.contains("{rank}") {
         let path = PathBuf::from(name.replace("{rank}", &rank.to_string()));
         let local = read(&path)?;
         let mut counts = vec![0u64; size];
@@ -346,18 +350,19 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         } else {
             [1.0, -1.0]
         };
-        let kern = FeatureKernel::new(problem, kernel_of(d)?).map_err(|e| e.to_string())?;
         let idx: Vec<usize> = (0..local.len()).collect();
         let positive = matches!(problem, Problem::L2Svm { .. }).then_some(labels[0]);
         let shard = PointSet::from_dataset_with_ids(&local, &idx, positive, offset, d);
-        kern.check_points(&shard).map_err(|e| e.to_string())?;
-        (None, Some(local), shard, labels, kern)
+        (None, Some(local), shard, labels)
     } else {
         let data = read(&a.data_file)?;
-        let kernel = kernel_of(data.n_features())?;
-        let kern = FeatureKernel::new(problem, kernel).map_err(|e| e.to_string())?;
         let (pts, labels) = points_for(&data, problem).map_err(|e| e.to_string())?;
-        kern.check_points(&pts).map_err(|e| e.to_string())?;
+        // Every rank checks all points, so that all fail together.
+        params
+            .coreset()
+            .feature_kernel(pts.dim())
+            .check_points(&pts)
+            .map_err(|e| e.to_string())?;
         let range = shard_ranges(pts.len(), size)[rank].clone();
         if range.is_empty() {
             return Err(CoresetError::EmptyNode {
@@ -371,22 +376,24 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
         for i in range {
             shard.push_from(&pts, i);
         }
-        (Some((data, pts)), None, shard, labels, kern)
+        (Some((data, pts)), None, shard, labels)
     };
-    let mut transport = Mpi {
+    let transport = Mpi {
         world,
         rank,
         nonblocking: a.async_p.is_some(),
     };
-    let rep = run(
-        &mut transport,
-        &kern,
-        vec![(rank, shard.clone())],
-        &schedule,
-        &params,
-        &mut |_, _| {},
-    )
-    .map_err(|e| e.to_string())?;
+    let shards = [(rank, shard)];
+    let network = ConsensusData::Distributed {
+        nodes: size,
+        shards: &shards,
+        transport: &transport,
+    };
+    let fit =
+        consensus::fit(&params, &network, &mut Control::default()).map_err(|e| e.to_string())?;
+    let rep = &fit.report;
+    let shard = &shards[0].1;
+    let kern = &fit.model.kernel;
     // Rank 0 gathers every node's history for the figures (point-to-point, after the run).
     let mut history = rep.history.clone();
     if a.plot.is_some() {
@@ -402,16 +409,16 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
             world.process_at_rank(0).send_with_tag(&flat[..], 30_001);
         }
     }
-    let final_set = rep.states[0].1.clone();
+    let final_set = &fit.model.set;
     let model = match problem {
         Problem::Meb => None,
-        _ => Some(to_model(&final_set, &kern, labels).map_err(|e| e.to_string())?),
+        _ => Some(fit.model.to_svm(labels).map_err(|e| e.to_string())?),
     };
     // Own files: the coverage ratio against the core-set's radius and the training accuracy are
     // reduced over the ranks (rank 0 does not hold the data).
     let (cov, r_star2, exact, train_acc) = match &whole {
         Some((data, pts)) => {
-            let (r_star2, exact) = reference_r2(pts, &kern, &final_set);
+            let (r_star2, exact) = reference_r2(pts, kern, final_set);
             let acc = match (&model, a.problem) {
                 (Some(m), Kind::Svm) if rank == 0 => {
                     Some(accuracy(m, data).map_err(|e| e.to_string())?)
@@ -419,14 +426,14 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
                 _ => None,
             };
             (
-                coverage_ratio(pts, &kern, &final_set, r_star2),
+                coverage_ratio(pts, kern, final_set, r_star2),
                 r_star2,
                 exact,
                 acc,
             )
         }
         None => {
-            let local_cov = coverage_ratio(&shard, &kern, &final_set, final_set.r2);
+            let local_cov = coverage_ratio(shard, kern, final_set, final_set.r2);
             let mut all = vec![0.0f64; size];
             world.all_gather_into(&local_cov, &mut all[..]);
             let cov = all.iter().copied().fold(0.0, f64::max);
@@ -450,7 +457,7 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
     if rank != 0 {
         return Ok(());
     }
-    let mut out = RunSummary::new(&pname, a.eps, &rep, &final_set, (r_star2, exact), cov, size);
+    let mut out = RunSummary::new(&pname, a.eps, rep, final_set, (r_star2, exact), cov, size);
     if let Some(model) = &model {
         out.train_accuracy = train_acc;
         if a.problem == Kind::Svm {

@@ -8,11 +8,11 @@
 use std::path::Path;
 use std::process::Command;
 
-use marginkit::coreset::consensus::run_in_process;
-use marginkit::coreset::experiment::{parse_graph, points_for};
-use marginkit::coreset::{Activation, ConsensusParams, CoresetParams, FeatureKernel, Problem};
+use marginkit::coreset::consensus::{self, ConsensusData};
+use marginkit::coreset::{points_for, Activation, ConsensusParams, CoresetParams, Graph, Problem};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
-use marginkit::KernelSpec;
+use marginkit::fit::Control;
+use marginkit::svm::KernelParams;
 use serde_json::Value;
 
 fn data() -> std::path::PathBuf {
@@ -57,24 +57,28 @@ fn check(
     seed: u64,
 ) {
     let d = read_libsvm_path(data(), &ReadOptions::default()).unwrap();
-    let kernel = KernelSpec::Rbf {
-        gamma: 1.0 / d.n_features() as f64,
-    };
-    let kern = FeatureKernel::new(problem, kernel).unwrap();
     let (pts, _) = points_for(&d, problem).unwrap();
-    let params = ConsensusParams {
-        coreset: CoresetParams {
-            eps,
-            seed,
-            ..Default::default()
-        },
-        graph: parse_graph(graph).unwrap(),
-        activation: act,
-        drop,
-        max_delay: delay,
-        ..Default::default()
+    let params = ConsensusParams::new()
+        .coreset(
+            CoresetParams::new()
+                .problem(problem)
+                .kernel(KernelParams::default())
+                .eps(eps)
+                .seed(seed),
+        )
+        .graph(graph.parse::<Graph>().unwrap())
+        .activation(act)
+        .drop(drop)
+        .max_delay(delay)
+        .check()
+        .unwrap();
+    let network = ConsensusData::InProcess {
+        points: &pts,
+        nodes: np,
     };
-    let rep = run_in_process(&pts, &kern, np, &params, &mut |_, _| {}).unwrap();
+    let rep = consensus::fit(&params, &network, &mut Control::default())
+        .unwrap()
+        .report;
     assert!(rep.agreed);
     let set = &rep.states[0].1;
     let v = mpirun(np, args);

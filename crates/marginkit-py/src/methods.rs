@@ -15,11 +15,9 @@ use marginkit::aid::s3vm::{self, full_instance, solve_bnb, AidS3vmParams, BnbLim
 use marginkit::aid::svm::{self, AidLinearEngine, AidSvmModel, AidSvmParams};
 use marginkit::aid::IterRecord;
 use marginkit::cluster::{ClusterError, Points};
-use marginkit::coreset::consensus::{centralized, run_in_process};
-use marginkit::coreset::experiment::{parse_graph, points_for};
-use marginkit::coreset::model::to_model;
+use marginkit::coreset::consensus::{self, ConsensusData};
 use marginkit::coreset::{
-    Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, Problem, StopRule,
+    points_for, ConsensusParams, CoresetError, CoresetParams, Graph, Problem,
 };
 use marginkit::fit::Control;
 use marginkit::odm::odmc::{self, OdmcData, OdmcKernel, OdmcParams, Readout};
@@ -28,7 +26,6 @@ use marginkit::odm::{OdmParams, OdmSolver};
 use marginkit::robust::select::{select, Method, SelectParams};
 use marginkit::robust::{PathKind, RobustData, RobustParams, Task};
 use marginkit::solver::Shrinking;
-use marginkit::KernelSpec;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -63,11 +60,6 @@ fn duration(name: &str, secs: Option<f64>) -> PyResult<Option<Duration>> {
 
 pub(crate) fn cache_bytes(cache_mb: f64) -> PyResult<u64> {
     cache_bytes_from_mb("cache_size", cache_mb).map_err(|e| PyValueError::new_err(e.to_string()))
-}
-
-/// A kernel by scikit-learn's name, resolved (gamma is already a number on the Python side).
-fn kernel_spec(kernel: &str, gamma: f64, coef0: f64, degree: u32) -> PyResult<KernelSpec> {
-    Ok(kernel_params(kernel, gamma, coef0, degree)?.resolve(0))
 }
 
 fn cluster_err(e: ClusterError) -> PyErr {
@@ -786,14 +778,12 @@ fn fit_coreset<'py>(
     if nodes == 0 {
         return Err(PyValueError::new_err("n_nodes must be >= 1, got 0"));
     }
-    let kern = FeatureKernel::new(problem, kernel_spec(kernel, gamma, coef0, degree)?)
-        .map_err(param_err)?;
-    let params = CoresetParams {
-        eps,
-        seed,
-        ..CoresetParams::default()
-    };
-    params.check().map_err(param_err)?;
+    let params = CoresetParams::new()
+        .problem(problem)
+        .kernel(kernel_params(kernel, gamma, coef0, degree)?)
+        .eps(eps)
+        .seed(seed);
+    let valid = params.check().map_err(param_err)?;
     let data = match &y {
         Some(y) => dataset(&x, y, &None, None)?,
         None => {
@@ -803,51 +793,46 @@ fn fit_coreset<'py>(
         }
     };
     let consensus = if nodes > 1 {
-        Some(ConsensusParams {
-            coreset: params,
-            // The library's message quotes the CLI flag; name the Python parameter instead.
-            graph: parse_graph(graph).map_err(|e| match e {
-                CoresetError::Edges(m) => {
-                    PyValueError::new_err(m.replacen("--graph ", "graph ", 1))
-                }
-                other => coreset_err(other),
-            })?,
-            activation: Activation::Sync,
-            drop: 0.0,
-            max_delay: 0,
-            max_rounds,
-            record: false,
-            // The library's default: the local rule (no change for 2D+1 rounds).
-            stop: StopRule::default(),
-        })
+        Some(
+            ConsensusParams::new()
+                .coreset(params)
+                // The library's message quotes the CLI flag; name the Python parameter instead.
+                .graph(graph.parse::<Graph>().map_err(|e| match e {
+                    CoresetError::Edges(m) => {
+                        PyValueError::new_err(m.replacen("--graph ", "graph ", 1))
+                    }
+                    other => coreset_err(other),
+                })?)
+                .max_rounds(max_rounds)
+                .check()
+                .map_err(param_err)?,
+        )
     } else {
         None
     };
+    let params = valid;
     let t_rust = Instant::now();
     let out = py.detach(|| -> Result<_, CoresetError> {
         let (pts, labels) = points_for(&data, problem)?;
-        let (msg, swaps, rounds, agreed) = match &consensus {
+        let (found, swaps, rounds, agreed) = match &consensus {
             None => {
-                let (msg, swaps) = centralized(&pts, &kern, &params)?;
-                (msg, swaps, 0, true)
+                let fit = marginkit::coreset::fit(&params, &pts, &mut Control::default())?;
+                (fit.model, fit.report.swaps, 0, true)
             }
             Some(cp) => {
-                let rep = run_in_process(&pts, &kern, nodes, cp, &mut |_, _| {})?;
-                let msg = rep
-                    .states
-                    .first()
-                    .map(|(_, m)| (**m).clone())
-                    .ok_or_else(|| CoresetError::Transport("no node reported".into()))?;
-                (msg, 0, rep.rounds, rep.agreed)
+                let network = ConsensusData::InProcess { points: &pts, nodes };
+                let fit = consensus::fit(cp, &network, &mut Control::default())?;
+                (fit.model, 0, fit.report.rounds, fit.report.agreed)
             }
         };
         let model = match problem {
             Problem::Meb => None,
-            _ => Some(to_model(&msg, &kern, labels)?),
+            _ => Some(found.to_svm(labels)?),
         };
-        Ok((msg, swaps, rounds, agreed, model, labels))
+        Ok((found, swaps, rounds, agreed, model, labels))
     });
-    let (msg, swaps, rounds, agreed, model, labels) = out.map_err(coreset_err)?;
+    let (found, swaps, rounds, agreed, model, labels) = out.map_err(coreset_err)?;
+    let (msg, kern) = (&found.set, &found.kernel);
     let rust_seconds = t_rust.elapsed().as_secs_f64();
     let d = PyDict::new(py);
     let ids: Vec<i64> = msg.ids.iter().map(|&i| i as i64).collect();

@@ -14,8 +14,9 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use marginkit::coreset::bc::{dist2, meb_of, Pool};
-use marginkit::coreset::consensus::{run_in_process, ConsensusReport, Schedule};
-use marginkit::coreset::experiment::{consensus_figures, exact_r2};
+use marginkit::coreset::consensus::{self, ConsensusData, ConsensusReport, Schedule};
+use marginkit::coreset::quality::exact_r2;
+use marginkit::coreset::summary::consensus_figures;
 use marginkit::coreset::{
     unif4, Activation, ConsensusParams, CoreSetMsg, CoresetParams, FeatureKernel, Graph, PointSet,
     Problem,
@@ -90,19 +91,18 @@ fn far2_of(pts: &PointSet, kern: &FeatureKernel, set: &CoreSetMsg) -> f64 {
 fn one(seed: u64) -> Result<Run, Box<dyn std::error::Error>> {
     let pts = gauss(N, D, seed);
     let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear)?;
-    let params = ConsensusParams {
-        coreset: CoresetParams {
-            eps: EPS,
-            seed,
-            ..Default::default()
-        },
-        graph: Graph::ErdosRenyi { p: P },
-        activation: Activation::Sync,
-        record: true,
-        ..Default::default()
-    };
+    let params = ConsensusParams::new()
+        .coreset(CoresetParams::new().eps(EPS).seed(seed))
+        .graph(Graph::ErdosRenyi { p: P })
+        .activation(Activation::Sync)
+        .record(true)
+        .check()?;
     let t0 = Instant::now();
-    let rep = run_in_process(&pts, &kern, N, &params, &mut |_, _| {})?;
+    let network = ConsensusData::InProcess {
+        points: &pts,
+        nodes: N,
+    };
+    let rep = consensus::fit(&params, &network, &mut marginkit::fit::Control::default())?.report;
     let seconds = t0.elapsed().as_secs_f64();
     let rstar2 = exact_r2(&pts, &kern).ok_or("exact MEB did not converge")?;
     let far2 = far2_of(&pts, &kern, &rep.states[0].1);
@@ -156,11 +156,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
 
     let mut md = String::new();
-    let k = CoresetParams {
-        eps: EPS,
-        ..Default::default()
-    }
-    .k();
+    let k = CoresetParams::new().eps(EPS).check()?.k();
     writeln!(
         md,
         "# Reproduction: core-set consensus (Notarstefano, CDC 2015, Section V)\n"

@@ -10,11 +10,14 @@
 
 use std::time::Instant;
 
-use marginkit::coreset::consensus::centralized;
-use marginkit::coreset::experiment::{accuracy, exact_set, points_for};
 use marginkit::coreset::model::to_model;
+use marginkit::coreset::points_for;
+use marginkit::coreset::quality::exact_set;
+use marginkit::coreset::summary::accuracy;
 use marginkit::coreset::{CoreSetMsg, CoresetParams, FeatureKernel, Problem};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::Control;
+use marginkit::svm::{Gamma, KernelKind, KernelParams};
 use marginkit::{Dataset, KernelSpec};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -62,11 +65,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     for eps in [0.1, 0.03, 0.01, 0.005, 0.0025] {
         let t = Instant::now();
-        let cp = CoresetParams {
-            eps,
-            ..Default::default()
+        let rbf = KernelParams {
+            kind: KernelKind::Rbf,
+            gamma: Gamma::Value(gamma),
+            ..KernelParams::default()
         };
-        let (set, _) = centralized(&pts, &kern, &cp)?;
+        let cp = CoresetParams::new()
+            .problem(problem)
+            .kernel(rbf)
+            .eps(eps)
+            .check()?;
+        let set = marginkit::coreset::fit(&cp, &pts, &mut Control::default())?
+            .model
+            .set;
         row(
             &format!("core-set, eps {eps}"),
             &set,

@@ -9,15 +9,47 @@
 use std::path::Path;
 
 use marginkit::coreset::bc::{dist2, meb_of, Pool};
-use marginkit::coreset::consensus::{centralized, run_in_process, RoundSummary};
+use marginkit::coreset::consensus::{ConsensusData, Round, RoundSummary};
 use marginkit::coreset::model::to_model;
 use marginkit::coreset::space::two_classes;
 use marginkit::coreset::{
-    Activation, ConsensusParams, CoresetError, CoresetParams, FeatureKernel, Graph, PointSet,
-    Problem, Schedule, StopRule,
+    Activation, ConsensusParams, ConsensusReport, ConsensusValidParams, CoreSetMsg, CoresetError,
+    CoresetParams, CoresetValidParams, FeatureKernel, Graph, PointSet, Problem, Schedule, StopRule,
 };
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::Control;
+use marginkit::svm::{Gamma, KernelKind, KernelParams};
 use marginkit::{Dataset, KernelSpec};
+
+/// The centralized core-set of `pts` (the kernel of `params`' problem).
+fn centralized(pts: &PointSet, params: &CoresetValidParams) -> Result<CoreSetMsg, CoresetError> {
+    Ok(
+        marginkit::coreset::fit(params, pts, &mut Control::default())?
+            .model
+            .set,
+    )
+}
+
+/// Algorithm 1 on `nodes` in-process nodes; `on_round` sees every round's summary.
+fn run_in_process(
+    pts: &PointSet,
+    nodes: usize,
+    params: &ConsensusValidParams,
+    mut on_round: impl FnMut(&RoundSummary),
+) -> Result<ConsensusReport, CoresetError> {
+    let data = ConsensusData::InProcess { points: pts, nodes };
+    let mut ctl = Control::default().on_part(|r: &Round| on_round(&r.summary));
+    Ok(marginkit::coreset::consensus::fit(params, &data, &mut ctl)?.report)
+}
+
+/// The RBF base kernel with gamma `1 / n_features`.
+fn rbf_auto() -> KernelParams {
+    KernelParams {
+        kind: KernelKind::Rbf,
+        gamma: Gamma::Auto,
+        ..KernelParams::default()
+    }
+}
 
 fn gauss_points(n: usize, d: usize, seed: u64) -> PointSet {
     let mut s = PointSet::new(d);
@@ -81,7 +113,7 @@ fn clarabel_meb(pts: &PointSet) -> f64 {
 }
 
 fn exact_r2(pts: &PointSet, kern: &FeatureKernel) -> f64 {
-    marginkit::coreset::experiment::exact_r2(pts, kern).expect("exact MEB")
+    marginkit::coreset::quality::exact_r2(pts, kern).expect("exact MEB")
 }
 
 /// max over all points of |s - c(C)|^2 for a set given by its message.
@@ -126,11 +158,8 @@ fn coreset_within_one_plus_eps_and_covers_everything() {
     ] {
         let pts = gauss_points(n, d, seed);
         let rstar2 = exact_r2(&pts, &kern);
-        let params = CoresetParams {
-            eps,
-            ..Default::default()
-        };
-        let (set, _) = centralized(&pts, &kern, &params).unwrap();
+        let params = CoresetParams::new().eps(eps).check().unwrap();
+        let set = centralized(&pts, &params).unwrap();
         assert_eq!(set.ids.len(), params.k());
         // Sandwich r*/(1+eps) <= r(C) <= r*, and every point within (1+eps) r(C).
         assert!(set.r2 <= rstar2 * (1.0 + 1e-9), "{} > {rstar2}", set.r2);
@@ -148,11 +177,11 @@ fn check_run(
     pts: &PointSet,
     kern: &FeatureKernel,
     nodes: usize,
-    params: &ConsensusParams,
+    params: &ConsensusValidParams,
 ) -> marginkit::coreset::ConsensusReport {
     let mut last: Vec<f64> = Vec::new();
     let mut spread_ok = true;
-    let rep = run_in_process(pts, kern, nodes, params, &mut |_t, s: &RoundSummary| {
+    let rep = run_in_process(pts, nodes, params, |s: &RoundSummary| {
         if s.r2_min.is_finite() {
             last.push(s.r2_min);
         }
@@ -172,13 +201,13 @@ fn check_run(
     assert!(
         rep.agreed && rep.quiescent,
         "{:?} after {} rounds",
-        params.graph,
+        params.graph(),
         rep.rounds
     );
     let first = &rep.states[0].1;
     assert!(rep.states.iter().all(|(_, s)| s.ids == first.ids));
     let rstar2 = exact_r2(pts, kern);
-    let eps = params.coreset.eps;
+    let eps = params.coreset().eps();
     let far = max_dist2(pts, kern, first);
     assert!(
         far <= (1.0 + eps).powi(2) * rstar2 * (1.0 + 1e-9),
@@ -192,11 +221,9 @@ fn check_run(
 fn consensus_on_every_graph_kind() {
     let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     let pts = gauss_points(100, 50, 11);
-    let mut base = ConsensusParams {
-        record: true,
-        ..Default::default()
-    };
-    base.coreset.eps = 0.1;
+    let base = ConsensusParams::new()
+        .record(true)
+        .coreset(CoresetParams::new().eps(0.1));
     let edges: Vec<(usize, usize)> = (0..20)
         .map(|i| (i, (i * 7 + 3) % 20))
         .chain((0..20).map(|i| (i, (i + 1) % 20)))
@@ -216,13 +243,14 @@ fn consensus_on_every_graph_kind() {
         (10, Graph::Complete, Activation::Async { p: 0.3 }, 0.5, 2),
     ];
     for (nodes, graph, act, drop, delay) in cases {
-        let params = ConsensusParams {
-            graph,
-            activation: act,
-            drop,
-            max_delay: delay,
-            ..base.clone()
-        };
+        let params = base
+            .clone()
+            .graph(graph)
+            .activation(act)
+            .drop(drop)
+            .max_delay(delay)
+            .check()
+            .unwrap();
         let rep = check_run(&pts, &kern, nodes, &params);
         assert!(rep.bytes_per_node_round > 0.0);
         // Same seed, same run, bit for bit (and independent of rayon's thread count).
@@ -230,12 +258,10 @@ fn consensus_on_every_graph_kind() {
             .num_threads(1)
             .build()
             .unwrap()
-            .install(|| run_in_process(&pts, &kern, nodes, &params, &mut |_, _| {}).unwrap());
+            .install(|| run_in_process(&pts, nodes, &params, |_| {}).unwrap());
         assert_eq!(again.rounds, rep.rounds);
         assert_eq!(again.states[0].1, rep.states[0].1);
     }
-    base.graph = Graph::Ring;
-    base.coreset.eps = 0.1;
 }
 
 #[test]
@@ -244,17 +270,14 @@ fn distributed_equals_centralized_when_the_core_set_holds_the_whole_support() {
     let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     for (d, seed) in [(2, 21), (3, 22), (5, 23)] {
         let pts = gauss_points(400, d, seed);
-        let cp = CoresetParams {
-            eps: 0.1,
-            ..Default::default()
-        };
-        let (central, _) = centralized(&pts, &kern, &cp).unwrap();
+        let cp = CoresetParams::new().eps(0.1);
+        let central = centralized(&pts, &cp.check().unwrap()).unwrap();
         for graph in [Graph::ErdosRenyi { p: 0.1 }, Graph::Ring, Graph::Grid] {
-            let params = ConsensusParams {
-                coreset: cp,
-                graph: graph.clone(),
-                ..Default::default()
-            };
+            let params = ConsensusParams::new()
+                .coreset(cp)
+                .graph(graph.clone())
+                .check()
+                .unwrap();
             let rep = check_run(&pts, &kern, 16, &params);
             let dist = &rep.states[0].1;
             assert_eq!(dist.support(), central.support(), "d={d} {graph:?}");
@@ -287,17 +310,17 @@ fn distributed_l2svm_accuracy_matches_centralized() {
         let gamma = 1.0 / train.n_features() as f64;
         let kern =
             FeatureKernel::new(Problem::L2Svm { c: 10.0 }, KernelSpec::Rbf { gamma }).unwrap();
-        let cp = CoresetParams {
-            eps: 0.01,
-            ..Default::default()
-        };
-        let (central, _) = centralized(&pts, &kern, &cp).unwrap();
-        let params = ConsensusParams {
-            coreset: cp,
-            graph: Graph::ErdosRenyi { p: 0.3 },
-            ..Default::default()
-        };
-        let rep = run_in_process(&pts, &kern, nodes, &params, &mut |_, _| {}).unwrap();
+        let cp = CoresetParams::new()
+            .problem(Problem::L2Svm { c: 10.0 })
+            .kernel(rbf_auto())
+            .eps(0.01);
+        let central = centralized(&pts, &cp.check().unwrap()).unwrap();
+        let params = ConsensusParams::new()
+            .coreset(cp)
+            .graph(Graph::ErdosRenyi { p: 0.3 })
+            .check()
+            .unwrap();
+        let rep = run_in_process(&pts, nodes, &params, |_| {}).unwrap();
         assert!(rep.agreed && rep.monotone);
         let m_c = to_model(&central, &kern, labels).unwrap();
         let m_d = to_model(&rep.states[0].1, &kern, labels).unwrap();
@@ -328,11 +351,13 @@ fn svdd_and_one_class_models_agree_with_the_ball() {
     let gamma = 1.0 / train.n_features() as f64;
     for problem in [Problem::Svdd, Problem::OneClassL2 { c: 1.0 }] {
         let kern = FeatureKernel::new(problem, KernelSpec::Rbf { gamma }).unwrap();
-        let cp = CoresetParams {
-            eps: 0.1,
-            ..Default::default()
-        };
-        let (set, _) = centralized(&pts, &kern, &cp).unwrap();
+        let cp = CoresetParams::new()
+            .problem(problem)
+            .kernel(rbf_auto())
+            .eps(0.1)
+            .check()
+            .unwrap();
+        let set = centralized(&pts, &cp).unwrap();
         let model = to_model(&set, &kern, [1.0, -1.0]).unwrap();
         let dec = model.decision_values(&train.x);
         if problem == Problem::Svdd {
@@ -349,7 +374,7 @@ fn svdd_and_one_class_models_agree_with_the_ball() {
                 let want = set.r2 - dist2(&pool, &kern, &m, p);
                 assert!((dec[p][0] - want).abs() < 1e-9, "{} vs {want}", dec[p][0]);
                 // Covered within (1+eps)^2 r^2.
-                assert!(-want <= ((1.0 + cp.eps).powi(2) - 1.0) * set.r2 + 1e-12);
+                assert!(-want <= ((1.0 + cp.eps()).powi(2) - 1.0) * set.r2 + 1e-12);
             }
         } else {
             // One-class L2: w'phi(p) - rho with rho = |c|^2; the core-set's support points sit on
@@ -371,41 +396,59 @@ fn svdd_and_one_class_models_agree_with_the_ball() {
 #[test]
 fn bad_input_is_a_clear_error() {
     let pts = gauss_points(10, 3, 31);
-    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     for eps in [0.0, 1.0, -0.5, f64::NAN] {
-        let cp = CoresetParams {
-            eps,
-            ..Default::default()
-        };
         assert!(matches!(
-            centralized(&pts, &kern, &cp),
+            CoresetParams::new()
+                .eps(eps)
+                .check()
+                .map_err(CoresetError::from),
             Err(CoresetError::Param(_))
         ));
     }
-    let params = ConsensusParams::default();
-    let e = run_in_process(&pts, &kern, 11, &params, &mut |_, _| {}).unwrap_err();
+    let params = ConsensusParams::default().check().unwrap();
+    let e = run_in_process(&pts, 11, &params, |_| {}).unwrap_err();
     assert!(matches!(e, CoresetError::EmptyNode { .. }), "{e}");
-    let disc = ConsensusParams {
-        graph: Graph::Edges(vec![(0, 1), (1, 0), (2, 3), (3, 2)]),
-        ..Default::default()
-    };
-    let e = run_in_process(&pts, &kern, 4, &disc, &mut |_, _| {}).unwrap_err();
+    let disc = ConsensusParams::new()
+        .graph(Graph::Edges(vec![(0, 1), (1, 0), (2, 3), (3, 2)]))
+        .check()
+        .unwrap();
+    let e = run_in_process(&pts, 4, &disc, |_| {}).unwrap_err();
     assert!(matches!(e, CoresetError::Disconnected { .. }), "{e}");
     assert!(e.to_string().contains("consensus is impossible"));
-    let zero = ConsensusParams {
-        graph: Graph::ErdosRenyi { p: 0.0 },
-        ..Default::default()
-    };
+    let zero = ConsensusParams::new()
+        .graph(Graph::ErdosRenyi { p: 0.0 })
+        .check()
+        .unwrap();
     assert!(matches!(
-        run_in_process(&pts, &kern, 4, &zero, &mut |_, _| {}),
+        run_in_process(&pts, 4, &zero, |_| {}),
         Err(CoresetError::Disconnected { .. })
     ));
     // The SVM mapping needs a constant kernel diagonal: the linear kernel on raw rows has none.
-    let svm = FeatureKernel::new(Problem::L2Svm { c: 1.0 }, KernelSpec::Linear).unwrap();
-    let e = centralized(&pts, &svm, &CoresetParams::default()).unwrap_err();
+    let svm_params = CoresetParams::new()
+        .problem(Problem::L2Svm { c: 1.0 })
+        .kernel(KernelParams {
+            kind: KernelKind::Linear,
+            ..KernelParams::default()
+        })
+        .check()
+        .unwrap();
+    let e = centralized(&pts, &svm_params).unwrap_err();
     assert!(matches!(e, CoresetError::NonConstantDiagonal { .. }), "{e}");
     assert!(FeatureKernel::new(Problem::L2Svm { c: 0.0 }, KernelSpec::Linear).is_err());
     assert!(FeatureKernel::new(Problem::Svdd, KernelSpec::Precomputed).is_err());
+    // The same checks on the parameters of a fit.
+    for c in [0.0, f64::NAN] {
+        let p = CoresetParams::new().problem(Problem::L2Svm { c });
+        assert!(p.check().is_err());
+    }
+    let precomputed = KernelParams {
+        kind: KernelKind::Precomputed,
+        ..KernelParams::default()
+    };
+    let p = CoresetParams::new()
+        .problem(Problem::Svdd)
+        .kernel(precomputed);
+    assert!(p.check().is_err());
 }
 
 #[test]
@@ -416,12 +459,9 @@ fn tiny_eps_caps_the_core_set_at_the_data_and_is_exact() {
     let pts = gauss_points(40, 3, 31);
     let exact = exact_r2(&pts, &kern);
     for eps in [1e-12, 1e-6] {
-        let cp = CoresetParams {
-            eps,
-            ..Default::default()
-        };
+        let cp = CoresetParams::new().eps(eps).check().unwrap();
         assert_eq!(cp.k_for(pts.len()), 40);
-        let (set, _) = centralized(&pts, &kern, &cp).unwrap();
+        let set = centralized(&pts, &cp).unwrap();
         assert!(
             (set.r2 - exact).abs() <= 1e-6 * exact,
             "{} vs {exact}",
@@ -432,17 +472,15 @@ fn tiny_eps_caps_the_core_set_at_the_data_and_is_exact() {
 
 #[test]
 fn zero_nodes_or_rounds_say_must_be_at_least_one() {
-    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     let pts = gauss_points(10, 2, 41);
-    let e = run_in_process(&pts, &kern, 0, &ConsensusParams::default(), &mut |_, _| {})
+    let params = ConsensusParams::default().check().unwrap();
+    let e = run_in_process(&pts, 0, &params, |_| {})
         .unwrap_err()
         .to_string();
     assert!(e.contains("nodes must be at least 1"), "{e}");
-    let params = ConsensusParams {
-        max_rounds: 0,
-        ..Default::default()
-    };
-    let e = run_in_process(&pts, &kern, 2, &params, &mut |_, _| {})
+    let e = ConsensusParams::new()
+        .max_rounds(0)
+        .check()
         .unwrap_err()
         .to_string();
     assert!(e.contains("max_rounds must be at least 1"), "{e}");
@@ -456,15 +494,12 @@ fn tiny_eps_on_the_distributed_path_uses_one_global_cap() {
     let pts = gauss_points(24, 3, 51);
     let exact = exact_r2(&pts, &kern);
     for graph in [Graph::Ring, Graph::ErdosRenyi { p: 0.3 }] {
-        let params = ConsensusParams {
-            coreset: CoresetParams {
-                eps: 1e-12,
-                ..Default::default()
-            },
-            graph,
-            ..Default::default()
-        };
-        let rep = run_in_process(&pts, &kern, 4, &params, &mut |_, _| {}).unwrap();
+        let params = ConsensusParams::new()
+            .coreset(CoresetParams::new().eps(1e-12))
+            .graph(graph)
+            .check()
+            .unwrap();
+        let rep = run_in_process(&pts, 4, &params, |_| {}).unwrap();
         assert_eq!(rep.k, 24);
         assert!(rep.agreed);
         let set = &rep.states[0].1;
@@ -479,7 +514,6 @@ fn tiny_eps_on_the_distributed_path_uses_one_global_cap() {
 
 #[test]
 fn local_rule_stops_with_all_nodes_agreed_on_static_graphs() {
-    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     let pts = gauss_points(60, 8, 61);
     let edges: Vec<(usize, usize)> = (0..12)
         .map(|i| (i, (i * 5 + 2) % 12))
@@ -495,15 +529,10 @@ fn local_rule_stops_with_all_nodes_agreed_on_static_graphs() {
     ];
     for (nodes, graph, diam) in cases {
         for seed in [1, 2, 3] {
-            let params = ConsensusParams {
-                coreset: CoresetParams {
-                    eps: 0.2,
-                    seed,
-                    ..Default::default()
-                },
-                graph: graph.clone(),
-                ..Default::default()
-            };
+            let builder = ConsensusParams::new()
+                .coreset(CoresetParams::new().eps(0.2).seed(seed))
+                .graph(graph.clone());
+            let params = builder.clone().check().unwrap();
             let schedule = Schedule::new(nodes, &params).unwrap();
             assert!(schedule.window_is_proven());
             let d = schedule.flooding_time(0, 1000).unwrap();
@@ -513,7 +542,7 @@ fn local_rule_stops_with_all_nodes_agreed_on_static_graphs() {
             // Static graph: the flooding time does not depend on the start round.
             assert_eq!(schedule.flooding_time(7, 1000), Some(d));
             let mut first_stop_agreed = None;
-            let rep = run_in_process(&pts, &kern, nodes, &params, &mut |_, s: &RoundSummary| {
+            let rep = run_in_process(&pts, nodes, &params, |s: &RoundSummary| {
                 if s.stopped > 0 && first_stop_agreed.is_none() {
                     first_stop_agreed = Some(s.fp_min == s.fp_max && !s.changed);
                 }
@@ -533,13 +562,9 @@ fn local_rule_stops_with_all_nodes_agreed_on_static_graphs() {
             // Same final set as the global rule.
             let global = run_in_process(
                 &pts,
-                &kern,
                 nodes,
-                &ConsensusParams {
-                    stop: StopRule::Global,
-                    ..params.clone()
-                },
-                &mut |_, _| {},
+                &builder.clone().stop(StopRule::Global).check().unwrap(),
+                |_| {},
             )
             .unwrap();
             assert_eq!(global.states[0].1, rep.states[0].1);
@@ -552,25 +577,22 @@ fn local_rule_stops_with_all_nodes_agreed_on_static_graphs() {
 fn time_varying_graphs_use_the_seeded_flooding_time() {
     // Erdos-Renyi / async / lossy: the window is a heuristic (not proven), computed from the
     // seeded schedule; on the paper's setting it still ends with all nodes agreed.
-    let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
     let pts = gauss_points(100, 50, 11);
-    let params = ConsensusParams {
-        graph: Graph::ErdosRenyi { p: 0.01 },
-        ..Default::default()
-    };
+    let builder = ConsensusParams::new().graph(Graph::ErdosRenyi { p: 0.01 });
+    let params = builder.clone().check().unwrap();
     let schedule = Schedule::new(100, &params).unwrap();
     assert!(!schedule.window_is_proven());
     let d = schedule.flooding_time(0, 1000).unwrap();
     assert!((3..100).contains(&d), "{d}");
-    let rep = run_in_process(&pts, &kern, 100, &params, &mut |_, _| {}).unwrap();
+    let rep = run_in_process(&pts, 100, &params, |_| {}).unwrap();
     assert_eq!(rep.window, Some(2 * d + 1));
     assert!(rep.stopped && rep.agreed && !rep.window_proven);
     // A window that is too short can stop nodes before they agree: reported, not hidden.
-    let short = ConsensusParams {
-        stop: StopRule::Local { window: Some(1) },
-        ..params.clone()
-    };
-    let rep = run_in_process(&pts, &kern, 100, &short, &mut |_, _| {}).unwrap();
+    let short = builder
+        .stop(StopRule::Local { window: Some(1) })
+        .check()
+        .unwrap();
+    let rep = run_in_process(&pts, 100, &short, |_| {}).unwrap();
     assert!(rep.stopped);
     let all_same = rep.states.iter().all(|(_, s)| s.ids == rep.states[0].1.ids);
     assert_eq!(rep.agreed, all_same);

@@ -7,7 +7,7 @@
 //! - L2-SVM: `K~_ij = y_i y_j (K_ij + 1) + [i = j] / C`;
 //!
 //! `r^2 = max { diag(K~)'a - a'K~a : a >= 0, 1'a = 1 }`, solved by clarabel's interior-point
-//! method. Checked: the library's exact solve (`experiment::exact_r2`: active-set simplex solver
+//! method. Checked: the library's exact solve (`quality::exact_r2`: active-set simplex solver
 //! or the SMO engine) equals it; the centralized and the distributed (3 nodes) core-sets have the
 //! `r^2` of clarabel's MEB of their own points, at most the full optimum, and the full data lie
 //! within `(1 + eps)^2` of it.
@@ -19,9 +19,11 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
     ZeroConeT,
 };
-use marginkit::coreset::consensus::{centralized, run_in_process, CoreSetMsg};
-use marginkit::coreset::experiment::exact_r2;
+use marginkit::coreset::consensus::{self, ConsensusData, CoreSetMsg};
+use marginkit::coreset::quality::exact_r2;
 use marginkit::coreset::{ConsensusParams, CoresetParams, FeatureKernel, PointSet, Problem};
+use marginkit::fit::Control;
+use marginkit::svm::{Gamma, KernelKind, KernelParams};
 use marginkit::KernelSpec;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -201,12 +203,18 @@ fn svdd_one_class_and_l2svm_optima_equal_clarabel() {
                 (ours - r_star2).abs() <= 1e-7 * r_star2,
                 "{what}: exact {ours} vs clarabel {r_star2}"
             );
-            let cp = CoresetParams {
-                eps,
-                seed,
-                ..Default::default()
+            let rbf = KernelParams {
+                kind: KernelKind::Rbf,
+                gamma: Gamma::Value(GAMMA),
+                ..KernelParams::default()
             };
-            let (set, _) = centralized(&pts, &kern, &cp).unwrap();
+            let cp = CoresetParams::new()
+                .problem(problem)
+                .kernel(rbf)
+                .eps(eps)
+                .seed(seed);
+            let fit = marginkit::coreset::fit(&cp.check().unwrap(), &pts, &mut Control::default());
+            let set = fit.unwrap().model.set;
             check_set(
                 &kt,
                 &pts,
@@ -215,11 +223,14 @@ fn svdd_one_class_and_l2svm_optima_equal_clarabel() {
                 eps,
                 &format!("{what} centralized"),
             );
-            let params = ConsensusParams {
-                coreset: cp,
-                ..Default::default()
+            let params = ConsensusParams::new().coreset(cp).check().unwrap();
+            let network = ConsensusData::InProcess {
+                points: &pts,
+                nodes: 3,
             };
-            let rep = run_in_process(&pts, &kern, 3, &params, &mut |_, _| {}).unwrap();
+            let rep = consensus::fit(&params, &network, &mut Control::default())
+                .unwrap()
+                .report;
             assert!(rep.agreed, "{what}: the nodes agree");
             for (node, s) in &rep.states {
                 check_set(&kt, &pts, s, r_star2, eps, &format!("{what} node {node}"));

@@ -14,7 +14,7 @@ use marginkit::data::{Dataset, DenseMatrix, Features};
 use marginkit::error::FitError;
 use marginkit::fit::Control;
 use marginkit::kernel::qmatrix::{kernel_value, SvcQ};
-use marginkit::robust::cccp::{cccp, CccpPath, THETA_GRID};
+use marginkit::robust::cccp::{self, CccpParams, CccpPath, THETA_GRID};
 use marginkit::robust::select::{select, Method, SelectParams};
 use marginkit::robust::{
     check_local_optimality, model_from_beta, Node, NodeKind, OutlierPath, PathKind, RobustData,
@@ -74,8 +74,11 @@ fn run_cccp(
     grid: &[f64],
     data: &Dataset,
 ) -> Result<CccpPath, FitError> {
-    let p = p.clone().kind(kind).check()?;
-    cccp(&p, grid, &RobustData::new(data))
+    let p = CccpParams::new()
+        .robust(p.clone().kind(kind))
+        .grid(grid.to_vec())
+        .check()?;
+    Ok(cccp::fit(&p, &RobustData::new(data), &mut Control::default())?.report)
 }
 
 /// Two Gaussian blobs in 2-D with a fraction of flipped labels.

@@ -7,17 +7,16 @@ use std::time::Instant;
 
 use crate::common::progress::Progress;
 use clap::{ArgAction, Args, ValueEnum};
-use marginkit::coreset::consensus::{run_in_process, RoundSummary};
-use marginkit::coreset::experiment::{
-    accuracy, consensus_svg, coverage_ratio, kernel_from_flags, parse_graph, points_for,
-    problem_by_name, reference_r2, RunSummary,
-};
-use marginkit::coreset::model::to_model;
+use marginkit::coreset::consensus::{self, ConsensusData, Round};
+use marginkit::coreset::quality::{coverage_ratio, reference_r2};
+use marginkit::coreset::summary::{accuracy, consensus_svg, RunSummary};
 use marginkit::coreset::{
-    Activation, ConsensusParams, CoresetParams, FeatureKernel, Problem, StopRule,
+    points_for, Activation, ConsensusParams, CoresetParams, Graph, Problem, StopRule,
 };
 use marginkit::data::write_output;
+use marginkit::fit::Control;
 use marginkit::svm::model_io::save_model;
+use marginkit::svm::KernelParams;
 
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
@@ -155,67 +154,75 @@ pub fn run(a: CoresetArgs) -> Exit {
     outputs.extend(a.plot.as_deref().map(|p| (p, "--plot")));
     outputs.extend(a.trace.as_deref().map(|p| (p, "--trace")));
     crate::common::output::check_outputs(&outputs)?;
-    let data = read_data(&a.data_file, &a.input, false)?;
-    let kernel = kernel_from_flags(a.kernel_type, a.gamma, a.degree, a.coef0, data.n_features())?;
-    let name = format!("{:?}", a.problem).to_lowercase();
-    let problem = problem_by_name(&name, a.cost)?;
-    let kern = FeatureKernel::new(problem, kernel)?;
-    let (pts, labels) = points_for(&data, problem)?;
-    let params = ConsensusParams {
-        coreset: CoresetParams {
-            eps: a.eps,
-            seed: a.seed,
-            ..CoresetParams::default()
-        },
-        graph: parse_graph(&a.graph)?,
-        activation: match a.async_p {
-            Some(p) => Activation::Async { p },
-            None => Activation::Sync,
-        },
-        drop: a.drop,
-        max_delay: a.delay,
-        max_rounds: a.max_rounds,
-        record: a.plot.is_some() || a.trace.is_some(),
-        stop: match a.stop {
-            Stop::Local => StopRule::Local { window: a.window },
-            Stop::Global => StopRule::Global,
-        },
+    let problem = match a.problem {
+        Kind::Meb => Problem::Meb,
+        Kind::Svdd => Problem::Svdd,
+        Kind::Svm => Problem::L2Svm { c: a.cost },
+        Kind::Oneclass => Problem::OneClassL2 { c: a.cost },
     };
+    let kernel = KernelParams::from_libsvm(a.kernel_type, a.gamma, a.coef0, a.degree)?;
     if a.window.is_some() && a.stop == Stop::Global {
         return Err(CliError("--window is for --stop local".into()));
     }
-    params.coreset.check()?;
+    let params = ConsensusParams::new()
+        .coreset(
+            CoresetParams::new()
+                .problem(problem)
+                .kernel(kernel)
+                .eps(a.eps)
+                .seed(a.seed),
+        )
+        .graph(a.graph.parse::<Graph>()?)
+        .activation(match a.async_p {
+            Some(p) => Activation::Async { p },
+            None => Activation::Sync,
+        })
+        .drop(a.drop)
+        .max_delay(a.delay)
+        .max_rounds(a.max_rounds)
+        .record(a.plot.is_some() || a.trace.is_some())
+        .stop(match a.stop {
+            Stop::Local => StopRule::Local { window: a.window },
+            Stop::Global => StopRule::Global,
+        })
+        .check()?;
+    let data = read_data(&a.data_file, &a.input, false)?;
+    let name = format!("{:?}", a.problem).to_lowercase();
+    let (pts, labels) = points_for(&data, problem)?;
     let show = !a.quiet && !a.json;
     let mut progress = Progress::new(a.quiet, "coreset");
     let mut table: Vec<String> = Vec::new();
-    let rep = run_in_process(&pts, &kern, a.nodes, &params, &mut |t, s: &RoundSummary| {
+    let network = ConsensusData::InProcess {
+        points: &pts,
+        nodes: a.nodes,
+    };
+    let mut ctl = Control::default().on_part(|r: &Round| {
+        let s = &r.summary;
         progress.set(&format!(
             "round {} r^2 min {:.6e} max {:.6e}",
-            t + 1,
-            s.r2_min,
-            s.r2_max
+            r.number, s.r2_min, s.r2_max
         ));
         if show {
             table.push(format!(
                 "{:>6} {:>14.8e} {:>14.8e} {:>12.4e} {}",
-                t + 1,
+                r.number,
                 s.r2_min,
                 s.r2_max,
                 s.r2_max - s.r2_min,
                 if s.fp_min == s.fp_max { "yes" } else { "no" }
             ));
         }
-    })?;
+    });
+    let fit = consensus::fit(&params, &network, &mut ctl);
+    drop(ctl);
     progress.finish();
-    let (_, final_set) = rep
-        .states
-        .first()
-        .ok_or_else(|| CliError("no nodes".into()))?;
-    let reference = reference_r2(&pts, &kern, final_set);
-    let cov = coverage_ratio(&pts, &kern, final_set, reference.0);
-    let mut out = RunSummary::new(&name, a.eps, &rep, final_set, reference, cov, a.nodes);
+    let fit = fit?;
+    let (rep, kern, final_set) = (&fit.report, &fit.model.kernel, &fit.model.set);
+    let reference = reference_r2(&pts, kern, final_set);
+    let cov = coverage_ratio(&pts, kern, final_set, reference.0);
+    let mut out = RunSummary::new(&name, a.eps, rep, final_set, reference, cov, a.nodes);
     if problem != Problem::Meb {
-        let model = to_model(final_set, &kern, labels)?;
+        let model = fit.model.to_svm(labels)?;
         if a.problem == Kind::Svm {
             out.train_accuracy = Some(accuracy(&model, &data)?);
             if let Some(tp) = &a.test {
@@ -249,7 +256,7 @@ pub fn run(a: CoresetArgs) -> Exit {
             a.graph,
             a.eps
         );
-        let svg = consensus_svg(&rep, &title);
+        let svg = consensus_svg(rep, &title);
         write_output(pp, |w| std::io::Write::write_all(w, svg.as_bytes()))
             .map_err(|e| CliError(format!("{}: {e}", pp.display())))?;
     }

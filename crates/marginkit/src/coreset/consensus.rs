@@ -28,11 +28,12 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::bc::{self, coreset, meb_of, Pool};
+use super::model::CoresetModel;
 use super::space::{param, FeatureKernel, PointSet};
-use super::{hash4, unif4, CoresetError, CoresetParams};
-use crate::error::ParamError;
-use crate::fit::Report;
-use crate::solver::Status;
+use super::{hash4, unif4, CoresetError, CoresetParams, CoresetValidParams};
+use crate::error::{DataError, ParamError};
+use crate::fit::{Control, Fit, Report};
+use crate::solver::{IterStats, Status};
 
 /// The communication graph `G_c(t)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +52,71 @@ pub enum Graph {
     Complete,
     /// A static directed edge list `(from, to)`, 0-based.
     Edges(Vec<(usize, usize)>),
+}
+
+impl std::str::FromStr for Graph {
+    type Err = CoresetError;
+
+    /// Parses the graph flag both command lines take (`--graph`): `er:P`, `ring`, `grid`,
+    /// `complete` or `edges:FILE` (one `FROM TO` pair of 0-based nodes per line; `#` starts a
+    /// comment; the file is read).
+    ///
+    /// # Errors
+    /// [`CoresetError::Edges`] naming the file, line and field; [`ParamError::OutOfRange`]
+    /// for `P` outside [0, 1].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(p) = s.strip_prefix("er:") {
+            let p: f64 = p
+                .parse()
+                .map_err(|_| CoresetError::Edges(format!("--graph er:P: {p:?} is not a number")))?;
+            if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
+                return Err(param("er probability", p, "(0, 1]"));
+            }
+            return Ok(Graph::ErdosRenyi { p });
+        }
+        if let Some(file) = s.strip_prefix("edges:") {
+            let text = std::fs::read_to_string(std::path::Path::new(file))
+                .map_err(|e| CoresetError::Edges(format!("{file}: {e}")))?;
+            let mut edges = Vec::new();
+            for (ln, line) in text.lines().enumerate() {
+                let line = line.split('#').next().unwrap_or("").trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let f: Vec<&str> = line.split_whitespace().collect();
+                if f.len() != 2 {
+                    return Err(CoresetError::Edges(format!(
+                        "{file}:{}: expected two node numbers FROM TO, found {} fields",
+                        ln + 1,
+                        f.len()
+                    )));
+                }
+                let mut pair = [0usize; 2];
+                for (k, name) in ["FROM", "TO"].iter().enumerate() {
+                    pair[k] = f[k].parse().map_err(|_| {
+                        CoresetError::Edges(format!(
+                            "{file}:{}: field {name} {:?} is not a node number",
+                            ln + 1,
+                            f[k]
+                        ))
+                    })?;
+                }
+                edges.push((pair[0], pair[1]));
+            }
+            if edges.is_empty() {
+                return Err(CoresetError::Edges(format!("{file}: no edges")));
+            }
+            return Ok(Graph::Edges(edges));
+        }
+        match s {
+            "ring" => Ok(Graph::Ring),
+            "grid" => Ok(Graph::Grid),
+            "complete" => Ok(Graph::Complete),
+            other => Err(CoresetError::Edges(format!(
+                "--graph {other:?}: expected er:P, ring, grid, complete or edges:FILE"
+            ))),
+        }
+    }
 }
 
 /// When nodes run.
@@ -90,28 +156,85 @@ impl Default for StopRule {
     }
 }
 
-/// Parameters of a consensus run.
+/// Checked parameters of a consensus run, the only form [`Schedule::new`] and the consensus
+/// fit accept: made by [`ConsensusParams::check`], read through the getters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsensusValidParams {
+    pub(crate) coreset: CoresetValidParams,
+    pub(crate) graph: Graph,
+    pub(crate) activation: Activation,
+    pub(crate) drop: f64,
+    pub(crate) max_delay: u32,
+    pub(crate) max_rounds: u64,
+    pub(crate) record: bool,
+    pub(crate) stop: StopRule,
+}
+
+impl ConsensusValidParams {
+    /// The core-set routine's parameters (its seed also drives the network).
+    pub fn coreset(&self) -> &CoresetValidParams {
+        &self.coreset
+    }
+    /// The communication graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+    /// When nodes run.
+    pub fn activation(&self) -> Activation {
+        self.activation
+    }
+    /// Probability that a message is lost.
+    pub fn drop(&self) -> f64 {
+        self.drop
+    }
+    /// Messages are delayed by `0..=max_delay` rounds.
+    pub fn max_delay(&self) -> u32 {
+        self.max_delay
+    }
+    /// Round budget.
+    pub fn max_rounds(&self) -> u64 {
+        self.max_rounds
+    }
+    /// Whether every node's `r^2` and centre norm are kept after every round.
+    pub fn record(&self) -> bool {
+        self.record
+    }
+    /// The stopping rule.
+    pub fn stop(&self) -> StopRule {
+        self.stop
+    }
+}
+
+/// Parameters of a consensus run, unchecked: a builder whose
+/// [`check`](ConsensusParams::check) gives the [`ConsensusValidParams`] a run accepts.
+///
+/// ```
+/// use marginkit::coreset::{ConsensusParams, CoresetParams, Graph};
+///
+/// let p = ConsensusParams::new()
+///     .coreset(CoresetParams::new().eps(0.05))
+///     .graph(Graph::Ring)
+///     .check()?;
+/// assert_eq!(p.coreset().k(), 20);
+/// assert!(ConsensusParams::new().drop(f64::NAN).check().is_err());
+/// # Ok::<(), marginkit::error::ParamError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsensusParams {
-    /// Core-set routine parameters (eps, tol, seed; the seed also drives the network).
-    pub coreset: CoresetParams,
-    /// Communication graph.
-    pub graph: Graph,
-    /// Activation.
-    pub activation: Activation,
-    /// Probability that a message is lost, in [0, 1).
-    pub drop: f64,
-    /// Messages are delayed by 0..=max_delay rounds (uniform, seeded).
-    pub max_delay: u32,
-    /// Round budget.
-    pub max_rounds: u64,
-    /// Keep `r^2` and the centre norm of every node after every round (for the figures).
-    pub record: bool,
-    /// Stopping rule (default: the local rule with `W = 2 D + 1`).
-    pub stop: StopRule,
+    coreset: CoresetParams,
+    graph: Graph,
+    activation: Activation,
+    drop: f64,
+    max_delay: u32,
+    max_rounds: u64,
+    record: bool,
+    stop: StopRule,
 }
 
 impl Default for ConsensusParams {
+    /// [`CoresetParams`]'s defaults, a fresh Erdos-Renyi graph with `p = 0.05` every round,
+    /// synchronous lossless rounds without delay, 10 000 rounds, nothing recorded, the local
+    /// stopping rule with `W = 2 D + 1`.
     fn default() -> Self {
         Self {
             coreset: CoresetParams::default(),
@@ -123,6 +246,101 @@ impl Default for ConsensusParams {
             record: false,
             stop: StopRule::default(),
         }
+    }
+}
+
+impl ConsensusParams {
+    /// The defaults (see [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Core-set routine parameters (problem, kernel, eps, tol, seed; the seed also drives the
+    /// network).
+    #[must_use]
+    pub fn coreset(mut self, p: CoresetParams) -> Self {
+        self.coreset = p;
+        self
+    }
+    /// Communication graph.
+    #[must_use]
+    pub fn graph(mut self, g: Graph) -> Self {
+        self.graph = g;
+        self
+    }
+    /// Activation (default synchronous).
+    #[must_use]
+    pub fn activation(mut self, a: Activation) -> Self {
+        self.activation = a;
+        self
+    }
+    /// Probability that a message is lost, in [0, 1) (default 0).
+    #[must_use]
+    pub fn drop(mut self, p: f64) -> Self {
+        self.drop = p;
+        self
+    }
+    /// Messages are delayed by `0..=max_delay` rounds (uniform, seeded; default 0).
+    #[must_use]
+    pub fn max_delay(mut self, d: u32) -> Self {
+        self.max_delay = d;
+        self
+    }
+    /// Round budget, at least 1 (default 10 000).
+    #[must_use]
+    pub fn max_rounds(mut self, r: u64) -> Self {
+        self.max_rounds = r;
+        self
+    }
+    /// Keep `r^2` and the centre norm of every node after every round (for the figures).
+    #[must_use]
+    pub fn record(mut self, r: bool) -> Self {
+        self.record = r;
+        self
+    }
+    /// Stopping rule (default: the local rule with `W = 2 D + 1`).
+    #[must_use]
+    pub fn stop(mut self, s: StopRule) -> Self {
+        self.stop = s;
+        self
+    }
+
+    /// Checks every parameter (NaN-safe): the core-set parameters, the Erdos-Renyi probability
+    /// in [0, 1], the loss probability in [0, 1), the activation probability in (0, 1] and a
+    /// round budget of at least 1. What depends on the number of nodes (their count, edges
+    /// naming nodes that do not exist, a graph that is not strongly connected) is checked by
+    /// [`Schedule::new`].
+    ///
+    /// # Errors
+    /// [`ParamError`] naming the first invalid parameter.
+    pub fn check(self) -> Result<ConsensusValidParams, ParamError> {
+        let coreset = self.coreset.check()?;
+        let range = |name, value, range| ParamError::OutOfRange { name, value, range };
+        if !(self.drop.is_finite() && (0.0..1.0).contains(&self.drop)) {
+            return Err(range("drop", self.drop, "[0, 1)"));
+        }
+        if let Activation::Async { p } = self.activation {
+            if !(p.is_finite() && p > 0.0 && p <= 1.0) {
+                return Err(range("async activation probability", p, "(0, 1]"));
+            }
+        }
+        if self.max_rounds == 0 {
+            return Err(ParamError::Incompatible("max_rounds must be at least 1"));
+        }
+        if let Graph::ErdosRenyi { p } = self.graph {
+            if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
+                return Err(range("er probability", p, "(0, 1]"));
+            }
+        }
+        Ok(ConsensusValidParams {
+            coreset,
+            graph: self.graph,
+            activation: self.activation,
+            drop: self.drop,
+            max_delay: self.max_delay,
+            max_rounds: self.max_rounds,
+            record: self.record,
+            stop: self.stop,
+        })
     }
 }
 
@@ -151,13 +369,13 @@ pub const MAX_NODES: usize = 100_000;
 pub const MAX_COMPLETE_NODES: usize = 4_096;
 
 impl Schedule {
-    /// Checks the parameters and the graph for `n` nodes.
+    /// The schedule of `params` on `n` nodes, checking what depends on `n`.
     ///
     /// # Errors
     /// [`CoresetError::Disconnected`] for a static graph that is not strongly connected or an
-    /// Erdos-Renyi probability of 0 (consensus is impossible); parameter errors.
-    pub fn new(n: usize, params: &ConsensusParams) -> Result<Self, CoresetError> {
-        params.coreset.check()?;
+    /// Erdos-Renyi probability of 0 (consensus is impossible); [`CoresetError::Edges`] for an
+    /// edge naming a node outside `0..n`; [`ParamError`] for no nodes or too many.
+    pub fn new(n: usize, params: &ConsensusValidParams) -> Result<Self, CoresetError> {
         if n == 0 {
             return Err(ParamError::Incompatible("nodes must be at least 1").into());
         }
@@ -173,23 +391,9 @@ impl Schedule {
                 "1..=4096 (n (n - 1) edges)",
             ));
         }
-        if !(params.drop.is_finite() && (0.0..1.0).contains(&params.drop)) {
-            return Err(param("drop", params.drop, "[0, 1)"));
-        }
-        if let Activation::Async { p } = params.activation {
-            if !(p.is_finite() && p > 0.0 && p <= 1.0) {
-                return Err(param("async activation probability", p, "(0, 1]"));
-            }
-        }
-        if params.max_rounds == 0 {
-            return Err(ParamError::Incompatible("max_rounds must be at least 1").into());
-        }
         let mut out = vec![Vec::new(); n];
         match &params.graph {
             Graph::ErdosRenyi { p } => {
-                if !(p.is_finite() && *p >= 0.0 && *p <= 1.0) {
-                    return Err(param("er probability", *p, "(0, 1]"));
-                }
                 if *p == 0.0 && n > 1 {
                     return Err(CoresetError::Disconnected {
                         reason: "Erdos-Renyi graphs with p = 0 have no edges".into(),
@@ -577,7 +781,12 @@ impl CoreSetMsg {
         h
     }
 
-    fn from_result(pool: &Pool<'_>, res: &bc::CoresetResult, node: usize, d: usize) -> Self {
+    pub(crate) fn from_result(
+        pool: &Pool<'_>,
+        res: &bc::CoresetResult,
+        node: usize,
+        d: usize,
+    ) -> Self {
         let mut points = PointSet::new(d);
         for &p in &res.meb.distinct {
             let pt = pool.get(p);
@@ -592,26 +801,6 @@ impl CoreSetMsg {
             c2: res.meb.sol.c2,
         }
     }
-}
-
-/// The centralised routine: `coreset(S, random k points of S)` on all the points.
-///
-/// # Errors
-/// Parameter errors; [`crate::error::DataError::Empty`].
-pub fn centralized(
-    pts: &PointSet,
-    kern: &FeatureKernel,
-    params: &CoresetParams,
-) -> Result<(CoreSetMsg, usize), CoresetError> {
-    params.check()?;
-    kern.check_points(pts)?;
-    let pool = Pool::new(pts, None);
-    let init = bc::initial_members(pts.len(), params.k_for(pts.len()), params.seed, u64::MAX);
-    let res = coreset(&pool, kern, init, params.tol);
-    Ok((
-        CoreSetMsg::from_result(&pool, &res, 0, pts.dim()),
-        res.swaps,
-    ))
 }
 
 /// One network node: its shard and its candidate core-set.
@@ -639,7 +828,7 @@ impl Node {
         id: usize,
         own: PointSet,
         kern: &FeatureKernel,
-        params: &CoresetParams,
+        params: &CoresetValidParams,
         k: usize,
     ) -> Self {
         let index: HashMap<u64, usize> =
@@ -836,7 +1025,7 @@ pub trait Transport {
     /// # Errors
     /// [`CoresetError::Transport`].
     fn exchange(
-        &mut self,
+        &self,
         t: u64,
         schedule: &Schedule,
         outgoing: &[(usize, Arc<CoreSetMsg>)],
@@ -845,13 +1034,13 @@ pub trait Transport {
     ///
     /// # Errors
     /// [`CoresetError::Transport`].
-    fn reduce(&mut self, local: RoundSummary) -> Result<RoundSummary, CoresetError>;
+    fn reduce(&self, local: RoundSummary) -> Result<RoundSummary, CoresetError>;
     /// The sum of `local` over all processes (once, before the first round: the total number of
     /// points, which caps the core-set size identically on every node).
     ///
     /// # Errors
     /// [`CoresetError::Transport`].
-    fn sum(&mut self, local: u64) -> Result<u64, CoresetError>;
+    fn sum(&self, local: u64) -> Result<u64, CoresetError>;
 }
 
 /// All nodes in this process: message passing is a move of `Arc`s.
@@ -872,7 +1061,7 @@ impl Transport for InProcess {
         (0..self.n).collect()
     }
     fn exchange(
-        &mut self,
+        &self,
         t: u64,
         schedule: &Schedule,
         outgoing: &[(usize, Arc<CoreSetMsg>)],
@@ -895,10 +1084,10 @@ impl Transport for InProcess {
         }
         Ok(inbox)
     }
-    fn reduce(&mut self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
+    fn reduce(&self, local: RoundSummary) -> Result<RoundSummary, CoresetError> {
         Ok(local)
     }
-    fn sum(&mut self, local: u64) -> Result<u64, CoresetError> {
+    fn sum(&self, local: u64) -> Result<u64, CoresetError> {
         Ok(local)
     }
 }
@@ -923,8 +1112,11 @@ pub struct ConsensusReport {
     /// Per local node, the round after which it stopped by the local rule.
     pub stop_rounds: Vec<(usize, Option<u64>)>,
     /// Every node stopped by the local rule (or the global check fired under
-    /// [`StopRule::Global`]); otherwise the round budget ran out.
+    /// [`StopRule::Global`]); otherwise the round budget ran out or the observer stopped the
+    /// run.
     pub stopped: bool,
+    /// The observer stopped the run before the rule or the round budget did.
+    pub interrupted: bool,
     /// First round from which all nodes held the same set until the end.
     pub consensus_round: Option<u64>,
     /// Final sets of the local nodes `(node, set)`.
@@ -945,31 +1137,140 @@ pub struct ConsensusReport {
 
 impl Report for ConsensusReport {
     /// [`Status::Converged`] when every node stopped by the local rule (or the global check
-    /// fired under [`StopRule::Global`]), [`Status::MaxIterations`] when the round budget ran
-    /// out first.
+    /// fired under [`StopRule::Global`]), [`Status::Interrupted`] when the observer stopped the
+    /// run, [`Status::MaxIterations`] when the round budget ran out first.
     fn status(&self) -> Status {
         if self.stopped {
             Status::Converged
+        } else if self.interrupted {
+            Status::Interrupted
         } else {
             Status::MaxIterations
         }
     }
 }
 
-/// Runs Algorithm 1 for the local nodes `shards` (`(node, points)`) over `transport`.
-/// `on_round(t, status)` is called after every round.
+/// One round of a consensus run, as [`fit`] hands it to [`Control::on_part`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Round {
+    /// Rounds run so far (1 after the first).
+    pub number: u64,
+    /// The network-wide state after it.
+    pub summary: RoundSummary,
+}
+
+/// What a consensus run works on: the points of its nodes, and how the nodes talk.
+#[derive(Clone, Copy)]
+pub enum ConsensusData<'a> {
+    /// `nodes` nodes in this process, node `i` holding the `i`-th contiguous shard of `points`
+    /// ([`shard_ranges`]); a message is a move of an `Arc` ([`InProcess`]).
+    InProcess {
+        /// All the points.
+        points: &'a PointSet,
+        /// Number of nodes.
+        nodes: usize,
+    },
+    /// The nodes of this process, `(node, shard)` in the order of the transport's
+    /// [`Transport::local_nodes`], among `nodes` nodes in all, exchanging their sets over
+    /// `transport` (crate `marginkit-mpi`: one node per MPI rank). Every process runs the fit
+    /// with the same parameters; the shards have rows of the same width on every process.
+    Distributed {
+        /// Number of nodes over all processes.
+        nodes: usize,
+        /// This process's nodes and their points.
+        shards: &'a [(usize, PointSet)],
+        /// The network.
+        transport: &'a dyn Transport,
+    },
+}
+
+impl std::fmt::Debug for ConsensusData<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::InProcess { points, nodes } => f
+                .debug_struct("InProcess")
+                .field("points", &points.len())
+                .field("nodes", nodes)
+                .finish(),
+            Self::Distributed { nodes, shards, .. } => f
+                .debug_struct("Distributed")
+                .field("nodes", nodes)
+                .field("local", &shards.iter().map(|(i, _)| *i).collect::<Vec<_>>())
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// Runs Algorithm 1 on `data` (see the module doc).
+///
+/// The kernel's gamma `Auto` is resolved against the width of the points. The model is the
+/// final core-set of this process's first node (on every node when the report says `agreed`);
+/// the report holds every local node's set, the rounds and the stopping diagnostics. After
+/// every round `ctl`'s part callback receives a [`Round`], and its observer is asked whether to
+/// go on (a stop ends the run with [`Status::Interrupted`]; with a transport over several
+/// processes it must decide alike on every process, as the round's summary does). A run has
+/// no state to resume from.
 ///
 /// # Errors
-/// [`CoresetError::EmptyNode`], parameter and transport errors.
-pub fn run<T: Transport>(
-    transport: &mut T,
+/// [`CoresetError::EmptyNode`] for fewer points than nodes (or a node without points),
+/// [`CoresetError::NonConstantDiagonal`] for the SVM mappings on points whose kernel diagonal
+/// varies, [`Schedule::new`]'s errors for the node count and graph, transport errors.
+pub fn fit(
+    params: &ConsensusValidParams,
+    data: &ConsensusData<'_>,
+    ctl: &mut Control<'_, (), Round>,
+) -> Result<Fit<CoresetModel, ConsensusReport>, CoresetError> {
+    let (rep, kern) = match *data {
+        ConsensusData::InProcess { points, nodes } => {
+            let kern = params.coreset.feature_kernel(points.dim());
+            kern.check_points(points)?;
+            // First: `split` refuses more nodes than points before any per-node allocation
+            // (`--nodes 1000000000000` would otherwise abort on the schedule's adjacency lists).
+            let shards = split(points, nodes)?;
+            let schedule = Schedule::new(nodes, params)?;
+            let rep = run_nodes(
+                &InProcess::new(nodes),
+                &kern,
+                shards,
+                &schedule,
+                params,
+                ctl,
+            )?;
+            (rep, kern)
+        }
+        ConsensusData::Distributed {
+            nodes,
+            shards,
+            transport,
+        } => {
+            let dim = shards.first().ok_or(DataError::Empty)?.1.dim();
+            let kern = params.coreset.feature_kernel(dim);
+            let schedule = Schedule::new(nodes, params)?;
+            let rep = run_nodes(transport, &kern, shards.to_vec(), &schedule, params, ctl)?;
+            (rep, kern)
+        }
+    };
+    let set = rep
+        .states
+        .first()
+        .map(|(_, m)| (**m).clone())
+        .ok_or(DataError::Empty)?;
+    Ok(Fit {
+        model: CoresetModel { set, kernel: kern },
+        report: rep,
+        checkpoint: None,
+    })
+}
+
+/// Algorithm 1 for the local nodes `shards` (`(node, points)`) over `transport`.
+fn run_nodes(
+    transport: &dyn Transport,
     kern: &FeatureKernel,
     shards: Vec<(usize, PointSet)>,
     schedule: &Schedule,
-    params: &ConsensusParams,
-    on_round: &mut dyn FnMut(u64, &RoundSummary),
+    params: &ConsensusValidParams,
+    ctl: &mut Control<'_, (), Round>,
 ) -> Result<ConsensusReport, CoresetError> {
-    params.coreset.check()?;
     let total: usize = shards.iter().map(|(_, s)| s.len()).sum();
     for (node, s) in &shards {
         if s.is_empty() {
@@ -1010,6 +1311,7 @@ pub fn run<T: Transport>(
     let mut quiescent = false;
     let mut agreed = false;
     let mut monotone = true;
+    let mut interrupted = false;
     for t in 0..params.max_rounds {
         rounds = t + 1;
         let outgoing: Vec<(usize, Arc<CoreSetMsg>)> = nodes
@@ -1078,7 +1380,10 @@ pub fn run<T: Transport>(
             });
         }
         let g = transport.reduce(local)?;
-        on_round(t, &g);
+        ctl.part_done(&Round {
+            number: t + 1,
+            summary: g,
+        });
         bytes_sent += g.bytes;
         monotone = g.monotone;
         spread.push((g.r2_min, g.r2_max));
@@ -1109,6 +1414,15 @@ pub fn run<T: Transport>(
         if stopped {
             break;
         }
+        let seen = IterStats {
+            iterations: t + 1,
+            max_violation: g.r2_max - g.r2_min,
+            active: schedule.n() - g.stopped as usize,
+        };
+        if ctl.observer().on_iter(&seen).is_break() {
+            interrupted = true;
+            break;
+        }
     }
     let n = schedule.n() as f64;
     Ok(ConsensusReport {
@@ -1121,6 +1435,7 @@ pub fn run<T: Transport>(
         window_proven: schedule.window_is_proven(),
         stop_rounds: nodes.iter().map(|nd| (nd.id, nd.stopped_at)).collect(),
         stopped,
+        interrupted,
         consensus_round,
         states: nodes.iter().map(|nd| (nd.id, nd.state.clone())).collect(),
         history: nodes
@@ -1172,37 +1487,18 @@ pub fn split(pts: &PointSet, nodes: usize) -> Result<Vec<(usize, PointSet)>, Cor
     Ok(out)
 }
 
-/// Runs Algorithm 1 on `nodes` in-process nodes holding contiguous shards of `pts`.
-///
-/// # Errors
-/// As [`run`] and [`Schedule::new`].
-pub fn run_in_process(
-    pts: &PointSet,
-    kern: &FeatureKernel,
-    nodes: usize,
-    params: &ConsensusParams,
-    on_round: &mut dyn FnMut(u64, &RoundSummary),
-) -> Result<ConsensusReport, CoresetError> {
-    kern.check_points(pts)?;
-    // First: `split` refuses more nodes than points before any per-node allocation
-    // (`--nodes 1000000000000` would otherwise abort on the schedule's adjacency lists).
-    let shards = split(pts, nodes)?;
-    let schedule = Schedule::new(nodes, params)?;
-    run(
-        &mut InProcess::new(nodes),
-        kern,
-        shards,
-        &schedule,
-        params,
-        on_round,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coreset::Problem;
-    use crate::KernelSpec;
+
+    /// The centralized core-set of `pts` (minimum enclosing ball, default parameters).
+    fn central(pts: &PointSet) -> CoreSetMsg {
+        let p = CoresetParams::default().check().unwrap();
+        crate::coreset::fit(&p, pts, &mut Control::default())
+            .unwrap()
+            .model
+            .set
+    }
 
     #[test]
     fn wire_format_round_trips_and_rejects_garbage() {
@@ -1211,8 +1507,7 @@ mod tests {
             let v = i as f64;
             pts.push(i * 7, 1.0, &[v.sin(), v.cos(), 0.1 * v]);
         }
-        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
-        let (msg, _) = centralized(&pts, &kern, &CoresetParams::default()).unwrap();
+        let msg = central(&pts);
         let bytes = msg.encode();
         assert_eq!(bytes.len(), msg.encoded_len());
         let back = CoreSetMsg::decode(&bytes).unwrap();
@@ -1237,8 +1532,7 @@ mod tests {
         for i in 0..5u64 {
             pts.push(i, 1.0, &[i as f64, 1.0 - i as f64]);
         }
-        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
-        let (msg, _) = centralized(&pts, &kern, &CoresetParams::default()).unwrap();
+        let msg = central(&pts);
         let good = msg.encode();
         let set_u32 = |b: &mut Vec<u8>, at: usize, v: u32| {
             b[at..at + 4].copy_from_slice(&v.to_le_bytes());
@@ -1280,13 +1574,13 @@ mod tests {
 
     #[test]
     fn schedules_are_pure_functions_of_the_seed() {
-        let p = ConsensusParams {
-            graph: Graph::ErdosRenyi { p: 0.3 },
-            activation: Activation::Async { p: 0.5 },
-            drop: 0.2,
-            max_delay: 3,
-            ..Default::default()
-        };
+        let p = ConsensusParams::new()
+            .graph(Graph::ErdosRenyi { p: 0.3 })
+            .activation(Activation::Async { p: 0.5 })
+            .drop(0.2)
+            .max_delay(3)
+            .check()
+            .unwrap();
         let (a, b) = (
             Schedule::new(20, &p).unwrap(),
             Schedule::new(20, &p).unwrap(),
@@ -1309,10 +1603,7 @@ mod tests {
         }
         let grid = Schedule::new(
             7,
-            &ConsensusParams {
-                graph: Graph::Grid,
-                ..Default::default()
-            },
+            &ConsensusParams::new().graph(Graph::Grid).check().unwrap(),
         )
         .unwrap();
         assert_eq!(grid.out_edges(0, 0), vec![1, 3]);
@@ -1327,10 +1618,13 @@ mod tests {
         for i in 0..5u64 {
             pts.push(i, 1.0, &[i as f64]);
         }
-        let kern = FeatureKernel::new(Problem::Meb, KernelSpec::Linear).unwrap();
-        let p = ConsensusParams::default();
+        let p = ConsensusParams::default().check().unwrap();
         for nodes in [6, 1 << 40, usize::MAX] {
-            let e = run_in_process(&pts, &kern, nodes, &p, &mut |_, _| {}).unwrap_err();
+            let data = ConsensusData::InProcess {
+                points: &pts,
+                nodes,
+            };
+            let e = fit(&p, &data, &mut Control::default()).unwrap_err();
             assert!(
                 matches!(e, CoresetError::EmptyNode { node: 0, n: 5, .. }),
                 "{e}"
@@ -1343,10 +1637,10 @@ mod tests {
                 Err(CoresetError::Param(ParamError::OutOfRange { .. }))
             ));
         }
-        let complete = ConsensusParams {
-            graph: Graph::Complete,
-            ..Default::default()
-        };
+        let complete = ConsensusParams::new()
+            .graph(Graph::Complete)
+            .check()
+            .unwrap();
         assert!(Schedule::new(MAX_COMPLETE_NODES + 1, &complete).is_err());
         assert!(Schedule::new(16, &complete).is_ok());
     }

@@ -24,7 +24,7 @@
 //! # Symbols (paper -> code)
 //! | paper | code |
 //! |---|---|
-//! | `eps`, `ceil(1/eps)` | [`CoresetParams::eps`], [`CoresetParams::k`] |
+//! | `eps`, `ceil(1/eps)` | [`CoresetValidParams::eps`], [`CoresetValidParams::k`] |
 //! | `C` (core-set), `C_a`, `a`, `b` | `cur`, `ca`, `a`, the removed position in [`bc::coreset`] |
 //! | `r^2(C)`, `c(C)` | [`meb::SimplexMeb::r2`], [`meb::SimplexMeb::c2`] (`|c|^2`) |
 //! | `S_i`, `C_i`, `S_tmp`, `C_i0` | a node's shard, its [`consensus::CoreSetMsg`], the pool, the warm start |
@@ -38,8 +38,12 @@
 //!   (Badoiu & Clarkson, "Optimal core-sets for balls", 2008, as restated in the paper's
 //!   Section IV-A): farthest point `a`; `C_a = C + a`; drop the point whose removal leaves the
 //!   largest ball; accept only on a strict increase of `r^2`; otherwise return.
-//! - [`consensus`]: Algorithm 1 over a [`consensus::Transport`], with an in-process network.
+//! - [`fit`]: the centralized core-set of all points.
+//! - [`consensus`]: Algorithm 1 ([`consensus::fit`]) over a [`consensus::Transport`], with an
+//!   in-process network.
 //! - [`model`]: the SVDD / L2-SVM / one-class L2-SVM results as ordinary [`crate::svm::SvmModel`]s.
+//! - [`quality`]: the exact MEB of all points and the coverage ratio of a core-set.
+//! - [`summary`]: the report both command lines print, and the paper's Figures 1-2.
 //!
 //! # Stopping rules
 //! - Active set: all points within the ball up to `1e-12` relative in the multiplier; at most
@@ -96,20 +100,25 @@
 
 pub mod bc;
 pub mod consensus;
-pub mod experiment;
 pub mod meb;
 pub mod model;
+pub mod quality;
 pub mod space;
+pub mod summary;
 
 use thiserror::Error;
 
 use crate::error::{DataError, ParamError};
+use crate::fit::{Control, Fit, Report};
+use crate::solver::Status;
+use crate::svm::{KernelKind, KernelParams};
 
 pub use consensus::{
-    run_in_process, Activation, ConsensusParams, ConsensusReport, CoreSetMsg, Graph, InProcess,
-    Schedule, StopRule, Transport,
+    Activation, ConsensusData, ConsensusParams, ConsensusReport, ConsensusValidParams, CoreSetMsg,
+    Graph, InProcess, Round, Schedule, StopRule, Transport,
 };
-pub use space::{FeatureKernel, PointSet, Problem};
+pub use model::CoresetModel;
+pub use space::{points_for, FeatureKernel, PointSet, Problem};
 
 /// Errors of the core-set module.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -157,51 +166,37 @@ pub enum CoresetError {
     Transport(String),
 }
 
-/// Parameters of the core-set routine.
+/// Checked parameters of the core-set routine, the only form its fits accept: made by
+/// [`CoresetParams::check`], read through the getters.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CoresetParams {
-    /// Tolerance `eps` in (0, 1): the core-set has `k = ceil(1/eps)` points, capped at the total
-    /// number of points `n` (a core-set of all points is exact): `min(k, n)` in the centralized
-    /// solve and on every distributed node alike (the total is known to all nodes: summed over
-    /// the processes at the start, see [`consensus::Transport::sum`]).
-    pub eps: f64,
-    /// Relative guard of the strict-increase test (default 1e-10).
-    pub tol: f64,
-    /// Seed of the random initial subsets.
-    pub seed: u64,
+pub struct CoresetValidParams {
+    pub(crate) problem: Problem,
+    pub(crate) kernel: KernelParams,
+    pub(crate) eps: f64,
+    pub(crate) tol: f64,
+    pub(crate) seed: u64,
 }
 
-impl Default for CoresetParams {
-    fn default() -> Self {
-        Self {
-            eps: 0.1,
-            tol: 1e-10,
-            seed: 1,
-        }
+impl CoresetValidParams {
+    /// The problem mapped onto the MEB (with its `C` for the 2-norm SVMs).
+    pub fn problem(&self) -> Problem {
+        self.problem
     }
-}
-
-impl CoresetParams {
-    /// Checks `eps` in (0, 1) and `tol` in [0, 1e-3].
-    ///
-    /// # Errors
-    /// [`ParamError::OutOfRange`] naming the parameter.
-    pub fn check(&self) -> Result<(), ParamError> {
-        if !(self.eps.is_finite() && self.eps > 0.0 && self.eps < 1.0) {
-            return Err(ParamError::OutOfRange {
-                name: "eps",
-                value: self.eps,
-                range: "(0, 1)",
-            });
-        }
-        if !(self.tol.is_finite() && (0.0..=1e-3).contains(&self.tol)) {
-            return Err(ParamError::OutOfRange {
-                name: "tol",
-                value: self.tol,
-                range: "[0, 1e-3]",
-            });
-        }
-        Ok(())
+    /// The base kernel before resolution against the data (ignored by [`Problem::Meb`]).
+    pub fn kernel(&self) -> KernelParams {
+        self.kernel
+    }
+    /// Tolerance `eps` in (0, 1).
+    pub fn eps(&self) -> f64 {
+        self.eps
+    }
+    /// Relative guard of the strict-increase test.
+    pub fn tol(&self) -> f64 {
+        self.tol
+    }
+    /// Seed of the random initial subsets (and of a consensus run's network).
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
     /// Core-set size used on `n` points: `min(k, n)` (at least 1). A core-set holding all `n`
     /// points is exact, so the cap loses nothing and bounds every buffer by the data size.
@@ -219,6 +214,170 @@ impl CoresetParams {
             inv.ceil() as usize
         }
     }
+    /// The problem kernel `K~` on points of width `n_features`: the base kernel resolved by
+    /// [`KernelParams::resolve`] (gamma `Auto` is `1 / n_features`).
+    pub fn feature_kernel(&self, n_features: usize) -> FeatureKernel {
+        FeatureKernel::checked(self.problem, self.kernel.resolve(n_features))
+    }
+}
+
+/// Parameters of the core-set routine, unchecked: a builder whose
+/// [`check`](CoresetParams::check) gives the [`CoresetValidParams`] a fit accepts.
+///
+/// ```
+/// use marginkit::coreset::{CoresetParams, Problem};
+/// use marginkit::svm::{Gamma, KernelKind, KernelParams};
+///
+/// let rbf = KernelParams { kind: KernelKind::Rbf, gamma: Gamma::Value(0.5), ..KernelParams::default() };
+/// let p = CoresetParams::new().problem(Problem::Svdd).kernel(rbf).eps(0.05).check()?;
+/// assert_eq!(p.k(), 20);
+/// assert!(CoresetParams::new().eps(f64::NAN).check().is_err());
+/// # Ok::<(), marginkit::error::ParamError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoresetParams(CoresetValidParams);
+
+impl Default for CoresetParams {
+    /// The minimum enclosing ball, RBF base kernel with gamma `1 / n_features` (for the kernel
+    /// problems), `eps` 0.1, `tol` 1e-10, seed 1.
+    fn default() -> Self {
+        Self(CoresetValidParams {
+            problem: Problem::Meb,
+            kernel: KernelParams::default(),
+            eps: 0.1,
+            tol: 1e-10,
+            seed: 1,
+        })
+    }
+}
+
+impl CoresetParams {
+    /// The defaults (see [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The problem (default [`Problem::Meb`]).
+    #[must_use]
+    pub fn problem(mut self, problem: Problem) -> Self {
+        self.0.problem = problem;
+        self
+    }
+    /// The base kernel of SVDD and the 2-norm SVMs (gamma `Auto` resolves to `1 / n_features`
+    /// of the points; [`Problem::Meb`] always uses the rows themselves).
+    #[must_use]
+    pub fn kernel(mut self, kernel: KernelParams) -> Self {
+        self.0.kernel = kernel;
+        self
+    }
+    /// Tolerance `eps` in (0, 1): the core-set has `k = ceil(1/eps)` points, capped at the
+    /// total number of points `n` (a core-set of all points is exact): `min(k, n)` in the
+    /// centralized solve and on every distributed node alike (the total is known to all nodes:
+    /// summed over the processes at the start, see [`consensus::Transport::sum`]).
+    #[must_use]
+    pub fn eps(mut self, eps: f64) -> Self {
+        self.0.eps = eps;
+        self
+    }
+    /// Relative guard of the strict-increase test, in `[0, 1e-3]` (default 1e-10).
+    #[must_use]
+    pub fn tol(mut self, tol: f64) -> Self {
+        self.0.tol = tol;
+        self
+    }
+    /// Seed of the random initial subsets (default 1).
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.0.seed = seed;
+        self
+    }
+
+    /// Checks every parameter (NaN-safe): a precomputed kernel (core-sets need kernel values
+    /// between any two points), the kernel's gamma and coef0 for the kernel problems, `C > 0`
+    /// for the 2-norm SVMs, `eps` in (0, 1) and `tol` in [0, 1e-3].
+    ///
+    /// # Errors
+    /// [`ParamError`] naming the first invalid parameter.
+    pub fn check(self) -> Result<CoresetValidParams, ParamError> {
+        let p = &self.0;
+        if p.kernel.kind == KernelKind::Precomputed {
+            return Err(ParamError::Incompatible(
+                "a precomputed kernel cannot be used by core-sets (they need K between any two points)",
+            ));
+        }
+        if p.problem != Problem::Meb {
+            // The gamma of `Gamma::Auto` is valid at every width, so the resolved kernel is
+            // valid for all data if it is valid at one.
+            p.kernel.resolve(1).check()?;
+        }
+        if let Problem::L2Svm { c } | Problem::OneClassL2 { c } = p.problem {
+            crate::error::positive("C", c)?;
+        }
+        if !(p.eps.is_finite() && p.eps > 0.0 && p.eps < 1.0) {
+            return Err(ParamError::OutOfRange {
+                name: "eps",
+                value: p.eps,
+                range: "(0, 1)",
+            });
+        }
+        if !(p.tol.is_finite() && (0.0..=1e-3).contains(&p.tol)) {
+            return Err(ParamError::OutOfRange {
+                name: "tol",
+                value: p.tol,
+                range: "[0, 1e-3]",
+            });
+        }
+        Ok(self.0)
+    }
+}
+
+/// What the centralized core-set routine did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoresetReport {
+    /// Core-set size used: `min(ceil(1/eps), n)`.
+    pub k: usize,
+    /// Swaps accepted by the routine.
+    pub swaps: usize,
+}
+
+impl Report for CoresetReport {
+    /// Always [`Status::Converged`]: the swap routine ends by its rule (no strict increase of
+    /// `r^2`, which cannot increase forever over a finite set).
+    fn status(&self) -> Status {
+        Status::Converged
+    }
+}
+
+/// The centralized core-set: the routine `coreset(S, C0)` of [`bc::coreset`] on all of
+/// `points`, from `k` of them chosen by the seed.
+///
+/// The kernel's gamma `Auto` is resolved against the width of the points. The routine runs to
+/// its stopping rule: the observer of `ctl` is not consulted, and there is no state to resume.
+///
+/// # Errors
+/// [`DataError::Empty`] for no points; [`CoresetError::NonConstantDiagonal`] for the SVM
+/// mappings on points whose kernel diagonal varies.
+pub fn fit(
+    params: &CoresetValidParams,
+    points: &PointSet,
+    _ctl: &mut Control,
+) -> Result<Fit<CoresetModel, CoresetReport>, CoresetError> {
+    let kern = params.feature_kernel(points.dim());
+    kern.check_points(points)?;
+    let pool = bc::Pool::new(points, None);
+    let k = params.k_for(points.len());
+    let init = bc::initial_members(points.len(), k, params.seed, u64::MAX);
+    let res = bc::coreset(&pool, &kern, init, params.tol);
+    Ok(Fit {
+        model: CoresetModel {
+            set: CoreSetMsg::from_result(&pool, &res, 0, points.dim()),
+            kernel: kern,
+        },
+        report: CoresetReport {
+            k,
+            swaps: res.swaps,
+        },
+        checkpoint: None,
+    })
 }
 
 /// A counter-based pseudo-random number (splitmix64 of the mixed key): the same `(seed, a, b, c)`

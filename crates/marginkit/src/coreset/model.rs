@@ -21,6 +21,26 @@ use super::CoresetError;
 use crate::data::{DenseMatrix, Features};
 use crate::svm::{SvmModel, SvmType};
 
+/// What a core-set fit finds: the core-set and the problem kernel it was found with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoresetModel {
+    /// The core-set: its ids, distinct points, dual weights, `r^2` and `|c|^2`.
+    pub set: CoreSetMsg,
+    /// The problem kernel `K~` (gamma resolved against the points).
+    pub kernel: FeatureKernel,
+}
+
+impl CoresetModel {
+    /// The core-set as an ordinary LIBSVM-format model ([`to_model`]); `labels` are the two
+    /// classes in LIBSVM order (first = `+1`) for the L2-SVM, ignored otherwise.
+    ///
+    /// # Errors
+    /// As [`to_model`].
+    pub fn to_svm(&self, labels: [f64; 2]) -> Result<SvmModel, CoresetError> {
+        to_model(&self.set, &self.kernel, labels)
+    }
+}
+
 /// Builds the model of `set` (a core-set of `problem`). `labels` are the two classes in LIBSVM
 /// order (first = `+1`) for the L2-SVM, ignored otherwise.
 ///

@@ -191,6 +191,24 @@ impl FeatureKernel {
         })
     }
 
+    /// The kernel of already checked parameters ([`super::CoresetParams::check`]).
+    pub(crate) fn checked(problem: Problem, kernel: KernelSpec) -> Self {
+        let kernel = match problem {
+            Problem::Meb => KernelSpec::Linear,
+            _ => kernel,
+        };
+        let inv_c = match problem {
+            Problem::L2Svm { c } | Problem::OneClassL2 { c } => 1.0 / c,
+            _ => 0.0,
+        };
+        Self {
+            problem,
+            kernel,
+            ridge: 1e-12,
+            inv_c,
+        }
+    }
+
     /// The base kernel `K(a, b)`.
     #[inline]
     pub fn base(&self, a: PointRef<'_>, b: PointRef<'_>) -> f64 {
@@ -236,6 +254,23 @@ impl FeatureKernel {
             }
         }
         Ok(())
+    }
+}
+
+/// The points of `data` for `problem` (SVM: two classes, the first in LIBSVM order is `+1`) and
+/// the class labels (`[1, -1]` when there are none).
+///
+/// # Errors
+/// [`CoresetError::Data`] for an SVM data set without exactly two classes.
+pub fn points_for(data: &Dataset, problem: Problem) -> Result<(PointSet, [f64; 2]), CoresetError> {
+    let all: Vec<usize> = (0..data.len()).collect();
+    data.x.check_dense_rows("the dense points", data.len())?;
+    match problem {
+        Problem::L2Svm { .. } => {
+            let labels = two_classes(data)?;
+            Ok((PointSet::from_dataset(data, &all, Some(labels[0])), labels))
+        }
+        _ => Ok((PointSet::from_dataset(data, &all, None), [1.0, -1.0])),
     }
 }
 

@@ -21,11 +21,13 @@ use std::time::Instant;
 
 use super::kern::Kern;
 use super::{
-    boxqp, check_state, objective_of, setup_standard, standard_box, threshold, Node, NodeKind,
-    PathKind, RobustData, RobustValidParams, Task,
+    boxqp, check_state, model_from_beta, objective_of, setup, standard_box, standard_solution,
+    threshold, Node, NodeKind, PathKind, RobustData, RobustParams, RobustValidParams, RunEnd, Task,
 };
-use crate::error::FitError;
-use crate::solver::{NoObserver, Observer};
+use crate::error::{FitError, ParamError};
+use crate::fit::{Control, Fit, Report};
+use crate::solver::{Observer, Status};
+use crate::svm::SvmModel;
 
 /// Outer CCCP rounds per grid point.
 pub const MAX_OUTER: usize = 100;
@@ -52,6 +54,12 @@ pub struct CccpPath {
     pub rounds: Vec<usize>,
     /// Grid points whose outer loop hit [`MAX_OUTER`].
     pub unconverged: usize,
+    /// How the run ended: [`RunEnd::Completed`], [`RunEnd::Unconverged`] (some grid point hit
+    /// [`MAX_OUTER`]) or [`RunEnd::Interrupted`] (the grid points done are not kept).
+    pub end: RunEnd,
+    /// Coefficients at the end of the run (the last grid point's; the standard SVM's or the
+    /// current round's when the run was interrupted).
+    pub final_beta: Vec<f64>,
     /// Best node by validation error, its error and coefficients.
     pub best: Option<(usize, f64, Vec<f64>)>,
     /// `s_C` / `s_R` of the standard SVM.
@@ -76,35 +84,151 @@ pub fn default_grid(kind: PathKind, task: Task, s_end_fraction: f64) -> Vec<f64>
     }
 }
 
-/// Runs CCCP over `grid` (theta values for [`PathKind::Theta`]; fractions of `s_C` / `s_R` for
-/// [`PathKind::S`], the path kind of `params`) on `data.train` for one `C`; see the module doc.
-/// The baseline of the outlier path; [`super::select::select`] runs it over a grid of `C` with
+impl Report for CccpPath {
+    /// [`RunEnd::status`] of the run's end.
+    fn status(&self) -> Status {
+        self.end.status()
+    }
+}
+
+/// Checked parameters of a CCCP run (one `C`): built by [`CccpParams`], the only form [`fit`]
+/// accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CccpValidParams {
+    pub(crate) robust: RobustValidParams,
+    pub(crate) grid: Vec<f64>,
+}
+
+impl CccpValidParams {
+    /// The parameters of the run (task, path kind, kernel, `C`, ...).
+    pub fn robust(&self) -> &RobustValidParams {
+        &self.robust
+    }
+    /// The grid: theta values for [`PathKind::Theta`]; fractions of `s_C` / `s_R` for
+    /// [`PathKind::S`].
+    pub fn grid(&self) -> &[f64] {
+        &self.grid
+    }
+}
+
+/// Parameters of a CCCP run, unchecked: a builder whose [`check`](CccpParams::check) gives the
+/// [`CccpValidParams`] that [`fit`] accepts.
+///
+/// ```
+/// use marginkit::robust::cccp::{CccpParams, THETA_GRID};
+/// use marginkit::robust::RobustParams;
+///
+/// let p = CccpParams::new().robust(RobustParams::new().c(10.0)).check()?;
+/// assert_eq!(p.grid(), &THETA_GRID[..]);
+/// assert!(CccpParams::new().grid(vec![0.5, f64::NAN]).check().is_err());
+/// # Ok::<(), marginkit::error::ParamError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CccpParams {
+    robust: RobustParams,
+    grid: Option<Vec<f64>>,
+}
+
+impl CccpParams {
+    /// [`RobustParams`]'s defaults and the paper's grid ([`default_grid`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The parameters of the run (task, path kind, kernel, `C`, ...).
+    #[must_use]
+    pub fn robust(mut self, p: RobustParams) -> Self {
+        self.robust = p;
+        self
+    }
+    /// The grid (default: the paper's for the task and path kind, [`default_grid`]); values in
+    /// `[0, 1]`.
+    #[must_use]
+    pub fn grid(mut self, grid: Vec<f64>) -> Self {
+        self.grid = Some(grid);
+        self
+    }
+
+    /// Checks the run's parameters and every grid value (in `[0, 1]`, NaN-safe).
+    ///
+    /// # Errors
+    /// [`ParamError`] naming the first invalid parameter.
+    pub fn check(self) -> Result<CccpValidParams, ParamError> {
+        let robust = self.robust.check()?;
+        let grid = self
+            .grid
+            .unwrap_or_else(|| default_grid(robust.kind, robust.task, robust.s_end_fraction));
+        for &g in &grid {
+            super::check_theta(g)?;
+        }
+        Ok(CccpValidParams { robust, grid })
+    }
+}
+
+/// Runs CCCP over the grid of `params` on `data.train` for one `C`; see the module doc. The
+/// baseline of the outlier path; [`super::select::select`] runs it over a grid of `C` with
 /// [`super::Method::Cccp`].
 ///
+/// The model is the SVM of the last grid point's coefficients. `ctl`'s observer may stop the
+/// run (between outer rounds and inside the solves): the report then ends
+/// [`RunEnd::Interrupted`] without its grid points, and the model is that of the coefficients
+/// reached. A single run has no state to resume from (a selection over `C` has one).
+///
 /// # Errors
-/// [`FitError`] for bad data or grid values, or a solver breakdown.
-pub fn cccp(
-    params: &RobustValidParams,
-    grid: &[f64],
+/// [`FitError`] for bad data (SVC needs exactly two classes), or a solver breakdown.
+pub fn fit(
+    params: &CccpValidParams,
     data: &RobustData<'_>,
-) -> Result<CccpPath, FitError> {
-    for &g in grid {
-        super::check_theta(g)?;
-    }
+    ctl: &mut Control,
+) -> Result<Fit<SvmModel, CccpPath>, FitError> {
+    let p = &params.robust;
     let start = Instant::now();
-    let (mut su, beta, f) = setup_standard(params, data.train, data.valid)?;
-    let (path, _) = cccp_from_standard(
-        params,
-        grid,
+    let mut su = setup(p, data.train, data.valid)?;
+    let obs = ctl.observer();
+    let std_sol = standard_solution(
         &mut su.kern,
+        p.task,
         &su.y,
-        &su.yv,
-        CccpStart::Standard(beta, f),
+        p.c,
+        p.solver_tol,
         su.ridge,
-        start,
-        &mut NoObserver,
+        None,
+        obs,
     )?;
-    Ok(path)
+    let path = match std_sol {
+        Some((beta, f)) => {
+            let (path, _) = cccp_from_standard(
+                p,
+                &params.grid,
+                &mut su.kern,
+                &su.y,
+                &su.yv,
+                CccpStart::Standard(beta, f),
+                su.ridge,
+                start,
+                obs,
+            )?;
+            path
+        }
+        None => CccpPath {
+            task: p.task,
+            kind: p.kind,
+            c: p.c,
+            nodes: Vec::new(),
+            rounds: Vec::new(),
+            unconverged: 0,
+            end: RunEnd::Interrupted,
+            final_beta: vec![0.0; su.y.len()],
+            best: None,
+            s_standard: f64::NAN,
+            seconds: start.elapsed().as_secs_f64(),
+        },
+    };
+    let model = model_from_beta(p.task, su.kernel, p.bias, data.train, &path.final_beta)?;
+    Ok(Fit {
+        model,
+        report: path,
+        checkpoint: None,
+    })
 }
 
 /// Where a CCCP run starts: the exact standard SVM `(beta, f)`, or a stopped run's state.
@@ -203,6 +327,8 @@ pub(crate) fn cccp_from_standard(
                     nodes: Vec::new(),
                     rounds: Vec::new(),
                     unconverged,
+                    end: RunEnd::Interrupted,
+                    final_beta: beta.clone(),
                     best: None,
                     s_standard,
                     seconds: start.elapsed().as_secs_f64(),
@@ -290,6 +416,12 @@ pub(crate) fn cccp_from_standard(
             nodes,
             rounds,
             unconverged,
+            end: if unconverged == 0 {
+                RunEnd::Completed
+            } else {
+                RunEnd::Unconverged
+            },
+            final_beta: beta,
             best,
             s_standard,
             seconds: start.elapsed().as_secs_f64(),

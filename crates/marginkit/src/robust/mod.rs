@@ -120,7 +120,7 @@ use crate::data::Dataset;
 use crate::error::{DataError, FitError, ParamError};
 use crate::fit::{Control, Fit, Report};
 use crate::kernel::KernelSpec;
-use crate::solver::{NoObserver, Observer, Status};
+use crate::solver::{Observer, Status};
 use crate::svm::{Gamma, KernelKind, KernelParams, SvmModel, SvmType};
 pub use checkpoint::RobustCheckpoint;
 use homotopy::Engine;
@@ -156,7 +156,8 @@ impl PathKind {
 }
 
 /// Checked parameters of one outlier path (one `C`): built by [`RobustParams`], the only form
-/// that [`fit`], [`select::select`], [`cccp::cccp`] and [`check_local_optimality`] accept.
+/// that [`fit`], [`select::select`], [`cccp::fit`] (through [`cccp::CccpParams`]) and
+/// [`check_local_optimality`] accept.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RobustValidParams {
     pub(crate) task: Task,
@@ -760,32 +761,6 @@ pub(crate) fn setup<'a>(
 }
 
 /// [`setup`] followed by the standard SVM at `params.c` (cold start): `(setup, beta, f)`.
-pub(crate) fn setup_standard<'a>(
-    params: &RobustValidParams,
-    train: &'a Dataset,
-    valid: Option<&'a Dataset>,
-) -> Result<(Setup<'a>, Vec<f64>, Vec<f64>), FitError> {
-    let mut su = setup(params, train, valid)?;
-    let Some((beta, f)) = standard_solution(
-        &mut su.kern,
-        params.task,
-        &su.y,
-        params.c,
-        params.solver_tol,
-        su.ridge,
-        None,
-        &mut NoObserver,
-    )?
-    else {
-        // NoObserver never stops.
-        return Err(crate::error::SolveError::NonFinite {
-            what: "standard SVM stopped without an observer",
-        }
-        .into());
-    };
-    Ok((su, beta, f))
-}
-
 pub(crate) fn check_data(train: &Dataset, valid: Option<&Dataset>) -> Result<(), DataError> {
     if train.is_empty() || valid.is_some_and(|v| v.is_empty()) {
         return Err(DataError::Empty);
