@@ -4,8 +4,8 @@
 //! The command lines report both; the tests and the reproduction examples check the bound.
 
 use super::bc::{dist2, meb_of, Pool};
-use super::consensus::CoreSetMsg;
 use super::meb::{solve_simplex_capped, Start};
+use super::model::CoreSetMsg;
 use super::space::{FeatureKernel, PointSet, Problem};
 use crate::kernel::qmatrix::DenseQ;
 use crate::solver::{smo, BoxQp, Equality, NoObserver, SolverSettings};

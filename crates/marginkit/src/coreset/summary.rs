@@ -4,7 +4,8 @@
 //! type for both binaries, so that an MPI run prints the keys of an in-process one and the two
 //! can be compared field by field.
 
-use super::consensus::{ConsensusReport, CoreSetMsg};
+use super::consensus::ConsensusReport;
+use super::model::CoreSetMsg;
 use crate::data::Dataset;
 use crate::error::DataError;
 use crate::plot::{stack_svg, Axis, LineChart, Scale};

@@ -24,14 +24,11 @@
 //! file writes back to the same bytes. The older forms are refused by name: `MKROBCK1` (the
 //! linear engine's outlier sum not kept as weights) and `MKROBCK2` (no parked samples).
 
-use crate::data::Dataset;
-use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
+use crate::persist::{self, CheckpointError, Dec, Enc};
 
 use super::cccp::{CccpResume, MAX_OUTER};
 use super::homotopy::{EngineSnap, Phase};
-use super::select::SelectValidParams;
-use super::{Chosen, Method, Node, NodeKind, PathResume, Run, RunEnd, VIOLATIONS};
-use crate::kernel::KernelSpec;
+use super::{Chosen, Node, NodeKind, PathResume, Run, RunEnd, VIOLATIONS};
 
 const MAGIC: &str = "MKROBCK3";
 /// Older forms, refused by name, and what they lack.
@@ -66,50 +63,6 @@ pub struct RobustCheckpoint {
     pub(crate) warm: Option<Vec<f64>>,
     pub(crate) seconds: f64,
     pub(crate) current: Current,
-}
-
-/// Fingerprint of a selection's data and result-changing parameters.
-/// `kernel` is the selection's kernel resolved against `train`.
-pub(crate) fn fingerprint(
-    params: &SelectValidParams,
-    kernel: KernelSpec,
-    train: &Dataset,
-    valid: Option<&Dataset>,
-) -> u64 {
-    let p = &params.robust;
-    let (method, cs) = (&params.method, &params.cs);
-    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
-    let mut h = Fnv::new();
-    let desc = format!(
-        "robust|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
-        p.task,
-        kernel,
-        p.s_fixed.map(f64::to_bits),
-        p.s_end_fraction.to_bits(),
-        p.bias.map(f64::to_bits),
-        p.max_events,
-        p.solver_tol.to_bits(),
-        p.ridge.to_bits(),
-        p.check_tol.to_bits(),
-        p.kind,
-        p.keep_solutions,
-        match method {
-            Method::Path => None,
-            Method::Cccp(g) => Some(bits(g)),
-        },
-        bits(cs),
-        p.c.to_bits(),
-    );
-    h.bytes(desc.as_bytes());
-    hash_dataset(&mut h, train);
-    match valid {
-        Some(v) => {
-            h.u64(1);
-            hash_dataset(&mut h, v);
-        }
-        None => h.u64(0),
-    }
-    h.0
 }
 
 fn kind_code(k: NodeKind) -> u8 {

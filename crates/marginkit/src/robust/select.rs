@@ -17,8 +17,11 @@ use super::{
     RobustParams, RobustValidParams, RunEnd, Start, Task,
 };
 pub use super::{Chosen, Method, Run};
+use crate::data::Dataset;
 use crate::error::{CheckpointError, FitError, ParamError};
 use crate::fit::{Control, Fit, Report};
+use crate::kernel::KernelSpec;
+use crate::persist::{hash_dataset, Fnv};
 use crate::solver::Status;
 use crate::svm::SvmModel;
 
@@ -222,7 +225,7 @@ pub fn select(
     let su = setup(base, train, valid)?;
     let kernel = su.kernel;
     let (y, yv, mut kern, ridge) = (su.y, su.yv, su.kern, su.ridge);
-    let fp = super::checkpoint::fingerprint(params, kernel, train, valid);
+    let fp = fingerprint(params, kernel, train, valid);
     let model_of =
         |chosen: &Chosen| model_from_beta(base.task, kernel, base.bias, train, &chosen.beta);
     let mut runs = Vec::new();
@@ -467,4 +470,48 @@ pub fn select(
         },
         checkpoint: None,
     })
+}
+
+/// Fingerprint of a selection's data and result-changing parameters.
+/// `kernel` is the selection's kernel resolved against `train`.
+pub(crate) fn fingerprint(
+    params: &SelectValidParams,
+    kernel: KernelSpec,
+    train: &Dataset,
+    valid: Option<&Dataset>,
+) -> u64 {
+    let p = &params.robust;
+    let (method, cs) = (&params.method, &params.cs);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+    let mut h = Fnv::new();
+    let desc = format!(
+        "robust|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
+        p.task,
+        kernel,
+        p.s_fixed.map(f64::to_bits),
+        p.s_end_fraction.to_bits(),
+        p.bias.map(f64::to_bits),
+        p.max_events,
+        p.solver_tol.to_bits(),
+        p.ridge.to_bits(),
+        p.check_tol.to_bits(),
+        p.kind,
+        p.keep_solutions,
+        match method {
+            Method::Path => None,
+            Method::Cccp(g) => Some(bits(g)),
+        },
+        bits(cs),
+        p.c.to_bits(),
+    );
+    h.bytes(desc.as_bytes());
+    hash_dataset(&mut h, train);
+    match valid {
+        Some(v) => {
+            h.u64(1);
+            hash_dataset(&mut h, v);
+        }
+        None => h.u64(0),
+    }
+    h.0
 }
