@@ -820,7 +820,10 @@ fn fit_coreset<'py>(
                 (fit.model, fit.report.swaps, 0, true)
             }
             Some(cp) => {
-                let network = ConsensusData::InProcess { points: &pts, nodes };
+                let network = ConsensusData::InProcess {
+                    points: &pts,
+                    nodes,
+                };
                 let fit = consensus::fit(cp, &network, &mut Control::default())?;
                 (fit.model, 0, fit.report.rounds, fit.report.agreed)
             }
