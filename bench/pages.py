@@ -77,7 +77,9 @@ def _git_commit():
     try:
         rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+        # The pages themselves are left out: a run rewrites them.
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":!bench/results"],
                                capture_output=True, text=True, check=True).stdout.strip()
         return rev + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
