@@ -1,27 +1,38 @@
-"""Parallel linear SVM: marginkit's primal Newton solver (-s 2, L2-loss SVC) at
---threads 1 and 2 against marginkit's serial dual coordinate descent (-s 1) and LIBLINEAR's -s 2
-and -s 1, on n = 200,000 rows, dense and sparse.
+"""Parallel linear SVM: marginkit `train --linear` at --threads 1 and 2 against multi-core LIBLINEAR
+(`-m 1` and `-m 2`) on the same data: the primal Newton solver (-s 2) and the dual coordinate descent
+solvers (-s 1, 3; -s 12, 13 with --solvers), dense and sparse, n = 200,000.
 
-    python3 bench/par_linear_bench.py [--repeats 3] [--dual-repeats 1] [--n 200000]
-        [--cs 0.1,1] [--cases dense20,dense100,tfidf] [--marginkit PATH] [--no-liblinear]
+    python3 bench/par_linear_bench.py [--repeats 3] [--dual-repeats 1] [--n 200000] [--cs 0.1,1]
+        [--cases dense20,dense100,tfidf,tfidf50k] [--solvers 2,1,3] [--marginkit PATH] [--no-liblinear]
+    python3 bench/par_linear_bench.py --out bench/results/dcd_multicore.md   # the results page
+    python3 bench/par_linear_bench.py --quick                                  # smoke run: n = 2,000, 1 repeat
 
-One command, about 2-3 minutes on a quiet 2-core machine once the data files exist: they are
-written once to the temp directory (mk_par_linear_*_200000.{csv,svm}, 320 MB) and reused; writing
-them takes a few minutes more the first time (half an hour at load 20). Everything uses LIBLINEAR's defaults for the tolerance (-e 0.01 for -s 2,
-0.1 for -s 1) and -B 1. marginkit runs the release CLI (`cargo build --release -p marginkit-cli`)
-and is timed by its own `train_seconds` (the solve, without reading the file); LIBLINEAR runs
-in-process (liblinear-official, bench/requirements.txt) on a prebuilt problem, timed around
-`train` only. Wall seconds are medians of --repeats (--dual-repeats for the slower -s 1 runs,
-which are there for reference only); CPU seconds (user + sys) are medians too:
-for marginkit those of the whole process (file parsing included, so CPU > wall is normal), for
-LIBLINEAR the process time of the `train` call. The speed-up is wall(-s 2, 1 thread) / wall(-s 2,
-2 threads) of marginkit; "P rel" is the primal objective relative to the best of all runs (the
-same optimum within tolerance); "bit-identical" compares the model files at 1 and 2 threads.
+multi-core LIBLINEAR (liblinear-multicore) installs a Python module named `liblinear`, like
+liblinear-official (bench/requirements.txt), so this script runs in a virtualenv of its own:
+the first run creates target/venv-multicore from bench/requirements-multicore.txt (pinned;
+reinstalled when that file changes) and re-runs itself inside it.
+
+The data files are written once to the temp directory (mk_par_linear_*_N.{csv,svm}, about 450 MB
+at n = 200,000) and reused; writing them takes a few minutes the first time. Everything uses
+LIBLINEAR's defaults for the tolerance (-e 0.01 for -s 2, 0.1 for the dual solvers, -p 0.1 for
+SVR) and -B 1. marginkit runs the release CLI (`cargo build --release -p marginkit-cli`; found as
+bench/pages.py says) and is timed by its own `train_seconds` (the solve, without reading the
+file); LIBLINEAR runs in-process on a prebuilt problem, timed around `train` only. multi-core
+LIBLINEAR parallelises -s 1, 2 and 3; for -s 12/13 its single-core solver is listed under -m 1
+and -m 2 is left empty. Wall seconds are medians of --repeats (--dual-repeats for the dual
+solvers, slow on dense data); CPU seconds (user + sys) are medians too: for marginkit those of the
+whole process (file parsing included, so CPU > wall is normal), for LIBLINEAR the process time of
+the `train` call. The speed-ups are wall(1 thread) / wall(2 threads); "P rel" is each primal
+objective relative to the smallest of the row (marginkit's as reported, LIBLINEAR's recomputed
+here from its weights): the same optimum within the tolerance; "bit-identical" compares
+marginkit's model files at 1 and 2 threads. The 2-thread figures only mean something on an
+otherwise idle machine: the load average before and after is printed and written to the page.
 
 Data (seeded, synthetic):
 - dense20 / dense100: two overlapping Gaussian classes, n x 20 and n x 100, 2% labels flipped;
-- tfidf: n x 20,000 sparse TF-IDF-like rows (Zipf term frequencies, about 40 terms a row, unit
-  L2 norm), labels from a sparse linear teacher with 5% noise.
+- tfidf / tfidf50k: n x 20,000 / n x 50,000 sparse TF-IDF-like rows (Zipf term frequencies,
+  about 40 terms a row, unit L2 norm), labels from a sparse linear teacher with 5% noise.
+The regression solvers (-s 12/13) fit the same files with the labels (+-1) as targets.
 """
 import argparse
 import json
@@ -36,6 +47,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 TMP = tempfile.gettempdir()
+sys.path.insert(0, HERE)
+
+import pages  # noqa: E402
+
+# multi-core LIBLINEAR's parallel solvers (`-m`) among those benchmarked here.
+LL_PARALLEL = {1, 2, 3}
+DUAL = {1, 3, 12, 13}
+PACKAGES = ("liblinear-multicore", "numpy", "scipy")
 
 
 def make_dense(n, d, seed):
@@ -102,13 +121,19 @@ def write_data(path, x, y):
     os.replace(path + ".tmp", path)
 
 
-def primal(x, y, w, b, c, pos):
+def primal(x, y, w, b, s, c, pos=None, p=0.1):
+    """Primal objective of LIBLINEAR's solver `s` at weights `w` and bias weight `b` (-B 1: the bias
+    is a regularised feature of value 1): squared hinge (-s 1, 2), hinge (-s 3), squared / plain
+    epsilon-insensitive loss (-s 12 / 13)."""
     import numpy as np
 
-    ypm = np.where(y == pos, 1.0, -1.0)
     z = np.asarray(x @ w).ravel() + b
-    m = np.maximum(0.0, 1.0 - ypm * z)
-    return 0.5 * (float(w @ w) + b * b) + c * float(m @ m)
+    if s in (1, 2, 3):
+        m = np.maximum(0.0, 1.0 - np.where(y == pos, 1.0, -1.0) * z)
+    else:
+        m = np.maximum(0.0, np.abs(y - z) - p)
+    loss = float(m @ m) if s in (1, 2, 12) else float(m.sum())
+    return 0.5 * (float(w @ w) + b * b) + c * loss
 
 
 def run_marginkit(binary, data, s, c, threads):
@@ -127,89 +152,104 @@ def run_marginkit(binary, data, s, c, threads):
     return rep
 
 
-def run_liblinear(x, y, s, c):
+def run_liblinear(prob, x, y, s, c, threads):
+    """multi-core LIBLINEAR `-s S -m THREADS` (no -m for a solver it does not parallelise):
+    (wall, cpu, primal objective)."""
     import ctypes
 
     import numpy as np
-    import scipy.sparse as sp
-    from liblinear.liblinear import parameter, problem
+    from liblinear.liblinear import parameter
     from liblinear.liblinearutil import train
 
-    prob = problem(y, sp.csr_matrix(x))
-    param = parameter(f"-s {s} -c {c!r} -B 1 -q")
+    opts = f"-s {s} -c {c!r} -B 1 -q" + (f" -m {threads}" if s in LL_PARALLEL else "")
     ctypes.CDLL(None).srand(1)
     c0, t0 = time.process_time(), time.perf_counter()
-    m = train(prob, param)
+    m = train(prob, parameter(opts))
     t, cpu = time.perf_counter() - t0, time.process_time() - c0
     w, b = m.get_decfun(0)
-    return t, cpu, np.array(w), b, m.get_labels()[0]
+    pos = m.get_labels()[0] if s in (1, 2, 3) else None
+    return t, cpu, primal(x, y, np.array(w), b, s, c, pos)
 
 
-def find_marginkit(path):
-    if path:
-        return path
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
-    p = os.path.join(target, "release", "marginkit")
-    if not os.path.exists(p):
-        sys.exit(f"no marginkit binary at {p}: run `cargo build --release -p marginkit-cli` "
-                 "or pass --marginkit")
-    return p
+def case_data(case, n):
+    if case.startswith("dense"):
+        d = int(case[5:])
+        return make_dense(n, d, 1 + d), "csv"
+    if case == "tfidf":
+        return make_tfidf(n, 20_000, 3), "svm"
+    if case == "tfidf50k":
+        return make_tfidf(n, 50_000, 3), "svm"
+    sys.exit(f"unknown case {case}")
 
 
 def main():
+    pages.ensure_venv("venv-multicore", "requirements-multicore.txt")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dual-repeats", type=int, default=1)
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--cs", default="0.1,1")
-    ap.add_argument("--cases", default="dense20,dense100,tfidf")
+    ap.add_argument("--cases", default="dense20,dense100,tfidf,tfidf50k")
+    ap.add_argument("--solvers", default="2,1,3", help="comma-separated: 2, 1, 3, 12, 13")
     ap.add_argument("--marginkit")
     ap.add_argument("--no-liblinear", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="smoke run: n = 2,000, 1 repeat")
+    ap.add_argument("--out", help="write the results page (Markdown) here")
     a = ap.parse_args()
-    binary = find_marginkit(a.marginkit)
+    if a.quick:
+        a.n, a.repeats, a.dual_repeats = 2000, 1, 1
+    binary = pages.find_marginkit(a.marginkit)
+    page = pages.Page("Multi-core linear SVM: marginkit against multi-core LIBLINEAR")
+    import scipy.sparse as sp
+
+    from liblinear.liblinear import problem
+
     cs = [float(v) for v in a.cs.split(",")]
+    solvers = [int(v) for v in a.solvers.split(",")]
     med = statistics.median
-    print(f"# parallel linear SVM, n = {a.n:,}, medians of {a.repeats} (-s 1: {a.dual_repeats}); "
-          "wall seconds (cpu = user + sys seconds)\n")
-    print("| data | C | mk -s 2 t=1 s (cpu) | mk -s 2 t=2 s (cpu) | speed-up | bit-identical | "
-          "mk -s 1 s | LIBLINEAR -s 2 s | LIBLINEAR -s 1 s | mk-s2(t=2)/LL-s2 | P rel: mk -s 2, mk -s 1, "
-          "LL -s 2, LL -s 1 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    runs = lambda k: "one run" if k == 1 else f"medians of {k} runs"  # noqa: E731
+    out = [f"n = {a.n:,}, -B 1, LIBLINEAR's default tolerances; wall seconds, {runs(a.repeats)} "
+           f"({runs(a.dual_repeats)} for the dual solvers -s 1, 3, 12, 13), CPU seconds (user + sys) in "
+           "brackets. LL = multi-core LIBLINEAR (for -s 12/13, its single-core solver).", "",
+           "| data | C | -s | mk t=1 s (cpu) | mk t=2 s (cpu) | mk speed-up | bit-identical | LL -m 1 s (cpu) "
+           "| LL -m 2 s (cpu) | LL speed-up | mk t=2 / LL -m 2 | P rel: mk t=1, mk t=2, LL -m 1, LL -m 2 | load |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for case in a.cases.split(","):
-        if case.startswith("dense"):
-            d = int(case[5:])
-            x, y = make_dense(a.n, d, 1 + d)
-        elif case == "tfidf":
-            x, y = make_tfidf(a.n, 20_000, 3)
-        else:
-            sys.exit(f"unknown case {case}")
-        ext = "svm" if case == "tfidf" else "csv"
+        (x, y), ext = case_data(case, a.n)
         path = os.path.join(TMP, f"mk_par_linear_{case}_{a.n}.{ext}")
         write_data(path, x, y)
+        prob = None if a.no_liblinear else problem(y, sp.csr_matrix(x))
         for c in cs:
-            row = {}
-            for key, s, t in [("s2t1", 2, 1), ("s2t2", 2, 2), ("s1", 1, 1)]:
-                reps = a.repeats if s == 2 else a.dual_repeats
-                rr = [run_marginkit(binary, path, s, c, t) for _ in range(reps)]
-                row[key] = (med(r["train_seconds"] for r in rr), med(r["_cpu"] for r in rr),
-                            rr[0]["primal_objective"], rr[0]["_model"])
-            ll = {}
-            if not a.no_liblinear:
-                for s in (2, 1):
-                    reps = a.repeats if s == 2 else a.dual_repeats
-                    rr = [run_liblinear(x, y, s, c) for _ in range(reps)]
-                    _, _, w, b, pos = rr[0]
-                    ll[s] = (med(r[0] for r in rr), med(r[1] for r in rr), primal(x, y, w, b, c, pos))
-            objs = [row["s2t1"][2], row["s1"][2]] + [ll[s][2] for s in (2, 1) if s in ll]
-            best = min(objs)
-            rel = ", ".join(f"{(o - best) / best:.1e}" for o in objs)
-            same = "yes" if row["s2t1"][3] == row["s2t2"][3] else "NO"
-            llt = lambda s: f"{ll[s][0]:.3f} ({ll[s][1]:.2f})" if s in ll else "-"
-            ratio = f"{row['s2t2'][0] / ll[2][0]:.2f}" if 2 in ll else "-"
-            print(f"| {case} | {c:g} | {row['s2t1'][0]:.3f} ({row['s2t1'][1]:.2f}) | "
-                  f"{row['s2t2'][0]:.3f} ({row['s2t2'][1]:.2f}) | {row['s2t1'][0] / row['s2t2'][0]:.2f}x | "
-                  f"{same} | {row['s1'][0]:.3f} ({row['s1'][1]:.2f}) | {llt(2)} | {llt(1)} | {ratio} | {rel} |",
-                  flush=True)
+            for s in solvers:
+                reps = a.dual_repeats if s in DUAL else a.repeats
+                load0 = os.getloadavg()[0]
+                mk = {}
+                for t in (1, 2):
+                    rr = [run_marginkit(binary, path, s, c, t) for _ in range(reps)]
+                    mk[t] = (med(r["train_seconds"] for r in rr), med(r["_cpu"] for r in rr),
+                             rr[0]["primal_objective"], rr[0]["_model"])
+                ll = {}
+                if prob is not None:
+                    for t in ((1, 2) if s in LL_PARALLEL else (1,)):
+                        rr = [run_liblinear(prob, x, y, s, c, t) for _ in range(reps)]
+                        ll[t] = (med(r[0] for r in rr), med(r[1] for r in rr), rr[0][2])
+                load1 = os.getloadavg()[0]
+                objs = [mk[1][2], mk[2][2]] + [ll[t][2] if t in ll else None for t in (1, 2)]
+                best = min(o for o in objs if o is not None)
+                rel = ", ".join("—" if o is None else f"{(o - best) / abs(best):.1e}" for o in objs)
+                same = "yes" if mk[1][3] == mk[2][3] else "NO"
+                cell = lambda r: f"{r[0]:.3f} ({r[1]:.2f})"  # noqa: E731
+                llc = lambda t: cell(ll[t]) if t in ll else "—"  # noqa: E731
+                llsp = f"{ll[1][0] / ll[2][0]:.2f}x" if 2 in ll else "—"
+                ratio = f"{mk[2][0] / ll[2][0]:.2f}" if 2 in ll else "—"
+                line = (f"| {case} | {c:g} | {s} | {cell(mk[1])} | {cell(mk[2])} | {mk[1][0] / mk[2][0]:.2f}x | "
+                        f"{same} | {llc(1)} | {llc(2)} | {llsp} | {ratio} | {rel} | {load0:.1f}-{load1:.1f} |")
+                print(line, file=sys.stderr, flush=True)
+                out.append(line)
+    smoke = None
+    if a.quick:
+        smoke = (f"n = {a.n:,} smoke run", "python3 bench/par_linear_bench.py --out bench/results/dcd_multicore.md")
+    page.write(a.out, "\n".join(out), PACKAGES, smoke)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,14 @@ Times (medians of --repeats, decision-value computation only, reading excluded):
 - LIBSVM: the wall time of `svm_predict_values` over the test rows, converted to LIBSVM's node
   arrays beforehand (untimed); LIBSVM is single-threaded, so its time is the same for every N.
 marginkit's and LIBSVM's labels from the same model are compared and the number of differing rows
-printed. The machine's load average is printed before and after: timings taken under load are not
-comparable with those of a quiet machine.
+printed. The load average before and after is printed and written to the page
+(--out): timings taken under load are not comparable with those of a quiet machine.
 
-The first run creates target/venv-onedal from bench/requirements-onedal.txt (pinned) and re-runs
-itself inside it; the marginkit binary comes from target/release (build it with
-`cargo build --release -p marginkit-cli`) or --marginkit.
+    python3 bench/predict_bench.py --out bench/results/predict.md   # the results page
+
+The first run creates target/venv-onedal from bench/requirements-onedal.txt (pinned; reinstalled when
+that file changes) and re-runs itself inside it; the marginkit binary is found as bench/pages.py says
+(--marginkit, $CARGO_TARGET_DIR or target/release; build it with `cargo build --release -p marginkit-cli`).
 """
 import argparse
 import ctypes
@@ -39,23 +41,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-VENV = os.path.join(ROOT, "target", "venv-onedal")
-REQ = os.path.join(HERE, "requirements-onedal.txt")
+sys.path.insert(0, HERE)
+
+import pages  # noqa: E402
+
 GAMMA = 0.05
-
-
-def ensure_venv():
-    py = os.path.join(VENV, "bin", "python")
-    if os.path.realpath(sys.prefix) != os.path.realpath(VENV):
-        if not os.path.exists(py):
-            print(f"creating {VENV} ...", file=sys.stderr)
-            subprocess.check_call([sys.executable, "-m", "venv", VENV])
-            subprocess.check_call([py, "-m", "pip", "install", "-q", "-r", REQ])
-        os.execv(py, [py] + sys.argv)
-    try:
-        import libsvm  # noqa: F401  (a venv made before LIBSVM joined the requirements lacks it)
-    except ImportError:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-r", REQ])
+PACKAGES = ("scikit-learn-intelex", "daal", "scikit-learn", "numpy", "libsvm-official")
 
 
 def parse_args():
@@ -65,8 +56,9 @@ def parse_args():
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=20261121)
-    ap.add_argument("--marginkit", default=os.path.join(ROOT, "target", "release", "marginkit"))
-    ap.add_argument("--quick", action="store_true", help="2,000 train and 400 test rows, 1 repeat")
+    ap.add_argument("--marginkit")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 2,000 train and 400 test rows, 1 repeat")
+    ap.add_argument("--out", help="write the results page (Markdown) here")
     ap.add_argument("--no-onedal", action="store_true")
     ap.add_argument("--no-libsvm", action="store_true")
     args = ap.parse_args()
@@ -76,7 +68,6 @@ def parse_args():
 
 
 def data(n_train, n_test, seed):
-    sys.path.insert(0, HERE)
     import run  # the blobs generator of the main harness
     cache = os.path.join(ROOT, "target", "predict-bench")
     os.makedirs(cache, exist_ok=True)
@@ -162,10 +153,11 @@ def onedal_predict(svc, x, threads, repeats):
 
 
 def main():
-    ensure_venv()
+    pages.ensure_venv("venv-onedal", "requirements-onedal.txt")
     args = parse_args()
+    args.marginkit = pages.find_marginkit(args.marginkit)
     threads = [int(t) for t in args.threads.split(",")]
-    print(f"load average before: {os.getloadavg()}", file=sys.stderr)
+    page = pages.Page("Prediction: marginkit predict against oneDAL SVC.predict and LIBSVM")
     parts, stem = data(args.n_train, args.n_test, args.seed)
     (xtr, ytr, train_path), (xte, _, test_path) = parts["train"], parts["test"]
     model_path = stem + ".model"
@@ -200,16 +192,23 @@ def main():
         with open(out_path) as f:
             ours = [float(line) for line in f]
         differ = sum(1 for a, b in zip(ours, lib_labels) if a != b)
-    print(f"load average after: {os.getloadavg()}", file=sys.stderr)
 
-    print(f"blobs d = 20, {args.n_train} train / {args.n_test} test rows, RBF C = 1 gamma = {GAMMA}; "
-          f"support vectors: marginkit/LIBSVM model {n_sv}, oneDAL model {onedal_sv}; "
-          f"labels differing between marginkit and LIBSVM (same model): {differ}")
-    print("| threads | marginkit predict s | marginkit process wall s | oneDAL predict s | LIBSVM predict s "
-          "| marginkit/oneDAL | marginkit/LIBSVM |")
-    print("|---|---|---|---|---|---|---|")
+    out = [f"RBF C-SVC on blobs d = 20 (seed {args.seed}), {args.n_train:,} train / {args.n_test:,} test rows, "
+           f"C = 1, gamma = {GAMMA}, eps 0.001; {'one run' if args.repeats == 1 else f'medians of {args.repeats}'}, seconds of decision-value computation "
+           "(marginkit's `predict_seconds`; the process wall time of `marginkit predict` beside it). "
+           f"Support vectors: marginkit/LIBSVM model {n_sv}, oneDAL model {onedal_sv}; labels differing between "
+           f"marginkit and LIBSVM (same model): {differ}. LIBSVM is single-threaded: its time stands in every row.",
+           "",
+           "| threads | marginkit predict s | marginkit process wall s | oneDAL predict s | LIBSVM predict s "
+           "| marginkit/oneDAL | marginkit/LIBSVM |",
+           "|---|---|---|---|---|---|---|"]
     for t, mk, wall, od in rows:
-        print(f"| {t} | {mk:.3f} | {wall:.3f} | {od:.3f} | {lib_med:.3f} | {mk / od:.2f} | {mk / lib_med:.2f} |")
+        out.append(f"| {t} | {mk:.3g} | {wall:.3g} | {od:.3g} | {lib_med:.3g} | {mk / od:.2f} | {mk / lib_med:.2f} |")
+    smoke = None
+    if args.quick:
+        smoke = (f"n = {args.n_train:,} train / {args.n_test:,} test smoke run",
+                 "python3 bench/predict_bench.py --out bench/results/predict.md")
+    page.write(args.out, "\n".join(out), PACKAGES, smoke)
 
 
 if __name__ == "__main__":

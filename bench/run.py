@@ -5,8 +5,9 @@
     python3 bench/run.py --quick --no-build    # CI smoke test: tiny sizes, one repeat (< 60 s)
     python3 bench/run.py --cases heart_scale,blobs20k --repeats 5 --out results.md
 
-The script creates bench/.venv (python3 -m venv + pip install -r bench/requirements.txt) on first use
-and re-runs itself inside it (--no-venv uses the current interpreter instead). It builds marginkit with
+The script creates target/venv-peers (python3 -m venv + pip install -r bench/requirements.txt, pinned;
+reinstalled when that file changes) on first use and re-runs itself inside it (--no-venv uses the current
+interpreter instead). It builds marginkit with
 `cargo build --release -p marginkit-cli` (--no-build skips that) and skips marginkit with a message when
 the binary is missing.
 
@@ -21,7 +22,6 @@ with intercept_scaling=1), and every returned w is scored with the same primal o
 """
 
 import argparse
-import hashlib
 import os
 import subprocess
 import sys
@@ -29,8 +29,6 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-VENV = os.path.join(HERE, ".venv")
-REQS = os.path.join(HERE, "requirements.txt")
 BUILD_CMD = ["cargo", "build", "--release", "-p", "marginkit-cli"]
 
 # Peers must run single-threaded (BLAS inside numpy/scipy is not what we measure).
@@ -54,7 +52,7 @@ def parse_args(argv):
     ap.add_argument("--out", default=None, help="also write the markdown tables to this file")
     ap.add_argument("--marginkit", default=None, help="path of the marginkit binary (default: cargo's target dir)")
     ap.add_argument("--no-build", action="store_true", help="do not run cargo build")
-    ap.add_argument("--no-venv", action="store_true", help="use the current Python instead of bench/.venv")
+    ap.add_argument("--no-venv", action="store_true", help="use the current Python instead of target/venv-peers")
     ap.add_argument("--threads", default="2,1", help="marginkit --threads values for kernel cases")
     ap.add_argument("--linear-eps", type=float, default=0.1, help="eps for the linear cases (all solvers)")
     ap.add_argument("--seed", type=int, default=20261121, help="seed of the synthetic data sets")
@@ -62,25 +60,6 @@ def parse_args(argv):
 
 
 # ------------------------------------------------------------------ venv bootstrap
-
-
-def ensure_venv():
-    """Create bench/.venv with the pinned requirements and re-exec this script inside it."""
-    if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
-        return
-    py = os.path.join(VENV, "bin", "python")
-    if not os.path.exists(py):
-        print(f"creating {VENV} ...", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-    stamp = os.path.join(VENV, ".requirements.sha256")
-    want = hashlib.sha256(open(REQS, "rb").read()).hexdigest()
-    have = open(stamp).read().strip() if os.path.exists(stamp) else ""
-    if have != want:
-        print(f"installing {REQS} into {VENV} ...", file=sys.stderr)
-        subprocess.run([py, "-m", "pip", "install", "--quiet", "-r", REQS], check=True)
-        with open(stamp, "w") as f:
-            f.write(want + "\n")
-    os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
 
 
 # ------------------------------------------------------------------ cases
@@ -591,7 +570,10 @@ def main():
             print(f"{k:20s} {kind:10s} {size:34s} {desc}")
         return
     if not args.no_venv:
-        ensure_venv()
+        sys.path.insert(0, HERE)
+        import pages
+
+        pages.ensure_venv("venv-peers", "requirements.txt")
     names = list(CASES) if not args.cases else [c.strip() for c in args.cases.split(",") if c.strip()]
     bad = [c for c in names if c not in CASES]
     if bad:
