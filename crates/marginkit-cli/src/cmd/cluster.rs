@@ -229,18 +229,26 @@ fn write_labels(c: &CommonArgs, labels: &[usize]) -> CliResult<PathBuf> {
     Ok(path)
 }
 
-/// Prints the metrics lines and builds the JSON object.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    c: &CommonArgs,
-    method: &str,
-    labels: &[usize],
-    truth: Option<&[f64]>,
-    sizes: &[usize],
+/// What every clustering method reports: its name, the cluster of every point, the cluster
+/// sizes, the iterations and the seconds it took.
+struct Clustering<'a> {
+    method: &'a str,
+    labels: &'a [usize],
+    sizes: &'a [usize],
     iterations: u64,
     seconds: f64,
-    extra: Value,
-) -> Exit {
+}
+
+/// Writes the labels, prints the metrics lines (against `truth` when given) and the JSON object
+/// (the common fields and the method's `extra`).
+fn finish(c: &CommonArgs, run: Clustering<'_>, truth: Option<&[f64]>, extra: Value) -> Exit {
+    let Clustering {
+        method,
+        labels,
+        sizes,
+        iterations,
+        seconds,
+    } = run;
     let path = write_labels(c, labels)?;
     let mut out = json!({
         "method": method,
@@ -457,16 +465,14 @@ fn run_odmc(a: OdmcArgs) -> Exit {
         "smd_seconds": smd,
         "seconds_per_iteration": smd / (r.iterations.max(1) as f64),
     });
-    finish(
-        c,
-        "odmc",
-        &m.labels,
-        truth.as_deref(),
-        &m.cluster_sizes,
-        r.iterations,
+    let run = Clustering {
+        method: "odmc",
+        labels: &m.labels,
+        sizes: &m.cluster_sizes,
+        iterations: r.iterations,
         seconds,
-        extra,
-    )
+    };
+    finish(c, run, truth.as_deref(), extra)
 }
 
 fn run_kmeans(a: KmeansArgs) -> Exit {
@@ -540,16 +546,16 @@ fn run_kmeans(a: KmeansArgs) -> Exit {
             c.k
         );
     }
-    finish(
-        c,
-        "kmeans",
-        &r.labels,
-        truth.as_deref(),
-        &sizes,
-        report.total_iterations as u64,
+    let run = Clustering {
+        method: "kmeans",
+        labels: &r.labels,
+        sizes: &sizes,
+        iterations: report.total_iterations as u64,
         seconds,
-        json!({ "inertia": r.inertia, "converged": report.converged, "n_init": p.n_init() }),
-    )
+    };
+    let extra =
+        json!({ "inertia": r.inertia, "converged": report.converged, "n_init": p.n_init() });
+    finish(c, run, truth.as_deref(), extra)
 }
 
 /// `--kernel` of `cluster odmc`.

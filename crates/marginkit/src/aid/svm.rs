@@ -865,10 +865,13 @@ impl AidProblem for SvmProblem<'_> {
                 let xc = Features::Dense(DenseMatrix::new(k, d, sx)?);
                 let (w, b) = if k > self.engine.smo_max() {
                     let b0 = previous.map_or(0.0, |(s, _)| s.b);
+                    let dual = AggregatedDual {
+                        xc: &xc,
+                        yk: &yk,
+                        upper: &upper,
+                    };
                     match solve_linear_al(
-                        &xc,
-                        &yk,
-                        &upper,
+                        &dual,
                         &mut alpha,
                         b0,
                         self.tol,
@@ -1153,6 +1156,15 @@ fn best_bias(xc: &Features, yk: &[i8], upper: &[f64], w: &[f64], hint: f64) -> (
     }
 }
 
+/// The data of the linear aggregated dual: the cluster centroids `xc`, their labels `yk` and the
+/// upper bounds `upper` of their duals.
+#[derive(Clone, Copy)]
+struct AggregatedDual<'a> {
+    xc: &'a Features,
+    yk: &'a [i8],
+    upper: &'a [f64],
+}
+
 /// The linear aggregated dual `min 1/2 a'Qa - e'a, y'a = 0, 0 <= a <= u` by the method of
 /// multipliers over [`dcd::solve_svc`] (see the module docs). On success `alpha` satisfies
 /// `y'a = 0` exactly (up to rounding) and the result is `(w(a), b)` with the bias that
@@ -1164,11 +1176,8 @@ fn best_bias(xc: &Features, yk: &[i8], upper: &[f64], w: &[f64], hint: f64) -> (
 /// `P(w(a), b) - D(a)` is at most `gap_target` times `P` (the dual value `D(a)` is the
 /// iteration's lower bound, so the AID gap this iteration can certify is then within
 /// `gap_target` of the aggregated primal).
-#[allow(clippy::too_many_arguments)]
 fn solve_linear_al(
-    xc: &Features,
-    yk: &[i8],
-    upper: &[f64],
+    dual: &AggregatedDual<'_>,
     alpha: &mut [f64],
     b0: f64,
     tol: f64,
@@ -1176,6 +1185,7 @@ fn solve_linear_al(
     seed: u64,
     obs: &mut dyn Observer,
 ) -> Result<Option<(Vec<f64>, f64)>, FitError> {
+    let AggregatedDual { xc, yk, upper } = *dual;
     let k = yk.len();
     // Penalty rho = B^2 on the scale of the rows (the bias feature then weighs like a
     // typical row); raised tenfold when y'a does not shrink fourfold in a converged round.
@@ -2434,11 +2444,14 @@ mod tests {
 
             let mut alpha = vec![0.0; k];
             let mut obs = Passes::default();
-            let (w, b) = solve_linear_al(
-                &xc, &yk, &upper, &mut alpha, 0.0, 1e-12, target, 3, &mut obs,
-            )
-            .unwrap()
-            .unwrap();
+            let dual = AggregatedDual {
+                xc: &xc,
+                yk: &yk,
+                upper: &upper,
+            };
+            let (w, b) = solve_linear_al(&dual, &mut alpha, 0.0, 1e-12, target, 3, &mut obs)
+                .unwrap()
+                .unwrap();
             // Feasible: box and y'a = 0.
             let scale: f64 = upper.iter().sum();
             let ya: f64 = alpha.iter().zip(&yk).map(|(a, &y)| a * f64::from(y)).sum();

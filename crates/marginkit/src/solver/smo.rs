@@ -835,7 +835,11 @@ struct SecondPass {
 
 /// Second pass over `base..base + sc.len()`: argmin of `-b^2 / quad` over `I_low` with
 /// `b = m + y_t g_t > 0`.
-#[allow(clippy::too_many_arguments)] // the per-variable slices of one range, all borrowed
+///
+/// A hot kernel (it runs once per SMO iteration over the whole active set, per rayon chunk):
+/// its per-variable arrays arrive as separate slices of one range, each cut to the chunk by
+/// the caller, so that the lane loop zips plain slices of equal length.
+#[allow(clippy::too_many_arguments)] // hot kernel: the per-variable slices of one range
 fn second_chunk(
     base: usize,
     sc: &mut [f64],
