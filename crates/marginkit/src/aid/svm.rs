@@ -835,6 +835,8 @@ impl AidProblem for SvmProblem<'_> {
         self.data.len()
     }
 
+    // One piece: the aggregated problem is built once and solved by the engine its size and
+    // kernel choose, all from the same warm duals.
     fn solve_aggregated(
         &mut self,
         clusters: &Clusters,
@@ -1854,9 +1856,49 @@ fn nystrom_residual(ks: &KernelSums<'_>, n: usize, rank: usize, seed: u64) -> f6
     per_row.iter().sum::<f64>() / s as f64
 }
 
+/// The warm start's gradient terms `(Q a, Q a_upper)` of the duals `alpha` (box `[0, c]`) for
+/// [`smo::WarmGradient`], by two vectorized kernel sums (free and at-bound duals), not one
+/// kernel column per nonzero dual: `(Q a)_i = y_i sum_j a_j y_j K_ij`. `None` when `stop`
+/// stopped a sum.
+fn warm_gradient_terms(
+    ks: &KernelSums<'_>,
+    y: &[i8],
+    alpha: &[f64],
+    c: f64,
+    stop: &mut dyn FnMut() -> bool,
+) -> Option<(Vec<f64>, Vec<f64>)> {
+    let n = alpha.len();
+    let (mut free_rows, mut free_w, mut up_rows, mut up_w) = (vec![], vec![], vec![], vec![]);
+    for i in 0..n {
+        let yi = f64::from(y[i]);
+        if alpha[i] >= c {
+            up_rows.push(i as u32);
+            up_w.push(c * yi);
+        } else if alpha[i] > 0.0 {
+            free_rows.push(i as u32);
+            free_w.push(alpha[i] * yi);
+        }
+    }
+    let mut qa_upper = vec![0.0; n];
+    let mut qa = vec![0.0; n];
+    if !up_rows.is_empty() && !ks.weighted_polled(&up_rows, Some(&up_w), &mut qa_upper, stop) {
+        return None;
+    }
+    if !free_rows.is_empty() && !ks.weighted_polled(&free_rows, Some(&free_w), &mut qa, stop) {
+        return None;
+    }
+    for i in 0..n {
+        let yi = f64::from(y[i]);
+        qa_upper[i] *= yi;
+        qa[i] = yi * qa[i] + qa_upper[i];
+    }
+    Some((qa, qa_upper))
+}
+
 /// [`KernelSteering::Nystrom`]: steering AID on Nystrom features, then the exact SMO finish.
 ///
 /// `steering` is the `(rank, steer_gap)` of [`KernelSteering::Nystrom`].
+// One piece: the steering run hands the exact finish its duals, and a stop in either ends both.
 fn fit_nystrom(
     data: &Dataset,
     labels: Vec<f64>,
@@ -1952,40 +1994,11 @@ fn fit_nystrom(
         equality: Equality::Sum { delta: 0.0 },
         fixed: None,
     };
-    // The start's gradient terms by two vectorized kernel sums (free and at-bound duals), not
-    // one kernel column per nonzero dual: `(Q a)_i = y_i sum_j a_j y_j K_ij`.
-    let (mut free_rows, mut free_w, mut up_rows, mut up_w) = (vec![], vec![], vec![], vec![]);
-    for i in 0..n {
-        let yi = f64::from(y[i]);
-        if alpha[i] >= params.c {
-            up_rows.push(i as u32);
-            up_w.push(params.c * yi);
-        } else if alpha[i] > 0.0 {
-            free_rows.push(i as u32);
-            free_w.push(alpha[i] * yi);
-        }
-    }
-    let mut qa_upper = vec![0.0; n];
-    let mut qa = vec![0.0; n];
-    if !up_rows.is_empty()
-        && !ks.weighted_polled(&up_rows, Some(&up_w), &mut qa_upper, &mut || {
-            stop(ctl.observer())
-        })
-    {
+    let Some((qa, qa_upper)) =
+        warm_gradient_terms(&ks, &y, &alpha, params.c, &mut || stop(ctl.observer()))
+    else {
         return Ok(stopped(labels));
-    }
-    if !free_rows.is_empty()
-        && !ks.weighted_polled(&free_rows, Some(&free_w), &mut qa, &mut || {
-            stop(ctl.observer())
-        })
-    {
-        return Ok(stopped(labels));
-    }
-    for i in 0..n {
-        let yi = f64::from(y[i]);
-        qa_upper[i] *= yi;
-        qa[i] = yi * qa[i] + qa_upper[i];
-    }
+    };
     drop(ks);
     let mut warm = Some(smo::WarmGradient {
         qa: &qa,

@@ -1084,6 +1084,8 @@ pub fn fit(
 }
 
 /// Algorithm 1 for the local nodes `shards` (`(node, points)`) over `transport`.
+// One piece: the setup of the local nodes and the rounds of Algorithm 1, which share every local
+// node's state.
 fn run_nodes(
     transport: &dyn Transport,
     kern: &FeatureKernel,

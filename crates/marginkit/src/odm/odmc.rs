@@ -1077,6 +1077,8 @@ fn readout_decision(
 /// below [`BR_TOL`] or after [`BR_PASSES`] passes. Dense kernel: `K_mu` is formed in `kmu`
 /// (`O(n^2 |supp mu|)`) and a pass costs `O(n^2)`; linear: one weight vector per labeling in
 /// the support, a pass costs `O(n d |supp mu|)`. Returns the point and `phi` there (recomputed).
+// One piece: one coordinate-ascent loop, with its dense and linear forms of the same pass side
+// by side.
 fn best_response(
     g: &Gram,
     labels: &[Vec<i8>],

@@ -211,6 +211,8 @@ impl Report for Selection {
 /// # Errors
 /// [`FitError`] for bad data or a solver breakdown; [`FitError::Checkpoint`] when the state
 /// resumed from was made with other data or other parameters, or does not fit the data.
+// One piece: the loop over C builds the checkpoint (runs, choice, warm start, current run) that
+// each of its early returns writes.
 pub fn select(
     params: &SelectValidParams,
     data: &RobustData<'_>,

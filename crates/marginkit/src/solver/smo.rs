@@ -220,6 +220,8 @@ impl State {
     /// [`State::new`] with the warm start's gradient terms given by the caller (used only when
     /// no variable is fixed; otherwise they are computed from the columns as usual).
     #[allow(clippy::needless_range_loop)]
+    // One piece: every per-variable array of the one state is built together, in the order
+    // the fixed variables impose.
     pub(crate) fn new_with<Q: QMatrix + ?Sized>(
         q: &mut Q,
         qp: &BoxQp<'_>,
@@ -1655,6 +1657,8 @@ fn iterate_ext<Q: QMatrix>(
 }
 
 /// The body of [`iterate_ext`].
+// One piece: the SMO main loop; selection, update, shrinking and the stopping test share its
+// loop state.
 fn iterate_body<Q: QMatrix>(
     st: &mut State,
     q: &mut Q,

@@ -373,6 +373,8 @@ fn class_weight(params: &SvmValidParams, label: f64) -> f64 {
         .product()
 }
 
+// One piece: the loop over class pairs carries the resumed states, calibrations and the stop
+// that the checkpoint records.
 fn fit_classifier(
     params: &SvmValidParams,
     kernel: KernelSpec,
