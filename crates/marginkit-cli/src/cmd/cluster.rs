@@ -91,32 +91,32 @@ pub struct OdmcArgs {
     #[arg(long, default_value_t = 1.0)]
     pub sigma: f64,
     /// ODM lambda (the paper's grid: 1, 10, 100, 1000).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_LAMBDA)]
     pub lambda: f64,
     /// ODM nu (0.2 .. 0.8 in the paper).
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_NU)]
     pub nu: f64,
     /// ODM theta in [0, 1) (0.2 .. 0.8 in the paper).
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_THETA)]
     pub theta: f64,
     /// Balance |e'y| <= beta * n as a fraction of the points (paper: 0.03 balanced, 0.3 imbalanced).
-    #[arg(long, default_value_t = 0.03)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_BETA)]
     pub beta: f64,
     /// Stochastic mirror-descent iterations per round.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_ITERATIONS)]
     pub iterations: usize,
     /// Label-generation rounds at most.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_MAX_ROUNDS)]
     pub rounds: usize,
     /// Relative duality-gap tolerance.
-    #[arg(long, default_value_t = 1e-2)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_TOL)]
     pub tol: f64,
     /// Readout: decision (default; the mixture classifier cut at the widest admissible gap),
     /// sign (the paper's sign(sum mu_k y_k)), heaviest, min-g.
     #[arg(long, value_enum, default_value_t = ReadoutArg::Decision)]
     pub readout: ReadoutArg,
     /// Candidate generators: k-means runs, principal components, random projections.
-    #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [4usize, 4, 8])]
+    #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [PoolSpec::DEFAULT.kmeans, PoolSpec::DEFAULT.components, PoolSpec::DEFAULT.random])]
     pub pool: Vec<usize>,
     /// Write an SVG plot of the duality-gap estimate per round.
     #[arg(long)]
@@ -132,10 +132,10 @@ pub struct KmeansArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// Seeded k-means++ restarts (the lowest inertia wins); at least 1.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = KMeansParams::DEFAULT_N_INIT)]
     pub n_init: usize,
     /// Lloyd iterations per restart at most; at least 1.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = KMeansParams::DEFAULT_MAX_ITER)]
     pub max_iter: usize,
     /// Cluster the raw features (no standardization).
     #[arg(long)]

@@ -268,11 +268,11 @@ impl Default for AidSvmParams {
     /// 1e-4 (the paper's), at most 1000 iterations, the automatic linear engine.
     fn default() -> Self {
         Self(AidSvmValidParams {
-            c: 1.0,
+            c: Self::DEFAULT_C,
             kernel: None,
             r0: None,
             seed: 0,
-            solver_tol: 1e-5,
+            solver_tol: Self::DEFAULT_SOLVER_TOL,
             settings: AidSettings::default(),
             linear_engine: AidLinearEngine::Auto,
             kernel_steering: KernelSteering::AveragedGram,
@@ -288,6 +288,11 @@ impl From<AidSvmValidParams> for AidSvmParams {
 }
 
 impl AidSvmParams {
+    /// Default penalty `M` (LIBSVM's `C`).
+    pub const DEFAULT_C: f64 = 1.0;
+    /// Default stopping tolerance of the aggregated solves.
+    pub const DEFAULT_SOLVER_TOL: f64 = 1e-5;
+
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
         Self::default()

@@ -221,20 +221,20 @@ pub struct OdmcParams(OdmcValidParams);
 
 impl Default for OdmcParams {
     /// Two clusters, lambda 1, nu 0.5, theta 0.2, linear kernel, balance 0.03, 300 iterations
-    /// per round, 8 rounds, gap tolerance 1e-2, the default pool, the decision readout, seed 0,
-    /// a dense Gaussian kernel up to 12,000 points.
+    /// per round, 8 rounds, gap tolerance 1e-2 (the `DEFAULT_*` constants), the default pool,
+    /// the decision readout, seed 0, a dense Gaussian kernel up to 12,000 points.
     fn default() -> Self {
         Self(OdmcValidParams {
             k: 2,
-            lambda: 1.0,
-            nu: 0.5,
-            theta: 0.2,
+            lambda: Self::DEFAULT_LAMBDA,
+            nu: Self::DEFAULT_NU,
+            theta: Self::DEFAULT_THETA,
             kernel: OdmcKernel::Linear,
-            beta: 0.03,
-            iterations: 300,
-            max_rounds: 8,
-            tol: 1e-2,
-            pool: PoolSpec::default(),
+            beta: Self::DEFAULT_BETA,
+            iterations: Self::DEFAULT_ITERATIONS,
+            max_rounds: Self::DEFAULT_MAX_ROUNDS,
+            tol: Self::DEFAULT_TOL,
+            pool: PoolSpec::DEFAULT,
             readout: Readout::Decision,
             seed: 0,
             max_dense: 12_000,
@@ -249,6 +249,21 @@ impl From<OdmcValidParams> for OdmcParams {
 }
 
 impl OdmcParams {
+    /// Default ODM `lambda`.
+    pub const DEFAULT_LAMBDA: f64 = 1.0;
+    /// Default ODM `nu`.
+    pub const DEFAULT_NU: f64 = 0.5;
+    /// Default ODM `theta`.
+    pub const DEFAULT_THETA: f64 = 0.2;
+    /// Default balance `beta` (the paper's balanced setting).
+    pub const DEFAULT_BETA: f64 = 0.03;
+    /// Default stochastic mirror-descent iterations per round.
+    pub const DEFAULT_ITERATIONS: usize = 300;
+    /// Default most label-generation rounds.
+    pub const DEFAULT_MAX_ROUNDS: usize = 8;
+    /// Default relative duality-gap tolerance.
+    pub const DEFAULT_TOL: f64 = 1e-2;
+
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
         Self::default()

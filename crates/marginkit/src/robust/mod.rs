@@ -276,11 +276,11 @@ impl Default for RobustParams {
             kernel: KernelParams::default(),
             c: 1.0,
             s_fixed: None,
-            s_end_fraction: 0.2,
+            s_end_fraction: Self::DEFAULT_S_END_FRACTION,
             bias: None,
             max_events: None,
-            cache_bytes: 512 << 20,
-            solver_tol: 1e-6,
+            cache_bytes: Self::DEFAULT_CACHE_MB << 20,
+            solver_tol: Self::DEFAULT_SOLVER_TOL,
             ridge: 1e-11,
             check_tol: 1e-6,
             keep_solutions: false,
@@ -295,6 +295,13 @@ impl From<RobustValidParams> for RobustParams {
 }
 
 impl RobustParams {
+    /// Default end of the SVR `s` path, as a fraction of `s_R` (the paper's range).
+    pub const DEFAULT_S_END_FRACTION: f64 = 0.2;
+    /// Default kernel column cache, in MB.
+    pub const DEFAULT_CACHE_MB: usize = 512;
+    /// Default tolerance of the SMO solves (polished exactly afterwards).
+    pub const DEFAULT_SOLVER_TOL: f64 = 1e-6;
+
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
         Self::default()
