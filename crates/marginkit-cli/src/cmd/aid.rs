@@ -113,7 +113,7 @@ pub struct AidLadArgs {
 #[command(disable_help_flag = true, next_help_heading = "AID-SVM")]
 pub struct AidSvmArgs {
     /// The penalty C (the paper's M).
-    #[arg(short = 'c', default_value_t = 1.0)]
+    #[arg(short = 'c', default_value_t = AidSvmParams::DEFAULT_C)]
     pub c: f64,
     /// Kernel: 0 linear (default here; aggregated problems by DCD, LIBLINEAR model file),
     /// 1 polynomial, 2 RBF, 3 sigmoid (averaged Gram entries, SMO, LIBSVM model file).
@@ -129,7 +129,7 @@ pub struct AidSvmArgs {
     #[arg(short = 'r', default_value_t = 0.0, allow_negative_numbers = true)]
     pub coef0: f64,
     /// Stopping tolerance of the aggregated solves.
-    #[arg(short = 'e', default_value_t = 1e-5)]
+    #[arg(short = 'e', default_value_t = AidSvmParams::DEFAULT_SOLVER_TOL)]
     pub eps: f64,
     /// Solver of the linear aggregated problems: auto or dcd (dual coordinate descent with an
     /// augmented Lagrangian for the bias, at every size) or smo (SMO at every size). Ignored
@@ -167,10 +167,10 @@ pub struct AidSvmArgs {
 #[command(disable_help_flag = true, next_help_heading = "AID-S3VM")]
 pub struct AidS3vmArgs {
     /// Penalty of labeled rows M_l.
-    #[arg(short = 'c', long = "c-labeled", default_value_t = 5.0)]
+    #[arg(short = 'c', long = "c-labeled", default_value_t = AidS3vmParams::DEFAULT_C_LABELED)]
     pub c_labeled: f64,
     /// Penalty of unlabeled rows M_u.
-    #[arg(long = "c-unlabeled", default_value_t = 1.0)]
+    #[arg(long = "c-unlabeled", default_value_t = AidS3vmParams::DEFAULT_C_UNLABELED)]
     pub c_unlabeled: f64,
     /// Balance constraint: mean decision value of the unlabeled rows = mean labeled label.
     #[arg(long)]
@@ -182,10 +182,10 @@ pub struct AidS3vmArgs {
     #[arg(long)]
     pub unlabeled: Option<PathBuf>,
     /// Node limit of each branch and bound.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = AidS3vmParams::DEFAULT_BNB_NODES)]
     pub nodes: usize,
     /// Time limit of each branch and bound in seconds.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = AidS3vmParams::DEFAULT_BNB_SECONDS as f64)]
     pub bnb_time_limit: f64,
     /// Solve the full problem by branch and bound (no aggregation; small problems only).
     #[arg(long)]
@@ -851,7 +851,7 @@ fn run_s3vm(a: AidS3vmArgs) -> Exit {
     let bnb = BnbLimits {
         max_nodes: a.nodes,
         time_limit: seconds("bnb-time-limit", Some(a.bnb_time_limit))?,
-        rel_gap: 1e-6,
+        rel_gap: AidS3vmParams::DEFAULT_BNB_REL_GAP,
     };
     if a.exact && a.common.ckpt.any() {
         return Err(CliError(

@@ -91,32 +91,32 @@ pub struct OdmcArgs {
     #[arg(long, default_value_t = 1.0)]
     pub sigma: f64,
     /// ODM lambda (the paper's grid: 1, 10, 100, 1000).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_LAMBDA)]
     pub lambda: f64,
     /// ODM nu (0.2 .. 0.8 in the paper).
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_NU)]
     pub nu: f64,
     /// ODM theta in [0, 1) (0.2 .. 0.8 in the paper).
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_THETA)]
     pub theta: f64,
     /// Balance |e'y| <= beta * n as a fraction of the points (paper: 0.03 balanced, 0.3 imbalanced).
-    #[arg(long, default_value_t = 0.03)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_BETA)]
     pub beta: f64,
     /// Stochastic mirror-descent iterations per round.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_ITERATIONS)]
     pub iterations: usize,
     /// Label-generation rounds at most.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_MAX_ROUNDS)]
     pub rounds: usize,
     /// Relative duality-gap tolerance.
-    #[arg(long, default_value_t = 1e-2)]
+    #[arg(long, default_value_t = OdmcParams::DEFAULT_TOL)]
     pub tol: f64,
     /// Readout: decision (default; the mixture classifier cut at the widest admissible gap),
     /// sign (the paper's sign(sum mu_k y_k)), heaviest, min-g.
     #[arg(long, value_enum, default_value_t = ReadoutArg::Decision)]
     pub readout: ReadoutArg,
     /// Candidate generators: k-means runs, principal components, random projections.
-    #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [4usize, 4, 8])]
+    #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [PoolSpec::DEFAULT.kmeans, PoolSpec::DEFAULT.components, PoolSpec::DEFAULT.random])]
     pub pool: Vec<usize>,
     /// Write an SVG plot of the duality-gap estimate per round.
     #[arg(long)]
@@ -132,10 +132,10 @@ pub struct KmeansArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// Seeded k-means++ restarts (the lowest inertia wins); at least 1.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = KMeansParams::DEFAULT_N_INIT)]
     pub n_init: usize,
     /// Lloyd iterations per restart at most; at least 1.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = KMeansParams::DEFAULT_MAX_ITER)]
     pub max_iter: usize,
     /// Cluster the raw features (no standardization).
     #[arg(long)]
@@ -229,18 +229,26 @@ fn write_labels(c: &CommonArgs, labels: &[usize]) -> CliResult<PathBuf> {
     Ok(path)
 }
 
-/// Prints the metrics lines and builds the JSON object.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    c: &CommonArgs,
-    method: &str,
-    labels: &[usize],
-    truth: Option<&[f64]>,
-    sizes: &[usize],
+/// What every clustering method reports: its name, the cluster of every point, the cluster
+/// sizes, the iterations and the seconds it took.
+struct Clustering<'a> {
+    method: &'a str,
+    labels: &'a [usize],
+    sizes: &'a [usize],
     iterations: u64,
     seconds: f64,
-    extra: Value,
-) -> Exit {
+}
+
+/// Writes the labels, prints the metrics lines (against `truth` when given) and the JSON object
+/// (the common fields and the method's `extra`).
+fn finish(c: &CommonArgs, run: Clustering<'_>, truth: Option<&[f64]>, extra: Value) -> Exit {
+    let Clustering {
+        method,
+        labels,
+        sizes,
+        iterations,
+        seconds,
+    } = run;
     let path = write_labels(c, labels)?;
     let mut out = json!({
         "method": method,
@@ -457,16 +465,14 @@ fn run_odmc(a: OdmcArgs) -> Exit {
         "smd_seconds": smd,
         "seconds_per_iteration": smd / (r.iterations.max(1) as f64),
     });
-    finish(
-        c,
-        "odmc",
-        &m.labels,
-        truth.as_deref(),
-        &m.cluster_sizes,
-        r.iterations,
+    let run = Clustering {
+        method: "odmc",
+        labels: &m.labels,
+        sizes: &m.cluster_sizes,
+        iterations: r.iterations,
         seconds,
-        extra,
-    )
+    };
+    finish(c, run, truth.as_deref(), extra)
 }
 
 fn run_kmeans(a: KmeansArgs) -> Exit {
@@ -540,16 +546,16 @@ fn run_kmeans(a: KmeansArgs) -> Exit {
             c.k
         );
     }
-    finish(
-        c,
-        "kmeans",
-        &r.labels,
-        truth.as_deref(),
-        &sizes,
-        report.total_iterations as u64,
+    let run = Clustering {
+        method: "kmeans",
+        labels: &r.labels,
+        sizes: &sizes,
+        iterations: report.total_iterations as u64,
         seconds,
-        json!({ "inertia": r.inertia, "converged": report.converged, "n_init": p.n_init() }),
-    )
+    };
+    let extra =
+        json!({ "inertia": r.inertia, "converged": report.converged, "n_init": p.n_init() });
+    finish(c, run, truth.as_deref(), extra)
 }
 
 /// `--kernel` of `cluster odmc`.

@@ -67,7 +67,7 @@ pub struct CoresetArgs {
     #[command(flatten)]
     pub input: InputArgs,
     /// Tolerance eps in (0, 1): core-sets of ceil(1/eps) points, coverage within (1+eps)^2 r*^2.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = CoresetParams::DEFAULT_EPS)]
     pub eps: f64,
     /// kernel_type (svdd, svm, oneclass): 0 linear, 1 polynomial, 2 RBF, 3 sigmoid. The SVM
     /// mappings need a constant diagonal K(x,x) (RBF, or normalized rows).
@@ -102,10 +102,10 @@ pub struct CoresetArgs {
     #[arg(long, default_value_t = 0)]
     pub delay: u32,
     /// Seed of the graphs, losses, delays, activations and initial sets.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = CoresetParams::DEFAULT_SEED)]
     pub seed: u64,
     /// Round budget.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = ConsensusParams::DEFAULT_MAX_ROUNDS)]
     pub max_rounds: u64,
     /// Stopping rule: local (no change for W rounds) or global (quiescence diagnostic).
     #[arg(long, value_enum, default_value_t = Stop::Local)]

@@ -50,13 +50,13 @@ pub struct PathArgs {
     #[arg(long)]
     pub valid: Option<PathBuf>,
     /// Smallest C of the log grid.
-    #[arg(long, default_value_t = 0.03125)]
+    #[arg(long, default_value_t = PathParams::DEFAULT_C_MIN)]
     pub c_min: f64,
     /// Largest C of the log grid (and of the epsilon path).
-    #[arg(long, default_value_t = 1024.0)]
+    #[arg(long, default_value_t = PathParams::DEFAULT_C_MAX)]
     pub c_max: f64,
     /// Number of log-spaced values of C.
-    #[arg(long = "grid", default_value_t = 31)]
+    #[arg(long = "grid", default_value_t = PathParams::DEFAULT_POINTS)]
     pub grid: usize,
     /// Explicit values of C (comma separated), instead of the log grid.
     #[arg(long, value_delimiter = ',', conflicts_with_all = ["grid", "c_min", "eps_path"])]

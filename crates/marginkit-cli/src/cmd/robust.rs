@@ -70,16 +70,16 @@ pub struct RobustArgs {
     #[arg(short = 'B', default_value_t = -1.0, allow_negative_numbers = true)]
     pub bias: f64,
     /// Kernel column cache in MB.
-    #[arg(short = 'm', default_value_t = 512.0, allow_negative_numbers = true)]
+    #[arg(short = 'm', default_value_t = RobustParams::DEFAULT_CACHE_MB as f64, allow_negative_numbers = true)]
     pub cache_mb: f64,
     /// Tolerance of the SMO solves (standard SVM, CCCP subproblems), polished exactly afterwards.
-    #[arg(short = 'e', default_value_t = 1e-6, allow_negative_numbers = true)]
+    #[arg(short = 'e', default_value_t = RobustParams::DEFAULT_SOLVER_TOL, allow_negative_numbers = true)]
     pub eps: f64,
     /// Fixed s of the theta path and CCCP-theta (SVC: <= 0, default 0; SVR: > 0, default 1).
     #[arg(long = "s", allow_negative_numbers = true)]
     pub s_fixed: Option<f64>,
-    /// SVR OP-s / CCCP-s end: this fraction of s_R (default 0.2, the paper's range).
-    #[arg(long, default_value_t = 0.2)]
+    /// SVR OP-s / CCCP-s end: this fraction of s_R (the default is the paper's range).
+    #[arg(long, default_value_t = RobustParams::DEFAULT_S_END_FRACTION)]
     pub s_end: f64,
     /// Run the CCCP baseline instead of the outlier path.
     #[arg(long)]

@@ -484,16 +484,16 @@ impl Default for AidS3vmParams {
     /// paper's AID1 and AID5 are `max_iter(1)` and `max_iter(5)`.
     fn default() -> Self {
         Self(AidS3vmValidParams {
-            c_labeled: 5.0,
-            c_unlabeled: 1.0,
+            c_labeled: Self::DEFAULT_C_LABELED,
+            c_unlabeled: Self::DEFAULT_C_UNLABELED,
             r0: 0.01,
             seed: 0,
             balance: false,
             balance_cost: false,
             bnb: BnbLimits {
-                max_nodes: 20_000,
-                time_limit: Some(Duration::from_secs(60)),
-                rel_gap: 1e-6,
+                max_nodes: Self::DEFAULT_BNB_NODES,
+                time_limit: Some(Duration::from_secs(Self::DEFAULT_BNB_SECONDS)),
+                rel_gap: Self::DEFAULT_BNB_REL_GAP,
             },
             settings: AidSettings {
                 gap_tol: 0.0,
@@ -511,6 +511,17 @@ impl From<AidS3vmValidParams> for AidS3vmParams {
 }
 
 impl AidS3vmParams {
+    /// Default penalty of labeled rows `M_l` (the paper's fixed setting).
+    pub const DEFAULT_C_LABELED: f64 = 5.0;
+    /// Default penalty of unlabeled rows `M_u`.
+    pub const DEFAULT_C_UNLABELED: f64 = 1.0;
+    /// Default node limit of each branch and bound.
+    pub const DEFAULT_BNB_NODES: usize = 20_000;
+    /// Default time limit of each branch and bound, in seconds.
+    pub const DEFAULT_BNB_SECONDS: u64 = 60;
+    /// Default relative gap at which each branch and bound stops.
+    pub const DEFAULT_BNB_REL_GAP: f64 = 1e-6;
+
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
         Self::default()

@@ -268,11 +268,11 @@ impl Default for AidSvmParams {
     /// 1e-4 (the paper's), at most 1000 iterations, the automatic linear engine.
     fn default() -> Self {
         Self(AidSvmValidParams {
-            c: 1.0,
+            c: Self::DEFAULT_C,
             kernel: None,
             r0: None,
             seed: 0,
-            solver_tol: 1e-5,
+            solver_tol: Self::DEFAULT_SOLVER_TOL,
             settings: AidSettings::default(),
             linear_engine: AidLinearEngine::Auto,
             kernel_steering: KernelSteering::AveragedGram,
@@ -288,6 +288,11 @@ impl From<AidSvmValidParams> for AidSvmParams {
 }
 
 impl AidSvmParams {
+    /// Default penalty `M` (LIBSVM's `C`).
+    pub const DEFAULT_C: f64 = 1.0;
+    /// Default stopping tolerance of the aggregated solves.
+    pub const DEFAULT_SOLVER_TOL: f64 = 1e-5;
+
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
         Self::default()
@@ -835,6 +840,8 @@ impl AidProblem for SvmProblem<'_> {
         self.data.len()
     }
 
+    // One piece: the aggregated problem is built once and solved by the engine its size and
+    // kernel choose, all from the same warm duals.
     fn solve_aggregated(
         &mut self,
         clusters: &Clusters,
@@ -865,10 +872,13 @@ impl AidProblem for SvmProblem<'_> {
                 let xc = Features::Dense(DenseMatrix::new(k, d, sx)?);
                 let (w, b) = if k > self.engine.smo_max() {
                     let b0 = previous.map_or(0.0, |(s, _)| s.b);
+                    let dual = AggregatedDual {
+                        xc: &xc,
+                        yk: &yk,
+                        upper: &upper,
+                    };
                     match solve_linear_al(
-                        &xc,
-                        &yk,
-                        &upper,
+                        &dual,
                         &mut alpha,
                         b0,
                         self.tol,
@@ -1153,6 +1163,15 @@ fn best_bias(xc: &Features, yk: &[i8], upper: &[f64], w: &[f64], hint: f64) -> (
     }
 }
 
+/// The data of the linear aggregated dual: the cluster centroids `xc`, their labels `yk` and the
+/// upper bounds `upper` of their duals.
+#[derive(Clone, Copy)]
+struct AggregatedDual<'a> {
+    xc: &'a Features,
+    yk: &'a [i8],
+    upper: &'a [f64],
+}
+
 /// The linear aggregated dual `min 1/2 a'Qa - e'a, y'a = 0, 0 <= a <= u` by the method of
 /// multipliers over [`dcd::solve_svc`] (see the module docs). On success `alpha` satisfies
 /// `y'a = 0` exactly (up to rounding) and the result is `(w(a), b)` with the bias that
@@ -1164,11 +1183,8 @@ fn best_bias(xc: &Features, yk: &[i8], upper: &[f64], w: &[f64], hint: f64) -> (
 /// `P(w(a), b) - D(a)` is at most `gap_target` times `P` (the dual value `D(a)` is the
 /// iteration's lower bound, so the AID gap this iteration can certify is then within
 /// `gap_target` of the aggregated primal).
-#[allow(clippy::too_many_arguments)]
 fn solve_linear_al(
-    xc: &Features,
-    yk: &[i8],
-    upper: &[f64],
+    dual: &AggregatedDual<'_>,
     alpha: &mut [f64],
     b0: f64,
     tol: f64,
@@ -1176,6 +1192,7 @@ fn solve_linear_al(
     seed: u64,
     obs: &mut dyn Observer,
 ) -> Result<Option<(Vec<f64>, f64)>, FitError> {
+    let AggregatedDual { xc, yk, upper } = *dual;
     let k = yk.len();
     // Penalty rho = B^2 on the scale of the rows (the bias feature then weighs like a
     // typical row); raised tenfold when y'a does not shrink fourfold in a converged round.
@@ -1844,9 +1861,49 @@ fn nystrom_residual(ks: &KernelSums<'_>, n: usize, rank: usize, seed: u64) -> f6
     per_row.iter().sum::<f64>() / s as f64
 }
 
+/// The warm start's gradient terms `(Q a, Q a_upper)` of the duals `alpha` (box `[0, c]`) for
+/// [`smo::WarmGradient`], by two vectorized kernel sums (free and at-bound duals), not one
+/// kernel column per nonzero dual: `(Q a)_i = y_i sum_j a_j y_j K_ij`. `None` when `stop`
+/// stopped a sum.
+fn warm_gradient_terms(
+    ks: &KernelSums<'_>,
+    y: &[i8],
+    alpha: &[f64],
+    c: f64,
+    stop: &mut dyn FnMut() -> bool,
+) -> Option<(Vec<f64>, Vec<f64>)> {
+    let n = alpha.len();
+    let (mut free_rows, mut free_w, mut up_rows, mut up_w) = (vec![], vec![], vec![], vec![]);
+    for i in 0..n {
+        let yi = f64::from(y[i]);
+        if alpha[i] >= c {
+            up_rows.push(i as u32);
+            up_w.push(c * yi);
+        } else if alpha[i] > 0.0 {
+            free_rows.push(i as u32);
+            free_w.push(alpha[i] * yi);
+        }
+    }
+    let mut qa_upper = vec![0.0; n];
+    let mut qa = vec![0.0; n];
+    if !up_rows.is_empty() && !ks.weighted_polled(&up_rows, Some(&up_w), &mut qa_upper, stop) {
+        return None;
+    }
+    if !free_rows.is_empty() && !ks.weighted_polled(&free_rows, Some(&free_w), &mut qa, stop) {
+        return None;
+    }
+    for i in 0..n {
+        let yi = f64::from(y[i]);
+        qa_upper[i] *= yi;
+        qa[i] = yi * qa[i] + qa_upper[i];
+    }
+    Some((qa, qa_upper))
+}
+
 /// [`KernelSteering::Nystrom`]: steering AID on Nystrom features, then the exact SMO finish.
 ///
 /// `steering` is the `(rank, steer_gap)` of [`KernelSteering::Nystrom`].
+// One piece: the steering run hands the exact finish its duals, and a stop in either ends both.
 fn fit_nystrom(
     data: &Dataset,
     labels: Vec<f64>,
@@ -1942,40 +1999,11 @@ fn fit_nystrom(
         equality: Equality::Sum { delta: 0.0 },
         fixed: None,
     };
-    // The start's gradient terms by two vectorized kernel sums (free and at-bound duals), not
-    // one kernel column per nonzero dual: `(Q a)_i = y_i sum_j a_j y_j K_ij`.
-    let (mut free_rows, mut free_w, mut up_rows, mut up_w) = (vec![], vec![], vec![], vec![]);
-    for i in 0..n {
-        let yi = f64::from(y[i]);
-        if alpha[i] >= params.c {
-            up_rows.push(i as u32);
-            up_w.push(params.c * yi);
-        } else if alpha[i] > 0.0 {
-            free_rows.push(i as u32);
-            free_w.push(alpha[i] * yi);
-        }
-    }
-    let mut qa_upper = vec![0.0; n];
-    let mut qa = vec![0.0; n];
-    if !up_rows.is_empty()
-        && !ks.weighted_polled(&up_rows, Some(&up_w), &mut qa_upper, &mut || {
-            stop(ctl.observer())
-        })
-    {
+    let Some((qa, qa_upper)) =
+        warm_gradient_terms(&ks, &y, &alpha, params.c, &mut || stop(ctl.observer()))
+    else {
         return Ok(stopped(labels));
-    }
-    if !free_rows.is_empty()
-        && !ks.weighted_polled(&free_rows, Some(&free_w), &mut qa, &mut || {
-            stop(ctl.observer())
-        })
-    {
-        return Ok(stopped(labels));
-    }
-    for i in 0..n {
-        let yi = f64::from(y[i]);
-        qa_upper[i] *= yi;
-        qa[i] = yi * qa[i] + qa_upper[i];
-    }
+    };
     drop(ks);
     let mut warm = Some(smo::WarmGradient {
         qa: &qa,
@@ -2434,11 +2462,14 @@ mod tests {
 
             let mut alpha = vec![0.0; k];
             let mut obs = Passes::default();
-            let (w, b) = solve_linear_al(
-                &xc, &yk, &upper, &mut alpha, 0.0, 1e-12, target, 3, &mut obs,
-            )
-            .unwrap()
-            .unwrap();
+            let dual = AggregatedDual {
+                xc: &xc,
+                yk: &yk,
+                upper: &upper,
+            };
+            let (w, b) = solve_linear_al(&dual, &mut alpha, 0.0, 1e-12, target, 3, &mut obs)
+                .unwrap()
+                .unwrap();
             // Feasible: box and y'a = 0.
             let scale: f64 = upper.iter().sum();
             let ya: f64 = alpha.iter().zip(&yk).map(|(a, &y)| a * f64::from(y)).sum();

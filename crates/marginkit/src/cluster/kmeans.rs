@@ -58,12 +58,18 @@ impl KMeansValidParams {
 }
 
 impl KMeansParams {
-    /// `k` clusters, 300 iterations, 10 restarts, seed 0.
+    /// Default iteration limit per restart.
+    pub const DEFAULT_MAX_ITER: usize = 300;
+    /// Default number of seeded restarts.
+    pub const DEFAULT_N_INIT: usize = 10;
+
+    /// `k` clusters, [`DEFAULT_MAX_ITER`](Self::DEFAULT_MAX_ITER) iterations,
+    /// [`DEFAULT_N_INIT`](Self::DEFAULT_N_INIT) restarts, seed 0.
     pub fn new(k: usize) -> Self {
         Self(KMeansValidParams {
             k,
-            max_iter: 300,
-            n_init: 10,
+            max_iter: Self::DEFAULT_MAX_ITER,
+            n_init: Self::DEFAULT_N_INIT,
             seed: 0,
         })
     }

@@ -243,7 +243,7 @@ impl Default for ConsensusParams {
             activation: Activation::Sync,
             drop: 0.0,
             max_delay: 0,
-            max_rounds: 10_000,
+            max_rounds: Self::DEFAULT_MAX_ROUNDS,
             record: false,
             stop: StopRule::default(),
         }
@@ -251,6 +251,9 @@ impl Default for ConsensusParams {
 }
 
 impl ConsensusParams {
+    /// Default round budget.
+    pub const DEFAULT_MAX_ROUNDS: u64 = 10_000;
+
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
         Self::default()
@@ -1084,6 +1087,8 @@ pub fn fit(
 }
 
 /// Algorithm 1 for the local nodes `shards` (`(node, points)`) over `transport`.
+// One piece: the setup of the local nodes and the rounds of Algorithm 1, which share every local
+// node's state.
 fn run_nodes(
     transport: &dyn Transport,
     kern: &FeatureKernel,

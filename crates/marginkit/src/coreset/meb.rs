@@ -60,6 +60,8 @@ pub fn solve_simplex<F: Fn(usize, usize) -> f64>(
 
 /// [`solve_simplex`] that gives up (`converged = false`) when the working set would exceed
 /// `max_w` points (each step costs `O(|W|^3)`).
+// One piece: one active-set method; each step updates the working set and its factorization
+// together.
 pub fn solve_simplex_capped<F: Fn(usize, usize) -> f64>(
     diag: &[f64],
     kern: F,

@@ -244,14 +244,19 @@ impl Default for CoresetParams {
         Self(CoresetValidParams {
             problem: Problem::Meb,
             kernel: KernelParams::default(),
-            eps: 0.1,
+            eps: Self::DEFAULT_EPS,
             tol: 1e-10,
-            seed: 1,
+            seed: Self::DEFAULT_SEED,
         })
     }
 }
 
 impl CoresetParams {
+    /// Default tolerance `eps` (core-sets of `ceil(1/eps)` points).
+    pub const DEFAULT_EPS: f64 = 0.1;
+    /// Default seed.
+    pub const DEFAULT_SEED: u64 = 1;
+
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
         Self::default()

@@ -372,6 +372,7 @@ impl ScaleParams {
     /// `max < min`), [`ParseErrorKind::NonFinite`], [`ParseErrorKind::IndexTooSmall`] for index 0,
     /// [`ParseErrorKind::NonIncreasingIndex`], [`ParseErrorKind::Limit`],
     /// [`ParseErrorKind::Empty`] for an empty input; [`IoError::Io`] when reading fails.
+    // One piece: a single pass of a line parser whose errors name the line and column it tracks.
     pub fn read_with<R: BufRead>(r: R, opts: &ScaleReadOptions) -> Result<ScaleParams, IoError> {
         let max_index = opts.max_feature_index.min(HARD_MAX_FEATURE_INDEX);
         let mut lines = LineReader::new(r, opts.max_line_len);

@@ -221,20 +221,20 @@ pub struct OdmcParams(OdmcValidParams);
 
 impl Default for OdmcParams {
     /// Two clusters, lambda 1, nu 0.5, theta 0.2, linear kernel, balance 0.03, 300 iterations
-    /// per round, 8 rounds, gap tolerance 1e-2, the default pool, the decision readout, seed 0,
-    /// a dense Gaussian kernel up to 12,000 points.
+    /// per round, 8 rounds, gap tolerance 1e-2 (the `DEFAULT_*` constants), the default pool,
+    /// the decision readout, seed 0, a dense Gaussian kernel up to 12,000 points.
     fn default() -> Self {
         Self(OdmcValidParams {
             k: 2,
-            lambda: 1.0,
-            nu: 0.5,
-            theta: 0.2,
+            lambda: Self::DEFAULT_LAMBDA,
+            nu: Self::DEFAULT_NU,
+            theta: Self::DEFAULT_THETA,
             kernel: OdmcKernel::Linear,
-            beta: 0.03,
-            iterations: 300,
-            max_rounds: 8,
-            tol: 1e-2,
-            pool: PoolSpec::default(),
+            beta: Self::DEFAULT_BETA,
+            iterations: Self::DEFAULT_ITERATIONS,
+            max_rounds: Self::DEFAULT_MAX_ROUNDS,
+            tol: Self::DEFAULT_TOL,
+            pool: PoolSpec::DEFAULT,
             readout: Readout::Decision,
             seed: 0,
             max_dense: 12_000,
@@ -249,6 +249,21 @@ impl From<OdmcValidParams> for OdmcParams {
 }
 
 impl OdmcParams {
+    /// Default ODM `lambda`.
+    pub const DEFAULT_LAMBDA: f64 = 1.0;
+    /// Default ODM `nu`.
+    pub const DEFAULT_NU: f64 = 0.5;
+    /// Default ODM `theta`.
+    pub const DEFAULT_THETA: f64 = 0.2;
+    /// Default balance `beta` (the paper's balanced setting).
+    pub const DEFAULT_BETA: f64 = 0.03;
+    /// Default stochastic mirror-descent iterations per round.
+    pub const DEFAULT_ITERATIONS: usize = 300;
+    /// Default most label-generation rounds.
+    pub const DEFAULT_MAX_ROUNDS: usize = 8;
+    /// Default relative duality-gap tolerance.
+    pub const DEFAULT_TOL: f64 = 1e-2;
+
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
         Self::default()
@@ -577,20 +592,19 @@ fn fit_prepared(
     }
     // Check the top-level balance before any work (the common infeasible case).
     top_balance(n, params.k, params.beta)?;
-    let mut assign = vec![0usize; n];
-    let mut next_id = 0usize;
-    let mut total = Totals::default();
-    let all: Vec<usize> = (0..n).collect();
-    split(
+    let mut part = Partition {
         prep,
-        &all,
-        params.k,
         params,
-        &mut assign,
-        &mut next_id,
-        &mut total,
+        assign: vec![0usize; n],
+        next_id: 0,
+        total: Totals::default(),
         ctl,
-    )?;
+    };
+    let all: Vec<usize> = (0..n).collect();
+    part.split(&all, params.k)?;
+    let Partition {
+        mut assign, total, ..
+    } = part;
     // Renumber by first appearance.
     let mut map = vec![usize::MAX; params.k];
     let mut c = 0;
@@ -660,53 +674,71 @@ impl Default for Totals {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn split(
-    prep: &Prepared,
-    idx: &[usize],
-    k: usize,
-    params: &OdmcValidParams,
-    assign: &mut [usize],
-    next_id: &mut usize,
-    total: &mut Totals,
-    ctl: &mut Control<'_, (), RoundStats>,
-) -> Result<(), ClusterError> {
-    if k == 1 {
-        for &i in idx {
-            assign[i] = *next_id;
+/// The recursive partition into `k` clusters: the prepared data and parameters, the cluster of
+/// every point so far, the next cluster id, the totals over all bisections and the caller's
+/// control.
+struct Partition<'a, 'c, 'o> {
+    prep: &'a Prepared,
+    params: &'a OdmcValidParams,
+    assign: Vec<usize>,
+    next_id: usize,
+    total: Totals,
+    ctl: &'c mut Control<'o, (), RoundStats>,
+}
+
+impl Partition<'_, '_, '_> {
+    /// Splits the points `idx` into `k` clusters: a bisection into `ceil(k/2)` and `floor(k/2)`
+    /// clusters, then each side in turn.
+    fn split(&mut self, idx: &[usize], k: usize) -> Result<(), ClusterError> {
+        if k == 1 {
+            for &i in idx {
+                self.assign[i] = self.next_id;
+            }
+            self.next_id += 1;
+            return Ok(());
         }
-        *next_id += 1;
-        return Ok(());
+        let (prep, params) = (self.prep, self.params);
+        let m = idx.len();
+        let bal = top_balance(m, k, params.beta)?;
+        let sub;
+        let (gram, lambda_max) = if m == prep.gram.n() {
+            (&prep.gram, prep.lambda_max)
+        } else {
+            sub = prep.gram.subset(idx);
+            let l = sub.lambda_max(params.seed);
+            (&sub, l)
+        };
+        let seed = params
+            .seed
+            .wrapping_add(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(self.total.splits as u64));
+        let split_id = self.total.splits;
+        self.total.splits += 1;
+        let one = Bisection {
+            gram,
+            lambda_max,
+            bal,
+            seed,
+            split_id,
+            clusters: k,
+        };
+        let y = bisect(one, params, &mut self.total, self.ctl)?;
+        let left: Vec<usize> = (0..m).filter(|&r| y[r] > 0).map(|r| idx[r]).collect();
+        let right: Vec<usize> = (0..m).filter(|&r| y[r] < 0).map(|r| idx[r]).collect();
+        self.split(&left, k.div_ceil(2))?;
+        self.split(&right, k / 2)
     }
-    let m = idx.len();
-    let bal = top_balance(m, k, params.beta)?;
-    let sub;
-    let (gram, lmax) = if m == prep.gram.n() {
-        (&prep.gram, prep.lambda_max)
-    } else {
-        sub = prep.gram.subset(idx);
-        let l = sub.lambda_max(params.seed);
-        (&sub, l)
-    };
-    let seed = params
-        .seed
-        .wrapping_add(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(total.splits as u64));
-    let split_id = total.splits;
-    total.splits += 1;
-    let y = bisect(gram, lmax, bal, params, seed, (split_id, k), total, ctl)?;
-    let left: Vec<usize> = (0..m).filter(|&r| y[r] > 0).map(|r| idx[r]).collect();
-    let right: Vec<usize> = (0..m).filter(|&r| y[r] < 0).map(|r| idx[r]).collect();
-    split(
-        prep,
-        &left,
-        k.div_ceil(2),
-        params,
-        assign,
-        next_id,
-        total,
-        ctl,
-    )?;
-    split(prep, &right, k / 2, params, assign, next_id, total, ctl)
+}
+
+/// One bisection: the Gram matrix of its points and its largest eigenvalue, the balance
+/// constraint, the seed, its number among the splits and the clusters its points will form.
+#[derive(Clone, Copy)]
+struct Bisection<'g> {
+    gram: &'g Gram,
+    lambda_max: f64,
+    bal: Balance,
+    seed: u64,
+    split_id: usize,
+    clusters: usize,
 }
 
 /// Buffers of one bisection (allocated once).
@@ -738,17 +770,22 @@ fn normalize(logmu: &[f64], mu: &mut [f64]) {
     mu.iter_mut().for_each(|m| *m /= s);
 }
 
-#[allow(clippy::too_many_arguments)]
+// One piece: Algorithm 1's rounds (mirror descent, then label generation) share the pool, the
+// iterates and their running averages.
 fn bisect(
-    g: &Gram,
-    lambda_max: f64,
-    bal: Balance,
+    one: Bisection<'_>,
     params: &OdmcValidParams,
-    seed: u64,
-    (split_id, clusters): (usize, usize),
     total: &mut Totals,
     ctl: &mut Control<'_, (), RoundStats>,
 ) -> Result<Vec<i8>, ClusterError> {
+    let Bisection {
+        gram: g,
+        lambda_max,
+        bal,
+        seed,
+        split_id,
+        clusters,
+    } = one;
     let n = g.n();
     let mut pool: Pool = pool::generate(g, bal, params.pool, seed)?;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xD1B5_4A32_D192_ED03);
@@ -1055,6 +1092,8 @@ fn readout_decision(
 /// below [`BR_TOL`] or after [`BR_PASSES`] passes. Dense kernel: `K_mu` is formed in `kmu`
 /// (`O(n^2 |supp mu|)`) and a pass costs `O(n^2)`; linear: one weight vector per labeling in
 /// the support, a pass costs `O(n d |supp mu|)`. Returns the point and `phi` there (recomputed).
+// One piece: one coordinate-ascent loop, with its dense and linear forms of the same pass side
+// by side.
 fn best_response(
     g: &Gram,
     labels: &[Vec<i8>],

@@ -319,13 +319,19 @@ pub struct PoolSpec {
     pub random: usize,
 }
 
+impl PoolSpec {
+    /// The default pool: 4 k-means runs, 4 principal directions, 8 random projections.
+    pub const DEFAULT: Self = Self {
+        kmeans: 4,
+        components: 4,
+        random: 8,
+    };
+}
+
 impl Default for PoolSpec {
+    /// [`PoolSpec::DEFAULT`].
     fn default() -> Self {
-        Self {
-            kmeans: 4,
-            components: 4,
-            random: 8,
-        }
+        Self::DEFAULT
     }
 }
 

@@ -105,16 +105,23 @@ pub struct PathValidParams {
 pub struct PathParams(PathValidParams);
 
 impl PathParams {
-    /// A kernel path with defaults: 31-point log grid on `[2^-5, 2^10]`, IT screening,
-    /// tolerance 1e-3, shrinking on, 200 MB cache.
+    /// Default smallest `C` of the log grid (`2^-5`).
+    pub const DEFAULT_C_MIN: f64 = 0.03125;
+    /// Default largest `C` of the log grid (`2^10`).
+    pub const DEFAULT_C_MAX: f64 = 1024.0;
+    /// Default number of points of the log grid.
+    pub const DEFAULT_POINTS: usize = 31;
+
+    /// A kernel path with defaults: 31-point log grid on `[2^-5, 2^10]` (the `DEFAULT_*`
+    /// constants), IT screening, tolerance 1e-3, shrinking on, 200 MB cache.
     pub fn kernel(kernel: KernelSpec) -> Self {
         Self(PathValidParams {
             engine: Engine::Kernel(kernel),
             bias: None,
             grid: Grid::Log {
-                c_min: 2f64.powi(-5),
-                c_max: 2f64.powi(10),
-                points: 31,
+                c_min: Self::DEFAULT_C_MIN,
+                c_max: Self::DEFAULT_C_MAX,
+                points: Self::DEFAULT_POINTS,
             },
             screening: Some(Rule::It),
             tol: 1e-3,

@@ -19,10 +19,10 @@
 
 use std::time::Instant;
 
-use super::kern::Kern;
 use super::{
     boxqp, check_state, model_from_beta, objective_of, setup, standard_box, standard_solution,
-    threshold, Node, NodeKind, PathKind, RobustData, RobustParams, RobustValidParams, RunEnd, Task,
+    threshold, Conditions, Node, NodeKind, PathKind, RobustData, RobustParams, RobustValidParams,
+    RunEnd, Setup, Task,
 };
 use crate::error::{FitError, ParamError};
 use crate::fit::{Control, Fit, Report};
@@ -184,30 +184,11 @@ pub fn fit(
     let start = Instant::now();
     let mut su = setup(p, data.train, data.valid)?;
     let obs = ctl.observer();
-    let std_sol = standard_solution(
-        &mut su.kern,
-        p.task,
-        &su.y,
-        p.c,
-        p.solver_tol,
-        su.ridge,
-        None,
-        obs,
-    )?;
+    let std_sol = standard_solution(&mut su, p, None, obs)?;
     let path = match std_sol {
         Some((beta, f)) => {
-            let (path, _) = cccp_from_standard(
-                p,
-                &params.grid,
-                &mut su.kern,
-                &su.y,
-                &su.yv,
-                CccpStart::Standard(beta, f),
-                su.ridge,
-                start,
-                obs,
-            )?;
-            path
+            let from = CccpStart::Standard(beta, f);
+            cccp_from_standard(p, &params.grid, &mut su, from, start, obs)?.0
         }
         None => CccpPath {
             task: p.task,
@@ -253,18 +234,17 @@ pub(crate) struct CccpResume {
     pub best: Option<(usize, f64, Vec<f64>)>,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// CCCP over `grid` on the problem `su` from its start; with a stop, the state to continue from.
+// One piece: the CCCP rounds over the grid; the stop at any round captures the whole run state.
 pub(crate) fn cccp_from_standard(
     params: &RobustValidParams,
     grid: &[f64],
-    kern: &mut Kern<'_>,
-    y: &[f64],
-    yv: &[f64],
+    su: &mut Setup<'_>,
     from: CccpStart<'_>,
-    ridge: f64,
     start: Instant,
     obs: &mut dyn Observer,
 ) -> Result<(CccpPath, Option<CccpResume>), FitError> {
+    let (kern, y, yv, ridge) = (&mut su.kern, &su.y[..], &su.yv[..], su.ridge);
     let task = params.task;
     let kind = params.kind;
     let n = y.len();
@@ -371,18 +351,14 @@ pub(crate) fn cccp_from_standard(
             unconverged += 1;
         }
         rounds.push(r);
-        let ok = check_state(
-            kern,
+        let cond = Conditions {
             task,
-            y,
-            &f[..n],
-            &beta,
             c,
             theta,
             tt,
-            params.check_tol,
-        )
-        .is_none();
+            tol: params.check_tol,
+        };
+        let ok = check_state(kern, &cond, y, &f[..n], &beta).is_none();
         let valid_error = super::valid_error_of(task, yv, &f[n..]);
         if let Some(e) = valid_error {
             if best.as_ref().is_none_or(|b| e < b.1) {

@@ -22,7 +22,7 @@
 
 use super::chol::Chol;
 use super::kern::Kern;
-use super::{Node, NodeKind, RunEnd, Task};
+use super::{Node, NodeKind, RobustValidParams, RunEnd, Task};
 use crate::solver::{IterStats, Observer};
 
 /// Per-sample state (see the module table).
@@ -282,22 +282,20 @@ pub(crate) struct Engine<'k, 'a> {
 const NONE: usize = usize::MAX;
 
 impl<'k, 'a> Engine<'k, 'a> {
-    /// A new engine from an exact standard-SVM solution (`beta`, `f` over all rows).
-    #[allow(clippy::too_many_arguments)]
+    /// A new engine for the path `params` describes, from an exact standard-SVM solution
+    /// `(beta, f)` (`f` over all rows).
     pub fn new(
         kern: &'k mut Kern<'a>,
-        task: Task,
+        params: &RobustValidParams,
         y: Vec<f64>,
         yv: Vec<f64>,
-        c: f64,
-        beta: Vec<f64>,
-        f: Vec<f64>,
+        (beta, f): super::BetaF,
         ridge: f64,
-        max_events: usize,
-        keep: bool,
-        tol: f64,
     ) -> Self {
+        let (task, c) = (params.task, params.c);
+        let (keep, tol) = (params.keep_solutions, params.check_tol);
         let n = y.len();
+        let max_events = params.max_events.unwrap_or((50 * n).max(10_000));
         let (lo, hi) = super::standard_box(task, &y, c);
         let sigma = match task {
             Task::Svc => y.clone(),
@@ -714,17 +712,15 @@ impl<'k, 'a> Engine<'k, 'a> {
     /// Records a node; `param` is theta or s.
     pub fn record(&mut self, param: f64, kind: NodeKind) {
         // The independent checker and the objective share one pass over the samples.
-        let (violation, objective) = super::check_and_objective(
-            self.kern,
-            self.task,
-            &self.y,
-            &self.f[..self.n],
-            &self.beta,
-            self.c,
-            self.theta,
-            self.tt,
-            self.tol,
-        );
+        let cond = super::Conditions {
+            task: self.task,
+            c: self.c,
+            theta: self.theta,
+            tt: self.tt,
+            tol: self.tol,
+        };
+        let (violation, objective) =
+            super::check_and_objective(self.kern, &cond, &self.y, &self.f[..self.n], &self.beta);
         let ok = violation.is_none();
         let valid_error = self.valid_error();
         let n_out = self.n_out;

@@ -276,11 +276,11 @@ impl Default for RobustParams {
             kernel: KernelParams::default(),
             c: 1.0,
             s_fixed: None,
-            s_end_fraction: 0.2,
+            s_end_fraction: Self::DEFAULT_S_END_FRACTION,
             bias: None,
             max_events: None,
-            cache_bytes: 512 << 20,
-            solver_tol: 1e-6,
+            cache_bytes: Self::DEFAULT_CACHE_MB << 20,
+            solver_tol: Self::DEFAULT_SOLVER_TOL,
             ridge: 1e-11,
             check_tol: 1e-6,
             keep_solutions: false,
@@ -295,6 +295,13 @@ impl From<RobustValidParams> for RobustParams {
 }
 
 impl RobustParams {
+    /// Default end of the SVR `s` path, as a fraction of `s_R` (the paper's range).
+    pub const DEFAULT_S_END_FRACTION: f64 = 0.2;
+    /// Default kernel column cache, in MB.
+    pub const DEFAULT_CACHE_MB: usize = 512;
+    /// Default tolerance of the SMO solves (polished exactly afterwards).
+    pub const DEFAULT_SOLVER_TOL: f64 = 1e-6;
+
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
         Self::default()
@@ -794,21 +801,50 @@ pub(crate) const VIOLATIONS: [&str; 5] = [
     "outlier needs alpha = C theta sign (19d / 26c)",
 ];
 
-/// The condition sample `i` violates, if any (Theorem 4 / 5 with the digest's corrections).
-#[allow(clippy::too_many_arguments)]
+/// The local-optimality conditions of Theorem 4 (SVC) / 5 (SVR) at one point of a path: the
+/// task, `C`, `theta`, the threshold `T` and the checker's relative tolerance (`check_tol`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Conditions {
+    pub task: Task,
+    pub c: f64,
+    pub theta: f64,
+    pub tt: f64,
+    pub tol: f64,
+}
+
+/// The absolute widths of the conditions' tests: the slack window `t` around 0 (and `T`) and
+/// the coefficient window `a`.
+#[derive(Debug, Clone, Copy)]
+struct Windows {
+    t: f64,
+    a: f64,
+}
+
+impl Conditions {
+    /// `check_tol` times the threshold scale for slacks, times `C` for coefficients.
+    fn windows(&self) -> Windows {
+        Windows {
+            t: self.tol * self.tt.abs().max(1.0),
+            a: self.tol * self.c,
+        }
+    }
+}
+
+/// The condition sample `i` violates, if any (Theorem 4 / 5 with the digest's corrections);
+/// `tol_on` is the width of the threshold test.
 #[inline]
 fn violation_at(
-    task: Task,
+    cond: &Conditions,
     yi: f64,
     fi: f64,
     bi: f64,
-    c: f64,
-    theta: f64,
-    tt: f64,
     tol_on: f64,
-    tol_t: f64,
-    tol_a: f64,
+    w: Windows,
 ) -> Option<&'static str> {
+    let Conditions {
+        task, c, theta, tt, ..
+    } = *cond;
+    let (tol_t, tol_a) = (w.t, w.a);
     let (t, a) = match task {
         Task::Svc => (yi * (yi - fi), yi * bi),
         Task::Svr => {
@@ -859,22 +895,21 @@ fn violation_at(
 /// caller's error in `f` (the path's `f` drifts from `K beta` by up to about 1e-7 at n = 20,000
 /// linear, see bench/results/robust.md); the coefficient tolerance `tol_a` and the
 /// margin window at `t = 0` keep their `check_tol`-based widths.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 fn judge(
     kern: &Kern<'_>,
-    task: Task,
+    cond: &Conditions,
+    w: Windows,
     y: &[f64],
     fi: f64,
     beta: &[f64],
     i: usize,
-    c: f64,
-    theta: f64,
-    tt: f64,
-    tol_t: f64,
-    tol_a: f64,
 ) -> Option<&'static str> {
-    let v = violation_at(task, y[i], fi, beta[i], c, theta, tt, tol_t, tol_t, tol_a)?;
+    let Conditions {
+        task, theta, tt, ..
+    } = *cond;
+    let tol_t = w.t;
+    let v = violation_at(cond, y[i], fi, beta[i], tol_t, w)?;
     let t = match task {
         Task::Svc => y[i] * (y[i] - fi),
         Task::Svr => (y[i] - fi).abs(),
@@ -893,7 +928,7 @@ fn judge(
     if theta < 1.0 && t.min(tx) - err <= tt && tt <= t.max(tx) + err {
         return Some(VIOLATIONS[0]);
     }
-    violation_at(task, y[i], fx, beta[i], c, theta, tt, err, tol_t, tol_a)
+    violation_at(cond, y[i], fx, beta[i], err, w)
 }
 
 /// `f_i` recomputed from `beta` with compensated summation, and its rounding bound (the slack
@@ -903,41 +938,31 @@ fn exact_slack(kern: &Kern<'_>, i: usize, beta: &[f64]) -> (f64, f64) {
 }
 
 /// The first violation of the local-optimality conditions, if any: `(sample, condition)`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn check_state(
     kern: &Kern<'_>,
-    task: Task,
+    cond: &Conditions,
     y: &[f64],
     f: &[f64],
     beta: &[f64],
-    c: f64,
-    theta: f64,
-    tt: f64,
-    tol: f64,
 ) -> Option<(usize, &'static str)> {
-    let tol_t = tol * tt.abs().max(1.0);
-    let tol_a = tol * c;
-    (0..y.len()).find_map(|i| {
-        judge(kern, task, y, f[i], beta, i, c, theta, tt, tol_t, tol_a).map(|v| (i, v))
-    })
+    let w = cond.windows();
+    (0..y.len()).find_map(|i| judge(kern, cond, w, y, f[i], beta, i).map(|v| (i, v)))
 }
 
 /// [`check_state`] and [`objective_of`] in one pass over the samples (the path records both at
 /// every node): `(first violation, objective)`, each equal to the separate function's result.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn check_and_objective(
     kern: &Kern<'_>,
-    task: Task,
+    cond: &Conditions,
     y: &[f64],
     f: &[f64],
     beta: &[f64],
-    c: f64,
-    theta: f64,
-    tt: f64,
-    tol: f64,
 ) -> (Option<(usize, &'static str)>, f64) {
-    let tol_t = tol * tt.abs().max(1.0);
-    let tol_a = tol * c;
+    let Conditions {
+        task, c, theta, tt, ..
+    } = *cond;
+    let w = cond.windows();
+    let (tol_t, tol_a) = (w.t, w.a);
     let ct = c * theta;
     let on_threshold_matters = theta < 1.0;
     let mut first = None;
@@ -962,7 +987,7 @@ pub(crate) fn check_and_objective(
             let expect = if t < 0.0 { 0.0 } else { expect };
             let clear = t.abs() > tol_t && (!on_threshold_matters || (t - tt).abs() > tol_t);
             if !(clear && (a - expect).abs() <= tol_a) {
-                if let Some(v) = judge(kern, task, y, fi, beta, i, c, theta, tt, tol_t, tol_a) {
+                if let Some(v) = judge(kern, cond, w, y, fi, beta, i) {
                     first = Some((i, v));
                 }
             }
@@ -1010,17 +1035,14 @@ pub fn check_local_optimality(
     let mut f = vec![0.0; train.len()];
     boxqp::fresh_f(&kern, beta, &mut f);
     let tt = threshold(params.task, s);
-    let violation = check_state(
-        &kern,
-        params.task,
-        &coded.y,
-        &f,
-        beta,
-        params.c,
+    let cond = Conditions {
+        task: params.task,
+        c: params.c,
         theta,
         tt,
-        params.check_tol,
-    );
+        tol: params.check_tol,
+    };
+    let violation = check_state(&kern, &cond, &coded.y, &f, beta);
     let objective = objective_of(params.task, &coded.y, &f, beta, params.c, theta, tt);
     Ok(LocalOptimality {
         ok: violation.is_none(),
@@ -1104,20 +1126,17 @@ pub(crate) fn ridge_of(kern: &Kern<'_>, rel: f64) -> f64 {
 /// Coefficients `beta` and `f = K beta` over all rows.
 pub(crate) type BetaF = (Vec<f64>, Vec<f64>);
 
-/// The exact standard SVM (`theta = 1`): SMO then polishing. Returns `beta` and `f` (all rows),
-/// or `None` when `obs` stopped the SMO solve.
-#[allow(clippy::too_many_arguments)]
+/// The exact standard SVM (`theta = 1`) at `params.c` on the problem `su`: SMO then polishing.
+/// Returns `beta` and `f` (all rows), or `None` when `obs` stopped the SMO solve.
 pub(crate) fn standard_solution(
-    kern: &mut Kern<'_>,
-    task: Task,
-    y: &[f64],
-    c: f64,
-    solver_tol: f64,
-    ridge: f64,
+    su: &mut Setup<'_>,
+    params: &RobustValidParams,
     warm: Option<&[f64]>,
     obs: &mut dyn Observer,
 ) -> Result<Option<BetaF>, FitError> {
-    let (lo, hi) = standard_box(task, y, c);
+    let (kern, y, ridge) = (&mut su.kern, &su.y[..], su.ridge);
+    let (lo, hi) = standard_box(params.task, y, params.c);
+    let solver_tol = params.solver_tol;
     let mut beta = warm.map_or_else(|| vec![0.0; y.len()], |w| w.to_vec());
     let info = boxqp::solve_box(kern, y, &lo, &hi, &mut beta, solver_tol, obs)?;
     if info.status == crate::solver::Status::Interrupted {
@@ -1166,29 +1185,10 @@ pub fn fit(
     let start = Instant::now();
     let mut su = setup(params, data.train, data.valid)?;
     let obs = ctl.observer();
-    let std_sol = standard_solution(
-        &mut su.kern,
-        params.task,
-        &su.y,
-        params.c,
-        params.solver_tol,
-        su.ridge,
-        None,
-        obs,
-    )?;
+    let std_sol = standard_solution(&mut su, params, None, obs)?;
     let path = match std_sol {
         Some((beta, f)) => {
-            path_from_standard(
-                params,
-                &mut su.kern,
-                su.y,
-                su.yv,
-                Start::Standard(beta, f),
-                su.ridge,
-                start,
-                obs,
-            )
-            .0
+            path_from_standard(params, &mut su, Start::Standard(beta, f), start, obs).0
         }
         None => OutlierPath {
             task: params.task,
@@ -1239,18 +1239,15 @@ pub(crate) struct PathResume {
     pub best: Option<(usize, f64, Vec<f64>)>,
 }
 
-/// The outlier path from its start; with a stop, the state to continue from.
-#[allow(clippy::too_many_arguments)]
+/// The outlier path on the problem `su` from its start; with a stop, the state to continue from.
 pub(crate) fn path_from_standard(
     params: &RobustValidParams,
-    kern: &mut Kern<'_>,
-    y: Vec<f64>,
-    yv: Vec<f64>,
+    su: &mut Setup<'_>,
     from: Start<'_>,
-    ridge: f64,
     start: Instant,
     obs: &mut dyn Observer,
 ) -> (OutlierPath, Option<PathResume>) {
+    let y = &su.y;
     let n = y.len();
     let task = params.task;
     let kind = params.kind;
@@ -1268,19 +1265,13 @@ pub(crate) fn path_from_standard(
         Start::Resume(r) => (r.tmax, r.snap.beta.clone(), r.snap.f.clone()),
     };
     let s_standard = s_of(task, tmax);
-    let max_events = params.max_events.unwrap_or((50 * n).max(10_000));
     let mut eng = Engine::new(
-        kern,
-        task,
-        y,
-        yv,
-        params.c,
-        beta,
-        f,
-        ridge,
-        max_events,
-        params.keep_solutions,
-        params.check_tol,
+        &mut su.kern,
+        params,
+        su.y.clone(),
+        su.yv.clone(),
+        (beta, f),
+        su.ridge,
     );
     let resume = match from {
         Start::Resume(r) => {
@@ -1332,17 +1323,14 @@ pub(crate) fn path_from_standard(
         eng.kern.combine_direct(&idx, &coef, &mut all);
         fresh.copy_from_slice(&all[..eng.n]);
     }
-    let final_violation = check_state(
-        eng.kern,
+    let cond = Conditions {
         task,
-        &eng.y,
-        &fresh,
-        &final_beta,
-        params.c,
-        eng.theta,
-        eng.tt,
-        params.check_tol,
-    );
+        c: params.c,
+        theta: eng.theta,
+        tt: eng.tt,
+        tol: params.check_tol,
+    };
+    let final_violation = check_state(eng.kern, &cond, &eng.y, &fresh, &final_beta);
     let final_ok = end == RunEnd::Completed && final_violation.is_none();
     let path = OutlierPath {
         task,
@@ -1427,7 +1415,7 @@ pub fn model_from_beta(
 
 #[cfg(test)]
 mod tests {
-    use super::{judge, kern::Kern, violation_at, Task, VIOLATIONS};
+    use super::{judge, kern::Kern, violation_at, Conditions, Task, Windows, VIOLATIONS};
     use crate::data::{DenseMatrix, Features};
     use crate::kernel::KernelSpec;
 
@@ -1442,9 +1430,15 @@ mod tests {
         let kern = Kern::new(&x, None, KernelSpec::Linear, None, 1 << 20);
         let y = [1.0, 1.0];
         let (c, theta, tt, tol) = (1.0, 0.5, 1.0, 1e-6);
-        let judge0 = |beta: &[f64], fi: f64| {
-            judge(&kern, Task::Svc, &y, fi, beta, 0, c, theta, tt, tol, tol)
+        let cond = Conditions {
+            task: Task::Svc,
+            c,
+            theta,
+            tt,
+            tol,
         };
+        let w = Windows { t: tol, a: tol };
+        let judge0 = |beta: &[f64], fi: f64| judge(&kern, &cond, w, &y, fi, beta, 0);
         for delta in [1e-8, 1e-10, 1e-12] {
             // An inlier (beta_0 = C) at t_0 = T - delta: locally optimal at that sample.
             let beta = [1.0, 1.0 - delta];
@@ -1452,7 +1446,7 @@ mod tests {
             assert_eq!(judge0(&beta, f0), None, "delta {delta}");
             // A fixed window of width check_tol would call it "on the threshold".
             assert_eq!(
-                violation_at(Task::Svc, 1.0, f0, 1.0, c, theta, tt, tol, tol, tol),
+                violation_at(&cond, 1.0, f0, 1.0, tol, w),
                 Some(VIOLATIONS[0])
             );
             // The caller's f on T (pre-jump) or beyond it (drift): on the threshold.

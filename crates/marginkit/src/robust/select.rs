@@ -211,6 +211,8 @@ impl Report for Selection {
 /// # Errors
 /// [`FitError`] for bad data or a solver breakdown; [`FitError::Checkpoint`] when the state
 /// resumed from was made with other data or other parameters, or does not fit the data.
+// One piece: the loop over C builds the checkpoint (runs, choice, warm start, current run) that
+// each of its early returns writes.
 pub fn select(
     params: &SelectValidParams,
     data: &RobustData<'_>,
@@ -222,9 +224,8 @@ pub fn select(
     let (base, method, cs) = (&params.robust, &params.method, &params.cs[..]);
     let kind = base.kind;
     let start = Instant::now();
-    let su = setup(base, train, valid)?;
+    let mut su = setup(base, train, valid)?;
     let kernel = su.kernel;
-    let (y, yv, mut kern, ridge) = (su.y, su.yv, su.kern, su.ridge);
     let fp = fingerprint(params, kernel, train, valid);
     let model_of =
         |chosen: &Chosen| model_from_beta(base.task, kernel, base.bias, train, &chosen.beta);
@@ -240,9 +241,9 @@ pub fn select(
         };
         ck.check(
             fp,
-            y.len(),
-            kern.rows(),
-            kern.is_linear().then(|| kern.width()),
+            su.y.len(),
+            su.kern.rows(),
+            su.kern.is_linear().then(|| su.kern.width()),
             cs.len(),
             grid,
         )?;
@@ -307,24 +308,13 @@ pub fn select(
         };
         // The standard SVM (unless the run is continued past it).
         let std_sol = match &cur {
-            Current::Standard => {
-                match standard_solution(
-                    &mut kern,
-                    p.task,
-                    &y,
-                    c,
-                    p.solver_tol,
-                    ridge,
-                    warm.as_deref(),
-                    obs,
-                )? {
-                    Some(s) => Some(s),
-                    None => {
-                        let beta = warm.clone().unwrap_or_else(|| vec![0.0; y.len()]);
-                        return stopped(runs, chosen, warm, Current::Standard, beta);
-                    }
+            Current::Standard => match standard_solution(&mut su, &p, warm.as_deref(), obs)? {
+                Some(s) => Some(s),
+                None => {
+                    let beta = warm.clone().unwrap_or_else(|| vec![0.0; su.y.len()]);
+                    return stopped(runs, chosen, warm, Current::Standard, beta);
                 }
-            }
+            },
             _ => None,
         };
         if let Some((beta, _)) = &std_sol {
@@ -343,8 +333,7 @@ pub fn select(
                         .into())
                     }
                 };
-                let (path, stop) =
-                    path_from_standard(&p, &mut kern, y.clone(), yv.clone(), from, ridge, t0, obs);
+                let (path, stop) = path_from_standard(&p, &mut su, from, t0, obs);
                 if let Some(res) = stop {
                     let beta = path.final_beta.clone();
                     return stopped(runs, chosen, warm, Current::Path(Box::new(res)), beta);
@@ -379,8 +368,7 @@ pub fn select(
                         .into())
                     }
                 };
-                let (cp, stop) =
-                    cccp_from_standard(&p, grid, &mut kern, &y, &yv, from, ridge, t0, obs)?;
+                let (cp, stop) = cccp_from_standard(&p, grid, &mut su, from, t0, obs)?;
                 if let Some(res) = stop {
                     let beta = res.beta.clone();
                     return stopped(runs, chosen, warm, Current::Cccp(res), beta);

@@ -803,6 +803,8 @@ struct Final<'f> {
     xw: &'f mut Vec<f64>,
 }
 
+// One piece: the dual coordinate-descent main loop; pass, shrinking and stopping test share its
+// loop state.
 fn svc_box_loop<R: KeyedRows, O: Observer>(
     rows: &R,
     coords: &mut [Coord<R::Key>],
@@ -1266,6 +1268,8 @@ fn svr_violation(beta: f64, u: f64, gp: f64, gn: f64, m: f64) -> (f64, bool) {
     }
 }
 
+// One piece: the dual coordinate-descent main loop; pass, shrinking and stopping test share its
+// loop state.
 fn svr_impl<R: KeyedRows, O: Observer>(
     rows: &R,
     prob: &SvrDual<'_>,

@@ -224,17 +224,30 @@ struct Dir {
     dw: Vec<f64>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn direction(
-    design: &dyn DesignRows,
-    chol: (&[f64], &[bool]),
-    theta: &[f64],
-    st: (&[f64], &[f64], &[f64], &[f64]),
-    rb: &[f64],
-    rc: &[f64],
-    rxz: &[f64],
-    rsw: &[f64],
-) -> Dir {
+/// The Newton system of one interior-point iteration: the design, the Cholesky factor of
+/// `A Theta A'` with its skipped pivots, `theta`, the point `(x, s, z, w)` and the residuals
+/// `rb`, `rc`. The predictor and the corrector solve it for different complementarity
+/// right-hand sides.
+struct NewtonSystem<'a> {
+    design: &'a dyn DesignRows,
+    chol: (&'a [f64], &'a [bool]),
+    theta: &'a [f64],
+    st: (&'a [f64], &'a [f64], &'a [f64], &'a [f64]),
+    rb: &'a [f64],
+    rc: &'a [f64],
+}
+
+/// The step of `sys` for the complementarity right-hand sides `rxz` (of `x z`) and `rsw` (of
+/// `s w`).
+fn direction(sys: &NewtonSystem<'_>, rxz: &[f64], rsw: &[f64]) -> Dir {
+    let NewtonSystem {
+        design,
+        chol,
+        theta,
+        st,
+        rb,
+        rc,
+    } = *sys;
     let (x, s, z, w) = st;
     let n = design.n();
     let p = design.dim();
@@ -327,11 +340,18 @@ pub(crate) fn frisch_newton(
         let mut m = normal_matrix(design, &theta);
         let mut skip = vec![false; p];
         cholesky(&mut m, p, &mut skip);
-        let st = (x.as_slice(), s.as_slice(), z.as_slice(), w.as_slice());
+        let sys = NewtonSystem {
+            design,
+            chol: (&m, &skip),
+            theta: &theta,
+            st: (x.as_slice(), s.as_slice(), z.as_slice(), w.as_slice()),
+            rb: &rb,
+            rc: &rc,
+        };
         // Predictor (affine scaling).
         let rxz: Vec<f64> = (0..n).map(|i| -x[i] * z[i]).collect();
         let rsw: Vec<f64> = (0..n).map(|i| -s[i] * w[i]).collect();
-        let aff = direction(design, (&m, &skip), &theta, st, &rb, &rc, &rxz, &rsw);
+        let aff = direction(&sys, &rxz, &rsw);
         let ds_aff: Vec<f64> = aff.dx.iter().map(|v| -v).collect();
         let ap = max_step(&x, &aff.dx).min(max_step(&s, &ds_aff)).min(1.0);
         let ad = max_step(&z, &aff.dz).min(max_step(&w, &aff.dw)).min(1.0);
@@ -347,7 +367,7 @@ pub(crate) fn frisch_newton(
         let rsw: Vec<f64> = (0..n)
             .map(|i| sigma * mu - s[i] * w[i] - ds_aff[i] * aff.dw[i])
             .collect();
-        let d = direction(design, (&m, &skip), &theta, st, &rb, &rc, &rxz, &rsw);
+        let d = direction(&sys, &rxz, &rsw);
         let ds: Vec<f64> = d.dx.iter().map(|v| -v).collect();
         let ap = (0.9995 * max_step(&x, &d.dx).min(max_step(&s, &ds))).min(1.0);
         let ad = (0.9995 * max_step(&z, &d.dz).min(max_step(&w, &d.dw))).min(1.0);

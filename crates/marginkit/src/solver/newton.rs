@@ -500,6 +500,8 @@ fn active_count(chunks: &[Chunk]) -> usize {
     chunks.iter().map(|c| c.active.len()).sum()
 }
 
+// One piece: the truncated Newton main loop; gradient, CG, line search and stopping test share
+// its chunked row buffers.
 fn newton<R: DesignRows, L: Loss, O: Observer>(
     rows: &R,
     lab: &[f64],

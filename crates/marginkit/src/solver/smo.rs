@@ -220,6 +220,8 @@ impl State {
     /// [`State::new`] with the warm start's gradient terms given by the caller (used only when
     /// no variable is fixed; otherwise they are computed from the columns as usual).
     #[allow(clippy::needless_range_loop)]
+    // One piece: every per-variable array of the one state is built together, in the order
+    // the fixed variables impose.
     pub(crate) fn new_with<Q: QMatrix + ?Sized>(
         q: &mut Q,
         qp: &BoxQp<'_>,
@@ -835,7 +837,11 @@ struct SecondPass {
 
 /// Second pass over `base..base + sc.len()`: argmin of `-b^2 / quad` over `I_low` with
 /// `b = m + y_t g_t > 0`.
-#[allow(clippy::too_many_arguments)] // the per-variable slices of one range, all borrowed
+///
+/// A hot kernel (it runs once per SMO iteration over the whole active set, per rayon chunk):
+/// its per-variable arrays arrive as separate slices of one range, each cut to the chunk by
+/// the caller, so that the lane loop zips plain slices of equal length.
+#[allow(clippy::too_many_arguments)] // hot kernel: the per-variable slices of one range
 fn second_chunk(
     base: usize,
     sc: &mut [f64],
@@ -1651,6 +1657,8 @@ fn iterate_ext<Q: QMatrix>(
 }
 
 /// The body of [`iterate_ext`].
+// One piece: the SMO main loop; selection, update, shrinking and the stopping test share its
+// loop state.
 fn iterate_body<Q: QMatrix>(
     st: &mut State,
     q: &mut Q,

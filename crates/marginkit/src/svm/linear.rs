@@ -416,6 +416,8 @@ impl LinearValidParams {
         }
     }
 
+    // One piece: the one-vs-rest loop reuses its label, cost and dual buffers across classes
+    // and skips the classes after a stop.
     fn fit_svc(&self, data: &Dataset, mut obs: &mut dyn Observer) -> Result<LinearFit, FitError> {
         let prm = self;
         let mut labels = data.labels_in_order();

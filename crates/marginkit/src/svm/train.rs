@@ -214,17 +214,13 @@ fn fit_from(
                         Some(SubState::Stopped { snap, .. }) => Some(&**snap),
                         _ => None,
                     };
-                    let (f, snap) = solve_one(
-                        params,
-                        kernel,
-                        &data.x,
-                        None,
-                        Cow::Borrowed(&data.y),
-                        &c,
-                        obs,
-                        snap,
-                        true,
-                    )?;
+                    let all = Samples {
+                        x: &data.x,
+                        rows: None,
+                        y: Cow::Borrowed(&data.y),
+                        c: &c,
+                    };
+                    let (f, snap) = solve_one(params, kernel, all, obs, snap, true)?;
                     subs.push(sub_state(&f, snap, None));
                     f
                 }
@@ -377,6 +373,8 @@ fn class_weight(params: &SvmValidParams, label: f64) -> f64 {
         .product()
 }
 
+// One piece: the loop over class pairs carries the resumed states, calibrations and the stop
+// that the checkpoint records.
 fn fit_classifier(
     params: &SvmValidParams,
     kernel: KernelSpec,
@@ -503,9 +501,13 @@ fn fit_classifier(
                         Some(p) => Some(p),
                         None => {
                             let sw: Vec<f64> = idx.iter().map(|&k| data.weight(k)).collect();
-                            binary_probability(
-                                params, kernel, &data.x, &idx, &y, &c, &sw, obs, report,
-                            )?
+                            let pair = Samples {
+                                x: &data.x,
+                                rows: Some(&idx),
+                                y: Cow::Borrowed(&y),
+                                c: &c,
+                            };
+                            binary_probability(params, kernel, &pair, &sw, obs, report)?
                         }
                     }
                 } else {
@@ -522,17 +524,13 @@ fn fit_classifier(
                         prob_b.push(b);
                     }
                     // `y` is handed over: the solve reuses its buffer for the linear term.
-                    let (f, snap) = solve_one(
-                        params,
-                        kernel,
-                        &data.x,
-                        Some(&idx),
-                        Cow::Owned(y),
-                        &c,
-                        obs,
-                        snap,
-                        true,
-                    )?;
+                    let pair = Samples {
+                        x: &data.x,
+                        rows: Some(&idx),
+                        y: Cow::Owned(y),
+                        c: &c,
+                    };
+                    let (f, snap) = solve_one(params, kernel, pair, obs, snap, true)?;
                     if f.report.status == Status::Interrupted {
                         interrupted = true;
                     }
@@ -616,22 +614,29 @@ fn to_signs(y: &[f64]) -> Vec<i8> {
     y.iter().map(|&v| if v > 0.0 { 1 } else { -1 }).collect()
 }
 
-/// Solves one binary classification, regression or one-class problem on `x` with targets `y`
-/// (+1/-1 for classification) and per-sample costs `c` (for nu-SVC and one-class, `c` holds the
-/// sample weights scaled by C, which those formulations divide out): builds the formulation's
-/// [`BoxQp`] with the function for it (as LIBSVM's `solve_*`), solves it and reports.
-#[allow(clippy::too_many_arguments)]
+/// The samples of one binary classification, regression or one-class problem: the rows `rows`
+/// of `x` (`None`: all), their targets `y` (+1/-1 for classification) and per-sample costs `c`
+/// (for nu-SVC and one-class, `c` holds the sample weights scaled by C, which those
+/// formulations divide out).
+struct Samples<'a> {
+    x: &'a Features,
+    rows: Option<&'a [usize]>,
+    y: Cow<'a, [f64]>,
+    c: &'a [f64],
+}
+
+/// Solves one binary classification, regression or one-class problem on `samples`: builds the
+/// formulation's [`BoxQp`] with the function for it (as LIBSVM's `solve_*`), solves it and
+/// reports.
 fn solve_one(
     params: &SvmValidParams,
     kernel: KernelSpec,
-    x: &Features,
-    rows: Option<&[usize]>,
-    y: Cow<'_, [f64]>,
-    c: &[f64],
+    samples: Samples<'_>,
     obs: &mut dyn Observer,
     resume: Option<&SmoSnapshot>,
     want_snapshot: bool,
 ) -> Result<(DecisionFunction, Option<SmoSnapshot>), FitError> {
+    let Samples { x, rows, y, c } = samples;
     // The classifiers' matrix reads the selected rows in place; the others get a copy.
     let selected;
     let (x, rows) = match (params.svm_type, rows) {
@@ -1033,21 +1038,19 @@ fn real_valued_labels_warning(labels: &[f64]) -> Option<String> {
 
 const PROB_FOLDS: usize = 5;
 
-/// Platt sigmoid for one binary subproblem from 5-fold cross-validated decision values.
-/// `None` when the observer stopped one of the fold solves (the statuses of the fold solves go
-/// to `report.calibration`).
-#[allow(clippy::too_many_arguments)]
+/// Platt sigmoid for one binary subproblem `pair` (sample weights `w`) from 5-fold
+/// cross-validated decision values. `None` when the observer stopped one of the fold solves (the
+/// statuses of the fold solves go to `report.calibration`).
 fn binary_probability(
     params: &SvmValidParams,
     kernel: KernelSpec,
-    x: &Features,
-    rows: &[usize],
-    y: &[f64],
-    c: &[f64],
+    pair: &Samples<'_>,
     w: &[f64],
     obs: &mut dyn Observer,
     report: &mut FitReport,
 ) -> Result<Option<(f64, f64)>, FitError> {
+    let (x, y, c) = (pair.x, &pair.y[..], pair.c);
+    let row = |i: usize| pair.rows.map_or(i, |r| r[i]);
     let l = y.len();
     let folds = fold_assignment(y, PROB_FOLDS.min(l), false, params.seed);
     let mut dec = vec![0.0; l];
@@ -1064,7 +1067,7 @@ fn binary_probability(
             }
             continue;
         }
-        let tx = x.select_rows(&train.iter().map(|&i| rows[i]).collect::<Vec<_>>());
+        let tx = x.select_rows(&train.iter().map(|&i| row(i)).collect::<Vec<_>>());
         let tc: Vec<f64> = train.iter().map(|&i| c[i]).collect();
         let mut sub = params.without_probability();
         if params.svm_type == SvmType::NuSvc {
@@ -1092,22 +1095,18 @@ fn binary_probability(
                 sub.nu = nu_max;
             }
         }
-        let (fdec, _) = solve_one(
-            &sub,
-            kernel,
-            &tx,
-            None,
-            Cow::Owned(ty),
-            &tc,
-            obs,
-            None,
-            false,
-        )?;
+        let fold = Samples {
+            x: &tx,
+            rows: None,
+            y: Cow::Owned(ty),
+            c: &tc,
+        };
+        let (fdec, _) = solve_one(&sub, kernel, fold, obs, None, false)?;
         report.calibration.push(fdec.report.clone());
         if fdec.report.status == Status::Interrupted {
             return Ok(None);
         }
-        let test_rows: Vec<usize> = test.iter().map(|&i| rows[i]).collect();
+        let test_rows: Vec<usize> = test.iter().map(|&i| row(i)).collect();
         let d = binary_decisions(
             kernel,
             &tx,
