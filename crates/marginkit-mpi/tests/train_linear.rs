@@ -261,6 +261,36 @@ fn more_ranks_than_rows_works() {
 }
 
 #[test]
+fn a_first_rank_without_rows_starts_the_sums() {
+    // 20,000 blank lines first: at P = 3 and 4 rank 0 reads only blank lines, so the first rank
+    // that holds a chunk (and starts each sum from zero) is rank 1.
+    let f = tmp("blank_first.svm");
+    let mut text = "\n".repeat(20_000);
+    text.push_str(&std::fs::read_to_string(repo_data("clf/heart_scale.train.svm")).unwrap());
+    std::fs::write(&f, text).unwrap();
+    same_model(
+        "blank_first",
+        &[3, 4],
+        &["--linear", "-s", "2"],
+        &f,
+        &single(svc(false), &f),
+    );
+    let out = mpirun(
+        3,
+        &[
+            "--linear",
+            "-s",
+            "2",
+            "--json",
+            f.to_str().unwrap(),
+            tmp("bf.model").to_str().unwrap(),
+        ],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["rows_per_rank"][0].as_u64(), Some(0));
+}
+
+#[test]
 fn a_directory_is_its_files_in_name_order() {
     let src = std::fs::read_to_string(repo_data("clf/heart_scale.train.svm")).unwrap();
     let lines: Vec<&str> = src.lines().collect();
