@@ -248,6 +248,25 @@ fn several_chunks_and_ranks_without_chunks() {
 }
 
 #[test]
+fn class_weights_and_threads_per_rank() {
+    // LIBLINEAR's -wLABEL spelling, two threads per rank: still the single-process bits.
+    let train = repo_data("clf/heart_scale.train.svm");
+    let want = single(svc(true).class_weight(1.0, 2.0), &train);
+    let flags = [
+        "--linear",
+        "-s",
+        "2",
+        "-B",
+        "1",
+        "-w1",
+        "2",
+        "--threads",
+        "2",
+    ];
+    same_model("heart_w", &[2, 3], &flags, &train, &want);
+}
+
+#[test]
 fn more_ranks_than_rows_works() {
     let f = tmp("three_rows.svm");
     std::fs::write(&f, "1 1:1 2:0.5\n-1 1:-1 2:0.25\n1 1:0.5 2:-0.5\n").unwrap();
