@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use clap::{ArgAction, Parser};
 use marginkit::data::libsvm_fmt::{
-    read_libsvm, ReadOptions, Storage, DEFAULT_DENSIFY_MAX_BYTES, DEFAULT_DENSIFY_MIN_DENSITY,
+    read_libsvm_bytes, ReadOptions, Storage, DEFAULT_DENSIFY_MAX_BYTES, DEFAULT_DENSIFY_MIN_DENSITY,
 };
 use marginkit::data::{check_output, densify_pays, first_appearances, write_output};
 use marginkit::error::ParseErrorKind;
@@ -289,7 +289,8 @@ fn parse_block(block: &Block) -> Result<Rows, String> {
     };
     let mut rows = Rows::empty();
     for (path, first, bytes) in &block.parts {
-        match read_libsvm(&bytes[..], &opts) {
+        // Whole gzip files of a directory are decompressed, as by the single-process reader.
+        match read_libsvm_bytes(&bytes[..], &opts) {
             Ok(d) => rows.push_dataset(&d),
             // A block of blank or comment lines only holds no rows; the whole data set's
             // emptiness is judged after the reduction.
