@@ -1,3 +1,10 @@
+//! `marginkit-mpi`: marginkit's MPI front end, two commands.
+//!
+//! `marginkit-mpi train --linear -s 2|11 TRAIN [MODEL]` (module [`train`]): LIBLINEAR's primal
+//! L2-loss SVC / SVR on rows split across the ranks, each rank reading only its block of TRAIN;
+//! the library's truncated Newton method runs on every rank with its row sums reduced in the
+//! single-process order, so the model file is the single-process one byte for byte.
+//!
 //! `marginkit-mpi meb|svdd|svm|oneclass DATA ...`: the core-set consensus (Algorithm 1 of
 //! Notarstefano, CDC 2015) with one network node per MPI rank.
 //!
@@ -20,6 +27,8 @@
 //! Not implemented: free-running wall-clock asynchrony (ranks never wait for each other); it
 //! cannot be reproduced bit for bit, and the seeded activation schedule models the paper's
 //! asynchrony instead.
+
+mod train;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -489,6 +498,10 @@ fn real_main(a: Cli, world: &SimpleCommunicator) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == "train") {
+        return train_main(args);
+    }
     let cli = Cli::parse();
     let Some(universe) = mpi::initialize() else {
         eprintln!("marginkit-mpi: error: MPI could not be initialized");
@@ -501,6 +514,28 @@ fn main() -> ExitCode {
             eprintln!("marginkit-mpi: error (rank {}): {msg}", world.rank());
             // Every rank checks the same inputs, so all fail together; abort the others anyway.
             world.abort(1)
+        }
+    }
+}
+
+/// `marginkit-mpi train ...`: every rank learns any failure, rank 0 prints it, every rank exits
+/// with status 1 (no abort: the ranks leave MPI together).
+fn train_main(args: Vec<String>) -> ExitCode {
+    let mut rest = vec![format!("{} train", args[0])];
+    rest.extend(train::rewrite_class_weights(args[2..].to_vec()));
+    let cli = train::TrainCli::parse_from(rest);
+    let Some(universe) = mpi::initialize() else {
+        eprintln!("marginkit-mpi: error: MPI could not be initialized");
+        return ExitCode::from(1);
+    };
+    let world = universe.world();
+    match train::run(cli, &world) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(train::Failure(msg)) => {
+            if world.rank() == 0 {
+                eprintln!("marginkit-mpi: error: {msg}");
+            }
+            ExitCode::from(1)
         }
     }
 }

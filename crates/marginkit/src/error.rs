@@ -18,6 +18,13 @@ pub enum DataError {
         /// Actual length.
         found: usize,
     },
+    /// The shards of a data set split across processes disagree, or another shard's data is
+    /// invalid (that shard reports the reason).
+    #[error("data split across processes: {reason}")]
+    Shards {
+        /// What went wrong.
+        reason: &'static str,
+    },
     /// A CSR matrix is malformed.
     #[error("malformed sparse matrix: {reason}")]
     BadCsr {

@@ -310,8 +310,7 @@ impl Features {
     pub fn densify_if(self, min_density: f64, max_bytes: usize) -> Features {
         match self {
             Features::Sparse(m)
-                if m.n_rows().saturating_mul(m.n_cols()).saturating_mul(8) <= max_bytes
-                    && (m.nnz() as f64) >= min_density * (m.n_rows() * m.n_cols()) as f64 =>
+                if densify_pays(m.n_rows(), m.n_cols(), m.nnz(), min_density, max_bytes) =>
             {
                 let (r, c) = (m.n_rows(), m.n_cols());
                 let mut v = vec![0.0; r * c];
@@ -330,6 +329,21 @@ impl Features {
             other => other,
         }
     }
+}
+
+/// Whether [`Features::densify_if`] stores a CSR matrix of `n_rows` x `n_cols` with `nnz`
+/// stored entries densely: its density is at least `min_density` and the dense copy takes at
+/// most `max_bytes`. Depends on the shape only, so processes that each hold some rows of a data
+/// set can make the whole data set's choice from its reduced shape.
+pub fn densify_pays(
+    n_rows: usize,
+    n_cols: usize,
+    nnz: usize,
+    min_density: f64,
+    max_bytes: usize,
+) -> bool {
+    n_rows.saturating_mul(n_cols).saturating_mul(8) <= max_bytes
+        && (nnz as f64) >= min_density * (n_rows * n_cols) as f64
 }
 
 /// A data set: features, one label (class or target) per row, optional per-sample weights.
@@ -429,14 +443,21 @@ impl Dataset {
     }
     /// The distinct labels in order of first appearance (LIBSVM's class order).
     pub fn labels_in_order(&self) -> Vec<f64> {
-        let mut out: Vec<f64> = Vec::new();
-        for &v in &self.y {
-            if !out.contains(&v) {
-                out.push(v);
-            }
-        }
-        out
+        first_appearances(self.y.iter().copied())
     }
+}
+
+/// The distinct values of `values` in order of first appearance (`==` equality, so `-0.0` and
+/// `0.0` are one value). Applied to the concatenation of several row blocks' own
+/// [`Dataset::labels_in_order`], in row order, it gives the labels of the whole data set.
+pub fn first_appearances(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    let mut out: Vec<f64> = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
 }
 
 /// A training set and, optionally, a validation set on which a fit evaluates what it produces

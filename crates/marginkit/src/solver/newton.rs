@@ -68,6 +68,18 @@
 //! So every floating-point operation and its order are fixed by the data, and the result is bit
 //! for bit the same at 1, 2 or 8 threads. Nothing is allocated inside the Newton or CG loops.
 //!
+//! # Rows split across processes
+//!
+//! The cut is a function of the rows' work alone ([`cut_chunks`] of [`row_work`]), so processes
+//! that each hold whole chunks (in row order) can run the same iteration: every reduction goes
+//! through a [`ChunkSums`] hook (one call per reduction; [`InProcess`] for one process) that must
+//! return the in-order sum over all chunks, e.g. by a pipeline from the first process to the last.
+//! Everything else (the `w`-space vectors, CG, the line-search scalars) is computed identically
+//! by every process from the reduced values, so every process ends with the single-process `w`
+//! bit for bit ([`solve_svc_primal_shard`], [`solve_svr_primal_shard`]). A reduction carries
+//! one vector of length `d` (or two scalars in the line search); a CG step makes one, a Newton
+//! iteration three plus one per line-search step.
+//!
 //! # Report (same fields as the dual solvers)
 //!
 //! At the end the dual point implied by the primal one (`alpha_i = 2 C_i max(0, 1 - y_i z_i)`,
@@ -159,16 +171,46 @@ pub fn solve_svc_primal<O: Observer>(
     settings: &SolverSettings,
     obs: &mut O,
 ) -> Result<DcdResult, SolveError> {
+    svc(prob, None, settings, obs)
+}
+
+/// Solves this process's shard of a primal L2-loss SVC split by rows across processes (see
+/// [`Shard`]): every shard calls it with its own rows and the same settings, and every shard
+/// returns the same `w`, bit for bit the `w` of [`solve_svc_primal`] on all the rows. The
+/// result's `xw` holds this shard's rows only.
+///
+/// # Errors
+/// As [`solve_svc_primal`], on every shard when any shard's input is invalid; also
+/// [`SolveError::Dimensions`] when `shard.chunks` do not cover the rows in order.
+pub fn solve_svc_primal_shard<O: Observer>(
+    prob: &SvcPrimal<'_>,
+    shard: Shard<'_>,
+    settings: &SolverSettings,
+    obs: &mut O,
+) -> Result<DcdResult, SolveError> {
+    svc(prob, Some(shard), settings, obs)
+}
+
+fn svc<O: Observer>(
+    prob: &SvcPrimal<'_>,
+    mut shard: Option<Shard<'_>>,
+    settings: &SolverSettings,
+    obs: &mut O,
+) -> Result<DcdResult, SolveError> {
     let n = prob.design.x.n_rows();
-    check_common(n, prob.cost, settings, prob.design.bias)?;
-    if prob.y.len() != n {
-        return Err(SolveError::Dimensions("y"));
-    }
-    if prob.y.par_iter().any(|&v| v != 1 && v != -1) {
-        return Err(SolveError::Dimensions("y must be -1 or +1"));
-    }
+    let valid =
+        check_common(n, prob.cost, settings, prob.design.bias, shard.as_ref()).and_then(|()| {
+            if prob.y.len() != n {
+                return Err(SolveError::Dimensions("y"));
+            }
+            if prob.y.par_iter().any(|&v| v != 1 && v != -1) {
+                return Err(SolveError::Dimensions("y must be -1 or +1"));
+            }
+            Ok(())
+        });
+    agree(&mut shard, valid)?;
     let lab: Vec<f64> = prob.y.par_iter().map(|&v| f64::from(v)).collect();
-    dispatch(&prob.design, &lab, prob.cost, SvcLoss, settings, obs)
+    dispatch(&prob.design, &lab, prob.cost, SvcLoss, settings, obs, shard)
 }
 
 /// Solves the primal L2-loss SVR by truncated Newton; as [`solve_svc_primal`].
@@ -180,19 +222,115 @@ pub fn solve_svr_primal<O: Observer>(
     settings: &SolverSettings,
     obs: &mut O,
 ) -> Result<DcdResult, SolveError> {
+    svr(prob, None, settings, obs)
+}
+
+/// This process's shard of a primal L2-loss SVR split by rows; as [`solve_svc_primal_shard`].
+///
+/// # Errors
+/// As [`solve_svr_primal`] and [`solve_svc_primal_shard`].
+pub fn solve_svr_primal_shard<O: Observer>(
+    prob: &SvrPrimal<'_>,
+    shard: Shard<'_>,
+    settings: &SolverSettings,
+    obs: &mut O,
+) -> Result<DcdResult, SolveError> {
+    svr(prob, Some(shard), settings, obs)
+}
+
+fn svr<O: Observer>(
+    prob: &SvrPrimal<'_>,
+    mut shard: Option<Shard<'_>>,
+    settings: &SolverSettings,
+    obs: &mut O,
+) -> Result<DcdResult, SolveError> {
     let n = prob.design.x.n_rows();
-    check_common(n, prob.cost, settings, prob.design.bias)?;
-    if prob.target.len() != n {
-        return Err(SolveError::Dimensions("target"));
-    }
-    if prob.target.par_iter().any(|v| !v.is_finite()) {
-        return Err(SolveError::NonFinite { what: "target" });
-    }
-    if !(prob.epsilon.is_finite() && prob.epsilon >= 0.0) {
-        return Err(SolveError::Dimensions("epsilon must be finite and >= 0"));
-    }
+    let valid =
+        check_common(n, prob.cost, settings, prob.design.bias, shard.as_ref()).and_then(|()| {
+            if prob.target.len() != n {
+                return Err(SolveError::Dimensions("target"));
+            }
+            if prob.target.par_iter().any(|v| !v.is_finite()) {
+                return Err(SolveError::NonFinite { what: "target" });
+            }
+            if !(prob.epsilon.is_finite() && prob.epsilon >= 0.0) {
+                return Err(SolveError::Dimensions("epsilon must be finite and >= 0"));
+            }
+            Ok(())
+        });
+    agree(&mut shard, valid)?;
     let loss = SvrLoss { eps: prob.epsilon };
-    dispatch(&prob.design, prob.target, prob.cost, loss, settings, obs)
+    dispatch(
+        &prob.design,
+        prob.target,
+        prob.cost,
+        loss,
+        settings,
+        obs,
+        shard,
+    )
+}
+
+/// The reductions of a solve whose rows are split across processes (shards), each shard holding
+/// whole chunks of the global cut ([`cut_chunks`]), the shards in row order.
+///
+/// Every reduction of the solver is a sum of per-chunk partials in chunk order starting from
+/// zero; [`ChunkSums::sum`] must give exactly that sum on every shard, e.g. by a pipeline: the
+/// first shard adds its chunks to zeros and passes the running sum to the next, which adds its
+/// own, and so on, the last shard sending the total to all. Every floating-point addition then
+/// happens in the order of one process holding all the rows, so the solution is the same bit
+/// for bit. The implementation for one process is [`InProcess`].
+///
+/// The shards must also agree on when to stop: the observer and the time limit are consulted
+/// on each shard alone, so a distributed caller gives every shard no time limit and an observer
+/// that never stops (or one whose decisions agree by construction).
+pub trait ChunkSums {
+    /// Leaves in `buf`, on every shard, the sum over all chunks in chunk order.
+    /// `add_local(buf, from_zero)` adds this shard's chunks in order onto `buf`, first setting
+    /// `buf` to zero when `from_zero` (which the first shard must ask for: the sums start from
+    /// `0.0`, and `0.0 + x` is not always `x`'s bits, e.g. for `-0.0`).
+    fn sum(&mut self, buf: &mut [f64], add_local: &mut dyn FnMut(&mut [f64], bool));
+    /// Replaces `buf` by its element-wise maximum over the shards (for checks and reports).
+    fn max(&mut self, buf: &mut [f64]);
+}
+
+/// [`ChunkSums`] of a solve that holds all the rows (one shard).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InProcess;
+
+impl ChunkSums for InProcess {
+    fn sum(&mut self, buf: &mut [f64], add_local: &mut dyn FnMut(&mut [f64], bool)) {
+        add_local(buf, true);
+    }
+    fn max(&mut self, _buf: &mut [f64]) {}
+}
+
+/// This process's part of a problem split by rows across processes: its chunks of the global
+/// cut ([`cut_chunks`] of all the rows' [`row_work`], the chunks this process holds, as ranges
+/// of its own rows: contiguous, in order, covering them all; none when it holds no rows) and
+/// the reductions across processes.
+pub struct Shard<'a> {
+    /// This shard's chunks, in its own row numbering.
+    pub chunks: Vec<Range<usize>>,
+    /// The reductions across the shards.
+    pub sums: &'a mut dyn ChunkSums,
+}
+
+/// Makes a validation result collective: an error on any shard is an error on all (so no
+/// shard waits in a reduction that another has left).
+fn agree(shard: &mut Option<Shard<'_>>, valid: Result<(), SolveError>) -> Result<(), SolveError> {
+    let Some(sh) = shard else {
+        return valid;
+    };
+    let mut bad = [if valid.is_err() { 1.0 } else { 0.0 }];
+    sh.sums.max(&mut bad);
+    match valid {
+        Err(e) => Err(e),
+        Ok(()) if bad[0] > 0.0 => Err(SolveError::Dimensions(
+            "the input of another shard is invalid",
+        )),
+        Ok(()) => Ok(()),
+    }
 }
 
 fn check_common(
@@ -200,7 +338,24 @@ fn check_common(
     cost: &[f64],
     settings: &SolverSettings,
     bias: Option<f64>,
+    shard: Option<&Shard<'_>>,
 ) -> Result<(), SolveError> {
+    if let Some(sh) = shard {
+        let mut next = 0;
+        for r in &sh.chunks {
+            if r.start != next || r.end < r.start {
+                return Err(SolveError::Dimensions(
+                    "shard chunks must cover the rows in order",
+                ));
+            }
+            next = r.end;
+        }
+        if next != n {
+            return Err(SolveError::Dimensions(
+                "shard chunks must cover the rows in order",
+            ));
+        }
+    }
     if cost.len() != n {
         return Err(SolveError::Dimensions("cost"));
     }
@@ -225,15 +380,39 @@ fn dispatch<L: Loss, O: Observer>(
     loss: L,
     settings: &SolverSettings,
     obs: &mut O,
+    shard: Option<Shard<'_>>,
 ) -> Result<DcdResult, SolveError> {
+    let mut one = InProcess;
+    let (cut, sums): (Option<Vec<Range<usize>>>, &mut dyn ChunkSums) = match shard {
+        Some(sh) => (Some(sh.chunks), sh.sums),
+        None => (None, &mut one),
+    };
     match design.x {
         Features::Dense(m) => {
             let rows = DenseRows::new(m, design.bias);
-            newton(&rows, lab, cost, loss, settings, obs)
+            let cut = cut.unwrap_or_else(|| cut_rows(&rows));
+            newton(
+                &rows,
+                lab,
+                cost,
+                loss,
+                settings,
+                obs,
+                Reduction { cut, sums },
+            )
         }
         Features::Sparse(m) => {
             let rows = SparseRows::new(m, design.bias);
-            newton(&rows, lab, cost, loss, settings, obs)
+            let cut = cut.unwrap_or_else(|| cut_rows(&rows));
+            newton(
+                &rows,
+                lab,
+                cost,
+                loss,
+                settings,
+                obs,
+                Reduction { cut, sums },
+            )
         }
     }
 }
@@ -337,12 +516,43 @@ struct Chunk {
 
 /// Cuts `0..n` into chunks of about equal `nnz`; their number depends on the data only.
 fn cut_rows<R: DesignRows>(rows: &R) -> Vec<Range<usize>> {
-    let n = rows.n();
-    let total = rows.nnz(0..n).max(1);
+    cut_with(rows.n(), rows.dim(), |r| rows.nnz(r))
+}
+
+/// The chunk cut of a data set from the work of each of its rows: `work[i]` is what a pass
+/// spends on row `i` (see [`row_work`]), `dim` the length of the weight vector (features plus
+/// the bias feature). Gives exactly the cut the solver makes of the whole data set, so a
+/// process holding only some rows can still learn the global cut from the rows' work alone.
+pub fn cut_chunks(work: &[usize], dim: usize) -> Vec<Range<usize>> {
+    let mut prefix = Vec::with_capacity(work.len() + 1);
+    prefix.push(0usize);
+    for &w in work {
+        prefix.push(prefix[prefix.len() - 1] + w);
+    }
+    cut_with(work.len(), dim, |r| prefix[r.end] - prefix[r.start])
+}
+
+/// The work of a pass over each row of `x` (the `nnz` that [`cut_chunks`] balances): for
+/// dense storage the row length, for sparse storage the stored entries plus one.
+pub fn row_work(x: &Features) -> Vec<usize> {
+    match x {
+        Features::Dense(m) => {
+            let rows = DenseRows::new(m, None);
+            (0..m.n_rows()).map(|i| rows.nnz(i..i + 1)).collect()
+        }
+        Features::Sparse(m) => {
+            let rows = SparseRows::new(m, None);
+            (0..m.n_rows()).map(|i| rows.nnz(i..i + 1)).collect()
+        }
+    }
+}
+
+fn cut_with(n: usize, dim: usize, nnz: impl Fn(Range<usize>) -> usize) -> Vec<Range<usize>> {
+    let total = nnz(0..n).max(1);
     // Enough chunks to keep both cores (and more) busy, few enough that the K partial vectors of
     // length d cost little next to one pass over the data.
     let by_work = total / MIN_CHUNK_NNZ;
-    let by_dim = total / (8 * rows.dim().max(1));
+    let by_dim = total / (8 * dim.max(1));
     let k = by_work.min(by_dim).clamp(1, MAX_CHUNKS).min(n.max(1));
     let target = total.div_ceil(k);
     let mut out = Vec::with_capacity(k);
@@ -350,7 +560,7 @@ fn cut_rows<R: DesignRows>(rows: &R) -> Vec<Range<usize>> {
     let mut i = 0;
     while i < n {
         i += 1;
-        if rows.nnz(start..i) >= target || i == n {
+        if nnz(start..i) >= target || i == n {
             out.push(start..i);
             start = i;
         }
@@ -361,13 +571,15 @@ fn cut_rows<R: DesignRows>(rows: &R) -> Vec<Range<usize>> {
     out
 }
 
-/// Adds the chunks' partial vectors (`acc`, or `acc2` when `second`) into `out`, each coordinate
-/// summing the chunks in chunk order.
-fn reduce(chunks: &[Chunk], second: Which, out: &mut [f64]) {
+/// Adds the chunks' partial vectors (`acc`, or `acc2` when `second`) onto `out` (set to zero
+/// first when `zero`), each coordinate summing the chunks in chunk order.
+fn reduce(chunks: &[Chunk], second: Which, out: &mut [f64], zero: bool) {
     const BLOCK: usize = 4096;
     let block = |b: usize, o: &mut [f64]| {
         let lo = b * BLOCK;
-        o.iter_mut().for_each(|v| *v = 0.0);
+        if zero {
+            o.iter_mut().for_each(|v| *v = 0.0);
+        }
         for ch in chunks {
             let src = match second {
                 Which::Acc => &ch.acc[lo..lo + o.len()],
@@ -395,9 +607,24 @@ enum Which {
     Acc2,
 }
 
-/// In-order sum of the chunks' scalar partials.
-fn sum_chunks(chunks: &[Chunk]) -> f64 {
-    chunks.iter().fold(0.0, |s, ch| s + ch.sum)
+/// The chunks' partial vectors summed over all shards in chunk order, into `out`.
+fn sum_vec(sums: &mut dyn ChunkSums, chunks: &[Chunk], which: Which, out: &mut [f64]) {
+    sums.sum(out, &mut |o, zero| reduce(chunks, which, o, zero));
+}
+
+/// The chunks' scalar partials (`sum`, `sum2`) summed over all shards in chunk order.
+fn sum_chunks(sums: &mut dyn ChunkSums, chunks: &[Chunk]) -> (f64, f64) {
+    let mut b = [0.0; 2];
+    sums.sum(&mut b, &mut |o, zero| {
+        if zero {
+            o.iter_mut().for_each(|v| *v = 0.0);
+        }
+        for ch in chunks {
+            o[0] += ch.sum;
+            o[1] += ch.sum2;
+        }
+    });
+    (b[0], b[1])
 }
 
 /// Loss, `l'`, the active set, `Xb' l'` (into `acc`) and `diag(Xb_I' D_I Xb_I)` (into `acc2`)
@@ -500,6 +727,12 @@ fn active_count(chunks: &[Chunk]) -> usize {
     chunks.iter().map(|c| c.active.len()).sum()
 }
 
+/// The row chunks of a solve and how their partial sums are reduced.
+struct Reduction<'s> {
+    cut: Vec<Range<usize>>,
+    sums: &'s mut dyn ChunkSums,
+}
+
 // One piece: the truncated Newton main loop; gradient, CG, line search and stopping test share
 // its chunked row buffers.
 fn newton<R: DesignRows, L: Loss, O: Observer>(
@@ -509,7 +742,9 @@ fn newton<R: DesignRows, L: Loss, O: Observer>(
     loss: L,
     settings: &SolverSettings,
     obs: &mut O,
+    red: Reduction<'_>,
 ) -> Result<DcdResult, SolveError> {
+    let Reduction { cut, sums } = red;
     let clock = Clock {
         start: Instant::now(),
         settings,
@@ -517,7 +752,7 @@ fn newton<R: DesignRows, L: Loss, O: Observer>(
     let max_iter = settings.max_iter.unwrap_or(DEFAULT_MAX_NEWTON);
     let dim = rows.dim();
     // Built in parallel: the per-row buffers' copies and first touches are O(n).
-    let mut chunks: Vec<Chunk> = cut_rows(rows)
+    let mut chunks: Vec<Chunk> = cut
         .into_par_iter()
         .map(|r| Chunk {
             lab: lab[r.clone()].to_vec(),
@@ -548,8 +783,8 @@ fn newton<R: DesignRows, L: Loss, O: Observer>(
     );
     // w = 0, so z = 0.
     eval_at_z(rows, loss, &mut chunks, None);
-    let mut f = sum_chunks(&chunks);
-    reduce(&chunks, Which::Acc, &mut g);
+    let mut f = sum_chunks(sums, &chunks).0;
+    sum_vec(sums, &chunks, Which::Acc, &mut g);
     let g0 = ops::dense_dot(&g, &g).sqrt();
     let target = settings.tol * g0;
     let mut iter = 0u64;
@@ -565,7 +800,7 @@ fn newton<R: DesignRows, L: Loss, O: Observer>(
             break Status::MaxIterations;
         }
         // Preconditioned CG on H s = -g.
-        reduce(&chunks, Which::Acc2, &mut hd);
+        sum_vec(sums, &chunks, Which::Acc2, &mut hd);
         for j in 0..dim {
             precond[j] = (1.0 - PCG_MIX) + PCG_MIX * (1.0 + hd[j]);
         }
@@ -582,7 +817,7 @@ fn newton<R: DesignRows, L: Loss, O: Observer>(
                 break;
             }
             hess_part(rows, &p, &mut chunks);
-            reduce(&chunks, Which::Acc, &mut hp);
+            sum_vec(sums, &chunks, Which::Acc, &mut hp);
             for j in 0..dim {
                 hp[j] += p[j];
             }
@@ -634,7 +869,8 @@ fn newton<R: DesignRows, L: Loss, O: Observer>(
         let (mut lo, mut hi, mut t) = (0.0f64, f64::INFINITY, 1.0f64);
         for _ in 0..MAX_LINE_STEPS {
             slope_along(loss, t, &mut chunks);
-            let slope = ws + t * ss + sum_chunks(&chunks);
+            let (slope_loss, curv_loss) = sum_chunks(sums, &chunks);
+            let slope = ws + t * ss + slope_loss;
             if slope.abs() <= LINE_REL * -gs {
                 lo = t;
                 break;
@@ -644,7 +880,7 @@ fn newton<R: DesignRows, L: Loss, O: Observer>(
             } else {
                 lo = t;
             }
-            let curv = ss + chunks.iter().fold(0.0, |a, ch| a + ch.sum2);
+            let curv = ss + curv_loss;
             let mut next = t - slope / curv;
             if !(next > lo && next < hi) {
                 next = if hi.is_finite() {
@@ -664,8 +900,8 @@ fn newton<R: DesignRows, L: Loss, O: Observer>(
             w[j] += t * s[j];
         }
         eval_at_z(rows, loss, &mut chunks, Some(t));
-        f = 0.5 * ops::dense_dot(&w, &w) + sum_chunks(&chunks);
-        reduce(&chunks, Which::Acc, &mut g);
+        f = 0.5 * ops::dense_dot(&w, &w) + sum_chunks(sums, &chunks).0;
+        sum_vec(sums, &chunks, Which::Acc, &mut g);
         for j in 0..dim {
             g[j] += w[j];
         }
@@ -680,7 +916,7 @@ fn newton<R: DesignRows, L: Loss, O: Observer>(
             break st;
         }
     };
-    finish(rows, loss, &mut chunks, w, status, iter)
+    finish(rows, loss, &mut chunks, sums, w, status, iter)
 }
 
 /// Exact primal value at `w` (z recomputed from scratch), the implied dual point, its objective,
@@ -689,6 +925,7 @@ fn finish<R: DesignRows, L: Loss>(
     rows: &R,
     loss: L,
     chunks: &mut [Chunk],
+    sums: &mut dyn ChunkSums,
     w: Vec<f64>,
     status: Status,
     iter: u64,
@@ -703,9 +940,9 @@ fn finish<R: DesignRows, L: Loss>(
         }
     });
     eval_at_z(rows, loss, chunks, None);
-    let primal = 0.5 * ops::dense_dot(&w, &w) + sum_chunks(chunks);
+    let primal = 0.5 * ops::dense_dot(&w, &w) + sum_chunks(sums, chunks).0;
     let mut wd = vec![0.0; dim];
-    reduce(chunks, Which::Acc, &mut wd);
+    sum_vec(sums, chunks, Which::Acc, &mut wd);
     // w(dual) = sum_i coef_i xb_i = -Xb' l' (= w - grad P(w)).
     wd.iter_mut().for_each(|v| *v = -*v);
     // The dual objective along the ray {s * coef : s >= 0} is s^2 A + s B; its minimiser s*
@@ -724,8 +961,8 @@ fn finish<R: DesignRows, L: Loss>(
         ch.sum = quad;
         ch.sum2 = lin;
     });
-    let a_coef = 0.5 * ops::dense_dot(&wd, &wd) + sum_chunks(chunks);
-    let b_coef = chunks.iter().fold(0.0, |acc, ch| acc + ch.sum2);
+    let (quad, b_coef) = sum_chunks(sums, chunks);
+    let a_coef = 0.5 * ops::dense_dot(&wd, &wd) + quad;
     let scale = if a_coef > 0.0 {
         (-b_coef / (2.0 * a_coef)).max(0.0)
     } else {
@@ -752,6 +989,10 @@ fn finish<R: DesignRows, L: Loss>(
         hi = hi.max(ch.hi);
         lo = lo.min(ch.lo);
     }
+    // -lo is exact, so the maximum of -lo is minus the minimum of lo.
+    let mut ext = [hi, -lo];
+    sums.max(&mut ext);
+    let (hi, lo) = (ext[0], -ext[1]);
     let viol = if hi >= lo { hi - lo } else { 0.0 };
     if !(primal.is_finite() && dual.is_finite()) {
         return Err(SolveError::NonFinite { what: "objective" });

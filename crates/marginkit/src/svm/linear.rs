@@ -23,6 +23,7 @@
 //! like the others) is stored as the last entry of each weight vector.
 
 use std::io::{BufRead, Write};
+use std::ops::Range;
 use std::time::Duration;
 
 use crate::data::{ops, Dataset, Features, Row};
@@ -31,7 +32,7 @@ use crate::error::{
 };
 use crate::fit::{Control, CrossValidation, Fit, Report};
 use crate::solver::dcd::{self, LinearDesign, SvcDual, SvrDual};
-use crate::solver::newton::{self, SvcPrimal, SvrPrimal};
+use crate::solver::newton::{self, ChunkSums, Shard, SvcPrimal, SvrPrimal};
 use crate::solver::{BoxQp, Equality, Observer, Shrinking, SolverSettings, Status};
 
 /// Most classes a model may have (fit and model files).
@@ -355,9 +356,113 @@ pub fn fit(
         check_bias_scale(b, &data.x)?;
     }
     if params.solver.is_regression() {
-        params.fit_svr(data, ctl.observer())
+        params.fit_svr(data, ctl.observer(), None)
     } else {
-        params.fit_svc(data, ctl.observer())
+        params.fit_svc(data, ctl.observer(), None)
+    }
+}
+
+/// One process's view of a data set split by rows across processes (row blocks in process
+/// order), for [`fit_shard`]. The caller learns the global facts once (an all-gather of the
+/// blocks' labels and rows' work) and supplies the reductions.
+pub struct LinearShard<'a> {
+    /// Number of samples in all the shards.
+    pub n_samples: usize,
+    /// The labels of all the shards in order of first appearance: [`crate::data::first_appearances`]
+    /// of the shards' own [`Dataset::labels_in_order`], concatenated in row order.
+    pub labels: Vec<f64>,
+    /// This shard's chunks of the global cut (see [`newton::Shard`]).
+    pub chunks: Vec<Range<usize>>,
+    /// The reductions across the shards.
+    pub sums: &'a mut dyn ChunkSums,
+}
+
+/// Fits a linear model with a primal solver (`-s 2`, `-s 11`) on this process's shard of a data
+/// set split by rows: every shard calls it with its own rows (`data.x` as wide as the whole data
+/// set's, in the storage a single process would choose) and the same parameters; every shard
+/// gets the model of [`fit`] on all the rows, bit for bit, and the same report. The observer
+/// must not stop one shard alone and `params` must have no time limit (see
+/// [`newton::ChunkSums`]).
+///
+/// # Errors
+/// As [`fit`], on every shard when any shard's input is invalid;
+/// [`ParamError::Incompatible`] for a dual solver or a time limit.
+pub fn fit_shard(
+    params: &LinearValidParams,
+    data: &Dataset,
+    shard: LinearShard<'_>,
+    ctl: &mut Control<'_>,
+) -> Result<LinearFit, FitError> {
+    if !params.solver.is_primal() {
+        return Err(ParamError::Incompatible(
+            "a data set split across processes is trained by the primal solvers only (-s 2, -s 11)",
+        )
+        .into());
+    }
+    if params.time_limit.is_some() {
+        return Err(ParamError::Incompatible(
+            "a data set split across processes is trained without a time limit",
+        )
+        .into());
+    }
+    if shard.n_samples == 0 {
+        return Err(DataError::Empty.into());
+    }
+    // Local checks first, then one reduction so that every shard learns of any failure; the
+    // bias check needs the largest row norm of all the shards.
+    let mut local: Result<(), FitError> = Ok(());
+    if let Some(w) = &data.weights {
+        local = super::train::check_weights(w, data.len()).map_err(FitError::from);
+    }
+    let width = data.n_features() as f64;
+    let mut facts = [
+        if local.is_err() { 1.0 } else { 0.0 },
+        max_sq_norm(&data.x),
+        width,
+        -width,
+    ];
+    shard.sums.max(&mut facts);
+    local?;
+    if facts[0] > 0.0 {
+        return Err(DataError::Shards {
+            reason: "the data of another shard is invalid",
+        }
+        .into());
+    }
+    if facts[2] != width || -facts[3] != width {
+        return Err(DataError::Shards {
+            reason: "the shards have different feature counts",
+        }
+        .into());
+    }
+    if let Some(b) = params.bias {
+        bias_against_norm(b, facts[1])?;
+    }
+    let mut dist = Dist {
+        labels: shard.labels,
+        chunks: shard.chunks,
+        sums: shard.sums,
+    };
+    if params.solver.is_regression() {
+        params.fit_svr(data, ctl.observer(), Some(&mut dist))
+    } else {
+        params.fit_svc(data, ctl.observer(), Some(&mut dist))
+    }
+}
+
+/// The global facts and reductions of a fit on one shard.
+struct Dist<'a> {
+    labels: Vec<f64>,
+    chunks: Vec<Range<usize>>,
+    sums: &'a mut dyn ChunkSums,
+}
+
+impl Dist<'_> {
+    fn shard(&mut self) -> Shard<'_> {
+        Shard {
+            chunks: self.chunks.clone(),
+            sums: &mut *self.sums,
+        }
     }
 }
 
@@ -418,9 +523,17 @@ impl LinearValidParams {
 
     // One piece: the one-vs-rest loop reuses its label, cost and dual buffers across classes
     // and skips the classes after a stop.
-    fn fit_svc(&self, data: &Dataset, mut obs: &mut dyn Observer) -> Result<LinearFit, FitError> {
+    fn fit_svc(
+        &self,
+        data: &Dataset,
+        mut obs: &mut dyn Observer,
+        mut dist: Option<&mut Dist<'_>>,
+    ) -> Result<LinearFit, FitError> {
         let prm = self;
-        let mut labels = data.labels_in_order();
+        let mut labels = match &dist {
+            Some(d) => d.labels.clone(),
+            None => data.labels_in_order(),
+        };
         if labels.len() == 1 {
             return Err(DataError::SingleClass { label: labels[0] }.into());
         }
@@ -509,6 +622,18 @@ impl LinearValidParams {
                         neg += 1;
                     }
                 }
+                if let Some(d) = dist.as_mut() {
+                    // Counts below 2^53 add exactly in f64.
+                    let mut counts = [0.0; 2];
+                    d.sums.sum(&mut counts, &mut |b, zero| {
+                        if zero {
+                            b.iter_mut().for_each(|v| *v = 0.0);
+                        }
+                        b[0] += pos as f64;
+                        b[1] += neg as f64;
+                    });
+                    (pos, neg) = (counts[0] as usize, counts[1] as usize);
+                }
                 let mut st = settings;
                 st.tol *= pos.min(neg).max(1) as f64 / (pos + neg).max(1) as f64;
                 let prob = SvcPrimal {
@@ -516,7 +641,10 @@ impl LinearValidParams {
                     y: &y,
                     cost: &cost,
                 };
-                newton::solve_svc_primal(&prob, &st, &mut obs)?
+                match dist.as_mut() {
+                    Some(d) => newton::solve_svc_primal_shard(&prob, d.shard(), &st, &mut obs)?,
+                    None => newton::solve_svc_primal(&prob, &st, &mut obs)?,
+                }
             } else {
                 for i in 0..n {
                     (upper[i], shift[i]) = self.bound_and_shift(cost[i]);
@@ -573,7 +701,12 @@ impl LinearValidParams {
         })
     }
 
-    fn fit_svr(&self, data: &Dataset, mut obs: &mut dyn Observer) -> Result<LinearFit, FitError> {
+    fn fit_svr(
+        &self,
+        data: &Dataset,
+        mut obs: &mut dyn Observer,
+        dist: Option<&mut Dist<'_>>,
+    ) -> Result<LinearFit, FitError> {
         let prm = self;
         let n = data.len();
         data.x.check_linear_model_width(1)?;
@@ -597,7 +730,12 @@ impl LinearValidParams {
                 epsilon: prm.p,
                 cost: &cost,
             };
-            newton::solve_svr_primal(&prob, &self.settings(), &mut obs)?
+            match dist {
+                Some(d) => {
+                    newton::solve_svr_primal_shard(&prob, d.shard(), &self.settings(), &mut obs)?
+                }
+                None => newton::solve_svr_primal(&prob, &self.settings(), &mut obs)?,
+            }
         } else {
             let prob = SvrDual {
                 design,
@@ -673,9 +811,18 @@ pub fn check_bias_feature(b: f64) -> Result<(), ParamError> {
 /// # Errors
 /// [`DataError::BiasSwampsFeatures`].
 pub fn check_bias_scale(b: f64, x: &Features) -> Result<(), DataError> {
-    let max_sq = (0..x.n_rows())
+    bias_against_norm(b, max_sq_norm(x))
+}
+
+/// The largest squared row norm of `x` (0 without rows).
+fn max_sq_norm(x: &Features) -> f64 {
+    (0..x.n_rows())
         .map(|i| ops::sq_norm(x.row(i)))
-        .fold(0.0f64, f64::max);
+        .fold(0.0f64, f64::max)
+}
+
+/// [`check_bias_scale`] given the largest squared row norm.
+fn bias_against_norm(b: f64, max_sq: f64) -> Result<(), DataError> {
     let max_norm = max_sq.sqrt();
     let limit = max_norm * (1u64 << 26) as f64;
     if max_norm > 0.0 && b > limit {
