@@ -348,16 +348,30 @@ fn foreign_checkpoints_are_refused() {
         &other,
         &mut Control::default().resume_from(&ck),
     ));
-    assert!(m.contains("other data"), "{m}");
-    // Other parameters: C, or the kernel.
+    let rows = d.len();
+    assert!(
+        m.contains(&format!("was written for training data with {rows} rows"))
+            && m.contains(&format!("(now {rows} rows")),
+        "{m}"
+    );
+    // One row fewer.
+    let fewer = d.subset(&(1..rows).collect::<Vec<_>>());
+    let m = msg(svm::fit(
+        &params,
+        &fewer,
+        &mut Control::default().resume_from(&ck),
+    ));
+    assert!(m.contains(&format!("(now {} rows", rows - 1)), "{m}");
+    // Other parameters: C, or the kernel, named with both values.
     let p2 = AidSvmParams::from(params.clone()).c(2.0).check().unwrap();
     let m = msg(svm::fit(&p2, &d, &mut Control::default().resume_from(&ck)));
-    assert!(m.contains("other parameters"), "{m}");
+    assert!(m.contains("was written with -c 1 (now -c 2)"), "{m}");
     let p3 = AidSvmParams::from(params.clone())
         .kernel(rbf(0.1))
         .check()
         .unwrap();
-    assert!(svm::fit(&p3, &d, &mut Control::default().resume_from(&ck)).is_err());
+    let m = msg(svm::fit(&p3, &d, &mut Control::default().resume_from(&ck)));
+    assert!(m.contains("was written with -t 0 (now -t 2)"), "{m}");
     // Another model.
     let m = msg(lad::fit(
         &AidLadParams::new().check().unwrap(),
