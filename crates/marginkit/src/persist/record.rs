@@ -70,9 +70,6 @@ pub(crate) struct RunRecord {
     data: Vec<(String, DataShape)>,
 }
 
-/// Longest name or value text a reader accepts (a longer one is a damaged file).
-const MAX_TEXT: usize = 1 << 20;
-
 impl RunRecord {
     pub fn new() -> Self {
         Self::default()
@@ -124,11 +121,10 @@ impl RunRecord {
 
     /// Reads [`RunRecord::encode`]'s form.
     pub fn decode(d: &mut Dec<'_>) -> Result<Self, CheckpointError> {
+        // A text's length is checked against the bytes left before anything is allocated
+        // (a value may be long: an explicit list of 100,000 values of C).
         fn text(d: &mut Dec<'_>) -> Result<String, CheckpointError> {
             let b = d.u8s()?;
-            if b.len() > MAX_TEXT {
-                return Err(d.invalid("run record", "text too long"));
-            }
             String::from_utf8(b).map_err(|_| d.invalid("run record", "text not UTF-8"))
         }
         // A setting takes at least two lengths, a data set a length and three numbers.
@@ -251,13 +247,30 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let r = rec(1.0);
+        let mut r = rec(1.0);
+        // A long value (an explicit list of 100,000 values of C) and text that is not ASCII.
+        let cs: Vec<String> = (0..100_000)
+            .map(|i| (0.001 + i as f64 * 1e-7).to_string())
+            .collect();
+        r.set("--c-list", cs.join(",")).set("rôle", "µ");
         let mut e = Enc::new("MKTEST01");
         r.encode(&mut e);
         let b = seal(e.finish());
         let mut d = super::super::open(&b, "MKTEST01", "test state file").unwrap();
         assert_eq!(RunRecord::decode(&mut d).unwrap(), r);
         d.finish().unwrap();
+        // Text that is not UTF-8 is refused.
+        let mut e = Enc::new("MKTEST01");
+        e.usize(1);
+        e.u8s(&[0xff, 0xfe]);
+        e.u8s(b"1");
+        e.usize(0);
+        let b = seal(e.finish());
+        let mut d = super::super::open(&b, "MKTEST01", "test state file").unwrap();
+        assert!(matches!(
+            RunRecord::decode(&mut d),
+            Err(CheckpointError::Invalid { .. })
+        ));
     }
 
     #[test]
