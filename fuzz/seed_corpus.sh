@@ -111,6 +111,7 @@ head -n 30 "$data/iris.scale.svm" > "$tmp/iris30"
 "$bin" train -q -c 100 --max-iter 20 --state-file "$tmp/s" "$tmp/iris30" "$tmp/m" 2>/dev/null || true
 [ -f "$tmp/s" ] && mv "$tmp/s" "$corpus/fuzz_checkpoint/iris"
 printf 'MKFITCK2' > "$corpus/fuzz_checkpoint/magic"
+printf 'MKFITCK3' > "$corpus/fuzz_checkpoint/magic_current"
 
 # AID, robust and path state files (only an interrupt writes them, so the CLI cannot make them
 # reproducibly): the example `method_states` stops real runs after k observer reports, for every
@@ -123,4 +124,9 @@ done
 printf 'MKAIDCK1' > "$corpus/fuzz_method_state/magic_aid"
 printf 'MKROBCK2' > "$corpus/fuzz_method_state/magic_robust"
 printf 'MKPATHC2' > "$corpus/fuzz_method_state/magic_path"
+# The current versions (with the run record); the committed state files above may be of the
+# previous version, which the readers still accept.
+printf 'MKAIDCK2' > "$corpus/fuzz_method_state/magic_aid_current"
+printf 'MKROBCK4' > "$corpus/fuzz_method_state/magic_robust_current"
+printf 'MKPATHC3' > "$corpus/fuzz_method_state/magic_path_current"
 echo "seed corpora written under $corpus"

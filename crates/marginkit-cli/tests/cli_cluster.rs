@@ -507,3 +507,99 @@ fn odmc_reports_status_and_gap_per_bisection() {
         "{svg}"
     );
 }
+
+/// `-q` works for `cluster` as for every command: no progress lines (even when every update
+/// would be one, `MARGINKIT_PROGRESS_SECONDS=0`) and no summary lines. What stays on standard
+/// error are the warnings, which `-q` silences in no command (`train -q` below: a run that
+/// stops early still says so), so that a quiet run never hides a result that is not the one
+/// asked for.
+#[test]
+fn quiet_cluster_prints_only_its_warnings_as_every_command_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let quiet = |args: &[&str]| {
+        let o = std::process::Command::new(BIN)
+            .args(args)
+            .current_dir(p)
+            .env("MARGINKIT_PROGRESS_SECONDS", "0")
+            .output()
+            .expect("binary runs");
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(o.stdout.is_empty(), "{args:?}: {:?}", o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            err.lines().all(|l| l.starts_with("marginkit: warning: ")),
+            "{args:?}: {err}"
+        );
+        err.lines().count()
+    };
+    let iris = repo_data("multiclass/iris.scale.svm");
+    let iris = iris.to_str().unwrap();
+    // ODMC whose first bisection stops at the round limit: its one warning.
+    let odmc = [
+        "cluster",
+        "odmc",
+        "-q",
+        "-k",
+        "3",
+        "--rounds",
+        "2",
+        "--iterations",
+        "100",
+        "--tol",
+        "0.15",
+        iris,
+        "-o",
+        "a.clusters",
+    ];
+    assert_eq!(quiet(&odmc), 1);
+    // The same without -q: progress and summary lines besides the warning.
+    let loud = std::process::Command::new(BIN)
+        .args(odmc.iter().filter(|a| **a != "-q"))
+        .current_dir(p)
+        .env("MARGINKIT_PROGRESS_SECONDS", "0")
+        .output()
+        .unwrap();
+    assert!(!loud.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&loud.stderr).contains("marginkit: ["));
+    // k-means: nothing at all; with more clusters than distinct points, the one warning.
+    assert_eq!(
+        quiet(&[
+            "cluster",
+            "kmeans",
+            "-q",
+            "-k",
+            "3",
+            iris,
+            "-o",
+            "b.clusters"
+        ]),
+        0
+    );
+    std::fs::write(
+        p.join("two.svm"),
+        "1 1:0 2:0\n1 1:0 2:0\n2 1:1 2:1\n2 1:1 2:1\n",
+    )
+    .unwrap();
+    assert_eq!(
+        quiet(&[
+            "cluster",
+            "kmeans",
+            "-q",
+            "-k",
+            "3",
+            "two.svm",
+            "-o",
+            "c.clusters"
+        ]),
+        1
+    );
+    // train -q: the early stop is a warning too.
+    let heart = data("heart_scale.train");
+    let heart = heart.to_str().unwrap();
+    assert!(quiet(&["train", "-q", "-c", "100", "--max-iter", "7", heart, "m"]) >= 1);
+}

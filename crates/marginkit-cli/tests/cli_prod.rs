@@ -77,7 +77,30 @@ fn iteration_limit_is_reported_and_the_model_stays_a_libsvm_file() {
         dir.path(),
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("other parameters"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains(&format!(
+            "{state}: the fit checkpoint was written with -c 100 (now -c 10)"
+        )),
+        "{e}"
+    );
+    // So is one with other data (one row fewer), and the message names the data.
+    let text = std::fs::read_to_string(&h).unwrap();
+    let rows = text.lines().count();
+    let fewer: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.path().join("fewer.svm"), fewer).unwrap();
+    let o = run(
+        &["train", "-c", "100", "--resume", state, "fewer.svm", "m4"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains(&format!(
+            "{state}: the fit checkpoint was written for training data with {rows} rows, 13 features and fingerprint "
+        )) && e.contains(&format!("(now {} rows, 13 features", rows - 1)),
+        "{e}"
+    );
     // Linear: the limit is reported (with LIBLINEAR's warning), the model is plain.
     let o = run(
         &[
@@ -268,4 +291,60 @@ fn misuses_of_weights_state_files_and_cross_validation_are_clear_errors() {
         dir.path(),
     ));
     assert_eq!(j["status"], "converged");
+}
+
+/// A state file of the previous version (`MKFITCK2`, without the run record: the fixture in
+/// `data/state`, with its provenance there) still resumes, to the model file of an
+/// uninterrupted fit byte for byte; a mismatch against it can only say that the data or the
+/// parameters differ.
+#[test]
+fn a_previous_version_state_file_still_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+    let iris = root.join("clf/iris.train.svm");
+    let state = root.join("state/iris.train.mkfitck2.state");
+    assert!(std::fs::read(&state).unwrap().starts_with(b"MKFITCK2"));
+    let (iris, state) = (iris.to_str().unwrap(), state.to_str().unwrap());
+    let o = run(
+        &["train", "-q", "-c", "1000", iris, "full.model"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(
+        &[
+            "train",
+            "-q",
+            "-c",
+            "1000",
+            "--resume",
+            state,
+            iris,
+            "resumed.model",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read(dir.path().join("full.model")).unwrap(),
+        std::fs::read(dir.path().join("resumed.model")).unwrap()
+    );
+    let o = run(
+        &[
+            "train",
+            "-q",
+            "-c",
+            "10",
+            "--resume",
+            state,
+            iris,
+            "other.model",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("the fit checkpoint was made with other data or other parameters"),
+        "{e}"
+    );
 }

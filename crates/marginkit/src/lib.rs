@@ -25,7 +25,7 @@
 //! | [`odm`] | the optimal margin distribution machine (ODM) and ODM clustering (ODMC) |
 //! | [`cluster`] | k-means, clustering accuracy and Rand index, point sets |
 //! | [`fit`] | the shape of every fit: [`fit::Control`] (observer, state to resume from) in, [`fit::Fit`] (model, report, checkpoint) out |
-//! | [`persist`] | the state-file codec, checksum, data fingerprint and [`CheckpointError`] every resumable method uses |
+//! | [`persist`] | the state-file codec, checksum, data fingerprint, run record and [`CheckpointError`] every resumable method uses |
 //! | [`robust`] | ramp-loss robust SVC/SVR, the outlier-path homotopy (OP-theta, OP-s), CCCP, model selection on the path |
 //! | [`svm`] | C-SVC, nu-SVC, one-class, epsilon-SVR, nu-SVR (LIBSVM semantics and model files), linear SVC/SVR (LIBLINEAR semantics and model files), Platt probabilities, cross-validation, grid search |
 //!

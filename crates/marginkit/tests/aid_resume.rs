@@ -348,16 +348,30 @@ fn foreign_checkpoints_are_refused() {
         &other,
         &mut Control::default().resume_from(&ck),
     ));
-    assert!(m.contains("other data"), "{m}");
-    // Other parameters: C, or the kernel.
+    let rows = d.len();
+    assert!(
+        m.contains(&format!("was written for training data with {rows} rows"))
+            && m.contains(&format!("(now {rows} rows")),
+        "{m}"
+    );
+    // One row fewer.
+    let fewer = d.subset(&(1..rows).collect::<Vec<_>>());
+    let m = msg(svm::fit(
+        &params,
+        &fewer,
+        &mut Control::default().resume_from(&ck),
+    ));
+    assert!(m.contains(&format!("(now {} rows", rows - 1)), "{m}");
+    // Other parameters: C, or the kernel, named with both values.
     let p2 = AidSvmParams::from(params.clone()).c(2.0).check().unwrap();
     let m = msg(svm::fit(&p2, &d, &mut Control::default().resume_from(&ck)));
-    assert!(m.contains("other parameters"), "{m}");
+    assert!(m.contains("was written with -c 1 (now -c 2)"), "{m}");
     let p3 = AidSvmParams::from(params.clone())
         .kernel(rbf(0.1))
         .check()
         .unwrap();
-    assert!(svm::fit(&p3, &d, &mut Control::default().resume_from(&ck)).is_err());
+    let m = msg(svm::fit(&p3, &d, &mut Control::default().resume_from(&ck)));
+    assert!(m.contains("was written with -t 0 (now -t 2)"), "{m}");
     // Another model.
     let m = msg(lad::fit(
         &AidLadParams::new().check().unwrap(),
@@ -591,4 +605,74 @@ fn resealed_crafted_state_files_never_panic() {
     resume_crafted(&bytes, &mut |c| {
         let _ = lad::fit(&short, &d, &mut Control::default().resume_from(c));
     });
+}
+
+/// A checkpoint of `run` stopped late (the first report whose stop leaves one, counting back
+/// from the last).
+fn late_checkpoint(run: &mut dyn FnMut(&mut StopAfter) -> Option<AidCheckpoint>) -> AidCheckpoint {
+    let mut count = StopAfter::new(0);
+    assert!(run(&mut count).is_none());
+    (1..count.seen)
+        .rev()
+        .find_map(|k| run(&mut StopAfter::new(k)))
+        .expect("some stop leaves a checkpoint")
+}
+
+/// AID-LAD and AID-S3VM name the setting that differs too (AID-SVM: above).
+#[test]
+fn lad_and_s3vm_refusals_name_the_setting() {
+    let msg = |r: Result<(), FitError>| r.unwrap_err().to_string();
+    let d = regression(3000, 4, 7);
+    let params = AidLadParams::new().r0(0.004).check().unwrap();
+    let ck = late_checkpoint(&mut |obs| {
+        lad::fit(&params, &d, &mut Control::new(obs))
+            .unwrap()
+            .checkpoint
+    });
+    let lad_with = |p: AidLadParams| {
+        let p = p.check().unwrap();
+        msg(lad::fit(&p, &d, &mut Control::default().resume_from(&ck)).map(|_| ()))
+    };
+    let m = lad_with(AidLadParams::new().r0(0.005));
+    assert!(
+        m.contains("the AID state file was written with --r0 0.004 (now --r0 0.005)"),
+        "{m}"
+    );
+    let m = lad_with(AidLadParams::new().r0(0.004).intercept(false));
+    assert!(
+        m.contains("was written with --no-intercept no (now --no-intercept yes)"),
+        "{m}"
+    );
+    let sd = s3vm_data();
+    let params = s3vm_params();
+    let ck = late_checkpoint(&mut |obs| {
+        s3vm::fit(&params, S3vmData::new(&sd), &mut Control::new(obs))
+            .unwrap()
+            .checkpoint
+    });
+    let other = AidS3vmParams::from(params.clone())
+        .c_unlabeled(0.02)
+        .check()
+        .unwrap();
+    let m = msg(s3vm::fit(
+        &other,
+        S3vmData::new(&sd),
+        &mut Control::default().resume_from(&ck),
+    )
+    .map(|_| ()));
+    assert!(
+        m.contains("was written with --c-unlabeled 0.01 (now --c-unlabeled 0.02)"),
+        "{m}"
+    );
+    // One label changed.
+    let mut other = sd.clone();
+    let i = other.y.iter().position(|&v| v > 0.0).unwrap();
+    other.y[i] = -1.0;
+    let m = msg(s3vm::fit(
+        &params,
+        S3vmData::new(&other),
+        &mut Control::default().resume_from(&ck),
+    )
+    .map(|_| ()));
+    assert!(m.contains("was written for training data with"), "{m}");
 }

@@ -442,24 +442,60 @@ fn checkpoints_refuse_other_data_or_parameters() {
     let Fit { checkpoint: ck, .. } = fit(&params, &data, &mut Control::default()).unwrap();
     let ck = ck.unwrap();
     let other = SvmParams::new().c(50.0).check().unwrap();
-    let refused = |r: Result<_, FitError>| {
-        matches!(
-            r,
-            Err(FitError::Checkpoint(CheckpointError::Fingerprint { .. }))
-        )
+    let refused = |r: Result<_, FitError>| match r {
+        Err(FitError::Checkpoint(e)) => e,
+        other => panic!("not refused: {:?}", other.map(|_| ())),
     };
-    assert!(refused(fit(
-        &other,
-        &data,
-        &mut Control::default().resume_from(&ck)
-    )));
-    let sub = data.subset(&(0..200).collect::<Vec<_>>());
+    let e = refused(fit(&other, &data, &mut Control::default().resume_from(&ck)));
+    assert_eq!(
+        e,
+        CheckpointError::Setting {
+            file: "fit checkpoint",
+            name: "-c".into(),
+            stored: "100".into(),
+            now: "50".into(),
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "the fit checkpoint was written with -c 100 (now -c 50)"
+    );
+    let rbf = SvmParams::new().c(100.0).gamma(0.25).check().unwrap();
+    let e = refused(fit(&rbf, &data, &mut Control::default().resume_from(&ck)));
+    assert!(
+        e.to_string().contains(&format!(
+            "-g {} (now -g 0.25)",
+            1.0 / data.n_features() as f64
+        )),
+        "{e}"
+    );
     let same = SvmParams::new().c(100.0).check().unwrap();
-    assert!(refused(fit(
+    let sub = data.subset(&(0..data.len() - 1).collect::<Vec<_>>());
+    let e = refused(fit(&same, &sub, &mut Control::default().resume_from(&ck)));
+    match &e {
+        CheckpointError::Data {
+            role,
+            stored: Some(s),
+            now: Some(n),
+            ..
+        } => {
+            assert_eq!(role, "training data");
+            assert_eq!((s.rows, n.rows), (data.len() as u64, data.len() as u64 - 1));
+            assert_ne!(s.hash, n.hash);
+        }
+        other => panic!("{other}"),
+    }
+    let mut flipped = data.clone();
+    flipped.y[7] = -flipped.y[7];
+    let e = refused(fit(
         &same,
-        &sub,
-        &mut Control::default().resume_from(&ck)
-    )));
+        &flipped,
+        &mut Control::default().resume_from(&ck),
+    ));
+    assert!(
+        matches!(&e, CheckpointError::Data { stored: Some(s), now: Some(n), .. } if s.rows == n.rows && s.hash != n.hash),
+        "{e}"
+    );
     // Truncated or corrupted bytes are errors, never panics.
     let bytes = ck.to_bytes();
     for cut in [0, 7, 8, 20, bytes.len() / 2, bytes.len() - 1] {

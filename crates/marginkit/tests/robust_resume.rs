@@ -312,28 +312,53 @@ fn foreign_and_damaged_state_files_are_refused() {
             .unwrap_err()
             .to_string()
     };
+    // One label changed: the training data is named, with its shape.
     let mut other = train.clone();
     other.y[3] = -other.y[3];
     let m = err(&Case {
         train: &other,
         ..case.clone_with()
     });
-    assert!(m.contains("other data"), "{m}");
+    let rows = train.len();
+    assert!(
+        m.contains(&format!("was written for training data with {rows} rows"))
+            && m.contains(&format!("(now {rows} rows")),
+        "{m}"
+    );
+    // One row fewer.
+    let fewer = train.subset(&(1..rows).collect::<Vec<_>>());
+    let m = err(&Case {
+        train: &fewer,
+        ..case.clone_with()
+    });
+    assert!(m.contains(&format!("(now {} rows", rows - 1)), "{m}");
+    // Each changed setting is named with both values.
     let m = err(&Case {
         kind: PathKind::S,
         ..case.clone_with()
     });
-    assert!(m.contains("other parameters"), "{m}");
+    assert!(
+        m.contains("was written with --path theta (now --path s)"),
+        "{m}"
+    );
     let m = err(&Case {
         cs: vec![1.0, 11.0],
         ..case.clone_with()
     });
-    assert!(m.contains("other parameters"), "{m}");
+    assert!(m.contains("was written with -c 1,10 (now -c 1,11)"), "{m}");
     let m = err(&Case {
         method: Method::Cccp(THETA_GRID.to_vec()),
         ..case.clone_with()
     });
-    assert!(m.contains("other parameters"), "{m}");
+    assert!(
+        m.contains("was written with --cccp no (now --cccp yes)"),
+        "{m}"
+    );
+    let m = err(&Case {
+        params: params(Task::Svc, rbf(0.25)),
+        ..case.clone_with()
+    });
+    assert!(m.contains("was written with -g 0.5 (now -g 0.25)"), "{m}");
     // The cache size may change.
     let p = case.params.clone().cache_bytes(1 << 20);
     let c2 = Case {

@@ -889,7 +889,15 @@ fn interrupted_paths_resume_to_the_identical_points() {
             &mut Control::default().resume_from(&ck),
         )
     };
-    assert!(run(&other, &data, None).is_err());
+    let msg = |r: Result<_, marginkit::FitError>| match r {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a mismatched resume was accepted"),
+    };
+    let m = msg(run(&other, &data, None));
+    assert!(
+        m.contains("was written with -g ") && m.contains("(now -g 0.4)"),
+        "{m}"
+    );
     let lin = PathParams::linear().check().unwrap();
     let lck = path::fit(
         &lin,
@@ -914,10 +922,32 @@ fn interrupted_paths_resume_to_the_identical_points() {
             &mut Control::default().resume_from(&lck),
         )
     };
-    assert!(run_l(&cold).is_err());
+    let m = msg(run_l(&cold));
+    assert!(
+        m.contains("was written with --start auto (now --start cold)"),
+        "{m}"
+    );
     assert!(run_l(&lin).is_ok());
-    assert!(run(&p, &blobs(13, 300, 4, 0.35), None).is_err());
-    assert!(run(&p, &data, Some(&valid)).is_err());
+    let m = msg(run(&p, &blobs(13, 300, 4, 0.35), None));
+    assert!(m.contains("was written for training data with"), "{m}");
+    let mut one_row = data.clone();
+    one_row.y[0] = -one_row.y[0];
+    let m = msg(run(&p, &one_row, None));
+    let rows = data.len();
+    assert!(
+        m.contains(&format!("training data with {rows} rows"))
+            && m.contains(
+                "(now {rows} rows"
+                    .replace("{rows}", &rows.to_string())
+                    .as_str()
+            ),
+        "{m}"
+    );
+    let m = msg(run(&p, &data, Some(&valid)));
+    assert!(
+        m.contains("was written without validation data (now validation data with"),
+        "{m}"
+    );
     assert!(run(&p, &data, None).is_ok());
     let bytes = ck.to_bytes();
     for i in (0..bytes.len()).step_by(7) {

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
-use crate::common::report::choice;
+use crate::common::report::{self, choice};
 use crate::common::run::init_threads;
 use crate::common::{CliError, CliResult, Exit, Outcome};
 
@@ -167,16 +167,11 @@ pub fn run(a: ClusterArgs) -> Exit {
     }
 }
 
+/// A summary line through the shared reporter ([`report::say`]): nothing with `-q`; standard
+/// error when standard output carries the JSON object or the labels (`-o -`).
 fn say(c: &CommonArgs, text: &str) {
-    if c.quiet {
-        return;
-    }
     let stdout_taken = c.json || c.output.as_deref() == Some(Path::new("-"));
-    if stdout_taken {
-        eprintln!("{text}");
-    } else {
-        println!("{text}");
-    }
+    report::say(stdout_taken, c.quiet, text);
 }
 
 fn load(c: &CommonArgs) -> CliResult<(Points, Option<Vec<f64>>)> {

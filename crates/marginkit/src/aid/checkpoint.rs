@@ -15,20 +15,24 @@
 //! `tests/aid_resume.rs`).
 //!
 //! File form ([`AidCheckpoint::to_bytes`], conventions in [`crate::persist`]): magic
-//! `MKAIDCK1`, the fingerprint (data and every parameter that changes the iterates; not the
-//! iteration or time limits), the model byte (0 LAD, 1 SVM, 2 S3VM), the iteration index, the
+//! `MKAIDCK2`, the fingerprint (data and every parameter that changes the iterates; not the
+//! iteration or time limits), the run record (those parameters by flag and the data's shape
+//! and hash, so that a refused resume names what differs; absent in the previous form
+//! `MKAIDCK1`, which is still read and continued), the model byte (0 LAD, 1 SVM, 2 S3VM), the iteration index, the
 //! initial clustering's seconds, the clusters, the parent map, the previous and the best
 //! solution, the bound, the records, the model state, and the checksum, verified first.
 //! [`AidCheckpoint::from_bytes`] checks every length and tag and never panics;
 //! [`AidCheckpoint::to_bytes`] of an accepted file gives back the same bytes.
 
 use crate::data::Dataset;
-use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
+use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv, RunRecord};
 
 use super::cluster::Clusters;
 use super::state::{IterRecord, S3vmSolution, SvmSolution};
 
-const MAGIC: &str = "MKAIDCK1";
+const MAGIC: &str = "MKAIDCK2";
+/// The previous form: no run record (still read and continued).
+const PREV_MAGIC: &str = "MKAIDCK1";
 /// The kind of state file, in messages.
 const FILE: &str = "AID state file";
 
@@ -213,6 +217,8 @@ pub(crate) struct LoopState<S> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AidCheckpoint {
     pub(crate) fingerprint: u64,
+    /// What the run was made with (`None` in a file of the previous version).
+    pub(crate) run: Option<RunRecord>,
     pub(crate) model: AidModel,
     pub(crate) init_seconds: f64,
     pub(crate) t: usize,
@@ -288,13 +294,14 @@ impl AidCheckpoint {
     }
 
     pub(crate) fn from_loop<S: CheckpointSolution>(
-        fingerprint: u64,
+        (fingerprint, run): Stamp,
         init_seconds: f64,
         st: LoopState<S>,
         problem: ProblemState,
     ) -> Self {
         Self {
             fingerprint,
+            run: Some(run),
             model: S::MODEL,
             init_seconds,
             t: st.t,
@@ -341,8 +348,15 @@ impl AidCheckpoint {
 
     /// The binary form (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut e = Enc::new(MAGIC);
+        let mut e = Enc::new(if self.run.is_some() {
+            MAGIC
+        } else {
+            PREV_MAGIC
+        });
         e.u64(self.fingerprint);
+        if let Some(r) = &self.run {
+            r.encode(&mut e);
+        }
         e.u8(self.model.code());
         e.f64(self.init_seconds);
         e.usize(self.t);
@@ -392,8 +406,13 @@ impl AidCheckpoint {
     /// A [`CheckpointError`] naming what is wrong (magic, checksum, truncation, a bad tag or
     /// partition); never a panic.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
-        let mut d = persist::open(bytes, MAGIC, FILE)?;
+        let (mut d, current) = persist::open_either(bytes, MAGIC, PREV_MAGIC, FILE)?;
         let fingerprint = d.u64()?;
+        let run = if current {
+            Some(RunRecord::decode(&mut d)?)
+        } else {
+            None
+        };
         let model = match d.u8()? {
             0 => AidModel::Lad,
             1 => AidModel::Svm,
@@ -438,6 +457,7 @@ impl AidCheckpoint {
         d.finish()?;
         Ok(Self {
             fingerprint,
+            run,
             model,
             init_seconds,
             t,
@@ -458,13 +478,13 @@ impl AidCheckpoint {
         })
     }
 
-    /// Checks the checkpoint against the run about to continue it: the model, the fingerprint
-    /// of the data and parameters, and every length the continuation indexes by (`n` rows,
+    /// Checks the checkpoint against the run about to continue it: the model, the run record
+    /// and the fingerprint of the data and parameters (`now`), and every length the continuation indexes by (`n` rows,
     /// `width` coefficients of a linear solution, `kernel`: kernel AID-SVM).
     pub(crate) fn check(
         &self,
         model: AidModel,
-        fingerprint: u64,
+        now: &Stamp,
         n: usize,
         width: usize,
         kernel: bool,
@@ -476,13 +496,7 @@ impl AidCheckpoint {
                 found: self.model.name(),
             });
         }
-        if self.fingerprint != fingerprint {
-            return Err(CheckpointError::Fingerprint {
-                file: FILE,
-                expected: fingerprint,
-                found: self.fingerprint,
-            });
-        }
+        persist::check_resume(FILE, (self.fingerprint, self.run.as_ref()), (now.0, &now.1))?;
         let bad = || CheckpointError::Mismatch {
             file: FILE,
             reason: "array lengths",
@@ -545,12 +559,89 @@ impl AidCheckpoint {
     }
 }
 
-/// Fingerprint of an AID run: the data set and a description of every parameter that changes
-/// the iterates.
-pub(crate) fn fingerprint(params: &str, data: &Dataset) -> u64 {
+/// The fingerprint of a run and its run record.
+pub(crate) type Stamp = (u64, RunRecord);
+
+/// Fingerprint of an AID run (the data set and `params`, a description of every parameter that
+/// changes the iterates) and its run record (`settings`, those parameters by flag, with the
+/// data's shape and hash added).
+pub(crate) fn fingerprint(params: &str, mut settings: RunRecord, data: &Dataset) -> Stamp {
     let mut h = Fnv::new();
     h.bytes(b"aid|");
     h.bytes(params.as_bytes());
     hash_dataset(&mut h, data);
-    h.0
+    settings.data("training data", data);
+    (h.0, settings)
+}
+
+/// The settings every AID model shares: `--r0` (`None`: the paper's rule), `--gap-tol`,
+/// `--seed`.
+pub(crate) fn common_settings(r0: Option<f64>, gap_tol: f64, seed: u64) -> RunRecord {
+    let mut r = RunRecord::new();
+    r.set(
+        "--r0",
+        r0.map_or_else(|| "auto".to_owned(), |v| v.to_string()),
+    )
+    .set("--gap-tol", gap_tol)
+    .set("--seed", seed);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aid::lad::{fit, AidLadParams};
+    use crate::data::{DenseMatrix, Features};
+    use crate::fit::Control;
+    use crate::persist::StopAt;
+
+    /// A linear model with heavy-tailed deterministic noise and gross outliers.
+    fn regression(n: usize) -> Dataset {
+        let x: Vec<f64> = (0..n)
+            .flat_map(|i| [(i as f64 * 1.3).sin() * 2.0, (i as f64 * 0.37).cos() * 2.0])
+            .collect();
+        let y = (0..n)
+            .map(|i| {
+                let u = (i as f64 * 2.9).sin();
+                let v = 0.5 + x[2 * i] - 2.0 * x[2 * i + 1] + 3.0 * u * u * u;
+                if i % 20 == 7 {
+                    v + 50.0 * u.signum()
+                } else {
+                    v
+                }
+            })
+            .collect();
+        Dataset::new(Features::Dense(DenseMatrix::new(n, 2, x).unwrap()), y, None).unwrap()
+    }
+
+    /// A state file of the previous version (no run record) still reads, writes back byte for
+    /// byte and resumes to the iterates of an uninterrupted run.
+    #[test]
+    fn the_previous_version_still_resumes() {
+        let d = regression(3000);
+        let params = AidLadParams::new().r0(0.004).check().unwrap();
+        let want = fit(&params, &d, &mut Control::default()).unwrap();
+        let want = want.report.run.unwrap();
+        assert!(want.iterations.len() >= 2, "{}", want.iterations.len());
+        let mut ck = fit(&params, &d, &mut Control::new(StopAt(1)))
+            .unwrap()
+            .checkpoint
+            .unwrap();
+        let current = ck.to_bytes();
+        ck.run = None;
+        let back = persist::check_previous_version(
+            &current,
+            &ck.to_bytes(),
+            (MAGIC, PREV_MAGIC),
+            AidCheckpoint::from_bytes,
+            AidCheckpoint::to_bytes,
+            |c| c.run.is_some(),
+        );
+        let got = fit(&params, &d, &mut Control::default().resume_from(&back)).unwrap();
+        let got = got.report.run.unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got.best), bits(&want.best));
+        assert_eq!(got.best_objective.to_bits(), want.best_objective.to_bits());
+        assert_eq!(got.iterations.len(), want.iterations.len());
+    }
 }

@@ -697,7 +697,12 @@ impl AidProblem for LadProblem<'_> {
     }
 }
 
-fn lad_fingerprint(params: &AidLadValidParams, data: &Dataset) -> u64 {
+fn lad_fingerprint(params: &AidLadValidParams, data: &Dataset) -> checkpoint::Stamp {
+    let mut settings = checkpoint::common_settings(params.r0, params.settings.gap_tol, params.seed);
+    settings.set(
+        "--no-intercept",
+        if params.intercept { "no" } else { "yes" },
+    );
     checkpoint::fingerprint(
         &format!(
             "lad|{}|{:?}|{}|{:?}",
@@ -706,6 +711,7 @@ fn lad_fingerprint(params: &AidLadValidParams, data: &Dataset) -> u64 {
             params.seed,
             params.settings.gap_tol.to_bits()
         ),
+        settings,
         data,
     )
 }
@@ -739,7 +745,7 @@ pub fn fit(
     };
     let (state, init_seconds) = match ctl.resume() {
         Some(ck) => {
-            ck.check(AidModel::Lad, fp(), data.len(), p, false)?;
+            ck.check(AidModel::Lad, &fp(), data.len(), p, false)?;
             problem.last_certified = ck.problem.last_certified;
             let st = ck.to_loop::<Vec<f64>>()?;
             (st, ck.init_seconds)

@@ -848,8 +848,23 @@ pub fn initial_s3vm_clusters(data: &Dataset, label: &[i8], r0: f64, seed: u64) -
     Clusters::concat(parts)
 }
 
-fn s3vm_fingerprint(params: &AidS3vmValidParams, data: &Dataset) -> u64 {
+fn s3vm_fingerprint(params: &AidS3vmValidParams, data: &Dataset) -> checkpoint::Stamp {
     let p = params;
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let mut settings = checkpoint::common_settings(Some(p.r0), p.settings.gap_tol, p.seed);
+    settings
+        .set("-c", p.c_labeled)
+        .set("--c-unlabeled", p.c_unlabeled)
+        .set("--balance", yes_no(p.balance))
+        .set("--balance-cost", yes_no(p.balance_cost))
+        .set("--nodes", p.bnb.max_nodes)
+        .set(
+            "--bnb-time-limit",
+            p.bnb
+                .time_limit
+                .map_or_else(|| "none".to_owned(), |t| t.as_secs_f64().to_string()),
+        )
+        .set("rel_gap", p.bnb.rel_gap);
     checkpoint::fingerprint(
         &format!(
             "s3vm|{:?}|{:?}|{:?}|{}|{}|{}|{}|{:?}|{:?}|{:?}",
@@ -864,6 +879,7 @@ fn s3vm_fingerprint(params: &AidS3vmValidParams, data: &Dataset) -> u64 {
             p.bnb.rel_gap.to_bits(),
             p.settings.gap_tol.to_bits()
         ),
+        settings,
         data,
     )
 }
@@ -905,7 +921,7 @@ pub fn fit(
             )
             .into()),
             (Some(ck), None) => {
-                ck.check(AidModel::S3vm, fp, data.len(), data.n_features(), false)?;
+                ck.check(AidModel::S3vm, &fp, data.len(), data.n_features(), false)?;
                 let st = ck.to_loop::<S3vmSolution>()?;
                 (st, ck.init_seconds)
             }
@@ -952,7 +968,7 @@ fn s3vm_core(
     (labels, label): (Vec<f64>, Vec<i8>),
     state: LoopState<S3vmSolution>,
     init_seconds: f64,
-    fp: u64,
+    fp: checkpoint::Stamp,
     ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
 ) -> Result<AidS3vmFit, FitError> {
     let nl = label.iter().filter(|&&l| l != 0).count();

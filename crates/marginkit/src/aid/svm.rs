@@ -1453,8 +1453,26 @@ fn initial_clusters(
 
 /// The fingerprint of a run: every parameter that changes the iterates, the kernel resolved
 /// against the data (the text must stay as it is: state files carry its hash).
-fn svm_fingerprint(params: &AidSvmValidParams, kernel: Option<KernelSpec>, data: &Dataset) -> u64 {
+fn svm_fingerprint(
+    params: &AidSvmValidParams,
+    kernel: Option<KernelSpec>,
+    data: &Dataset,
+) -> checkpoint::Stamp {
     let p = params;
+    let mut settings = checkpoint::common_settings(p.r0, p.settings.gap_tol, p.seed);
+    settings
+        .set("-c", p.c)
+        .kernel(&kernel.unwrap_or(KernelSpec::Linear))
+        .set("-e", p.solver_tol)
+        .set(
+            "--engine",
+            match p.linear_engine {
+                AidLinearEngine::Auto => "auto".to_owned(),
+                AidLinearEngine::Dcd => "dcd".to_owned(),
+                AidLinearEngine::SmoUpTo(usize::MAX) => "smo".to_owned(),
+                AidLinearEngine::SmoUpTo(k) => format!("smo up to {k} clusters"),
+            },
+        );
     checkpoint::fingerprint(
         &format!(
             "svm|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
@@ -1466,6 +1484,7 @@ fn svm_fingerprint(params: &AidSvmValidParams, kernel: Option<KernelSpec>, data:
             p.settings.gap_tol.to_bits(),
             p.linear_engine
         ),
+        settings,
         data,
     )
 }
@@ -1582,7 +1601,7 @@ fn fit_with(
             };
             ck.check(
                 AidModel::Svm,
-                svm_fingerprint(params, kernel, data),
+                &svm_fingerprint(params, kernel, data),
                 data.len(),
                 width,
                 kernel.is_some(),

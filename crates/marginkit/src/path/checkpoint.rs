@@ -12,20 +12,26 @@
 //! interrupted point is not kept: a point is one warm-started solve, short next to a path).
 //!
 //! File form ([`PathCheckpoint::to_bytes`], conventions in [`crate::persist`]): magic
-//! `MKPATHC2`, a fingerprint of the data, the validation data and the parameters that change
-//! the points (not the cache size, the limits or the thread count), the engine byte, `C_min`,
+//! `MKPATHC3`, a fingerprint of the data, the validation data and the parameters that change
+//! the points (not the cache size, the limits or the thread count), the run record (those
+//! parameters by flag and the shapes and hashes of the data sets, so that a refused resume
+//! names what differs; absent in the previous form `MKPATHC2`, which is still read and
+//! continued), the engine byte, `C_min`,
 //! the finished points, the reference, the point before it (linear engine: `C`, `alpha`, `w` of
 //! the secant warm start), the sketch, `perm`, and the checksum, verified first. The form
 //! without the secant warm start, `MKPATHC1`, is refused by name.
 
 use crate::data::Dataset;
-use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
+use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv, RunRecord};
 use crate::solver::Status;
 
-use super::params::PathValidParams;
+use super::params::{Engine, Grid, LinearStart, PathValidParams};
 use super::result::PathPoint;
+use crate::solver::Shrinking;
 
-const MAGIC: &str = "MKPATHC2";
+const MAGIC: &str = "MKPATHC3";
+/// The previous form: no run record (still read and continued).
+const PREV_MAGIC: &str = "MKPATHC2";
 /// The form without the secant warm start (refused by name).
 const OLD_MAGIC: &str = "MKPATHC1";
 /// The kind of state file, in messages.
@@ -45,6 +51,8 @@ pub(crate) struct RefState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathCheckpoint {
     pub(crate) fingerprint: u64,
+    /// What the path was run with (`None` in a file of the previous version).
+    pub(crate) run: Option<RunRecord>,
     pub(crate) linear: bool,
     pub(crate) c_min_trivial: Option<f64>,
     pub(crate) points: Vec<PathPoint>,
@@ -96,6 +104,77 @@ pub(crate) fn fingerprint(
     h.0
 }
 
+/// The settings (`marginkit path`'s flags) and the data of a path, for [`PathCheckpoint`]'s
+/// run record: every parameter [`fingerprint`] covers.
+pub(crate) fn record(
+    params: &PathValidParams,
+    train: &Dataset,
+    valid: Option<&Dataset>,
+) -> RunRecord {
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut r = RunRecord::new();
+    match &params.engine {
+        Engine::Kernel(k) => r.set("--linear", "no").kernel(k),
+        Engine::Linear => r.set("--linear", "yes"),
+    };
+    r.set(
+        "-B",
+        params
+            .bias
+            .map_or_else(|| "-1".to_owned(), |b| b.to_string()),
+    );
+    match &params.grid {
+        Grid::Log {
+            c_min,
+            c_max,
+            points,
+        } => r
+            .set("--c-min", c_min)
+            .set("--c-max", c_max)
+            .set("--grid", points),
+        Grid::List(cs) => r.set("--c-list", list(cs)),
+        Grid::Epsilon {
+            eps,
+            c_max,
+            max_points,
+        } => r
+            .set("--eps-path", eps)
+            .set("--c-max", c_max)
+            .set("max_points", max_points),
+    };
+    r.set("--screening", params.screening.map_or("none", |s| s.name()))
+        .set("-e", params.tol)
+        .set("-h", u8::from(params.shrinking == Shrinking::On))
+        .set("--seed", params.seed)
+        .set(
+            "--start",
+            match params.linear_start {
+                LinearStart::Auto => "auto",
+                LinearStart::Scaled => "scaled",
+                LinearStart::Secant => "secant",
+                LinearStart::Cold => "cold",
+            },
+        )
+        .set(
+            "--save-models/--best-model",
+            if params.keep_solutions {
+                "given"
+            } else {
+                "not given"
+            },
+        )
+        .data("training data", train);
+    if let Some(v) = valid {
+        r.data("validation data", v);
+    }
+    r
+}
+
 impl PathCheckpoint {
     /// Number of finished points (the path continues at the next one).
     pub fn n_points(&self) -> usize {
@@ -109,8 +188,15 @@ impl PathCheckpoint {
 
     /// The binary form (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut e = Enc::new(MAGIC);
+        let mut e = Enc::new(if self.run.is_some() {
+            MAGIC
+        } else {
+            PREV_MAGIC
+        });
         e.u64(self.fingerprint);
+        if let Some(r) = &self.run {
+            r.encode(&mut e);
+        }
         e.bool(self.linear);
         e.opt_f64(self.c_min_trivial);
         e.usize(self.points.len());
@@ -182,8 +268,13 @@ impl PathCheckpoint {
                 reason: "without the linear engine's secant warm start",
             });
         }
-        let mut d = persist::open(bytes, MAGIC, FILE)?;
+        let (mut d, current) = persist::open_either(bytes, MAGIC, PREV_MAGIC, FILE)?;
         let fingerprint = d.u64()?;
+        let run = if current {
+            Some(RunRecord::decode(&mut d)?)
+        } else {
+            None
+        };
         let linear = d.bool()?;
         let c_min_trivial = d.opt_f64()?;
         // A point takes at least 7*8 + 7*8 + 1 + 1 + 8 + 1 bytes.
@@ -220,6 +311,7 @@ impl PathCheckpoint {
         d.finish()?;
         Ok(Self {
             fingerprint,
+            run,
             linear,
             c_min_trivial,
             points,
@@ -352,19 +444,7 @@ mod tests {
     use crate::kernel::KernelSpec;
     use crate::path::{fit, Grid, PathData, PathParams};
     use crate::persist::resealed_variants;
-    use crate::solver::{IterStats, Observer};
-    use std::ops::ControlFlow;
-
-    struct StopAt(usize);
-    impl Observer for StopAt {
-        fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
-            if self.0 == 0 {
-                return ControlFlow::Break(());
-            }
-            self.0 -= 1;
-            ControlFlow::Continue(())
-        }
-    }
+    use crate::persist::StopAt;
 
     fn data() -> Dataset {
         let n = 40;
@@ -423,5 +503,56 @@ mod tests {
             }
             assert!(tried > 50, "{tried}");
         }
+    }
+
+    /// A state file of the previous version (no run record) still reads, writes back byte for
+    /// byte and resumes to the points of an uninterrupted path.
+    #[test]
+    fn the_previous_version_still_resumes() {
+        let d = data();
+        let params = PathParams::kernel(KernelSpec::Rbf { gamma: 2.0 })
+            .grid(Grid::Log {
+                c_min: 0.1,
+                c_max: 100.0,
+                points: 6,
+            })
+            .check()
+            .unwrap();
+        let mut ck = fit(&params, &PathData::new(&d), &mut Control::new(StopAt(3)))
+            .unwrap()
+            .checkpoint
+            .unwrap();
+        let current = ck.to_bytes();
+        ck.run = None;
+        let back = persist::check_previous_version(
+            &current,
+            &ck.to_bytes(),
+            (MAGIC, PREV_MAGIC),
+            PathCheckpoint::from_bytes,
+            PathCheckpoint::to_bytes,
+            |c| c.run.is_some(),
+        );
+        let key = |p: &PathPoint| {
+            (
+                p.c.to_bits(),
+                p.objective.to_bits(),
+                p.n_sv,
+                p.alpha.clone(),
+            )
+        };
+        let want: Vec<_> = fit(&params, &PathData::new(&d), &mut Control::default())
+            .unwrap()
+            .model
+            .points
+            .iter()
+            .map(key)
+            .collect();
+        let got = fit(
+            &params,
+            &PathData::new(&d),
+            &mut Control::default().resume_from(&back),
+        )
+        .unwrap();
+        assert_eq!(got.model.points.iter().map(key).collect::<Vec<_>>(), want);
     }
 }

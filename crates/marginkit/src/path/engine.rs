@@ -84,7 +84,7 @@ pub(super) trait PathEngine {
     /// The state the next point starts from.
     fn before(&self) -> Self::Before;
 
-    /// The checkpoint before a point (fingerprint and `C_min` are set by the caller).
+    /// The checkpoint before a point (fingerprint, run record and `C_min` are set by the caller).
     fn checkpoint(
         &mut self,
         points: &[PathPoint],

@@ -117,6 +117,7 @@ impl<Q: QMatrix> PathEngine for KernelEngine<Q> {
         let (s, h, flips) = sketch.parts();
         PathCheckpoint {
             fingerprint: 0,
+            run: None,
             linear: false,
             c_min_trivial: None,
             points: points.to_vec(),

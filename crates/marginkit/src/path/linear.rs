@@ -208,6 +208,7 @@ impl PathEngine for LinearEngine<'_> {
         let (s, zs, h) = sketch.parts();
         PathCheckpoint {
             fingerprint: 0,
+            run: None,
             linear: true,
             c_min_trivial: None,
             points: points.to_vec(),

@@ -95,10 +95,11 @@ pub use params::{Engine, Grid, LinearStart, PathParams, PathValidParams, MAX_GRI
 pub use result::{PathData, PathPoint, PathReport, PathResult};
 
 use crate::data::Dataset;
-use crate::error::{CheckpointError, DataError, FitError, ParamError};
+use crate::error::{DataError, FitError, ParamError};
 use crate::fit::{Control, Fit};
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{QMatrix, SvcQ};
+use crate::persist;
 use crate::solver::{Observer, SolverSettings, Status};
 use engine::Ctx;
 use kernel::{Augmented, KernelEngine};
@@ -187,15 +188,11 @@ fn run(
     // when a checkpoint is checked or written.
     let fp = || checkpoint::fingerprint(params, train, valid);
     if let Some(ck) = resume {
-        let expected = fp();
-        if ck.fingerprint != expected {
-            return Err(CheckpointError::Fingerprint {
-                file: checkpoint::FILE,
-                expected,
-                found: ck.fingerprint,
-            }
-            .into());
-        }
+        persist::check_resume(
+            checkpoint::FILE,
+            (ck.fingerprint, ck.run.as_ref()),
+            (fp(), &checkpoint::record(params, train, valid)),
+        )?;
         let d = train.n_features() + usize::from(params.bias.is_some());
         ck.check_fits(params.engine == Engine::Linear, train.len(), d)?;
     }
@@ -252,6 +249,7 @@ fn run(
     }
     if let Some(c) = &mut ck {
         c.fingerprint = fp();
+        c.run = Some(checkpoint::record(params, train, valid));
         c.c_min_trivial = result.c_min_trivial;
     }
     Ok((result, cache, ck))

@@ -2,6 +2,8 @@
 
 use thiserror::Error;
 
+use super::record::{data_message, DataShape};
+
 /// A state file (checkpoint) that cannot be read, or cannot be continued by this run.
 ///
 /// `file` names the kind of state file ("fit checkpoint", "path checkpoint", "AID state file",
@@ -76,8 +78,35 @@ pub enum CheckpointError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// The file was written with another value of a setting that changes the result.
+    #[error("the {file} was written with {name} {stored} (now {name} {now})")]
+    Setting {
+        /// The kind of state file.
+        file: &'static str,
+        /// The setting, as the user sets it (a command-line flag where there is one).
+        name: String,
+        /// Its value in the file (`(not set)` when the file's run had no such setting).
+        stored: String,
+        /// Its value in this run.
+        now: String,
+    },
+    /// The file was written for other data (or without a data set this run has, or the other
+    /// way round).
+    #[error("{}", data_message(file, role, stored, now))]
+    Data {
+        /// The kind of state file.
+        file: &'static str,
+        /// Which data set ("training data", "validation data").
+        role: String,
+        /// Its shape in the file (`None`: the file's run had none).
+        stored: Option<DataShape>,
+        /// Its shape in this run (`None`: this run has none).
+        now: Option<DataShape>,
+    },
     /// The fingerprint differs: the file was made for other data or other parameters (one
-    /// fingerprint covers both).
+    /// fingerprint covers both). A file of an older version records no settings, so this is
+    /// all a resume from it can say; a newer file says [`CheckpointError::Setting`] or
+    /// [`CheckpointError::Data`] instead, unless the difference is one it does not name.
     #[error("the {file} was made with other data or other parameters")]
     Fingerprint {
         /// The kind of state file.

@@ -7,15 +7,23 @@
 //! foreign or mismatched file is reported as one structured [`CheckpointError`].
 //!
 //! File form shared by every state file:
-//! * an 8-byte ASCII magic naming the kind and the version of the form (`MKFITCK2`,
-//!   `MKPATHC2`, `MKAIDCK1`, `MKROBCK3`; `MKSMO001` for an SMO snapshot, which is embedded in a
+//! * an 8-byte ASCII magic naming the kind and the version of the form (`MKFITCK3`,
+//!   `MKPATHC3`, `MKAIDCK2`, `MKROBCK4`; `MKSMO001` for an SMO snapshot, which is embedded in a
 //!   fit checkpoint and has no checksum of its own);
 //! * fields little-endian: integers and counts as `u64` (indices of clustered rows as `u32`),
+//!   text as its length and UTF-8 bytes,
 //!   floats as their IEEE-754 bits (`f64`, `f32`), so values round-trip bit-exactly; flags and
 //!   tags as one byte; an array as its length (`u64`) and then its entries; an optional value
 //!   as a tag byte (0 absent, 1 present) and then the value;
 //! * the fingerprint (FNV-1a 64 of the data set and of a description of every parameter that
 //!   changes the result), so a state file is never continued on other data;
+//! * then, in the current version of every kind (`MKFITCK3`, `MKPATHC3`, `MKAIDCK2`,
+//!   `MKROBCK4`), the run record: every setting that changes the result as `(flag, value)` text
+//!   and the rows, features and hash of every data set, so that a refused resume names what
+//!   differs (`RunRecord`, compared by `check_resume`). The previous version of each kind
+//!   (`MKFITCK2`, `MKPATHC2`, `MKAIDCK1`, `MKROBCK3`) is the same form without it; it is still
+//!   read and continued, and a mismatch against it can only say that the data or parameters
+//!   differ;
 //! * last, an 8-byte FNV-1a 64 checksum of every byte before it, verified before any
 //!   field is read.
 //!
@@ -26,12 +34,15 @@ mod checksum;
 mod codec;
 mod error;
 mod fingerprint;
+mod record;
 
 pub use error::CheckpointError;
+pub use record::DataShape;
 
 pub(crate) use checksum::{seal, unseal, Fnv};
 pub(crate) use codec::{Dec, Enc};
 pub(crate) use fingerprint::hash_dataset;
+pub(crate) use record::{check_resume, RunRecord};
 
 /// Checks the magic and the checksum of a sealed state file of kind `file`; returns a decoder
 /// over the body, positioned after the magic.
@@ -49,6 +60,24 @@ pub(crate) fn open<'a>(
     }
     let body = unseal(bytes, file)?;
     Ok(Dec::at(body, 8, file))
+}
+
+/// As [`open`] for a kind with two versions: `current`, whose body carries a [`RunRecord`]
+/// after the fingerprint, and `older`, the same form without it (still read, so that its runs
+/// can be continued). Returns the decoder and whether the file is of the current version.
+///
+/// # Errors
+/// As [`open`]; the bad magic names the current version.
+pub(crate) fn open_either<'a>(
+    bytes: &'a [u8],
+    current: &'static str,
+    older: &'static str,
+    file: &'static str,
+) -> Result<(Dec<'a>, bool), CheckpointError> {
+    if bytes.starts_with(older.as_bytes()) {
+        return open(bytes, older, file).map(|d| (d, false));
+    }
+    open(bytes, current, file).map(|d| (d, true))
 }
 
 /// [`CheckpointError::BadMagic`] for `bytes`, which do not start with `magic`.
@@ -79,6 +108,43 @@ pub(crate) fn resealed_variants(bytes: &[u8], dense: usize, stride: usize) -> Ve
         i += if i < dense { 1 } else { stride };
     }
     out
+}
+
+/// Stops at the `n`-th report (counted from 0), to make state files in tests.
+#[cfg(test)]
+pub(crate) struct StopAt(pub usize);
+
+#[cfg(test)]
+impl crate::solver::Observer for StopAt {
+    fn on_iter(&mut self, _: &crate::solver::IterStats) -> std::ops::ControlFlow<()> {
+        if self.0 == 0 {
+            return std::ops::ControlFlow::Break(());
+        }
+        self.0 -= 1;
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
+/// A test of a kind's previous version: `older` (bytes written without a run record, as the
+/// previous version wrote them) starts with `prev_magic`, reads back through `read` without a
+/// record, and writes back byte for byte through `write`; `current` starts with `magic`.
+#[cfg(test)]
+pub(crate) fn check_previous_version<T>(
+    current: &[u8],
+    older: &[u8],
+    (magic, prev_magic): (&str, &str),
+    read: impl Fn(&[u8]) -> Result<T, CheckpointError>,
+    write: impl Fn(&T) -> Vec<u8>,
+    has_record: impl Fn(&T) -> bool,
+) -> T {
+    assert!(current.starts_with(magic.as_bytes()));
+    assert!(has_record(&read(current).unwrap()));
+    assert!(older.starts_with(prev_magic.as_bytes()));
+    assert!(older.len() < current.len());
+    let back = read(older).unwrap();
+    assert!(!has_record(&back));
+    assert_eq!(write(&back), older);
+    back
 }
 
 #[cfg(test)]

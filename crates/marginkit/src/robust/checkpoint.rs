@@ -16,21 +16,25 @@
 //! nodes, breakpoints and objectives are bit-identical (tested: `tests/robust_resume.rs`).
 //!
 //! File form ([`RobustCheckpoint::to_bytes`], conventions in [`crate::persist`]): magic
-//! `MKROBCK3`, the fingerprint (training and validation data, task, kernel, `s`, bias, event
+//! `MKROBCK4`, the fingerprint (training and validation data, task, kernel, `s`, bias, event
 //! limit, tolerances, ridge, path kind, method and grid, the `C` list; not the cache size), the
-//! elapsed seconds, the runs, the chosen candidate, the warm start, the current state (tag 0
+//! run record (those parameters by flag and the shapes and hashes of the data sets, so that a
+//! refused resume names what differs; absent in the previous form `MKROBCK3`, which is still
+//! read and continued), the elapsed seconds, the runs, the chosen candidate, the warm start, the current state (tag 0
 //! standard, 1 path, 2 CCCP), and the checksum, verified first.
 //! [`RobustCheckpoint::from_bytes`] checks every length and tag and never panics; an accepted
 //! file writes back to the same bytes. The older forms are refused by name: `MKROBCK1` (the
 //! linear engine's outlier sum not kept as weights) and `MKROBCK2` (no parked samples).
 
-use crate::persist::{self, CheckpointError, Dec, Enc};
+use crate::persist::{self, CheckpointError, Dec, Enc, RunRecord};
 
 use super::cccp::{CccpResume, MAX_OUTER};
 use super::homotopy::{EngineSnap, Phase};
 use super::{Chosen, Node, NodeKind, PathResume, Run, RunEnd, VIOLATIONS};
 
-const MAGIC: &str = "MKROBCK3";
+const MAGIC: &str = "MKROBCK4";
+/// The previous form: no run record (still read and continued).
+const PREV_MAGIC: &str = "MKROBCK3";
 /// Older forms, refused by name, and what they lack.
 const OLD_FORMS: [(&str, &str); 2] = [
     (
@@ -58,6 +62,8 @@ pub(crate) enum Current {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RobustCheckpoint {
     pub(crate) fingerprint: u64,
+    /// What the selection was run with (`None` in a file of the previous version).
+    pub(crate) run: Option<RunRecord>,
     pub(crate) runs: Vec<Run>,
     pub(crate) chosen: Option<Chosen>,
     pub(crate) warm: Option<Vec<f64>>,
@@ -304,8 +310,15 @@ impl RobustCheckpoint {
 
     /// The binary form (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut e = Enc::new(MAGIC);
+        let mut e = Enc::new(if self.run.is_some() {
+            MAGIC
+        } else {
+            PREV_MAGIC
+        });
         e.u64(self.fingerprint);
+        if let Some(r) = &self.run {
+            r.encode(&mut e);
+        }
         e.f64(self.seconds);
         e.usize(self.runs.len());
         self.runs.iter().for_each(|r| put_run(&mut e, r));
@@ -363,8 +376,13 @@ impl RobustCheckpoint {
                 });
             }
         }
-        let mut d = persist::open(bytes, MAGIC, FILE)?;
+        let (mut d, current) = persist::open_either(bytes, MAGIC, PREV_MAGIC, FILE)?;
         let fingerprint = d.u64()?;
+        let run = if current {
+            Some(RunRecord::decode(&mut d)?)
+        } else {
+            None
+        };
         let seconds = d.f64()?;
         // A run takes at least 8 + 8 + 1 + 8 + 8 + 1 + 1 + 8 + 8 + 8 bytes.
         let nr = d.len(59)?;
@@ -410,6 +428,7 @@ impl RobustCheckpoint {
         d.finish()?;
         Ok(Self {
             fingerprint,
+            run,
             runs,
             chosen,
             warm,
@@ -418,25 +437,20 @@ impl RobustCheckpoint {
         })
     }
 
-    /// Checks the checkpoint against the selection about to continue it: the fingerprint, and
+    /// Checks the checkpoint against the selection about to continue it: the run record and
+    /// the fingerprint (`now`), and
     /// every length and index the continuation uses (`n` samples, `rows` training plus
     /// validation rows, `n_cs` values of `C`, `grid` CCCP points).
     pub(crate) fn check(
         &self,
-        fingerprint: u64,
+        now: (u64, &RunRecord),
         n: usize,
         rows: usize,
         linear: Option<usize>,
         n_cs: usize,
         grid: usize,
     ) -> Result<(), CheckpointError> {
-        if self.fingerprint != fingerprint {
-            return Err(CheckpointError::Fingerprint {
-                file: FILE,
-                expected: fingerprint,
-                found: self.fingerprint,
-            });
-        }
+        persist::check_resume(FILE, (self.fingerprint, self.run.as_ref()), now)?;
         let bad = || CheckpointError::Mismatch {
             file: FILE,
             reason: "array lengths",
@@ -494,5 +508,77 @@ impl RobustCheckpoint {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{Dataset, DenseMatrix, Features};
+    use crate::fit::Control;
+    use crate::persist::StopAt;
+    use crate::robust::select::{select, SelectParams};
+    use crate::robust::{PathKind, RobustData, RobustParams, Task};
+    use crate::svm::{Gamma, KernelParams};
+
+    /// A state file of the previous version (no run record) still reads, writes back byte for
+    /// byte and resumes to the nodes of an uninterrupted selection.
+    #[test]
+    fn the_previous_version_still_resumes() {
+        let n = 40;
+        let x: Vec<f64> = (0..n)
+            .flat_map(|i| [(i as f64 * 1.3).sin(), (i as f64 * 0.7).cos()])
+            .collect();
+        let y = (0..n)
+            .map(|i| {
+                // A few labels against the trend: the outliers the path moves.
+                let s = x[2 * i] + x[2 * i + 1] > 0.0;
+                if s != (i % 9 == 4) {
+                    1.0
+                } else {
+                    -1.0
+                }
+            })
+            .collect();
+        let d = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, x).unwrap()), y, None).unwrap();
+        let params = SelectParams::new()
+            .robust(
+                RobustParams::new()
+                    .task(Task::Svc)
+                    .kind(PathKind::Theta)
+                    .kernel(KernelParams {
+                        gamma: Gamma::Value(0.5),
+                        ..KernelParams::default()
+                    }),
+            )
+            .c_grid(vec![1.0, 10.0])
+            .check()
+            .unwrap();
+        let data = RobustData::new(&d);
+        let want = select(&params, &data, &mut Control::default())
+            .unwrap()
+            .report;
+        let mut ck = select(&params, &data, &mut Control::new(StopAt(5)))
+            .unwrap()
+            .checkpoint
+            .unwrap();
+        let current = ck.to_bytes();
+        ck.run = None;
+        let back = persist::check_previous_version(
+            &current,
+            &ck.to_bytes(),
+            (MAGIC, PREV_MAGIC),
+            RobustCheckpoint::from_bytes,
+            RobustCheckpoint::to_bytes,
+            |c| c.run.is_some(),
+        );
+        let got = select(&params, &data, &mut Control::default().resume_from(&back))
+            .unwrap()
+            .report;
+        assert_eq!(got.runs.len(), want.runs.len());
+        for (a, b) in got.runs.iter().zip(&want.runs) {
+            assert_eq!(a.nodes, b.nodes);
+        }
+        assert_eq!(got.chosen, want.chosen);
     }
 }

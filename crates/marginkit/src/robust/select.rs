@@ -21,7 +21,7 @@ use crate::data::Dataset;
 use crate::error::{CheckpointError, FitError, ParamError};
 use crate::fit::{Control, Fit, Report};
 use crate::kernel::KernelSpec;
-use crate::persist::{hash_dataset, Fnv};
+use crate::persist::{hash_dataset, Fnv, RunRecord};
 use crate::solver::Status;
 use crate::svm::SvmModel;
 
@@ -227,6 +227,7 @@ pub fn select(
     let mut su = setup(base, train, valid)?;
     let kernel = su.kernel;
     let fp = fingerprint(params, kernel, train, valid);
+    let run = record(params, kernel, train, valid);
     let model_of =
         |chosen: &Chosen| model_from_beta(base.task, kernel, base.bias, train, &chosen.beta);
     let mut runs = Vec::new();
@@ -240,7 +241,7 @@ pub fn select(
             Method::Path => 0,
         };
         ck.check(
-            fp,
+            (fp, &run),
             su.y.len(),
             su.kern.rows(),
             su.kern.is_linear().then(|| su.kern.width()),
@@ -265,6 +266,7 @@ pub fn select(
                        beta: Vec<f64>| {
             let ck = RobustCheckpoint {
                 fingerprint: fp,
+                run: Some(run.clone()),
                 runs: runs.clone(),
                 chosen: chosen.clone(),
                 warm: warm.clone(),
@@ -458,6 +460,64 @@ pub fn select(
         },
         checkpoint: None,
     })
+}
+
+/// The settings (`marginkit robust`'s flags; the library's names where there is no flag) and
+/// the data of a selection, for [`RobustCheckpoint`]'s run record: every parameter
+/// [`fingerprint`] covers. `kernel` is the selection's kernel resolved against `train`.
+pub(crate) fn record(
+    params: &SelectValidParams,
+    kernel: KernelSpec,
+    train: &Dataset,
+    valid: Option<&Dataset>,
+) -> RunRecord {
+    let p = &params.robust;
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let opt = |v: Option<f64>, none: &str| v.map_or_else(|| none.to_owned(), |x| x.to_string());
+    let mut r = RunRecord::new();
+    r.set(
+        "task",
+        match p.task {
+            Task::Svc => "svc",
+            Task::Svr => "svr",
+        },
+    )
+    .set(
+        "--path",
+        match p.kind {
+            PathKind::Theta => "theta",
+            PathKind::S => "s",
+        },
+    )
+    .set("-c", list(&params.cs))
+    .kernel(&kernel)
+    .set("-B", opt(p.bias, "-1"))
+    .set("-e", p.solver_tol)
+    .set("--s", opt(p.s_fixed, "default"))
+    .set("--s-end", p.s_end_fraction)
+    .set(
+        "--max-events",
+        p.max_events
+            .map_or_else(|| "default".to_owned(), |m| m.to_string()),
+    );
+    match &params.method {
+        Method::Path => r.set("--cccp", "no"),
+        Method::Cccp(g) => r.set("--cccp", "yes").set("--grid", list(g)),
+    };
+    r.set("ridge", p.ridge)
+        .set("check_tol", p.check_tol)
+        .set("keep_solutions", p.keep_solutions)
+        .set("c", p.c)
+        .data("training data", train);
+    if let Some(v) = valid {
+        r.data("validation data", v);
+    }
+    r
 }
 
 /// Fingerprint of a selection's data and result-changing parameters.

@@ -10,19 +10,23 @@
 //! checkpoint is never continued on other data.
 //!
 //! File form ([`FitCheckpoint::to_bytes`], conventions in [`crate::persist`]): magic
-//! `MKFITCK2`, the fingerprint, the number of subproblems, then per subproblem a tag byte and
-//! its fields (a stopped one embeds its [`SmoSnapshot`]), and the checksum.
-//! [`FitCheckpoint::from_bytes`] verifies the checksum first (a damaged or edited file is
-//! refused as such), then checks every length and value, and never panics. The form without a
-//! checksum, `MKFITCK1`, is refused by name.
+//! `MKFITCK3`, the fingerprint, the run record (the `-s -t -g -r -d -c -n -p -e -h -b -w
+//! --platt --seed` values and the data's shape and hash, so that a refused resume names what
+//! differs), the number of subproblems, then per subproblem a tag byte and its fields (a
+//! stopped one embeds its [`SmoSnapshot`]), and the checksum. [`FitCheckpoint::from_bytes`]
+//! verifies the checksum first (a damaged or edited file is refused as such), then checks every
+//! length and value, and never panics. The previous form, `MKFITCK2`, is the same without the
+//! run record: it is still read and continued (and written back as it was read). The form
+//! without a checksum, `MKFITCK1`, is refused by name.
 
 use crate::data::Dataset;
-use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv};
+use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv, RunRecord};
 use crate::solver::smo::{SmoSnapshot, SNAP_MAGIC};
 use crate::solver::Status;
 
-use super::params::{PlattFit, SvmValidParams};
+use super::params::{PlattFit, Probability, SvmValidParams};
 use super::report::SubproblemReport;
+use crate::solver::Shrinking;
 
 /// A finished subproblem, kept bit-exact.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,10 +54,14 @@ pub(crate) enum SubState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitCheckpoint {
     pub(crate) fingerprint: u64,
+    /// What the fit was run with (`None` in a file of the previous version).
+    pub(crate) run: Option<RunRecord>,
     pub(crate) subs: Vec<SubState>,
 }
 
-const MAGIC: &str = "MKFITCK2";
+const MAGIC: &str = "MKFITCK3";
+/// The previous form: no run record (still read and continued).
+const PREV_MAGIC: &str = "MKFITCK2";
 /// The form without a checksum (refused by name).
 const OLD_MAGIC: &str = "MKFITCK1";
 /// The kind of state file, in messages.
@@ -84,6 +92,41 @@ pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
     h.0
 }
 
+/// The settings (LIBSVM's flags) and the data of a fit, for [`FitCheckpoint`]'s run record:
+/// every parameter [`fingerprint`] covers.
+pub(crate) fn record(params: &SvmValidParams, data: &Dataset) -> RunRecord {
+    let mut r = RunRecord::new();
+    let weights: Vec<String> = params
+        .class_weights
+        .iter()
+        .map(|(label, w)| format!("{label}={w}"))
+        .collect();
+    let weights = if weights.is_empty() {
+        "none".to_owned()
+    } else {
+        weights.join(",")
+    };
+    r.set("-s", params.svm_type.code())
+        .kernel(&params.kernel.resolve(data.n_features()))
+        .set("-c", params.c)
+        .set("-n", params.nu)
+        .set("-p", params.epsilon)
+        .set("-e", params.solver.tol)
+        .set("-h", u8::from(params.solver.shrinking == Shrinking::On))
+        .set("-b", u8::from(params.probability == Probability::On))
+        .set("-w", weights)
+        .set(
+            "--platt",
+            match params.platt {
+                PlattFit::ThroughOrigin => "origin",
+                PlattFit::WithIntercept => "libsvm",
+            },
+        )
+        .set("--seed", params.seed)
+        .data("training data", data);
+    r
+}
+
 impl FitCheckpoint {
     /// Number of subproblems the fit has.
     pub fn n_subproblems(&self) -> usize {
@@ -100,8 +143,15 @@ impl FitCheckpoint {
 
     /// The binary form (see the module documentation).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut e = Enc::new(MAGIC);
+        let mut e = Enc::new(if self.run.is_some() {
+            MAGIC
+        } else {
+            PREV_MAGIC
+        });
         e.u64(self.fingerprint);
+        if let Some(r) = &self.run {
+            r.encode(&mut e);
+        }
         e.usize(self.subs.len());
         let prob = |e: &mut Enc, p: &Option<(f64, f64)>| match p {
             Some((a, c)) => {
@@ -153,8 +203,13 @@ impl FitCheckpoint {
                 reason: "without a checksum",
             });
         }
-        let mut d = persist::open(bytes, MAGIC, FILE)?;
+        let (mut d, current) = persist::open_either(bytes, MAGIC, PREV_MAGIC, FILE)?;
         let fingerprint = d.u64()?;
+        let run = if current {
+            Some(RunRecord::decode(&mut d)?)
+        } else {
+            None
+        };
         // A subproblem takes at least its tag byte.
         let n = d.len(1)?;
         let mut subs = Vec::with_capacity(n);
@@ -233,7 +288,11 @@ impl FitCheckpoint {
             subs.push(s);
         }
         d.finish()?;
-        Ok(Self { fingerprint, subs })
+        Ok(Self {
+            fingerprint,
+            run,
+            subs,
+        })
     }
 }
 
@@ -269,5 +328,47 @@ mod tests {
             let _ = fit(&stop, &d, &mut Control::default().resume_from(&c));
         }
         assert!(tried > 50, "{tried}");
+    }
+
+    /// A state file of the previous version (no run record) still reads, writes back byte for
+    /// byte and resumes to the model of an uninterrupted fit; a mismatch against it can only
+    /// say that the data or parameters differ.
+    #[test]
+    fn the_previous_version_still_resumes() {
+        let n = 45;
+        let v = (0..n)
+            .flat_map(|i| [(i as f64 * 1.3).sin(), (i as f64 * 0.7).cos()])
+            .collect();
+        let y = (0..n).map(|i| (i % 3) as f64).collect();
+        let d = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, v).unwrap()), y, None).unwrap();
+        let stop = SvmParams::new().c(1000.0).max_iter(20).check().unwrap();
+        let mut ck = fit(&stop, &d, &mut Control::default())
+            .unwrap()
+            .checkpoint
+            .unwrap();
+        let current = ck.to_bytes();
+        ck.run = None;
+        let back = persist::check_previous_version(
+            &current,
+            &ck.to_bytes(),
+            (MAGIC, PREV_MAGIC),
+            FitCheckpoint::from_bytes,
+            FitCheckpoint::to_bytes,
+            |c| c.run.is_some(),
+        );
+        let full = SvmParams::new().c(1000.0).check().unwrap();
+        let want = fit(&full, &d, &mut Control::default()).unwrap().model;
+        let got = fit(&full, &d, &mut Control::default().resume_from(&back)).unwrap();
+        assert_eq!(got.model, want);
+        assert!(got.checkpoint.is_none());
+        let other = SvmParams::new().c(10.0).check().unwrap();
+        let e = fit(&other, &d, &mut Control::default().resume_from(&back)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                crate::FitError::Checkpoint(CheckpointError::Fingerprint { .. })
+            ),
+            "{e}"
+        );
     }
 }

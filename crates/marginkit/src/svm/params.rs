@@ -35,6 +35,16 @@ impl SvmType {
             _ => return None,
         })
     }
+    /// LIBSVM's `-s` number.
+    pub fn code(self) -> u8 {
+        match self {
+            SvmType::CSvc => 0,
+            SvmType::NuSvc => 1,
+            SvmType::OneClass => 2,
+            SvmType::EpsSvr => 3,
+            SvmType::NuSvr => 4,
+        }
+    }
     /// LIBSVM's name in model files.
     pub fn name(&self) -> &'static str {
         match self {

@@ -18,7 +18,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::checkpoint::{fingerprint, DoneSub, FitCheckpoint, SubState};
+use super::checkpoint::{fingerprint, record, DoneSub, FitCheckpoint, SubState};
 use super::model::SvmModel;
 use super::params::{PlattFit, Probability, SvmType, SvmValidParams};
 use super::probability;
@@ -27,6 +27,7 @@ use crate::data::{Dataset, Features};
 use crate::error::{CheckpointError, DataError, FitError, ParseError, ParseErrorKind};
 use crate::fit::{Control, CrossValidation, Fit, Report};
 use crate::kernel::cache::CacheStats;
+use crate::persist;
 
 /// A checkpoint whose saved subproblems do not fit the problem (a damaged or crafted state file
 /// that still carries the right fingerprint).
@@ -174,15 +175,11 @@ fn fit_from(
     // A pass over the data: only when a checkpoint is checked or written.
     let fp = || fingerprint(params, data);
     if let Some(c) = resume {
-        let expected = fp();
-        if c.fingerprint != expected {
-            return Err(CheckpointError::Fingerprint {
-                file: super::checkpoint::FILE,
-                expected,
-                found: c.fingerprint,
-            }
-            .into());
-        }
+        persist::check_resume(
+            super::checkpoint::FILE,
+            (c.fingerprint, c.run.as_ref()),
+            (fp(), &record(params, data)),
+        )?;
     }
     let kernel = params.kernel.resolve(data.n_features());
     let mut report = FitReport::default();
@@ -263,6 +260,7 @@ fn fit_from(
     }
     let checkpoint = (report.status() != Status::Converged).then(|| FitCheckpoint {
         fingerprint: fp(),
+        run: Some(record(params, data)),
         subs,
     });
     Ok((model, report, checkpoint))
