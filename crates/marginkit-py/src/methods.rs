@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use marginkit::aid::lad::{self, AidLadParams};
 use marginkit::aid::s3vm::{self, full_instance, solve_bnb, AidS3vmParams, BnbLimits, S3vmData};
 use marginkit::aid::svm::{self, AidLinearEngine, AidSvmModel, AidSvmParams};
-use marginkit::aid::IterRecord;
+use marginkit::aid::{AidSettings, IterRecord};
 use marginkit::cluster::{ClusterError, Points};
 use marginkit::coreset::consensus::{self, ConsensusData};
 use marginkit::coreset::{
@@ -23,6 +23,7 @@ use marginkit::fit::Control;
 use marginkit::odm::odmc::{self, OdmcData, OdmcKernel, OdmcParams, Readout};
 use marginkit::odm::pool::PoolSpec;
 use marginkit::odm::{OdmParams, OdmSolver};
+use marginkit::path::PathParams;
 use marginkit::robust::select::{select, Method, SelectParams};
 use marginkit::robust::{PathKind, RobustData, RobustParams, Task};
 use marginkit::solver::Shrinking;
@@ -36,8 +37,9 @@ use super::{
     SvmModelHandle, XArg,
 };
 
-/// Registers the functions of this file.
+/// Registers the functions of this file and `DEFAULTS`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("DEFAULTS", defaults(m.py())?)?;
     m.add_function(wrap_pyfunction!(fit_lad, m)?)?;
     m.add_function(wrap_pyfunction!(fit_aid_svc, m)?)?;
     m.add_function(wrap_pyfunction!(fit_s3vm, m)?)?;
@@ -46,6 +48,99 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_odmc, m)?)?;
     m.add_function(wrap_pyfunction!(fit_coreset, m)?)?;
     Ok(())
+}
+
+/// The library's defaults of the estimators' parameters, by estimator family and Python
+/// parameter name (`_core.DEFAULTS`): the estimators' `__init__` defaults are read from here, so
+/// that each number is written once, in the library's parameter types. Parameters whose Python
+/// default is a scikit-learn convention (the SVC family's `C`, `tol`, `cache_size`, and every
+/// `random_state`) are not here.
+fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let group = |items: &[(&str, Bound<'_, PyAny>)]| -> PyResult<Bound<'_, PyDict>> {
+        let g = PyDict::new(py);
+        for (k, v) in items {
+            g.set_item(*k, v)?;
+        }
+        Ok(g)
+    };
+    let f = |v: f64| v.into_pyobject(py).map(Bound::into_any);
+    let u = |v: u64| v.into_pyobject(py).map(Bound::into_any);
+    let z = |v: usize| v.into_pyobject(py).map(Bound::into_any);
+    let d = PyDict::new(py);
+    d.set_item(
+        "aid",
+        group(&[
+            ("C", f(AidSvmParams::DEFAULT_C)?),
+            ("tol", f(AidSvmParams::DEFAULT_SOLVER_TOL)?),
+            ("gap_tol", f(AidSettings::DEFAULT_GAP_TOL)?),
+            ("max_iter", z(AidSettings::DEFAULT_MAX_ITER)?),
+        ])?,
+    )?;
+    d.set_item(
+        "s3vm",
+        group(&[
+            ("C_labeled", f(AidS3vmParams::DEFAULT_C_LABELED)?),
+            ("C_unlabeled", f(AidS3vmParams::DEFAULT_C_UNLABELED)?),
+            ("r0", f(AidS3vmParams::DEFAULT_R0)?),
+            ("max_nodes", z(AidS3vmParams::DEFAULT_BNB_NODES)?),
+            // Seconds as a float, the Python parameter's type.
+            (
+                "bnb_time_limit",
+                f(AidS3vmParams::DEFAULT_BNB_SECONDS as f64)?,
+            ),
+        ])?,
+    )?;
+    d.set_item(
+        "robust",
+        group(&[
+            ("s_end", f(RobustParams::DEFAULT_S_END_FRACTION)?),
+            ("tol", f(RobustParams::DEFAULT_SOLVER_TOL)?),
+        ])?,
+    )?;
+    d.set_item(
+        "odm",
+        group(&[
+            ("lam", f(OdmParams::DEFAULT_LAMBDA)?),
+            ("nu", f(OdmParams::DEFAULT_NU)?),
+            ("theta", f(OdmParams::DEFAULT_THETA)?),
+        ])?,
+    )?;
+    let pool = PoolSpec::DEFAULT;
+    d.set_item(
+        "odmc",
+        group(&[
+            ("lam", f(OdmcParams::DEFAULT_LAMBDA)?),
+            ("nu", f(OdmcParams::DEFAULT_NU)?),
+            ("theta", f(OdmcParams::DEFAULT_THETA)?),
+            ("beta", f(OdmcParams::DEFAULT_BETA)?),
+            ("n_iter", z(OdmcParams::DEFAULT_ITERATIONS)?),
+            ("max_rounds", z(OdmcParams::DEFAULT_MAX_ROUNDS)?),
+            ("tol", f(OdmcParams::DEFAULT_TOL)?),
+            (
+                "pool",
+                (pool.kmeans, pool.components, pool.random)
+                    .into_pyobject(py)?
+                    .into_any(),
+            ),
+            ("max_dense", z(OdmcParams::DEFAULT_MAX_DENSE)?),
+        ])?,
+    )?;
+    d.set_item(
+        "path",
+        group(&[
+            ("C_min", f(PathParams::DEFAULT_C_MIN)?),
+            ("C_max", f(PathParams::DEFAULT_C_MAX)?),
+            ("n_Cs", z(PathParams::DEFAULT_POINTS)?),
+        ])?,
+    )?;
+    d.set_item(
+        "coreset",
+        group(&[
+            ("eps", f(CoresetParams::DEFAULT_EPS)?),
+            ("max_rounds", u(ConsensusParams::DEFAULT_MAX_ROUNDS)?),
+        ])?,
+    )?;
+    Ok(d)
 }
 
 fn duration(name: &str, secs: Option<f64>) -> PyResult<Option<Duration>> {
@@ -299,7 +394,7 @@ fn fit_s3vm<'py>(
     let bnb = BnbLimits {
         max_nodes,
         time_limit: duration("bnb_time_limit", bnb_time_limit)?,
-        rel_gap: 1e-6,
+        rel_gap: AidS3vmParams::DEFAULT_BNB_REL_GAP,
     };
     let data = dataset(&x, &y, &None, None)?;
     let d = PyDict::new(py);

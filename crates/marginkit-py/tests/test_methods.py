@@ -19,6 +19,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC as SkSVC
 
 import marginkit as mk
+from marginkit import _core
 
 # ---------------------------------------------------------------- AID: LAD
 
@@ -547,12 +548,52 @@ def test_s3vm_exact_equals_brute_force_over_labelings():
     (lambda: mk.RobustSVR(s=-1.0), "x0", r"s = -1 is outside \(0, inf\) for robust SVR"),
     (lambda: mk.S3VMClassifier(C_labeled=-1), "y", "C of labeled rows must be finite and > 0"),
     (lambda: mk.ODMC(kernel="rbf", max_dense=10), None, "above the limit of 10 points"),
+    # Ranges the library checks (the estimators check only the types).
+    (lambda: mk.AIDSVC(max_iter=0), "y", "maximum AID iterations = 0 is outside >= 1"),
+    (lambda: mk.LADRegressor(max_iter=0), "x0", "maximum AID iterations = 0 is outside >= 1"),
+    (lambda: mk.S3VMClassifier(max_iter=0), "y", "maximum AID iterations = 0 is outside >= 1"),
+    (lambda: mk.ODMC(n_iter=0), None, "iterations must be finite and > 0, got 0"),
+    (lambda: mk.ODMC(max_rounds=0), None, "max rounds must be finite and > 0, got 0"),
+    (lambda: mk.RobustSVC(bias=-1.0), "y", "bias feature B must be finite and > 0, got -1"),
+    (lambda: mk.SVCPath(n_Cs=0), "y", "the grid needs at least one point"),
 ])
 def test_method_errors_are_value_errors_with_the_rust_message(make, target, message):
     X, y = _two_class(60)
     args = {"y": (X, y), "x0": (X, X[:, 0]), None: (X,)}[target]
     with pytest.raises(ValueError, match=message):
         make().fit(*args)
+
+
+# The estimators whose defaults are the library's, by the family of `_core.DEFAULTS` they read.
+_LIBRARY_DEFAULTS = [
+    (mk.AIDSVC, "aid", ["C", "tol", "gap_tol", "max_iter"]),
+    (mk.LADRegressor, "aid", ["max_iter"]),
+    (mk.S3VMClassifier, "s3vm", ["C_labeled", "C_unlabeled", "r0", "max_nodes", "bnb_time_limit"]),
+    (mk.RobustSVC, "robust", ["s_end", "tol"]),
+    (mk.RobustSVR, "robust", ["s_end", "tol"]),
+    (mk.ODMClassifier, "odm", ["lam", "nu", "theta"]),
+    (mk.ODMC, "odmc", ["lam", "nu", "theta", "n_iter", "max_rounds", "tol", "pool", "max_dense"]),
+    (mk.SVCPath, "path", ["C_min", "C_max", "n_Cs"]),
+    (mk.MinimumEnclosingBall, "coreset", ["eps", "max_rounds"]),
+    (mk.CoresetSVDD, "coreset", ["eps", "max_rounds"]),
+    (mk.CoresetOneClassSVM, "coreset", ["max_rounds"]),
+    (mk.CoresetSVC, "coreset", ["max_rounds"]),
+]
+
+
+@pytest.mark.parametrize("cls,family,names", _LIBRARY_DEFAULTS,
+                         ids=[c.__name__ for c, _, _ in _LIBRARY_DEFAULTS])
+def test_defaults_are_the_librarys(cls, family, names):
+    """get_params() of a default estimator (what help() shows) has the library's constants, with
+    the Python parameter's type; `_core.DEFAULTS` lists no parameter that no estimator reads."""
+    lib = _core.DEFAULTS[family]
+    params = cls().get_params()
+    for name in names:
+        assert params[name] == lib[name], name
+        assert type(params[name]) is type(lib[name]), name
+    # ODMC's beta='auto' reads the library's beta as its floor (not a signature default).
+    read = {(f, n) for _, f, ns in _LIBRARY_DEFAULTS for n in ns} | {("odmc", "beta")}
+    assert read == {(f, n) for f, group in _core.DEFAULTS.items() for n in group}
 
 
 # ---------------------------------------------------------------- early stops warn

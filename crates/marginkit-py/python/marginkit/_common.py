@@ -11,6 +11,12 @@ from sklearn.utils.class_weight import compute_class_weight
 
 from . import _core
 
+# The library's defaults of the estimators' parameters (family -> parameter -> value): the
+# estimators' __init__ defaults are read from here, so each number is the library's own and
+# help() shows it. Defaults that are scikit-learn conventions (the SVC family's C, tol and
+# cache_size, random_state) stay literal.
+DEFAULTS = _core.DEFAULTS
+
 
 def to_core(X):
     """What `marginkit._core` takes for a feature matrix.

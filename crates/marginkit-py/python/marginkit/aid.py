@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._common import check_choice, check_int, check_real, seed_from, to_core, warn_stop
+from ._common import DEFAULTS, check_choice, check_int, check_real, seed_from, to_core, warn_stop
 from ._kernelmodel import (
     BinaryClassifierMixin,
     KernelExpansionMixin,
@@ -19,6 +19,9 @@ from ._kernelmodel import (
 )
 
 
+_AID = DEFAULTS["aid"]
+
+
 def _opt_real(name, v):
     return None if v is None else check_real(name, v)
 
@@ -26,7 +29,7 @@ def _opt_real(name, v):
 def _aid_common(est):
     r0 = _opt_real("r0", est.r0)
     gap_tol = check_real("gap_tol", est.gap_tol)
-    max_iter = check_int("max_iter", est.max_iter, low=1)
+    max_iter = check_int("max_iter", est.max_iter, low=0)
     time_limit = _opt_real("time_limit", est.time_limit)
     return r0, gap_tol, max_iter, time_limit
 
@@ -82,7 +85,7 @@ class LADRegressor(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, *, algorithm="aid", fit_intercept=True, r0=None, gap_tol=0.0,
-                 max_iter=1000, time_limit=None, random_state=None):
+                 max_iter=_AID["max_iter"], time_limit=None, random_state=None):
         self.algorithm = algorithm
         self.fit_intercept = fit_intercept
         self.r0 = r0
@@ -147,7 +150,7 @@ class AIDSVC(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
         'rbf', 'poly', 'sigmoid' (the paper's Appendix B: averaged Gram entries; O(n^2) kernel
         evaluations per iteration at worst). gamma, degree, coef0 : as in SVC.
     tol : tolerance of the aggregated solves. r0, gap_tol, max_iter, time_limit, random_state :
-        as in LADRegressor (default gap_tol 1e-4, the paper's).
+        as in LADRegressor (default gap_tol: the paper's, the library's default).
     engine : 'auto' or 'dcd' (both: dual coordinate descent with an augmented Lagrangian for the
         bias, at every size; linear kernel only; ValueError otherwise).
 
@@ -158,9 +161,9 @@ class AIDSVC(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
     history_, fit_report_.
     """
 
-    def __init__(self, *, C=1.0, kernel="linear", gamma="scale", degree=3, coef0=0.0, tol=1e-5,
-                 r0=None, gap_tol=1e-4, max_iter=1000, time_limit=None, random_state=None,
-                 engine="auto"):
+    def __init__(self, *, C=_AID["C"], kernel="linear", gamma="scale", degree=3, coef0=0.0,
+                 tol=_AID["tol"], r0=None, gap_tol=_AID["gap_tol"], max_iter=_AID["max_iter"],
+                 time_limit=None, random_state=None, engine="auto"):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma

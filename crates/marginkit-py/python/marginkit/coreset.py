@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._common import check_int, check_real, seed_from, to_core, warn_stop
+from ._common import DEFAULTS, check_int, check_real, seed_from, to_core, warn_stop
 from ._kernelmodel import BinaryClassifierMixin, KernelExpansionMixin, binary_targets, kernel_args
 
 
@@ -37,6 +37,9 @@ def _set_common(est, raw):
                   "the nodes did not agree on a core-set within max_rounds; increase max_rounds")
 
 
+_CORESET = DEFAULTS["coreset"]
+
+
 class MinimumEnclosingBall(BaseEstimator):
     """(1 + eps)-approximate minimum enclosing ball of the rows of X by a core-set.
 
@@ -56,8 +59,8 @@ class MinimumEnclosingBall(BaseEstimator):
     otherwise score -1e-13 by rounding).
     """
 
-    def __init__(self, *, eps=0.1, n_nodes=1, graph="er:0.1", max_rounds=10000,
-                 random_state=None):
+    def __init__(self, *, eps=_CORESET["eps"], n_nodes=1, graph="er:0.1",
+                 max_rounds=_CORESET["max_rounds"], random_state=None):
         self.eps = eps
         self.n_nodes = n_nodes
         self.graph = graph
@@ -111,8 +114,9 @@ class CoresetSVDD(KernelExpansionMixin, OutlierMixin, BaseEstimator):
     # Whether the decision uses the (1 + eps)-grown ball (SVDD) or the model's own (one-class).
     _grow = True
 
-    def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.1,
-                 n_nodes=1, graph="er:0.1", max_rounds=10000, random_state=None):
+    def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=_CORESET["eps"],
+                 n_nodes=1, graph="er:0.1", max_rounds=_CORESET["max_rounds"],
+                 random_state=None):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -175,7 +179,8 @@ class CoresetOneClassSVM(CoresetSVDD):
     _grow = False
 
     def __init__(self, *, C=100.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.01,
-                 n_nodes=1, graph="er:0.1", max_rounds=10000, random_state=None):
+                 n_nodes=1, graph="er:0.1", max_rounds=_CORESET["max_rounds"],
+                 random_state=None):
         super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, eps=eps,
                          n_nodes=n_nodes, graph=graph, max_rounds=max_rounds,
                          random_state=random_state)
@@ -201,7 +206,8 @@ class CoresetSVC(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.01,
-                 n_nodes=1, graph="er:0.1", max_rounds=10000, random_state=None):
+                 n_nodes=1, graph="er:0.1", max_rounds=_CORESET["max_rounds"],
+                 random_state=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma

@@ -12,6 +12,7 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import _core
 from ._common import (
+    DEFAULTS,
     check_choice,
     check_int,
     check_real,
@@ -23,6 +24,10 @@ from ._common import (
     warn_stop,
 )
 from ._kernelmodel import BinaryClassifierMixin, KernelExpansionMixin, binary_targets, kernel_args
+
+
+_ODM = DEFAULTS["odm"]
+_ODMC = DEFAULTS["odmc"]
 
 
 class ODMClassifier(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
@@ -43,9 +48,9 @@ class ODMClassifier(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
     (recomputed by the library from the solution), n_iter_, fit_status_, fit_report_.
     """
 
-    def __init__(self, *, lam=1.0, nu=0.5, theta=0.2, kernel="rbf", gamma="scale", degree=3,
-                 coef0=0.0, tol=1e-3, cache_size=200, max_iter=-1, solver="auto",
-                 shrinking=True, random_state=None):
+    def __init__(self, *, lam=_ODM["lam"], nu=_ODM["nu"], theta=_ODM["theta"], kernel="rbf",
+                 gamma="scale", degree=3, coef0=0.0, tol=1e-3, cache_size=200, max_iter=-1,
+                 solver="auto", shrinking=True, random_state=None):
         self.lam = lam
         self.nu = nu
         self.theta = theta
@@ -102,9 +107,10 @@ class ODMC(ClusterMixin, BaseEstimator):
     lam, nu, theta : the ODM parameters.
     kernel : 'linear' or 'rbf' (Gaussian with sigma = sigma_scale * sqrt(mean squared distance);
         dense n x n kernel, n <= max_dense). Features are standardized first.
-    beta : balance |e'y| <= beta n as a fraction of the points (0.03 balanced, 0.3 imbalanced);
-        'auto' (default): max(0.03, n_clusters / n), the paper's 0.03 raised just enough that an
-        odd number of points (|e'y| >= 1) stays feasible on small data.
+    beta : balance |e'y| <= beta n as a fraction of the points (the paper's 0.03 balanced, 0.3
+        imbalanced); 'auto' (default): max(b, n_clusters / n) with b the library's default (the
+        paper's balanced setting), raised just enough that an odd number of points (|e'y| >= 1)
+        stays feasible on small data.
     n_iter : mirror-descent iterations per round. max_rounds : label-generation rounds.
     tol : relative duality-gap tolerance. pool : (k-means runs, principal directions, random
         projections) seeding the candidate labelings. readout : 'decision' (default), 'sign'
@@ -115,9 +121,10 @@ class ODMC(ClusterMixin, BaseEstimator):
     not: a ConvergenceWarning), gap_history_ (relative gap per round), fit_report_.
     """
 
-    def __init__(self, n_clusters=2, *, lam=1.0, nu=0.5, theta=0.2, kernel="linear",
-                 sigma_scale=1.0, beta="auto", n_iter=300, max_rounds=8, tol=1e-2,
-                 pool=(4, 4, 8), readout="decision", random_state=None, max_dense=12000):
+    def __init__(self, n_clusters=2, *, lam=_ODMC["lam"], nu=_ODMC["nu"], theta=_ODMC["theta"],
+                 kernel="linear", sigma_scale=1.0, beta="auto", n_iter=_ODMC["n_iter"],
+                 max_rounds=_ODMC["max_rounds"], tol=_ODMC["tol"], pool=_ODMC["pool"],
+                 readout="decision", random_state=None, max_dense=_ODMC["max_dense"]):
         self.n_clusters = n_clusters
         self.lam = lam
         self.nu = nu
@@ -154,15 +161,15 @@ class ODMC(ClusterMixin, BaseEstimator):
             self.fit_report_ = {"status": "converged", "rust_seconds": 0.0, "total_seconds": 0.0}
             return self
         if isinstance(self.beta, str) and self.beta == "auto":
-            beta = min(1.0, max(0.03, k / X.shape[0]))
+            beta = min(1.0, max(_ODMC["beta"], k / X.shape[0]))
         else:
             beta = check_real("beta", self.beta)
         raw = _core.fit_odmc(
             to_core(X), k, check_real("lam", self.lam), check_real("nu", self.nu),
             check_real("theta", self.theta), self.kernel,
             check_real("sigma_scale", self.sigma_scale), beta,
-            check_int("n_iter", self.n_iter, low=1), check_int("max_rounds", self.max_rounds,
-                                                                 low=1),
+            check_int("n_iter", self.n_iter, low=0), check_int("max_rounds", self.max_rounds,
+                                                                 low=0),
             check_real("tol", self.tol), pool, self.readout, seed_from(self.random_state),
             check_int("max_dense", self.max_dense, low=1))
         self.labels_ = np.asarray(raw["labels"], dtype=np.int64)

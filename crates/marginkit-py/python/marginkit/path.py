@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._common import (
+    DEFAULTS,
     check_choice,
     check_int,
     check_real,
@@ -22,6 +23,9 @@ from ._common import (
     to_core,
     warn_status,
 )
+
+
+_PATH = DEFAULTS["path"]
 
 
 class SVCPath(ClassifierMixin, BaseEstimator):
@@ -48,7 +52,8 @@ class SVCPath(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, grid="log",
-                 C_min=2.0 ** -5, C_max=2.0 ** 10, n_Cs=31, Cs=None, epsilon_path=1e-3,
+                 C_min=_PATH["C_min"], C_max=_PATH["C_max"], n_Cs=_PATH["n_Cs"], Cs=None,
+                 epsilon_path=1e-3,
                  screening="it", bias=None, tol=1e-3, cache_size=200, max_iter=-1,
                  shrinking=True, linear_engine=False):
         self.kernel = kernel
@@ -73,7 +78,7 @@ class SVCPath(ClassifierMixin, BaseEstimator):
         check_choice("grid", self.grid, {"log", "list", "epsilon"})
         if self.grid == "log":
             return ("log", check_real("C_min", self.C_min), check_real("C_max", self.C_max),
-                    check_int("n_Cs", self.n_Cs, low=1))
+                    check_int("n_Cs", self.n_Cs, low=0))
         if self.grid == "list":
             if self.Cs is None:
                 raise ValueError("grid='list' needs Cs")

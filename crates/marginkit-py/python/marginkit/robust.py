@@ -15,15 +15,19 @@ from sklearn.utils import column_or_1d
 from sklearn.utils.validation import validate_data
 
 from . import _core
-from ._common import check_choice, check_int, check_real, to_core, warn_stop
+from ._common import DEFAULTS, check_choice, check_int, check_real, to_core, warn_stop
 from ._kernelmodel import BinaryClassifierMixin, KernelExpansionMixin, binary_targets, kernel_args
+
+
+_ROBUST = DEFAULTS["robust"]
 
 
 class _RobustBase(KernelExpansionMixin, BaseEstimator):
     _task = None
 
     def __init__(self, *, path="theta", Cs=(1.0,), kernel="rbf", gamma="scale", degree=3,
-                 coef0=0.0, bias=None, s=None, s_end=0.2, max_events=None, tol=1e-6,
+                 coef0=0.0, bias=None, s=None, s_end=_ROBUST["s_end"], max_events=None,
+                 tol=_ROBUST["tol"],
                  cache_size=200, keep_path=False):
         self.path = path
         self.Cs = Cs
@@ -50,8 +54,6 @@ class _RobustBase(KernelExpansionMixin, BaseEstimator):
         check_choice("path", self.path, {"theta", "s"})
         cs = [check_real("Cs", c) for c in np.ravel(self.Cs)]
         bias = None if self.bias is None else check_real("bias", self.bias)
-        if bias is not None and not bias > 0:
-            raise ValueError(f"bias must be > 0 or None, got {bias}")
         s = None if self.s is None else check_real("s", self.s)
         max_events = None if self.max_events is None else check_int(
             "max_events", self.max_events, low=1)

@@ -8,8 +8,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._common import check_choice, check_int, check_real, seed_from, to_core, warn_stop
+from ._common import DEFAULTS, check_choice, check_int, check_real, seed_from, to_core, warn_stop
 from ._kernelmodel import BinaryClassifierMixin
+
+
+_S3VM = DEFAULTS["s3vm"]
 
 
 class S3VMClassifier(BinaryClassifierMixin, BaseEstimator):
@@ -18,7 +21,7 @@ class S3VMClassifier(BinaryClassifierMixin, BaseEstimator):
     max(0, 1 - |f_i|)`, `f = w'x + b`. Unlabeled rows have the label -1 (scikit-learn's
     semi-supervised convention); the labeled rows must have two classes.
 
-    Parameters: C_labeled (default 5, the paper's), C_unlabeled (1), balance (mean decision value
+    Parameters: C_labeled (the default is the paper's), C_unlabeled, balance (mean decision value
     of the unlabeled rows = mean labeled label), algorithm ('aid' or 'exact': branch and bound on
     the full problem, exponential in the number of unlabeled rows), r0 (AID's initial aggregation
     rate), max_iter (AID iterations; 1 = the paper's AID1), max_nodes and bnb_time_limit (each
@@ -33,8 +36,10 @@ class S3VMClassifier(BinaryClassifierMixin, BaseEstimator):
     only; NaN for AID), stop_, n_iter_, fit_report_.
     """
 
-    def __init__(self, *, C_labeled=5.0, C_unlabeled=1.0, balance=False, algorithm="aid",
-                 r0=0.01, max_iter=1, max_nodes=20000, bnb_time_limit=60.0, random_state=None):
+    def __init__(self, *, C_labeled=_S3VM["C_labeled"], C_unlabeled=_S3VM["C_unlabeled"],
+                 balance=False, algorithm="aid", r0=_S3VM["r0"], max_iter=1,
+                 max_nodes=_S3VM["max_nodes"], bnb_time_limit=_S3VM["bnb_time_limit"],
+                 random_state=None):
         self.C_labeled = C_labeled
         self.C_unlabeled = C_unlabeled
         self.balance = balance
@@ -65,7 +70,7 @@ class S3VMClassifier(BinaryClassifierMixin, BaseEstimator):
         raw = _core.fit_s3vm(
             to_core(X), y_core, self.algorithm, check_real("C_labeled", self.C_labeled),
             check_real("C_unlabeled", self.C_unlabeled), bool(self.balance),
-            check_real("r0", self.r0), check_int("max_iter", self.max_iter, low=1),
+            check_real("r0", self.r0), check_int("max_iter", self.max_iter, low=0),
             check_int("max_nodes", self.max_nodes, low=1), tl, seed_from(self.random_state))
         sign = 1.0 if raw["labels"][0] == 1.0 else -1.0
         self.coef_ = sign * np.asarray(raw["w"])[None, :]

@@ -130,14 +130,19 @@ pub struct AidSettings {
 impl Default for AidSettings {
     fn default() -> Self {
         Self {
-            gap_tol: 1e-4,
-            max_iter: 1000,
+            gap_tol: Self::DEFAULT_GAP_TOL,
+            max_iter: Self::DEFAULT_MAX_ITER,
             time_limit: None,
         }
     }
 }
 
 impl AidSettings {
+    /// Default relative gap tolerance (the paper's).
+    pub const DEFAULT_GAP_TOL: f64 = 1e-4;
+    /// Default most aggregated solves.
+    pub const DEFAULT_MAX_ITER: usize = 1000;
+
     /// Stop when `(E^best - F) / E^best <= gap_tol` (0: only the optimality certificate stops).
     pub fn gap_tol(&self) -> f64 {
         self.gap_tol

@@ -486,7 +486,7 @@ impl Default for AidS3vmParams {
         Self(AidS3vmValidParams {
             c_labeled: Self::DEFAULT_C_LABELED,
             c_unlabeled: Self::DEFAULT_C_UNLABELED,
-            r0: 0.01,
+            r0: Self::DEFAULT_R0,
             seed: 0,
             balance: false,
             balance_cost: false,
@@ -515,6 +515,8 @@ impl AidS3vmParams {
     pub const DEFAULT_C_LABELED: f64 = 5.0;
     /// Default penalty of unlabeled rows `M_u`.
     pub const DEFAULT_C_UNLABELED: f64 = 1.0;
+    /// Default initial aggregation rate `r0`.
+    pub const DEFAULT_R0: f64 = 0.01;
     /// Default node limit of each branch and bound.
     pub const DEFAULT_BNB_NODES: usize = 20_000;
     /// Default time limit of each branch and bound, in seconds.

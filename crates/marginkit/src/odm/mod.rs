@@ -164,13 +164,20 @@ impl Default for OdmParams {
 }
 
 impl OdmParams {
+    /// Default `lambda` (weight of the loss).
+    pub const DEFAULT_LAMBDA: f64 = 1.0;
+    /// Default `nu` (relative weight of deviations above the margin mean).
+    pub const DEFAULT_NU: f64 = 0.5;
+    /// Default `theta` (width of the insensitive zone).
+    pub const DEFAULT_THETA: f64 = 0.2;
+
     /// Defaults: lambda 1, nu 0.5, theta 0.2, RBF with gamma 1/n_features, tol 1e-3,
     /// 200 MB cache.
     pub fn new() -> Self {
         Self(OdmValidParams {
-            lambda: 1.0,
-            nu: 0.5,
-            theta: 0.2,
+            lambda: Self::DEFAULT_LAMBDA,
+            nu: Self::DEFAULT_NU,
+            theta: Self::DEFAULT_THETA,
             kernel: KernelParams::default(),
             solver: SolverSettings::default(),
             engine: OdmSolver::Auto,

@@ -237,7 +237,7 @@ impl Default for OdmcParams {
             pool: PoolSpec::DEFAULT,
             readout: Readout::Decision,
             seed: 0,
-            max_dense: 12_000,
+            max_dense: Self::DEFAULT_MAX_DENSE,
         })
     }
 }
@@ -263,6 +263,8 @@ impl OdmcParams {
     pub const DEFAULT_MAX_ROUNDS: usize = 8;
     /// Default relative duality-gap tolerance.
     pub const DEFAULT_TOL: f64 = 1e-2;
+    /// Default most points of a dense Gaussian kernel matrix.
+    pub const DEFAULT_MAX_DENSE: usize = 12_000;
 
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
