@@ -1,19 +1,27 @@
 """Exact distributed linear SVM: `mpirun -np P marginkit-mpi train --linear -s 2` (one thread per
 rank) against single-process `marginkit train --linear -s 2` at 1 and 2 threads, and multi-core
-LIBLINEAR (`-s 2 -m 2`) when its virtualenv exists, on a dense n x d set (default 1,000,000 x 20).
+LIBLINEAR (`-s 2 -m 2`), on a dense n x d set (default 1,000,000 x 20).
 
-    python3 bench/mpi_linear.py [--n 1000000] [--d 20] [--repeats 3] [--smoke]
-        [--marginkit PATH] [--mpi PATH] [--liblinear-python PATH] [--out bench/results/mpi_linear.md]
+    python3 bench/mpi_linear.py [--n 1000000] [--d 20] [--repeats 3] [--marginkit PATH] [--mpi PATH]
+        [--no-liblinear] [--out PAGE]
+    python3 bench/mpi_linear.py --out bench/results/mpi_linear.md   # the results page
+    python3 bench/mpi_linear.py --smoke                              # smoke run (or --quick): 20,000 rows, 1 repeat
 
-Binaries: `cargo build --release -p marginkit-cli` (target/release/marginkit) and
-`CARGO_TARGET_DIR=target/mpi cargo build --release --manifest-path crates/marginkit-mpi/Cargo.toml`
-(target/mpi/release/marginkit-mpi). Multi-core LIBLINEAR is the `liblinear-multicore` Python
-package in the virtualenv `target/venv-multicore` (or --liblinear-python); when it is missing
-that row is skipped and the reason printed. Every run uses C = 1, -B 1 and LIBLINEAR's default
-tolerance (-e 0.01). Times are medians of --repeats: `train_seconds` of marginkit's JSON report
-(the solve, without reading the file or moving rows), LIBLINEAR's time around `train`. The
-model files of every marginkit run are compared: they must be identical bytes. The data set is
-written once to bench/.cache (seeded) and reused. --smoke: 20,000 rows, one repeat.
+Binaries, found as bench/pages.py says (--marginkit and --mpi override): marginkit from
+`cargo build --release -p marginkit-cli`; marginkit-mpi from
+`cargo build --release --manifest-path crates/marginkit-mpi/Cargo.toml`
+(crates/marginkit-mpi/target/release/marginkit-mpi; $MPI_TARGET_DIR/release, $CARGO_TARGET_DIR/release
+and target/mpi/release are looked in too); mpirun (OpenMPI) on PATH. Multi-core LIBLINEAR is the
+`liblinear-multicore` package: the first run creates target/venv-multicore from
+bench/requirements-multicore.txt (pinned; reinstalled when that file changes; the virtualenv of
+bench/par_linear_bench.py) and re-runs itself inside it; --no-liblinear leaves that row out and needs
+no virtualenv. Every run uses C = 1, -B 1 and LIBLINEAR's default tolerance (-e 0.01). Times are
+medians of --repeats: `train_seconds` of marginkit's JSON report (the solve, without reading the file
+or moving rows), LIBLINEAR's time around `train` (in a process of its own, on a problem built from the
+same file). The model files of every marginkit run are compared: they must be identical bytes (the
+exit status is 1 when they are not). The data set is written once to bench/.cache (seeded) and
+reused. The load average before and after is printed and written to the page (--out): timings
+taken under load are not comparable with those of a quiet machine.
 """
 import argparse
 import json
@@ -26,8 +34,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
 CACHE = os.path.join(HERE, ".cache")
+sys.path.insert(0, HERE)
+
+import pages  # noqa: E402
 
 LIBLINEAR_SNIPPET = r"""
 import json, sys, time
@@ -78,24 +88,33 @@ def median_runs(cmd, repeats, model=None):
     return out
 
 
+def mpi_version():
+    """The first line of `mpirun --version` (the MPI implementation and its version)."""
+    r = subprocess.run(["mpirun", "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines = r.stdout.strip().splitlines()
+    return lines[0] if lines else "unknown"
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--d", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--marginkit", default=os.path.join(REPO, "target", "release", "marginkit"))
-    ap.add_argument("--mpi", default=os.path.join(REPO, "target", "mpi", "release", "marginkit-mpi"))
-    ap.add_argument("--liblinear-python", default=os.path.join(REPO, "target", "venv-multicore", "bin", "python3"))
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "mpi_linear.md"))
+    ap.add_argument("--smoke", "--quick", action="store_true", help="smoke run: 20,000 rows, 1 repeat")
+    ap.add_argument("--marginkit", help="the marginkit binary")
+    ap.add_argument("--mpi", help="the marginkit-mpi binary")
+    ap.add_argument("--no-liblinear", action="store_true", help="leave multi-core LIBLINEAR out (no virtualenv)")
+    ap.add_argument("--out", help="write the results page (Markdown) here")
     a = ap.parse_args()
     if a.smoke:
         a.n, a.repeats = 20_000, 1
-    for b in (a.marginkit, a.mpi):
-        if not os.path.exists(b):
-            raise SystemExit(f"missing binary {b} (see the build commands in this script's docstring)")
+    marginkit = pages.find_marginkit(a.marginkit)
+    mpi = pages.find_marginkit(a.mpi, mpi=True)
     if shutil.which("mpirun") is None:
         raise SystemExit("mpirun (OpenMPI) is not on PATH")
+    if not a.no_liblinear:
+        pages.ensure_venv("venv-multicore", "requirements-multicore.txt")
+    page = pages.Page("Exact distributed linear SVM (marginkit-mpi train --linear -s 2)")
     data = make_data(a.n, a.d)
     work = tempfile.mkdtemp(prefix="mk_mpi_linear_")
     flags = ["--linear", "-s", "2", "-c", "1", "-B", "1", "-q", "--json"]
@@ -103,20 +122,22 @@ def main():
     models = {}
     for threads in (1, 2):
         m = os.path.join(work, f"single{threads}.model")
-        r = median_runs([a.marginkit, "train", *flags, "--threads", str(threads), data, m], a.repeats, m)
+        r = median_runs([marginkit, "train", *flags, "--threads", str(threads), data, m], a.repeats, m)
         rows.append((f"marginkit train, {threads} thread(s)", r))
         models[rows[-1][0]] = r["model_bytes"]
     for p in (1, 2):
         m = os.path.join(work, f"mpi{p}.model")
-        cmd = ["mpirun", "--oversubscribe", "-np", str(p), a.mpi, "train", *flags, "--threads", "1", data, m]
+        cmd = ["mpirun", "--oversubscribe", "-np", str(p), mpi, "train", *flags, "--threads", "1", data, m]
         r = median_runs(cmd, a.repeats, m)
         rows.append((f"marginkit-mpi, P = {p} (1 thread/rank)", r))
         models[rows[-1][0]] = r["model_bytes"]
     skipped = None
-    if os.path.exists(a.liblinear_python):
+    if a.no_liblinear:
+        skipped = "multi-core LIBLINEAR left out (--no-liblinear)"
+    else:
         reps = []
         for _ in range(a.repeats):
-            r = subprocess.run([a.liblinear_python, "-c", LIBLINEAR_SNIPPET, data], stdout=subprocess.PIPE,
+            r = subprocess.run([sys.executable, "-c", LIBLINEAR_SNIPPET, data], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
             if r.returncode != 0:
                 skipped = f"multi-core LIBLINEAR failed: {r.stderr.strip().splitlines()[-1:]}"
@@ -124,8 +145,6 @@ def main():
             reps.append(json.loads(r.stdout)["train_seconds"])
         if reps and not skipped:
             rows.append(("LIBLINEAR -s 2 -m 2 (multi-core)", {"median_seconds": statistics.median(reps)}))
-    else:
-        skipped = f"multi-core LIBLINEAR skipped: no virtualenv at {a.liblinear_python}"
     identical = len(set(models.values())) == 1
     base = rows[0][1]["median_seconds"]
     mpi1 = dict(rows)["marginkit-mpi, P = 1 (1 thread/rank)"]
@@ -147,12 +166,8 @@ def main():
         model_lines.append(f"| {p} | {holders} | {t_compute / holders:.3f} | {reductions * depth * hop:.4f} | {t:.3f} | {t_compute / t:.1f}x |")
 
     lines = [
-        "# Exact distributed linear SVM (marginkit-mpi train --linear -s 2)",
-        "",
-        f"Regenerate: `python3 bench/mpi_linear.py --n {a.n} --d {a.d} --repeats {a.repeats}`",
-        "",
         f"Data: dense {a.n:,} x {a.d} (two Gaussian classes, 2% flipped), C = 1, -B 1, -e 0.01. "
-        f"Times: medians of {a.repeats}, the solve only (`train_seconds`).",
+        f"Times: medians of {a.repeats}, the solve only (`train_seconds`). MPI: {mpi_version()}.",
         "",
         "| run | seconds | vs marginkit 1 thread |",
         "|---|---|---|",
@@ -193,11 +208,10 @@ def main():
         "depend on P. It would change the single-process summation order (models would move by "
         "ulps), so it is not done here.",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write(text)
+    smoke = None
+    if a.smoke:
+        smoke = (f"n = {a.n:,} smoke run", "python3 bench/mpi_linear.py --out bench/results/mpi_linear.md")
+    page.write(a.out, "\n".join(lines), () if a.no_liblinear else ("liblinear-multicore",), smoke)
     shutil.rmtree(work, ignore_errors=True)
     if not identical:
         sys.exit(1)

@@ -1,6 +1,7 @@
 """What the benchmark scripts share: the pinned virtualenv each runs in (under target/), the marginkit
-binary they measure, and the results page each writes with `--out` (the command that regenerates it,
-the machine, the marginkit commit, the load average before and after, and a banner on smoke runs).
+(and marginkit-mpi) binary they measure, and the results page each writes with `--out` (the command
+that regenerates it, the machine, the marginkit commit, the load average before and after, and a
+banner on smoke runs).
 """
 import hashlib
 import importlib.metadata
@@ -38,17 +39,32 @@ def ensure_venv(name, requirements):
         os.execv(py, [py, os.path.abspath(sys.argv[0])] + sys.argv[1:])
 
 
-def find_marginkit(path=None):
-    """The marginkit binary: PATH if given, else $CARGO_TARGET_DIR/release/marginkit (relative to the
-    repository root when relative), else target/release/marginkit. Exits with the build command when
-    it is missing."""
+def find_marginkit(path=None, mpi=False):
+    """The marginkit binary, or with `mpi` the marginkit-mpi binary: PATH if given; else marginkit at
+    $CARGO_TARGET_DIR/release (relative to the repository root when relative), else at target/release;
+    marginkit-mpi, a workspace of its own, at $MPI_TARGET_DIR/release if that is set, else at the first
+    of $CARGO_TARGET_DIR/release, crates/marginkit-mpi/target/release (where `cargo build --release
+    --manifest-path crates/marginkit-mpi/Cargo.toml` puts it) and target/mpi/release that holds it.
+    Exits with the build command when it is missing."""
     if path:
         return path
-    target = os.environ.get("CARGO_TARGET_DIR", "target")
-    p = os.path.join(ROOT, target, "release", "marginkit")
-    if not os.path.exists(p):
-        sys.exit(f"no marginkit binary at {p}: run `cargo build --release -p marginkit-cli` or pass --marginkit")
-    return p
+    if mpi:
+        name, flag = "marginkit-mpi", "--mpi"
+        build = "cargo build --release --manifest-path crates/marginkit-mpi/Cargo.toml"
+        if os.environ.get("MPI_TARGET_DIR"):
+            targets = [os.environ["MPI_TARGET_DIR"]]
+        else:
+            targets = [t for t in (os.environ.get("CARGO_TARGET_DIR"), os.path.join("crates", name, "target"),
+                                   os.path.join("target", "mpi")) if t]
+    else:
+        name, flag = "marginkit", "--marginkit"
+        build = "cargo build --release -p marginkit-cli"
+        targets = [os.environ.get("CARGO_TARGET_DIR", "target")]
+    tried = [os.path.join(ROOT, t, "release", name) for t in targets]
+    for p in tried:
+        if os.path.exists(p):
+            return p
+    sys.exit(f"no {name} binary at {' or '.join(tried)}: run `{build}` or pass {flag}")
 
 
 def _cpu_model():
