@@ -63,7 +63,7 @@ pub trait QMatrix {
 #[derive(Debug)]
 enum Rows<'a> {
     /// A private copy in panel layout (see [`DenseDots`]), permuted along with the solver.
-    Dense { panels: Vec<f64>, d: usize },
+    Dense { panels: Aligned, d: usize },
     /// Borrowed CSR rows through a permutation. `dense` is all zeros between column fills, or
     /// empty when a dense copy of one row would not pay for itself (see [`KernelRows::fill`]).
     Sparse {
@@ -123,10 +123,44 @@ impl DenseDots<'_> {
     }
 }
 
+/// A zeroed `f64` buffer whose first element sits on a 64-byte boundary, so that a panel's
+/// lanes ([`PANEL`] values, 64 bytes) each fill one cache line: a 64-byte vector load from a
+/// buffer the allocator placed at 16 mod 64 would span two lines. Safe code cannot ask the
+/// allocator for the alignment, so the buffer is one cache line longer and starts at the first
+/// aligned element.
+#[derive(Debug)]
+pub(crate) struct Aligned {
+    buf: Vec<f64>,
+    off: usize,
+    len: usize,
+}
+
+impl Aligned {
+    pub(crate) fn zeros(len: usize) -> Self {
+        const LINE: usize = 64;
+        let buf = vec![0.0; len + LINE / 8 - 1];
+        let off = (LINE - buf.as_ptr() as usize % LINE) % LINE / 8;
+        Self { buf, off, len }
+    }
+}
+
+impl std::ops::Deref for Aligned {
+    type Target = [f64];
+    fn deref(&self) -> &[f64] {
+        &self.buf[self.off..self.off + self.len]
+    }
+}
+
+impl std::ops::DerefMut for Aligned {
+    fn deref_mut(&mut self) -> &mut [f64] {
+        &mut self.buf[self.off..self.off + self.len]
+    }
+}
+
 /// Packs row-major values into the panel layout (rows padded with zeros).
-fn pack_panels(vals: &[f64], n: usize, d: usize, src: impl Fn(usize) -> usize) -> Vec<f64> {
+fn pack_panels(vals: &[f64], n: usize, d: usize, src: impl Fn(usize) -> usize) -> Aligned {
     let np = n.div_ceil(PANEL);
-    let mut out = vec![0.0; np * PANEL * d];
+    let mut out = Aligned::zeros(np * PANEL * d);
     for r in 0..n {
         let from = src(r) * d;
         for k in 0..d {
@@ -268,7 +302,7 @@ impl DenseDots<'_> {
 /// the result does not depend on the tiling, the chunking or the thread count.
 #[derive(Debug)]
 pub(crate) struct PanelRows {
-    panels: Vec<f64>,
+    panels: Aligned,
     n: usize,
     d: usize,
     norms: Vec<f64>,
