@@ -18,7 +18,7 @@ Medians of --repeats runs. Objectives, all in LIBSVM's min form: marginkit's rep
 line; oneDAL's 1/2 c'Kc - sum|c| recomputed from its dual coefficients and support vectors (untimed).
 
 --scaling: n = 10k, 20k, 50k, 100k, 200k (--sizes overrides), threads 1 and 2, series marginkit
-`--solver auto`, `smo`, `block`, oneDAL, and LIBSVM. LIBSVM is single-threaded: it runs once per n and
+`--solver smo`, `block` (`auto` runs the pair engine `smo`), oneDAL, and LIBSVM. LIBSVM is single-threaded: it runs once per n and
 its times stand in both thread columns; each of its fits runs in a child process that is stopped after
 --libsvm-limit seconds (default 600), and its series ends at the first n where that happens. The page
 gives time, ratio to oneDAL, objective agreement with oneDAL, and the growth exponent of time in n per
@@ -48,7 +48,7 @@ import pages  # noqa: E402
 GAMMA = 0.05
 EPS = 1e-3
 PACKAGES = ("scikit-learn-intelex", "daal", "scikit-learn", "numpy", "libsvm-official")
-ENGINES = ("auto", "smo", "block")
+ENGINES = ("smo", "block")
 
 
 def parse_args():
@@ -268,7 +268,7 @@ def scaling(a, binary, page):
            f"exponent is the least-squares slope of log time on log n over n = {lo:,}-{hi:,}; the objective "
            "columns give |objective - oneDAL's| / |oneDAL's| (LIBSVM's min form of the dual).", ""]
     keys = [(s, None) for s in ENGINES] + [("onedal", None), ("libsvm", None)]
-    names = {"auto": "marginkit auto", "smo": "marginkit smo", "block": "marginkit block",
+    names = {"smo": "marginkit smo", "block": "marginkit block",
              "onedal": "oneDAL", "libsvm": "LIBSVM"}
 
     def get(n, key, t):
@@ -279,7 +279,7 @@ def scaling(a, binary, page):
         out += [f"### {t} thread{'s' if t > 1 else ''}", "",
                 "| n | " + " | ".join(f"{names[k]} s" for k, _ in keys) + " | "
                 + " | ".join(f"{names[k]} / oneDAL" for k, _ in keys if k != "onedal")
-                + " | objective rel. diff to oneDAL: auto, smo, block, LIBSVM |",
+                + " | objective rel. diff to oneDAL: smo, block, LIBSVM |",
                 "|---" * (1 + len(keys) + len(keys) - 1 + 1) + "|"]
         for n in a.sizes:
             od = get(n, "onedal", t)
@@ -297,7 +297,7 @@ def scaling(a, binary, page):
                 v = get(n, k, t)
                 ratios.append(f"{v[0] / od[0]:.2f}" if v and od else "—")
             objs = ", ".join(fmt_rel(get(n, k, t)[1] if get(n, k, t) else None, od_obj[n])
-                             for k in ("auto", "smo", "block", "libsvm"))
+                             for k in ("smo", "block", "libsvm"))
             out.append(f"| {n:,} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {objs} |")
         exps = []
         for k, _ in keys:
@@ -313,7 +313,7 @@ def scaling(a, binary, page):
                 f"{a.libsvm_limit:g} s and was stopped; larger n were not run."]
 
     series = []
-    colors = {"auto": "#1f77b4", "smo": "#2ca02c", "block": "#9467bd", "onedal": "#d62728", "libsvm": "#555555"}
+    colors = {"smo": "#2ca02c", "block": "#9467bd", "onedal": "#d62728", "libsvm": "#555555"}
     for t in a.threads:
         dash = "" if t == max(a.threads) else "7,4"
         for k in ENGINES + ("onedal",):

@@ -16,7 +16,6 @@ mod report;
 pub mod train;
 
 pub use checkpoint::FitCheckpoint;
-pub use engine::use_block;
 pub use model::SvmModel;
 pub use params::{
     Gamma, KernelKind, KernelParams, PlattFit, SvmParams, SvmSolver, SvmType, SvmValidParams,

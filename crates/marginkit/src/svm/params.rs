@@ -250,8 +250,8 @@ pub enum SvmSolver {
     Smo,
     /// Block working-set SMO ([`crate::solver::block`]): C-SVC, one-class and epsilon-SVR.
     Block,
-    /// Block when the problem is large for the cache ([`crate::svm::use_block`]), else
-    /// pair SMO; the nu formulations always use pair SMO.
+    /// The engine measured faster for the problem: the pair SMO on every size and cache
+    /// measured (`bench/results/block_smo.md`).
     Auto,
 }
 
