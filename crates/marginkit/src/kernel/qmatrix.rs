@@ -699,6 +699,25 @@ fn dense_many<O: Outer>(
         src.extend((0..d).map(|k| dd.at(i, k)));
     }
     let write = |o: &mut [f32], i: usize, a: usize, b: usize, p: usize, v: &[f64; PANEL]| {
+        // A full panel through fixed-size arrays, so that the conversion and the signs
+        // vectorize; the same value for every entry as the general loop below.
+        if let Ok(dst) = <&mut [f32; PANEL]>::try_from(&mut o[a..b]) {
+            match signs {
+                Some(s) => {
+                    let (si, sg) = (s[i], &s[a..a + PANEL]);
+                    for r in 0..PANEL {
+                        let f = v[r] as f32;
+                        dst[r] = if sg[r] == si { f } else { -f };
+                    }
+                }
+                None => {
+                    for r in 0..PANEL {
+                        dst[r] = v[r] as f32;
+                    }
+                }
+            }
+            return;
+        }
         for r in a..b {
             let f = v[r - p * PANEL] as f32;
             o[r] = match signs {
