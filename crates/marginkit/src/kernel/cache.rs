@@ -231,6 +231,11 @@ impl<T: CacheFloat> ColumnCache<T> {
         self.valid[self.slot_of[i] as usize] as usize >= len
     }
 
+    /// Counts a column computed without going through the cache (a miss that is not stored).
+    pub fn count_uncached(&mut self) {
+        self.misses += 1;
+    }
+
     /// Makes column `i` hold `len` entries and marks it most recently used. Returns the mutable
     /// column and the number of entries that were already valid: the caller must fill
     /// `[valid..len]`. Column `keep` (if any) is never evicted by this call.

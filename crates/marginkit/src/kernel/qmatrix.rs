@@ -1046,6 +1046,31 @@ pub struct SvcQ<'a> {
     y: Option<Vec<i8>>,
     cache: ColumnCache,
     diag: Vec<f64>,
+    /// Columns asked of [`QMatrix::columns_into`], and those the cache served.
+    many: ManyRequests,
+}
+
+/// The cache's use to [`QMatrix::columns_into`] (a working-set engine). Copying a computed
+/// column into the cache costs about a tenth of computing it; a working set that rarely comes
+/// back to a column within the cache's capacity (large `n`: a few hundred columns fit) would pay
+/// that copy for nothing. After [`Self::WARMUP`] requests, computed columns are stored only while
+/// at least one request in [`Self::MIN_HIT_SHARE`] was a hit. Values never depend on it: a hit
+/// returns the bits a computation gives.
+#[derive(Debug, Default, Clone, Copy)]
+struct ManyRequests {
+    requests: u64,
+    hits: u64,
+}
+
+impl ManyRequests {
+    /// Requests before the hit rate decides (four full working sets).
+    const WARMUP: u64 = 4096;
+    /// Store while `hits * MIN_HIT_SHARE >= requests`.
+    const MIN_HIT_SHARE: u64 = 16;
+
+    fn store(&self) -> bool {
+        self.requests < Self::WARMUP || self.hits * Self::MIN_HIT_SHARE >= self.requests
+    }
 }
 
 fn check_len(what: &'static str, expected: usize, found: usize) -> Result<(), DataError> {
@@ -1111,6 +1136,7 @@ impl<'a> SvcQ<'a> {
             y,
             cache: ColumnCache::new(n, budget),
             diag,
+            many: ManyRequests::default(),
         })
     }
 }
@@ -1165,15 +1191,22 @@ impl QMatrix for SvcQ<'_> {
                 miss_out.push(&mut **o);
             }
         }
+        let store = self.many.store();
+        self.many.requests += idx.len() as u64;
+        self.many.hits += (idx.len() - miss_idx.len()) as u64;
         if miss_idx.is_empty() {
             return;
         }
         self.rows
             .fill_many(&miss_idx, &mut miss_out, self.y.as_deref());
-        // Into the cache as well: working sets overlap, and columns re-enter.
+        // Into the cache as well while working sets come back to its columns.
         for (&i, o) in miss_idx.iter().zip(&miss_out) {
-            let (col, _) = self.cache.request(i, len, None);
-            col.copy_from_slice(o);
+            if store {
+                let (col, _) = self.cache.request(i, len, None);
+                col.copy_from_slice(o);
+            } else {
+                self.cache.count_uncached();
+            }
         }
     }
 }
@@ -1477,6 +1510,41 @@ mod tests {
             x -= 0.0137;
         }
         assert_eq!(exp_nonpositive(0.0), 1.0);
+    }
+
+    #[test]
+    fn working_sets_stop_filling_a_cache_they_never_hit() {
+        let (n, d) = (300, 4);
+        let v: Vec<f64> = (0..n * d).map(|k| ((k * 29 % 17) as f64) / 9.0).collect();
+        let x = Features::Dense(DenseMatrix::new(n, d, v).unwrap());
+        let y: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { 1 } else { -1 }).collect();
+        let spec = KernelSpec::Rbf { gamma: 0.3 };
+        // The rows' copy plus room for a few columns: working sets of 100 distinct columns
+        // never come back to a stored one.
+        let bytes = 8 * n * d + ColumnCache::<f32>::overhead_bytes(n) as usize + 8 * 4 * n;
+        let mut q = SvcQ::new(&x, spec, &y, bytes).unwrap();
+        let mut reference = SvcQ::new(&x, spec, &y, 64 << 20).unwrap();
+        let mut bufs = vec![vec![0.0f32; n]; 100];
+        let mut calls = 0;
+        while q.many.requests < ManyRequests::WARMUP + 200 {
+            let idx: Vec<usize> = (0..100).map(|k| (calls * 100 + k) % n).collect();
+            let mut outs: Vec<&mut [f32]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+            let before = q.many.requests;
+            q.columns_into(&idx, n, &mut outs);
+            for (k, &i) in idx.iter().enumerate() {
+                assert_eq!(bufs[k], reference.column(i, n), "column {i}");
+            }
+            // Stored by a call made during the warm-up; not once the hits stayed below the share.
+            assert_eq!(
+                q.cache.has(idx[99], n),
+                before < ManyRequests::WARMUP,
+                "{:?}",
+                q.many
+            );
+            calls += 1;
+        }
+        let stats = q.cache_stats();
+        assert_eq!(stats.hits + stats.misses, q.many.requests);
     }
 
     #[test]
