@@ -3,11 +3,10 @@
 //!
 //! The block engine ([`crate::solver::block`]) fetches about `q/2` columns for hundreds of local
 //! steps, where the pair engine recomputes a whole column for most of its pair steps when the
-//! cache holds a small part of the kernel matrix. Measured on this design's target machine
-//! (`bench/results/block_smo.md`: RBF blobs, n = 20,000 to 100,000, `-m` 2 to 200, 1 and 2
-//! threads) the pair engine is faster everywhere: 1.1-2.1x, and the block engine's advantage in
-//! fetched columns does not make up for its extra iterations and its serial local solve.
-//! [`SvmSolver::Auto`] therefore runs the pair engine; the block engine runs when asked for.
+//! cache holds a small part of the kernel matrix. [`SvmSolver::Auto`] runs the pair engine: in
+//! `bench/results/block_smo.md` (RBF blobs, `-m` 200) it is the faster at 2 threads at every size
+//! measured. The block engine runs when asked for.
+//!
 //! Snapshots (resume) exist for the pair engine only: a subproblem resumed from one
 //! continues with the pair engine, and a block solve that stops early starts over on resume.
 
