@@ -124,7 +124,7 @@ pub enum SolverArg {
     Smo,
     /// Block working-set SMO (C-SVC, one-class, epsilon-SVR).
     Block,
-    /// Block when the kernel cache holds a small part of the kernel matrix, else pair SMO.
+    /// The engine measured faster: pair SMO on every size and cache measured.
     Auto,
 }
 
