@@ -138,6 +138,12 @@ fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         group(&[
             ("eps", f(CoresetParams::DEFAULT_EPS)?),
             ("max_rounds", u(ConsensusParams::DEFAULT_MAX_ROUNDS)?),
+            (
+                "graph",
+                ConsensusParams::DEFAULT_GRAPH
+                    .into_pyobject(py)
+                    .map(Bound::into_any)?,
+            ),
         ])?,
     )?;
     Ok(d)

@@ -574,10 +574,10 @@ _LIBRARY_DEFAULTS = [
     (mk.ODMClassifier, "odm", ["lam", "nu", "theta"]),
     (mk.ODMC, "odmc", ["lam", "nu", "theta", "n_iter", "max_rounds", "tol", "pool", "max_dense"]),
     (mk.SVCPath, "path", ["C_min", "C_max", "n_Cs"]),
-    (mk.MinimumEnclosingBall, "coreset", ["eps", "max_rounds"]),
-    (mk.CoresetSVDD, "coreset", ["eps", "max_rounds"]),
-    (mk.CoresetOneClassSVM, "coreset", ["max_rounds"]),
-    (mk.CoresetSVC, "coreset", ["max_rounds"]),
+    (mk.MinimumEnclosingBall, "coreset", ["eps", "max_rounds", "graph"]),
+    (mk.CoresetSVDD, "coreset", ["eps", "max_rounds", "graph"]),
+    (mk.CoresetOneClassSVM, "coreset", ["max_rounds", "graph"]),
+    (mk.CoresetSVC, "coreset", ["max_rounds", "graph"]),
 ]
 
 

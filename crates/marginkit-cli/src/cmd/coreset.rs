@@ -90,7 +90,7 @@ pub struct CoresetArgs {
     pub nodes: usize,
     /// Communication graph: er:P (a fresh directed Erdos-Renyi graph every round), ring, grid,
     /// complete, or edges:FILE (lines "FROM TO", 0-based nodes).
-    #[arg(long, default_value = "er:0.1")]
+    #[arg(long, default_value = ConsensusParams::DEFAULT_GRAPH)]
     pub graph: String,
     /// Asynchronous activation: each node runs in a round with this probability.
     #[arg(long = "async", num_args = 0..=1, default_missing_value = "0.5")]

@@ -59,7 +59,7 @@ class MinimumEnclosingBall(BaseEstimator):
     otherwise score -1e-13 by rounding).
     """
 
-    def __init__(self, *, eps=_CORESET["eps"], n_nodes=1, graph="er:0.1",
+    def __init__(self, *, eps=_CORESET["eps"], n_nodes=1, graph=_CORESET["graph"],
                  max_rounds=_CORESET["max_rounds"], random_state=None):
         self.eps = eps
         self.n_nodes = n_nodes
@@ -115,7 +115,7 @@ class CoresetSVDD(KernelExpansionMixin, OutlierMixin, BaseEstimator):
     _grow = True
 
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=_CORESET["eps"],
-                 n_nodes=1, graph="er:0.1", max_rounds=_CORESET["max_rounds"],
+                 n_nodes=1, graph=_CORESET["graph"], max_rounds=_CORESET["max_rounds"],
                  random_state=None):
         self.kernel = kernel
         self.gamma = gamma
@@ -179,7 +179,7 @@ class CoresetOneClassSVM(CoresetSVDD):
     _grow = False
 
     def __init__(self, *, C=100.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.01,
-                 n_nodes=1, graph="er:0.1", max_rounds=_CORESET["max_rounds"],
+                 n_nodes=1, graph=_CORESET["graph"], max_rounds=_CORESET["max_rounds"],
                  random_state=None):
         super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, eps=eps,
                          n_nodes=n_nodes, graph=graph, max_rounds=max_rounds,
@@ -206,7 +206,7 @@ class CoresetSVC(KernelExpansionMixin, BinaryClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=0.01,
-                 n_nodes=1, graph="er:0.1", max_rounds=_CORESET["max_rounds"],
+                 n_nodes=1, graph=_CORESET["graph"], max_rounds=_CORESET["max_rounds"],
                  random_state=None):
         self.C = C
         self.kernel = kernel

@@ -233,13 +233,14 @@ pub struct ConsensusParams {
 }
 
 impl Default for ConsensusParams {
-    /// [`CoresetParams`]'s defaults, a fresh Erdos-Renyi graph with `p = 0.05` every round,
+    /// [`CoresetParams`]'s defaults, a fresh Erdos-Renyi graph with `p = 0.1` every round
+    /// ([`Self::DEFAULT_GRAPH`]),
     /// synchronous lossless rounds without delay, 10 000 rounds, nothing recorded, the local
     /// stopping rule with `W = 2 D + 1`.
     fn default() -> Self {
         Self {
             coreset: CoresetParams::default(),
-            graph: Graph::ErdosRenyi { p: 0.05 },
+            graph: Graph::ErdosRenyi { p: 0.1 },
             activation: Activation::Sync,
             drop: 0.0,
             max_delay: 0,
@@ -253,6 +254,8 @@ impl Default for ConsensusParams {
 impl ConsensusParams {
     /// Default round budget.
     pub const DEFAULT_MAX_ROUNDS: u64 = 10_000;
+    /// The default graph as the front ends' `--graph` / `graph=` text ([`Graph`]'s `FromStr`).
+    pub const DEFAULT_GRAPH: &'static str = "er:0.1";
 
     /// The defaults (see [`Default`]).
     pub fn new() -> Self {
@@ -1324,6 +1327,12 @@ mod tests {
             .unwrap()
             .model
             .set
+    }
+
+    #[test]
+    fn the_default_graph_text_parses_to_the_default_graph() {
+        let g: Graph = ConsensusParams::DEFAULT_GRAPH.parse().unwrap();
+        assert_eq!(g, ConsensusParams::default().graph);
     }
 
     #[test]
