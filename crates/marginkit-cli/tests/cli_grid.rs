@@ -123,6 +123,18 @@ fn grid_searches_the_odm() {
     let text = String::from_utf8_lossy(&o.stdout);
     let last: Vec<&str> = text.lines().last().unwrap().split(' ').collect();
     assert_eq!(last.len(), 3, "{text}");
+    // The point lines name lambda, not C.
+    let o = run(
+        &[
+            "grid", "-s", "odm", "--log2c", "0,3,3", "--log2g", "-3,-3,1", "-v", "4", tr,
+        ],
+        dir.path(),
+    );
+    let lines = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        lines.starts_with("log2lambda=0, log2g=-3 rate=") && lines.contains("(best lambda="),
+        "{lines}"
+    );
     let cv = run(
         &[
             "train", "-s", "odm", "-v", "4", "--lambda", last[0], "-g", last[1], tr,

@@ -110,7 +110,13 @@ pub fn run(a: GridArgs) -> Exit {
         } else {
             (format!("{}", p.c), format!("{}", p.gamma))
         };
-        let (cn, gn) = if log2 { ("log2c", "log2g") } else { ("c", "g") };
+        // With -s odm the first parameter is lambda.
+        let (cn, gn) = match (log2, odm) {
+            (true, false) => ("log2c", "log2g"),
+            (true, true) => ("log2lambda", "log2g"),
+            (false, false) => ("c", "g"),
+            (false, true) => ("lambda", "g"),
+        };
         if uses_gamma {
             format!("{cn}={c}, {gn}={g}")
         } else {
@@ -124,7 +130,8 @@ pub fn run(a: GridArgs) -> Exit {
             best = Some(*p);
         }
         progress.inc(&format!(
-            "C {} gamma {} {metric}={}",
+            "{} {} gamma {} {metric}={}",
+            if odm { "lambda" } else { "C" },
             p.c,
             p.gamma,
             fmt_g(p.score)
