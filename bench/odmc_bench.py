@@ -24,15 +24,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
-
-def binary():
-    for d in (os.environ.get("CARGO_TARGET_DIR"), os.path.join(HERE, "..", "target")):
-        if d:
-            p = os.path.join(d, "release", "marginkit")
-            if os.path.exists(p):
-                return p
-    sys.exit("marginkit binary not found: build with cargo build --release -p marginkit-cli")
+import pages  # noqa: E402
 
 
 def blobs_file(n, d, seed):
@@ -80,7 +74,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out")
     a = ap.parse_args()
-    mk = binary()
+    mk = pages.find_marginkit()
     rows = []
     for n in [int(v) for v in a.ns.split(",")]:
         path = blobs_file(n, a.d, a.seed)

@@ -61,17 +61,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import pages  # noqa: E402
+
 GRID = [2.0 ** (-5 + 0.5 * k) for k in range(31)]
 LIBLINEAR_PASSES = 300
-
-
-def binary():
-    for d in (os.environ.get("CARGO_TARGET_DIR"), os.path.join(HERE, "..", "target")):
-        if d:
-            p = os.path.join(d, "release", "marginkit")
-            if os.path.exists(p):
-                return p
-    sys.exit("marginkit binary not found: build with cargo build --release -p marginkit-cli")
 
 
 def cache_dir():
@@ -375,7 +368,7 @@ def main():
     )
     ap.add_argument("--out")
     args = ap.parse_args()
-    exe = binary()
+    exe = pages.find_marginkit()
     lines = large_rows(args, exe) if args.large else grid_rows(args, exe)
     text = "\n".join(lines) + "\n"
     print(text)

@@ -25,14 +25,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-
-def binary():
-    for d in (os.environ.get("CARGO_TARGET_DIR"), os.path.join(HERE, "..", "target")):
-        if d:
-            p = os.path.join(d, "release", "marginkit")
-            if os.path.exists(p):
-                return p
-    sys.exit("marginkit binary not found: build with cargo build --release -p marginkit-cli")
+import pages  # noqa: E402
 
 
 def cache_dir():
@@ -171,7 +164,7 @@ def main():
     ap.add_argument("--kernels", default="0,2", help="kernels (-t) of the scaling runs")
     ap.add_argument("--bin", help="marginkit binary (default: the release build)")
     args = ap.parse_args()
-    bin_ = args.bin or binary()
+    bin_ = args.bin or pages.find_marginkit()
     lines = scaling(args, bin_) if args.scaling else compare(args, bin_)
     if args.out:
         with open(args.out + ".tmp", "w") as f:
