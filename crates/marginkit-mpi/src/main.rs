@@ -1,9 +1,15 @@
-//! `marginkit-mpi`: marginkit's MPI front end, two commands.
+//! `marginkit-mpi`: marginkit's MPI front end, three commands.
 //!
 //! `marginkit-mpi train --linear -s 2|11 TRAIN [MODEL]` (module [`train`]): LIBLINEAR's primal
 //! L2-loss SVC / SVR on rows split across the ranks, each rank reading only its block of TRAIN;
 //! the library's truncated Newton method runs on every rank with its row sums reduced in the
 //! single-process order, so the model file is the single-process one byte for byte.
+//!
+//! `marginkit-mpi aid lad [FLAGS] TRAIN [MODEL]` (module [`lad`]): AID-LAD with every rank
+//! holding only the rows it read (the reader of `train`); the cluster sums, the full-data
+//! objective and the k-means update are pipelined over the ranks in row order, the residual
+//! signs per cluster OR-reduced, the aggregated LP solved on rank 0: the model file is the one
+//! `marginkit aid lad` writes with the same flags, byte for byte.
 //!
 //! `marginkit-mpi meb|svdd|svm|oneclass DATA ...`: the core-set consensus (Algorithm 1 of
 //! Notarstefano, CDC 2015) with one network node per MPI rank.
@@ -28,6 +34,7 @@
 //! cannot be reproduced bit for bit, and the seeded activation schedule models the paper's
 //! asynchrony instead.
 
+mod lad;
 mod train;
 
 use std::path::PathBuf;
@@ -501,6 +508,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).is_some_and(|a| a == "train") {
         return train_main(args);
+    }
+    if args.get(1).is_some_and(|a| a == "aid") && args.get(2).is_some_and(|a| a == "lad") {
+        return lad::main(args);
     }
     let cli = Cli::parse();
     let Some(universe) = mpi::initialize() else {

@@ -114,11 +114,11 @@ pub fn rewrite_class_weights(args: Vec<String>) -> Vec<String> {
 /// An error every rank knows, printed by rank 0.
 pub struct Failure(pub String);
 
-type Res<T> = Result<T, Failure>;
+pub(crate) type Res<T> = Result<T, Failure>;
 
 /// Makes a per-rank result collective: when any rank failed, every rank returns the failure of
 /// the lowest failing rank.
-fn agree<T>(world: &SimpleCommunicator, local: Result<T, String>) -> Res<T> {
+pub(crate) fn agree<T>(world: &SimpleCommunicator, local: Result<T, String>) -> Res<T> {
     let size = world.size() as usize;
     let len: i64 = match &local {
         Ok(_) => -1,
@@ -146,7 +146,7 @@ fn agree<T>(world: &SimpleCommunicator, local: Result<T, String>) -> Res<T> {
 /// sorted by name, are laid end to end and each file goes to the rank whose range of that
 /// concatenation holds the file's first byte (whole files: a line never spans two ranks, and
 /// errors name the file and its own line).
-struct Block {
+pub(crate) struct Block {
     /// (file, first line number in that file, the bytes).
     parts: Vec<(PathBuf, usize, Vec<u8>)>,
 }
@@ -210,7 +210,7 @@ fn read_range(path: &Path, rank: usize, size: usize) -> Result<(u64, Vec<u8>), S
 
 /// Reads this rank's block; for a file, also all-gathers the line counts so that each part
 /// knows the number of its first line.
-fn read_block(world: &SimpleCommunicator, train: &Path) -> Res<Block> {
+pub(crate) fn read_block(world: &SimpleCommunicator, train: &Path) -> Res<Block> {
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     if train.is_dir() {
         let files = agree(world, list_files(train))?;
@@ -249,12 +249,12 @@ fn read_block(world: &SimpleCommunicator, train: &Path) -> Res<Block> {
 }
 
 /// The rows of one block: labels and CSR arrays (no width yet).
-struct Rows {
-    y: Vec<f64>,
-    indptr: Vec<usize>,
-    indices: Vec<u32>,
-    values: Vec<f64>,
-    width: usize,
+pub(crate) struct Rows {
+    pub(crate) y: Vec<f64>,
+    pub(crate) indptr: Vec<usize>,
+    pub(crate) indices: Vec<u32>,
+    pub(crate) values: Vec<f64>,
+    pub(crate) width: usize,
 }
 
 impl Rows {
@@ -282,7 +282,7 @@ impl Rows {
     }
 }
 
-fn parse_block(block: &Block) -> Result<Rows, String> {
+pub(crate) fn parse_block(block: &Block) -> Result<Rows, String> {
     let opts = ReadOptions {
         storage: Storage::Sparse,
         ..ReadOptions::default()
@@ -427,7 +427,7 @@ impl Observer for Progress {
     }
 }
 
-fn gather_u64(world: &SimpleCommunicator, v: u64) -> Vec<u64> {
+pub(crate) fn gather_u64(world: &SimpleCommunicator, v: u64) -> Vec<u64> {
     let mut out = vec![0u64; world.size() as usize];
     world.all_gather_into(&v, &mut out[..]);
     out
@@ -858,7 +858,7 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
     Ok(())
 }
 
-fn json_f64(v: f64) -> String {
+pub(crate) fn json_f64(v: f64) -> String {
     if v.is_finite() {
         format!("{v:?}")
     } else {
@@ -866,7 +866,7 @@ fn json_f64(v: f64) -> String {
     }
 }
 
-fn json_str(s: &str) -> String {
+pub(crate) fn json_str(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         match c {

@@ -240,7 +240,7 @@ fn uniform(rows: &[u32], side: &[u8]) -> bool {
     }
 }
 
-fn add_row(row: Row<'_>, out: &mut [f64]) {
+pub(crate) fn add_row(row: Row<'_>, out: &mut [f64]) {
     match row {
         Row::Dense(v) => {
             for (o, a) in out.iter_mut().zip(v) {
@@ -308,7 +308,7 @@ pub fn kmeans_one_iteration(points: &[f64], dim: usize, k: usize, seed: u64) -> 
     Clusters::from_assignment(&assign, k)
 }
 
-fn assign_nearest(points: &[f64], dim: usize, centres: &[f64], assign: &mut [u32]) {
+pub(crate) fn assign_nearest(points: &[f64], dim: usize, centres: &[f64], assign: &mut [u32]) {
     let k = centres.len() / dim;
     if dim == 1 {
         // Sorted centres and a binary search: O(n log k).

@@ -46,10 +46,16 @@
 //! and `max(2m/n, 0.0005)` otherwise (`m` = number of coefficients). The standardization and the
 //! sample size are our choices (the paper does not give them, digest P10).
 //!
+//! **Rows split across processes** ([`shard`]): the same iterations with every shard holding a
+//! block of rows, the sums reduced in row order through a hook ([`shard::LadComm`]), so every
+//! shard gets this fit's model bit for bit.
+//!
 //! Cost: an interior-point LP on `K` rows and `p` columns per iteration (a sparse LDL of size
 //! `3K + p` with a dense `p x p` block: `O(K p^2)`), one pass of `O(nnz)` over the data.
 //!
 //! Citation: Park & Klabjan (2016), §3.1, Props 1-2; the LP dual of LAD: Koenker (2005), §6.2.
+
+pub mod shard;
 
 use std::time::{Duration, Instant};
 
@@ -432,11 +438,15 @@ fn lu_solve(a: &[f64], p: usize, b: &[f64], transpose: bool) -> Option<Vec<f64>>
 
 /// Checks the data for LAD: finite, non-empty, at least as many rows as coefficients.
 fn check_data(data: &Dataset, intercept: bool) -> Result<(), FitError> {
-    if data.is_empty() {
+    check_rows(data.len(), data.n_features() + usize::from(intercept))
+}
+
+/// [`check_data`] for `n` rows and `p` coefficients.
+fn check_rows(n: usize, p: usize) -> Result<(), FitError> {
+    if n == 0 {
         return Err(DataError::Empty.into());
     }
-    let p = data.n_features() + usize::from(intercept);
-    if data.len() < p {
+    if n < p {
         return Err(ParamError::Incompatible(
             "LAD needs at least as many rows as coefficients (n >= features + intercept)",
         )
@@ -676,25 +686,33 @@ impl AidProblem for LadProblem<'_> {
     fn evaluate(&self, beta: &Vec<f64>, side: &mut [u8]) -> f64 {
         let design = self.design();
         let y = &self.data.y;
-        const CHUNK: usize = 4096;
         let parts: Vec<f64> = side
-            .par_chunks_mut(CHUNK)
+            .par_chunks_mut(EVAL_CHUNK)
             .enumerate()
             .map(|(c, s)| {
                 let mut acc = 0.0;
                 for (o, sd) in s.iter_mut().enumerate() {
-                    let i = c * CHUNK + o;
-                    let pred = design.dot(i, beta);
-                    let r = y[i] - pred;
-                    let eps = ZERO_RTOL * (1.0 + y[i].abs() + pred.abs());
-                    *sd = u8::from(r > eps);
-                    acc += r.abs();
+                    let i = c * EVAL_CHUNK + o;
+                    let (code, abs_r) = side_of(y[i], design.dot(i, beta));
+                    *sd = code;
+                    acc += abs_r;
                 }
                 acc
             })
             .collect();
         parts.iter().sum()
     }
+}
+
+/// Rows per chunk of the full-data pass: `E^t` is the sum, in chunk order, of the chunks' sums.
+const EVAL_CHUNK: usize = 4096;
+
+/// A row's side code (`1` if `r > eps`, else `0`; see the module docs) and `|r|`, for target
+/// `y` and prediction `pred`.
+fn side_of(y: f64, pred: f64) -> (u8, f64) {
+    let r = y - pred;
+    let eps = ZERO_RTOL * (1.0 + y.abs() + pred.abs());
+    (u8::from(r > eps), r.abs())
 }
 
 fn lad_fingerprint(params: &AidLadValidParams, data: &Dataset) -> checkpoint::Stamp {
@@ -783,6 +801,23 @@ pub fn fit(
     })
 }
 
+/// `|K^0|`: `ceil(r^0 n)`, at least `p + 1` (LAD needs more clusters than coefficients to be
+/// non-trivial), at most `n`.
+fn initial_k(params: &AidLadValidParams, n: usize, p: usize) -> usize {
+    let r0 = params.r0.unwrap_or_else(|| lad_r0(n, p));
+    ((r0 * n as f64).ceil() as usize).max(p + 1).min(n)
+}
+
+/// Rows of the sample whose exact LAD gives `beta^init`.
+fn sample_size(n: usize, p: usize) -> usize {
+    n.min((20 * p).max(2000))
+}
+
+/// Seed of the k-means centres (apart from the sample's).
+fn kmeans_seed(seed: u64) -> u64 {
+    seed ^ 0x9e37_79b9_7f4a_7c15
+}
+
 /// The initial clusters of AID-LAD and the seconds they took.
 fn lad_initial_clusters(
     data: &Dataset,
@@ -792,14 +827,12 @@ fn lad_initial_clusters(
     let n = data.len();
     let d = data.n_features();
     let p = d + usize::from(params.intercept);
-    let r0 = params.r0.unwrap_or_else(|| lad_r0(n, p));
-    // LAD needs more clusters than coefficients to be non-trivial.
-    let k0 = ((r0 * n as f64).ceil() as usize).max(p + 1).min(n);
+    let k0 = initial_k(params, n, p);
     let clusters = if k0 >= n {
         Clusters::singletons(n)
     } else {
         // Sample fit.
-        let s = n.min((20 * p).max(2000));
+        let s = sample_size(n, p);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(params.seed);
         let mut ids: Vec<usize> = (0..n).collect();
         for i in 0..s {
@@ -833,7 +866,7 @@ fn lad_initial_clusters(
             q[0] = r[i] / sr;
             q[1] = data.y[i] / sy;
         });
-        kmeans_one_iteration(&pts, 2, k0, params.seed ^ 0x9e37_79b9_7f4a_7c15)
+        kmeans_one_iteration(&pts, 2, k0, kmeans_seed(params.seed))
     };
     Ok((clusters, t0.elapsed().as_secs_f64()))
 }

@@ -311,6 +311,39 @@ pub(crate) fn stop_requested_stage(obs: &mut dyn Observer, polls: u64, clusters:
     obs.on_iter(&s).is_break()
 }
 
+/// The relative gap `(E^best - F) / E^best`, clamped at 0.
+pub(crate) fn rel_gap(e_best: f64, lower: f64) -> f64 {
+    ((e_best - lower) / e_best.abs().max(f64::MIN_POSITIVE)).max(0.0)
+}
+
+/// The stopping rule after iteration `t` (see "Stopping rule" above): `None` to go on.
+/// `timed_out` is asked last, only when no other rule stops the loop.
+pub(crate) fn stop_rule(
+    violating: usize,
+    has_bound: bool,
+    gap: f64,
+    settings: &AidSettings,
+    t: usize,
+    timed_out: impl FnOnce() -> bool,
+) -> Option<(Status, Option<Termination>)> {
+    if violating == 0 {
+        // Rounding in `E - F` (see "Certificate tolerance" above).
+        if has_bound && gap <= settings.gap_tol.max(CERT_GAP_RTOL) {
+            Some((Status::Converged, Some(Termination::Optimal)))
+        } else {
+            Some((Status::Converged, Some(Termination::NoSplit)))
+        }
+    } else if has_bound && gap <= settings.gap_tol {
+        Some((Status::Converged, Some(Termination::Gap)))
+    } else if t + 1 >= settings.max_iter {
+        Some((Status::MaxIterations, None))
+    } else if timed_out() {
+        Some((Status::TimeLimit, None))
+    } else {
+        None
+    }
+}
+
 /// The AID loop from a state (the start, or a checkpoint's); see [`run`].
 /// `ctl`'s observer is asked before every aggregated solve and by its solver; its part callback
 /// receives every iteration's record.
@@ -375,7 +408,7 @@ pub(crate) fn run_resumable<P: AidProblem, C>(
         }
         let e_best = best.as_ref().map_or(f64::INFINITY, |b| b.1);
         let gap = if has_bound {
-            ((e_best - lower) / e_best.abs().max(f64::MIN_POSITIVE)).max(0.0)
+            rel_gap(e_best, lower)
         } else {
             f64::NAN
         };
@@ -393,22 +426,9 @@ pub(crate) fn run_resumable<P: AidProblem, C>(
             violating,
             seconds: 0.0,
         };
-        let stop = if violating == 0 {
-            // Rounding in `E - F` (see "Certificate tolerance" above).
-            if has_bound && gap <= settings.gap_tol.max(CERT_GAP_RTOL) {
-                Some((Status::Converged, Some(Termination::Optimal)))
-            } else {
-                Some((Status::Converged, Some(Termination::NoSplit)))
-            }
-        } else if has_bound && gap <= settings.gap_tol {
-            Some((Status::Converged, Some(Termination::Gap)))
-        } else if t + 1 >= settings.max_iter {
-            Some((Status::MaxIterations, None))
-        } else if settings.time_limit.is_some_and(|l| start.elapsed() >= l) {
-            Some((Status::TimeLimit, None))
-        } else {
-            None
-        };
+        let stop = stop_rule(violating, has_bound, gap, settings, t, || {
+            settings.time_limit.is_some_and(|l| start.elapsed() >= l)
+        });
         if stop.is_none() {
             clusters.split(&side, Some(&mut parent));
         }

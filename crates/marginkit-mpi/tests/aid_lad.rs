@@ -1,0 +1,311 @@
+//! `mpirun -np P marginkit-mpi aid lad` at P = 1, 2, 3 and 4 ranks (and more ranks than rows):
+//! the model file is byte for byte the one a single process writes (`marginkit aid lad`: the
+//! library's reader with default options, `aid::lad::fit` and `LadModel::to_json`, computed here
+//! in-process), with the same iterations, on dense real data (boston, with and without an
+//! intercept), on generated sets larger than the initial sample (dense, and sparse with blocks
+//! of different widths), with a first rank that reads no rows and for a directory of files; and
+//! bad input fails on every rank with one clear message and no model file. Needs `mpirun`
+//! (OpenMPI) on PATH; as root set OMPI_ALLOW_RUN_AS_ROOT=1 and
+//! OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (the tests set them for the child).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use marginkit::aid::lad::{self, AidLadParams};
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
+use marginkit::fit::Control;
+use serde_json::Value;
+
+fn repo_data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data")
+        .join(rel)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("aid_lad");
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn mpirun(np: usize, args: &[&str]) -> Output {
+    Command::new("mpirun")
+        .args([
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+            env!("CARGO_BIN_EXE_marginkit-mpi"),
+            "aid",
+            "lad",
+        ])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("mpirun (OpenMPI) must be installed to run this test")
+}
+
+/// What `marginkit aid lad` writes for `params` on `train`, and the clusters per iteration.
+fn single(params: AidLadParams, train: &Path) -> (Vec<u8>, Vec<u64>) {
+    let data = read_libsvm_path(train, &ReadOptions::default()).unwrap();
+    let fit = lad::fit(&params.check().unwrap(), &data, &mut Control::default()).unwrap();
+    let run = fit.report.run.unwrap();
+    let clusters = run.iterations.iter().map(|r| r.clusters as u64).collect();
+    (fit.model.unwrap().to_json().into_bytes(), clusters)
+}
+
+/// Runs `marginkit-mpi aid lad` at each P and asserts the model file and the clusters per
+/// iteration are the single process's.
+fn same_model(tag: &str, ranks: &[usize], flags: &[&str], train: &Path, params: AidLadParams) {
+    let (want, clusters) = single(params, train);
+    for &np in ranks {
+        let model = tmp(&format!("{tag}.np{np}.model"));
+        let _ = std::fs::remove_file(&model);
+        let mut args: Vec<&str> = flags.to_vec();
+        let (t, m) = (train.to_str().unwrap(), model.to_str().unwrap());
+        args.extend(["--json", t, m]);
+        let out = mpirun(np, &args);
+        assert!(
+            out.status.success(),
+            "{tag} P = {np}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        assert_eq!(v["P"].as_u64(), Some(np as u64));
+        let rows: u64 = v["rows_per_rank"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_u64().unwrap())
+            .sum();
+        assert_eq!(rows, v["n"].as_u64().unwrap());
+        let got_clusters: Vec<u64> = v["clusters_per_iteration"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        assert_eq!(got_clusters, clusters, "{tag} P = {np}");
+        let its = v["iterations"].as_array().unwrap();
+        assert_eq!(its.len(), clusters.len());
+        if np > 1 {
+            assert!(its.iter().all(|i| i["bytes"].as_u64().unwrap() > 0));
+        }
+        let got = std::fs::read(&model).unwrap();
+        assert!(
+            got == want,
+            "{tag} P = {np}: the model differs\n--- mpi\n{}\n--- single\n{}",
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want)
+        );
+    }
+}
+
+const RANKS: [usize; 4] = [1, 2, 3, 4];
+
+#[test]
+fn boston_with_and_without_intercept() {
+    let train = repo_data("reg/boston.scale.svm");
+    same_model("boston", &RANKS, &[], &train, AidLadParams::new());
+    same_model(
+        "boston_ni",
+        &[2, 3],
+        &["--no-intercept", "--seed", "3"],
+        &train,
+        AidLadParams::new().intercept(false).seed(3),
+    );
+    // The certificate: the JSON says so.
+    let out = mpirun(
+        2,
+        &[
+            "--json",
+            train.to_str().unwrap(),
+            tmp("boston_cert.model").to_str().unwrap(),
+        ],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stop"], "optimal");
+    assert_eq!(v["certified"], true);
+    assert_eq!(v["status"], "converged");
+}
+
+/// A generated regression set: `n` rows of `d` features (`per_row` of them set, all when
+/// `d`; the last row also sets feature `d + extra`), a linear target with heavy-tailed noise.
+fn generate(path: &Path, n: usize, d: usize, per_row: usize, extra: usize) {
+    let mut s = String::new();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for i in 0..n {
+        let mut feats = Vec::new();
+        let mut t = 0.5;
+        for k in 0..d {
+            if per_row == d || next() < per_row as f64 / d as f64 {
+                let v = 4.0 * next() - 2.0;
+                t += v * (1.0 + (k % 3) as f64);
+                feats.push(format!("{}:{v}", k + 1));
+            }
+        }
+        let u = 2.0 * next() - 1.0;
+        t += 4.0 * u * u * u;
+        if i % 20 == 7 {
+            t += if next() < 0.5 { 50.0 } else { -50.0 };
+        }
+        if i + 1 == n && extra > 0 {
+            feats.push(format!("{}:1", d + extra));
+        }
+        s.push_str(&format!("{t}"));
+        for f in feats {
+            s.push(' ');
+            s.push_str(&f);
+        }
+        s.push('\n');
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+#[test]
+fn generated_sets_larger_than_the_sample() {
+    // 9,000 dense rows: a sample of 2,000 rows gathered on rank 0, three chunks of the
+    // full-data pass, all cut by the rank boundaries.
+    let dense = tmp("gen_dense.svm");
+    generate(&dense, 9000, 3, 3, 0);
+    same_model(
+        "gen_dense",
+        &RANKS,
+        &["--seed", "7"],
+        &dense,
+        AidLadParams::new().seed(7),
+    );
+    // Sparse (about 2 of 8 features per row), and the widest feature only in the last row:
+    // the ranks read blocks of different widths, the feature count is the largest.
+    let sparse = tmp("gen_sparse.svm");
+    generate(&sparse, 5000, 8, 2, 1);
+    let d = read_libsvm_path(&sparse, &ReadOptions::default()).unwrap();
+    assert!(matches!(d.x, marginkit::Features::Sparse(_)));
+    assert_eq!(d.n_features(), 9);
+    same_model(
+        "gen_sparse",
+        &[1, 2, 4],
+        &["--r0", "0.004"],
+        &sparse,
+        AidLadParams::new().r0(0.004),
+    );
+}
+
+#[test]
+fn more_ranks_than_rows_and_a_first_rank_without_rows() {
+    let f = tmp("three_rows.svm");
+    std::fs::write(&f, "1 1:1\n2.5 1:2\n2 1:3\n").unwrap();
+    same_model("three_rows", &[4], &[], &f, AidLadParams::new());
+    // 100,000 blank lines first (more than a third of the file): at P = 3 and 4 rank 0 reads
+    // only blank lines.
+    let blank = tmp("blank_first.svm");
+    let mut text = "\n".repeat(100_000);
+    text.push_str(&std::fs::read_to_string(repo_data("reg/boston.scale.svm")).unwrap());
+    std::fs::write(&blank, text).unwrap();
+    same_model("blank_first", &[3, 4], &[], &blank, AidLadParams::new());
+    let out = mpirun(
+        3,
+        &[
+            "--json",
+            blank.to_str().unwrap(),
+            tmp("bf.model").to_str().unwrap(),
+        ],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["rows_per_rank"][0].as_u64(), Some(0));
+}
+
+#[test]
+fn a_directory_is_its_files_in_name_order() {
+    let whole = repo_data("reg/boston.scale.svm");
+    let src = std::fs::read_to_string(&whole).unwrap();
+    let lines: Vec<&str> = src.lines().collect();
+    let dir = tmp("boston_dir");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (k, part) in lines.chunks(120).enumerate() {
+        let mut text = part.join("\n");
+        text.push('\n');
+        std::fs::write(dir.join(format!("part{k:02}.svm")), text).unwrap();
+    }
+    let (want, _) = single(AidLadParams::new(), &whole);
+    for np in [2, 3] {
+        let model = tmp(&format!("boston_dir.np{np}.model"));
+        let _ = std::fs::remove_file(&model);
+        let out = mpirun(np, &["-q", dir.to_str().unwrap(), model.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&model).unwrap(), want, "P = {np}");
+    }
+}
+
+/// Runs a command that must fail: nonzero exit, the message once (rank 0) and no model file.
+fn fails(np: usize, args: &[&str], model: &Path, needle: &str) {
+    let _ = std::fs::remove_file(model);
+    let out = mpirun(np, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected '{needle}' in:\n{err}"
+    );
+    assert_eq!(err.matches("marginkit-mpi: error").count(), 1, "{err}");
+    assert!(!model.exists());
+}
+
+#[test]
+fn bad_input_fails_on_every_rank() {
+    let model = tmp("bad.model");
+    let m = model.to_str().unwrap();
+    // A malformed line late in the file (read by the last rank): the global line number.
+    let bad = tmp("bad_line.svm");
+    let mut text = std::fs::read_to_string(repo_data("reg/boston.scale.svm")).unwrap();
+    text.push_str("3.5 1:0.5 2:oops\n");
+    let line = text.lines().count();
+    std::fs::write(&bad, &text).unwrap();
+    let b = bad.to_str().unwrap();
+    for np in [1, 3] {
+        fails(np, &[b, m], &model, &format!("{b}:{line}:"));
+    }
+    // Empty data.
+    let empty = tmp("empty.svm");
+    std::fs::write(&empty, "\n\n").unwrap();
+    fails(2, &[empty.to_str().unwrap(), m], &model, "no data");
+    // Fewer rows than coefficients: the library's error.
+    let few = tmp("few.svm");
+    std::fs::write(&few, "1 1:1 2:3 3:1\n2 1:2 2:1\n").unwrap();
+    fails(
+        3,
+        &[few.to_str().unwrap(), m],
+        &model,
+        "at least as many rows",
+    );
+    // An unreadable file.
+    let missing = tmp("does_not_exist.svm");
+    fails(2, &[missing.to_str().unwrap(), m], &model, "does_not_exist");
+    // An output path that cannot be written, checked before reading.
+    let unwritable = tmp("no_such_dir/x.model");
+    let boston = repo_data("reg/boston.scale.svm");
+    fails(
+        2,
+        &[boston.to_str().unwrap(), unwritable.to_str().unwrap()],
+        &unwritable,
+        "no_such_dir",
+    );
+    // A bad parameter.
+    fails(
+        2,
+        &["--r0", "1.5", boston.to_str().unwrap(), m],
+        &model,
+        "r0",
+    );
+}
