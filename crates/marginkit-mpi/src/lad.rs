@@ -28,8 +28,8 @@ use marginkit::aid::lad::AidLadParams;
 use marginkit::aid::IterRecord;
 use marginkit::data::libsvm_fmt::{DEFAULT_DENSIFY_MAX_BYTES, DEFAULT_DENSIFY_MIN_DENSITY};
 use marginkit::data::{check_output, densify_pays, write_output};
-use marginkit::fit::Report;
-use marginkit::solver::Status;
+use marginkit::fit::{Control, Report};
+use marginkit::solver::{Cancel, Status};
 use marginkit::{CsrMatrix, Dataset, Features};
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
@@ -38,6 +38,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Count;
 
+use crate::stop;
 use crate::train::{agree, gather_u64, json_f64, json_str, parse_block, read_block, Failure, Res};
 
 /// `marginkit-mpi aid lad`: `marginkit aid lad` on rows split across the MPI ranks.
@@ -98,7 +99,8 @@ pub fn main(args: Vec<String>) -> ExitCode {
     };
     let world = universe.world();
     match run(cli, &world) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Status::Interrupted) => ExitCode::from(stop::EXIT_INTERRUPTED),
+        Ok(_) => ExitCode::SUCCESS,
         Err(Failure(msg)) => {
             if world.rank() == 0 {
                 eprintln!("marginkit-mpi: error: {msg}");
@@ -298,8 +300,9 @@ fn model_path(a: &LadCli) -> PathBuf {
     })
 }
 
-/// Runs `aid lad` on every rank; the error, when any, is the same on every rank.
-pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<()> {
+/// Runs `aid lad` on every rank and returns how the fit ended; the error, when any, is the same
+/// on every rank.
+pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
     let t_start = Instant::now();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let params = agree(world, params(&a))?;
@@ -366,7 +369,7 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<()> {
     let show = rank == 0 && !a.quiet && !a.json;
     let mut comm = Mpi::new(world);
     let t_fit = Instant::now();
-    let fit = fit_shard(&params, &data, &mut comm, &mut |r: &IterRecord| {
+    let mut ctl = Control::new(Cancel::from_flag(stop::install())).on_part(|r: &IterRecord| {
         if show && r.t == 0 {
             println!(
                 "{:>4} {:>9} {:>10} {:>20} {:>20} {:>10}",
@@ -380,6 +383,8 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<()> {
             );
         }
     });
+    let fit = fit_shard(&params, &data, &mut comm, &mut ctl);
+    drop(ctl);
     let fit_secs = t_fit.elapsed().as_secs_f64();
     let fit = agree(world, fit.map_err(|e| e.to_string()))?;
     let written = if rank == 0 {
@@ -413,11 +418,18 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<()> {
     let total_bytes = gather_u64(world, comm.bytes).iter().sum::<u64>();
     let total_msgs = gather_u64(world, comm.messages).iter().sum::<u64>();
     if rank != 0 {
-        return Ok(());
+        return Ok(rep.status());
     }
     let total_secs = t_start.elapsed().as_secs_f64();
     if rep.status() == Status::MaxIterations {
         eprintln!("marginkit-mpi: warning: stopped at the iteration limit before the certificate");
+    }
+    if rep.status() == Status::Interrupted {
+        eprintln!(
+            "marginkit-mpi: interrupted after {} iterations: {} holds the best model so far; no state file is written over MPI (the run starts over)",
+            rep.iterations.len(),
+            path.display()
+        );
     }
     if show {
         println!("stop: {}", rep.stop_name());
@@ -499,5 +511,5 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<()> {
             json_str(&path.display().to_string()),
         );
     }
-    Ok(())
+    Ok(rep.status())
 }

@@ -35,6 +35,7 @@
 //! asynchrony instead.
 
 mod lad;
+mod stop;
 mod train;
 
 use std::path::PathBuf;

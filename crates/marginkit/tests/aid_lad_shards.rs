@@ -14,6 +14,7 @@ use marginkit::aid::lad::{self, fit_lad, AidLadParams};
 use marginkit::aid::{IterRecord, Termination};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions, Storage};
 use marginkit::fit::Control;
+use marginkit::solver::{Cancel, Status};
 use marginkit::{CsrMatrix, Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -244,7 +245,9 @@ fn check_blocks(params: &AidLadParams, data: &Dataset, cuts: &[usize], what: &st
             .zip(nets(p))
             .map(|(block, mut net)| {
                 let valid = &valid;
-                s.spawn(move || shard::fit_shard(valid, block, &mut net, &mut |_| {}).unwrap())
+                s.spawn(move || {
+                    shard::fit_shard(valid, block, &mut net, &mut Control::default()).unwrap()
+                })
             })
             .collect();
         handles
@@ -277,7 +280,7 @@ fn check_blocks(params: &AidLadParams, data: &Dataset, cuts: &[usize], what: &st
 /// optimum of the full LP on all rows.
 fn check_oracle(params: &AidLadParams, data: &Dataset, intercept: bool) {
     let valid = params.clone().check().unwrap();
-    let f = shard::fit_shard(&valid, data, &mut InProcess, &mut |_| {}).unwrap();
+    let f = shard::fit_shard(&valid, data, &mut InProcess, &mut Control::default()).unwrap();
     let one = lad::fit(&valid, data, &mut Control::default()).unwrap();
     assert_eq!(f.model.to_json(), one.model.as_ref().unwrap().to_json());
     assert_eq!(
@@ -387,10 +390,10 @@ fn bad_input_is_an_error_on_every_shard() {
         None,
     )
     .unwrap();
-    assert!(shard::fit_shard(&params, &empty, &mut InProcess, &mut |_| {}).is_err());
+    assert!(shard::fit_shard(&params, &empty, &mut InProcess, &mut Control::default()).is_err());
     // Fewer rows than coefficients.
     let tiny = generated(2, 3, 1.0, false, 1);
-    assert!(shard::fit_shard(&params, &tiny, &mut InProcess, &mut |_| {}).is_err());
+    assert!(shard::fit_shard(&params, &tiny, &mut InProcess, &mut Control::default()).is_err());
     // Shards with different feature counts: every shard fails.
     let a = generated(50, 2, 1.0, false, 1);
     let b = generated(50, 3, 1.0, false, 2);
@@ -400,7 +403,9 @@ fn bad_input_is_an_error_on_every_shard() {
             .zip(nets(2))
             .map(|(d, mut net)| {
                 let params = &params;
-                s.spawn(move || shard::fit_shard(params, d, &mut net, &mut |_| {}).is_err())
+                s.spawn(move || {
+                    shard::fit_shard(params, d, &mut net, &mut Control::default()).is_err()
+                })
             })
             .collect();
         hs.into_iter()
@@ -408,4 +413,48 @@ fn bad_input_is_an_error_on_every_shard() {
             .collect::<Vec<_>>()
     });
     assert_eq!(errs, vec![true, true]);
+}
+
+/// A stop asked on one shard (not the root) ends every shard at the same iteration, with the
+/// best model so far: after the first iteration, the one-iteration fit's model.
+#[test]
+fn a_stop_on_one_shard_stops_every_shard_together() {
+    let data = generated(3000, 4, 1.0, false, 4);
+    let valid = AidLadParams::new().check().unwrap();
+    let one = lad::fit(
+        &AidLadParams::new().max_iter(1).check().unwrap(),
+        &data,
+        &mut Control::default(),
+    )
+    .unwrap();
+    let cuts = [0, 1000, 3000];
+    let blocks: Vec<Dataset> = (0..2)
+        .map(|b| data.subset(&(cuts[b]..cuts[b + 1]).collect::<Vec<_>>()))
+        .collect();
+    let fits = std::thread::scope(|s| {
+        let handles: Vec<_> = blocks
+            .iter()
+            .zip(nets(2))
+            .enumerate()
+            .map(|(b, (block, mut net))| {
+                let valid = &valid;
+                s.spawn(move || {
+                    let stop = Cancel::new();
+                    if b == 1 {
+                        stop.cancel();
+                    }
+                    shard::fit_shard(valid, block, &mut net, &mut Control::new(stop)).unwrap()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for f in &fits {
+        assert_eq!(f.report.status, Status::Interrupted);
+        assert_eq!(f.report.iterations.len(), 1);
+        assert_eq!(f.model.to_json(), one.model.as_ref().unwrap().to_json());
+    }
 }

@@ -44,11 +44,11 @@ use super::{
     AidLadValidParams, LadModel, LadSolution, EVAL_CHUNK,
 };
 use crate::aid::cluster::{add_row, assign_nearest};
-use crate::aid::{rel_gap, stop_rule, IterRecord, Termination};
+use crate::aid::{rel_gap, stop_requested_stage, stop_rule, IterRecord, Termination};
 use crate::data::design::{DenseRows, DesignRows, FeatureRows};
 use crate::data::{CsrMatrix, Dataset, DenseMatrix, Features, Row};
 use crate::error::{DataError, FitError, SolveError};
-use crate::fit::{Fit, Report};
+use crate::fit::{Control, Fit, Report};
 use crate::solver::Status;
 
 /// The reductions of a sharded AID-LAD fit (see the module docs). The shards are numbered
@@ -109,8 +109,8 @@ pub struct AidLadShardReport {
     pub best_objective: f64,
     /// The best lower bound.
     pub lower_bound: f64,
-    /// How the loop ended ([`Status::Converged`], [`Status::MaxIterations`] or
-    /// [`Status::TimeLimit`]).
+    /// How the loop ended ([`Status::Converged`], [`Status::MaxIterations`],
+    /// [`Status::TimeLimit`] or [`Status::Interrupted`]).
     pub status: Status,
     /// The stopping rule of a converged run.
     pub termination: Option<Termination>,
@@ -274,9 +274,14 @@ fn layout(data: &Dataset, comm: &mut dyn LadComm) -> Result<Layout, FitError> {
 }
 
 /// AID-LAD (see [`super::fit`]) on this shard's rows `data` (every shard stores its rows the
-/// same way, dense or sparse, with the data set's feature count); `progress` sees every
-/// iteration's record. Every shard returns the model of [`super::fit`] on the whole data set,
-/// bit for bit. The parameters' time limit is measured on the root.
+/// same way, dense or sparse, with the data set's feature count). Every shard returns the model
+/// of [`super::fit`] on the whole data set, bit for bit. The parameters' time limit is measured
+/// on the root.
+///
+/// `ctl`'s part callback receives every iteration's record. Its observer is asked once per
+/// iteration on every shard; when it asks to stop on any shard, every shard ends that
+/// iteration with [`Status::Interrupted`] and the best model so far (the request travels with
+/// the side codes' OR, so all shards stop together).
 ///
 /// # Errors
 /// On every shard: [`DataError::Empty`] when no shard holds a row, [`ParamError::Incompatible`]
@@ -289,7 +294,7 @@ pub fn fit_shard(
     params: &AidLadValidParams,
     data: &Dataset,
     comm: &mut dyn LadComm,
-    progress: &mut dyn FnMut(&IterRecord),
+    ctl: &mut Control<'_, (), IterRecord>,
 ) -> Result<AidLadShardFit, FitError> {
     let t0 = Instant::now();
     let lay = layout(data, comm)?;
@@ -380,7 +385,8 @@ pub fn fit_shard(
         let e_best = best.as_ref().map_or(f64::INFINITY, |b| b.1);
         let gap = rel_gap(e_best, lower);
 
-        // Per cluster the codes seen (bit c for code c); the last byte is the root's clock.
+        // Per cluster the codes seen (bit c for code c); the last byte has the root's clock
+        // (TIMED_OUT) and any shard's stop request (STOP).
         let mut seen = vec![0u8; k + 1];
         for (&l, &code) in labels.iter().zip(&side_code) {
             seen[l as usize] |= 1 << code;
@@ -390,7 +396,10 @@ pub fn fit_shard(
                 .time_limit
                 .is_some_and(|l| loop_start.elapsed() >= l)
         {
-            seen[k] = 1;
+            seen[k] |= TIMED_OUT;
+        }
+        if stop_requested_stage(ctl.observer(), t as u64, k) {
+            seen[k] |= STOP;
         }
         comm.or(&mut seen);
         let violating = seen[..k].iter().filter(|&&s| s == 3).count();
@@ -408,7 +417,10 @@ pub fn fit_shard(
             seconds: 0.0,
         };
         // The aggregated LP always gives a bound.
-        let stop = stop_rule(violating, true, gap, settings, t, || seen[k] != 0);
+        let stop = stop_rule(violating, true, gap, settings, t, || {
+            seen[k] & TIMED_OUT != 0
+        })
+        .or((seen[k] & STOP != 0).then_some((Status::Interrupted, None)));
         if stop.is_none() {
             // A violating cluster becomes its code-0 rows, then its code-1 rows.
             let mut base = vec![0u32; k];
@@ -432,7 +444,7 @@ pub fn fit_shard(
             seconds: it_start.elapsed().as_secs_f64(),
             ..rec
         };
-        progress(&rec);
+        ctl.part_done(&rec);
         records.push(rec);
         comm.stage_done();
         if let Some((status, termination)) = stop {
@@ -462,6 +474,10 @@ pub fn fit_shard(
         t += 1;
     }
 }
+
+/// Bits of the last byte of the side codes' OR: the root's time limit, a stop request.
+const TIMED_OUT: u8 = 1;
+const STOP: u8 = 2;
 
 /// The aggregated LP from the cluster sums `[sx (k x d), sy (k), size (k)]`, as the
 /// single-process fit builds it.
