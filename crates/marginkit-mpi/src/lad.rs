@@ -387,11 +387,11 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
     drop(ctl);
     let fit_secs = t_fit.elapsed().as_secs_f64();
     let fit = agree(world, fit.map_err(|e| e.to_string()))?;
-    let written = if rank == 0 {
-        write_output(&path, |w| w.write_all(fit.model.to_json().as_bytes()))
-            .map_err(|e| format!("{}: {e}", path.display()))
-    } else {
-        Ok(())
+    // No model when stopped before the first iteration.
+    let written = match (&fit.model, rank) {
+        (Some(m), 0) => write_output(&path, |w| w.write_all(m.to_json().as_bytes()))
+            .map_err(|e| format!("{}: {e}", path.display())),
+        _ => Ok(()),
     };
     agree(world, written)?;
 
@@ -425,10 +425,14 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
         eprintln!("marginkit-mpi: warning: stopped at the iteration limit before the certificate");
     }
     if rep.status() == Status::Interrupted {
+        let model = if fit.model.is_some() {
+            format!("{} holds the best model so far", path.display())
+        } else {
+            "no model".to_string()
+        };
         eprintln!(
-            "marginkit-mpi: interrupted after {} iterations: {} holds the best model so far; no state file is written over MPI (the run starts over)",
+            "marginkit-mpi: interrupted after {} iterations: {model}; no state file is written over MPI (the run starts over)",
             rep.iterations.len(),
-            path.display()
         );
     }
     if show {

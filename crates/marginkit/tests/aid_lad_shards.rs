@@ -14,10 +14,11 @@ use marginkit::aid::lad::{self, fit_lad, AidLadParams};
 use marginkit::aid::{IterRecord, Termination};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions, Storage};
 use marginkit::fit::Control;
-use marginkit::solver::{Cancel, Status};
+use marginkit::solver::{IterStats, Observer, Status};
 use marginkit::{CsrMatrix, Dataset, DenseMatrix, Features};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::ops::ControlFlow;
 
 enum Msg {
     F(Vec<f64>),
@@ -257,13 +258,10 @@ fn check_blocks(params: &AidLadParams, data: &Dataset, cuts: &[usize], what: &st
     });
     for (b, f) in fits.iter().enumerate() {
         let what = format!("{what}, blocks {cuts:?}, shard {b}");
-        assert_eq!(bits(&f.model.coef), bits(&model.coef), "{what}");
-        assert_eq!(
-            f.model.intercept.to_bits(),
-            model.intercept.to_bits(),
-            "{what}"
-        );
-        assert_eq!(f.model.to_json(), model.to_json(), "{what}");
+        let fm = f.model.as_ref().unwrap();
+        assert_eq!(bits(&fm.coef), bits(&model.coef), "{what}");
+        assert_eq!(fm.intercept.to_bits(), model.intercept.to_bits(), "{what}");
+        assert_eq!(fm.to_json(), model.to_json(), "{what}");
         let r = &f.report;
         assert_eq!(r.n, data.len());
         assert_eq!(r.first_row, cuts[b]);
@@ -282,7 +280,10 @@ fn check_oracle(params: &AidLadParams, data: &Dataset, intercept: bool) {
     let valid = params.clone().check().unwrap();
     let f = shard::fit_shard(&valid, data, &mut InProcess, &mut Control::default()).unwrap();
     let one = lad::fit(&valid, data, &mut Control::default()).unwrap();
-    assert_eq!(f.model.to_json(), one.model.as_ref().unwrap().to_json());
+    assert_eq!(
+        f.model.as_ref().unwrap().to_json(),
+        one.model.as_ref().unwrap().to_json()
+    );
     assert_eq!(
         f.report.best_objective.to_bits(),
         one.report.run.as_ref().unwrap().best_objective.to_bits()
@@ -298,7 +299,7 @@ fn check_oracle(params: &AidLadParams, data: &Dataset, intercept: bool) {
     );
     assert!(f.report.lower_bound <= full.objective * (1.0 + 1e-9));
     // The model's own objective (a separate pass) is the reported one.
-    let own = f.model.objective(data);
+    let own = f.model.as_ref().unwrap().objective(data);
     assert!((own - f.report.best_objective).abs() <= 1e-12 * own.abs());
 }
 
@@ -415,8 +416,22 @@ fn bad_input_is_an_error_on_every_shard() {
     assert_eq!(errs, vec![true, true]);
 }
 
-/// A stop asked on one shard (not the root) ends every shard at the same iteration, with the
-/// best model so far: after the first iteration, the one-iteration fit's model.
+/// Asks to stop from iteration `self.0` on.
+struct StopAt(u64);
+
+impl Observer for StopAt {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
+        if s.iterations >= self.0 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}
+
+/// A stop asked on one shard (not the root) stops every shard before the same aggregated
+/// solve, with the best model so far: before iteration 1, the one-iteration fit's model;
+/// before iteration 0, none.
 #[test]
 fn a_stop_on_one_shard_stops_every_shard_together() {
     let data = generated(3000, 4, 1.0, false, 4);
@@ -431,30 +446,34 @@ fn a_stop_on_one_shard_stops_every_shard_together() {
     let blocks: Vec<Dataset> = (0..2)
         .map(|b| data.subset(&(cuts[b]..cuts[b + 1]).collect::<Vec<_>>()))
         .collect();
-    let fits = std::thread::scope(|s| {
-        let handles: Vec<_> = blocks
-            .iter()
-            .zip(nets(2))
-            .enumerate()
-            .map(|(b, (block, mut net))| {
-                let valid = &valid;
-                s.spawn(move || {
-                    let stop = Cancel::new();
-                    if b == 1 {
-                        stop.cancel();
-                    }
-                    shard::fit_shard(valid, block, &mut net, &mut Control::new(stop)).unwrap()
+    for at in [0, 1] {
+        let fits = std::thread::scope(|s| {
+            let handles: Vec<_> = blocks
+                .iter()
+                .zip(nets(2))
+                .enumerate()
+                .map(|(b, (block, mut net))| {
+                    let valid = &valid;
+                    s.spawn(move || {
+                        let obs = StopAt(if b == 1 { at } else { u64::MAX });
+                        shard::fit_shard(valid, block, &mut net, &mut Control::new(obs)).unwrap()
+                    })
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .collect::<Vec<_>>()
-    });
-    for f in &fits {
-        assert_eq!(f.report.status, Status::Interrupted);
-        assert_eq!(f.report.iterations.len(), 1);
-        assert_eq!(f.model.to_json(), one.model.as_ref().unwrap().to_json());
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        for f in &fits {
+            assert_eq!(f.report.status, Status::Interrupted);
+            assert_eq!(f.report.iterations.len() as u64, at);
+            let json = f.model.as_ref().map(|m| m.to_json());
+            if at == 0 {
+                assert_eq!(json, None);
+            } else {
+                assert_eq!(json, one.model.as_ref().map(|m| m.to_json()));
+            }
+        }
     }
 }

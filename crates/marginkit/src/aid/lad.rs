@@ -59,18 +59,17 @@ pub mod shard;
 
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
+use self::shard::{InProcess, LoopAt};
 use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
-use super::cluster::{det_sum, kmeans_one_iteration, Clusters};
-use super::{run_resumable, Aggregated, AidProblem, AidRun, AidSettings, IterRecord, Outcome};
-use crate::data::design::{DenseRows, DesignRows, FeatureRows};
-use crate::data::{ops, Dataset, DenseMatrix, Features, Row};
+use super::cluster::{det_sum, Clusters};
+use super::{AidRun, AidSettings, IterRecord};
+use crate::data::design::{DesignRows, FeatureRows};
+use crate::data::{ops, Dataset, Features, Row};
 use crate::error::{DataError, FitError, ParamError, ParseError, ParseErrorKind};
 use crate::fit::{Control, Fit, Report};
-use crate::solver::{lp, Observer, Status};
+use crate::solver::{lp, Status};
 
 /// A fitted LAD model: `y ~ x'coef + intercept`.
 #[derive(Debug, Clone, PartialEq)]
@@ -636,74 +635,6 @@ impl Report for AidLadReport {
 /// iteration finished), the report and, when the fit was stopped, the state to continue from.
 pub type AidLadFit = Fit<Option<LadModel>, AidLadReport, AidCheckpoint>;
 
-struct LadProblem<'a> {
-    data: &'a Dataset,
-    intercept: bool,
-    last_certified: bool,
-}
-
-impl LadProblem<'_> {
-    fn design(&self) -> FeatureRows<'_> {
-        FeatureRows::new(&self.data.x, self.intercept.then_some(1.0))
-    }
-}
-
-impl AidProblem for LadProblem<'_> {
-    type Solution = Vec<f64>;
-
-    fn n_rows(&self) -> usize {
-        self.data.len()
-    }
-
-    fn solve_aggregated(
-        &mut self,
-        clusters: &Clusters,
-        _previous: Option<(&Vec<f64>, &[usize])>,
-        _obs: &mut dyn Observer,
-    ) -> Result<Option<Aggregated<Vec<f64>>>, FitError> {
-        let d = self.data.n_features();
-        let p = d + usize::from(self.intercept);
-        let (sx, sy) = clusters.sums(&self.data.x, Some(&self.data.y))?;
-        let k = clusters.len();
-        let mut rows = vec![0.0; k * p];
-        for c in 0..k {
-            rows[c * p..c * p + d].copy_from_slice(&sx[c * d..(c + 1) * d]);
-            if self.intercept {
-                rows[c * p + d] = clusters.size(c) as f64;
-            }
-        }
-        let rows = DenseMatrix::new(k, p, rows)?;
-        let design = DenseRows::new(&rows, None);
-        let sol = solve_design(&design, &sy, None)?;
-        self.last_certified = sol.certified;
-        Ok(Some(Aggregated {
-            lower_bound: Some(sol.lower_bound),
-            objective: sol.objective,
-            solution: sol.beta,
-        }))
-    }
-
-    fn evaluate(&self, beta: &Vec<f64>, side: &mut [u8]) -> f64 {
-        let design = self.design();
-        let y = &self.data.y;
-        let parts: Vec<f64> = side
-            .par_chunks_mut(EVAL_CHUNK)
-            .enumerate()
-            .map(|(c, s)| {
-                let mut acc = 0.0;
-                for (o, sd) in s.iter_mut().enumerate() {
-                    let i = c * EVAL_CHUNK + o;
-                    let (code, abs_r) = side_of(y[i], design.dot(i, beta));
-                    *sd = code;
-                    acc += abs_r;
-                }
-                acc
-            })
-            .collect();
-        parts.iter().sum()
-    }
-}
-
 /// Rows per chunk of the full-data pass: `E^t` is the sum, in chunk order, of the chunks' sums.
 const EVAL_CHUNK: usize = 4096;
 
@@ -756,35 +687,65 @@ pub fn fit(
     let fp = || lad_fingerprint(params, data);
     let d = data.n_features();
     let p = d + usize::from(params.intercept);
-    let mut problem = LadProblem {
-        data,
-        intercept: params.intercept,
-        last_certified: false,
+    let lay = shard::Layout {
+        n: data.len(),
+        first: 0,
+        d,
     };
-    let (state, init_seconds) = match ctl.resume() {
+    let (at, init_seconds) = match ctl.resume() {
         Some(ck) => {
             ck.check(AidModel::Lad, &fp(), data.len(), p, false)?;
-            problem.last_certified = ck.problem.last_certified;
             let st = ck.to_loop::<Vec<f64>>()?;
-            (st, ck.init_seconds)
+            (
+                loop_at(st, ck.problem.last_certified, data.len()),
+                ck.init_seconds,
+            )
         }
         None => {
-            let (c, s) = lad_initial_clusters(data, params)?;
-            (LoopState::start(c), s)
+            let t0 = Instant::now();
+            let (labels, k) = shard::initial_labels(params, data, &lay, &mut InProcess)?;
+            (LoopAt::start(labels, k), t0.elapsed().as_secs_f64())
         }
     };
-    let out = run_resumable(&mut problem, state, &params.settings, ctl)?;
-    let (run, last_certified, checkpoint) = match out {
-        Outcome::Done(run) => (Some(run), problem.last_certified, None),
-        Outcome::Stopped { partial, state } => {
+    let (end, at) = shard::iterate(params, data, &lay, &mut InProcess, ctl, at)?;
+    let clusters = Clusters::from_assignment(&at.labels, at.k);
+    let run = |status, termination, at: &LoopAt| {
+        at.best.as_ref().map(|(b, e)| AidRun {
+            best: b.clone(),
+            best_objective: *e,
+            lower_bound: if at.records.is_empty() {
+                f64::NAN
+            } else {
+                at.lower
+            },
+            status,
+            termination,
+            iterations: at.records.clone(),
+            clusters: clusters.clone(),
+        })
+    };
+    let (run, last_certified, checkpoint) = match end {
+        Some((status, termination)) => (run(status, termination, &at), at.last_certified, None),
+        None => {
+            let partial = run(Status::Interrupted, None, &at);
             let ps = ProblemState {
-                last_certified: problem.last_certified,
+                last_certified: at.last_certified,
                 ..ProblemState::default()
+            };
+            let st = LoopState {
+                t: at.t,
+                has_bound: !at.records.is_empty(),
+                clusters: clusters.clone(),
+                parent: at.parent,
+                prev: at.prev,
+                best: at.best,
+                lower: at.lower,
+                records: at.records,
             };
             (
                 partial,
                 false,
-                Some(AidCheckpoint::from_loop(fp(), init_seconds, state, ps)),
+                Some(AidCheckpoint::from_loop(fp(), init_seconds, st, ps)),
             )
         }
     };
@@ -799,6 +760,27 @@ pub fn fit(
         },
         checkpoint,
     })
+}
+
+/// A checkpoint's loop state as the loop's: the partition as a cluster id per row.
+fn loop_at(st: LoopState<Vec<f64>>, last_certified: bool, n: usize) -> LoopAt {
+    let mut labels = vec![0u32; n];
+    for c in 0..st.clusters.len() {
+        for &i in st.clusters.members(c) {
+            labels[i as usize] = c as u32;
+        }
+    }
+    LoopAt {
+        t: st.t,
+        labels,
+        k: st.clusters.len(),
+        best: st.best,
+        lower: st.lower,
+        records: st.records,
+        last_certified,
+        prev: st.prev,
+        parent: st.parent,
+    }
 }
 
 /// `|K^0|`: `ceil(r^0 n)`, at least `p + 1` (LAD needs more clusters than coefficients to be
@@ -816,59 +798,6 @@ fn sample_size(n: usize, p: usize) -> usize {
 /// Seed of the k-means centres (apart from the sample's).
 fn kmeans_seed(seed: u64) -> u64 {
     seed ^ 0x9e37_79b9_7f4a_7c15
-}
-
-/// The initial clusters of AID-LAD and the seconds they took.
-fn lad_initial_clusters(
-    data: &Dataset,
-    params: &AidLadValidParams,
-) -> Result<(Clusters, f64), FitError> {
-    let t0 = Instant::now();
-    let n = data.len();
-    let d = data.n_features();
-    let p = d + usize::from(params.intercept);
-    let k0 = initial_k(params, n, p);
-    let clusters = if k0 >= n {
-        Clusters::singletons(n)
-    } else {
-        // Sample fit.
-        let s = sample_size(n, p);
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(params.seed);
-        let mut ids: Vec<usize> = (0..n).collect();
-        for i in 0..s {
-            let j = rng.gen_range(i..n);
-            ids.swap(i, j);
-        }
-        let mut sample: Vec<usize> = ids[..s].to_vec();
-        sample.sort_unstable();
-        let sub = data.subset(&sample);
-        let beta0 = match fit_lad(&sub, params.intercept, None) {
-            Ok((_, sol)) => sol.beta,
-            Err(_) => vec![0.0; p],
-        };
-        let design = FeatureRows::new(&data.x, params.intercept.then_some(1.0));
-        let r: Vec<f64> = (0..n)
-            .into_par_iter()
-            .map(|i| data.y[i] - design.dot(i, &beta0))
-            .collect();
-        let sd = |v: &[f64]| {
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
-            let var = v.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / v.len() as f64;
-            if var > 0.0 {
-                var.sqrt()
-            } else {
-                1.0
-            }
-        };
-        let (sr, sy) = (sd(&r), sd(&data.y));
-        let mut pts = vec![0.0; 2 * n];
-        pts.par_chunks_mut(2).enumerate().for_each(|(i, q)| {
-            q[0] = r[i] / sr;
-            q[1] = data.y[i] / sy;
-        });
-        kmeans_one_iteration(&pts, 2, k0, kmeans_seed(params.seed))
-    };
-    Ok((clusters, t0.elapsed().as_secs_f64()))
 }
 
 #[cfg(test)]
@@ -903,7 +832,10 @@ mod tests {
     }
 
     use super::*;
-    use rand::Rng;
+    use crate::data::design::DenseRows;
+    use crate::data::DenseMatrix;
+    use rand::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
 
     /// The dedicated interior point and clarabel agree (and both polish to the same optimum).
     #[test]

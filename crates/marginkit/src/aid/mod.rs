@@ -20,8 +20,12 @@
 //! | gap                   | [`IterRecord::gap`] `= (E^best - max_s F^s) / E^best` (§3.1's denominator) |
 //!
 //! The per-model parts (aggregated problem, side codes, full-data objective) implement
-//! [`AidProblem`]: [`lad`] (Props 1-2), [`svm`] (linear and kernel, Props 3-4, Appendix B) and
-//! [`s3vm`] (heuristic: Prop. 5 is false, see that module).
+//! [`AidProblem`]: [`svm`] (linear and kernel, Props 3-4, Appendix B) and [`s3vm`] (heuristic:
+//! Prop. 5 is false, see that module); their loop is [`run`]. [`lad`] (Props 1-2) runs its own
+//! form of the loop, [`lad::shard`], whose partition is a cluster id per row and whose sums go
+//! through a reduction hook, so that the same code fits rows held by one process or spread
+//! over many; it uses this module's stopping rule, gap and iteration records, and the same
+//! checkpoint format.
 //!
 //! # Stopping rule
 //!
@@ -291,7 +295,7 @@ pub(crate) enum Outcome<S> {
 }
 
 /// Asks the observer between iterations whether to stop.
-fn stop_requested(obs: &mut dyn Observer, t: usize) -> bool {
+pub(crate) fn stop_requested(obs: &mut dyn Observer, t: usize) -> bool {
     let s = IterStats {
         iterations: t as u64,
         max_violation: f64::NAN,

@@ -44,7 +44,7 @@ use super::{
     AidLadValidParams, LadModel, LadSolution, EVAL_CHUNK,
 };
 use crate::aid::cluster::{add_row, assign_nearest};
-use crate::aid::{rel_gap, stop_requested_stage, stop_rule, IterRecord, Termination};
+use crate::aid::{rel_gap, stop_requested, stop_rule, IterRecord, Termination};
 use crate::data::design::{DenseRows, DesignRows, FeatureRows};
 use crate::data::{CsrMatrix, Dataset, DenseMatrix, Features, Row};
 use crate::error::{DataError, FitError, SolveError};
@@ -105,7 +105,7 @@ pub struct AidLadShardReport {
     pub first_row: usize,
     /// Features of the data set (the largest over the shards).
     pub n_features: usize,
-    /// The model's full-data objective `E^best = sum_i |y_i - prediction_i|`.
+    /// The model's full-data objective `E^best = sum_i |y_i - prediction_i|` (NaN without a model).
     pub best_objective: f64,
     /// The best lower bound.
     pub lower_bound: f64,
@@ -141,8 +141,9 @@ impl Report for AidLadShardReport {
     }
 }
 
-/// What [`fit_shard`] returns: the model (the same on every shard) and the report.
-pub type AidLadShardFit = Fit<LadModel, AidLadShardReport>;
+/// What [`fit_shard`] returns: the model (the same on every shard; `None` when stopped before
+/// the first iteration) and the report.
+pub type AidLadShardFit = Fit<Option<LadModel>, AidLadShardReport>;
 
 /// Makes a local check collective: when it failed on any shard, every shard returns an error
 /// (its own, or one naming another shard).
@@ -237,11 +238,12 @@ fn decode_rows(words: &[f64], d: usize, like: &Features) -> Result<Dataset, FitE
     Ok(Dataset::new(x, y, None)?)
 }
 
-/// This shard's place in the data set.
-struct Layout {
-    n: usize,
-    first: usize,
-    d: usize,
+/// This shard's place in the data set: the rows of all shards, the global number of its first
+/// row, the feature count.
+pub(crate) struct Layout {
+    pub n: usize,
+    pub first: usize,
+    pub d: usize,
 }
 
 fn layout(data: &Dataset, comm: &mut dyn LadComm) -> Result<Layout, FitError> {
@@ -278,10 +280,10 @@ fn layout(data: &Dataset, comm: &mut dyn LadComm) -> Result<Layout, FitError> {
 /// of [`super::fit`] on the whole data set, bit for bit. The parameters' time limit is measured
 /// on the root.
 ///
-/// `ctl`'s part callback receives every iteration's record. Its observer is asked once per
-/// iteration on every shard; when it asks to stop on any shard, every shard ends that
-/// iteration with [`Status::Interrupted`] and the best model so far (the request travels with
-/// the side codes' OR, so all shards stop together).
+/// `ctl`'s part callback receives every iteration's record. Its observer is asked on every
+/// shard before every aggregated solve (as in [`super::fit`]); when it asks to stop on any
+/// shard, every shard stops there with [`Status::Interrupted`] and the best model so far
+/// (`None` before the first iteration): the requests are ORed over the shards.
 ///
 /// # Errors
 /// On every shard: [`DataError::Empty`] when no shard holds a row, [`ParamError::Incompatible`]
@@ -300,23 +302,99 @@ pub fn fit_shard(
     let lay = layout(data, comm)?;
     let p = lay.d + usize::from(params.intercept);
     check_rows(lay.n, p)?;
-    let (mut labels, mut k) = initial_labels(params, data, &lay, comm)?;
+    let (labels, k) = initial_labels(params, data, &lay, comm)?;
     let init_seconds = t0.elapsed().as_secs_f64();
     comm.stage_done();
+    let (end, at) = iterate(params, data, &lay, comm, ctl, LoopAt::start(labels, k))?;
+    let (status, termination) = end.unwrap_or((Status::Interrupted, None));
+    Ok(Fit {
+        model: at
+            .best
+            .as_ref()
+            .map(|(b, _)| model_from(b, lay.d, params.intercept)),
+        report: AidLadShardReport {
+            n: lay.n,
+            first_row: lay.first,
+            n_features: lay.d,
+            best_objective: at.best.as_ref().map_or(f64::NAN, |b| b.1),
+            lower_bound: at.lower,
+            status,
+            termination,
+            iterations: at.records,
+            init_seconds,
+            last_certified: at.last_certified,
+        },
+        checkpoint: None,
+    })
+}
 
+/// The AID-LAD loop at the start of iteration `t`, in a shard's form (what a checkpoint of
+/// [`super::fit`] holds, with the partition as a cluster id per local row).
+#[derive(Debug, Clone)]
+pub(crate) struct LoopAt {
+    pub t: usize,
+    /// Cluster id of every local row (`0..k`, every id used over the shards).
+    pub labels: Vec<u32>,
+    pub k: usize,
+    /// The best `beta` so far and its objective `E`.
+    pub best: Option<(Vec<f64>, f64)>,
+    pub lower: f64,
+    pub records: Vec<IterRecord>,
+    pub last_certified: bool,
+    /// The previous iteration's `beta` and, per cluster, the cluster it was split from: AID-LAD
+    /// does not use them, the single-process checkpoint format stores them.
+    pub prev: Option<Vec<f64>>,
+    pub parent: Vec<usize>,
+}
+
+impl LoopAt {
+    pub(crate) fn start(labels: Vec<u32>, k: usize) -> Self {
+        Self {
+            t: 0,
+            labels,
+            k,
+            best: None,
+            lower: f64::NEG_INFINITY,
+            records: Vec::new(),
+            last_certified: false,
+            prev: None,
+            parent: Vec::new(),
+        }
+    }
+}
+
+/// How [`iterate`] ended (`Some` stopping rule, or `None` for a stop request) and the loop's
+/// state there.
+pub(crate) type Ended = (Option<(Status, Option<Termination>)>, LoopAt);
+
+/// Runs the loop from `at` until a stopping rule (then `Some` of it) or a stop request (`None`),
+/// and returns the state where it ended: after the last iteration, or at the start of the
+/// iteration the observer stopped.
+pub(crate) fn iterate<C>(
+    params: &AidLadValidParams,
+    data: &Dataset,
+    lay: &Layout,
+    comm: &mut dyn LadComm,
+    ctl: &mut Control<'_, C, IterRecord>,
+    mut at: LoopAt,
+) -> Result<Ended, FitError> {
     let (n, d, local_n) = (lay.n, lay.d, data.len());
+    let p = d + usize::from(params.intercept);
     let design = FeatureRows::new(&data.x, params.intercept.then_some(1.0));
     let y = &data.y;
     let settings = &params.settings;
     let loop_start = Instant::now();
-    let mut best: Option<(Vec<f64>, f64)> = None;
-    let mut lower = f64::NEG_INFINITY;
-    let mut records = Vec::new();
     let mut side_code = vec![0u8; local_n];
     let mut abs_r = vec![0.0; local_n];
-    let mut t = 0usize;
     loop {
         let it_start = Instant::now();
+        // A stop asked on any shard, before the aggregated solve.
+        let mut stop_now = [u8::from(stop_requested(ctl.observer(), at.t))];
+        comm.or(&mut stop_now);
+        if stop_now[0] != 0 {
+            return Ok((None, at));
+        }
+        let k = at.k;
         // The aggregated rows: per cluster the sums of x (k x d), of y and the size.
         let room = data
             .x
@@ -324,6 +402,7 @@ pub fn fit_shard(
             .map_err(FitError::from);
         agree(comm, room)?;
         let mut sums = vec![0.0; k * (d + 2)];
+        let (rows, starts) = rows_by_cluster(&at.labels, k);
         comm.sum_to_root(&mut sums, &mut |b, start| {
             if start {
                 b.fill(0.0);
@@ -332,15 +411,26 @@ pub fn fit_shard(
                     b[..k].fill(sum_start());
                 }
             }
+            // Each cluster's rows in row order, the clusters in parallel.
             let (sx, rest) = b.split_at_mut(k * d);
             let (sy, size) = rest.split_at_mut(k);
-            for (i, &c) in labels.iter().enumerate() {
-                let c = c as usize;
-                if d > 0 {
-                    add_row(data.x.row(i), &mut sx[c * d..(c + 1) * d]);
+            let add = |c: usize, out: &mut [f64], oy: &mut f64, os: &mut f64| {
+                for &r in &rows[starts[c]..starts[c + 1]] {
+                    let r = r as usize;
+                    if !out.is_empty() {
+                        add_row(data.x.row(r), out);
+                    }
+                    *oy += y[r];
+                    *os += 1.0;
                 }
-                sy[c] += y[i];
-                size[c] += 1.0;
+            };
+            let each = sy.par_iter_mut().zip(size.par_iter_mut()).enumerate();
+            if d > 0 {
+                sx.par_chunks_mut(d)
+                    .zip(each)
+                    .for_each(|(out, (c, (oy, os)))| add(c, out, oy, os));
+            } else {
+                each.for_each(|(c, (oy, os))| add(c, &mut [], oy, os));
             }
         });
         // The root solves; [ok, objective, lower bound, certified, beta].
@@ -366,9 +456,9 @@ pub fn fit_shard(
             return Err(SolveError::Dimensions("the aggregated problem failed on the root").into());
         }
         let (agg_objective, bound) = (sol[1], sol[2]);
-        let last_certified = sol[3] == 1.0;
+        at.last_certified = sol[3] == 1.0;
         let beta = sol[4..].to_vec();
-        lower = lower.max(bound);
+        at.lower = at.lower.max(bound);
 
         // One pass: side codes and |r_i|; E^t in the single-process chunks of rows.
         side_code
@@ -379,16 +469,15 @@ pub fn fit_shard(
                 (*s, *a) = side_of(y[i], design.dot(i, &beta));
             });
         let e = full_objective(comm, &abs_r, lay.first);
-        if best.as_ref().is_none_or(|(_, b)| e < *b) {
-            best = Some((beta.clone(), e));
+        if at.best.as_ref().is_none_or(|(_, b)| e < *b) {
+            at.best = Some((beta.clone(), e));
         }
-        let e_best = best.as_ref().map_or(f64::INFINITY, |b| b.1);
-        let gap = rel_gap(e_best, lower);
+        let e_best = at.best.as_ref().map_or(f64::INFINITY, |b| b.1);
+        let gap = rel_gap(e_best, at.lower);
 
-        // Per cluster the codes seen (bit c for code c); the last byte has the root's clock
-        // (TIMED_OUT) and any shard's stop request (STOP).
+        // Per cluster the codes seen (bit c for code c); the last byte is the root's clock.
         let mut seen = vec![0u8; k + 1];
-        for (&l, &code) in labels.iter().zip(&side_code) {
+        for (&l, &code) in at.labels.iter().zip(&side_code) {
             seen[l as usize] |= 1 << code;
         }
         if comm.is_root()
@@ -396,18 +485,15 @@ pub fn fit_shard(
                 .time_limit
                 .is_some_and(|l| loop_start.elapsed() >= l)
         {
-            seen[k] |= TIMED_OUT;
-        }
-        if stop_requested_stage(ctl.observer(), t as u64, k) {
-            seen[k] |= STOP;
+            seen[k] = 1;
         }
         comm.or(&mut seen);
         let violating = seen[..k].iter().filter(|&&s| s == 3).count();
         let rec = IterRecord {
-            t,
+            t: at.t,
             clusters: k,
             r: k as f64 / n.max(1) as f64,
-            lower_bound: lower,
+            lower_bound: at.lower,
             bound_t: bound,
             aggregated_objective: agg_objective,
             objective: e,
@@ -417,19 +503,19 @@ pub fn fit_shard(
             seconds: 0.0,
         };
         // The aggregated LP always gives a bound.
-        let stop = stop_rule(violating, true, gap, settings, t, || {
-            seen[k] & TIMED_OUT != 0
-        })
-        .or((seen[k] & STOP != 0).then_some((Status::Interrupted, None)));
+        let stop = stop_rule(violating, true, gap, settings, at.t, || seen[k] != 0);
         if stop.is_none() {
             // A violating cluster becomes its code-0 rows, then its code-1 rows.
             let mut base = vec![0u32; k];
             let mut next = 0u32;
-            for (b, &s) in base.iter_mut().zip(&seen[..k]) {
+            at.parent.clear();
+            for (c, (b, &s)) in base.iter_mut().zip(&seen[..k]).enumerate() {
                 *b = next;
-                next += if s == 3 { 2 } else { 1 };
+                let pieces = if s == 3 { 2 } else { 1 };
+                next += pieces;
+                at.parent.extend(std::iter::repeat_n(c, pieces as usize));
             }
-            labels.par_iter_mut().enumerate().for_each(|(i, l)| {
+            at.labels.par_iter_mut().enumerate().for_each(|(i, l)| {
                 let c = *l as usize;
                 *l = base[c]
                     + if seen[c] == 3 {
@@ -438,46 +524,47 @@ pub fn fit_shard(
                         0
                     };
             });
-            k = next as usize;
+            at.k = next as usize;
         }
+        at.prev = Some(beta);
         let rec = IterRecord {
             seconds: it_start.elapsed().as_secs_f64(),
             ..rec
         };
         ctl.part_done(&rec);
-        records.push(rec);
+        at.records.push(rec);
         comm.stage_done();
-        if let Some((status, termination)) = stop {
-            let Some((beta, best_objective)) = best else {
+        if stop.is_some() {
+            if at.best.is_none() {
                 return Err(SolveError::NonFinite {
                     what: "AID objective",
                 }
                 .into());
-            };
-            return Ok(Fit {
-                model: model_from(&beta, d, params.intercept),
-                report: AidLadShardReport {
-                    n,
-                    first_row: lay.first,
-                    n_features: d,
-                    best_objective,
-                    lower_bound: lower,
-                    status,
-                    termination,
-                    iterations: records,
-                    init_seconds,
-                    last_certified,
-                },
-                checkpoint: None,
-            });
+            }
+            return Ok((stop, at));
         }
-        t += 1;
+        at.t += 1;
     }
 }
 
-/// Bits of the last byte of the side codes' OR: the root's time limit, a stop request.
-const TIMED_OUT: u8 = 1;
-const STOP: u8 = 2;
+/// The local rows of every cluster in row order: `rows[starts[c]..starts[c + 1]]` for cluster
+/// `c < k` (empty when this shard has none of its rows).
+fn rows_by_cluster(labels: &[u32], k: usize) -> (Vec<u32>, Vec<usize>) {
+    let mut starts = vec![0usize; k + 1];
+    for &l in labels {
+        starts[l as usize + 1] += 1;
+    }
+    for c in 0..k {
+        starts[c + 1] += starts[c];
+    }
+    let mut at = starts.clone();
+    let mut rows = vec![0u32; labels.len()];
+    for (i, &l) in labels.iter().enumerate() {
+        rows[at[l as usize]] = i as u32;
+        at[l as usize] += 1;
+    }
+    (rows, starts)
+}
 
 /// The aggregated LP from the cluster sums `[sx (k x d), sy (k), size (k)]`, as the
 /// single-process fit builds it.
@@ -518,7 +605,7 @@ fn full_objective(comm: &mut dyn LadComm, abs_r: &[f64], first: usize) -> f64 {
 
 /// The initial partition (see [`super::fit`]): a cluster id per local row and the number of
 /// clusters.
-fn initial_labels(
+pub(crate) fn initial_labels(
     params: &AidLadValidParams,
     data: &Dataset,
     lay: &Layout,
