@@ -54,9 +54,11 @@ pub struct KernelShard<'a> {
 /// process's shard of a data set split by rows: every shard calls it with its own rows (`data.x`
 /// as wide as the whole data set's, in the storage a single process would choose) and the same
 /// parameters; every shard gets the same model and report. With shrinking off (`-h 0`) the
-/// model is the one [`super::fit`] gives with the pair engine ([`super::SvmSolver::Smo`], the
-/// automatic choice below about 16 n^2 bytes of cache) bit for bit; with shrinking on, the same
-/// optimum to the solver's tolerance (see [`crate::solver::smo::shard`]).
+/// model is the one [`super::fit`] gives with the pair engine ([`super::SvmSolver::Smo`], also the
+/// automatic choice while the cache holds at least n / 16 kernel columns) bit for bit; with
+/// shrinking on, the same optimum to the solver's tolerance (see [`crate::solver::smo::shard`]).
+/// The observer and the time limit are consulted on every shard and their decisions agreed, so
+/// every shard stops at the same iteration.
 ///
 /// # Errors
 /// As [`super::fit`], on every shard when any shard's input is invalid;
