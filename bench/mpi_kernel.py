@@ -150,10 +150,11 @@ def main():
         f"{mpi2['rows_per_rank']}; kernel cache misses per rank {mpi2['cache_misses_per_rank']}.",
         f"P = 1: {mpi1['train_seconds']:.3f} s, of which {mpi1['comm_seconds']:.3f} s in the (local) collectives.",
         "",
-        "Per iteration every rank takes part in two all-gathers of 13 doubles and two broadcasts of one "
-        "row (20 doubles here): the traffic does not grow with n, the latency of four collectives per "
-        "iteration does not shrink with P, and each rank's work is its n / P rows' part of the "
-        "selection, the gradient update and the kernel columns it misses.",
+        "Per iteration every rank takes part in two all-gathers of 13 doubles and at most two broadcasts "
+        "of one row (20 doubles here; a row every rank already received is not sent again): the traffic "
+        "does not grow with n, the latency of two to four collectives per iteration does not shrink "
+        "with P, and each rank's work is its n / P rows' part of the selection, the gradient update and "
+        "the kernel columns it misses.",
     ]
     smoke = None
     if a.smoke:

@@ -7,10 +7,10 @@
 //! 2. every rank reads its block and the ranks agree on the row counts, the feature count, the
 //!    storage and the labels ([`crate::train::load`], the linear path's reading);
 //! 3. the library's [`svm::fit_shard`] trains with [`Mpi`] as its collectives: per SMO iteration
-//!    two all-gathers of [`RECORD`] doubles per rank (the working-set selection) and two
-//!    broadcasts of one row (the selected pair's features), so `O(P + d)` bytes per iteration
-//!    whatever the number of rows; each rank computes and caches its slice of every kernel
-//!    column it needs (`-m` per rank);
+//!    two all-gathers of [`RECORD`] doubles per rank (the working-set selection) and at most two
+//!    broadcasts of one row (the selected pair's features; a row every rank already received is
+//!    not sent again), so `O(P + d)` bytes per iteration whatever the number of rows; each rank
+//!    computes and caches its slice of every kernel column it needs (`-m` per rank);
 //! 4. rank 0 writes the model with the library's model writer and atomic output writer.
 //!
 //! With `-h 0` the model file is `marginkit train`'s (pair engine) byte for byte at any number

@@ -19,17 +19,21 @@
 //!    one all-gather of a record per shard: the local winner's value, key, `g`, `y`, `alpha`,
 //!    `u`, `Q_ii`, squared norm and row length, and the local `M`. Every shard combines them in
 //!    shard order with the single process's tie rule (the largest key), so it picks `i`;
-//! 2. the owner of `i` broadcasts `i`'s row (`d` values, or the sparse entries); every shard
-//!    computes its slice of `Q_i` (cached per sample) with the single process's arithmetic;
+//! 2. the owner of `i` broadcasts `i`'s row (`d` values, or the sparse entries), unless every
+//!    shard already holds it (the rows received so far are kept in the same LRU order on every
+//!    shard, so all know it without a message); every shard computes its slice of `Q_i` (cached
+//!    per sample) with the single process's arithmetic;
 //! 3. the local second pass; a second all-gather picks `j` (the record also carries `Q_ij`
 //!    from `j`'s owner);
-//! 4. the owner of `j` broadcasts `j`'s row; every shard computes its slice of `Q_j`;
+//! 4. the owner of `j` broadcasts `j`'s row (unless all hold it); every shard computes its slice
+//!    of `Q_j`;
 //! 5. every shard computes the pair step from the reduced values ([`super::pair_step_of`]),
 //!    the owners update `alpha` and the bound status, and every shard updates its `G` (fused
 //!    with the next first pass) and `G_bar` over its rows.
 //!
-//! Two all-gathers of [`RECORD`] doubles and two broadcasts of one row per iteration: the bytes
-//! per iteration are `O(P + d)` (sparse: `O(P + nnz)`), independent of the number of rows.
+//! Two all-gathers of [`RECORD`] doubles and at most two broadcasts of one row per iteration:
+//! the bytes per iteration are `O(P + d)` (sparse: `O(P + nnz)`), independent of the number of
+//! rows.
 //! Each shard's work is `O(n / P)` per iteration plus the columns it misses in its cache.
 //!
 //! **Exactness.** Before any shrinking each shard's positions are its variables in key order, so
@@ -188,6 +192,59 @@ struct Net<'c> {
     recv: Vec<f64>,
     /// The rows of `i` (0) and `j` (1).
     rows: [Vec<f64>; 2],
+    /// The rows received so far (the same on every shard).
+    seen: RowCache,
+}
+
+/// Doubles of received rows every shard keeps ([`RowCache`]): 16 MB.
+const ROW_CACHE_DOUBLES: usize = 2 << 20;
+
+/// The rows of the selected variables, kept by every shard in the same LRU order. Every shard
+/// makes the same calls in the same order (the selection is the same everywhere), so every
+/// shard holds the same rows and knows without a message whether all hold a row: its broadcast
+/// is then skipped. SMO selects the same variables again and again (which is why the kernel
+/// cache works), so most rows are sent once.
+#[derive(Debug, Default)]
+struct RowCache {
+    used: usize,
+    clock: u64,
+    rows: std::collections::HashMap<usize, (u64, Vec<f64>)>,
+    /// Sample ids by last use.
+    order: std::collections::BTreeMap<u64, usize>,
+}
+
+impl RowCache {
+    /// The row of global sample `id`, marked most recently used.
+    fn get(&mut self, id: usize) -> Option<&[f64]> {
+        let entry = self.rows.get_mut(&id)?;
+        self.order.remove(&entry.0);
+        self.clock += 1;
+        entry.0 = self.clock;
+        self.order.insert(self.clock, id);
+        Some(&entry.1)
+    }
+
+    /// Keeps `row` for sample `id`, evicting the least recently used rows beyond the budget.
+    fn insert(&mut self, id: usize, row: &[f64]) {
+        if row.len() > ROW_CACHE_DOUBLES {
+            return;
+        }
+        while self.used + row.len() > ROW_CACHE_DOUBLES {
+            let Some((_, old)) = self.order.pop_first() else {
+                break;
+            };
+            if let Some((_, r)) = self.rows.remove(&old) {
+                self.used -= r.len();
+            }
+        }
+        self.clock += 1;
+        self.order.insert(self.clock, id);
+        self.used += row.len();
+        if let Some((stamp, r)) = self.rows.insert(id, (self.clock, row.to_vec())) {
+            self.order.remove(&stamp);
+            self.used -= r.len();
+        }
+    }
 }
 
 impl Net<'_> {
@@ -232,14 +289,21 @@ impl Net<'_> {
         (best.map(|(v, _, extra)| (v, extra)), low, shrunk)
     }
 
-    /// The row of `v` from its owner into `rows[which]` on every shard.
+    /// The row of `v` into `rows[which]` on every shard: from the rows every shard holds, else
+    /// broadcast by its owner.
     fn fetch_row(&mut self, which: usize, v: &Var) {
         let row = &mut self.rows[which];
+        if let Some(r) = self.seen.get(v.sample) {
+            row.clear();
+            row.extend_from_slice(r);
+            return;
+        }
         if v.rank != self.rank {
             row.clear();
             row.resize(v.wire_len, 0.0);
         }
         self.comm.broadcast(v.rank, row);
+        self.seen.insert(v.sample, row);
     }
 
     /// Loads the first `len` entries of `v`'s column into `q`'s buffer `which` (its row is in
@@ -353,6 +417,7 @@ pub fn solve(
         send: Vec::new(),
         recv: Vec::new(),
         rows: [Vec::new(), Vec::new()],
+        seen: RowCache::default(),
     };
     let local = start_state(q, prob, alpha);
     let mut st = net.agree(local)?;
