@@ -1,4 +1,11 @@
-//! `marginkit-mpi`: marginkit's MPI front end, three commands.
+//! `marginkit-mpi`: marginkit's MPI front end, four commands.
+//!
+//! `marginkit-mpi train -s 0|2|3 -t 0..3 TRAIN [MODEL]` (module [`kernel`]): LIBSVM's C-SVC,
+//! one-class and epsilon-SVR on rows split across the ranks, each rank reading only its block of
+//! TRAIN, by the library's row-partitioned SMO: per iteration two all-gathers of a small record
+//! per rank select the working pair and at most two broadcasts send its rows; each rank computes
+//! its slice of the kernel columns. With `-h 0` the model file is the single-process one byte
+//! for byte.
 //!
 //! `marginkit-mpi train --linear -s 2|11 TRAIN [MODEL]` (module [`train`]): LIBLINEAR's primal
 //! L2-loss SVC / SVR on rows split across the ranks, each rank reading only its block of TRAIN;
@@ -34,6 +41,7 @@
 //! cannot be reproduced bit for bit, and the seeded activation schedule models the paper's
 //! asynchrony instead.
 
+mod kernel;
 mod lad;
 mod stop;
 mod train;

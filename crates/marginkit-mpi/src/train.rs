@@ -1,5 +1,7 @@
 //! `marginkit-mpi train --linear -s 2|11 TRAIN [MODEL]`: the primal L2-loss SVC / SVR of
 //! LIBLINEAR trained on rows split across the ranks, giving the single-process model bit for bit.
+//! Also the command line of `train` and the reading both paths share (steps 1-3 below: [`load`],
+//! [`dataset`]); the kernel SVMs are in [`crate::kernel`].
 //!
 //! Steps (every one collective, so a failure on any rank is learnt by all at the next step):
 //! 1. rank 0 checks that MODEL can be written ([`check_output`]);
@@ -44,54 +46,78 @@ use mpi::Count;
     name = "marginkit-mpi train",
     version,
     disable_help_flag = true,
-    override_usage = "mpirun -np P marginkit-mpi train --linear -s 2|11 [OPTIONS] TRAIN [MODEL]"
+    override_usage = "mpirun -np P marginkit-mpi train [-s 0|2|3 -t 0..3 OPTIONS | --linear -s 2|11 OPTIONS] TRAIN [MODEL]"
 )]
 pub struct TrainCli {
-    /// Linear model (required: only the primal linear solvers run over MPI).
+    /// Linear model: LIBLINEAR's primal solvers (`-s 2`, `-s 11`); without it, LIBSVM's kernel
+    /// SVMs (`-s 0`, `-s 2`, `-s 3`).
     #[arg(long)]
-    linear: bool,
-    /// 2 L2-loss primal SVC, 11 L2-loss primal SVR (LIBLINEAR's numbering).
-    #[arg(short = 's', default_value_t = 2)]
-    solver: u32,
+    pub(crate) linear: bool,
+    /// Without --linear (LIBSVM's numbering): 0 C-SVC (default), 2 one-class, 3 epsilon-SVR.
+    /// With --linear (LIBLINEAR's): 2 L2-loss primal SVC (default), 11 L2-loss primal SVR.
+    #[arg(short = 's')]
+    pub(crate) solver: Option<u32>,
+    /// Kernel type (without --linear): 0 linear, 1 polynomial, 2 RBF (default), 3 sigmoid.
+    #[arg(short = 't', default_value_t = 2)]
+    pub(crate) kernel_type: u8,
+    /// Degree of the polynomial kernel.
+    #[arg(short = 'd', default_value_t = 3)]
+    pub(crate) degree: u32,
+    /// gamma of the kernel (default, or 0: 1/num_features of the whole data set).
+    #[arg(short = 'g', allow_negative_numbers = true)]
+    pub(crate) gamma: Option<f64>,
+    /// coef0 of the polynomial and sigmoid kernels.
+    #[arg(short = 'r', default_value_t = 0.0, allow_negative_numbers = true)]
+    pub(crate) coef0: f64,
     /// C (default 1).
     #[arg(short = 'c', allow_negative_numbers = true)]
-    cost: Option<f64>,
+    pub(crate) cost: Option<f64>,
+    /// nu of the one-class SVM (default 0.5).
+    #[arg(short = 'n', allow_negative_numbers = true)]
+    pub(crate) nu: Option<f64>,
     /// epsilon of the SVR's insensitive loss (default 0.1).
     #[arg(short = 'p', allow_negative_numbers = true)]
-    epsilon: Option<f64>,
-    /// Stopping tolerance (LIBLINEAR's: -s 2 0.01, -s 11 0.0001).
+    pub(crate) epsilon: Option<f64>,
+    /// Kernel cache per rank in MB (default 200): P ranks hold P times the cache of one.
+    #[arg(short = 'm', default_value_t = 200.0, allow_negative_numbers = true)]
+    pub(crate) cache_mb: f64,
+    /// Shrinking (kernel SVMs): 1 on (default), 0 off.
+    #[arg(short = 'h', default_value_t = 1)]
+    pub(crate) shrinking: u8,
+    /// Stopping tolerance (LIBSVM's 0.001; LIBLINEAR's: -s 2 0.01, -s 11 0.0001).
     #[arg(short = 'e', allow_negative_numbers = true)]
-    eps: Option<f64>,
-    /// Bias: B > 0 appends a constant feature B; -1 none.
+    pub(crate) eps: Option<f64>,
+    /// Bias (--linear): B > 0 appends a constant feature B; -1 none.
     #[arg(short = 'B', default_value_t = -1.0, allow_negative_numbers = true)]
-    bias: f64,
+    pub(crate) bias: f64,
     /// Multiply C of class LABEL by WEIGHT; repeatable (`-wLABEL WEIGHT` is accepted too).
     #[arg(
         long = "class-weight",
         value_name = "LABEL:WEIGHT",
         allow_hyphen_values = true
     )]
-    class_weights: Vec<String>,
-    /// Newton iteration limit (default 1000).
+    pub(crate) class_weights: Vec<String>,
+    /// Iteration limit (Newton iterations, default 1000; kernel SVMs: SMO iterations, default
+    /// max(1e7, 100 n)).
     #[arg(long)]
-    max_iter: Option<u64>,
+    pub(crate) max_iter: Option<u64>,
     /// Worker threads per rank (default 1); the model does not depend on it.
     #[arg(long)]
-    threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// One JSON object on stdout (rank 0).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Quiet: no progress or summary lines.
     #[arg(short = 'q')]
-    quiet: bool,
+    pub(crate) quiet: bool,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     help: Option<bool>,
     /// Training data: a LIBSVM file, or a directory whose regular files, sorted by name, are
     /// the data in that order.
-    train_file: PathBuf,
-    /// Model file (default: TRAIN's file name + `.model`, as LIBLINEAR).
-    model_file: Option<PathBuf>,
+    pub(crate) train_file: PathBuf,
+    /// Model file (default: TRAIN's file name + `.model`, as LIBSVM and LIBLINEAR).
+    pub(crate) model_file: Option<PathBuf>,
 }
 
 /// Rewrites LIBLINEAR's `-wLABEL WEIGHT` into `--class-weight LABEL:WEIGHT`.
@@ -549,18 +575,12 @@ fn exchange(
 }
 
 fn params(a: &TrainCli) -> Result<(linear::LinearValidParams, LinearSolver), String> {
-    if !a.linear {
-        return Err(
-            "marginkit-mpi train runs the linear primal solvers only: give --linear -s 2 or -s 11"
-                .into(),
-        );
-    }
-    let solver = match LinearSolver::from_id(a.solver) {
+    let id = a.solver.unwrap_or(2);
+    let solver = match LinearSolver::from_id(id) {
         Some(s) if s.is_primal() => s,
         _ => {
             return Err(format!(
-            "-s {}: over MPI the solvers are 2 (L2-loss primal SVC) and 11 (L2-loss primal SVR)",
-            a.solver
+            "--linear -s {id}: over MPI the solvers are 2 (L2-loss primal SVC) and 11 (L2-loss primal SVR)"
         ))
         }
     };
@@ -577,16 +597,7 @@ fn params(a: &TrainCli) -> Result<(linear::LinearValidParams, LinearSolver), Str
     if a.bias >= 0.0 || a.bias.is_nan() {
         p = p.bias(a.bias);
     }
-    for s in &a.class_weights {
-        let (l, w) = s
-            .rsplit_once(':')
-            .ok_or_else(|| format!("class weight '{s}': expected LABEL:WEIGHT"))?;
-        let l: f64 = l
-            .parse()
-            .map_err(|_| format!("class weight '{s}': bad label '{l}'"))?;
-        let w: f64 = w
-            .parse()
-            .map_err(|_| format!("class weight '{s}': bad weight '{w}'"))?;
+    for (l, w) in class_weights(a)? {
         p = p.class_weight(l, w);
     }
     if let Some(m) = a.max_iter {
@@ -595,7 +606,26 @@ fn params(a: &TrainCli) -> Result<(linear::LinearValidParams, LinearSolver), Str
     Ok((p.check().map_err(|e| e.to_string())?, solver))
 }
 
-fn model_path(a: &TrainCli) -> PathBuf {
+/// The `--class-weight LABEL:WEIGHT` flags.
+pub(crate) fn class_weights(a: &TrainCli) -> Result<Vec<(f64, f64)>, String> {
+    a.class_weights
+        .iter()
+        .map(|s| {
+            let (l, w) = s
+                .rsplit_once(':')
+                .ok_or_else(|| format!("class weight '{s}': expected LABEL:WEIGHT"))?;
+            let l: f64 = l
+                .parse()
+                .map_err(|_| format!("class weight '{s}': bad label '{l}'"))?;
+            let w: f64 = w
+                .parse()
+                .map_err(|_| format!("class weight '{s}': bad weight '{w}'"))?;
+            Ok((l, w))
+        })
+        .collect()
+}
+
+pub(crate) fn model_path(a: &TrainCli) -> PathBuf {
     a.model_file.clone().unwrap_or_else(|| {
         let name = a
             .train_file
@@ -608,9 +638,15 @@ fn model_path(a: &TrainCli) -> PathBuf {
 
 /// Runs `train` on every rank; the error, when any, is the same on every rank.
 pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
-    let t_start = Instant::now();
-    let (rank, size) = (world.rank() as usize, world.size() as usize);
-    let (params, solver) = agree(world, params(&a))?;
+    if a.linear {
+        run_linear(a, world)
+    } else {
+        crate::kernel::run(a, world)
+    }
+}
+
+/// The worker pool of every rank (`--threads`) and the check that rank 0 can write MODEL.
+pub(crate) fn setup(world: &SimpleCommunicator, a: &TrainCli) -> Res<(PathBuf, usize)> {
     let threads = a.threads.unwrap_or(1);
     agree(
         world,
@@ -623,29 +659,43 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
                 .map_err(|e| format!("cannot start {threads} threads: {e}"))
         },
     )?;
-    let path = model_path(&a);
+    let path = model_path(a);
     agree(
         world,
-        if rank == 0 {
+        if world.rank() == 0 {
             check_output(&path).map_err(|e| format!("{}: {e}", path.display()))
         } else {
             Ok(())
         },
     )?;
-    let say = |text: &str| {
-        if rank == 0 && !a.quiet && !a.json {
-            println!("{text}");
-        }
-    };
+    Ok((path, threads))
+}
 
-    // Read and parse this rank's block.
-    let block = read_block(world, &a.train_file)?;
+/// This rank's rows of TRAIN and what the ranks agreed about all of them.
+pub(crate) struct Loaded {
+    pub rows: Rows,
+    /// Rows per rank.
+    pub counts: Vec<u64>,
+    /// Rows of all ranks.
+    pub n: usize,
+    /// Features: the largest width of all blocks.
+    pub width: usize,
+    /// The storage one process would choose for the whole data set.
+    pub dense: bool,
+    /// The labels of all blocks in order of first appearance.
+    pub labels: Vec<f64>,
+}
+
+/// Reads and parses this rank's block of TRAIN and all-gathers the row counts, widths, stored
+/// entries and labels (steps 2 and 3 of the module's list).
+pub(crate) fn load(world: &SimpleCommunicator, train: &Path) -> Res<Loaded> {
+    let block = read_block(world, train)?;
     let rows = agree(world, parse_block(&block))?;
     drop(block);
     let counts = gather_u64(world, rows.y.len() as u64);
     let n: usize = counts.iter().sum::<u64>() as usize;
     if n == 0 {
-        return Err(Failure(format!("{}: no data", a.train_file.display())));
+        return Err(Failure(format!("{}: no data", train.display())));
     }
     let width = gather_u64(world, rows.width as u64)
         .into_iter()
@@ -663,6 +713,59 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
     );
     let local_labels = first_appearances(rows.y.iter().copied());
     let labels = first_appearances(gather_var(world, &local_labels));
+    Ok(Loaded {
+        rows,
+        counts,
+        n,
+        width,
+        dense,
+        labels,
+    })
+}
+
+/// `rows` as a data set `width` wide in the agreed storage; also its stored entries.
+pub(crate) fn dataset(
+    world: &SimpleCommunicator,
+    rows: Rows,
+    width: usize,
+    dense: bool,
+) -> Res<(Dataset, usize)> {
+    let csr =
+        CsrMatrix::new(width, rows.indptr, rows.indices, rows.values).map_err(|e| e.to_string());
+    let csr = agree(world, csr)?;
+    let nnz = csr.nnz();
+    let x = if dense {
+        Features::Sparse(csr).densify_if(0.0, usize::MAX)
+    } else {
+        Features::Sparse(csr)
+    };
+    let data = agree(
+        world,
+        Dataset::new(x, rows.y, None).map_err(|e| e.to_string()),
+    )?;
+    Ok((data, nnz))
+}
+
+fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
+    let t_start = Instant::now();
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    let (params, solver) = agree(world, params(&a))?;
+    let (path, threads) = setup(world, &a)?;
+    let say = |text: &str| {
+        if rank == 0 && !a.quiet && !a.json {
+            println!("{text}");
+        }
+    };
+
+    // Read and parse this rank's block.
+    let Loaded {
+        rows,
+        counts,
+        n,
+        width,
+        dense,
+        labels,
+    } = load(world, &a.train_file)?;
     let read_secs = t_start.elapsed().as_secs_f64();
 
     // The global chunk cut from every row's work; chunk k goes to the rank holding its first row.
@@ -717,19 +820,8 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
         .map(|c| c.start - start..c.end - start)
         .collect();
     let local_n = rows.y.len();
-    let csr = CsrMatrix::new(width, rows.indptr, rows.indices, rows.values)
-        .map_err(|e| Failure(e.to_string()))?;
-    let nnz_local = csr.nnz();
-    let x = if dense {
-        Features::Sparse(csr).densify_if(0.0, usize::MAX)
-    } else {
-        Features::Sparse(csr)
-    };
-    debug_assert_eq!(row_work(&x).len(), local_n);
-    let data = agree(
-        world,
-        Dataset::new(x, rows.y, None).map_err(|e| e.to_string()),
-    )?;
+    let (data, nnz_local) = dataset(world, rows, width, dense)?;
+    debug_assert_eq!(row_work(&data.x).len(), local_n);
     let setup_secs = t_start.elapsed().as_secs_f64();
 
     // Train.

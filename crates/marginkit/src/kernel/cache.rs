@@ -327,6 +327,17 @@ impl<T: CacheFloat> ColumnCache<T> {
         self.slot_of.swap(i, j);
         self.col_of[si as usize] = j as u32;
         self.col_of[sj as usize] = i as u32;
+        self.swap_rows(i, j);
+    }
+
+    /// Follows a swap of rows `i` and `j` inside every cached column, the columns keeping their
+    /// identities (a cache whose columns are named by something else than a row position, such
+    /// as the global samples of a problem split across processes).
+    pub fn swap_rows(&mut self, i: usize, j: usize) {
+        if i == j {
+            return;
+        }
+        let (i, j) = if i < j { (i, j) } else { (j, i) };
         // Row entries inside the cached columns: deferred (in bounded batches).
         if self.pending.len() == MAX_PENDING {
             self.flush();

@@ -985,6 +985,120 @@ impl<'a> KernelRows<'a> {
         }
     }
 
+    /// Entries `start..start + out.len()` of the kernel column (no signs) of a row held by
+    /// another process ([`WireRow`]) over these rows, with the arithmetic of
+    /// [`KernelRows::fill`]: dense panels take the sequential sum over the features
+    /// ([`DenseDots::tile1`], the bits of [`Dots::block`]), sparse rows the merge of
+    /// [`ops::sparse_dot`] with the sent row first (the bits of [`SparseDots`] and
+    /// [`SparseGather`]). A row stored the other way is converted first.
+    fn fill_wire(&self, row: WireRow<'_>, out: &mut [f32], start: usize) {
+        match self.spec {
+            KernelSpec::Linear | KernelSpec::Precomputed => {
+                self.wire_with(&Identity, row, out, start)
+            }
+            KernelSpec::Poly {
+                gamma,
+                coef0,
+                degree,
+            } => self.wire_with(
+                &PolyOuter {
+                    gamma,
+                    coef0,
+                    degree,
+                },
+                row,
+                out,
+                start,
+            ),
+            KernelSpec::Rbf { gamma } => self.wire_with(&RbfOuter { gamma }, row, out, start),
+            KernelSpec::Sigmoid { gamma, coef0 } => {
+                self.wire_with(&SigmoidOuter { gamma, coef0 }, row, out, start)
+            }
+        }
+    }
+
+    fn wire_with<O: Outer>(&self, outer: &O, row: WireRow<'_>, out: &mut [f32], start: usize) {
+        // The sent row in the local storage's form.
+        let (mut dense, mut idx, mut val) = (Vec::new(), Vec::new(), Vec::new());
+        match &self.rows {
+            Rows::Dense { d, .. } => {
+                dense = vec![0.0; *d];
+                if row.dense {
+                    let m = row.data.len().min(*d);
+                    dense[..m].copy_from_slice(&row.data[..m]);
+                } else {
+                    let nnz = row.data.len() / 2;
+                    for (&c, &v) in row.data[..nnz].iter().zip(&row.data[nnz..2 * nnz]) {
+                        if let Some(slot) = dense.get_mut(c as usize) {
+                            *slot = v;
+                        }
+                    }
+                }
+            }
+            _ => {
+                if row.dense {
+                    for (c, &v) in row.data.iter().enumerate() {
+                        if v != 0.0 {
+                            idx.push(c as u32);
+                            val.push(v);
+                        }
+                    }
+                } else {
+                    let nnz = row.data.len() / 2;
+                    idx = row.data[..nnz].iter().map(|&c| c as u32).collect();
+                    val = row.data[nnz..2 * nnz].to_vec();
+                }
+            }
+        }
+        let norms = &self.norms;
+        let run = |lo0: usize, chunk: &mut [f32]| {
+            let mut buf = [0.0f64; BLOCK];
+            for (b, part) in chunk.chunks_mut(BLOCK).enumerate() {
+                let lo = lo0 + b * BLOCK;
+                let hi = lo + part.len();
+                let buf = &mut buf[..part.len()];
+                match &self.rows {
+                    Rows::Dense { panels, d } => {
+                        let dd = DenseDots { panels, d: *d };
+                        for p in lo / PANEL..hi.div_ceil(PANEL) {
+                            let mut acc = [0.0f64; PANEL];
+                            dd.tile1(&dense, p, &mut acc);
+                            store_panel(buf, lo, hi, p, &acc);
+                        }
+                    }
+                    Rows::Sparse { x, perm, .. } => {
+                        for (o, &r) in buf.iter_mut().zip(&perm[lo..hi]) {
+                            let (ib, vb) = x.row(r as usize);
+                            *o = ops::sparse_dot(&idx, &val, ib, vb);
+                        }
+                    }
+                    // Refused by `ShardQ::new`.
+                    Rows::Pre { .. } => buf.fill(0.0),
+                }
+                outer.apply(buf, row.norm, &norms[lo..hi]);
+                for (o, &v) in part.iter_mut().zip(buf.iter()) {
+                    *o = v as f32;
+                }
+            }
+        };
+        let cost = match &self.rows {
+            Rows::Dense { d, .. } => *d,
+            Rows::Sparse { x, .. } => 4 * x.nnz() / x.n_rows().max(1) + 4,
+            Rows::Pre { .. } => 2,
+        };
+        let threads = rayon::current_num_threads();
+        let work = out.len().saturating_mul(cost + O::COST);
+        if threads > 1 && work >= PAR_WORK {
+            let tasks = (work / PAR_TASK_WORK).clamp(2, 8 * threads);
+            let len = out.len().div_ceil(tasks).next_multiple_of(PANEL);
+            out.par_chunks_mut(len)
+                .enumerate()
+                .for_each(|(t, c)| run(start + t * len, c));
+        } else {
+            run(start, out);
+        }
+    }
+
     /// `K(i, i)` in f64, through the same code path as the columns.
     fn self_value(&self, i: usize) -> f64 {
         let mut v = [match &self.rows {
@@ -1410,6 +1524,272 @@ impl QMatrix for SvrQ<'_> {
     }
     fn cache_stats(&self) -> CacheStats {
         self.0.cache_stats()
+    }
+}
+
+/// A row sent between processes: the features of one sample, as
+/// [`ShardQ::wire_row`] writes it (dense: the `d` values; sparse: the indices, as exact `f64`,
+/// then the values), with its squared norm as the owner computes it.
+#[derive(Debug, Clone, Copy)]
+pub struct WireRow<'a> {
+    /// Dense (the values) or sparse (indices then values, `2 nnz` entries).
+    pub dense: bool,
+    /// The encoded row.
+    pub data: &'a [f64],
+    /// Squared norm through the same summation as the kernel's inner products.
+    pub norm: f64,
+}
+
+/// The slice of `Q` over this process's samples of a problem whose samples are split across
+/// processes (row-partitioned SMO, [`crate::solver::smo::shard`]): the columns of *every*
+/// variable of the whole problem restricted to the local variables, `Q_ab = s_a s_b K(x_a, x_b)`.
+///
+/// Each local variable has a local sample and a sign (C-SVC: the label; one-class: +1; SVR: two
+/// variables per sample, +1 and -1). The kernel columns are cached per *global* sample id (so `-m`
+/// is per process, and P processes hold P times the cache of one) and expanded into two f32
+/// buffers with the signs of the local variables in the solver's current order. With one variable
+/// per sample (C-SVC, one-class) the rows and the cached columns follow the solver's swaps, as in
+/// [`SvcQ`], and a column is computed only as far as it is asked for (the active set); with two
+/// (SVR) the columns are whole and in the samples' order, as in [`Doubled`].
+///
+/// A column of a variable held elsewhere is computed from its row ([`WireRow`]) with the same
+/// arithmetic as a column fill of the single-process matrices (dense panels: the sequential sum
+/// over the features; sparse rows: the merge of the two index lists), so `K(x_i, x_k)` has the
+/// same bits whichever process computes it, and the same bits as [`SvcQ`], [`OneClassQ`] and
+/// [`SvrQ`].
+///
+/// As a [`QMatrix`] it serves the columns of the local variables (local row, local cache).
+#[derive(Debug)]
+pub struct ShardQ<'a> {
+    /// Per variable (current order) with one variable per sample, else per local sample.
+    rows: KernelRows<'a>,
+    per_var: bool,
+    /// Global id of local sample 0 (local samples are global ids `first..first + samples`).
+    first: usize,
+    samples: usize,
+    cache: ColumnCache,
+    /// Local sample of each local variable, in the solver's current order.
+    sample: Vec<u32>,
+    /// With one variable per sample: the current position of each local sample's variable
+    /// (`u32::MAX`: none).
+    pos: Vec<u32>,
+    sign: Vec<i8>,
+    diag: Vec<f64>,
+    buf: [Vec<f32>; 2],
+    /// Entries of each buffer that are current.
+    len: [usize; 2],
+}
+
+impl<'a> ShardQ<'a> {
+    /// The local slice of `Q` for the samples of `x` (global ids `first..first + x.n_rows()` of
+    /// `n_global` samples), with local variable `k` on sample `sample[k]` with sign `sign[k]`,
+    /// and a cache of `cache_bytes` (which also pays for the rows' copy and the buffers).
+    ///
+    /// # Errors
+    /// [`DataError::Shape`] for inconsistent lengths or a sample out of range;
+    /// [`DataError::Precomputed`] for a precomputed kernel (its serial numbers name columns of
+    /// the whole data set).
+    pub fn new(
+        x: &'a Features,
+        kernel: KernelSpec,
+        first: usize,
+        n_global: usize,
+        sample: Vec<u32>,
+        sign: Vec<i8>,
+        cache_bytes: usize,
+    ) -> Result<Self, DataError> {
+        if kernel == KernelSpec::Precomputed {
+            return Err(DataError::Precomputed {
+                row: 0,
+                reason: "a precomputed kernel cannot be split across processes",
+            });
+        }
+        check_len("variable signs", sample.len(), sign.len())?;
+        let l = x.n_rows();
+        if let Some(&bad) = sample.iter().find(|&&s| s as usize >= l) {
+            return Err(DataError::Shape {
+                what: "local samples",
+                expected: l,
+                found: bad as usize,
+            });
+        }
+        if first.saturating_add(l) > n_global {
+            return Err(DataError::Shape {
+                what: "global samples",
+                expected: n_global,
+                found: first.saturating_add(l),
+            });
+        }
+        let nv = sample.len();
+        let mut pos = vec![u32::MAX; l];
+        let mut per_var = true;
+        for (k, &s) in sample.iter().enumerate() {
+            if pos[s as usize] != u32::MAX {
+                per_var = false;
+            }
+            pos[s as usize] = k as u32;
+        }
+        let (rows, diag, col_len) = if per_var {
+            let sel: Vec<usize> = sample.iter().map(|&s| s as usize).collect();
+            let rows = KernelRows::new(x, Some(&sel), kernel)?;
+            let diag = (0..nv).map(|k| rows.self_value(k)).collect();
+            (rows, diag, nv)
+        } else {
+            pos = Vec::new();
+            let rows = KernelRows::new(x, None, kernel)?;
+            let kd: Vec<f64> = (0..l).map(|i| rows.self_value(i)).collect();
+            let diag = sample.iter().map(|&s| kd[s as usize]).collect();
+            (rows, diag, l)
+        };
+        let budget = (cache_bytes as u64).saturating_sub(
+            rows.heap_bytes() + 12 * nv as u64 + ColumnCache::<f32>::overhead_bytes(n_global),
+        );
+        Ok(Self {
+            rows,
+            per_var,
+            first,
+            samples: l,
+            cache: ColumnCache::with_len(n_global, col_len, budget),
+            sample,
+            pos,
+            sign,
+            diag,
+            buf: [vec![0.0; nv], vec![0.0; nv]],
+            len: [0, 0],
+        })
+    }
+
+    /// Number of local samples.
+    pub fn samples(&self) -> usize {
+        self.samples
+    }
+
+    /// Global sample id of local variable `k` (current order).
+    pub fn global_sample(&self, k: usize) -> usize {
+        self.first + self.sample[k] as usize
+    }
+
+    /// Appends the row of local variable `k`'s sample to `out` (see [`WireRow`]); returns
+    /// whether it is dense and its squared norm.
+    pub fn wire_row(&self, k: usize, out: &mut Vec<f64>) -> (bool, f64) {
+        let s = if self.per_var {
+            k
+        } else {
+            self.sample[k] as usize
+        };
+        let norm = self.rows.norms[s];
+        match &self.rows.rows {
+            Rows::Dense { panels, d } => {
+                let dd = DenseDots { panels, d: *d };
+                out.extend((0..*d).map(|c| dd.at(s, c)));
+                (true, norm)
+            }
+            Rows::Sparse { x, perm, .. } => {
+                let (idx, val) = x.row(perm[s] as usize);
+                out.extend(idx.iter().map(|&c| f64::from(c)));
+                out.extend_from_slice(val);
+                (false, norm)
+            }
+            // Refused by `new`.
+            Rows::Pre { .. } => (false, norm),
+        }
+    }
+
+    /// Loads into buffer `which` (0 or 1) the first `len` entries (current order) of the column
+    /// of the variable on global sample `id` with sign `si`, computing the kernel entries that
+    /// are not cached from `row` (or from the local row when the sample is local).
+    /// [`ShardQ::loaded`] and [`ShardQ::buffer`] then read the buffers.
+    pub fn load(&mut self, which: usize, id: usize, si: i8, row: WireRow<'_>, len: usize) {
+        let len = len.min(self.sample.len());
+        let local = id.checked_sub(self.first).filter(|&s| s < self.samples);
+        let want = if self.per_var { len } else { self.samples };
+        let (col, valid) = self.cache.request(id, want, None);
+        if valid < want {
+            // The local row, in the rows' own order.
+            let at = match local {
+                Some(s) if self.per_var => Some(self.pos[s])
+                    .filter(|&p| p != u32::MAX)
+                    .map(|p| p as usize),
+                other => other,
+            };
+            match at {
+                Some(r) => self.rows.fill(r, &mut col[valid..], valid, None),
+                None => self.rows.fill_wire(row, &mut col[valid..], valid),
+            }
+        }
+        let col = self.cache.get(id, want);
+        let buf = &mut self.buf[which][..len];
+        let (sign, sample) = (&self.sign[..len], &self.sample[..len]);
+        if self.per_var {
+            for ((o, &sj), &v) in buf.iter_mut().zip(sign).zip(col) {
+                *o = if sj == si { v } else { -v };
+            }
+        } else {
+            for ((o, &sj), &s) in buf.iter_mut().zip(sign).zip(sample) {
+                let v = col[s as usize];
+                *o = if sj == si { v } else { -v };
+            }
+        }
+        self.len[which] = len;
+    }
+
+    /// The first `len` entries of the two loaded columns (at most what was loaded).
+    pub fn loaded(&self, len: usize) -> (&[f32], &[f32]) {
+        (self.buffer(0, len), self.buffer(1, len))
+    }
+
+    /// The first `len` entries of loaded column `which` (at most what was loaded).
+    pub fn buffer(&self, which: usize, len: usize) -> &[f32] {
+        &self.buf[which][..len.min(self.len[which])]
+    }
+
+    /// Loads the column of local variable `k` into buffer `which`.
+    fn load_local(&mut self, which: usize, k: usize, len: usize) {
+        let id = self.global_sample(k);
+        let si = self.sign[k];
+        let empty = WireRow {
+            dense: true,
+            data: &[],
+            norm: 0.0,
+        };
+        self.load(which, id, si, empty, len);
+    }
+}
+
+impl QMatrix for ShardQ<'_> {
+    fn n(&self) -> usize {
+        self.diag.len()
+    }
+    fn diag(&self) -> &[f64] {
+        &self.diag
+    }
+    fn column(&mut self, i: usize, len: usize) -> &[f32] {
+        self.load_local(0, i, len);
+        self.buffer(0, len)
+    }
+    fn pair(&mut self, i: usize, j: usize, len: usize) -> (&[f32], &[f32]) {
+        self.load_local(0, i, len);
+        self.load_local(1, j, len);
+        self.loaded(len)
+    }
+    fn swap_index(&mut self, i: usize, j: usize) {
+        if i == j {
+            return;
+        }
+        if self.per_var {
+            self.rows.swap(i, j);
+            self.cache.swap_rows(i, j);
+            let (si, sj) = (self.sample[i] as usize, self.sample[j] as usize);
+            self.pos.swap(si, sj);
+        }
+        self.sample.swap(i, j);
+        self.sign.swap(i, j);
+        self.diag.swap(i, j);
+        // The buffers' entries no longer follow the order.
+        self.len = [0, 0];
+    }
+    fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
     }
 }
 

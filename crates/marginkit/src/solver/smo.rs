@@ -539,42 +539,49 @@ impl State {
     /// LIBSVM's rho over the active variables: mean of `y_i g_i` over free variables, else the
     /// midpoint of the interval the bounded variables allow.
     pub fn rho(&self) -> f64 {
-        let (mut ub, mut lb) = (f64::INFINITY, f64::NEG_INFINITY);
-        let (mut sum, mut nf) = (0.0, 0usize);
-        for i in 0..self.active {
-            let yg = self.yf(i) * self.g[i];
-            match self.status[i] {
-                Bound::Free => {
-                    sum += yg;
-                    nf += 1;
+        let act = self.active;
+        rho_of(&self.y[..act], &self.g[..act], &self.status[..act])
+    }
+}
+
+/// LIBSVM's rho over the variables given (signs, gradient, bound status): the mean of `y_i g_i`
+/// over the free ones in their order, else the midpoint of the interval the bounded ones allow.
+pub(crate) fn rho_of(y: &[i8], g: &[f64], status: &[Bound]) -> f64 {
+    let (mut ub, mut lb) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut sum, mut nf) = (0.0, 0usize);
+    for ((&yi, &gi), &si) in y.iter().zip(g).zip(status) {
+        let yg = f64::from(yi) * gi;
+        match si {
+            Bound::Free => {
+                sum += yg;
+                nf += 1;
+            }
+            Bound::Upper => {
+                if yi < 0 {
+                    ub = ub.min(yg)
+                } else {
+                    lb = lb.max(yg)
                 }
-                Bound::Upper => {
-                    if self.y[i] < 0 {
-                        ub = ub.min(yg)
-                    } else {
-                        lb = lb.max(yg)
-                    }
-                }
-                Bound::Lower => {
-                    if self.y[i] > 0 {
-                        ub = ub.min(yg)
-                    } else {
-                        lb = lb.max(yg)
-                    }
+            }
+            Bound::Lower => {
+                if yi > 0 {
+                    ub = ub.min(yg)
+                } else {
+                    lb = lb.max(yg)
                 }
             }
         }
-        if nf > 0 {
-            sum / nf as f64
-        } else if ub.is_finite() && lb.is_finite() {
-            0.5 * (ub + lb)
-        } else if ub.is_finite() {
-            ub
-        } else if lb.is_finite() {
-            lb
-        } else {
-            0.0
-        }
+    }
+    if nf > 0 {
+        sum / nf as f64
+    } else if ub.is_finite() && lb.is_finite() {
+        0.5 * (ub + lb)
+    } else if ub.is_finite() {
+        ub
+    } else if lb.is_finite() {
+        lb
+    } else {
+        0.0
     }
 }
 
@@ -582,12 +589,38 @@ impl State {
 /// Newton step. `qij` is `Q_ij`. Returns the new values.
 #[inline]
 pub(crate) fn pair_step(st: &State, i: usize, j: usize, qij: f64) -> (f64, f64) {
-    let (ai, aj) = (st.alpha[i], st.alpha[j]);
-    let (ui, uj) = (st.upper[i], st.upper[j]);
-    let (gi, gj) = (st.g[i], st.g[j]);
-    if st.y[i] != st.y[j] {
+    pair_step_of(
+        PairVars {
+            a: [st.alpha[i], st.alpha[j]],
+            u: [st.upper[i], st.upper[j]],
+            g: [st.g[i], st.g[j]],
+            y: [st.y[i], st.y[j]],
+            qd: [st.qd[i], st.qd[j]],
+        },
+        qij,
+    )
+}
+
+/// The values of the two variables of a pair step: alpha, upper bound, gradient, sign and
+/// `Q_tt` of `i` (index 0) and `j` (index 1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PairVars {
+    pub a: [f64; 2],
+    pub u: [f64; 2],
+    pub g: [f64; 2],
+    pub y: [i8; 2],
+    pub qd: [f64; 2],
+}
+
+/// [`pair_step`] on the values of the pair (the same arithmetic wherever they are held).
+#[inline]
+pub(crate) fn pair_step_of(v: PairVars, qij: f64) -> (f64, f64) {
+    let [ai, aj] = v.a;
+    let [ui, uj] = v.u;
+    let [gi, gj] = v.g;
+    if v.y[0] != v.y[1] {
         // y_i a_i + y_j a_j constant with y_j = -y_i: both move by the same t.
-        let mut quad = st.qd[i] + st.qd[j] + 2.0 * qij;
+        let mut quad = v.qd[0] + v.qd[1] + 2.0 * qij;
         if quad <= 0.0 {
             quad = TAU;
         }
@@ -611,7 +644,7 @@ pub(crate) fn pair_step(st: &State, i: usize, j: usize, qij: f64) -> (f64, f64) 
         }
     } else {
         // Same sign: a_i decreases by t while a_j increases by t.
-        let mut quad = st.qd[i] + st.qd[j] - 2.0 * qij;
+        let mut quad = v.qd[0] + v.qd[1] - 2.0 * qij;
         if quad <= 0.0 {
             quad = TAU;
         }
@@ -901,7 +934,6 @@ fn select_pair<Q: QMatrix + ?Sized>(
     tol: f64,
     viol: &mut f64,
 ) -> Option<(usize, usize, f64)> {
-    use rayon::prelude::*;
     let act = st.active;
     let first = match st.pre.take() {
         Some(s) => s,
@@ -924,10 +956,23 @@ fn select_pair<Q: QMatrix + ?Sized>(
         yi: st.yf(i),
         qdi: st.qd[i],
     };
+    let best = second_pass(st, col, p);
+    if best.v == f64::INFINITY {
+        return None;
+    }
+    let j = best.at;
+    Some((i, j, f64::from(col[j])))
+}
+
+/// The second WSS3 pass over the active set with column `col` of `i` (`col.len()` is the
+/// active size), split across the pool when the set is long (exact combination).
+fn second_pass(st: &mut State, col: &[f32], p: SecondPass) -> ArgMin {
+    use rayon::prelude::*;
+    let act = st.active;
     let sc = &mut st.scratch[..act];
     let (y, g, low, qd) = (&st.y[..act], &st.g[..act], &st.flags[..act], &st.qd[..act]);
     let threads = rayon::current_num_threads();
-    let best = if threads > 1 && act >= PAR_SCAN {
+    if threads > 1 && act >= PAR_SCAN {
         let len = par_len(act, threads);
         sc.par_chunks_mut(len)
             .enumerate()
@@ -947,12 +992,7 @@ fn select_pair<Q: QMatrix + ?Sized>(
             .reduce(|| ArgMin::NONE, ArgMin::combine)
     } else {
         second_chunk(0, sc, y, g, low, qd, col, p)
-    };
-    if best.v == f64::INFINITY {
-        return None;
     }
-    let j = best.at;
-    Some((i, j, f64::from(col[j])))
 }
 
 /// The clipped Newton step of one variable, its decrease of `f`, and `|PG|` (shared by the
@@ -1411,6 +1451,10 @@ fn apply_two<Q: QMatrix + ?Sized>(
 #[cfg(test)]
 #[path = "smo_two_tests.rs"]
 mod two_tests;
+
+/// Row-partitioned SMO: the same kernels with the variables split across processes.
+#[path = "smo_shard.rs"]
+pub mod shard;
 
 /// Default iteration limit: LIBSVM's `max(1e7, 100 n)`.
 pub fn default_max_iter(n: usize) -> u64 {

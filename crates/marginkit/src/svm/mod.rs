@@ -13,6 +13,7 @@ pub mod model_io;
 pub mod params;
 pub mod probability;
 mod report;
+pub mod shard;
 pub mod train;
 
 pub use checkpoint::FitCheckpoint;
@@ -21,4 +22,5 @@ pub use params::{
     Gamma, KernelKind, KernelParams, PlattFit, SvmParams, SvmSolver, SvmType, SvmValidParams,
 };
 pub use report::SubproblemReport;
+pub use shard::{fit_shard, KernelShard};
 pub use train::{fit, FitReport};

@@ -362,7 +362,7 @@ pub fn class_order(y: &[f64]) -> Vec<f64> {
 }
 
 /// The product of the `-w` factors given for `label` (1 when none).
-fn class_weight(params: &SvmValidParams, label: f64) -> f64 {
+pub(super) fn class_weight(params: &SvmValidParams, label: f64) -> f64 {
     params
         .class_weights
         .iter()
@@ -930,7 +930,7 @@ fn solve_svr_dual(
     })
 }
 
-fn check_finite(info: &SolveInfo) -> Result<(), FitError> {
+pub(super) fn check_finite(info: &SolveInfo) -> Result<(), FitError> {
     if info.objective.is_finite() && info.rho.is_finite() {
         Ok(())
     } else {
@@ -942,16 +942,16 @@ fn check_finite(info: &SolveInfo) -> Result<(), FitError> {
 }
 
 /// Dual variables with their bounds, to count (bounded) support vectors as LIBSVM does.
-struct Bounds {
+pub(super) struct Bounds {
     alpha: Vec<f64>,
     upper: Vec<f64>,
 }
 
 impl Bounds {
-    fn new(alpha: Vec<f64>, upper: Vec<f64>) -> Self {
+    pub(super) fn new(alpha: Vec<f64>, upper: Vec<f64>) -> Self {
         Self { alpha, upper }
     }
-    fn counts(&self, t: SvmType, coef: &[f64]) -> (usize, usize) {
+    pub(super) fn counts(&self, t: SvmType, coef: &[f64]) -> (usize, usize) {
         let n_sv = coef.iter().filter(|c| **c != 0.0).count();
         let at_upper = |k: usize| self.upper[k] > 0.0 && self.alpha[k] >= self.upper[k];
         let n_bsv = if t.is_regression() {
@@ -1023,7 +1023,7 @@ pub(crate) fn binary_decisions(
 /// A warning when a classifier is given labels that look like regression targets: some label is
 /// not an integer and there are more than 10 classes. Each distinct value is then a class, which
 /// is almost never what was meant.
-fn real_valued_labels_warning(labels: &[f64]) -> Option<String> {
+pub(super) fn real_valued_labels_warning(labels: &[f64]) -> Option<String> {
     let fractional = labels.iter().filter(|l| l.fract() != 0.0).count();
     (fractional > 0 && labels.len() > 10).then(|| {
         format!(

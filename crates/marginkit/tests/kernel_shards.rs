@@ -1,0 +1,361 @@
+//! Kernel SVMs (C-SVC, one-class, epsilon-SVR) on a data set split by rows into P shards, each
+//! on its own thread, the collectives carried by channels: with shrinking off the model file of
+//! every shard is the single-process one byte for byte (dense and sparse rows, P = 1..4, uneven
+//! shards and an empty one); with shrinking on, the dual objective recomputed from scratch from
+//! the model (kernel values in f64, not the solver's gradient) is the single-process one to 1e-6
+//! relative.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, Sender};
+
+use marginkit::data::first_appearances;
+use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions, Storage};
+use marginkit::fit::Control;
+use marginkit::kernel::KernelSpec;
+use marginkit::solver::smo::shard::Collective;
+use marginkit::solver::Shrinking;
+use marginkit::svm::model_io::write_model;
+use marginkit::svm::{self, KernelKind, KernelParams, KernelShard, SvmModel, SvmParams, SvmType};
+use marginkit::Dataset;
+
+/// One shard's ends of the channels to every other shard.
+struct Net {
+    rank: usize,
+    to: Vec<Option<Sender<Vec<f64>>>>,
+    from: Vec<Option<Receiver<Vec<f64>>>>,
+}
+
+impl Net {
+    fn recv(&self, r: usize) -> Vec<f64> {
+        self.from[r].as_ref().unwrap().recv().unwrap()
+    }
+    fn send_all(&self, v: &[f64]) {
+        for tx in self.to.iter().flatten() {
+            tx.send(v.to_vec()).unwrap();
+        }
+    }
+}
+
+impl Collective for Net {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.to.len()
+    }
+    fn all_gather(&mut self, mine: &[f64], all: &mut [f64]) {
+        self.send_all(mine);
+        let k = mine.len();
+        for r in 0..self.size() {
+            let part = &mut all[r * k..(r + 1) * k];
+            if r == self.rank {
+                part.copy_from_slice(mine);
+            } else {
+                part.copy_from_slice(&self.recv(r));
+            }
+        }
+    }
+    fn broadcast(&mut self, root: usize, buf: &mut [f64]) {
+        if root == self.rank {
+            self.send_all(buf);
+        } else {
+            buf.copy_from_slice(&self.recv(root));
+        }
+    }
+    fn all_gather_var(&mut self, mine: &[f64], all: &mut Vec<f64>) {
+        self.send_all(mine);
+        all.clear();
+        for r in 0..self.size() {
+            if r == self.rank {
+                all.extend_from_slice(mine);
+            } else {
+                all.extend_from_slice(&self.recv(r));
+            }
+        }
+    }
+}
+
+fn nets(p: usize) -> Vec<Net> {
+    let mut nets: Vec<Net> = (0..p)
+        .map(|rank| Net {
+            rank,
+            to: (0..p).map(|_| None).collect(),
+            from: (0..p).map(|_| None).collect(),
+        })
+        .collect();
+    for a in 0..p {
+        for b in 0..p {
+            if a != b {
+                let (tx, rx) = channel();
+                nets[a].to[b] = Some(tx);
+                nets[b].from[a] = Some(rx);
+            }
+        }
+    }
+    nets
+}
+
+fn repo_data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data")
+        .join(rel)
+}
+
+fn read(rel: &str, sparse: bool) -> Dataset {
+    let opts = if sparse {
+        ReadOptions {
+            storage: Storage::Sparse,
+            ..ReadOptions::default()
+        }
+    } else {
+        ReadOptions::default()
+    };
+    read_libsvm_path(repo_data(rel), &opts).unwrap()
+}
+
+fn bytes(m: &SvmModel) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_model(&mut out, m).unwrap();
+    out
+}
+
+/// Fits `data` cut at `cuts` (shard k holds rows `cuts[k]..cuts[k + 1]`) and returns every
+/// shard's model and objective.
+fn fit_sharded(params: &SvmParams, data: &Dataset, cuts: &[usize]) -> Vec<(SvmModel, f64)> {
+    let params = params.clone().check().unwrap();
+    let p = cuts.len() - 1;
+    let n = data.len();
+    let shards: Vec<Dataset> = (0..p)
+        .map(|k| data.subset(&(cuts[k]..cuts[k + 1]).collect::<Vec<_>>()))
+        .collect();
+    let labels = first_appearances(shards.iter().flat_map(|d| d.labels_in_order()));
+    std::thread::scope(|s| {
+        let handles: Vec<_> = nets(p)
+            .into_iter()
+            .zip(&shards)
+            .enumerate()
+            .map(|(k, (mut net, d))| {
+                let (params, labels) = (&params, labels.clone());
+                s.spawn(move || {
+                    let shard = KernelShard {
+                        n_samples: n,
+                        first: cuts[k],
+                        labels,
+                        comm: &mut net,
+                    };
+                    let fit = svm::fit_shard(params, d, shard, &mut Control::default()).unwrap();
+                    (fit.model, fit.report.subproblems[0].objective)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn single(params: &SvmParams, data: &Dataset) -> (SvmModel, f64) {
+    let fit = svm::fit(
+        &params.clone().check().unwrap(),
+        data,
+        &mut Control::default(),
+    )
+    .unwrap();
+    (fit.model, fit.report.subproblems[0].objective)
+}
+
+/// Cuts of `n` rows into `p` shards: even, and uneven with an empty shard.
+fn cuts(n: usize, p: usize) -> Vec<Vec<usize>> {
+    let even: Vec<usize> = (0..=p).map(|k| k * n / p).collect();
+    let mut out = vec![even];
+    if p >= 2 {
+        // The first shard small, the second empty (p >= 3), the rest even.
+        let mut c = vec![0, n / 7];
+        if p >= 3 {
+            c.push(n / 7);
+        }
+        let rest = p + 1 - c.len();
+        let from = *c.last().unwrap();
+        for k in 1..=rest {
+            c.push(from + k * (n - from) / rest);
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn rbf(t: SvmType, h: Shrinking) -> SvmParams {
+    SvmParams::new().svm_type(t).shrinking(h)
+}
+
+fn same_bytes(tag: &str, params: &SvmParams, data: &Dataset, ps: &[usize]) {
+    let (want, obj) = single(params, data);
+    let want = bytes(&want);
+    for &p in ps {
+        for c in cuts(data.len(), p) {
+            for (k, (m, o)) in fit_sharded(params, data, &c).into_iter().enumerate() {
+                let got = bytes(&m);
+                assert!(
+                    got == want,
+                    "{tag} cuts {c:?} shard {k}: the model differs\n--- sharded\n{}\n--- single\n{}",
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want)
+                );
+                assert_eq!(o.to_bits(), obj.to_bits(), "{tag} cuts {c:?}: objective");
+            }
+        }
+    }
+}
+
+#[test]
+fn csvc_rbf_without_shrinking_is_the_single_process_model_dense_and_sparse() {
+    for sparse in [false, true] {
+        let data = read("clf/heart_scale.train.svm", sparse);
+        same_bytes(
+            &format!("heart sparse={sparse}"),
+            &rbf(SvmType::CSvc, Shrinking::Off).c(4.0),
+            &data,
+            &[1, 2, 3, 4],
+        );
+    }
+}
+
+#[test]
+fn one_class_and_svr_and_other_kernels_without_shrinking() {
+    let heart = read("clf/heart_scale.train.svm", false);
+    same_bytes(
+        "one-class",
+        &rbf(SvmType::OneClass, Shrinking::Off).nu(0.3),
+        &heart,
+        &[1, 3],
+    );
+    let boston = read("reg/boston.train.svm", false);
+    same_bytes(
+        "svr",
+        &rbf(SvmType::EpsSvr, Shrinking::Off).c(2.0),
+        &boston,
+        &[1, 2, 4],
+    );
+    for kind in [KernelKind::Linear, KernelKind::Poly, KernelKind::Sigmoid] {
+        let k = KernelParams {
+            kind,
+            ..KernelParams::default()
+        };
+        same_bytes(
+            &format!("{kind:?}"),
+            &rbf(SvmType::CSvc, Shrinking::Off).kernel(k),
+            &heart,
+            &[2, 3],
+        );
+    }
+}
+
+#[test]
+fn multiclass_one_vs_one_without_shrinking() {
+    let iris = read("multiclass/iris.scale.svm", false);
+    same_bytes("iris", &rbf(SvmType::CSvc, Shrinking::Off), &iris, &[1, 3]);
+}
+
+/// The dual objective of a binary C-SVC, one-class or SVR model recomputed from its support
+/// vectors: `1/2 sum_ij c_i c_j K(x_i, x_j) + linear part`, with `K` in f64.
+fn oracle_objective(m: &SvmModel, data: &Dataset, t: SvmType, eps: f64) -> f64 {
+    let k: KernelSpec = m.kernel;
+    let idx = m.sv_indices.as_ref().unwrap();
+    let c = &m.sv_coef[0];
+    let mut quad = 0.0;
+    for a in 0..idx.len() {
+        for b in 0..idx.len() {
+            quad += c[a] * c[b] * k.eval(data.x.row(idx[a]), data.x.row(idx[b]));
+        }
+    }
+    let lin: f64 = match t {
+        SvmType::CSvc => -c.iter().map(|v| v.abs()).sum::<f64>(),
+        SvmType::EpsSvr => idx
+            .iter()
+            .zip(c)
+            .map(|(&i, &v)| eps * v.abs() - data.y[i] * v)
+            .sum(),
+        _ => 0.0,
+    };
+    0.5 * quad + lin
+}
+
+#[test]
+fn with_shrinking_the_optimum_is_the_single_process_one() {
+    let cases = [
+        (
+            "heart",
+            read("clf/heart_scale.train.svm", false),
+            SvmType::CSvc,
+            4.0,
+        ),
+        (
+            "heart sparse",
+            read("clf/heart_scale.train.svm", true),
+            SvmType::CSvc,
+            4.0,
+        ),
+        (
+            "boston",
+            read("reg/boston.train.svm", false),
+            SvmType::EpsSvr,
+            2.0,
+        ),
+    ];
+    for (tag, data, t, c) in cases {
+        let params = rbf(t, Shrinking::On).c(c).tol(1e-6);
+        let (m1, obj1) = single(&params, &data);
+        let want = oracle_objective(&m1, &data, t, 0.1);
+        for p in [2, 3, 4] {
+            for cut in cuts(data.len(), p) {
+                for (m, o) in fit_sharded(&params, &data, &cut) {
+                    let got = oracle_objective(&m, &data, t, 0.1);
+                    let rel = |a: f64, b: f64| (a - b).abs() / b.abs().max(1.0);
+                    assert!(
+                        rel(got, want) <= 1e-6,
+                        "{tag} {cut:?}: oracle objective {got} vs single {want}"
+                    );
+                    assert!(
+                        rel(o, obj1) <= 1e-6,
+                        "{tag} {cut:?}: reported {o} vs single {obj1}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn one_class_of_data_is_an_error_on_every_shard() {
+    let data = read("clf/heart_scale.train.svm", false);
+    let keep: Vec<usize> = (0..data.len()).filter(|&i| data.y[i] > 0.0).collect();
+    let one = data.subset(&keep);
+    let params = rbf(SvmType::CSvc, Shrinking::On).check().unwrap();
+    let n = one.len();
+    let cuts = [0, n / 2, n];
+    let labels = first_appearances(one.y.iter().copied());
+    let errs: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = nets(2)
+            .into_iter()
+            .enumerate()
+            .map(|(k, mut net)| {
+                let d = one.subset(&(cuts[k]..cuts[k + 1]).collect::<Vec<_>>());
+                let (params, labels) = (&params, labels.clone());
+                s.spawn(move || {
+                    let shard = KernelShard {
+                        n_samples: n,
+                        first: cuts[k],
+                        labels,
+                        comm: &mut net,
+                    };
+                    svm::fit_shard(params, &d, shard, &mut Control::default())
+                        .err()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for e in errs {
+        assert!(e.contains("class"), "{e}");
+    }
+}
