@@ -233,7 +233,7 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
     let t_start = Instant::now();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let params = agree(world, params(&a))?;
-    let (path, threads) = setup(world, &a)?;
+    let (path, threads) = setup(world, a.threads, &a.train_file, a.model_file.as_ref())?;
     let Loaded {
         rows,
         counts,

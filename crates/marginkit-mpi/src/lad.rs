@@ -27,7 +27,7 @@ use marginkit::aid::lad::shard::{fit_shard, LadComm};
 use marginkit::aid::lad::AidLadParams;
 use marginkit::aid::IterRecord;
 use marginkit::data::libsvm_fmt::{DEFAULT_DENSIFY_MAX_BYTES, DEFAULT_DENSIFY_MIN_DENSITY};
-use marginkit::data::{check_output, densify_pays, write_output};
+use marginkit::data::{densify_pays, write_output};
 use marginkit::fit::{Control, Report};
 use marginkit::solver::{Cancel, Status};
 use marginkit::{CsrMatrix, Dataset, Features};
@@ -39,7 +39,9 @@ use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Count;
 
 use crate::stop;
-use crate::train::{agree, gather_u64, json_f64, json_str, parse_block, read_block, Failure, Res};
+use crate::train::{
+    agree, gather_u64, json_f64, json_str, parse_block, read_block, setup, Failure, Res,
+};
 
 /// `marginkit-mpi aid lad`: `marginkit aid lad` on rows split across the MPI ranks.
 #[derive(Debug, Parser)]
@@ -289,44 +291,13 @@ fn params(a: &LadCli) -> Result<marginkit::aid::lad::AidLadValidParams, String> 
     p.check().map_err(|e| e.to_string())
 }
 
-fn model_path(a: &LadCli) -> PathBuf {
-    a.model_file.clone().unwrap_or_else(|| {
-        let name = a
-            .train_file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "train".into());
-        PathBuf::from(format!("{name}.model"))
-    })
-}
-
 /// Runs `aid lad` on every rank and returns how the fit ended; the error, when any, is the same
 /// on every rank.
 pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
     let t_start = Instant::now();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let params = agree(world, params(&a))?;
-    let threads = a.threads.unwrap_or(1);
-    agree(
-        world,
-        if threads == 0 {
-            Err("--threads must be at least 1".to_string())
-        } else {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build_global()
-                .map_err(|e| format!("cannot start {threads} threads: {e}"))
-        },
-    )?;
-    let path = model_path(&a);
-    agree(
-        world,
-        if rank == 0 {
-            check_output(&path).map_err(|e| format!("{}: {e}", path.display()))
-        } else {
-            Ok(())
-        },
-    )?;
+    let (path, threads) = setup(world, a.threads, &a.train_file, a.model_file.as_ref())?;
 
     // Read and parse this rank's block; the whole data set's shape and storage.
     let block = read_block(world, &a.train_file)?;

@@ -625,10 +625,9 @@ pub(crate) fn class_weights(a: &TrainCli) -> Result<Vec<(f64, f64)>, String> {
         .collect()
 }
 
-pub(crate) fn model_path(a: &TrainCli) -> PathBuf {
-    a.model_file.clone().unwrap_or_else(|| {
-        let name = a
-            .train_file
+fn model_path(train: &Path, model: Option<&PathBuf>) -> PathBuf {
+    model.cloned().unwrap_or_else(|| {
+        let name = train
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "train".into());
@@ -645,9 +644,15 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
     }
 }
 
-/// The worker pool of every rank (`--threads`) and the check that rank 0 can write MODEL.
-pub(crate) fn setup(world: &SimpleCommunicator, a: &TrainCli) -> Res<(PathBuf, usize)> {
-    let threads = a.threads.unwrap_or(1);
+/// The worker pool of every rank (`--threads`, default 1) and the check that rank 0 can write
+/// MODEL (default: TRAIN's file name + ".model"). Returns MODEL and the thread count.
+pub(crate) fn setup(
+    world: &SimpleCommunicator,
+    threads: Option<usize>,
+    train: &Path,
+    model: Option<&PathBuf>,
+) -> Res<(PathBuf, usize)> {
+    let threads = threads.unwrap_or(1);
     agree(
         world,
         if threads == 0 {
@@ -659,7 +664,7 @@ pub(crate) fn setup(world: &SimpleCommunicator, a: &TrainCli) -> Res<(PathBuf, u
                 .map_err(|e| format!("cannot start {threads} threads: {e}"))
         },
     )?;
-    let path = model_path(a);
+    let path = model_path(train, model);
     agree(
         world,
         if world.rank() == 0 {
@@ -750,7 +755,7 @@ fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
     let t_start = Instant::now();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let (params, solver) = agree(world, params(&a))?;
-    let (path, threads) = setup(world, &a)?;
+    let (path, threads) = setup(world, a.threads, &a.train_file, a.model_file.as_ref())?;
     let say = |text: &str| {
         if rank == 0 && !a.quiet && !a.json {
             println!("{text}");
