@@ -33,8 +33,8 @@ use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Count;
 
 use crate::train::{
-    agree, class_weights, dataset, gather_u64, json_f64, json_str, load, setup, Failure, Loaded,
-    Res, TrainCli,
+    agree, class_weights, dataset, gather_u64, json_f64, json_f64s, json_str, json_u64s, load,
+    setup, Failure, Loaded, Res, TrainCli,
 };
 
 /// The library's collectives over MPI, counting what this rank sends and the time spent in them.
@@ -367,18 +367,6 @@ fn report(r: &Report<'_>) {
         eprintln!("WARNING: reaching max number of iterations");
     }
     if a.json {
-        let list = |v: &[u64]| {
-            format!(
-                "[{}]",
-                v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
-            )
-        };
-        let flist = |v: &[f64]| {
-            format!(
-                "[{}]",
-                v.iter().map(|x| json_f64(*x)).collect::<Vec<_>>().join(",")
-            )
-        };
         let objs: Vec<f64> = fit.report.subproblems.iter().map(|s| s.objective).collect();
         println!(
             "{{\"status\":\"{}\",\"svm_type\":\"{}\",\"kernel\":\"{}\",\"iterations\":{},\"objective\":{},\"objectives\":{},\"rho\":{},\"total_sv\":{},\"n\":{},\"d\":{},\"P\":{},\"threads_per_rank\":{},\"dense\":{},\"rows_per_rank\":{},\"nnz_per_rank\":{},\"record_doubles\":{},\"collectives\":{},\"messages\":{},\"bytes\":{},\"messages_per_iteration\":{},\"bytes_per_iteration\":{},\"bytes_per_rank\":{},\"cache_hits_per_rank\":{},\"cache_misses_per_rank\":{},\"read_seconds\":{},\"setup_seconds\":{},\"train_seconds\":{},\"comm_seconds\":{},\"compute_seconds\":{},\"comm_seconds_per_rank\":{},\"model_file\":{}}}",
@@ -387,31 +375,31 @@ fn report(r: &Report<'_>) {
             fit.model.kernel.libsvm_name(),
             iterations,
             json_f64(objs.first().copied().unwrap_or(f64::NAN)),
-            flist(&objs),
-            flist(&fit.model.rho),
+            json_f64s(&objs),
+            json_f64s(&fit.model.rho),
             fit.model.total_sv(),
             r.n,
             r.width,
             size,
             r.threads,
             r.dense,
-            list(&rows_per),
-            list(&nnz_per),
+            json_u64s(&rows_per),
+            json_u64s(&nnz_per),
             RECORD,
             mpi.calls,
             total_msgs,
             total_bytes,
             json_f64(per_iter(total_msgs)),
             json_f64(per_iter(total_bytes)),
-            list(&bytes_per),
-            list(&hits_per),
-            list(&misses_per),
+            json_u64s(&bytes_per),
+            json_u64s(&hits_per),
+            json_u64s(&misses_per),
             json_f64(read_secs),
             json_f64(setup_secs),
             json_f64(fit_secs),
             json_f64(comm),
             json_f64(fit_secs - comm),
-            flist(&comm_per),
+            json_f64s(&comm_per),
             json_str(&r.path.display().to_string()),
         );
     }

@@ -40,7 +40,8 @@ use mpi::Count;
 
 use crate::stop;
 use crate::train::{
-    agree, gather_u64, json_f64, json_str, parse_block, read_block, setup, Failure, Res,
+    agree, gather_u64, json_f64, json_f64s, json_str, json_u64s, parse_block, read_block, setup,
+    Failure, Res,
 };
 
 /// `marginkit-mpi aid lad`: `marginkit aid lad` on rows split across the MPI ranks.
@@ -419,18 +420,6 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
         );
     }
     if a.json {
-        let list = |v: &[u64]| {
-            format!(
-                "[{}]",
-                v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
-            )
-        };
-        let flist = |v: &[f64]| {
-            format!(
-                "[{}]",
-                v.iter().map(|x| json_f64(*x)).collect::<Vec<_>>().join(",")
-            )
-        };
         let its: Vec<String> = rep
             .iterations
             .iter()
@@ -468,9 +457,9 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
             size,
             threads,
             dense,
-            list(&counts),
-            list(&nnz_per),
-            list(&clusters),
+            json_u64s(&counts),
+            json_u64s(&nnz_per),
+            json_u64s(&clusters),
             traffic.first().copied().unwrap_or(0),
             traffic.get(1).copied().unwrap_or(0),
             total_bytes,
@@ -481,7 +470,7 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
             json_f64(total_secs),
             json_f64(comm_total),
             json_f64(fit_secs - comm_total),
-            flist(&comm_per),
+            json_f64s(&comm_per),
             its.join(","),
             json_str(&path.display().to_string()),
         );

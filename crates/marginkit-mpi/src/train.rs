@@ -908,18 +908,6 @@ fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
         fit_secs
     ));
     if a.json {
-        let list = |v: &[u64]| {
-            format!(
-                "[{}]",
-                v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
-            )
-        };
-        let flist = |v: &[f64]| {
-            format!(
-                "[{}]",
-                v.iter().map(|x| json_f64(*x)).collect::<Vec<_>>().join(",")
-            )
-        };
         let s0 = &fit.report.subproblems[0];
         println!(
             "{{\"status\":\"{}\",\"solver\":\"{}\",\"iterations\":{},\"objective\":{},\"primal_objective\":{},\"n\":{},\"d\":{},\"P\":{},\"threads_per_rank\":{},\"dense\":{},\"chunks\":{},\"rows_per_rank\":{},\"nnz_per_rank\":{},\"bytes_moved_per_rank\":{},\"reductions\":{},\"messages\":{},\"bytes\":{},\"messages_per_iteration\":{},\"bytes_per_iteration\":{},\"bytes_per_rank\":{},\"read_seconds\":{},\"setup_seconds\":{},\"train_seconds\":{},\"comm_seconds\":{},\"compute_seconds\":{},\"comm_seconds_per_rank\":{},\"model_file\":{}}}",
@@ -934,21 +922,21 @@ fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
             threads,
             dense,
             cut.len(),
-            list(&rows_per),
-            list(&nnz_per),
-            list(&moved_per),
+            json_u64s(&rows_per),
+            json_u64s(&nnz_per),
+            json_u64s(&moved_per),
             pipe.reductions,
             total_msgs,
             total_bytes,
             json_f64(per_iter(total_msgs)),
             json_f64(per_iter(total_bytes)),
-            list(&bytes_per),
+            json_u64s(&bytes_per),
             json_f64(read_secs),
             json_f64(setup_secs),
             json_f64(fit_secs),
             json_f64(comm),
             json_f64(fit_secs - comm),
-            flist(&comm_per),
+            json_f64s(&comm_per),
             json_str(&path.display().to_string()),
         );
     }
@@ -961,6 +949,18 @@ pub(crate) fn json_f64(v: f64) -> String {
     } else {
         "null".into()
     }
+}
+
+/// A JSON array of integers.
+pub(crate) fn json_u64s(v: &[u64]) -> String {
+    let items: Vec<String> = v.iter().map(u64::to_string).collect();
+    format!("[{}]", items.join(","))
+}
+
+/// A JSON array of numbers ([`json_f64`]: `null` for a non-finite one).
+pub(crate) fn json_f64s(v: &[f64]) -> String {
+    let items: Vec<String> = v.iter().map(|&x| json_f64(x)).collect();
+    format!("[{}]", items.join(","))
 }
 
 pub(crate) fn json_str(s: &str) -> String {
