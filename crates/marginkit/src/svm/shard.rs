@@ -23,8 +23,7 @@ use super::model::SvmModel;
 use super::params::{Probability, SvmType, SvmValidParams};
 use super::report::SubproblemReport;
 use super::train::{
-    check_finite, check_weights, class_order, class_weight, real_valued_labels_warning, Bounds,
-    FitReport, MAX_CLASSES,
+    check_classes, check_finite, check_weights, class_order, class_weight, Bounds, FitReport,
 };
 use crate::data::{CsrMatrix, Dataset, DenseMatrix, Features};
 use crate::error::{DataError, FitError, ParamError, SolveError};
@@ -250,29 +249,7 @@ impl Ctx<'_, '_> {
         let params = self.params;
         let data = self.data;
         let labels = class_order(all_labels);
-        if labels.is_empty() {
-            return Err(DataError::Empty.into());
-        }
-        if labels.len() < 2 {
-            return Err(DataError::SingleClass { label: labels[0] }.into());
-        }
-        if labels.len() > MAX_CLASSES {
-            return Err(DataError::TooManyClasses {
-                found: labels.len(),
-                limit: MAX_CLASSES,
-            }
-            .into());
-        }
-        for &(l, _) in &params.class_weights {
-            if !labels.contains(&l) {
-                report
-                    .warnings
-                    .push(format!("class weight for label {l} not found in the data"));
-            }
-        }
-        if let Some(w) = real_valued_labels_warning(&labels) {
-            report.warnings.push(w);
-        }
+        check_classes(&labels, params, report)?;
         let nc = labels.len();
         let mut members: Vec<Vec<u32>> = vec![Vec::new(); nc];
         let mut local: Result<(), FitError> = Ok(());

@@ -383,26 +383,7 @@ fn fit_classifier(
     subs: &mut Vec<SubState>,
 ) -> Result<SvmModel, FitError> {
     let labels = class_order(&data.y);
-    if labels.len() < 2 {
-        return Err(DataError::SingleClass { label: labels[0] }.into());
-    }
-    if labels.len() > MAX_CLASSES {
-        return Err(DataError::TooManyClasses {
-            found: labels.len(),
-            limit: MAX_CLASSES,
-        }
-        .into());
-    }
-    for &(l, _) in &params.class_weights {
-        if !labels.contains(&l) {
-            report
-                .warnings
-                .push(format!("class weight for label {l} not found in the data"));
-        }
-    }
-    if let Some(w) = real_valued_labels_warning(&labels) {
-        report.warnings.push(w);
-    }
+    check_classes(&labels, params, report)?;
     let nc = labels.len();
     // Samples of each class, in data order (`u32`: half the memory of `usize` on a large fit).
     if u32::try_from(data.len()).is_err() {
@@ -1023,6 +1004,39 @@ pub(crate) fn binary_decisions(
 /// A warning when a classifier is given labels that look like regression targets: some label is
 /// not an integer and there are more than 10 classes. Each distinct value is then a class, which
 /// is almost never what was meant.
+/// The checks of a classifier's labels (in [`class_order`]): at least two classes (an empty
+/// list is [`DataError::Empty`]), at most [`MAX_CLASSES`]; warnings for class weights of absent
+/// labels and for real-valued labels.
+pub(super) fn check_classes(
+    labels: &[f64],
+    params: &SvmValidParams,
+    report: &mut FitReport,
+) -> Result<(), FitError> {
+    match labels {
+        [] => return Err(DataError::Empty.into()),
+        [one] => return Err(DataError::SingleClass { label: *one }.into()),
+        _ => {}
+    }
+    if labels.len() > MAX_CLASSES {
+        return Err(DataError::TooManyClasses {
+            found: labels.len(),
+            limit: MAX_CLASSES,
+        }
+        .into());
+    }
+    for &(l, _) in &params.class_weights {
+        if !labels.contains(&l) {
+            report
+                .warnings
+                .push(format!("class weight for label {l} not found in the data"));
+        }
+    }
+    if let Some(w) = real_valued_labels_warning(labels) {
+        report.warnings.push(w);
+    }
+    Ok(())
+}
+
 pub(super) fn real_valued_labels_warning(labels: &[f64]) -> Option<String> {
     let fractional = labels.iter().filter(|l| l.fract() != 0.0).count();
     (fractional > 0 && labels.len() > 10).then(|| {
