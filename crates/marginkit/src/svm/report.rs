@@ -26,3 +26,20 @@ pub struct SubproblemReport {
     /// Bounded support vectors (at their upper bound).
     pub n_bsv: usize,
 }
+
+impl SubproblemReport {
+    /// The report of a subproblem a stopped fit did not reach (zero coefficients).
+    pub(crate) fn not_reached(classes: Option<(f64, f64)>) -> Self {
+        Self {
+            classes,
+            objective: 0.0,
+            rho: 0.0,
+            iterations: 0,
+            status: Status::Interrupted,
+            max_violation: f64::INFINITY,
+            gap: f64::INFINITY,
+            n_sv: 0,
+            n_bsv: 0,
+        }
+    }
+}

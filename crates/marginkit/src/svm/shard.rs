@@ -288,17 +288,7 @@ impl Ctx<'_, '_> {
         let mut interrupted = false;
         for i in 0..nc {
             for j in i + 1..nc {
-                let mut sub = SubproblemReport {
-                    classes: Some((labels[i], labels[j])),
-                    objective: 0.0,
-                    rho: 0.0,
-                    iterations: 0,
-                    status: Status::Interrupted,
-                    max_violation: f64::INFINITY,
-                    gap: f64::INFINITY,
-                    n_sv: 0,
-                    n_bsv: 0,
-                };
+                let mut sub = SubproblemReport::not_reached(Some((labels[i], labels[j])));
                 if interrupted {
                     rho.push(0.0);
                     report.subproblems.push(sub);

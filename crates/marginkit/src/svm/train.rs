@@ -428,17 +428,7 @@ fn fit_classifier(
             let not_reached = |len: usize| DecisionFunction {
                 coef: vec![0.0; len],
                 rho: 0.0,
-                report: SubproblemReport {
-                    classes: Some((labels[i], labels[j])),
-                    objective: 0.0,
-                    rho: 0.0,
-                    iterations: 0,
-                    status: Status::Interrupted,
-                    max_violation: f64::INFINITY,
-                    gap: f64::INFINITY,
-                    n_sv: 0,
-                    n_bsv: 0,
-                },
+                report: SubproblemReport::not_reached(Some((labels[i], labels[j]))),
                 cache: CacheStats::default(),
             };
             let saved = resume.and_then(|r| r.get(pair));
