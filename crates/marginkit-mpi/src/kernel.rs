@@ -17,13 +17,15 @@
 //! of ranks; with shrinking the same optimum to the solver's tolerance.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use marginkit::data::write_output;
 use marginkit::error::SolveError;
 use marginkit::fit::Control;
 use marginkit::solver::smo::shard::{Collective, OTHER_SHARD, RECORD};
-use marginkit::solver::{IterStats, Observer, Shrinking};
+use marginkit::solver::{IterStats, Observer, Shrinking, Status};
 use marginkit::svm::model_io::write_model;
 use marginkit::svm::params::cache_bytes_from_mb;
 use marginkit::svm::{self, KernelParams, KernelShard, SvmParams, SvmType, SvmValidParams};
@@ -32,6 +34,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Count;
 
+use crate::stop;
 use crate::train::{
     agree, class_weights, dataset, gather_u64, json_f64, json_f64s, json_str, json_u64s, load,
     setup, Failure, Loaded, Res, TrainCli,
@@ -119,10 +122,13 @@ impl Collective for Mpi<'_> {
     }
 }
 
-/// Progress on rank 0 (at most every 10 s), never a stop.
+/// Progress on rank 0 (at most every 10 s), and this rank's stop request on Ctrl-C: the
+/// sharded SMO agrees the observers' decisions over the ranks (every `REPORT_EVERY` iterations),
+/// so all ranks stop at the same iteration.
 struct Progress {
     show: bool,
     last: Instant,
+    stop: Arc<AtomicBool>,
 }
 
 impl Observer for Progress {
@@ -134,7 +140,11 @@ impl Observer for Progress {
             );
             self.last = Instant::now();
         }
-        std::ops::ControlFlow::Continue(())
+        if self.stop.load(Ordering::SeqCst) {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
     }
 }
 
@@ -229,7 +239,7 @@ fn agree_fit<T>(world: &SimpleCommunicator, local: Result<T, String>) -> Res<T> 
 }
 
 /// Runs the kernel `train` on every rank; the error, when any, is the same on every rank.
-pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
+pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<Status> {
     let t_start = Instant::now();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let params = agree(world, params(&a))?;
@@ -260,6 +270,7 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
     let mut progress = Progress {
         show: rank == 0 && !a.quiet && !a.json,
         last: Instant::now(),
+        stop: stop::install(),
     };
     let t_fit = Instant::now();
     let fit = {
@@ -296,7 +307,7 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
         nnz_local,
         secs: [read_secs, setup_secs, fit_secs],
     });
-    Ok(())
+    Ok(fit.report.status())
 }
 
 /// What the report of a kernel fit is made of.
@@ -340,6 +351,9 @@ fn report(r: &Report<'_>) {
     let total_msgs: u64 = msgs_per.iter().sum();
     let per_iter = |v: u64| v as f64 / iterations.max(1) as f64;
     let status = fit.report.status();
+    if status == Status::Interrupted {
+        stop::report(r.path);
+    }
     if !a.quiet && !a.json {
         for s in &fit.report.subproblems {
             println!(

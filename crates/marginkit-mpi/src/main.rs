@@ -549,7 +549,8 @@ fn train_main(args: Vec<String>) -> ExitCode {
     };
     let world = universe.world();
     match train::run(cli, &world) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(marginkit::solver::Status::Interrupted) => ExitCode::from(stop::EXIT_INTERRUPTED),
+        Ok(_) => ExitCode::SUCCESS,
         Err(train::Failure(msg)) => {
             if world.rank() == 0 {
                 eprintln!("marginkit-mpi: error: {msg}");

@@ -12,6 +12,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use mpi::collective::SystemOperation;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::CommunicatorCollectives;
+
 /// Exit status of a run stopped by Ctrl-C (the shell's 128 + SIGINT, as `marginkit`).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -32,4 +36,21 @@ pub fn install() -> Arc<AtomicBool> {
         });
         flag
     }))
+}
+
+/// Whether any rank's flag is set: a collective (an all-reduce of one byte), to be called at the
+/// same point of the computation on every rank.
+pub fn any(world: &SimpleCommunicator, flag: &AtomicBool) -> bool {
+    let local = u8::from(flag.load(Ordering::SeqCst));
+    let mut any = 0u8;
+    world.all_reduce_into(&local, &mut any, SystemOperation::bitwise_or());
+    any != 0
+}
+
+/// Rank 0's message after a stopped fit whose partial model was written to `model`.
+pub fn report(model: &std::path::Path) {
+    eprintln!(
+        "marginkit-mpi: interrupted: {} holds the model at the point where every rank stopped; no state file is written over MPI (the run starts over)",
+        model.display()
+    );
 }

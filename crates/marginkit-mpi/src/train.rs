@@ -20,6 +20,8 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{ArgAction, Parser};
@@ -39,6 +41,8 @@ use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Count;
+
+use crate::stop;
 
 /// `marginkit-mpi train`: LIBLINEAR's `train -s 2|11` on rows split across the MPI ranks.
 #[derive(Debug, Parser)]
@@ -429,19 +433,23 @@ impl ChunkSums for Pipeline<'_> {
     }
 }
 
-/// Progress on rank 0 (every Newton iteration, at most every 10 s), never a stop.
-struct Progress {
+/// Progress on rank 0 (every Newton iteration, at most every 10 s), and the stop on Ctrl-C: at
+/// the start of every Newton iteration (the same call on every rank: the solver runs the same
+/// steps everywhere) the ranks OR their stop flags ([`stop::any`]) and all stop together.
+struct Progress<'a> {
     show: bool,
     last: Instant,
     newton: u64,
+    world: &'a SimpleCommunicator,
+    stop: Arc<AtomicBool>,
 }
 
-impl Observer for Progress {
+impl Observer for Progress<'_> {
     fn on_iter(&mut self, s: &IterStats) -> std::ops::ControlFlow<()> {
-        if self.show
-            && s.iterations != self.newton
-            && self.last.elapsed() >= Duration::from_secs(10)
-        {
+        if s.iterations == self.newton {
+            return std::ops::ControlFlow::Continue(());
+        }
+        if self.show && self.last.elapsed() >= Duration::from_secs(10) {
             eprintln!(
                 "marginkit-mpi: Newton iteration {}, |grad| / |grad0| = {:.3e}",
                 s.iterations, s.max_violation
@@ -449,7 +457,11 @@ impl Observer for Progress {
             self.last = Instant::now();
         }
         self.newton = s.iterations;
-        std::ops::ControlFlow::Continue(())
+        if stop::any(self.world, &self.stop) {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
     }
 }
 
@@ -636,7 +648,7 @@ fn model_path(train: &Path, model: Option<&PathBuf>) -> PathBuf {
 }
 
 /// Runs `train` on every rank; the error, when any, is the same on every rank.
-pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
+pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<Status> {
     if a.linear {
         run_linear(a, world)
     } else {
@@ -751,7 +763,7 @@ pub(crate) fn dataset(
     Ok((data, nnz))
 }
 
-fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
+fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<Status> {
     let t_start = Instant::now();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let (params, solver) = agree(world, params(&a))?;
@@ -836,6 +848,8 @@ fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
         show: rank == 0 && !a.quiet && !a.json,
         last: Instant::now(),
         newton: 0,
+        world,
+        stop: stop::install(),
     };
     let t_fit = Instant::now();
     let fit = {
@@ -878,7 +892,7 @@ fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
         .find(|s| *s != Status::Converged)
         .unwrap_or(Status::Converged);
     if rank != 0 {
-        return Ok(());
+        return Ok(status);
     }
     for s in &fit.report.subproblems {
         say(&format!(
@@ -895,6 +909,9 @@ fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
     }
     if status == Status::MaxIterations {
         eprintln!("WARNING: reaching max number of iterations");
+    }
+    if status == Status::Interrupted {
+        stop::report(&path);
     }
     let iterations: u64 = fit.report.subproblems.iter().map(|s| s.iterations).sum();
     let total_bytes: u64 = bytes_per.iter().sum();
@@ -940,7 +957,7 @@ fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<()> {
             json_str(&path.display().to_string()),
         );
     }
-    Ok(())
+    Ok(status)
 }
 
 pub(crate) fn json_f64(v: f64) -> String {
