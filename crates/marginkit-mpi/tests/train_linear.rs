@@ -8,7 +8,7 @@
 //! OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (the tests set them for the child).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
@@ -16,32 +16,22 @@ use marginkit::solver::newton::{cut_chunks, row_work};
 use marginkit::svm::linear::{self, LinearParams, LinearSolver};
 use serde_json::Value;
 
-fn repo_data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data")
-        .join(rel)
-}
+mod common;
+
+use common::repo_data;
+
+const COMMAND: &[&str] = &["train"];
 
 fn tmp(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("train_linear");
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    common::tmp("train_linear", name)
 }
 
 fn mpirun(np: usize, args: &[&str]) -> Output {
-    Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "-np",
-            &np.to_string(),
-            env!("CARGO_BIN_EXE_marginkit-mpi"),
-            "train",
-        ])
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .expect("mpirun (OpenMPI) must be installed to run this test")
+    common::mpirun(np, COMMAND, args)
+}
+
+fn fails(np: usize, args: &[&str], model: &Path, needle: &str) {
+    common::fails(np, COMMAND, args, model, needle)
 }
 
 /// The single-process model file of `params` on `train` (what `marginkit train --linear` writes).
@@ -329,20 +319,6 @@ fn a_directory_is_its_files_in_name_order() {
         &dir,
         &single(svc(false), &whole),
     );
-}
-
-/// Runs a command that must fail: nonzero exit, the message once (rank 0) and no model file.
-fn fails(np: usize, args: &[&str], model: &Path, needle: &str) {
-    let _ = std::fs::remove_file(model);
-    let out = mpirun(np, args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert!(
-        err.contains(needle),
-        "{args:?}: expected '{needle}' in:\n{err}"
-    );
-    assert_eq!(err.matches("marginkit-mpi: error").count(), 1, "{err}");
-    assert!(!model.exists());
 }
 
 #[test]
