@@ -48,26 +48,7 @@ fn single(params: AidLadParams, train: &Path) -> (Vec<u8>, Vec<u64>) {
 fn same_model(tag: &str, ranks: &[usize], flags: &[&str], train: &Path, params: AidLadParams) {
     let (want, clusters) = single(params, train);
     for &np in ranks {
-        let model = tmp(&format!("{tag}.np{np}.model"));
-        let _ = std::fs::remove_file(&model);
-        let mut args: Vec<&str> = flags.to_vec();
-        let (t, m) = (train.to_str().unwrap(), model.to_str().unwrap());
-        args.extend(["--json", t, m]);
-        let out = mpirun(np, &args);
-        assert!(
-            out.status.success(),
-            "{tag} P = {np}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-        assert_eq!(v["P"].as_u64(), Some(np as u64));
-        let rows: u64 = v["rows_per_rank"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r.as_u64().unwrap())
-            .sum();
-        assert_eq!(rows, v["n"].as_u64().unwrap());
+        let (v, got) = common::run("aid_lad", COMMAND, tag, np, flags, train);
         let got_clusters: Vec<u64> = v["clusters_per_iteration"]
             .as_array()
             .unwrap()
@@ -80,7 +61,6 @@ fn same_model(tag: &str, ranks: &[usize], flags: &[&str], train: &Path, params: 
         if np > 1 {
             assert!(its.iter().all(|i| i["bytes"].as_u64().unwrap() > 0));
         }
-        let got = std::fs::read(&model).unwrap();
         assert!(
             got == want,
             "{tag} P = {np}: the model differs\n--- mpi\n{}\n--- single\n{}",

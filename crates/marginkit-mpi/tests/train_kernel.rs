@@ -8,7 +8,6 @@
 //! (the tests set them for the child).
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
@@ -27,10 +26,6 @@ fn tmp(name: &str) -> PathBuf {
     common::tmp("train_kernel", name)
 }
 
-fn mpirun(np: usize, args: &[&str]) -> Output {
-    common::mpirun(np, COMMAND, args)
-}
-
 fn fails(np: usize, args: &[&str], model: &Path, needle: &str) {
     common::fails(np, COMMAND, args, model, needle)
 }
@@ -45,29 +40,8 @@ fn single(params: SvmParams, train: &Path) -> (Vec<u8>, f64) {
     (out, fit.report.subproblems[0].objective)
 }
 
-/// Runs `marginkit-mpi train` at `np` ranks with `--json`; returns the report and the model.
 fn run(tag: &str, np: usize, flags: &[&str], train: &Path) -> (Value, Vec<u8>) {
-    let model = tmp(&format!("{tag}.np{np}.model"));
-    let _ = std::fs::remove_file(&model);
-    let mut args: Vec<&str> = flags.to_vec();
-    let (t, m) = (train.to_str().unwrap(), model.to_str().unwrap());
-    args.extend(["--json", t, m]);
-    let out = mpirun(np, &args);
-    assert!(
-        out.status.success(),
-        "{tag} P = {np}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-    assert_eq!(v["P"].as_u64(), Some(np as u64));
-    let rows: u64 = v["rows_per_rank"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_u64().unwrap())
-        .sum();
-    assert_eq!(rows, v["n"].as_u64().unwrap());
-    (v, std::fs::read(&model).unwrap())
+    common::run("train_kernel", COMMAND, tag, np, flags, train)
 }
 
 /// The model file at each P equals `want` byte for byte.

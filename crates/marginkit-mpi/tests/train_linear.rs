@@ -52,27 +52,7 @@ fn chunks(train: &Path, bias: bool) -> usize {
 /// Runs `marginkit-mpi train` at each P and asserts the model file equals `want`.
 fn same_model(tag: &str, ranks: &[usize], flags: &[&str], train: &Path, want: &[u8]) {
     for &np in ranks {
-        let model = tmp(&format!("{tag}.np{np}.model"));
-        let _ = std::fs::remove_file(&model);
-        let mut args: Vec<&str> = flags.to_vec();
-        let (t, m) = (train.to_str().unwrap(), model.to_str().unwrap());
-        args.extend(["--json", t, m]);
-        let out = mpirun(np, &args);
-        assert!(
-            out.status.success(),
-            "{tag} P = {np}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-        assert_eq!(v["P"].as_u64(), Some(np as u64));
-        let rows: u64 = v["rows_per_rank"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r.as_u64().unwrap())
-            .sum();
-        assert_eq!(rows, v["n"].as_u64().unwrap());
-        let got = std::fs::read(&model).unwrap();
+        let (_, got) = common::run("train_linear", COMMAND, tag, np, flags, train);
         assert!(
             got == want,
             "{tag} P = {np}: the model differs\n--- mpi\n{}\n--- single\n{}",

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::Value;
+
 /// A file under the repository's `data/`.
 pub fn repo_data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -48,4 +50,38 @@ pub fn fails(np: usize, command: &[&str], args: &[&str], model: &Path, needle: &
     );
     assert_eq!(err.matches("marginkit-mpi: error").count(), 1, "{err}");
     assert!(!model.exists());
+}
+
+/// `mpirun -np NP marginkit-mpi COMMAND... FLAGS... --json TRAIN MODEL` (MODEL in the scratch
+/// directory `dir`, named by `tag` and NP), which must succeed with one JSON report whose rows per
+/// rank add up to its `n`: the report and the model file's bytes.
+pub fn run(
+    dir: &str,
+    command: &[&str],
+    tag: &str,
+    np: usize,
+    flags: &[&str],
+    train: &Path,
+) -> (Value, Vec<u8>) {
+    let model = tmp(dir, &format!("{tag}.np{np}.model"));
+    let _ = std::fs::remove_file(&model);
+    let mut args: Vec<&str> = flags.to_vec();
+    let (t, m) = (train.to_str().unwrap(), model.to_str().unwrap());
+    args.extend(["--json", t, m]);
+    let out = mpirun(np, command, &args);
+    assert!(
+        out.status.success(),
+        "{tag} P = {np}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["P"].as_u64(), Some(np as u64));
+    let rows: u64 = v["rows_per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_u64().unwrap())
+        .sum();
+    assert_eq!(rows, v["n"].as_u64().unwrap());
+    (v, std::fs::read(&model).unwrap())
 }
