@@ -61,6 +61,10 @@ def parse_args():
     ap.add_argument("--marginkit")
     ap.add_argument("--no-onedal", action="store_true")
     ap.add_argument("--no-libsvm", action="store_true", help="--scaling without the LIBSVM series")
+    ap.add_argument("--engines", default="smo,block",
+                    help="--scaling: comma-separated marginkit engines (smo, block; default both)")
+    ap.add_argument("--libsvm-repeats", type=int,
+                    help="--scaling: LIBSVM fits per n (default --repeats); its times are medians of these")
     ap.add_argument("--libsvm-limit", type=float, default=600.0,
                     help="seconds after which a LIBSVM fit is stopped and its series ends (--scaling)")
     ap.add_argument("--fit-range", default="50000,200000",
@@ -78,6 +82,11 @@ def parse_args():
                .split(",")]
     a.threads = [int(t) for t in (a.threads or ("1,2" if a.scaling else "2")).split(",")]
     a.fit_range = tuple(int(v) for v in a.fit_range.split(","))
+    a.engines = tuple(e for e in a.engines.split(","))
+    if any(e not in ENGINES for e in a.engines):
+        ap.error(f"--engines: each must be one of {', '.join(ENGINES)}, got {','.join(a.engines)!r}")
+    if a.libsvm_repeats is None:
+        a.libsvm_repeats = a.repeats
     if a.scaling and a.svg is None and a.out:
         a.svg = os.path.splitext(a.out)[0] + ".svg"
     return a
@@ -237,7 +246,7 @@ def scaling(a, binary, page):
         x, y, path = data(n, a.seed)
         if not a.no_libsvm and libsvm_stopped is None:
             runs = []
-            for _ in range(a.repeats):
+            for _ in range(a.libsvm_repeats):
                 r = libsvm_fit(x, y, a.libsvm_limit)
                 if r is None:
                     libsvm_stopped = n
@@ -250,7 +259,7 @@ def scaling(a, binary, page):
                 res[n]["libsvm"] = (statistics.median(r[0] for r in runs), runs[0][1])
         for i, t in enumerate(a.threads):
             label = f"n={n} threads={t}"
-            for s in ENGINES:
+            for s in a.engines:
                 res[n][(s, t)] = marginkit_series(binary, s, t, path, a.repeats, label)
             if not a.no_onedal:
                 # oneDAL's optimum does not depend on the thread count: its objective is computed once per n.
@@ -261,13 +270,14 @@ def scaling(a, binary, page):
     lo, hi = a.fit_range
     lim = f"> {a.libsvm_limit:g} (stopped)"
     out = [f"RBF C-SVC training time against n: blobs d = 20 (seed {a.seed}), C = 1, gamma = {GAMMA}, "
-           f"eps {EPS}, 200 MB cache, shrinking on; {medians_of(a.repeats)}, seconds of training "
+           f"eps {EPS}, 200 MB cache, shrinking on; {medians_of(a.repeats)} "
+           f"(LIBSVM: {medians_of(a.libsvm_repeats)}), seconds of training "
            "(marginkit's `train_seconds`, oneDAL's and LIBSVM's fit call). Ratios are to oneDAL at the same "
            "thread count (< 1: faster than oneDAL). LIBSVM is single-threaded: one series, repeated in both "
            f"tables; a LIBSVM fit is stopped after {a.libsvm_limit:g} s and its series ends there. The growth "
            f"exponent is the least-squares slope of log time on log n over n = {lo:,}-{hi:,}; the objective "
            "columns give |objective - oneDAL's| / |oneDAL's| (LIBSVM's min form of the dual).", ""]
-    keys = [(s, None) for s in ENGINES] + [("onedal", None), ("libsvm", None)]
+    keys = [(s, None) for s in a.engines] + [("onedal", None), ("libsvm", None)]
     names = {"smo": "marginkit smo", "block": "marginkit block",
              "onedal": "oneDAL", "libsvm": "LIBSVM"}
 
@@ -279,7 +289,7 @@ def scaling(a, binary, page):
         out += [f"### {t} thread{'s' if t > 1 else ''}", "",
                 "| n | " + " | ".join(f"{names[k]} s" for k, _ in keys) + " | "
                 + " | ".join(f"{names[k]} / oneDAL" for k, _ in keys if k != "onedal")
-                + " | objective rel. diff to oneDAL: smo, block, LIBSVM |",
+                + f" | objective rel. diff to oneDAL: {', '.join(a.engines)}, LIBSVM |",
                 "|---" * (1 + len(keys) + len(keys) - 1 + 1) + "|"]
         for n in a.sizes:
             od = get(n, "onedal", t)
@@ -297,7 +307,7 @@ def scaling(a, binary, page):
                 v = get(n, k, t)
                 ratios.append(f"{v[0] / od[0]:.2f}" if v and od else "—")
             objs = ", ".join(fmt_rel(get(n, k, t)[1] if get(n, k, t) else None, od_obj[n])
-                             for k in ("smo", "block", "libsvm"))
+                             for k in a.engines + ("libsvm",))
             out.append(f"| {n:,} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {objs} |")
         exps = []
         for k, _ in keys:
@@ -316,7 +326,7 @@ def scaling(a, binary, page):
     colors = {"smo": "#2ca02c", "block": "#9467bd", "onedal": "#d62728", "libsvm": "#555555"}
     for t in a.threads:
         dash = "" if t == max(a.threads) else "7,4"
-        for k in ENGINES + ("onedal",):
+        for k in a.engines + ("onedal",):
             pts = [(n, get(n, k, t)[0]) for n in a.sizes if get(n, k, t)]
             if pts:
                 series.append((f"{names[k]}, {t} thread{'s' if t > 1 else ''}", colors[k], dash, pts, None))
