@@ -24,6 +24,10 @@ its times stand in both thread columns; each of its fits runs in a child process
 gives time, ratio to oneDAL, objective agreement with oneDAL, and the growth exponent of time in n per
 series (least-squares slope of log time on log n over the sizes in --fit-range, default 50k-200k);
 the SVG (--svg, default: --out with .svg) plots time against n on log-log axes, one line per series.
+The whole run takes hours on 2 cores, so every finished series (n, engine, threads) is kept in
+--cache (default target/block-bench/scaling-cache.json) as it ends, and a later run reuses it: for
+marginkit only with the same binary. Stop a run at any time and continue it in the next quiet window;
+the page says when each n was measured and the load then.
 
 The first run creates target/venv-onedal from bench/requirements-onedal.txt (pinned; reinstalled when
 that file changes) and re-runs itself inside it; the marginkit binary is found as bench/pages.py says
@@ -31,6 +35,7 @@ that file changes) and re-runs itself inside it; the marginkit binary is found a
 written to the page: timings taken under load are not comparable with those of a quiet machine.
 """
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -63,6 +68,9 @@ def parse_args():
     ap.add_argument("--no-libsvm", action="store_true", help="--scaling without the LIBSVM series")
     ap.add_argument("--engines", default="smo,block",
                     help="--scaling: comma-separated marginkit engines (smo, block; default both)")
+    ap.add_argument("--cache",
+                    help="--scaling: JSON file of finished points, read and extended as each series ends "
+                         "(default target/block-bench/scaling-cache.json; 'none' for no cache)")
     ap.add_argument("--libsvm-repeats", type=int,
                     help="--scaling: LIBSVM fits per n (default --repeats); its times are medians of these")
     ap.add_argument("--libsvm-limit", type=float, default=600.0,
@@ -239,31 +247,88 @@ def compare(a, binary, page):
 # ------------------------------------------------------------------ the scaling run
 
 
+class Cache:
+    """Finished series of a scaling run, kept in a JSON file as each ends, so that a run can be
+    stopped and continued in another quiet window: an entry is reused only for the same seed, repeats
+    and settings and, for marginkit, the same binary (its SHA-256). Each entry keeps when it was
+    measured and the load average then; the page lists them."""
+
+    def __init__(self, path, binary, a):
+        self.path = path
+        self.tag = f"seed={a.seed}|repeats={a.repeats}|libsvm_repeats={a.libsvm_repeats}|limit={a.libsvm_limit:g}"
+        with open(binary, "rb") as f:
+            self.binary = hashlib.sha256(f.read()).hexdigest()[:16]
+        self.entries = {}
+        if path and os.path.exists(path):
+            with open(path) as f:
+                self.entries = json.load(f)
+
+    def key(self, n, series, threads):
+        who = f"marginkit:{self.binary}" if series in ENGINES else series
+        return f"{self.tag}|n={n}|{who}|threads={threads}"
+
+    def get(self, n, series, threads):
+        e = self.entries.get(self.key(n, series, threads))
+        if e is not None:
+            print(f"n={n} threads={threads} {series}: cached ({e['at']})", file=sys.stderr, flush=True)
+        return e
+
+    def put(self, n, series, threads, value):
+        e = {"value": value, "at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+             "load": round(os.getloadavg()[0], 2)}
+        self.entries[self.key(n, series, threads)] = e
+        if self.path:
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(self.entries, f, indent=1)
+            os.replace(tmp, self.path)
+        return e
+
+
 def scaling(a, binary, page):
     res = {n: {} for n in a.sizes}  # n -> series key -> (seconds or None, objective or None)
+    when = {n: [] for n in a.sizes}  # n -> [(measured at, load)] of its series
     libsvm_stopped = None  # the n at which LIBSVM passed the limit
+    cache_path = None if a.cache == "none" else (
+        a.cache or os.path.join(ROOT, "target", "block-bench", "scaling-cache.json"))
+    cache = Cache(None if a.quick else cache_path, binary, a)
+
+    def measured(n, series, threads, measure):
+        e = cache.get(n, series, threads) or cache.put(n, series, threads, measure())
+        when[n].append((e["at"], e["load"]))
+        return e["value"]
+
+    def libsvm_series(x, y, n):
+        runs = []
+        for _ in range(a.libsvm_repeats):
+            r = libsvm_fit(x, y, a.libsvm_limit)
+            if r is None:
+                print(f"n={n} LIBSVM: {[round(r[0], 3) for r in runs]}, stopped after {a.libsvm_limit:g} s",
+                      file=sys.stderr, flush=True)
+                return None
+            runs.append(r)
+        print(f"n={n} LIBSVM: {[round(r[0], 3) for r in runs]}", file=sys.stderr, flush=True)
+        return [statistics.median(r[0] for r in runs), runs[0][1]]
+
     for n in a.sizes:
         x, y, path = data(n, a.seed)
         if not a.no_libsvm and libsvm_stopped is None:
-            runs = []
-            for _ in range(a.libsvm_repeats):
-                r = libsvm_fit(x, y, a.libsvm_limit)
-                if r is None:
-                    libsvm_stopped = n
-                    break
-                runs.append(r)
-            print(f"n={n} LIBSVM: {[round(r[0], 3) for r in runs]}"
-                  + (f", stopped after {a.libsvm_limit:g} s" if libsvm_stopped == n else ""),
-                  file=sys.stderr, flush=True)
-            if libsvm_stopped is None:
-                res[n]["libsvm"] = (statistics.median(r[0] for r in runs), runs[0][1])
+            v = measured(n, "libsvm", 1, lambda: libsvm_series(x, y, n))
+            if v is None:
+                libsvm_stopped = n
+            else:
+                res[n]["libsvm"] = tuple(v)
         for i, t in enumerate(a.threads):
             label = f"n={n} threads={t}"
             for s in a.engines:
-                res[n][(s, t)] = marginkit_series(binary, s, t, path, a.repeats, label)
+                res[n][(s, t)] = tuple(measured(
+                    n, s, t, lambda: list(marginkit_series(binary, s, t, path, a.repeats, label))))
             if not a.no_onedal:
-                # oneDAL's optimum does not depend on the thread count: its objective is computed once per n.
-                res[n][("onedal", t)] = onedal_series(x, y, t, a.repeats, label, objective=(i == 0))
+                # oneDAL's optimum does not depend on the thread count: its objective is computed once
+                # per n (with the first thread count's fits).
+                res[n][("onedal", t)] = tuple(measured(
+                    n, "onedal", t,
+                    lambda: list(onedal_series(x, y, t, a.repeats, label, objective=(i == 0)))))
     od_obj = {n: next((v[1] for k, v in res[n].items() if k[0] == "onedal" and v[1] is not None), None)
               for n in a.sizes}
 
@@ -316,6 +381,10 @@ def scaling(a, binary, page):
             exps.append(f"{e:.2f}" if e is not None else "—")
         out.append(f"| growth exponent, n = {lo:,}-{hi:,} | " + " | ".join(exps) + " |" + " |" * len(keys))
         out.append("")
+    out += ["When each n was measured (UTC; the 1-minute load average as its last series ended): "
+            + "; ".join(f"{n:,}: " + (f"{min(w)[0]} to {max(w)[0]}, load {min(l for _, l in w):.2f}-"
+                                      f"{max(l for _, l in w):.2f}" if w else "not run")
+                        for n, w in when.items()) + ".", ""]
     out += ["oneDAL's dual objective (LIBSVM's min form) per n: "
             + ", ".join(f"{n:,}: {od_obj[n]:.6f}" for n in a.sizes if od_obj[n] is not None) + "."]
     if libsvm_stopped is not None:
