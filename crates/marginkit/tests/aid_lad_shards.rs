@@ -10,9 +10,10 @@ use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, Sender};
 
 use marginkit::aid::lad::shard::{self, InProcess, LadComm};
-use marginkit::aid::lad::{self, fit_lad, AidLadParams};
-use marginkit::aid::{IterRecord, Termination};
+use marginkit::aid::lad::{self, fit_lad, AidLadParams, AidLadValidParams};
+use marginkit::aid::{AidCheckpoint, IterRecord, Termination};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions, Storage};
+use marginkit::error::FitError;
 use marginkit::fit::Control;
 use marginkit::solver::{IterStats, Observer, Status};
 use marginkit::{CsrMatrix, Dataset, DenseMatrix, Features};
@@ -229,33 +230,56 @@ fn same_records(a: &[IterRecord], b: &[IterRecord], what: &str) {
     }
 }
 
-/// Fits `data` cut at `cuts` (block `b` holds rows `cuts[b]..cuts[b + 1]`) on one thread per
-/// block and checks every block's result against the single-process fit.
-fn check_blocks(params: &AidLadParams, data: &Dataset, cuts: &[usize], what: &str) {
-    let valid = params.clone().check().unwrap();
-    let one = lad::fit(&valid, data, &mut Control::default()).unwrap();
-    let run = one.report.run.as_ref().unwrap();
-    let model = one.model.as_ref().unwrap();
+/// Runs `data` cut at `cuts` (block `b` holds rows `cuts[b]..cuts[b + 1]`) on one thread per
+/// block, block `b` with the control `ctl(b)`.
+fn try_blocks<'a>(
+    valid: &AidLadValidParams,
+    data: &Dataset,
+    cuts: &[usize],
+    ctl: impl Fn(usize) -> Control<'a, AidCheckpoint, IterRecord> + Sync,
+) -> Vec<Result<shard::AidLadShardFit, FitError>> {
     let p = cuts.len() - 1;
     let blocks: Vec<Dataset> = (0..p)
         .map(|b| data.subset(&(cuts[b]..cuts[b + 1]).collect::<Vec<_>>()))
         .collect();
-    let fits = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let handles: Vec<_> = blocks
             .iter()
             .zip(nets(p))
-            .map(|(block, mut net)| {
-                let valid = &valid;
-                s.spawn(move || {
-                    shard::fit_shard(valid, block, &mut net, &mut Control::default()).unwrap()
-                })
+            .enumerate()
+            .map(|(b, (block, mut net))| {
+                let ctl = &ctl;
+                s.spawn(move || shard::fit_shard(valid, block, &mut net, &mut ctl(b)))
             })
             .collect();
         handles
             .into_iter()
             .map(|h| h.join().unwrap())
             .collect::<Vec<_>>()
-    });
+    })
+}
+
+/// [`try_blocks`], every block's fit succeeding.
+fn fit_blocks<'a>(
+    valid: &AidLadValidParams,
+    data: &Dataset,
+    cuts: &[usize],
+    ctl: impl Fn(usize) -> Control<'a, AidCheckpoint, IterRecord> + Sync,
+) -> Vec<shard::AidLadShardFit> {
+    try_blocks(valid, data, cuts, ctl)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Fits `data` cut at `cuts` (see [`fit_blocks`]) and checks every block's result against the
+/// single-process fit.
+fn check_blocks(params: &AidLadParams, data: &Dataset, cuts: &[usize], what: &str) {
+    let valid = params.clone().check().unwrap();
+    let one = lad::fit(&valid, data, &mut Control::default()).unwrap();
+    let run = one.report.run.as_ref().unwrap();
+    let model = one.model.as_ref().unwrap();
+    let fits = fit_blocks(&valid, data, cuts, |_| Control::default());
     for (b, f) in fits.iter().enumerate() {
         let what = format!("{what}, blocks {cuts:?}, shard {b}");
         let fm = f.model.as_ref().unwrap();
@@ -442,28 +466,9 @@ fn a_stop_on_one_shard_stops_every_shard_together() {
         &mut Control::default(),
     )
     .unwrap();
-    let cuts = [0, 1000, 3000];
-    let blocks: Vec<Dataset> = (0..2)
-        .map(|b| data.subset(&(cuts[b]..cuts[b + 1]).collect::<Vec<_>>()))
-        .collect();
     for at in [0, 1] {
-        let fits = std::thread::scope(|s| {
-            let handles: Vec<_> = blocks
-                .iter()
-                .zip(nets(2))
-                .enumerate()
-                .map(|(b, (block, mut net))| {
-                    let valid = &valid;
-                    s.spawn(move || {
-                        let obs = StopAt(if b == 1 { at } else { u64::MAX });
-                        shard::fit_shard(valid, block, &mut net, &mut Control::new(obs)).unwrap()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap())
-                .collect::<Vec<_>>()
+        let fits = fit_blocks(&valid, &data, &[0, 1000, 3000], |b| {
+            Control::new(StopAt(if b == 1 { at } else { u64::MAX }))
         });
         for f in &fits {
             assert_eq!(f.report.status, Status::Interrupted);
@@ -475,5 +480,79 @@ fn a_stop_on_one_shard_stops_every_shard_together() {
                 assert_eq!(json, one.model.as_ref().map(|m| m.to_json()));
             }
         }
+    }
+}
+
+/// A sharded run stopped before iteration 1 leaves on the root the state one process stopped
+/// there returns (the same size, iterations and best objective; only the measured seconds
+/// differ), and none elsewhere; continued by one process or at another number of shards, a
+/// state ends with the uninterrupted run's model and records.
+#[test]
+fn a_stopped_sharded_run_leaves_the_single_process_state_and_continues_at_any_p() {
+    let data = generated(3000, 4, 1.0, false, 4);
+    let valid = AidLadParams::new().check().unwrap();
+    let full = lad::fit(&valid, &data, &mut Control::default()).unwrap();
+    let full_run = full.report.run.as_ref().unwrap();
+    assert!(
+        full_run.iterations.len() >= 2,
+        "the run must outlast the stop"
+    );
+    let one = lad::fit(&valid, &data, &mut Control::new(StopAt(1))).unwrap();
+    let state = one.checkpoint.as_ref().unwrap().to_bytes();
+
+    // Three shards, one of them empty, stopped by the last one.
+    let fits = fit_blocks(&valid, &data, &[0, 1200, 1200, 3000], |b| {
+        Control::new(StopAt(if b == 2 { 1 } else { u64::MAX }))
+    });
+    assert!(fits[1..].iter().all(|f| f.checkpoint.is_none()));
+    // The single process's state but for the measured seconds (same size, iterations, records).
+    let sharded = fits[0].checkpoint.as_ref().unwrap();
+    let single = one.checkpoint.as_ref().unwrap();
+    assert_eq!(sharded.to_bytes().len(), state.len());
+    assert_eq!(sharded.n_iterations(), 1);
+    same_records(sharded.iterations(), single.iterations(), "sharded state");
+    assert_eq!(
+        sharded.best_objective().map(f64::to_bits),
+        single.best_objective().map(f64::to_bits)
+    );
+    // Continued by one process: the uninterrupted run.
+    let cont = lad::fit(&valid, &data, &mut Control::default().resume_from(sharded)).unwrap();
+    assert_eq!(
+        cont.model.as_ref().unwrap().to_json(),
+        full.model.as_ref().unwrap().to_json()
+    );
+    same_records(
+        &cont.report.run.as_ref().unwrap().iterations,
+        &full_run.iterations,
+        "continued by one process",
+    );
+
+    let ck = AidCheckpoint::from_bytes(&state).unwrap();
+    for cuts in [
+        &[0, 3000][..],
+        &[0, 1000, 2000, 3000],
+        &[0, 2999, 3000, 3000],
+    ] {
+        let fits = fit_blocks(&valid, &data, cuts, |_| Control::default().resume_from(&ck));
+        for f in &fits {
+            let what = format!("resumed on blocks {cuts:?}");
+            assert_eq!(f.report.status, full_run.status, "{what}");
+            assert_eq!(
+                f.model.as_ref().unwrap().to_json(),
+                full.model.as_ref().unwrap().to_json(),
+                "{what}"
+            );
+            same_records(&f.report.iterations, &full_run.iterations, &what);
+        }
+    }
+
+    // Another run's state is refused on every shard.
+    let other = AidLadParams::new().seed(7).check().unwrap();
+    let refused = try_blocks(&other, &data, &[0, 1500, 3000], |_| {
+        Control::default().resume_from(&ck)
+    });
+    for r in refused {
+        let e = r.expect_err("a state of another run must be refused");
+        assert!(e.to_string().contains("--seed"), "{e}");
     }
 }

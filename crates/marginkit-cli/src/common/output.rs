@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use marginkit::data::write_output;
+use marginkit::data::{same_file, write_output};
 
 use crate::common::{CliError, CliResult};
 
@@ -22,14 +22,9 @@ pub fn default_model_path(train: &Path) -> PathBuf {
 }
 
 /// Refuses a state file that is the model file (the state would overwrite the model, or the
-/// model the state). Paths that do not exist yet are compared as given, after making them
-/// absolute; existing ones after resolving links.
+/// model the state), compared by [`same_file`].
 pub fn refuse_same_file(state: &Path, model: &Path) -> CliResult {
-    let norm = |p: &Path| {
-        std::fs::canonicalize(p)
-            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
-    };
-    if norm(state) == norm(model) {
+    if same_file(state, model) {
         return Err(CliError(format!(
             "--state-file {} is the model file: the state would overwrite the model; give another path",
             state.display()
@@ -40,15 +35,10 @@ pub fn refuse_same_file(state: &Path, model: &Path) -> CliResult {
 
 /// Refuses an output file that is one of the command's input files (`train data data`,
 /// `predict t m t`, `scale -o data data`): writing it would replace the input the user still
-/// has. Compared as [`refuse_same_file`] does.
+/// has. Compared by [`same_file`].
 pub fn refuse_overwriting_input(output: &Path, inputs: &[(&Path, &str)]) -> CliResult {
-    let norm = |p: &Path| {
-        std::fs::canonicalize(p)
-            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
-    };
-    let out = norm(output);
     for (input, what) in inputs {
-        if norm(input) == out {
+        if same_file(input, output) {
             return Err(CliError(format!(
                 "{} is the {what}: writing it would overwrite that input; give another output path",
                 output.display()

@@ -25,7 +25,9 @@
 //! [`AidCheckpoint::to_bytes`] of an accepted file gives back the same bytes.
 
 use crate::data::Dataset;
-use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv, RunRecord};
+use crate::persist::{
+    self, hash_rows, hash_shape, CheckpointError, DataShape, Dec, Enc, Fnv, RunRecord,
+};
 
 use super::cluster::Clusters;
 use super::state::{IterRecord, S3vmSolution, SvmSolution};
@@ -565,13 +567,38 @@ pub(crate) type Stamp = (u64, RunRecord);
 /// Fingerprint of an AID run (the data set and `params`, a description of every parameter that
 /// changes the iterates) and its run record (`settings`, those parameters by flag, with the
 /// data's shape and hash added).
-pub(crate) fn fingerprint(params: &str, mut settings: RunRecord, data: &Dataset) -> Stamp {
-    let mut h = Fnv::new();
-    h.bytes(b"aid|");
-    h.bytes(params.as_bytes());
-    hash_dataset(&mut h, data);
-    settings.data("training data", data);
-    (h.0, settings)
+pub(crate) fn fingerprint(params: &str, settings: RunRecord, data: &Dataset) -> Stamp {
+    let mut h = stamp_start(params, data.len(), data.n_features());
+    stamp_rows(&mut h, data);
+    stamp_end(h, settings, data.len(), data.n_features())
+}
+
+/// The two running hashes of a [`Stamp`] (the fingerprint's and the data shape's) before any
+/// row of a data set of `n` rows and `d` features. A data set split by rows is hashed by
+/// [`stamp_rows`] on every part in row order, each on the states the previous part left.
+pub(crate) fn stamp_start(params: &str, n: usize, d: usize) -> [u64; 2] {
+    let mut fp = Fnv::new();
+    fp.bytes(b"aid|");
+    fp.bytes(params.as_bytes());
+    hash_shape(&mut fp, n, d);
+    let mut shape = Fnv::new();
+    hash_shape(&mut shape, n, d);
+    [fp.0, shape.0]
+}
+
+/// Adds `rows` (a part of the data set, in row order) to the running hashes of [`stamp_start`].
+pub(crate) fn stamp_rows(h: &mut [u64; 2], rows: &Dataset) {
+    for s in h.iter_mut() {
+        let mut f = Fnv(*s);
+        hash_rows(&mut f, rows);
+        *s = f.0;
+    }
+}
+
+/// The [`Stamp`] from the running hashes after every row.
+pub(crate) fn stamp_end(h: [u64; 2], mut settings: RunRecord, n: usize, d: usize) -> Stamp {
+    settings.data_shape("training data", DataShape::new(n, d, h[1]));
+    (h[0], settings)
 }
 
 /// The settings every AID model shares: `--r0` (`None`: the paper's rule), `--gap-tol`,

@@ -57,18 +57,19 @@
 
 pub mod shard;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rayon::prelude::*;
 
-use self::shard::{InProcess, LoopAt};
-use super::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState};
+use self::shard::InProcess;
+use super::checkpoint::{self, AidCheckpoint};
 use super::cluster::{det_sum, Clusters};
 use super::{AidRun, AidSettings, IterRecord};
 use crate::data::design::{DesignRows, FeatureRows};
 use crate::data::{ops, Dataset, Features, Row};
 use crate::error::{DataError, FitError, ParamError, ParseError, ParseErrorKind};
 use crate::fit::{Control, Fit, Report};
+use crate::persist::RunRecord;
 use crate::solver::{lp, Status};
 
 /// A fitted LAD model: `y ~ x'coef + intercept`.
@@ -646,23 +647,22 @@ fn side_of(y: f64, pred: f64) -> (u8, f64) {
     (u8::from(r > eps), r.abs())
 }
 
-fn lad_fingerprint(params: &AidLadValidParams, data: &Dataset) -> checkpoint::Stamp {
+/// What a LAD run's stamp holds besides the data: a description of every parameter that
+/// changes the iterates, and those parameters by flag.
+fn stamp_parts(params: &AidLadValidParams) -> (String, RunRecord) {
     let mut settings = checkpoint::common_settings(params.r0, params.settings.gap_tol, params.seed);
     settings.set(
         "--no-intercept",
         if params.intercept { "no" } else { "yes" },
     );
-    checkpoint::fingerprint(
-        &format!(
-            "lad|{}|{:?}|{}|{:?}",
-            params.intercept,
-            params.r0.map(f64::to_bits),
-            params.seed,
-            params.settings.gap_tol.to_bits()
-        ),
-        settings,
-        data,
-    )
+    let what = format!(
+        "lad|{}|{:?}|{}|{:?}",
+        params.intercept,
+        params.r0.map(f64::to_bits),
+        params.seed,
+        params.settings.gap_tol.to_bits()
+    );
+    (what, settings)
 }
 
 /// AID-LAD (see module docs): the initial clustering, then the AID loop.
@@ -683,72 +683,33 @@ pub fn fit(
     ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
 ) -> Result<AidLadFit, FitError> {
     check_data(data, params.intercept)?;
-    // A pass over the data: only when a checkpoint is checked or written.
-    let fp = || lad_fingerprint(params, data);
     let d = data.n_features();
-    let p = d + usize::from(params.intercept);
     let lay = shard::Layout {
         n: data.len(),
         first: 0,
         d,
     };
-    let (at, init_seconds) = match ctl.resume() {
-        Some(ck) => {
-            ck.check(AidModel::Lad, &fp(), data.len(), p, false)?;
-            let st = ck.to_loop::<Vec<f64>>()?;
-            (
-                loop_at(st, ck.problem.last_certified, data.len()),
-                ck.init_seconds,
-            )
-        }
-        None => {
-            let t0 = Instant::now();
-            let (labels, k) = shard::initial_labels(params, data, &lay, &mut InProcess)?;
-            (LoopAt::start(labels, k), t0.elapsed().as_secs_f64())
-        }
-    };
-    let (end, at) = shard::iterate(params, data, &lay, &mut InProcess, ctl, at)?;
+    let shard::Run {
+        end,
+        at,
+        init_seconds,
+        checkpoint,
+    } = shard::run(params, data, &lay, &mut InProcess, ctl)?;
     let clusters = Clusters::from_assignment(&at.labels, at.k);
-    let run = |status, termination, at: &LoopAt| {
-        at.best.as_ref().map(|(b, e)| AidRun {
-            best: b.clone(),
-            best_objective: *e,
-            lower_bound: if at.records.is_empty() {
-                f64::NAN
-            } else {
-                at.lower
-            },
-            status,
-            termination,
-            iterations: at.records.clone(),
-            clusters: clusters.clone(),
-        })
-    };
-    let (run, last_certified, checkpoint) = match end {
-        Some((status, termination)) => (run(status, termination, &at), at.last_certified, None),
-        None => {
-            let partial = run(Status::Interrupted, None, &at);
-            let ps = ProblemState {
-                last_certified: at.last_certified,
-                ..ProblemState::default()
-            };
-            let st = LoopState {
-                t: at.t,
-                has_bound: !at.records.is_empty(),
-                clusters: clusters.clone(),
-                parent: at.parent,
-                prev: at.prev,
-                best: at.best,
-                lower: at.lower,
-                records: at.records,
-            };
-            (
-                partial,
-                false,
-                Some(AidCheckpoint::from_loop(fp(), init_seconds, st, ps)),
-            )
-        }
-    };
+    let (status, termination) = end.unwrap_or((Status::Interrupted, None));
+    let run = at.best.as_ref().map(|(b, e)| AidRun {
+        best: b.clone(),
+        best_objective: *e,
+        lower_bound: if at.records.is_empty() {
+            f64::NAN
+        } else {
+            at.lower
+        },
+        status,
+        termination,
+        iterations: at.records.clone(),
+        clusters,
+    });
     Ok(Fit {
         model: run
             .as_ref()
@@ -756,31 +717,10 @@ pub fn fit(
         report: AidLadReport {
             run,
             init_seconds,
-            last_certified,
+            last_certified: end.is_some() && at.last_certified,
         },
         checkpoint,
     })
-}
-
-/// A checkpoint's loop state as the loop's: the partition as a cluster id per row.
-fn loop_at(st: LoopState<Vec<f64>>, last_certified: bool, n: usize) -> LoopAt {
-    let mut labels = vec![0u32; n];
-    for c in 0..st.clusters.len() {
-        for &i in st.clusters.members(c) {
-            labels[i as usize] = c as u32;
-        }
-    }
-    LoopAt {
-        t: st.t,
-        labels,
-        k: st.clusters.len(),
-        best: st.best,
-        lower: st.lower,
-        records: st.records,
-        last_certified,
-        prev: st.prev,
-        parent: st.parent,
-    }
 }
 
 /// `|K^0|`: `ceil(r^0 n)`, at least `p + 1` (LAD needs more clusters than coefficients to be

@@ -15,7 +15,7 @@ pub mod scale;
 use crate::error::DataError;
 
 pub use memory::dense_bytes_check;
-pub use output::{check_output, write_output};
+pub use output::{check_output, same_file, write_output};
 
 /// A dense row-major matrix.
 #[derive(Debug, Clone, PartialEq)]

@@ -71,6 +71,17 @@ where
     }
 }
 
+/// Whether `a` and `b` name the same file: existing paths after resolving links, paths that do
+/// not exist yet as given after making them absolute. Front ends refuse an output that is
+/// another output or one of their inputs.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let norm = |p: &Path| {
+        fs::canonicalize(p)
+            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+    };
+    norm(a) == norm(b)
+}
+
 /// Checks that [`write_output`] can write `path`, without changing anything a user can see: the
 /// target is not a directory, its directory exists and takes a new file, and an existing regular
 /// target is writable. Front ends call it for every output before the work starts.

@@ -41,7 +41,7 @@ pub use record::DataShape;
 
 pub(crate) use checksum::{seal, unseal, Fnv};
 pub(crate) use codec::{Dec, Enc};
-pub(crate) use fingerprint::hash_dataset;
+pub(crate) use fingerprint::{hash_dataset, hash_rows, hash_shape};
 pub(crate) use record::{check_resume, RunRecord};
 
 /// Checks the magic and the checksum of a sealed state file of kind `file`; returns a decoder

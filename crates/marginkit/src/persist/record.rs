@@ -22,6 +22,15 @@ pub struct DataShape {
 }
 
 impl DataShape {
+    /// A data set's shape and hash, computed elsewhere (over shards: [`super::hash_rows`]).
+    pub(crate) fn new(rows: usize, features: usize, hash: u64) -> Self {
+        Self {
+            rows: rows as u64,
+            features: features as u64,
+            hash,
+        }
+    }
+
     /// The shape and hash of `data`.
     pub(crate) fn of(data: &Dataset) -> Self {
         let mut h = Fnv::new();
@@ -99,7 +108,13 @@ impl RunRecord {
 
     /// Adds a data set (a pass over it).
     pub fn data(&mut self, role: &str, data: &Dataset) -> &mut Self {
-        self.data.push((role.to_owned(), DataShape::of(data)));
+        self.data_shape(role, DataShape::of(data))
+    }
+
+    /// Adds a data set by its shape and hash (of a data set no process holds whole: see
+    /// [`super::hash_rows`]).
+    pub fn data_shape(&mut self, role: &str, shape: DataShape) -> &mut Self {
+        self.data.push((role.to_owned(), shape));
         self
     }
 

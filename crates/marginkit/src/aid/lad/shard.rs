@@ -41,13 +41,14 @@ use rayon::prelude::*;
 
 use super::{
     check_rows, fit_lad, initial_k, kmeans_seed, model_from, sample_size, side_of, solve_design,
-    AidLadValidParams, LadModel, LadSolution, EVAL_CHUNK,
+    stamp_parts, AidLadValidParams, LadModel, LadSolution, EVAL_CHUNK,
 };
-use crate::aid::cluster::{add_row, assign_nearest};
+use crate::aid::checkpoint::{self, AidCheckpoint, AidModel, LoopState, ProblemState, Stamp};
+use crate::aid::cluster::{add_row, assign_nearest, Clusters};
 use crate::aid::{rel_gap, stop_requested, stop_rule, IterRecord, Termination};
 use crate::data::design::{DenseRows, DesignRows, FeatureRows};
 use crate::data::{CsrMatrix, Dataset, DenseMatrix, Features, Row};
-use crate::error::{DataError, FitError, SolveError};
+use crate::error::{DataError, FitError, ParamError, SolveError};
 use crate::fit::{Control, Fit, Report};
 use crate::solver::Status;
 
@@ -142,19 +143,19 @@ impl Report for AidLadShardReport {
 }
 
 /// What [`fit_shard`] returns: the model (the same on every shard; `None` when stopped before
-/// the first iteration) and the report.
-pub type AidLadShardFit = Fit<Option<LadModel>, AidLadShardReport>;
+/// the first iteration), the report, and on the root of a stopped run the state file.
+pub type AidLadShardFit = Fit<Option<LadModel>, AidLadShardReport, AidCheckpoint>;
 
 /// Makes a local check collective: when it failed on any shard, every shard returns an error
 /// (its own, or one naming another shard).
-fn agree(comm: &mut dyn LadComm, local: Result<(), FitError>) -> Result<(), FitError> {
+fn agree<T>(comm: &mut dyn LadComm, local: Result<T, FitError>) -> Result<T, FitError> {
     let mut bad = [u8::from(local.is_err())];
     comm.or(&mut bad);
-    local?;
+    let v = local?;
     if bad[0] != 0 {
         return Err(SolveError::Dimensions("the input of another shard is invalid").into());
     }
-    Ok(())
+    Ok(v)
 }
 
 /// The identity of the standard library's floating-point `sum` (its starting value), so that
@@ -283,29 +284,32 @@ fn layout(data: &Dataset, comm: &mut dyn LadComm) -> Result<Layout, FitError> {
 /// `ctl`'s part callback receives every iteration's record. Its observer is asked on every
 /// shard before every aggregated solve (as in [`super::fit`]); when it asks to stop on any
 /// shard, every shard stops there with [`Status::Interrupted`] and the best model so far
-/// (`None` before the first iteration): the requests are ORed over the shards.
+/// (`None` before the first iteration): the requests are ORed over the shards. The root's fit
+/// then carries the state file ([`AidCheckpoint`]) that [`super::fit`] would have written,
+/// but for the measured seconds in it. A state to resume ([`Control::resume_from`], on every
+/// shard) is continued at any number of shards, and so is one written by [`super::fit`].
 ///
 /// # Errors
 /// On every shard: [`DataError::Empty`] when no shard holds a row, [`ParamError::Incompatible`]
-/// when there are fewer rows than coefficients, [`DataError::Shape`] when the shards' feature
-/// counts differ, the aggregated solve's error (on the root; the other shards name it), a
-/// memory limit of the aggregated rows.
-///
-/// [`ParamError::Incompatible`]: crate::error::ParamError::Incompatible
+/// when there are fewer rows than coefficients or only some shards resume, [`DataError::Shape`]
+/// when the shards' feature counts differ, [`FitError::Checkpoint`] when the state to resume
+/// was written for another model, data or parameters, the aggregated solve's error (on the
+/// root; the other shards name it), a memory limit of the aggregated rows.
 pub fn fit_shard(
     params: &AidLadValidParams,
     data: &Dataset,
     comm: &mut dyn LadComm,
-    ctl: &mut Control<'_, (), IterRecord>,
+    ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
 ) -> Result<AidLadShardFit, FitError> {
-    let t0 = Instant::now();
     let lay = layout(data, comm)?;
     let p = lay.d + usize::from(params.intercept);
     check_rows(lay.n, p)?;
-    let (labels, k) = initial_labels(params, data, &lay, comm)?;
-    let init_seconds = t0.elapsed().as_secs_f64();
-    comm.stage_done();
-    let (end, at) = iterate(params, data, &lay, comm, ctl, LoopAt::start(labels, k))?;
+    let Run {
+        end,
+        at,
+        init_seconds,
+        checkpoint,
+    } = run(params, data, &lay, comm, ctl)?;
     let (status, termination) = end.unwrap_or((Status::Interrupted, None));
     Ok(Fit {
         model: at
@@ -324,8 +328,96 @@ pub fn fit_shard(
             init_seconds,
             last_certified: at.last_certified,
         },
-        checkpoint: None,
+        checkpoint,
     })
+}
+
+/// A (sharded) run: how the loop ended (as [`iterate`]), the state there, the seconds of the
+/// initial clustering, and on the root of a stopped run the state file to continue it.
+pub(crate) struct Run {
+    pub end: Option<(Status, Option<Termination>)>,
+    pub at: LoopAt,
+    pub init_seconds: f64,
+    pub checkpoint: Option<AidCheckpoint>,
+}
+
+/// The initial clustering, or the state `ctl` resumes (every shard must resume the same state
+/// file: the run's [`AidCheckpoint`], which does not depend on the number of shards), then the
+/// loop. When the observer stops the loop, the root's [`Run::checkpoint`] is the state file of
+/// one process holding all the rows stopped at the same point, but for the measured seconds in
+/// it (the cluster ids are gathered to the root).
+pub(crate) fn run(
+    params: &AidLadValidParams,
+    data: &Dataset,
+    lay: &Layout,
+    comm: &mut dyn LadComm,
+    ctl: &mut Control<'_, AidCheckpoint, IterRecord>,
+) -> Result<Run, FitError> {
+    let p = lay.d + usize::from(params.intercept);
+    let mut resuming = [u8::from(ctl.resume().is_some())];
+    comm.or(&mut resuming);
+    let mut stamped = None;
+    let (at, init_seconds) = if resuming[0] != 0 {
+        let st = stamp(params, data, lay, comm);
+        let local = match ctl.resume() {
+            Some(ck) => LoopAt::resume(ck, &st, lay, data.len(), p),
+            None => Err(ParamError::Incompatible(
+                "another shard continues a state file and this one does not",
+            )
+            .into()),
+        };
+        stamped = Some(st);
+        agree(comm, local)?
+    } else {
+        let t0 = Instant::now();
+        let (labels, k) = initial_labels(params, data, lay, comm)?;
+        (LoopAt::start(labels, k), t0.elapsed().as_secs_f64())
+    };
+    comm.stage_done();
+    let (end, at) = iterate(params, data, lay, comm, ctl, at)?;
+    let checkpoint = if end.is_none() {
+        let st = match stamped {
+            Some(st) => st,
+            None => stamp(params, data, lay, comm),
+        };
+        let labels: Vec<f64> = at.labels.iter().map(|&l| f64::from(l)).collect();
+        let all = comm.gather(&labels);
+        comm.is_root()
+            .then(|| at.checkpoint(&all, st, init_seconds))
+    } else {
+        None
+    };
+    Ok(Run {
+        end,
+        at,
+        init_seconds,
+        checkpoint,
+    })
+}
+
+/// The fingerprint and run record of a LAD run on the whole data set (a collective): FNV-1a
+/// over the rows in row order, the running hashes passed from shard to shard as the bits of two
+/// doubles.
+fn stamp(
+    params: &AidLadValidParams,
+    data: &Dataset,
+    lay: &Layout,
+    comm: &mut dyn LadComm,
+) -> Stamp {
+    let (what, settings) = stamp_parts(params);
+    let start = checkpoint::stamp_start(&what, lay.n, lay.d);
+    let mut b = [0.0; 2];
+    comm.sum(&mut b, &mut |b, first| {
+        let mut h = if first {
+            start
+        } else {
+            [b[0].to_bits(), b[1].to_bits()]
+        };
+        checkpoint::stamp_rows(&mut h, data);
+        b[0] = f64::from_bits(h[0]);
+        b[1] = f64::from_bits(h[1]);
+    });
+    checkpoint::stamp_end([b[0].to_bits(), b[1].to_bits()], settings, lay.n, lay.d)
 }
 
 /// The AID-LAD loop at the start of iteration `t`, in a shard's form (what a checkpoint of
@@ -348,6 +440,61 @@ pub(crate) struct LoopAt {
 }
 
 impl LoopAt {
+    /// The state of `ck` for this shard's rows (`local_n` rows from `lay.first`) after checking
+    /// that it was written for this run (`st`) and data (`n` rows, `p` coefficients); with the
+    /// initial clustering's seconds.
+    fn resume(
+        ck: &AidCheckpoint,
+        st: &Stamp,
+        lay: &Layout,
+        local_n: usize,
+        p: usize,
+    ) -> Result<(Self, f64), FitError> {
+        ck.check(AidModel::Lad, st, lay.n, p, false)?;
+        let s = ck.to_loop::<Vec<f64>>()?;
+        let mut labels = vec![0u32; local_n];
+        let mine = lay.first..lay.first + local_n;
+        for c in 0..s.clusters.len() {
+            for &i in s.clusters.members(c) {
+                if mine.contains(&(i as usize)) {
+                    labels[i as usize - lay.first] = c as u32;
+                }
+            }
+        }
+        let at = Self {
+            t: s.t,
+            labels,
+            k: s.clusters.len(),
+            best: s.best,
+            lower: s.lower,
+            records: s.records,
+            last_certified: ck.problem.last_certified,
+            prev: s.prev,
+            parent: s.parent,
+        };
+        Ok((at, ck.init_seconds))
+    }
+
+    /// The state file of this state, given every shard's cluster ids in row order (`all`).
+    fn checkpoint(&self, all: &[f64], st: Stamp, init_seconds: f64) -> AidCheckpoint {
+        let labels: Vec<u32> = all.iter().map(|&l| l as u32).collect();
+        let loop_state = LoopState {
+            t: self.t,
+            has_bound: !self.records.is_empty(),
+            clusters: Clusters::from_assignment(&labels, self.k),
+            parent: self.parent.clone(),
+            prev: self.prev.clone(),
+            best: self.best.clone(),
+            lower: self.lower,
+            records: self.records.clone(),
+        };
+        let ps = ProblemState {
+            last_certified: self.last_certified,
+            ..ProblemState::default()
+        };
+        AidCheckpoint::from_loop(st, init_seconds, loop_state, ps)
+    }
+
     pub(crate) fn start(labels: Vec<u32>, k: usize) -> Self {
         Self {
             t: 0,
