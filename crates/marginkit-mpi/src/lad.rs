@@ -15,7 +15,12 @@
 //!    still takes part in every reduction;
 //! 5. rank 0 writes the model with the library's atomic writer.
 //!
-//! Not supported here: `--resume` and Ctrl-C state files, `--plot`, CSV input.
+//! Ctrl-C stops every rank before the same aggregated solve; rank 0 then writes the best model so
+//! far and the state file `marginkit aid lad` stopped there would write, but for the measured
+//! seconds in it (the cluster ids are gathered to rank 0). `--resume` continues such a file, or one
+//! of `marginkit aid lad`, at any number of ranks ([`crate::state`]).
+//!
+//! Not supported here: `--plot`, CSV input.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,7 +30,7 @@ use std::time::{Duration, Instant};
 use clap::{ArgAction, Parser};
 use marginkit::aid::lad::shard::{fit_shard, LadComm};
 use marginkit::aid::lad::AidLadParams;
-use marginkit::aid::IterRecord;
+use marginkit::aid::{AidCheckpoint, IterRecord};
 use marginkit::data::libsvm_fmt::{DEFAULT_DENSIFY_MAX_BYTES, DEFAULT_DENSIFY_MIN_DENSITY};
 use marginkit::data::{densify_pays, write_output};
 use marginkit::fit::{Control, Report};
@@ -38,6 +43,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Count;
 
+use crate::state::{self, StateArgs};
 use crate::stop;
 use crate::train::{
     agree, gather_u64, json_f64, json_f64s, json_str, json_u64s, parse_block, read_block, setup,
@@ -83,6 +89,8 @@ pub struct LadCli {
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     help: Option<bool>,
+    #[command(flatten)]
+    state: StateArgs,
     /// Training data (regression targets): a LIBSVM file, or a directory whose regular files,
     /// sorted by name, are the data in that order.
     train_file: PathBuf,
@@ -299,6 +307,9 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let params = agree(world, params(&a))?;
     let (path, threads) = setup(world, a.threads, &a.train_file, a.model_file.as_ref())?;
+    let state_path = a.state.path(&path);
+    state::check(world, &state_path, &path, a.state.resume.as_deref())?;
+    let resume = a.state.read(world, AidCheckpoint::from_bytes)?;
 
     // Read and parse this rank's block; the whole data set's shape and storage.
     let block = read_block(world, &a.train_file)?;
@@ -341,24 +352,28 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
     let show = rank == 0 && !a.quiet && !a.json;
     let mut comm = Mpi::new(world);
     let t_fit = Instant::now();
-    let mut ctl = Control::new(Cancel::from_flag(stop::install())).on_part(|r: &IterRecord| {
-        if show && r.t == 0 {
-            println!(
-                "{:>4} {:>9} {:>10} {:>20} {:>20} {:>10}",
-                "t", "clusters", "r", "lower bound F", "E_best", "gap"
-            );
-        }
-        if show {
-            println!(
-                "{:>4} {:>9} {:>10.3e} {:>20.12e} {:>20.12e} {:>10.3e}",
-                r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap
-            );
-        }
-    });
+    let mut header = true;
+    let mut ctl = Control::new(Cancel::from_flag(stop::install()))
+        .resume_opt(resume.as_ref())
+        .on_part(|r: &IterRecord| {
+            // The header before the first row (of a resumed run too).
+            if show && std::mem::take(&mut header) {
+                println!(
+                    "{:>4} {:>9} {:>10} {:>20} {:>20} {:>10}",
+                    "t", "clusters", "r", "lower bound F", "E_best", "gap"
+                );
+            }
+            if show {
+                println!(
+                    "{:>4} {:>9} {:>10.3e} {:>20.12e} {:>20.12e} {:>10.3e}",
+                    r.t, r.clusters, r.r, r.lower_bound, r.best_objective, r.gap
+                );
+            }
+        });
     let fit = fit_shard(&params, &data, &mut comm, &mut ctl);
     drop(ctl);
     let fit_secs = t_fit.elapsed().as_secs_f64();
-    let fit = agree(world, fit.map_err(|e| e.to_string()))?;
+    let fit = agree(world, fit.map_err(|e| a.state.err(e)))?;
     // No model when stopped before the first iteration.
     let written = match (&fit.model, rank) {
         (Some(m), 0) => write_output(&path, |w| w.write_all(m.to_json().as_bytes()))
@@ -366,6 +381,15 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
         _ => Ok(()),
     };
     agree(world, written)?;
+    // The state of a stopped run (only rank 0's fit carries it; every rank knows the status).
+    if fit.report.status == Status::Interrupted {
+        state::write(world, &state_path, || {
+            fit.checkpoint
+                .as_ref()
+                .map(|ck| ck.to_bytes())
+                .unwrap_or_default()
+        })?;
+    }
 
     // Report (rank 0): traffic per stage summed over the ranks, the slowest rank's
     // communication time per stage.
@@ -403,8 +427,9 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
             "no model".to_string()
         };
         eprintln!(
-            "marginkit-mpi: interrupted after {} iterations: {model}; no state file is written over MPI (the run starts over)",
+            "marginkit-mpi: interrupted after {} finished iterations: {model}; continue with --resume {}",
             rep.iterations.len(),
+            state_path.display(),
         );
     }
     if show {
@@ -416,16 +441,29 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
         println!(
             "{size} ranks, {n} rows, {} iterations, {:.3e} bytes sent per iteration, communication {comm_total:.3} s of {fit_secs:.3} s (rank 0)",
             rep.iterations.len(),
-            total_bytes as f64 / rep.iterations.len().max(1) as f64
+            total_bytes as f64 / stages.saturating_sub(1).max(1) as f64
         );
     }
     if a.json {
+        // The records a resumed run continued from ran earlier: this run has no traffic of theirs.
+        let earlier = rep
+            .iterations
+            .len()
+            .saturating_sub(stages.saturating_sub(1));
         let its: Vec<String> = rep
             .iterations
             .iter()
             .enumerate()
             .map(|(k, r)| {
-                let s = k + 1;
+                let s = (k + 1).saturating_sub(earlier);
+                let ran = k >= earlier;
+                let count = |i: usize| {
+                    if ran {
+                        traffic.get(i).copied().unwrap_or(0).to_string()
+                    } else {
+                        "null".to_string()
+                    }
+                };
                 format!(
                     "{{\"t\":{},\"clusters\":{},\"r\":{},\"lower_bound\":{},\"objective\":{},\"best_objective\":{},\"gap\":{},\"violating\":{},\"seconds\":{},\"bytes\":{},\"messages\":{},\"comm_seconds\":{}}}",
                     r.t,
@@ -437,15 +475,19 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
                     json_f64(r.gap),
                     r.violating,
                     json_f64(r.seconds),
-                    traffic.get(2 * s).copied().unwrap_or(0),
-                    traffic.get(2 * s + 1).copied().unwrap_or(0),
-                    json_f64(slowest.get(s).copied().unwrap_or(0.0)),
+                    count(2 * s),
+                    count(2 * s + 1),
+                    if ran {
+                        json_f64(slowest.get(s).copied().unwrap_or(0.0))
+                    } else {
+                        "null".to_string()
+                    },
                 )
             })
             .collect();
         let clusters: Vec<u64> = rep.iterations.iter().map(|r| r.clusters as u64).collect();
         println!(
-            "{{\"model\":\"lad\",\"stop\":\"{}\",\"status\":\"{}\",\"converged\":{},\"certified\":{},\"objective\":{},\"lower_bound\":{},\"n\":{},\"d\":{},\"P\":{},\"threads_per_rank\":{},\"dense\":{},\"rows_per_rank\":{},\"nnz_per_rank\":{},\"clusters_per_iteration\":{},\"init_bytes\":{},\"init_messages\":{},\"bytes\":{},\"messages\":{},\"read_seconds\":{},\"init_seconds\":{},\"fit_seconds\":{},\"total_seconds\":{},\"comm_seconds\":{},\"compute_seconds\":{},\"comm_seconds_per_rank\":{},\"iterations\":[{}],\"model_file\":{}}}",
+            "{{\"model\":\"lad\",\"stop\":\"{}\",\"status\":\"{}\",\"converged\":{},\"certified\":{},\"objective\":{},\"lower_bound\":{},\"n\":{},\"d\":{},\"P\":{},\"threads_per_rank\":{},\"dense\":{},\"rows_per_rank\":{},\"nnz_per_rank\":{},\"clusters_per_iteration\":{},\"init_bytes\":{},\"init_messages\":{},\"bytes\":{},\"messages\":{},\"read_seconds\":{},\"init_seconds\":{},\"fit_seconds\":{},\"total_seconds\":{},\"comm_seconds\":{},\"compute_seconds\":{},\"comm_seconds_per_rank\":{},\"iterations\":[{}],\"model_file\":{},\"resumed\":{},\"state_file\":{}}}",
             rep.stop_name(),
             rep.status().as_str(),
             rep.status() == Status::Converged,
@@ -473,6 +515,12 @@ pub fn run(a: LadCli, world: &SimpleCommunicator) -> Res<Status> {
             json_f64s(&comm_per),
             its.join(","),
             json_str(&path.display().to_string()),
+            a.state.resume.is_some(),
+            if fit.checkpoint.is_some() {
+                json_str(&state_path.display().to_string())
+            } else {
+                "null".to_string()
+            },
         );
     }
     Ok(rep.status())

@@ -43,6 +43,7 @@
 
 mod kernel;
 mod lad;
+mod state;
 mod stop;
 mod train;
 

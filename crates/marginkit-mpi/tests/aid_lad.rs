@@ -3,17 +3,21 @@
 //! library's reader with default options, `aid::lad::fit` and `LadModel::to_json`, computed here
 //! in-process), with the same iterations, on dense real data (boston, with and without an
 //! intercept), on generated sets larger than the initial sample (dense, and sparse with blocks
-//! of different widths), with a first rank that reads no rows and for a directory of files; and
-//! bad input fails on every rank with one clear message and no model file. Needs `mpirun`
+//! of different widths), with a first rank that reads no rows and for a directory of files; a
+//! state file (of one process, or of a run stopped by a real SIGINT to `mpirun`) continues at
+//! any P to the uninterrupted model; and bad input fails on every rank with one clear message
+//! and no model file. Needs `mpirun`
 //! (OpenMPI) on PATH; as root set OMPI_ALLOW_RUN_AS_ROOT=1 and
 //! OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (the tests set them for the child).
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use marginkit::aid::lad::{self, AidLadParams};
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
+use marginkit::solver::{IterStats, Observer};
 use serde_json::Value;
 
 mod common;
@@ -263,4 +267,98 @@ fn bad_input_fails_on_every_rank() {
         &model,
         "r0",
     );
+}
+
+/// Asks to stop before iteration `.0` (as Ctrl-C stops `marginkit aid lad` there).
+struct StopBefore(u64);
+
+impl Observer for StopBefore {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
+        if s.iterations >= self.0 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}
+
+/// The state file of a run one process stopped before iteration 1 continues at P = 1, 2 and 3
+/// to the uninterrupted run's model file, byte for byte; the state of another run and a
+/// damaged one are refused on every rank, with no model file.
+#[test]
+fn resume_continues_a_state_file_at_any_p() {
+    let train = tmp("resume.svm");
+    generate(&train, 9000, 3, 3, 0);
+    let data = read_libsvm_path(&train, &ReadOptions::default()).unwrap();
+    let valid = AidLadParams::new().check().unwrap();
+    let full = lad::fit(&valid, &data, &mut Control::default()).unwrap();
+    assert!(full.report.run.as_ref().unwrap().iterations.len() >= 2);
+    let want = full.model.unwrap().to_json().into_bytes();
+    let stopped = lad::fit(&valid, &data, &mut Control::new(StopBefore(1))).unwrap();
+    let state = tmp("resume.state");
+    std::fs::write(&state, stopped.checkpoint.unwrap().to_bytes()).unwrap();
+    let (t, s) = (train.to_str().unwrap(), state.to_str().unwrap());
+    for np in [1, 2, 3] {
+        let model = tmp(&format!("resume.np{np}.model"));
+        let _ = std::fs::remove_file(&model);
+        let out = mpirun(np, &["-q", "--resume", s, t, model.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "P = {np}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&model).unwrap(), want, "P = {np}");
+    }
+    let model = tmp("resume.bad.model");
+    let m = model.to_str().unwrap();
+    fails(
+        2,
+        &["--seed", "7", "--resume", s, t, m],
+        &model,
+        &format!("{s}: the AID state file was written with --seed 0 (now --seed 7)"),
+    );
+    let mut bytes = std::fs::read(&state).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    let damaged = tmp("resume.damaged.state");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let d = damaged.to_str().unwrap();
+    fails(2, &["--resume", d, t, m], &model, &format!("{d}:"));
+    // The state file cannot also be the model file.
+    fails(2, &["--state-file", m, t, m], &model, "is the model file");
+}
+
+/// A real SIGINT to `mpirun` once rank 0 printed the first iteration's row: every rank stops
+/// before the same aggregated solve, rank 0 writes the best model so far and the state file;
+/// continued at P = 3 it gives the uninterrupted model file, byte for byte.
+#[test]
+fn ctrl_c_writes_a_state_file_that_continues_to_the_same_model() {
+    // Large enough that the iterations after the first take far longer than the signal's way.
+    let train = tmp("sigint.svm");
+    generate(&train, 400_000, 4, 4, 0);
+    let (want, clusters) = single(AidLadParams::new(), &train);
+    assert!(clusters.len() >= 3, "{clusters:?}");
+    let model = tmp("sigint.model");
+    let state = tmp("sigint.model.state");
+    let (t, m) = (train.to_str().unwrap(), model.to_str().unwrap());
+    let _ = std::fs::remove_file(&state);
+    let out = common::interrupt_after_line(2, COMMAND, &[t, m], |l| l.starts_with("   0 "));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Every rank exits with 130; `mpirun`, told to stop the job, with a failure status of its own.
+    assert!(!out.status.success(), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\nstop: interrupted\n"), "{stdout}");
+    let s = state.to_str().unwrap();
+    assert!(
+        err.contains(&format!("continue with --resume {s}")),
+        "{err}"
+    );
+    assert!(model.exists() && state.exists());
+    let out = mpirun(3, &["-q", "--resume", s, t, m]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&model).unwrap(), want);
 }

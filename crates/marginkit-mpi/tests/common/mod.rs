@@ -37,6 +37,71 @@ pub fn mpirun(np: usize, command: &[&str], args: &[&str]) -> Output {
         .expect("mpirun (OpenMPI) must be installed to run this test")
 }
 
+/// Starts `mpirun -np NP marginkit-mpi COMMAND... ARGS...` and reads its standard output line by
+/// line; after the first line for which `ready` holds it sends SIGINT to every rank (the
+/// children of `mpirun`, each in a process group of its own), then collects the rest. That is
+/// what the ranks get from Ctrl-C, without `mpirun`'s delay in passing it on (it turns Ctrl-C
+/// into SIGTERM for every rank some tenths of a second later). The commands print such lines (an
+/// iteration table's rows) from inside the fit, after every rank installed its handler. Panics
+/// if the run ends without printing such a line.
+#[allow(dead_code)] // not every suite has a Ctrl-C test
+pub fn interrupt_after_line(
+    np: usize,
+    command: &[&str],
+    args: &[&str],
+    ready: impl Fn(&str) -> bool,
+) -> Output {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    let mut child = Command::new("mpirun")
+        .args([
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+            env!("CARGO_BIN_EXE_marginkit-mpi"),
+        ])
+        .args(command)
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun (OpenMPI) must be installed to run this test");
+    let mut out = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut stdout = String::new();
+    loop {
+        let start = stdout.len();
+        let n = out.read_line(&mut stdout).expect("stdout readable");
+        assert!(
+            n > 0,
+            "{command:?} {args:?} ended before printing the awaited line; stdout:\n{stdout}"
+        );
+        if ready(stdout[start..].trim_end()) {
+            break;
+        }
+    }
+    let kill = Command::new("pkill")
+        .args(["-INT", "-P", &child.id().to_string()])
+        .status()
+        .expect("pkill (procps) runs");
+    assert!(kill.success(), "pkill -INT -P {} found no rank", child.id());
+    out.read_to_string(&mut stdout).expect("stdout readable");
+    let mut stderr = Vec::new();
+    child
+        .stderr
+        .take()
+        .expect("piped stderr")
+        .read_to_end(&mut stderr)
+        .expect("stderr readable");
+    let status = child.wait().expect("child reaped");
+    Output {
+        status,
+        stdout: stdout.into_bytes(),
+        stderr,
+    }
+}
+
 /// Runs a command that must fail: nonzero exit, the message (containing `needle`) once, from
 /// rank 0, and no model file.
 pub fn fails(np: usize, command: &[&str], args: &[&str], model: &Path, needle: &str) {
