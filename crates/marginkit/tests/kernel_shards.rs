@@ -3,20 +3,27 @@
 //! every shard is the single-process one byte for byte (dense and sparse rows, P = 1..4, uneven
 //! shards and an empty one); with shrinking on, the dual objective recomputed from scratch from
 //! the model (kernel values in f64, not the solver's gradient) is the single-process one to 1e-6
-//! relative.
+//! relative. A fit stopped early returns the single process's checkpoint (byte for byte without
+//! shrinking), which shards at any count and one process continue: without shrinking to the
+//! single-process model byte for byte; with shrinking, at the same split, to the uninterrupted
+//! sharded model, elsewhere to the same optimum.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
 
 use marginkit::data::first_appearances;
 use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions, Storage};
-use marginkit::fit::Control;
+use marginkit::fit::{Control, Fit};
 use marginkit::kernel::KernelSpec;
 use marginkit::solver::smo::shard::Collective;
-use marginkit::solver::Shrinking;
+use marginkit::solver::{IterStats, Observer, Shrinking, Status};
 use marginkit::svm::model_io::write_model;
-use marginkit::svm::{self, KernelKind, KernelParams, KernelShard, SvmModel, SvmParams, SvmType};
-use marginkit::Dataset;
+use marginkit::svm::{
+    self, FitCheckpoint, FitReport, KernelKind, KernelParams, KernelShard, SvmModel, SvmParams,
+    SvmType,
+};
+use marginkit::{Dataset, DenseMatrix, Features};
 
 /// One shard's ends of the channels to every other shard.
 struct Net {
@@ -357,5 +364,303 @@ fn one_class_of_data_is_an_error_on_every_shard() {
     });
     for e in errs {
         assert!(e.contains("class"), "{e}");
+    }
+}
+
+/// Stops at the observer's `at`-th call (the solvers call it every 1,000 iterations, at the same
+/// iterations in one process and on every shard).
+struct StopAt {
+    calls: usize,
+    at: usize,
+}
+
+impl Observer for StopAt {
+    fn on_iter(&mut self, _: &IterStats) -> ControlFlow<()> {
+        self.calls += 1;
+        if self.calls >= self.at {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}
+
+type SvmFit = Fit<SvmModel, FitReport, FitCheckpoint>;
+
+/// Every shard's fit of `data` cut at `cuts`, continuing `resume` and stopping at the
+/// observer's `stop_at`-th call when given.
+fn fit_shards(
+    params: &SvmParams,
+    data: &Dataset,
+    cuts: &[usize],
+    resume: Option<&FitCheckpoint>,
+    stop_at: Option<usize>,
+) -> Vec<Result<SvmFit, String>> {
+    let params = params.clone().check().unwrap();
+    let p = cuts.len() - 1;
+    let n = data.len();
+    let shards: Vec<Dataset> = (0..p)
+        .map(|k| data.subset(&(cuts[k]..cuts[k + 1]).collect::<Vec<_>>()))
+        .collect();
+    let labels = first_appearances(shards.iter().flat_map(|d| d.labels_in_order()));
+    std::thread::scope(|s| {
+        let handles: Vec<_> = nets(p)
+            .into_iter()
+            .zip(&shards)
+            .enumerate()
+            .map(|(k, (mut net, d))| {
+                let (params, labels) = (&params, labels.clone());
+                s.spawn(move || {
+                    let shard = KernelShard {
+                        n_samples: n,
+                        first: cuts[k],
+                        labels,
+                        comm: &mut net,
+                    };
+                    let stop = StopAt {
+                        calls: 0,
+                        at: stop_at.unwrap_or(usize::MAX),
+                    };
+                    let mut ctl = Control::new(stop).resume_opt(resume);
+                    svm::fit_shard(params, d, shard, &mut ctl).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// The one fit every shard returned (they must agree on the model and the checkpoint).
+fn agreed(fits: Vec<Result<SvmFit, String>>) -> SvmFit {
+    let fits: Vec<SvmFit> = fits.into_iter().map(Result::unwrap).collect();
+    let bytes = |f: &SvmFit| f.checkpoint.as_ref().map(FitCheckpoint::to_bytes);
+    for f in &fits[1..] {
+        assert!(f.model == fits[0].model, "the shards' models differ");
+        assert!(
+            bytes(f) == bytes(&fits[0]),
+            "the shards' checkpoints differ"
+        );
+    }
+    fits.into_iter().next().unwrap()
+}
+
+fn single_fit(
+    params: &SvmParams,
+    data: &Dataset,
+    resume: Option<&FitCheckpoint>,
+    stop_at: Option<usize>,
+) -> SvmFit {
+    let stop = StopAt {
+        calls: 0,
+        at: stop_at.unwrap_or(usize::MAX),
+    };
+    svm::fit(
+        &params.clone().check().unwrap(),
+        data,
+        &mut Control::new(stop).resume_opt(resume),
+    )
+    .unwrap()
+}
+
+/// Three overlapping classes in the plane (deterministic): with a large C the pairs take
+/// thousands of SMO iterations.
+fn three_classes(per_class: usize) -> Dataset {
+    let n = 3 * per_class;
+    let noise = |i: usize, k: u64| {
+        let h = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ k.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let h = h ^ (h >> 31);
+        (h % 10_000) as f64 / 10_000.0 - 0.5
+    };
+    let mut v = Vec::with_capacity(2 * n);
+    let mut y = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = i % 3;
+        v.push(c as f64 * 0.4 + 2.0 * noise(i, 1));
+        v.push((c as f64 * 1.3).sin() * 0.4 + 2.0 * noise(i, 2));
+        y.push(c as f64);
+    }
+    Dataset::new(Features::Dense(DenseMatrix::new(n, 2, v).unwrap()), y, None).unwrap()
+}
+
+/// The observer call that stops the second pair of a three-class fit, with the first done: the
+/// calls the first pair makes, plus one (the second pair must make a call).
+fn stop_in_second_pair(params: &SvmParams, data: &Dataset) -> usize {
+    let full = single_fit(params, data, None, None);
+    let it = |k: usize| full.report.subproblems[k].iterations as usize;
+    assert!(
+        it(1) > 1000,
+        "the second pair must run past one observer call: {}",
+        it(1)
+    );
+    it(0) / 1000 + 1
+}
+
+#[test]
+fn stopped_and_continued_without_shrinking_is_the_single_process_model() {
+    let data = three_classes(150);
+    let params = rbf(SvmType::CSvc, Shrinking::Off).c(1000.0);
+    let want = bytes(&single_fit(&params, &data, None, None).model);
+    let at = stop_in_second_pair(&params, &data);
+    let stopped = single_fit(&params, &data, None, Some(at));
+    let one = stopped.checkpoint.expect("stopped");
+    // One pair finished, one stopped, one not started, as one process records them.
+    assert_eq!((one.n_subproblems(), one.n_done()), (3, 1));
+    let n = data.len();
+    for cut in [vec![0, n / 2, n], vec![0, n / 7, n / 7, n]] {
+        let fit = agreed(fit_shards(&params, &data, &cut, None, Some(at)));
+        assert_eq!(fit.report.status(), Status::Interrupted);
+        let ck = fit.checkpoint.expect("stopped");
+        // Without shrinking the sharded solve is the single process's, bit for bit: so is
+        // the state file.
+        assert!(
+            ck.to_bytes() == one.to_bytes(),
+            "{cut:?}: the state file differs"
+        );
+        for other in [vec![0, n], vec![0, n / 3, 2 * n / 3, n], vec![0, n / 2, n]] {
+            let fit = agreed(fit_shards(&params, &data, &other, Some(&ck), None));
+            assert!(bytes(&fit.model) == want, "{cut:?} continued at {other:?}");
+            assert!(fit.checkpoint.is_none());
+        }
+        let fit = single_fit(&params, &data, Some(&ck), None);
+        assert!(
+            bytes(&fit.model) == want,
+            "{cut:?} continued by one process"
+        );
+    }
+    // A single process's state, continued by shards.
+    let fit = agreed(fit_shards(&params, &data, &[0, n / 3, n], Some(&one), None));
+    assert!(bytes(&fit.model) == want);
+}
+
+#[test]
+fn with_shrinking_a_continuation_at_the_same_split_is_the_uninterrupted_run() {
+    let data = three_classes(150);
+    let params = rbf(SvmType::CSvc, Shrinking::On).c(1000.0);
+    let at = stop_in_second_pair(&params, &data);
+    let whole = single_fit(&params, &data, None, None);
+    let n = data.len();
+    for cut in [vec![0, n / 2, n], vec![0, n / 7, n / 7, n]] {
+        let want = agreed(fit_shards(&params, &data, &cut, None, None));
+        let ck = agreed(fit_shards(&params, &data, &cut, None, Some(at)))
+            .checkpoint
+            .expect("stopped");
+        let fit = agreed(fit_shards(&params, &data, &cut, Some(&ck), None));
+        assert!(
+            bytes(&fit.model) == bytes(&want.model),
+            "{cut:?}: continued at the same split, the model differs"
+        );
+        // Elsewhere: the same optimum.
+        let others = [
+            single_fit(&params, &data, Some(&ck), None),
+            agreed(fit_shards(
+                &params,
+                &data,
+                &[0, n / 3, 2 * n / 3, n],
+                Some(&ck),
+                None,
+            )),
+        ];
+        for f in others {
+            for (a, b) in f.report.subproblems.iter().zip(&whole.report.subproblems) {
+                let rel = (a.objective - b.objective).abs() / b.objective.abs().max(1.0);
+                assert!(
+                    rel <= 1e-6,
+                    "{cut:?}: objective {} vs {}",
+                    a.objective,
+                    b.objective
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn one_class_and_svr_stopped_by_the_iteration_limit_continue_exactly() {
+    let heart = read("clf/heart_scale.train.svm", false);
+    let boston = read("reg/boston.train.svm", false);
+    let cases = [
+        (rbf(SvmType::OneClass, Shrinking::Off).nu(0.3), heart),
+        (rbf(SvmType::EpsSvr, Shrinking::Off).c(2.0), boston),
+    ];
+    for (params, data) in cases {
+        let want = bytes(&single_fit(&params, &data, None, None).model);
+        let n = data.len();
+        let stop = params.clone().max_iter(40);
+        let fit = agreed(fit_shards(&stop, &data, &[0, n / 2, n], None, None));
+        assert_eq!(fit.report.status(), Status::MaxIterations);
+        let ck = fit.checkpoint.expect("stopped by the limit");
+        let fit = agreed(fit_shards(
+            &params,
+            &data,
+            &[0, n / 5, n / 2, n],
+            Some(&ck),
+            None,
+        ));
+        assert!(bytes(&fit.model) == want);
+        assert!(bytes(&single_fit(&params, &data, Some(&ck), None).model) == want);
+    }
+}
+
+#[test]
+fn a_state_of_other_parameters_or_different_states_are_refused_on_every_shard() {
+    let data = read("clf/heart_scale.train.svm", false);
+    let n = data.len();
+    let params = rbf(SvmType::CSvc, Shrinking::Off).c(4.0);
+    let ck = agreed(fit_shards(
+        &params.clone().max_iter(30),
+        &data,
+        &[0, n / 2, n],
+        None,
+        None,
+    ))
+    .checkpoint
+    .unwrap();
+    for r in fit_shards(
+        &params.clone().c(8.0),
+        &data,
+        &[0, n / 2, n],
+        Some(&ck),
+        None,
+    ) {
+        let Err(e) = r else {
+            panic!("a state of -c 4 continued with -c 8")
+        };
+        assert!(e.contains("-c 4 (now -c 8)"), "{e}");
+    }
+    // Shards given different states (or one none) would solve different problems.
+    let other = single_fit(&params.clone().max_iter(60), &data, None, None)
+        .checkpoint
+        .unwrap();
+    let p = params.check().unwrap();
+    let cuts = [0, n / 2, n];
+    let labels = first_appearances(data.y.iter().copied());
+    let errs: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = nets(2)
+            .into_iter()
+            .enumerate()
+            .map(|(k, mut net)| {
+                let d = data.subset(&(cuts[k]..cuts[k + 1]).collect::<Vec<_>>());
+                let (p, labels) = (&p, labels.clone());
+                let state = if k == 0 { &ck } else { &other };
+                s.spawn(move || {
+                    let shard = KernelShard {
+                        n_samples: n,
+                        first: cuts[k],
+                        labels,
+                        comm: &mut net,
+                    };
+                    let mut ctl = Control::default().resume_from(state);
+                    svm::fit_shard(p, &d, shard, &mut ctl)
+                        .err()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for e in errs {
+        assert!(e.contains("different states"), "{e}");
     }
 }

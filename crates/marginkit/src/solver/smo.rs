@@ -504,12 +504,7 @@ impl State {
             }
         }
         if let Some(d) = self.delta {
-            let (mut s, mut scale) = (0.0, 1.0f64);
-            for i in 0..self.n {
-                s += self.yf(i) * self.alpha[i];
-                scale += self.alpha[i].abs();
-            }
-            if (s - d).abs() > 1e-8 * scale.max(d.abs()) {
+            if off_equality((0..self.n).map(|i| (self.yf(i), self.alpha[i])), d) {
                 return false;
             }
         }
@@ -542,6 +537,17 @@ impl State {
         let act = self.active;
         rho_of(&self.y[..act], &self.g[..act], &self.status[..act])
     }
+}
+
+/// Whether the signed coefficients `(y_i, alpha_i)` miss `y'a = delta` by more than rounding
+/// (relative to `1 + sum |alpha_i|`): a state that does so is not a feasible SMO state.
+pub(crate) fn off_equality(signed: impl Iterator<Item = (f64, f64)>, delta: f64) -> bool {
+    let (mut s, mut scale) = (0.0, 1.0f64);
+    for (y, a) in signed {
+        s += y * a;
+        scale += a.abs();
+    }
+    (s - delta).abs() > 1e-8 * scale.max(delta.abs())
 }
 
 /// LIBSVM's rho over the variables given (signs, gradient, bound status): the mean of `y_i g_i`

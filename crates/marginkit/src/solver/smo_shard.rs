@@ -57,17 +57,30 @@
 //! [`super::REPORT_EVERY`] iterations and the decisions are all-gathered: every shard stops at
 //! the same iteration with the same status.
 //!
+//! **Stop and resume.** A solve stopped by a limit or the observer returns, when asked, the
+//! single process's [`SmoSnapshot`] of the whole problem on every shard (one all-gather of
+//! `O(n)` doubles: every variable's arrays by key, the shards' shrunk orders merged, the loop
+//! counters, which mean the same here as in one process); [`solve`] continues from such a
+//! snapshot, made at any number of shards or by one process. Without shrinking the continued
+//! solve is the uninterrupted one bit for bit at any number of shards; with shrinking, at the
+//! same row split (every shard's local order is restored), else the same optimum to the
+//! solver's tolerance.
+//!
 //! Citation: S. Brugger, W. Rosenstiel, M. Bogdan, "Parallel support vector machines using
 //! PiSVM" (2006); R.-E. Fan, P.-H. Chen, C.-J. Lin, JMLR 6 (2005), WSS 3.
 
 use super::{
-    pair_step_of, rho_of, scan_active, second_pass, shrink_by, Bound, Limits, PairDelta, PairVars,
-    SecondPass, State, WarmGradient, REPORT_EVERY,
+    off_equality, pair_step_of, rho_of, scan_active, second_pass, shrink_by, snapshot_mismatch,
+    Bound, Driver, Limits, PairDelta, PairVars, SecondPass, Smo, SmoSnapshot, State, WarmGradient,
+    REPORT_EVERY,
 };
 use crate::error::SolveError;
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{QMatrix, ShardQ, WireRow};
 use crate::solver::{BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status};
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// The collective operations of a solve split across shards. Every shard calls the same
 /// operations in the same order; an implementation carries them between processes (MPI) or
@@ -110,8 +123,9 @@ impl Collective for Alone {
 /// This shard's part of the problem.
 #[derive(Debug, Clone, Copy)]
 pub struct ShardProblem<'a> {
-    /// The local variables' `p`, signs and bounds (`equality` must be `Sum`; its `delta` is
-    /// implied by the start of all shards and not read; no fixed variables, every `u_i > 0`).
+    /// The local variables' `p`, signs and bounds (`equality` must be `Sum`, its `delta` the
+    /// right-hand side of the whole problem, the same on every shard: the starts of all shards
+    /// together satisfy it, and a snapshot records it; no fixed variables, every `u_i > 0`).
     pub qp: BoxQp<'a>,
     /// The global key of each local variable: its position in the single process's order,
     /// strictly increasing; the keys of all shards are `0..n` once each.
@@ -127,6 +141,9 @@ pub struct ShardSolution {
     pub alpha: Vec<f64>,
     /// This shard's kernel cache counters.
     pub cache: CacheStats,
+    /// The state of all shards where a limit or the observer stopped the solve, in the single
+    /// process's form (the same on every shard), when [`Smo::keep_snapshot`] asked for it.
+    pub snapshot: Option<SmoSnapshot>,
 }
 
 /// What a shard whose own input was valid reports when another shard's was not (the error is
@@ -391,19 +408,30 @@ fn var_of_header(h: &[f64]) -> Var {
 /// Solves this shard's part of the problem; `alpha` (the local variables, in the order of
 /// `prob`) is the feasible start of this shard (the starts of all shards together satisfy the
 /// equality) and receives the local solution. Every shard must call it with its part, the same
-/// settings and its [`ShardQ`] (whose variables are those of `prob`, in that order).
+/// `smo` and its [`ShardQ`] (whose variables are those of `prob`, in that order).
+///
+/// `smo` carries the settings and, as for one process, the snapshot to continue from
+/// ([`Smo::resume`]: a snapshot of a sharded solve at any number of shards, or of one process;
+/// `alpha` then only receives the result) and whether a stopped solve returns one
+/// ([`Smo::keep_snapshot`]). A snapshot is in the single process's form (variables by key), so
+/// one process continues it too. Its order of the variables lists the active variables of every
+/// shard, then the shrunk ones, each part merged from the shards' local orders by key: a shard
+/// that continues it takes its own variables in the order listed, so at the same row split every
+/// shard's local order, and with it every iteration, is restored exactly; without shrinking the
+/// order is the keys', the one process's order.
 ///
 /// # Errors
 /// On every shard when any shard's input is invalid: [`SolveError::Dimensions`] for arrays of
 /// the wrong length or keys that do not number all the variables once,
-/// [`SolveError::Infeasible`] for a start outside the box, a bound `u_i <= 0` or no equality;
+/// [`SolveError::Infeasible`] for a start outside the box, a bound `u_i <= 0`, no equality or
+/// the nu mode; [`SolveError::Checkpoint`] for a snapshot that does not belong to the problem;
 /// [`SolveError::NonFinite`] when the iterates break down (on every shard alike: they compute
 /// the same steps).
 pub fn solve(
     q: &mut ShardQ<'_>,
     prob: &ShardProblem<'_>,
     alpha: &mut [f64],
-    settings: &SolverSettings,
+    smo: &Smo<'_>,
     obs: &mut dyn Observer,
     comm: &mut dyn Collective,
 ) -> Result<ShardSolution, SolveError> {
@@ -419,8 +447,8 @@ pub fn solve(
         rows: [Vec::new(), Vec::new()],
         seen: RowCache::default(),
     };
-    let local = start_state(q, prob, alpha);
-    let mut st = net.agree(local)?;
+    let local = check_problem(q, prob, alpha, smo);
+    net.agree(local)?;
     // The keys of all shards must number the variables 0..n once each.
     net.send.clear();
     net.send.extend(prob.keys.iter().map(|&k| k as f64));
@@ -437,15 +465,30 @@ pub fn solve(
         seen[k] = true;
     }
     drop(seen);
-    start_gradient(&mut net, &mut st, q);
+    let local = match smo.resume {
+        None => start_state(q, prob, alpha),
+        Some(snap) => resume_state(q, prob, snap, n_global),
+    };
+    let mut st = net.agree(local)?;
+    if smo.resume.is_none() {
+        start_gradient(&mut net, &mut st, q);
+    }
+    let run = Run {
+        n_global,
+        settings: smo.settings,
+        resume: smo.resume.map(|s| s.driver),
+        keep_snapshot: smo.keep_snapshot,
+        delta: match prob.qp.equality {
+            Equality::Sum { delta } => delta,
+            Equality::None => 0.0,
+        },
+    };
     let hot = st.l >= super::super::hot::HOT_MIN_VARS;
-    let out = super::super::hot::with_hot_pool(hot, || {
-        iterate(&mut net, &mut st, q, n_global, settings, obs)
-    });
+    let out = super::super::hot::with_hot_pool(hot, || iterate(&mut net, &mut st, q, &run, obs));
     st.restore_order(q);
-    let (status, iterations, viol) = out?;
+    let (status, iterations, viol, snapshot) = out?;
     st.scatter(alpha);
-    finish(
+    let mut sol = finish(
         &mut net,
         &st,
         n_global,
@@ -453,7 +496,42 @@ pub fn solve(
         iterations,
         viol,
         q.cache_stats(),
-    )
+    )?;
+    sol.snapshot = snapshot;
+    Ok(sol)
+}
+
+/// The checks of this shard's problem that do not depend on the start: the keys, the lengths,
+/// the equality, the bounds, the mode.
+fn check_problem(
+    q: &ShardQ<'_>,
+    prob: &ShardProblem<'_>,
+    alpha: &[f64],
+    smo: &Smo<'_>,
+) -> Result<(), SolveError> {
+    let qp = &prob.qp;
+    let n = q.n();
+    if prob.keys.len() != n || prob.keys.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(SolveError::Dimensions(
+            "keys must have q.n() strictly increasing entries",
+        ));
+    }
+    if smo.nu || !matches!(qp.equality, Equality::Sum { .. }) {
+        return Err(SolveError::Infeasible(
+            "a solve split across shards needs the one equality constraint (not the nu mode)",
+        ));
+    }
+    if qp.fixed.is_some() || !qp.upper.iter().all(|&u| u > 0.0) {
+        return Err(SolveError::Infeasible(
+            "a solve split across shards takes no fixed variables (every u_i > 0)",
+        ));
+    }
+    if alpha.len() != n || qp.y.len() != n || qp.p.len() != n || qp.upper.len() != n {
+        return Err(SolveError::Dimensions(
+            "p, y, upper and alpha must all have q.n() entries",
+        ));
+    }
+    Ok(())
 }
 
 /// The local state: validated, no fixed variable, gradient `p` (the start's terms follow).
@@ -464,26 +542,6 @@ fn start_state(
 ) -> Result<State, SolveError> {
     let qp = &prob.qp;
     let n = q.n();
-    if prob.keys.len() != n || prob.keys.windows(2).any(|w| w[1] <= w[0]) {
-        return Err(SolveError::Dimensions(
-            "keys must have q.n() strictly increasing entries",
-        ));
-    }
-    if !matches!(qp.equality, Equality::Sum { .. }) {
-        return Err(SolveError::Infeasible(
-            "a solve split across shards needs the equality constraint",
-        ));
-    }
-    if qp.fixed.is_some() || !qp.upper.iter().all(|&u| u > 0.0) {
-        return Err(SolveError::Infeasible(
-            "a solve split across shards takes no fixed variables (every u_i > 0)",
-        ));
-    }
-    if alpha.len() != n || qp.y.len() != n {
-        return Err(SolveError::Dimensions(
-            "p, y, upper and alpha must all have q.n() entries",
-        ));
-    }
     // The local part of the equality (the shards' starts together satisfy the global one).
     let mut delta = 0.0;
     for (&y, &a) in qp.y.iter().zip(alpha) {
@@ -505,6 +563,77 @@ fn start_state(
     let (g, p) = (&mut st.g[..l], &st.p[..l]);
     g.copy_from_slice(p);
     st.g_bar.fill(0.0);
+    Ok(st)
+}
+
+/// The local state of a snapshot of the whole problem: this shard's variables, in the order
+/// the snapshot lists them (the active ones first), checked against the local problem as one
+/// process checks a snapshot; `q` is permuted to that order.
+fn resume_state(
+    q: &mut ShardQ<'_>,
+    prob: &ShardProblem<'_>,
+    snap: &SmoSnapshot,
+    n_global: usize,
+) -> Result<State, SolveError> {
+    let qp = &prob.qp;
+    let n = snap.n();
+    if snap.mode != 0 || n != n_global || snap.l != n {
+        return Err(snapshot_mismatch("size or formulation"));
+    }
+    if let Some(d) = snap.delta {
+        if off_equality(snap.y.iter().copied().zip(snap.alpha.iter().copied()), d) {
+            return Err(snapshot_mismatch(
+                "coefficients outside their bounds or off the equality constraint",
+            ));
+        }
+    }
+    let mine = q.n();
+    let mut local = SmoSnapshot {
+        mode: 0,
+        l: mine,
+        active: 0,
+        alpha: Vec::with_capacity(mine),
+        g: Vec::with_capacity(mine),
+        g_bar: Vec::with_capacity(mine),
+        p: Vec::with_capacity(mine),
+        y: Vec::with_capacity(mine),
+        upper: Vec::with_capacity(mine),
+        qd: Vec::with_capacity(mine),
+        perm: Vec::with_capacity(mine),
+        obj_fixed: 0.0,
+        delta: None,
+        unshrunk: snap.unshrunk,
+        driver: snap.driver,
+    };
+    for (k, &key) in snap.perm.iter().enumerate() {
+        let Ok(o) = prob.keys.binary_search(&key) else {
+            continue;
+        };
+        let y = if qp.y[o] < 0 { -1.0 } else { 1.0 };
+        if snap.y[k] != y || snap.upper[k] != qp.upper[o] {
+            return Err(snapshot_mismatch("signs or bounds"));
+        }
+        if k < snap.active {
+            local.active += 1;
+        }
+        local.alpha.push(snap.alpha[k]);
+        local.g.push(snap.g[k]);
+        local.g_bar.push(snap.g_bar[k]);
+        local.p.push(snap.p[k]);
+        local.y.push(y);
+        local.upper.push(snap.upper[k]);
+        local.qd.push(snap.qd[k]);
+        local.perm.push(o);
+    }
+    if local.perm.len() != mine {
+        return Err(snapshot_mismatch("a different number of variables"));
+    }
+    let st = State::from_snapshot(q, &local)?;
+    if !st.check_invariants() {
+        return Err(snapshot_mismatch(
+            "coefficients outside their bounds or off the equality constraint",
+        ));
+    }
     Ok(st)
 }
 
@@ -544,36 +673,71 @@ fn start_gradient(net: &mut Net<'_>, st: &mut State, q: &mut ShardQ<'_>) {
     net.recv = recv;
 }
 
+/// What the main loop is run with besides the state.
+struct Run<'a> {
+    /// Variables of all shards.
+    n_global: usize,
+    settings: &'a SolverSettings,
+    /// The loop counters to continue from.
+    resume: Option<Driver>,
+    /// Return a snapshot when a limit or the observer stops the loop.
+    keep_snapshot: bool,
+    /// The right-hand side of the equality of the whole problem (recorded in a snapshot).
+    delta: f64,
+}
+
 /// The main loop (the single process's `iterate_body` in [`super::Mode::Sum`]); returns the
-/// status, the iterations and the last violation.
+/// status, the iterations, the last violation and, when asked, the snapshot of the point where
+/// a limit or the observer stopped it.
 fn iterate(
     net: &mut Net<'_>,
     st: &mut State,
     q: &mut ShardQ<'_>,
-    n_global: usize,
-    settings: &SolverSettings,
+    run: &Run<'_>,
     obs: &mut dyn Observer,
-) -> Result<(Status, u64, f64), SolveError> {
+) -> Result<(Status, u64, f64, Option<SmoSnapshot>), SolveError> {
+    let n_global = run.n_global;
     if n_global == 0 {
-        return Ok((Status::Converged, 0, 0.0));
+        return Ok((Status::Converged, 0, 0.0, None));
     }
+    let settings = run.settings;
     let lim = Limits::new(settings, n_global);
     let tol = settings.tol;
     let shrinking = settings.shrinking == Shrinking::On;
     let period = n_global.clamp(1, 1000);
-    let mut counter = period;
-    let mut iter = 0u64;
-    let mut viol = f64::INFINITY;
+    let mut counter = run.resume.map_or(period, |d| d.counter.clamp(1, period));
+    let mut iter = run.resume.map_or(0, |d| d.iter);
+    let mut viol = run.resume.map_or(f64::INFINITY, |d| d.viol);
     let mut status = Status::MaxIterations;
+    let mut snapshot = None;
+    // As one process: a resumed loop does not re-run the check it stopped at.
+    let mut checked_at = run.resume.map(|d| d.iter);
     loop {
         if iter >= lim.max_iter {
+            if run.keep_snapshot {
+                let driver = Driver {
+                    iter,
+                    counter,
+                    viol,
+                };
+                snapshot = Some(gather_snapshot(net, st, run, driver));
+            }
             break;
         }
-        if iter > 0 && iter % REPORT_EVERY == 0 {
+        if iter > 0 && iter % REPORT_EVERY == 0 && checked_at != Some(iter) {
+            checked_at = Some(iter);
             let active = net.sum(st.active);
             let local = lim.check(obs, iter, viol, active);
             if let Some(s) = agree_stop(net, local) {
                 status = s;
+                if run.keep_snapshot {
+                    let driver = Driver {
+                        iter,
+                        counter,
+                        viol,
+                    };
+                    snapshot = Some(gather_snapshot(net, st, run, driver));
+                }
                 break;
             }
         }
@@ -622,7 +786,87 @@ fn iterate(
         let mut s = 0;
         let _ = select(net, st, q, tol, &mut viol, &mut s);
     }
-    Ok((status, iter, viol))
+    Ok((status, iter, viol, snapshot))
+}
+
+/// Per variable in a snapshot's gather: `[rank, key, active, alpha, G, G_bar, p, y, u, Q_tt]`.
+const SNAP_FIELDS: usize = 10;
+
+/// The state of all shards in the single process's snapshot form, on every shard: every
+/// variable by key with its arrays; the order lists the active variables, then the shrunk ones,
+/// each part a merge of the shards' local orders that takes the smallest key among the shards'
+/// next variables (so each shard's own order is kept, and sorted local orders give the keys'
+/// order). One all-gather of `O(n)` doubles.
+fn gather_snapshot(net: &mut Net<'_>, st: &State, run: &Run<'_>, driver: Driver) -> SmoSnapshot {
+    net.send.clear();
+    for t in 0..st.l {
+        net.send.extend_from_slice(&[
+            net.rank as f64,
+            net.keys[st.orig(t)] as f64,
+            if t < st.active { 1.0 } else { 0.0 },
+            st.alpha[t],
+            st.g[t],
+            st.g_bar[t],
+            st.p[t],
+            st.yf(t),
+            st.upper[t],
+            st.qd[t],
+        ]);
+    }
+    net.comm.all_gather_var(&net.send, &mut net.recv);
+    let n = run.n_global;
+    // Each shard's records, active and shrunk apart, in its local order.
+    let mut lists: Vec<[Vec<&[f64]>; 2]> =
+        (0..net.size).map(|_| [Vec::new(), Vec::new()]).collect();
+    for f in net.recv.chunks_exact(SNAP_FIELDS) {
+        let r = (f[0] as usize).min(net.size - 1);
+        let part = usize::from(f[2] == 0.0);
+        lists[r][part].push(f);
+    }
+    let mut snap = SmoSnapshot {
+        mode: 0,
+        l: n,
+        active: 0,
+        alpha: Vec::with_capacity(n),
+        g: Vec::with_capacity(n),
+        g_bar: Vec::with_capacity(n),
+        p: Vec::with_capacity(n),
+        y: Vec::with_capacity(n),
+        upper: Vec::with_capacity(n),
+        qd: Vec::with_capacity(n),
+        perm: Vec::with_capacity(n),
+        obj_fixed: 0.0,
+        delta: Some(run.delta),
+        unshrunk: st.unshrunk,
+        driver,
+    };
+    for part in 0..2 {
+        // (smallest key first, shard, position in the shard's list)
+        let mut heads: BinaryHeap<Reverse<(usize, usize, usize)>> = BinaryHeap::new();
+        for (r, l) in lists.iter().enumerate() {
+            if let Some(f) = l[part].first() {
+                heads.push(Reverse((f[1] as usize, r, 0)));
+            }
+        }
+        while let Some(Reverse((key, r, at))) = heads.pop() {
+            let f = lists[r][part][at];
+            snap.perm.push(key);
+            snap.alpha.push(f[3]);
+            snap.g.push(f[4]);
+            snap.g_bar.push(f[5]);
+            snap.p.push(f[6]);
+            snap.y.push(f[7]);
+            snap.upper.push(f[8]);
+            snap.qd.push(f[9]);
+            if let Some(next) = lists[r][part].get(at + 1) {
+                heads.push(Reverse((next[1] as usize, r, at + 1)));
+            }
+        }
+        if part == 0 {
+            snap.active = snap.perm.len();
+        }
+    }
+    snap
 }
 
 /// The worst of the shards' stop decisions (`None`: every shard continues).
@@ -879,5 +1123,6 @@ fn finish(
         },
         alpha,
         cache,
+        snapshot: None,
     })
 }

@@ -66,14 +66,23 @@ const PREV_MAGIC: &str = "MKFITCK2";
 const OLD_MAGIC: &str = "MKFITCK1";
 /// The kind of state file, in messages.
 pub(crate) const FILE: &str = "fit checkpoint";
+/// The role of the data set in the run record.
+pub(crate) const DATA_ROLE: &str = "training data";
 
 /// Fingerprint of the data and of the parameters that change the fitted model.
 pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
+    let mut h = params_hash(params, data.n_features());
+    hash_dataset(&mut h, data);
+    h.0
+}
+
+/// The parameters' part of [`fingerprint`] (the data's follows), for data `n_features` wide.
+pub(crate) fn params_hash(params: &SvmValidParams, n_features: usize) -> Fnv {
     let mut h = Fnv::new();
     let p = format!(
         "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
         params.svm_type,
-        params.kernel.resolve(data.n_features()),
+        params.kernel.resolve(n_features),
         params.c,
         params.nu,
         params.epsilon,
@@ -88,13 +97,19 @@ pub(crate) fn fingerprint(params: &SvmValidParams, data: &Dataset) -> u64 {
     if params.platt == PlattFit::WithIntercept {
         h.bytes(b"|platt with intercept");
     }
-    hash_dataset(&mut h, data);
-    h.0
+    h
 }
 
 /// The settings (LIBSVM's flags) and the data of a fit, for [`FitCheckpoint`]'s run record:
 /// every parameter [`fingerprint`] covers.
 pub(crate) fn record(params: &SvmValidParams, data: &Dataset) -> RunRecord {
+    let mut r = settings(params, data.n_features());
+    r.data(DATA_ROLE, data);
+    r
+}
+
+/// The settings' part of [`record`] (the data's follows), for data `n_features` wide.
+pub(crate) fn settings(params: &SvmValidParams, n_features: usize) -> RunRecord {
     let mut r = RunRecord::new();
     let weights: Vec<String> = params
         .class_weights
@@ -107,7 +122,7 @@ pub(crate) fn record(params: &SvmValidParams, data: &Dataset) -> RunRecord {
         weights.join(",")
     };
     r.set("-s", params.svm_type.code())
-        .kernel(&params.kernel.resolve(data.n_features()))
+        .kernel(&params.kernel.resolve(n_features))
         .set("-c", params.c)
         .set("-n", params.nu)
         .set("-p", params.epsilon)
@@ -122,8 +137,7 @@ pub(crate) fn record(params: &SvmValidParams, data: &Dataset) -> RunRecord {
                 PlattFit::WithIntercept => "libsvm",
             },
         )
-        .set("--seed", params.seed)
-        .data("training data", data);
+        .set("--seed", params.seed);
     r
 }
 

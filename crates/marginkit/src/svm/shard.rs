@@ -17,22 +17,35 @@
 //! The model is assembled on every shard: the support vectors of all shards are all-gathered
 //! (their rows and coefficients, `O(#SV d)` doubles) and ordered as one process orders them (by
 //! class in label order, then by row).
+//!
+//! **Stop and resume.** A fit stopped early (the observer, an iteration or time limit) returns
+//! the single process's [`FitCheckpoint`] on every shard, built by the same functions as
+//! [`super::train::fit`]'s: finished subproblems with their coefficients over the subproblem's
+//! samples (in key order), the stopped one with the sharded solver's snapshot in the single
+//! process's form, the rest not started. Its fingerprint and run record hash the whole data set
+//! in row order: each shard in turn continues the two hashes over its rows and broadcasts them
+//! (`P` broadcasts of two doubles). A shard continues such a checkpoint at any number of shards,
+//! and one process continues it, as it continues its own (see [`crate::solver::smo::shard`] for
+//! what is exact).
 
-use super::checkpoint::FitCheckpoint;
+use super::checkpoint::{self, DoneSub, FitCheckpoint, SubState};
 use super::model::SvmModel;
 use super::params::{Probability, SvmType, SvmValidParams};
 use super::report::SubproblemReport;
 use super::train::{
-    check_classes, check_finite, check_weights, class_order, class_weight, Bounds, FitReport,
+    check_classes, check_finite, check_weights, class_order, class_weight, sub_state, Bounds,
+    DecisionFunction, FitReport, DAMAGED_CHECKPOINT,
 };
 use crate::data::{CsrMatrix, Dataset, DenseMatrix, Features};
-use crate::error::{DataError, FitError, ParamError, SolveError};
+use crate::error::{CheckpointError, DataError, FitError, ParamError, SolveError};
 use crate::fit::{Control, Fit};
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::ShardQ;
 use crate::kernel::KernelSpec;
+use crate::persist::{self, DataShape, Fnv, RunRecord};
 use crate::solver::smo::shard::{self, Collective, ShardProblem};
-use crate::solver::{BoxQp, Equality, Observer, Status};
+use crate::solver::smo::{Smo, SmoSnapshot};
+use crate::solver::{BoxQp, Equality, Observer, SolveInfo, Status};
 
 /// One process's view of a data set split by rows across processes (row blocks in process
 /// order), for [`fit_shard`].
@@ -57,12 +70,16 @@ pub struct KernelShard<'a> {
 /// automatic choice while the cache holds at least n / 16 kernel columns) bit for bit; with
 /// shrinking on, the same optimum to the solver's tolerance (see [`crate::solver::smo::shard`]).
 /// The observer and the time limit are consulted on every shard and their decisions agreed, so
-/// every shard stops at the same iteration.
+/// every shard stops at the same iteration; a fit stopped early returns the checkpoint of
+/// [`super::fit`] (the same on every shard), and [`Control::resume_from`] continues one, made
+/// by shards (at any number of them) or by one process (see the module documentation). Every
+/// shard must be given the same checkpoint.
 ///
 /// # Errors
 /// As [`super::fit`], on every shard when any shard's input is invalid;
-/// [`ParamError::Incompatible`] for nu-SVC, nu-SVR, probability estimates (`-b 1`), a
-/// precomputed kernel or a state to resume from.
+/// [`ParamError::Incompatible`] for nu-SVC, nu-SVR, probability estimates (`-b 1`) or a
+/// precomputed kernel; [`FitError::Checkpoint`] when the shards were given different
+/// checkpoints, or one made with other data or parameters.
 pub fn fit_shard(
     params: &SvmValidParams,
     data: &Dataset,
@@ -84,9 +101,6 @@ pub fn fit_shard(
     }
     if params.kernel.resolve(1) == KernelSpec::Precomputed {
         return incompatible("a precomputed kernel cannot be split across processes");
-    }
-    if ctl.resume().is_some() {
-        return incompatible("a fit split across processes does not resume from a state file");
     }
     if shard.n_samples == 0 {
         return Err(DataError::Empty.into());
@@ -117,6 +131,8 @@ pub fn fit_shard(
         .into());
     }
     agree(comm, local)?;
+    let resume = ctl.resume();
+    same_resume(comm, resume)?;
     let kernel = params.kernel.resolve(data.n_features());
     let mut ctx = Ctx {
         params,
@@ -127,7 +143,20 @@ pub fn fit_shard(
         comm,
         obs: ctl.observer(),
         cache: CacheStats::default(),
+        resume,
+        subs: Vec::new(),
     };
+    // A pass over the data (and P broadcasts): only when a checkpoint is checked or written.
+    let mut id = None;
+    if let Some(c) = resume {
+        let (fp, run) = ctx.identity();
+        persist::check_resume(
+            checkpoint::FILE,
+            (c.fingerprint, c.run.as_ref()),
+            (fp, &run),
+        )?;
+        id = Some((fp, run));
+    }
     let mut report = FitReport::default();
     let model = match params.svm_type {
         SvmType::CSvc => ctx.classifier(&labels, &mut report)?,
@@ -137,11 +166,53 @@ pub fn fit_shard(
     for w in &report.warnings {
         log::warn!("{w}");
     }
+    // The status is the same on every shard, so all of them take part in the hashing or none.
+    let checkpoint = if report.status() == Status::Converged {
+        None
+    } else {
+        let (fingerprint, run) = match id {
+            Some(id) => id,
+            None => ctx.identity(),
+        };
+        Some(FitCheckpoint {
+            fingerprint,
+            run: Some(run),
+            subs: std::mem::take(&mut ctx.subs),
+        })
+    };
     Ok(Fit {
         model,
         report,
-        checkpoint: None,
+        checkpoint,
     })
+}
+
+/// Refuses shards given different checkpoints (or some one and others none): they would solve
+/// different problems. Compares the checkpoints' checksums (one all-gather).
+fn same_resume(comm: &mut dyn Collective, resume: Option<&FitCheckpoint>) -> Result<(), FitError> {
+    let mine = match resume {
+        None => [0.0, 0.0],
+        Some(c) => {
+            let bytes = c.to_bytes();
+            let mut sum = [0u8; 8];
+            sum.copy_from_slice(&bytes[bytes.len().saturating_sub(8)..]);
+            [1.0, f64::from_bits(u64::from_le_bytes(sum))]
+        }
+    };
+    let mut all = vec![0.0; 2 * comm.size()];
+    comm.all_gather(&mine, &mut all);
+    let same = all
+        .chunks_exact(2)
+        .all(|r| r[0].to_bits() == mine[0].to_bits() && r[1].to_bits() == mine[1].to_bits());
+    if same {
+        Ok(())
+    } else {
+        Err(CheckpointError::Mismatch {
+            file: checkpoint::FILE,
+            reason: "the shards were given different states to continue from",
+        }
+        .into())
+    }
 }
 
 /// An error on any shard is an error on every shard (this shard's own error first).
@@ -177,7 +248,7 @@ fn sum_counts(comm: &mut dyn Collective, mine: &[usize]) -> Vec<usize> {
 }
 
 /// What every solve of a fit shares.
-struct Ctx<'a, 'o> {
+struct Ctx<'a, 'o, 'r> {
     params: &'a SvmValidParams,
     data: &'a Dataset,
     kernel: KernelSpec,
@@ -186,14 +257,49 @@ struct Ctx<'a, 'o> {
     comm: &'a mut dyn Collective,
     obs: &'o mut dyn Observer,
     cache: CacheStats,
+    /// The checkpoint to continue.
+    resume: Option<&'r FitCheckpoint>,
+    /// The checkpoint's subproblems of this fit, as [`super::train::fit`] records them.
+    subs: Vec<SubState>,
 }
 
 /// One local support vector: `(class, global row, coefficients)`.
 type LocalSv = (usize, usize, Vec<f64>);
 
-impl Ctx<'_, '_> {
+/// A solved local problem: the local solution, the solver's account, the solution of all
+/// shards by key and the snapshot of a stopped solve.
+struct Solved {
+    alpha: Vec<f64>,
+    info: SolveInfo,
+    all: Vec<f64>,
+    snapshot: Option<SmoSnapshot>,
+}
+
+/// The report of a solve as a decision function for [`sub_state`]: `coef` over the
+/// subproblem's samples in key order (as one process keeps it).
+fn decision(info: &SolveInfo, coef: Vec<f64>, n_sv: usize, n_bsv: usize) -> DecisionFunction {
+    DecisionFunction {
+        coef,
+        rho: info.rho,
+        report: SubproblemReport {
+            classes: None,
+            objective: info.objective,
+            rho: info.rho,
+            iterations: info.iterations,
+            status: info.status,
+            max_violation: info.max_violation,
+            gap: info.gap,
+            n_sv,
+            n_bsv,
+        },
+        cache: CacheStats::default(),
+    }
+}
+
+impl Ctx<'_, '_, '_> {
     /// Solves one formulation on this shard: local variables on local samples `sample` with
-    /// signs, keys, `p`, bounds and start; returns the local solution and the solver's account.
+    /// signs, keys, `p`, bounds and start, the equality's right-hand side `delta` of the whole
+    /// problem, continuing from `resume` when given.
     #[allow(clippy::too_many_arguments)] // the local box QP, one array per field
     fn solve(
         &mut self,
@@ -203,7 +309,9 @@ impl Ctx<'_, '_> {
         p: &[f64],
         upper: &[f64],
         mut alpha: Vec<f64>,
-    ) -> Result<(Vec<f64>, crate::solver::SolveInfo), FitError> {
+        delta: f64,
+        resume: Option<&SmoSnapshot>,
+    ) -> Result<Solved, FitError> {
         let cache_bytes = usize::try_from(self.params.cache_bytes).unwrap_or(usize::MAX);
         let q = ShardQ::new(
             &self.data.x,
@@ -220,24 +328,53 @@ impl Ctx<'_, '_> {
                 p,
                 y,
                 upper,
-                equality: Equality::Sum { delta: 0.0 },
+                equality: Equality::Sum { delta },
                 fixed: None,
             },
             keys,
         };
-        let out = shard::solve(
-            &mut q,
-            &prob,
-            &mut alpha,
-            &self.params.solver,
-            self.obs,
-            self.comm,
-        )?;
+        let smo = Smo::new(&self.params.solver)
+            .resume(resume)
+            .keep_snapshot(true);
+        let out = shard::solve(&mut q, &prob, &mut alpha, &smo, self.obs, self.comm)?;
         let c = out.cache;
         self.cache.hits += c.hits;
         self.cache.misses += c.misses;
         check_finite(&out.info)?;
-        Ok((alpha, out.info))
+        Ok(Solved {
+            alpha,
+            info: out.info,
+            all: out.alpha,
+            snapshot: out.snapshot,
+        })
+    }
+
+    /// The fingerprint and run record of [`FitCheckpoint`] for the whole data set: the hashes
+    /// of one process, continued by each shard over its rows in turn.
+    fn identity(&mut self) -> (u64, RunRecord) {
+        let width = self.data.n_features();
+        let mut fp = checkpoint::params_hash(self.params, width);
+        let mut rows = Fnv::new();
+        persist::hash_shape(&mut fp, self.n_samples, width);
+        persist::hash_shape(&mut rows, self.n_samples, width);
+        let rank = self.comm.rank();
+        for r in 0..self.comm.size() {
+            if r == rank {
+                persist::hash_rows(&mut fp, self.data);
+                persist::hash_rows(&mut rows, self.data);
+            }
+            // The states as bits: the broadcast copies them unchanged.
+            let mut buf = [f64::from_bits(fp.0), f64::from_bits(rows.0)];
+            self.comm.broadcast(r, &mut buf);
+            fp.0 = buf[0].to_bits();
+            rows.0 = buf[1].to_bits();
+        }
+        let mut run = checkpoint::settings(self.params, width);
+        run.data_shape(
+            checkpoint::DATA_ROLE,
+            DataShape::new(self.n_samples, width, rows.0),
+        );
+        (fp.0, run)
     }
 
     /// C-SVC, one binary problem per pair of classes.
@@ -288,10 +425,12 @@ impl Ctx<'_, '_> {
         let mut interrupted = false;
         for i in 0..nc {
             for j in i + 1..nc {
+                let pair = rho.len();
                 let mut sub = SubproblemReport::not_reached(Some((labels[i], labels[j])));
                 if interrupted {
                     rho.push(0.0);
                     report.subproblems.push(sub);
+                    self.subs.push(SubState::NotStarted);
                     continue;
                 }
                 let (mi, mj) = (&members[i], &members[j]);
@@ -300,6 +439,36 @@ impl Ctx<'_, '_> {
                     .map(|k| before[i] + k)
                     .chain((0..mj.len()).map(|k| total[i] + before[j] + k))
                     .collect();
+                // Class i's rows take pair (i, j) in coefficient row j - 1; class j's rows in
+                // row i.
+                let mut put = |k: usize, r: u32, c: f64| {
+                    let slot = if k < mi.len() { j - 1 } else { i };
+                    coef[r as usize][slot] = c;
+                    if c != 0.0 {
+                        nonzero[r as usize] = true;
+                    }
+                };
+                let saved = self.resume.and_then(|c| c.subs.get(pair));
+                if let Some(SubState::Done(d)) = saved {
+                    if d.coef.len() != total[i] + total[j] {
+                        return Err(DAMAGED_CHECKPOINT.into());
+                    }
+                    for (k, &r) in sample.iter().enumerate() {
+                        put(k, r, d.coef[keys[k]]);
+                    }
+                    sub = SubproblemReport {
+                        classes: sub.classes,
+                        ..d.report.clone()
+                    };
+                    rho.push(d.rho);
+                    report.subproblems.push(sub);
+                    self.subs.push(SubState::Done(d.clone()));
+                    continue;
+                }
+                let snap = match saved {
+                    Some(SubState::Stopped { snap, .. }) => Some(&**snap),
+                    _ => None,
+                };
                 let y: Vec<i8> = (0..sample.len())
                     .map(|k| if k < mi.len() { 1 } else { -1 })
                     .collect();
@@ -313,32 +482,33 @@ impl Ctx<'_, '_> {
                     .collect();
                 let p = vec![-1.0; sample.len()];
                 let alpha0 = vec![0.0; sample.len()];
-                let (alpha, info) = self.solve(sample.clone(), &y, &keys, &p, &upper, alpha0)?;
-                let c: Vec<f64> = alpha
+                let out = self.solve(sample.clone(), &y, &keys, &p, &upper, alpha0, 0.0, snap)?;
+                let info = out.info;
+                let c: Vec<f64> = out
+                    .alpha
                     .iter()
                     .zip(&y)
                     .map(|(a, &s)| a * f64::from(s))
                     .collect();
-                let (n_sv, n_bsv) = Bounds::new(alpha, upper).counts(SvmType::CSvc, &c);
+                let (n_sv, n_bsv) = Bounds::new(out.alpha, upper).counts(SvmType::CSvc, &c);
                 let n = sum_counts(self.comm, &[n_sv, n_bsv]);
                 for (k, &r) in sample.iter().enumerate() {
-                    let r = r as usize;
-                    // Class i's rows take pair (i, j) in coefficient row j - 1; class j's rows
-                    // in row i.
-                    let slot = if k < mi.len() { j - 1 } else { i };
-                    coef[r][slot] = c[k];
-                    if c[k] != 0.0 {
-                        nonzero[r] = true;
-                    }
+                    put(k, r, c[k]);
                 }
-                sub.objective = info.objective;
-                sub.rho = info.rho;
-                sub.iterations = info.iterations;
-                sub.status = info.status;
-                sub.max_violation = info.max_violation;
-                sub.gap = info.gap;
-                sub.n_sv = n[0];
-                sub.n_bsv = n[1];
+                // The pair's coefficients by key, as one process keeps them: class i's
+                // variables come first.
+                let all: Vec<f64> = out
+                    .all
+                    .iter()
+                    .enumerate()
+                    .map(|(k, a)| a * if k < total[i] { 1.0 } else { -1.0 })
+                    .collect();
+                let f = decision(&info, all, n[0], n[1]);
+                self.subs.push(sub_state(&f, out.snapshot, None));
+                sub = SubproblemReport {
+                    classes: sub.classes,
+                    ..f.report
+                };
                 if info.status == Status::Interrupted {
                     interrupted = true;
                 }
@@ -383,6 +553,57 @@ impl Ctx<'_, '_> {
     /// One-class and epsilon-SVR: one problem over all rows.
     fn single(&mut self, report: &mut FitReport) -> Result<SvmModel, FitError> {
         let params = self.params;
+        let l = self.data.len();
+        let (first, n) = (self.first, self.n_samples);
+        let (coef, rho, sub) = match self.resume.and_then(|c| c.subs.first()) {
+            Some(SubState::Done(d)) if d.coef.len() != n => {
+                return Err(DAMAGED_CHECKPOINT.into());
+            }
+            Some(SubState::Done(d)) => {
+                // As one process records a finished single problem: without Platt's pair.
+                self.subs.push(SubState::Done(DoneSub {
+                    prob: None,
+                    ..d.clone()
+                }));
+                (d.coef[first..first + l].to_vec(), d.rho, d.report.clone())
+            }
+            other => {
+                let snap = match other {
+                    Some(SubState::Stopped { snap, .. }) => Some(&**snap),
+                    _ => None,
+                };
+                self.solve_single(snap)?
+            }
+        };
+        report.subproblems.push(sub);
+        let svs: Vec<LocalSv> = (0..l)
+            .filter(|&i| coef[i] != 0.0)
+            .map(|i| (0, self.first + i, vec![coef[i]]))
+            .collect();
+        let (sv, idx, _, sv_coef) = self.gather_svs(&svs, 1)?;
+        Ok(SvmModel {
+            svm_type: params.svm_type,
+            kernel: self.kernel,
+            labels: Vec::new(),
+            n_sv: Vec::new(),
+            sv,
+            sv_coef,
+            sv_indices: Some(idx),
+            rho: vec![rho],
+            prob_a: Vec::new(),
+            prob_b: Vec::new(),
+            sv_norms: Vec::new(),
+        }
+        .with_norms())
+    }
+
+    /// Solves the one-class or epsilon-SVR problem (from `resume` when given): the local
+    /// coefficients, rho and the report; records the subproblem's state.
+    fn solve_single(
+        &mut self,
+        resume: Option<&SmoSnapshot>,
+    ) -> Result<(Vec<f64>, f64, SubproblemReport), FitError> {
+        let params = self.params;
         let data = self.data;
         let l = data.len();
         let c: Vec<f64> = (0..l).map(|i| params.c * data.weight(i)).collect();
@@ -390,6 +611,7 @@ impl Ctx<'_, '_> {
         let sample: Vec<u32>;
         let y: Vec<i8>;
         let (p, upper, alpha0): (Vec<f64>, Vec<f64>, Vec<f64>);
+        let delta;
         if params.svm_type == SvmType::OneClass {
             // As one process: bounds w_i (= c_i / C), the start nu sum(w) spread over the
             // first rows; every shard replays the loop over all the bounds.
@@ -397,7 +619,8 @@ impl Ctx<'_, '_> {
             let mut all = Vec::new();
             self.comm.all_gather_var(&u, &mut all);
             let sum: f64 = all.iter().sum();
-            let mut left = params.nu * sum;
+            delta = params.nu * sum;
+            let mut left = delta;
             let mut start = vec![0.0; all.len()];
             for (a, &ui) in start.iter_mut().zip(&all) {
                 *a = ui.min(left);
@@ -432,45 +655,29 @@ impl Ctx<'_, '_> {
                 .collect();
             upper = c.iter().chain(&c).copied().collect();
             alpha0 = vec![0.0; 2 * l];
+            delta = 0.0;
         }
-        let (alpha, info) = self.solve(sample, &y, &keys, &p, &upper, alpha0)?;
-        let coef: Vec<f64> = if params.svm_type == SvmType::OneClass {
+        let out = self.solve(sample, &y, &keys, &p, &upper, alpha0, delta, resume)?;
+        let info = out.info;
+        let alpha = out.alpha;
+        let one_class = params.svm_type == SvmType::OneClass;
+        let coef: Vec<f64> = if one_class {
             alpha.clone()
         } else {
             (0..l).map(|i| alpha[i] - alpha[i + l]).collect()
         };
         let (n_sv, n_bsv) = Bounds::new(alpha, upper).counts(params.svm_type, &coef);
-        let n = sum_counts(self.comm, &[n_sv, n_bsv]);
-        report.subproblems.push(SubproblemReport {
-            classes: None,
-            objective: info.objective,
-            rho: info.rho,
-            iterations: info.iterations,
-            status: info.status,
-            max_violation: info.max_violation,
-            gap: info.gap,
-            n_sv: n[0],
-            n_bsv: n[1],
-        });
-        let svs: Vec<LocalSv> = (0..l)
-            .filter(|&i| coef[i] != 0.0)
-            .map(|i| (0, self.first + i, vec![coef[i]]))
-            .collect();
-        let (sv, idx, _, sv_coef) = self.gather_svs(&svs, 1)?;
-        Ok(SvmModel {
-            svm_type: params.svm_type,
-            kernel: self.kernel,
-            labels: Vec::new(),
-            n_sv: Vec::new(),
-            sv,
-            sv_coef,
-            sv_indices: Some(idx),
-            rho: vec![info.rho],
-            prob_a: Vec::new(),
-            prob_b: Vec::new(),
-            sv_norms: Vec::new(),
-        }
-        .with_norms())
+        let counts = sum_counts(self.comm, &[n_sv, n_bsv]);
+        // The coefficients of all rows, as one process keeps them.
+        let n = self.n_samples;
+        let all: Vec<f64> = if one_class {
+            out.all
+        } else {
+            (0..n).map(|i| out.all[i] - out.all[i + n]).collect()
+        };
+        let f = decision(&info, all, counts[0], counts[1]);
+        self.subs.push(sub_state(&f, out.snapshot, None));
+        Ok((coef, info.rho, f.report))
     }
 
     /// The support vectors of all shards, ordered by class and row: their rows (dense when

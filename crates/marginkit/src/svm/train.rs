@@ -31,7 +31,7 @@ use crate::persist;
 
 /// A checkpoint whose saved subproblems do not fit the problem (a damaged or crafted state file
 /// that still carries the right fingerprint).
-const DAMAGED_CHECKPOINT: CheckpointError = CheckpointError::Mismatch {
+pub(super) const DAMAGED_CHECKPOINT: CheckpointError = CheckpointError::Mismatch {
     file: super::checkpoint::FILE,
     reason: "its saved subproblems do not match this problem",
 };
@@ -101,12 +101,12 @@ impl FitReport {
 }
 
 /// One solved decision function: signed coefficients per sample of its (sub)problem.
-struct DecisionFunction {
-    coef: Vec<f64>,
-    rho: f64,
-    report: SubproblemReport,
+pub(super) struct DecisionFunction {
+    pub(super) coef: Vec<f64>,
+    pub(super) rho: f64,
+    pub(super) report: SubproblemReport,
     /// Kernel cache counters of the solve (zero for a subproblem taken from a checkpoint).
-    cache: CacheStats,
+    pub(super) cache: CacheStats,
 }
 
 /// Trains a kernel SVM on `data`.
@@ -325,7 +325,7 @@ pub fn parse_sample_weights(text: &str) -> Result<Vec<f64>, ParseError> {
 }
 
 /// What a checkpoint keeps of a subproblem that just ran.
-fn sub_state(
+pub(super) fn sub_state(
     f: &DecisionFunction,
     snap: Option<SmoSnapshot>,
     prob: Option<(f64, f64)>,
