@@ -2,19 +2,24 @@
 //! epsilon-SVR by row-partitioned SMO, each rank holding only its block of TRAIN.
 //!
 //! Steps (every one collective, so a failure on any rank is learnt by all at the next step):
-//! 1. the parameters are mapped as `marginkit train` maps them, and rank 0 checks that MODEL can
-//!    be written;
+//! 1. the parameters are mapped as `marginkit train` maps them, and rank 0 checks that MODEL and
+//!    the state file (`--state-file`, default MODEL.state) can be written;
 //! 2. every rank reads its block and the ranks agree on the row counts, the feature count, the
-//!    storage and the labels ([`crate::train::load`], the linear path's reading);
+//!    storage and the labels ([`crate::train::load`], the linear path's reading); with
+//!    `--resume STATE` every rank reads STATE ([`crate::state`]);
 //! 3. the library's [`svm::fit_shard`] trains with [`Mpi`] as its collectives: per SMO iteration
 //!    two all-gathers of [`RECORD`] doubles per rank (the working-set selection) and at most two
 //!    broadcasts of one row (the selected pair's features; a row every rank already received is
 //!    not sent again), so `O(P + d)` bytes per iteration whatever the number of rows; each rank
 //!    computes and caches its slice of every kernel column it needs (`-m` per rank);
-//! 4. rank 0 writes the model with the library's model writer and atomic output writer.
+//! 4. rank 0 writes the model with the library's model writer and atomic output writer, and,
+//!    when the fit stopped early (Ctrl-C on any rank, `--max-iter`), the state file: the
+//!    library's [`svm::FitCheckpoint`], the single process's form, so that `marginkit train
+//!    --resume` continues it as `marginkit-mpi train --resume` does at any number of ranks.
 //!
 //! With `-h 0` the model file is `marginkit train`'s (pair engine) byte for byte at any number
-//! of ranks; with shrinking the same optimum to the solver's tolerance.
+//! of ranks, also when stopped and continued; with shrinking the same optimum to the solver's
+//! tolerance (and, continued at the same number of ranks, the uninterrupted run's model).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +39,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Count;
 
+use crate::state;
 use crate::stop;
 use crate::train::{
     agree, class_weights, dataset, gather_u64, json_f64, json_f64s, json_str, json_u64s, load,
@@ -244,6 +250,8 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<Status> {
     let (rank, size) = (world.rank() as usize, world.size() as usize);
     let params = agree(world, params(&a))?;
     let (path, threads) = setup(world, a.threads, &a.train_file, a.model_file.as_ref())?;
+    let state_path = a.state.path(&path);
+    state::check(world, &state_path, &path, a.state.resume.as_deref())?;
     let Loaded {
         rows,
         counts,
@@ -256,6 +264,7 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<Status> {
     let first: usize = counts[..rank].iter().sum::<u64>() as usize;
     let (data, nnz_local) = dataset(world, rows, width, dense)?;
     let local_n = data.len();
+    let resume = a.state.read(world, svm::FitCheckpoint::from_bytes)?;
     let setup_secs = t_start.elapsed().as_secs_f64();
 
     let mut mpi = Mpi {
@@ -280,10 +289,13 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<Status> {
             labels,
             comm: &mut mpi,
         };
-        svm::fit_shard(&params, &data, shard, &mut Control::new(&mut progress))
+        let mut ctl = Control::new(&mut progress).resume_opt(resume.as_ref());
+        svm::fit_shard(&params, &data, shard, &mut ctl)
     };
     let fit_secs = t_fit.elapsed().as_secs_f64();
-    let fit = agree_fit(world, fit.map_err(|e| e.to_string()))?;
+    // A resumed fit's error names the state file (a refused state says why).
+    let fit = agree_fit(world, fit.map_err(|e| e.to_string()))
+        .map_err(|Failure(m)| Failure(a.state.err(m)))?;
     let written = if rank == 0 {
         write_output(&path, |w| write_model(&mut *w, &fit.model))
             .map_err(|e| format!("{}: {e}", path.display()))
@@ -291,12 +303,21 @@ pub fn run(a: TrainCli, world: &SimpleCommunicator) -> Res<Status> {
         Ok(())
     };
     agree(world, written)?;
+    // Every rank holds the same checkpoint; rank 0 writes it.
+    let state_written = match &fit.checkpoint {
+        Some(c) => {
+            state::write(world, &state_path, || c.to_bytes())?;
+            Some(state_path.as_path())
+        }
+        None => None,
+    };
 
     // Report (rank 0).
     report(&Report {
         a: &a,
         world,
         path: &path,
+        state: state_written,
         fit: &fit,
         mpi: &mpi,
         n,
@@ -315,6 +336,8 @@ struct Report<'a> {
     a: &'a TrainCli,
     world: &'a SimpleCommunicator,
     path: &'a Path,
+    /// The state file written, when the fit stopped early.
+    state: Option<&'a Path>,
     fit: &'a marginkit::fit::Fit<svm::SvmModel, svm::FitReport, svm::FitCheckpoint>,
     mpi: &'a Mpi<'a>,
     n: usize,
@@ -351,8 +374,14 @@ fn report(r: &Report<'_>) {
     let total_msgs: u64 = msgs_per.iter().sum();
     let per_iter = |v: u64| v as f64 / iterations.max(1) as f64;
     let status = fit.report.status();
-    if status == Status::Interrupted {
-        stop::report(r.path);
+    match (status, r.state) {
+        (Status::Interrupted, state) => stop::report(r.path, state),
+        (Status::Converged, _) | (_, None) => {}
+        (s, Some(state)) => eprintln!(
+            "marginkit-mpi: warning: the solver stopped before convergence ({}); the model file holds the current iterate; continue with --resume {}",
+            s.as_str(),
+            state.display()
+        ),
     }
     if !a.quiet && !a.json {
         for s in &fit.report.subproblems {
@@ -383,7 +412,7 @@ fn report(r: &Report<'_>) {
     if a.json {
         let objs: Vec<f64> = fit.report.subproblems.iter().map(|s| s.objective).collect();
         println!(
-            "{{\"status\":\"{}\",\"svm_type\":\"{}\",\"kernel\":\"{}\",\"iterations\":{},\"objective\":{},\"objectives\":{},\"rho\":{},\"total_sv\":{},\"n\":{},\"d\":{},\"P\":{},\"threads_per_rank\":{},\"dense\":{},\"rows_per_rank\":{},\"nnz_per_rank\":{},\"record_doubles\":{},\"collectives\":{},\"messages\":{},\"bytes\":{},\"messages_per_iteration\":{},\"bytes_per_iteration\":{},\"bytes_per_rank\":{},\"cache_hits_per_rank\":{},\"cache_misses_per_rank\":{},\"read_seconds\":{},\"setup_seconds\":{},\"train_seconds\":{},\"comm_seconds\":{},\"compute_seconds\":{},\"comm_seconds_per_rank\":{},\"model_file\":{}}}",
+            "{{\"status\":\"{}\",\"svm_type\":\"{}\",\"kernel\":\"{}\",\"iterations\":{},\"objective\":{},\"objectives\":{},\"rho\":{},\"total_sv\":{},\"n\":{},\"d\":{},\"P\":{},\"threads_per_rank\":{},\"dense\":{},\"rows_per_rank\":{},\"nnz_per_rank\":{},\"record_doubles\":{},\"collectives\":{},\"messages\":{},\"bytes\":{},\"messages_per_iteration\":{},\"bytes_per_iteration\":{},\"bytes_per_rank\":{},\"cache_hits_per_rank\":{},\"cache_misses_per_rank\":{},\"read_seconds\":{},\"setup_seconds\":{},\"train_seconds\":{},\"comm_seconds\":{},\"compute_seconds\":{},\"comm_seconds_per_rank\":{},\"model_file\":{},\"state_file\":{},\"resumed\":{}}}",
             status.as_str(),
             fit.model.svm_type.name(),
             fit.model.kernel.libsvm_name(),
@@ -415,6 +444,9 @@ fn report(r: &Report<'_>) {
             json_f64(fit_secs - comm),
             json_f64s(&comm_per),
             json_str(&r.path.display().to_string()),
+            r.state
+                .map_or_else(|| "null".into(), |s| json_str(&s.display().to_string())),
+            a.state.resume.is_some(),
         );
     }
 }

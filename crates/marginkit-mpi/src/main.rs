@@ -5,7 +5,8 @@
 //! TRAIN, by the library's row-partitioned SMO: per iteration two all-gathers of a small record
 //! per rank select the working pair and at most two broadcasts send its rows; each rank computes
 //! its slice of the kernel columns. With `-h 0` the model file is the single-process one byte
-//! for byte.
+//! for byte. A run stopped early (Ctrl-C, `--max-iter`) writes the single process's state file,
+//! which `--resume` continues at any number of ranks (module [`state`]).
 //!
 //! `marginkit-mpi train --linear -s 2|11 TRAIN [MODEL]` (module [`train`]): LIBLINEAR's primal
 //! L2-loss SVC / SVR on rows split across the ranks, each rank reading only its block of TRAIN;

@@ -47,10 +47,19 @@ pub fn any(world: &SimpleCommunicator, flag: &AtomicBool) -> bool {
     any != 0
 }
 
-/// Rank 0's message after a stopped fit whose partial model was written to `model`.
-pub fn report(model: &std::path::Path) {
-    eprintln!(
-        "marginkit-mpi: interrupted: {} holds the model at the point where every rank stopped; no state file is written over MPI (the run starts over)",
-        model.display()
-    );
+/// Rank 0's message after a stopped fit whose partial model was written to `model` and whose
+/// state, for a run that has one, to `state`.
+pub fn report(model: &std::path::Path, state: Option<&std::path::Path>) {
+    match state {
+        Some(s) => eprintln!(
+            "marginkit-mpi: interrupted: {} holds the model at the point where every rank stopped and {} its state; continue with --resume {} (same data and flags, at any number of ranks, or with marginkit train)",
+            model.display(),
+            s.display(),
+            s.display()
+        ),
+        None => eprintln!(
+            "marginkit-mpi: interrupted: {} holds the model at the point where every rank stopped; a linear fit has no state file (the run starts over)",
+            model.display()
+        ),
+    }
 }

@@ -42,6 +42,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Count;
 
+use crate::state::StateArgs;
 use crate::stop;
 
 /// `marginkit-mpi train`: LIBLINEAR's `train -s 2|11` on rows split across the MPI ranks.
@@ -111,6 +112,8 @@ pub struct TrainCli {
     /// One JSON object on stdout (rank 0).
     #[arg(long)]
     pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
     /// Quiet: no progress or summary lines.
     #[arg(short = 'q')]
     pub(crate) quiet: bool,
@@ -766,6 +769,12 @@ pub(crate) fn dataset(
 fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<Status> {
     let t_start = Instant::now();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
+    if a.state.resume.is_some() {
+        // As `marginkit train --linear --resume`.
+        return Err(Failure(
+            "--resume continues kernel fits; a linear fit stopped early is simply re-run (it has no state file)".into(),
+        ));
+    }
     let (params, solver) = agree(world, params(&a))?;
     let (path, threads) = setup(world, a.threads, &a.train_file, a.model_file.as_ref())?;
     let say = |text: &str| {
@@ -911,7 +920,7 @@ fn run_linear(a: TrainCli, world: &SimpleCommunicator) -> Res<Status> {
         eprintln!("WARNING: reaching max number of iterations");
     }
     if status == Status::Interrupted {
-        stop::report(&path);
+        stop::report(&path, None);
     }
     let iterations: u64 = fit.report.subproblems.iter().map(|s| s.iterations).sum();
     let total_bytes: u64 = bytes_per.iter().sum();

@@ -3,7 +3,9 @@
 //! process writes (`marginkit train`: the library's reader with default options, `svm::fit` and
 //! the model writer, computed here in-process), for C-SVC on dense and sparse data, one-class and
 //! epsilon-SVR; with shrinking on, the objective and rho agree to the solver's tolerance; bad
-//! input fails on every rank with one clear message and no model file. Needs `mpirun`
+//! input fails on every rank with one clear message and no model file. A run stopped by
+//! `--max-iter` writes `marginkit train`'s state file, which `--resume` continues at any number
+//! of ranks (and `marginkit train --resume`, here the library's `svm::fit`, continues too). Needs `mpirun`
 //! (OpenMPI) on PATH; as root set OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 //! (the tests set them for the child).
 
@@ -13,7 +15,7 @@ use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
 use marginkit::solver::Shrinking;
 use marginkit::svm::model_io::write_model;
-use marginkit::svm::{self, KernelKind, KernelParams, SvmParams, SvmType};
+use marginkit::svm::{self, FitCheckpoint, KernelKind, KernelParams, SvmParams, SvmType};
 use serde_json::Value;
 
 mod common;
@@ -222,4 +224,214 @@ fn bad_input_fails_on_every_rank() {
     let heart = repo_data("clf/heart_scale.train.svm");
     fails(2, &["-s", "1", heart.to_str().unwrap(), m], &model, "-s 1");
     fails(2, &["-t", "4", heart.to_str().unwrap(), m], &model, "-t 4");
+}
+
+/// `marginkit train`'s state file of `params` on `train` stopped after `max_iter` iterations
+/// per solve (the library's checkpoint: what the single-process command writes).
+fn single_state(params: SvmParams, train: &Path, max_iter: u64) -> Vec<u8> {
+    let data = read_libsvm_path(train, &ReadOptions::default()).unwrap();
+    let stop = params.max_iter(max_iter).check().unwrap();
+    let fit = svm::fit(&stop, &data, &mut Control::default()).unwrap();
+    fit.checkpoint.expect("stopped by the limit").to_bytes()
+}
+
+/// `marginkit train --resume STATE`'s model file of `params` on `train`.
+fn single_resumed(params: SvmParams, train: &Path, state: &[u8]) -> Vec<u8> {
+    let data = read_libsvm_path(train, &ReadOptions::default()).unwrap();
+    let ck = FitCheckpoint::from_bytes(state).unwrap();
+    let fit = svm::fit(
+        &params.check().unwrap(),
+        &data,
+        &mut Control::default().resume_from(&ck),
+    )
+    .unwrap();
+    assert!(fit.checkpoint.is_none());
+    let mut out = Vec::new();
+    write_model(&mut out, &fit.model).unwrap();
+    out
+}
+
+/// A run stopped by `--max-iter` at P = 2 writes MODEL and MODEL.state (`marginkit train`'s
+/// state file byte for byte, without shrinking); `--resume` at P = 1, 2, 3 and `marginkit train
+/// --resume` continue it to the uninterrupted single-process model, and a single-process state
+/// file is continued over MPI: C-SVC, one-vs-one multiclass (pairs finished and stopped),
+/// epsilon-SVR.
+#[test]
+fn stopped_and_continued_without_shrinking_is_the_single_process_model() {
+    let cases = [
+        (
+            "heart",
+            "clf/heart_scale.train.svm",
+            vec!["-s", "0", "-c", "4", "-h", "0"],
+            params(SvmType::CSvc).c(4.0),
+            40,
+        ),
+        (
+            "iris",
+            "multiclass/iris.scale.svm",
+            vec!["-s", "0", "-c", "100", "-h", "0"],
+            params(SvmType::CSvc).c(100.0),
+            15,
+        ),
+        (
+            "svr",
+            "reg/boston.train.svm",
+            vec!["-s", "3", "-c", "2", "-h", "0"],
+            params(SvmType::EpsSvr).c(2.0),
+            30,
+        ),
+    ];
+    for (tag, file, flags, p, max_iter) in cases {
+        let train = repo_data(file);
+        let (want, _) = single(p.clone(), &train);
+        let stopped = format!("{tag}_stop");
+        let state = tmp(&format!("{stopped}.np2.model.state"));
+        let _ = std::fs::remove_file(&state);
+        let limit = max_iter.to_string();
+        let mut stop_flags = flags.clone();
+        stop_flags.extend(["--max-iter", &limit]);
+        let (v, _) = run(&stopped, 2, &stop_flags, &train);
+        assert_eq!(v["status"], "max_iterations", "{tag}: {v}");
+        assert_eq!(v["state_file"].as_str(), state.to_str(), "{tag}");
+        let bytes = std::fs::read(&state).unwrap();
+        assert!(
+            bytes == single_state(p.clone(), &train, max_iter),
+            "{tag}: the state file is not marginkit train's"
+        );
+        assert!(single_resumed(p.clone(), &train, &bytes) == want, "{tag}");
+        let s = state.to_str().unwrap();
+        let mut resume = flags.clone();
+        resume.extend(["--resume", s]);
+        for np in [1, 2, 3] {
+            let (v, got) = run(&format!("{tag}_resumed"), np, &resume, &train);
+            assert!(
+                got == want,
+                "{tag} continued at P = {np}: the model differs"
+            );
+            assert_eq!(v["resumed"], true);
+            assert!(v["state_file"].is_null());
+        }
+        // A state file of marginkit train, continued over MPI.
+        let one = tmp(&format!("{tag}_single.state"));
+        std::fs::write(&one, single_state(p.clone(), &train, max_iter)).unwrap();
+        let mut resume = flags.clone();
+        resume.extend(["--resume", one.to_str().unwrap()]);
+        let (_, got) = run(&format!("{tag}_from_single"), 3, &resume, &train);
+        assert!(
+            got == want,
+            "{tag}: a single-process state continued at P = 3"
+        );
+    }
+}
+
+/// Three overlapping classes in the plane, written as a LIBSVM file (deterministic): with
+/// `-c 1000` the pairs take thousands of SMO iterations, and with shrinking the model file at
+/// P = 2 and at P = 3 differ in their last bits (the ranks shrink their own rows).
+fn three_classes(per_class: usize) -> PathBuf {
+    let noise = |i: usize, k: u64| {
+        let h = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ k.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let h = h ^ (h >> 31);
+        (h % 10_000) as f64 / 10_000.0 - 0.5
+    };
+    let mut text = String::new();
+    for i in 0..3 * per_class {
+        let c = i % 3;
+        let x = c as f64 * 0.4 + 2.0 * noise(i, 1);
+        let y = (c as f64 * 1.3).sin() * 0.4 + 2.0 * noise(i, 2);
+        text.push_str(&format!("{c} 1:{x:?} 2:{y:?}\n"));
+    }
+    let f = tmp("three_classes.svm");
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+/// With shrinking on, a run stopped and continued at the same number of ranks (the same row
+/// split: every rank's shrunk order is restored) gives the uninterrupted run's model file at
+/// that number; at another number, the same optimum. `--state-file` names the state file.
+#[test]
+fn with_shrinking_continued_at_the_same_ranks_is_the_uninterrupted_run() {
+    let train = three_classes(150);
+    let flags = ["-s", "0", "-c", "1000"];
+    let (whole, want) = run("three_h1_whole", 2, &flags, &train);
+    let (_, at3) = run("three_h1_whole", 3, &flags, &train);
+    assert!(
+        at3 != want,
+        "the test needs data on which P changes the last bits"
+    );
+    let state = tmp("three_h1.state");
+    let _ = std::fs::remove_file(&state);
+    let s = state.to_str().unwrap();
+    let mut stop = flags.to_vec();
+    // Past several shrinking steps (every 300 iterations) of every pair.
+    stop.extend(["--max-iter", "3000", "--state-file", s]);
+    let (v, _) = run("three_h1_stop", 2, &stop, &train);
+    assert_eq!(v["state_file"].as_str(), Some(s));
+    let mut resume = flags.to_vec();
+    resume.extend(["--resume", s]);
+    let (_, got) = run("three_h1_resumed", 2, &resume, &train);
+    assert!(got == want, "continued at P = 2: the model differs");
+    let (v, _) = run("three_h1_resumed", 3, &resume, &train);
+    let objs = |v: &Value| -> Vec<f64> {
+        v["objectives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o.as_f64().unwrap())
+            .collect()
+    };
+    for (a, b) in objs(&v).iter().zip(objs(&whole)) {
+        assert!(
+            (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+            "P = 3: {a} vs {b}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_or_foreign_state_file_fails_on_every_rank() {
+    let heart = repo_data("clf/heart_scale.train.svm");
+    let h = heart.to_str().unwrap();
+    let model = tmp("bad_state.model");
+    let m = model.to_str().unwrap();
+    let good = single_state(params(SvmType::CSvc).c(4.0), &heart, 40);
+    // Damaged (a byte changed), foreign (not a state file), missing.
+    let damaged = tmp("damaged.state");
+    let mut b = good.clone();
+    let mid = b.len() / 2;
+    b[mid] ^= 0x55;
+    std::fs::write(&damaged, &b).unwrap();
+    let foreign = tmp("foreign.state");
+    std::fs::write(&foreign, "svm_type c_svc\n").unwrap();
+    let missing = tmp("missing.state");
+    let _ = std::fs::remove_file(&missing);
+    for f in [&damaged, &foreign, &missing] {
+        let f = f.to_str().unwrap();
+        fails(3, &["-c", "4", "-h", "0", "--resume", f, h, m], &model, f);
+    }
+    // The state of other parameters: the difference is named.
+    let state = tmp("c4.state");
+    std::fs::write(&state, &good).unwrap();
+    let s = state.to_str().unwrap();
+    fails(
+        2,
+        &["-c", "8", "-h", "0", "--resume", s, h, m],
+        &model,
+        &format!("{s}: the fit checkpoint was written with -c 4 (now -c 8)"),
+    );
+    // The linear fit has no state (as marginkit train --linear).
+    fails(
+        2,
+        &["--linear", "-s", "2", "--resume", s, h, m],
+        &model,
+        "--resume continues kernel fits",
+    );
+    // The state file may not be the model file, nor the model the state to continue.
+    fails(2, &["--state-file", m, h, m], &model, "--state-file");
+    fails(
+        2,
+        &["-c", "4", "--resume", s, h, s],
+        &state,
+        "--resume state file",
+    );
 }
