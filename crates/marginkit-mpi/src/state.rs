@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use marginkit::data::{check_output, write_output};
+use marginkit::data::{check_output, same_file, write_output};
 use marginkit::error::CheckpointError;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
@@ -83,16 +83,12 @@ pub fn check(
     resume: Option<&Path>,
 ) -> Res<()> {
     let local = if world.rank() == 0 {
-        let norm = |p: &Path| {
-            std::fs::canonicalize(p)
-                .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
-        };
-        if resume.is_some_and(|r| norm(r) == norm(model)) {
+        if resume.is_some_and(|r| same_file(r, model)) {
             Err(format!(
                 "{} is the --resume state file: writing it would overwrite that input; give another output path",
                 model.display()
             ))
-        } else if norm(state) == norm(model) {
+        } else if same_file(state, model) {
             Err(format!(
                 "--state-file {} is the model file: the state would overwrite the model; give another path",
                 state.display()
