@@ -129,34 +129,14 @@ fn bytes(m: &SvmModel) -> Vec<u8> {
 /// Fits `data` cut at `cuts` (shard k holds rows `cuts[k]..cuts[k + 1]`) and returns every
 /// shard's model and objective.
 fn fit_sharded(params: &SvmParams, data: &Dataset, cuts: &[usize]) -> Vec<(SvmModel, f64)> {
-    let params = params.clone().check().unwrap();
-    let p = cuts.len() - 1;
-    let n = data.len();
-    let shards: Vec<Dataset> = (0..p)
-        .map(|k| data.subset(&(cuts[k]..cuts[k + 1]).collect::<Vec<_>>()))
-        .collect();
-    let labels = first_appearances(shards.iter().flat_map(|d| d.labels_in_order()));
-    std::thread::scope(|s| {
-        let handles: Vec<_> = nets(p)
-            .into_iter()
-            .zip(&shards)
-            .enumerate()
-            .map(|(k, (mut net, d))| {
-                let (params, labels) = (&params, labels.clone());
-                s.spawn(move || {
-                    let shard = KernelShard {
-                        n_samples: n,
-                        first: cuts[k],
-                        labels,
-                        comm: &mut net,
-                    };
-                    let fit = svm::fit_shard(params, d, shard, &mut Control::default()).unwrap();
-                    (fit.model, fit.report.subproblems[0].objective)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
+    fit_shards(params, data, cuts, None, None)
+        .into_iter()
+        .map(|f| {
+            let f = f.unwrap();
+            let objective = f.report.subproblems[0].objective;
+            (f.model, objective)
+        })
+        .collect()
 }
 
 fn single(params: &SvmParams, data: &Dataset) -> (SvmModel, f64) {

@@ -1,7 +1,7 @@
 //! The report of one kernel-SVM subproblem: shared by the fit ([`super::train`]) and its
 //! checkpoint ([`super::checkpoint`]), which stores the reports of finished subproblems.
 
-use crate::solver::Status;
+use crate::solver::{SolveInfo, Status};
 
 /// What one binary (or regression / one-class) solve reported.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,22 @@ pub struct SubproblemReport {
 }
 
 impl SubproblemReport {
+    /// The report of a solve that ended as `info` says, with `n_sv` support vectors of which
+    /// `n_bsv` are at their upper bound (no class pair yet).
+    pub(crate) fn of(info: &SolveInfo, n_sv: usize, n_bsv: usize) -> Self {
+        Self {
+            classes: None,
+            objective: info.objective,
+            rho: info.rho,
+            iterations: info.iterations,
+            status: info.status,
+            max_violation: info.max_violation,
+            gap: info.gap,
+            n_sv,
+            n_bsv,
+        }
+    }
+
     /// The report of a subproblem a stopped fit did not reach (zero coefficients).
     pub(crate) fn not_reached(classes: Option<(f64, f64)>) -> Self {
         Self {

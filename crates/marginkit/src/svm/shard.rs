@@ -281,17 +281,7 @@ fn decision(info: &SolveInfo, coef: Vec<f64>, n_sv: usize, n_bsv: usize) -> Deci
     DecisionFunction {
         coef,
         rho: info.rho,
-        report: SubproblemReport {
-            classes: None,
-            objective: info.objective,
-            rho: info.rho,
-            iterations: info.iterations,
-            status: info.status,
-            max_violation: info.max_violation,
-            gap: info.gap,
-            n_sv,
-            n_bsv,
-        },
+        report: SubproblemReport::of(info, n_sv, n_bsv),
         cache: CacheStats::default(),
     }
 }

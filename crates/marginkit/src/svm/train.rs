@@ -640,17 +640,7 @@ fn solve_one(
         DecisionFunction {
             cache: s.cache,
             rho: info.rho,
-            report: SubproblemReport {
-                classes: None,
-                objective: info.objective,
-                rho: info.rho,
-                iterations: info.iterations,
-                status: info.status,
-                max_violation: info.max_violation,
-                gap: info.gap,
-                n_sv,
-                n_bsv,
-            },
+            report: SubproblemReport::of(&info, n_sv, n_bsv),
             coef: s.coef,
         },
         s.snapshot,
