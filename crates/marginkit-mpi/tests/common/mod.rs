@@ -20,19 +20,25 @@ pub fn tmp(dir: &str, name: &str) -> PathBuf {
     d.join(name)
 }
 
-/// `mpirun -np NP marginkit-mpi COMMAND... ARGS...` on this machine (oversubscribed).
+/// The command `mpirun -np NP marginkit-mpi COMMAND... ARGS...` on this machine (oversubscribed).
+fn mpirun_command(np: usize, command: &[&str], args: &[&str]) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args([
+        "--oversubscribe",
+        "-np",
+        &np.to_string(),
+        env!("CARGO_BIN_EXE_marginkit-mpi"),
+    ])
+    .args(command)
+    .args(args)
+    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
+}
+
+/// Runs `mpirun -np NP marginkit-mpi COMMAND... ARGS...` to its end.
 pub fn mpirun(np: usize, command: &[&str], args: &[&str]) -> Output {
-    Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "-np",
-            &np.to_string(),
-            env!("CARGO_BIN_EXE_marginkit-mpi"),
-        ])
-        .args(command)
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    mpirun_command(np, command, args)
         .output()
         .expect("mpirun (OpenMPI) must be installed to run this test")
 }
@@ -53,17 +59,7 @@ pub fn interrupt_after_line(
 ) -> Output {
     use std::io::{BufRead, BufReader, Read};
     use std::process::Stdio;
-    let mut child = Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "-np",
-            &np.to_string(),
-            env!("CARGO_BIN_EXE_marginkit-mpi"),
-        ])
-        .args(command)
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    let mut child = mpirun_command(np, command, args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

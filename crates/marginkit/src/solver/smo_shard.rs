@@ -715,12 +715,16 @@ fn iterate(
     loop {
         if iter >= lim.max_iter {
             if run.keep_snapshot {
-                let driver = Driver {
-                    iter,
-                    counter,
-                    viol,
-                };
-                snapshot = Some(gather_snapshot(net, st, run, driver));
+                snapshot = Some(gather_snapshot(
+                    net,
+                    st,
+                    run,
+                    Driver {
+                        iter,
+                        counter,
+                        viol,
+                    },
+                ));
             }
             break;
         }
@@ -731,12 +735,16 @@ fn iterate(
             if let Some(s) = agree_stop(net, local) {
                 status = s;
                 if run.keep_snapshot {
-                    let driver = Driver {
-                        iter,
-                        counter,
-                        viol,
-                    };
-                    snapshot = Some(gather_snapshot(net, st, run, driver));
+                    snapshot = Some(gather_snapshot(
+                        net,
+                        st,
+                        run,
+                        Driver {
+                            iter,
+                            counter,
+                            viol,
+                        },
+                    ));
                 }
                 break;
             }
