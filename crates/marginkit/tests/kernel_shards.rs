@@ -6,7 +6,9 @@
 //! relative. A fit stopped early returns the single process's checkpoint (byte for byte without
 //! shrinking), which shards at any count and one process continue: without shrinking to the
 //! single-process model byte for byte; with shrinking, at the same split, to the uninterrupted
-//! sharded model, elsewhere to the same optimum.
+//! sharded model, elsewhere to the same optimum. With the block engine (`--solver block`) the
+//! model file is the single-process block engine's byte for byte (small working sets, so that
+//! the selection across shards is exercised), for any number of threads per shard.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -21,7 +23,7 @@ use marginkit::solver::{IterStats, Observer, Shrinking, Status};
 use marginkit::svm::model_io::write_model;
 use marginkit::svm::{
     self, FitCheckpoint, FitReport, KernelKind, KernelParams, KernelShard, SvmModel, SvmParams,
-    SvmType,
+    SvmSolver, SvmType,
 };
 use marginkit::{Dataset, DenseMatrix, Features};
 
@@ -376,6 +378,19 @@ fn fit_shards(
     resume: Option<&FitCheckpoint>,
     stop_at: Option<usize>,
 ) -> Vec<Result<SvmFit, String>> {
+    fit_shards_in(params, data, cuts, resume, stop_at, None)
+}
+
+/// [`fit_shards`], each shard in a pool of `threads` threads when given (else rayon's global
+/// pool).
+fn fit_shards_in(
+    params: &SvmParams,
+    data: &Dataset,
+    cuts: &[usize],
+    resume: Option<&FitCheckpoint>,
+    stop_at: Option<usize>,
+    threads: Option<usize>,
+) -> Vec<Result<SvmFit, String>> {
     let params = params.clone().check().unwrap();
     let p = cuts.len() - 1;
     let n = data.len();
@@ -388,21 +403,32 @@ fn fit_shards(
             .into_iter()
             .zip(&shards)
             .enumerate()
-            .map(|(k, (mut net, d))| {
+            .map(|(k, (net, d))| {
                 let (params, labels) = (&params, labels.clone());
                 s.spawn(move || {
-                    let shard = KernelShard {
-                        n_samples: n,
-                        first: cuts[k],
-                        labels,
-                        comm: &mut net,
+                    let job = move || {
+                        let mut net = net;
+                        let shard = KernelShard {
+                            n_samples: n,
+                            first: cuts[k],
+                            labels,
+                            comm: &mut net,
+                        };
+                        let stop = StopAt {
+                            calls: 0,
+                            at: stop_at.unwrap_or(usize::MAX),
+                        };
+                        let mut ctl = Control::new(stop).resume_opt(resume);
+                        svm::fit_shard(params, d, shard, &mut ctl).map_err(|e| e.to_string())
                     };
-                    let stop = StopAt {
-                        calls: 0,
-                        at: stop_at.unwrap_or(usize::MAX),
-                    };
-                    let mut ctl = Control::new(stop).resume_opt(resume);
-                    svm::fit_shard(params, d, shard, &mut ctl).map_err(|e| e.to_string())
+                    match threads {
+                        Some(t) => rayon::ThreadPoolBuilder::new()
+                            .num_threads(t)
+                            .build()
+                            .unwrap()
+                            .install(job),
+                        None => job(),
+                    }
                 })
             })
             .collect();
@@ -646,4 +672,109 @@ fn a_state_of_other_parameters_or_different_states_are_refused_on_every_shard() 
     for e in errs {
         assert!(e.contains("different states"), "{e}");
     }
+}
+
+/// The block engine with a working set of `q` (of `vars` variables per problem): the cache
+/// budget of which [`svm::fit`] gives half to the working set's columns.
+fn block(params: SvmParams, q: u64, vars: u64) -> SvmParams {
+    params.engine(SvmSolver::Block).cache_bytes(8 * q * vars)
+}
+
+#[test]
+fn block_engine_is_the_single_process_block_model() {
+    for sparse in [false, true] {
+        let heart = read("clf/heart_scale.train.svm", sparse);
+        let n = heart.len() as u64;
+        same_bytes(
+            &format!("block heart sparse={sparse}"),
+            &block(rbf(SvmType::CSvc, Shrinking::On).c(4.0), 16, n),
+            &heart,
+            &[1, 2, 3, 4],
+        );
+    }
+    let heart = read("clf/heart_scale.train.svm", false);
+    let n = heart.len() as u64;
+    same_bytes(
+        "block one-class",
+        &block(rbf(SvmType::OneClass, Shrinking::On).nu(0.3), 20, n),
+        &heart,
+        &[2, 3],
+    );
+    let boston = read("reg/boston.train.svm", false);
+    let n = boston.len() as u64;
+    same_bytes(
+        "block svr",
+        &block(rbf(SvmType::EpsSvr, Shrinking::On).c(2.0), 24, 2 * n),
+        &boston,
+        &[1, 2, 4],
+    );
+    let iris = read("multiclass/iris.scale.svm", false);
+    let n = iris.len() as u64;
+    same_bytes(
+        "block iris",
+        &block(rbf(SvmType::CSvc, Shrinking::On), 12, n),
+        &iris,
+        &[1, 3],
+    );
+    let k = KernelParams {
+        kind: KernelKind::Poly,
+        ..KernelParams::default()
+    };
+    let n = heart.len() as u64;
+    same_bytes(
+        "block poly",
+        &block(rbf(SvmType::CSvc, Shrinking::On).kernel(k), 16, n),
+        &heart,
+        &[2],
+    );
+}
+
+#[test]
+fn block_engine_reaches_the_pair_engines_optimum() {
+    let heart = read("clf/heart_scale.train.svm", true);
+    let params = rbf(SvmType::CSvc, Shrinking::On).c(4.0).tol(1e-6);
+    let (pair, _) = single(&params, &heart);
+    let want = oracle_objective(&pair, &heart, SvmType::CSvc, 0.1);
+    let n = heart.len();
+    let b = block(params, 16, n as u64);
+    for (m, _) in fit_sharded(&b, &heart, &[0, n / 3, n / 3, n]) {
+        let got = oracle_objective(&m, &heart, SvmType::CSvc, 0.1);
+        assert!(
+            (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+            "block {got} vs pair {want}"
+        );
+    }
+}
+
+#[test]
+fn block_engine_does_not_depend_on_the_threads() {
+    // Local rows past one gradient chunk (2,048), so the gradient pass splits across threads.
+    let data = three_classes(900);
+    let n = data.len();
+    let params = block(rbf(SvmType::OneClass, Shrinking::On).nu(0.2), 64, n as u64);
+    let (want, _) = single(&params, &data);
+    let want = bytes(&want);
+    for threads in [1, 2] {
+        let fits = fit_shards_in(&params, &data, &[0, n], None, None, Some(threads));
+        let fit = agreed(fits);
+        assert!(bytes(&fit.model) == want, "{threads} threads");
+    }
+}
+
+#[test]
+fn block_engine_stopped_records_the_problem_as_not_started() {
+    // As one process: a stopped block solve has no snapshot, and starts over on resume.
+    let data = three_classes(150);
+    let params = block(rbf(SvmType::CSvc, Shrinking::On).c(1000.0), 16, 100);
+    let want = bytes(&single_fit(&params, &data, None, None).model);
+    let one = single_fit(&params, &data, None, Some(2))
+        .checkpoint
+        .expect("stopped");
+    let n = data.len();
+    let fit = agreed(fit_shards(&params, &data, &[0, n / 2, n], None, Some(2)));
+    assert_eq!(fit.report.status(), Status::Interrupted);
+    let ck = fit.checkpoint.expect("stopped");
+    assert!(ck.to_bytes() == one.to_bytes(), "the state file differs");
+    let fit = agreed(fit_shards(&params, &data, &[0, n / 3, n], Some(&ck), None));
+    assert!(bytes(&fit.model) == want);
 }

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use super::cache::{CacheFloat, CacheStats, ColumnCache};
 use super::{powi, KernelSpec};
-use crate::data::{ops, CsrMatrix, Features};
+use crate::data::{ops, CsrMatrix, DenseMatrix, Features};
 use crate::error::DataError;
 
 /// Entries computed per block (the stack buffer of one fill step).
@@ -1743,6 +1743,32 @@ impl<'a> ShardQ<'a> {
         &self.buf[which][..len.min(self.len[which])]
     }
 
+    /// Columns `cols` of the kernel matrix among the sent rows `rows` (`m` of them): the `c`-th
+    /// of `cols` into `out[c * m..][..m]`, `K(x_a, x_b)` in f32 without the signs. The rows
+    /// are held in the storage they were sent in (sparse when any is) and each column is
+    /// computed as [`ShardQ::load`] computes a column from a sent row, so every entry has the
+    /// bits of the same entry of a column of one process.
+    ///
+    /// # Errors
+    /// [`DataError`] for rows that do not form a matrix (a sparse row's indices not strictly
+    /// increasing).
+    pub fn wire_columns(
+        &self,
+        rows: &[WireRow<'_>],
+        cols: &[usize],
+        out: &mut [f32],
+    ) -> Result<(), DataError> {
+        let m = rows.len();
+        let x = wire_features(rows)?;
+        let kr = KernelRows::new(&x, None, self.rows.spec)?;
+        for (o, &k) in out.chunks_mut(m.max(1)).zip(cols) {
+            if let Some(&row) = rows.get(k) {
+                kr.fill_wire(row, &mut o[..m], 0);
+            }
+        }
+        Ok(())
+    }
+
     /// Loads the column of local variable `k` into buffer `which`.
     fn load_local(&mut self, which: usize, k: usize, len: usize) {
         let id = self.global_sample(k);
@@ -1791,6 +1817,37 @@ impl QMatrix for ShardQ<'_> {
     fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
     }
+}
+
+/// The sent rows as a matrix: dense when every row is dense (as wide as the widest), else
+/// sparse (a dense row keeps its nonzeros, as [`KernelRows::fill_wire`] converts it).
+fn wire_features(rows: &[WireRow<'_>]) -> Result<Features, DataError> {
+    if rows.iter().all(|r| r.dense) {
+        let d = rows.iter().map(|r| r.data.len()).max().unwrap_or(0);
+        let mut v = vec![0.0; rows.len() * d];
+        for (o, r) in v.chunks_mut(d.max(1)).zip(rows) {
+            o[..r.data.len()].copy_from_slice(r.data);
+        }
+        return Ok(Features::Dense(DenseMatrix::new(rows.len(), d, v)?));
+    }
+    let (mut ptr, mut idx, mut val) = (vec![0], Vec::new(), Vec::new());
+    for r in rows {
+        if r.dense {
+            for (c, &v) in r.data.iter().enumerate() {
+                if v != 0.0 {
+                    idx.push(c as u32);
+                    val.push(v);
+                }
+            }
+        } else {
+            let nnz = r.data.len() / 2;
+            idx.extend(r.data[..nnz].iter().map(|&c| c as u32));
+            val.extend_from_slice(&r.data[nnz..2 * nnz]);
+        }
+        ptr.push(idx.len());
+    }
+    let width = idx.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+    Ok(Features::Sparse(CsrMatrix::new(width, ptr, idx, val)?))
 }
 
 /// A dense in-memory Q (row-major, f64 values stored as f32 columns), for tests and small

@@ -51,6 +51,9 @@
 //! the returned point is then feasible, with an exact gradient. There is no resume snapshot:
 //! an interrupted block solve starts over.
 //!
+//! **Split across processes**: [`shard`] runs the same iterations with the variables' rows
+//! split across shards (the selection a reduction, the working set's rows exchanged once).
+//!
 //! Citation: Z. Wen, J. Shi, Q. Li, B. He, J. Chen, "ThunderSVM: a fast SVM library on GPUs
 //! and CPUs", JMLR 19 (2018), section 3 (working set of `q` violators, batched kernel rows,
 //! local SMO, `q/2` kept between iterations); R.-E. Fan, P.-H. Chen, C.-J. Lin, JMLR 6 (2005),
@@ -62,6 +65,10 @@ use super::smo::{Limits, State, TAU};
 use super::{BoxQp, Equality, Observer, SolveInfo, SolverSettings, Status};
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
+
+/// Block working-set SMO with the variables split across processes.
+#[path = "block_shard.rs"]
+pub mod shard;
 
 /// Largest working set.
 pub const MAX_WORKING_SET: usize = 1024;
@@ -105,6 +112,18 @@ pub fn working_set_size(l: usize, buffer_bytes: u64) -> usize {
     }
 }
 
+/// The working-set size of a problem of `n` variables of which `l` are free: `block`'s, else
+/// [`working_set_size`] of the buffer.
+fn working_set_of(block: &BlockSettings, n: usize, l: usize) -> Result<usize, SolveError> {
+    match block.working_set {
+        Some(w) if w < 2 || w > n.max(2) => Err(SolveError::Dimensions(
+            "the working-set size must be at least 2 and at most the number of variables",
+        )),
+        Some(w) => Ok(w.min(l)),
+        None => Ok(working_set_size(l, block.buffer_bytes)),
+    }
+}
+
 /// Solves the box QP `qp` with `Q` from `q` by block working-set SMO, starting from the
 /// feasible `alpha` (the solution on exit, in the original order). `q` is left in the caller's
 /// order.
@@ -129,12 +148,15 @@ pub fn solve<Q: QMatrix>(
 }
 
 /// The working set and its columns: `buf[slot * l..][..l]` is column `ws[k]` of `Q` (first `l`
-/// rows) for `slot = slots[k]`.
+/// rows) for `slot = slots[k]`. Members are named by their id in `0..ids` (one process: the
+/// position; a shard, [`shard`]: the global key, with its own rows as the `l` rows).
 struct Block {
     l: usize,
+    /// Columns `buf` holds (the working-set size).
+    cap: usize,
     ws: Vec<usize>,
     slots: Vec<usize>,
-    /// Slot of each position, [`NO_SLOT`] when its column is not in `buf`.
+    /// Slot of each id, [`NO_SLOT`] when its column is not in `buf`.
     slot_of: Vec<u32>,
     buf: Vec<f32>,
 }
@@ -142,23 +164,23 @@ struct Block {
 const NO_SLOT: u32 = u32::MAX;
 
 impl Block {
-    fn new(l: usize, q: usize) -> Self {
+    fn new(ids: usize, l: usize, q: usize) -> Self {
         Self {
             l,
+            cap: q,
             ws: Vec::with_capacity(q),
             slots: Vec::with_capacity(q),
-            slot_of: vec![NO_SLOT; l],
+            slot_of: vec![NO_SLOT; ids],
             buf: vec![0.0; q * l],
         }
     }
 
     /// Makes `next` the working set: members kept from the current one keep their slots, the
-    /// others take the freed slots and get their columns from `q`.
-    fn assign<Q: QMatrix + ?Sized>(&mut self, next: Vec<usize>, q: &mut Q) {
-        let l = self.l;
+    /// others take the freed slots. Returns the new members and their slots, in member order
+    /// (their columns are then to be written).
+    fn assign_slots(&mut self, next: Vec<usize>) -> (Vec<usize>, Vec<usize>) {
         // Mark the kept members by their slot.
-        let cap = self.buf.len() / l.max(1);
-        let mut used = vec![false; cap];
+        let mut used = vec![false; self.cap];
         for &t in &next {
             let s = self.slot_of[t];
             if s != NO_SLOT {
@@ -171,7 +193,7 @@ impl Block {
                 self.slot_of[t] = NO_SLOT;
             }
         }
-        let mut free = (0..cap).filter(|&s| !used[s]);
+        let mut free = (0..self.cap).filter(|&s| !used[s]);
         self.slots.clear();
         let (mut new_idx, mut new_slots) = (Vec::new(), Vec::new());
         for &t in &next {
@@ -188,6 +210,13 @@ impl Block {
             self.slots.push(s);
         }
         self.ws = next;
+        (new_idx, new_slots)
+    }
+
+    /// [`Block::assign_slots`], the new members' columns from `q`.
+    fn assign<Q: QMatrix + ?Sized>(&mut self, next: Vec<usize>, q: &mut Q) {
+        let l = self.l;
+        let (new_idx, new_slots) = self.assign_slots(next);
         if !new_idx.is_empty() {
             // The new members' slots (distinct) as one list of columns, in member order.
             let mut by_slot: Vec<Option<&mut [f32]>> = self.buf.chunks_mut(l).map(Some).collect();
@@ -211,25 +240,37 @@ impl Block {
 fn violation(st: &State, sum: bool) -> f64 {
     let l = st.l;
     if sum {
-        let (mut m, mut mm) = (f64::NEG_INFINITY, f64::INFINITY);
-        for t in 0..l {
-            let v = -st.yf(t) * st.g[t];
-            if st.in_up(t) && v > m {
-                m = v;
-            }
-            if st.in_low(t) && v < mm {
-                mm = v;
-            }
-        }
-        if m == f64::NEG_INFINITY || mm == f64::INFINITY {
-            0.0
-        } else {
-            (m - mm).max(0.0)
-        }
+        let (m, mm) = extrema(st);
+        gap_of(m, mm)
     } else {
         (0..l)
             .map(|t| pg_abs(st.g[t], st.alpha[t], st.upper[t]))
             .fold(0.0, f64::max)
+    }
+}
+
+/// `m(a)`, the largest `-y_t g_t` over `I_up`, and `M(a)`, the smallest over `I_low` (`-inf`,
+/// `+inf` when empty).
+fn extrema(st: &State) -> (f64, f64) {
+    let (mut m, mut mm) = (f64::NEG_INFINITY, f64::INFINITY);
+    for t in 0..st.l {
+        let v = -st.yf(t) * st.g[t];
+        if st.in_up(t) && v > m {
+            m = v;
+        }
+        if st.in_low(t) && v < mm {
+            mm = v;
+        }
+    }
+    (m, mm)
+}
+
+/// The violation `m(a) - M(a)` of the extrema (0 when a side is empty).
+fn gap_of(m: f64, mm: f64) -> f64 {
+    if m == f64::NEG_INFINITY || mm == f64::INFINITY {
+        0.0
+    } else {
+        (m - mm).max(0.0)
     }
 }
 
@@ -256,48 +297,57 @@ fn top(mut cand: Vec<(f64, u32)>, k: usize) -> Vec<(f64, u32)> {
     cand
 }
 
-/// The next working set of size `q`: `fresh` violators, then members of `prev` (free ones
-/// first) until `q`, then more violators if `prev` runs short.
-fn select(st: &State, sum: bool, q: usize, fresh: usize, prev: &[usize]) -> Vec<usize> {
-    let l = st.l;
-    let mut chosen = vec![false; l];
+/// The `q` best of `I_up` by `-y_t g_t` and of `I_low` by `y_t g_t`, best first, each variable
+/// named by `name(t)` (the order of [`by_value_desc`] on the names).
+#[allow(clippy::type_complexity)] // the two candidate lists
+fn sum_candidates(
+    st: &State,
+    q: usize,
+    name: impl Fn(usize) -> u32,
+) -> (Vec<(f64, u32)>, Vec<(f64, u32)>) {
+    let mut up = Vec::new();
+    let mut low = Vec::new();
+    for t in 0..st.l {
+        let v = -st.yf(t) * st.g[t];
+        if st.in_up(t) {
+            up.push((v, name(t)));
+        }
+        if st.in_low(t) {
+            low.push((-v, name(t)));
+        }
+    }
+    (top(up, q), top(low, q))
+}
+
+/// Violators in order of preference: alternately the next of `up` and of `low`.
+fn interleave(up: &[(f64, u32)], low: &[(f64, u32)]) -> Vec<u32> {
+    let mut order = Vec::with_capacity(up.len() + low.len());
+    let mut k = 0;
+    while k < up.len() || k < low.len() {
+        if let Some(&(_, t)) = up.get(k) {
+            order.push(t);
+        }
+        if let Some(&(_, t)) = low.get(k) {
+            order.push(t);
+        }
+        k += 1;
+    }
+    order
+}
+
+/// The next working set of size `q` among the variables `0..n`: `fresh` of the violators
+/// `order`, then members of `prev` (free ones first: `free(k)` tells whether `prev[k]` is)
+/// until `q`, then more violators if `prev` runs short, then any other variables in order.
+fn fill(
+    order: Vec<u32>,
+    n: usize,
+    q: usize,
+    fresh: usize,
+    prev: &[usize],
+    free: impl Fn(usize) -> bool,
+) -> Vec<usize> {
+    let mut chosen = vec![false; n];
     let mut next = Vec::with_capacity(q);
-    // Violators in order of preference, alternating up/low with the equality.
-    let order: Vec<u32> = if sum {
-        let mut up = Vec::new();
-        let mut low = Vec::new();
-        for t in 0..l {
-            let v = -st.yf(t) * st.g[t];
-            if st.in_up(t) {
-                up.push((v, t as u32));
-            }
-            if st.in_low(t) {
-                low.push((-v, t as u32));
-            }
-        }
-        let up = top(up, q);
-        let low = top(low, q);
-        let mut order = Vec::with_capacity(2 * q);
-        let mut k = 0;
-        while k < up.len() || k < low.len() {
-            if let Some(&(_, t)) = up.get(k) {
-                order.push(t);
-            }
-            if let Some(&(_, t)) = low.get(k) {
-                order.push(t);
-            }
-            k += 1;
-        }
-        order
-    } else {
-        let cand: Vec<(f64, u32)> = (0..l)
-            .filter_map(|t| {
-                let v = pg_abs(st.g[t], st.alpha[t], st.upper[t]);
-                (v > 0.0).then_some((v, t as u32))
-            })
-            .collect();
-        top(cand, q).into_iter().map(|(_, t)| t).collect()
-    };
     let mut violators = order.into_iter().map(|t| t as usize);
     let mut push = |t: usize, next: &mut Vec<usize>| {
         if !chosen[t] && next.len() < q {
@@ -311,24 +361,51 @@ fn select(st: &State, sum: bool, q: usize, fresh: usize, prev: &[usize]) -> Vec<
         }
         push(t, &mut next);
     }
-    let free = |t: usize| st.alpha[t] > 0.0 && st.alpha[t] < st.upper[t];
-    for &t in prev.iter().filter(|&&t| free(t)) {
-        push(t, &mut next);
+    for (k, &t) in prev.iter().enumerate() {
+        if free(k) {
+            push(t, &mut next);
+        }
     }
-    for &t in prev.iter().filter(|&&t| !free(t)) {
-        push(t, &mut next);
+    for (k, &t) in prev.iter().enumerate() {
+        if !free(k) {
+            push(t, &mut next);
+        }
     }
     for t in violators {
         push(t, &mut next);
     }
     // Still short (few violators, small previous set): any other variables, in order.
-    for t in 0..l {
+    for t in 0..n {
         if next.len() >= q {
             break;
         }
         push(t, &mut next);
     }
     next
+}
+
+/// The next working set of size `q`: `fresh` violators, then members of `prev` (free ones
+/// first) until `q`, then more violators if `prev` runs short.
+fn select(st: &State, sum: bool, q: usize, fresh: usize, prev: &[usize]) -> Vec<usize> {
+    let l = st.l;
+    // Violators in order of preference, alternating up/low with the equality.
+    let order: Vec<u32> = if sum {
+        let (up, low) = sum_candidates(st, q, |t| t as u32);
+        interleave(&up, &low)
+    } else {
+        let cand: Vec<(f64, u32)> = (0..l)
+            .filter_map(|t| {
+                let v = pg_abs(st.g[t], st.alpha[t], st.upper[t]);
+                (v > 0.0).then_some((v, t as u32))
+            })
+            .collect();
+        top(cand, q).into_iter().map(|(_, t)| t).collect()
+    };
+    let free = |k: usize| {
+        let t = prev[k];
+        st.alpha[t] > 0.0 && st.alpha[t] < st.upper[t]
+    };
+    fill(order, l, q, fresh, prev, free)
 }
 
 /// The subproblem on the working set: local copies of the variables and `Q_BB` in f64.
@@ -543,6 +620,37 @@ fn local_none(loc: &mut Local, tol: f64, max_steps: usize) -> usize {
     steps
 }
 
+/// The local solve of one outer iteration on `loc` (with the equality or not), within `left`
+/// iterations and [`INNER_STEPS_PER_VAR`] steps per working-set variable; `moves` receives the
+/// nonzero moves `(k, d_k)` in working-set order. Returns the iterations to count (at least one:
+/// a stalled block still moves the iteration limit).
+fn local_round(
+    loc: &mut Local,
+    sum: bool,
+    tol: f64,
+    left: u64,
+    qsz: usize,
+    moves: &mut Vec<(usize, f64)>,
+) -> Result<u64, SolveError> {
+    let budget = left.min((INNER_STEPS_PER_VAR * qsz) as u64) as usize;
+    let steps = if sum {
+        local_sum(loc, tol, budget.max(1))
+    } else {
+        local_none(loc, tol, budget.max(1))
+    };
+    moves.clear();
+    for s in 0..loc.m {
+        let d = loc.a[s] - loc.a0[s];
+        if d != 0.0 {
+            moves.push((s, d));
+        }
+    }
+    if moves.iter().any(|&(_, d)| !d.is_finite()) {
+        return Err(SolveError::NonFinite { what: "alpha" });
+    }
+    Ok(steps.max(1) as u64)
+}
+
 /// `g_j += sum_k d_k Q_{j, ws_k}` over the moves `(k, d_k)` in their order, for every free
 /// position `j` (f64 accumulation of the f32 columns).
 fn update_gradient(g: &mut [f64], blk: &Block, moves: &[(usize, f64)]) {
@@ -577,22 +685,14 @@ fn iterate<Q: QMatrix>(
 ) -> Result<SolveInfo, SolveError> {
     let l = st.l;
     let sum = matches!(equality, Equality::Sum { .. });
-    let qsz = match block.working_set {
-        Some(w) if w < 2 || w > st.n.max(2) => {
-            return Err(SolveError::Dimensions(
-                "the working-set size must be at least 2 and at most the number of variables",
-            ))
-        }
-        Some(w) => w.min(l),
-        None => working_set_size(l, block.buffer_bytes),
-    };
+    let qsz = working_set_of(block, st.n, l)?;
     let lim = Limits::new(settings, l);
     let tol = settings.tol;
     let mut status = Status::MaxIterations;
     let mut iter: u64 = 0;
     let mut outer: u64 = 0;
     let mut viol = violation(st, sum);
-    let mut blk = Block::new(l, qsz);
+    let mut blk = Block::new(l, l, qsz);
     let mut moves: Vec<(usize, f64)> = Vec::with_capacity(qsz);
     let mut loc = Local::new();
     loop {
@@ -614,24 +714,7 @@ fn iterate<Q: QMatrix>(
         let next = select(st, sum, qsz, fresh.max(2), &blk.ws);
         blk.assign(next, q);
         loc.load(st, &blk);
-        let budget = (lim.max_iter - iter).min((INNER_STEPS_PER_VAR * qsz) as u64) as usize;
-        let steps = if sum {
-            local_sum(&mut loc, tol, budget.max(1))
-        } else {
-            local_none(&mut loc, tol, budget.max(1))
-        };
-        // At least one step counted: a stalled block still moves the iteration limit.
-        iter += steps.max(1) as u64;
-        moves.clear();
-        for s in 0..loc.m {
-            let d = loc.a[s] - loc.a0[s];
-            if d != 0.0 {
-                moves.push((s, d));
-            }
-        }
-        if moves.iter().any(|&(_, d)| !d.is_finite()) {
-            return Err(SolveError::NonFinite { what: "alpha" });
-        }
+        iter += local_round(&mut loc, sum, tol, lim.max_iter - iter, qsz, &mut moves)?;
         for &(s, _) in &moves {
             let t = blk.ws[s];
             st.alpha[t] = loc.a[s];

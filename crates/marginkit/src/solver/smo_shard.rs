@@ -197,16 +197,16 @@ struct Pick {
     pos_j: Option<usize>,
 }
 
-/// The communication state of one solve.
-struct Net<'c> {
-    comm: &'c mut dyn Collective,
-    rank: usize,
-    size: usize,
+/// The communication state of one solve (also [`crate::solver::block::shard`]'s).
+pub(crate) struct Net<'c> {
+    pub(crate) comm: &'c mut dyn Collective,
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
     /// Keys in the local original order.
-    keys: &'c [usize],
-    all: Vec<f64>,
-    send: Vec<f64>,
-    recv: Vec<f64>,
+    pub(crate) keys: &'c [usize],
+    pub(crate) all: Vec<f64>,
+    pub(crate) send: Vec<f64>,
+    pub(crate) recv: Vec<f64>,
     /// The rows of `i` (0) and `j` (1).
     rows: [Vec<f64>; 2],
     /// The rows received so far (the same on every shard).
@@ -260,6 +260,24 @@ impl RowCache {
         if let Some((stamp, r)) = self.rows.insert(id, (self.clock, row.to_vec())) {
             self.order.remove(&stamp);
             self.used -= r.len();
+        }
+    }
+}
+
+impl<'c> Net<'c> {
+    /// The state of a solve on this shard, whose local variables have `keys`.
+    pub(crate) fn new(comm: &'c mut dyn Collective, keys: &'c [usize]) -> Self {
+        let (rank, size) = (comm.rank(), comm.size());
+        Net {
+            comm,
+            rank,
+            size,
+            keys,
+            all: Vec::new(),
+            send: Vec::new(),
+            recv: Vec::new(),
+            rows: [Vec::new(), Vec::new()],
+            seen: RowCache::default(),
         }
     }
 }
@@ -342,7 +360,7 @@ impl Net<'_> {
     }
 
     /// Makes a local result collective: an error on any shard is an error on every shard.
-    fn agree<T>(&mut self, local: Result<T, SolveError>) -> Result<T, SolveError> {
+    pub(crate) fn agree<T>(&mut self, local: Result<T, SolveError>) -> Result<T, SolveError> {
         self.all.resize(self.size, 0.0);
         let bad = if local.is_err() { 1.0 } else { 0.0 };
         self.comm.all_gather(&[bad], &mut self.all);
@@ -435,36 +453,8 @@ pub fn solve(
     obs: &mut dyn Observer,
     comm: &mut dyn Collective,
 ) -> Result<ShardSolution, SolveError> {
-    let (rank, size) = (comm.rank(), comm.size());
-    let mut net = Net {
-        comm,
-        rank,
-        size,
-        keys: prob.keys,
-        all: Vec::new(),
-        send: Vec::new(),
-        recv: Vec::new(),
-        rows: [Vec::new(), Vec::new()],
-        seen: RowCache::default(),
-    };
-    let local = check_problem(q, prob, alpha, smo);
-    net.agree(local)?;
-    // The keys of all shards must number the variables 0..n once each.
-    net.send.clear();
-    net.send.extend(prob.keys.iter().map(|&k| k as f64));
-    net.comm.all_gather_var(&net.send, &mut net.recv);
-    let n_global = net.recv.len();
-    let mut seen = vec![false; n_global];
-    for &k in &net.recv {
-        let k = k as usize;
-        if k >= n_global || seen[k] {
-            return Err(SolveError::Dimensions(
-                "the shards' keys must number the variables 0..n once each",
-            ));
-        }
-        seen[k] = true;
-    }
-    drop(seen);
+    let mut net = Net::new(comm, prob.keys);
+    let n_global = open(&mut net, q, prob, alpha, smo)?;
     let local = match smo.resume {
         None => start_state(q, prob, alpha),
         Some(snap) => resume_state(q, prob, snap, n_global),
@@ -501,6 +491,35 @@ pub fn solve(
     Ok(sol)
 }
 
+/// The checks of every shard's problem ([`check_problem`], made collective) and of the keys of
+/// all shards together; returns the number of variables of all shards.
+pub(crate) fn open(
+    net: &mut Net<'_>,
+    q: &ShardQ<'_>,
+    prob: &ShardProblem<'_>,
+    alpha: &[f64],
+    smo: &Smo<'_>,
+) -> Result<usize, SolveError> {
+    let local = check_problem(q, prob, alpha, smo);
+    net.agree(local)?;
+    // The keys of all shards must number the variables 0..n once each.
+    net.send.clear();
+    net.send.extend(prob.keys.iter().map(|&k| k as f64));
+    net.comm.all_gather_var(&net.send, &mut net.recv);
+    let n_global = net.recv.len();
+    let mut seen = vec![false; n_global];
+    for &k in &net.recv {
+        let k = k as usize;
+        if k >= n_global || seen[k] {
+            return Err(SolveError::Dimensions(
+                "the shards' keys must number the variables 0..n once each",
+            ));
+        }
+        seen[k] = true;
+    }
+    Ok(n_global)
+}
+
 /// The checks of this shard's problem that do not depend on the start: the keys, the lengths,
 /// the equality, the bounds, the mode.
 fn check_problem(
@@ -535,7 +554,7 @@ fn check_problem(
 }
 
 /// The local state: validated, no fixed variable, gradient `p` (the start's terms follow).
-fn start_state(
+pub(crate) fn start_state(
     q: &mut ShardQ<'_>,
     prob: &ShardProblem<'_>,
     alpha: &[f64],
@@ -640,7 +659,7 @@ fn resume_state(
 /// Adds the start's terms `sum_j a_j Q_j` (and `u_j Q_j` to `G_bar` for `j` at its bound) in key
 /// order, as one process adds them in its order: the nonzero starts of all shards are
 /// all-gathered with their rows.
-fn start_gradient(net: &mut Net<'_>, st: &mut State, q: &mut ShardQ<'_>) {
+pub(crate) fn start_gradient(net: &mut Net<'_>, st: &mut State, q: &mut ShardQ<'_>) {
     net.send.clear();
     for t in 0..st.l {
         if st.alpha[t] != 0.0 {
@@ -1067,7 +1086,7 @@ fn reconstruct(net: &mut Net<'_>, st: &mut State, q: &mut ShardQ<'_>, shrunk: us
 
 /// Gathers every variable's `alpha`, `G`, `p`, `u` and sign by key and computes the account
 /// as one process does, in key order.
-fn finish(
+pub(crate) fn finish(
     net: &mut Net<'_>,
     st: &State,
     n_global: usize,

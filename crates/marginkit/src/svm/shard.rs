@@ -1,7 +1,8 @@
 //! Kernel SVMs (C-SVC, one-class, epsilon-SVR) on a data set split by rows across processes:
 //! each process (shard) holds a contiguous block of rows, builds the formulation's box QP over
 //! its own variables exactly as [`super::train`] builds it over all of them, and the
-//! row-partitioned SMO ([`crate::solver::smo::shard`]) solves the whole problem with its
+//! row-partitioned SMO ([`crate::solver::smo::shard`], or the block engine's
+//! [`crate::solver::block::shard`] with `--solver block`) solves the whole problem with its
 //! reductions through a [`Collective`].
 //!
 //! | formulation | local variables | key of local variable (the single process's position) |
@@ -43,6 +44,7 @@ use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::ShardQ;
 use crate::kernel::KernelSpec;
 use crate::persist::{self, DataShape, Fnv, RunRecord};
+use crate::solver::block;
 use crate::solver::smo::shard::{self, Collective, ShardProblem};
 use crate::solver::smo::{Smo, SmoSnapshot};
 use crate::solver::{BoxQp, Equality, Observer, SolveInfo, Status};
@@ -65,13 +67,16 @@ pub struct KernelShard<'a> {
 /// Fits a C-SVC (`-s 0`), one-class (`-s 2`) or epsilon-SVR (`-s 3`) kernel SVM on this
 /// process's shard of a data set split by rows: every shard calls it with its own rows (`data.x`
 /// as wide as the whole data set's, in the storage a single process would choose) and the same
-/// parameters; every shard gets the same model and report. With shrinking off (`-h 0`) the
-/// model is the one [`super::fit`] gives with the pair engine ([`super::SvmSolver::Smo`], also the
-/// automatic choice while the cache holds at least n / 16 kernel columns) bit for bit; with
-/// shrinking on, the same optimum to the solver's tolerance (see [`crate::solver::smo::shard`]).
+/// parameters; every shard gets the same model and report. The engine is planned as
+/// [`super::fit`] plans it ([`super::SvmSolver`]): with the pair engine (`Smo`, `Auto`) and
+/// shrinking off (`-h 0`) the model is the one [`super::fit`] gives bit for bit; with shrinking
+/// on, the same optimum to the solver's tolerance (see [`crate::solver::smo::shard`]); with the
+/// block engine (`Block`, [`crate::solver::block::shard`], the working-set size that of the
+/// whole problem) the model is [`super::fit`]'s with the same engine bit for bit.
 /// The observer and the time limit are consulted on every shard and their decisions agreed, so
 /// every shard stops at the same iteration; a fit stopped early returns the checkpoint of
-/// [`super::fit`] (the same on every shard), and [`Control::resume_from`] continues one, made
+/// [`super::fit`] (the same on every shard: a stopped block solve is recorded as not started,
+/// as one process records it), and [`Control::resume_from`] continues one, made
 /// by shards (at any number of them) or by one process (see the module documentation). Every
 /// shard must be given the same checkpoint.
 ///
@@ -287,12 +292,15 @@ fn decision(info: &SolveInfo, coef: Vec<f64>, n_sv: usize, n_bsv: usize) -> Deci
 }
 
 impl Ctx<'_, '_, '_> {
-    /// Solves one formulation on this shard: local variables on local samples `sample` with
-    /// signs, keys, `p`, bounds and start, the equality's right-hand side `delta` of the whole
-    /// problem, continuing from `resume` when given.
+    /// Solves one formulation of `samples` samples (of all shards) on this shard: local
+    /// variables on local samples `sample` with signs, keys, `p`, bounds and start, the
+    /// equality's right-hand side `delta` of the whole problem, continuing from `resume` when
+    /// given. The engine and the memory are planned as one process plans them
+    /// ([`super::engine::plan`]): the block engine when asked for, except on a resumed solve.
     #[allow(clippy::too_many_arguments)] // the local box QP, one array per field
     fn solve(
         &mut self,
+        samples: usize,
         sample: Vec<u32>,
         y: &[i8],
         keys: &[usize],
@@ -302,7 +310,7 @@ impl Ctx<'_, '_, '_> {
         delta: f64,
         resume: Option<&SmoSnapshot>,
     ) -> Result<Solved, FitError> {
-        let cache_bytes = usize::try_from(self.params.cache_bytes).unwrap_or(usize::MAX);
+        let plan = super::engine::plan(self.params, samples, resume.is_some());
         let q = ShardQ::new(
             &self.data.x,
             self.kernel,
@@ -310,7 +318,7 @@ impl Ctx<'_, '_, '_> {
             self.n_samples,
             sample,
             y.to_vec(),
-            cache_bytes,
+            plan.cache_bytes,
         );
         let mut q = agree(self.comm, q)?;
         let prob = ShardProblem {
@@ -323,10 +331,23 @@ impl Ctx<'_, '_, '_> {
             },
             keys,
         };
-        let smo = Smo::new(&self.params.solver)
-            .resume(resume)
-            .keep_snapshot(true);
-        let out = shard::solve(&mut q, &prob, &mut alpha, &smo, self.obs, self.comm)?;
+        let out = match &plan.block {
+            Some(b) => block::shard::solve(
+                &mut q,
+                &prob,
+                &mut alpha,
+                &self.params.solver,
+                b,
+                self.obs,
+                self.comm,
+            )?,
+            None => {
+                let smo = Smo::new(&self.params.solver)
+                    .resume(resume)
+                    .keep_snapshot(true);
+                shard::solve(&mut q, &prob, &mut alpha, &smo, self.obs, self.comm)?
+            }
+        };
         let c = out.cache;
         self.cache.hits += c.hits;
         self.cache.misses += c.misses;
@@ -472,7 +493,17 @@ impl Ctx<'_, '_, '_> {
                     .collect();
                 let p = vec![-1.0; sample.len()];
                 let alpha0 = vec![0.0; sample.len()];
-                let out = self.solve(sample.clone(), &y, &keys, &p, &upper, alpha0, 0.0, snap)?;
+                let out = self.solve(
+                    total[i] + total[j],
+                    sample.clone(),
+                    &y,
+                    &keys,
+                    &p,
+                    &upper,
+                    alpha0,
+                    0.0,
+                    snap,
+                )?;
                 let info = out.info;
                 let c: Vec<f64> = out
                     .alpha
@@ -647,7 +678,8 @@ impl Ctx<'_, '_, '_> {
             alpha0 = vec![0.0; 2 * l];
             delta = 0.0;
         }
-        let out = self.solve(sample, &y, &keys, &p, &upper, alpha0, delta, resume)?;
+        let n = self.n_samples;
+        let out = self.solve(n, sample, &y, &keys, &p, &upper, alpha0, delta, resume)?;
         let info = out.info;
         let alpha = out.alpha;
         let one_class = params.svm_type == SvmType::OneClass;
@@ -659,7 +691,6 @@ impl Ctx<'_, '_, '_> {
         let (n_sv, n_bsv) = Bounds::new(alpha, upper).counts(params.svm_type, &coef);
         let counts = sum_counts(self.comm, &[n_sv, n_bsv]);
         // The coefficients of all rows, as one process keeps them.
-        let n = self.n_samples;
         let all: Vec<f64> = if one_class {
             out.all
         } else {
