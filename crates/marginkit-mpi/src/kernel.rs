@@ -11,7 +11,13 @@
 //!    two all-gathers of [`RECORD`] doubles per rank (the working-set selection) and at most two
 //!    broadcasts of one row (the selected pair's features; a row every rank already received is
 //!    not sent again), so `O(P + d)` bytes per iteration whatever the number of rows; each rank
-//!    computes and caches its slice of every kernel column it needs (`-m` per rank);
+//!    computes and caches its slice of every kernel column it needs (`-m` per rank). With
+//!    `--solver block` the library's [`svm::fit_shard`] runs the block working-set engine
+//!    instead ([`marginkit::solver::block::shard`]): per outer iteration (up to
+//!    [`marginkit::solver::block::INNER_STEPS_PER_VAR`] `q` local steps) two all-gathers, the
+//!    ranks' best `q` violators of each side and the working set's new rows (about `q/2` rows),
+//!    `q` the single process's working-set size for the whole data set (half of `-m` for the
+//!    working set's columns, as `marginkit train --solver block` plans it);
 //! 4. rank 0 writes the model with the library's model writer and atomic output writer, and,
 //!    when the fit stopped early (Ctrl-C on any rank, `--max-iter`), the state file: the
 //!    library's [`svm::FitCheckpoint`], the single process's form, so that `marginkit train
@@ -19,7 +25,10 @@
 //!
 //! With `-h 0` the model file is `marginkit train`'s (pair engine) byte for byte at any number
 //! of ranks, also when stopped and continued; with shrinking the same optimum to the solver's
-//! tolerance (and, continued at the same number of ranks, the uninterrupted run's model).
+//! tolerance (and, continued at the same number of ranks, the uninterrupted run's model). With
+//! `--solver block` the model file is `marginkit train --solver block`'s byte for byte at any
+//! number of ranks; a stopped block solve is recorded in the state file as not started, as one
+//! process records it, and starts over on `--resume`.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -129,8 +138,8 @@ impl Collective for Mpi<'_> {
 }
 
 /// Progress on rank 0 (at most every 10 s), and this rank's stop request on Ctrl-C: the
-/// sharded SMO agrees the observers' decisions over the ranks (every `REPORT_EVERY` iterations),
-/// so all ranks stop at the same iteration.
+/// sharded SMO agrees the observers' decisions over the ranks (every `REPORT_EVERY` iterations;
+/// the block engine, every outer iteration), so all ranks stop at the same iteration.
 struct Progress {
     show: bool,
     last: Instant,
@@ -157,6 +166,14 @@ impl Observer for Progress {
 /// LIBSVM's flags to the library's parameters, as `marginkit train` maps them.
 fn params(a: &TrainCli) -> Result<SvmValidParams, String> {
     let code = a.solver.unwrap_or(0);
+    // The engine's refusal of a formulation first, in `marginkit train`'s words.
+    if let Some(t) = u8::try_from(code).ok().and_then(SvmType::from_code) {
+        SvmParams::new()
+            .svm_type(t)
+            .engine(a.engine.into())
+            .check()
+            .map_err(|e| e.to_string())?;
+    }
     let svm_type = match code {
         0 => SvmType::CSvc,
         2 => SvmType::OneClass,
@@ -189,7 +206,8 @@ fn params(a: &TrainCli) -> Result<SvmValidParams, String> {
             Shrinking::On
         } else {
             Shrinking::Off
-        });
+        })
+        .engine(a.engine.into());
     if let Some(c) = a.cost {
         p = p.c(c);
     }
@@ -412,8 +430,9 @@ fn report(r: &Report<'_>) {
     if a.json {
         let objs: Vec<f64> = fit.report.subproblems.iter().map(|s| s.objective).collect();
         println!(
-            "{{\"status\":\"{}\",\"svm_type\":\"{}\",\"kernel\":\"{}\",\"iterations\":{},\"objective\":{},\"objectives\":{},\"rho\":{},\"total_sv\":{},\"n\":{},\"d\":{},\"P\":{},\"threads_per_rank\":{},\"dense\":{},\"rows_per_rank\":{},\"nnz_per_rank\":{},\"record_doubles\":{},\"collectives\":{},\"messages\":{},\"bytes\":{},\"messages_per_iteration\":{},\"bytes_per_iteration\":{},\"bytes_per_rank\":{},\"cache_hits_per_rank\":{},\"cache_misses_per_rank\":{},\"read_seconds\":{},\"setup_seconds\":{},\"train_seconds\":{},\"comm_seconds\":{},\"compute_seconds\":{},\"comm_seconds_per_rank\":{},\"model_file\":{},\"state_file\":{},\"resumed\":{}}}",
+            "{{\"status\":\"{}\",\"solver\":\"{}\",\"svm_type\":\"{}\",\"kernel\":\"{}\",\"iterations\":{},\"objective\":{},\"objectives\":{},\"rho\":{},\"total_sv\":{},\"n\":{},\"d\":{},\"P\":{},\"threads_per_rank\":{},\"dense\":{},\"rows_per_rank\":{},\"nnz_per_rank\":{},\"record_doubles\":{},\"collectives\":{},\"messages\":{},\"bytes\":{},\"messages_per_iteration\":{},\"bytes_per_iteration\":{},\"bytes_per_rank\":{},\"cache_hits_per_rank\":{},\"cache_misses_per_rank\":{},\"read_seconds\":{},\"setup_seconds\":{},\"train_seconds\":{},\"comm_seconds\":{},\"compute_seconds\":{},\"comm_seconds_per_rank\":{},\"model_file\":{},\"state_file\":{},\"resumed\":{}}}",
             status.as_str(),
+            a.engine.name(),
             fit.model.svm_type.name(),
             fit.model.kernel.libsvm_name(),
             iterations,

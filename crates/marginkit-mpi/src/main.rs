@@ -544,7 +544,18 @@ fn main() -> ExitCode {
 fn train_main(args: Vec<String>) -> ExitCode {
     let mut rest = vec![format!("{} train", args[0])];
     rest.extend(train::rewrite_class_weights(args[2..].to_vec()));
-    let cli = train::TrainCli::parse_from(rest);
+    let cli = match train::TrainCli::try_parse_from(rest) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            // Every rank parses the same command line: rank 0 speaks for all.
+            let first = mpi::initialize().is_none_or(|u| u.world().rank() == 0);
+            if first {
+                eprint!("marginkit-mpi: {e}");
+            }
+            return ExitCode::from(2);
+        }
+    };
     let Some(universe) = mpi::initialize() else {
         eprintln!("marginkit-mpi: error: MPI could not be initialized");
         return ExitCode::from(1);

@@ -6,6 +6,9 @@
 //! input fails on every rank with one clear message and no model file. A run stopped by
 //! `--max-iter` writes `marginkit train`'s state file, which `--resume` continues at any number
 //! of ranks (and `marginkit train --resume`, here the library's `svm::fit`, continues too). Needs `mpirun`
+//! With `--solver block` (the block working-set engine, small working sets through `-m`) the
+//! model file is `marginkit train --solver block`'s byte for byte at P = 1..4, and a stopped
+//! block run writes its state file. Needs `mpirun`
 //! (OpenMPI) on PATH; as root set OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 //! (the tests set them for the child).
 
@@ -15,7 +18,10 @@ use marginkit::data::libsvm_fmt::{read_libsvm_path, ReadOptions};
 use marginkit::fit::Control;
 use marginkit::solver::Shrinking;
 use marginkit::svm::model_io::write_model;
-use marginkit::svm::{self, FitCheckpoint, KernelKind, KernelParams, SvmParams, SvmType};
+use marginkit::svm::params::cache_bytes_from_mb;
+use marginkit::svm::{
+    self, FitCheckpoint, KernelKind, KernelParams, SvmParams, SvmSolver, SvmType,
+};
 use serde_json::Value;
 
 mod common;
@@ -433,5 +439,102 @@ fn a_bad_or_foreign_state_file_fails_on_every_rank() {
         &["-c", "4", "--resume", s, h, s],
         &state,
         "--resume state file",
+    );
+}
+
+/// `marginkit train --solver block -m MB` (the working set takes half of `-m`).
+fn block(p: SvmParams, mb: f64) -> SvmParams {
+    p.engine(SvmSolver::Block)
+        .cache_bytes(cache_bytes_from_mb("-m", mb).unwrap())
+}
+
+#[test]
+fn block_solver_is_the_single_process_block_model() {
+    let heart = repo_data("clf/heart_scale.train.svm");
+    // 216 rows: -m 0.03 gives a working set of 18.
+    let (want, _) = single(block(params(SvmType::CSvc).c(4.0), 0.03), &heart);
+    let flags = ["--solver", "block", "-m", "0.03", "-c", "4"];
+    same_model("block_heart", &RANKS, &flags, &heart, &want);
+    let (v, _) = run("block_heart", 2, &flags, &heart);
+    assert_eq!(v["solver"], "block");
+    let digits = repo_data("clf/digits_8vr.train.svm");
+    let (want, _) = single(block(params(SvmType::CSvc), 0.2), &digits);
+    same_model(
+        "block_digits",
+        &[2, 3],
+        &["--solver", "block", "-m", "0.2"],
+        &digits,
+        &want,
+    );
+    let (want, _) = single(block(params(SvmType::OneClass).nu(0.3), 0.03), &heart);
+    same_model(
+        "block_oneclass",
+        &[2, 4],
+        &["--solver", "block", "-m", "0.03", "-s", "2", "-n", "0.3"],
+        &heart,
+        &want,
+    );
+    let boston = repo_data("reg/boston.train.svm");
+    let (want, _) = single(block(params(SvmType::EpsSvr).c(2.0), 0.1), &boston);
+    same_model(
+        "block_svr",
+        &[1, 3],
+        &["--solver", "block", "-m", "0.1", "-s", "3", "-c", "2"],
+        &boston,
+        &want,
+    );
+    // Ranks without rows.
+    let f = tmp("block_three_rows.svm");
+    std::fs::write(&f, "1 1:1 2:0.5\n-1 1:-1 2:0.25\n1 1:0.5 2:-0.5\n").unwrap();
+    let (want, _) = single(block(params(SvmType::CSvc), 1.0), &f);
+    let (_, got) = run("block_three_rows", 5, &["--solver", "block", "-m", "1"], &f);
+    assert_eq!(got, want);
+}
+
+/// A block run stopped by `--max-iter` writes `marginkit train --solver block`'s state file
+/// (the stopped problem recorded as not started), and `--resume` starts it over.
+#[test]
+fn block_solver_stopped_writes_the_single_process_state() {
+    let iris = repo_data("multiclass/iris.scale.svm");
+    let p = block(params(SvmType::CSvc).c(100.0), 0.02);
+    let (want, _) = single(p.clone(), &iris);
+    let state = tmp("block_iris_stop.np2.model.state");
+    let _ = std::fs::remove_file(&state);
+    let flags = ["--solver", "block", "-m", "0.02", "-c", "100", "-h", "0"];
+    let mut stop = flags.to_vec();
+    stop.extend(["--max-iter", "40"]);
+    let (v, _) = run("block_iris_stop", 2, &stop, &iris);
+    assert_eq!(v["status"], "max_iterations", "{v}");
+    let bytes = std::fs::read(&state).unwrap();
+    assert!(bytes == single_state(p.clone(), &iris, 40));
+    let mut resume = flags.to_vec();
+    resume.extend(["--resume", state.to_str().unwrap()]);
+    let (_, got) = run("block_iris_resumed", 3, &resume, &iris);
+    assert!(got == want, "continued at P = 3: the model differs");
+}
+
+#[test]
+fn an_unknown_solver_is_refused_once() {
+    let heart = repo_data("clf/heart_scale.train.svm");
+    let model = tmp("bogus_solver.model");
+    let (h, m) = (heart.to_str().unwrap(), model.to_str().unwrap());
+    fails(
+        2,
+        &["--solver", "bogus", h, m],
+        &model,
+        "invalid value 'bogus'",
+    );
+    fails(
+        2,
+        &["--linear", "--solver", "block", h, m],
+        &model,
+        "--solver",
+    );
+    // A formulation the block engine does not run: marginkit train's refusal.
+    fails(
+        2,
+        &["-s", "1", "--solver", "block", h, m],
+        &model,
+        "the block solver runs C-SVC",
     );
 }
