@@ -6,9 +6,9 @@
 //! input fails on every rank with one clear message and no model file. A run stopped by
 //! `--max-iter` writes `marginkit train`'s state file, which `--resume` continues at any number
 //! of ranks (and `marginkit train --resume`, here the library's `svm::fit`, continues too). Needs `mpirun`
-//! With `--solver block` (the block working-set engine, small working sets through `-m`) the
-//! model file is `marginkit train --solver block`'s byte for byte at P = 1..4, and a stopped
-//! block run writes its state file. Needs `mpirun`
+//! With `--solver block -h 0` (the block working-set engine, small working sets through `-m`)
+//! the model file is `marginkit train --solver block -h 0`'s byte for byte at P = 1..4, and a
+//! stopped block run writes its state file. Needs `mpirun`
 //! (OpenMPI) on PATH; as root set OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 //! (the tests set them for the child).
 
@@ -453,7 +453,7 @@ fn block_solver_is_the_single_process_block_model() {
     let heart = repo_data("clf/heart_scale.train.svm");
     // 216 rows: -m 0.03 gives a working set of 18.
     let (want, _) = single(block(params(SvmType::CSvc).c(4.0), 0.03), &heart);
-    let flags = ["--solver", "block", "-m", "0.03", "-c", "4"];
+    let flags = ["--solver", "block", "-h", "0", "-m", "0.03", "-c", "4"];
     same_model("block_heart", &RANKS, &flags, &heart, &want);
     let (v, _) = run("block_heart", 2, &flags, &heart);
     assert_eq!(v["solver"], "block");
@@ -462,7 +462,7 @@ fn block_solver_is_the_single_process_block_model() {
     same_model(
         "block_digits",
         &[2, 3],
-        &["--solver", "block", "-m", "0.2"],
+        &["--solver", "block", "-h", "0", "-m", "0.2"],
         &digits,
         &want,
     );
@@ -470,7 +470,7 @@ fn block_solver_is_the_single_process_block_model() {
     same_model(
         "block_oneclass",
         &[2, 4],
-        &["--solver", "block", "-m", "0.03", "-s", "2", "-n", "0.3"],
+        &["--solver", "block", "-h", "0", "-m", "0.03", "-s", "2", "-n", "0.3"],
         &heart,
         &want,
     );
@@ -479,7 +479,7 @@ fn block_solver_is_the_single_process_block_model() {
     same_model(
         "block_svr",
         &[1, 3],
-        &["--solver", "block", "-m", "0.1", "-s", "3", "-c", "2"],
+        &["--solver", "block", "-h", "0", "-m", "0.1", "-s", "3", "-c", "2"],
         &boston,
         &want,
     );
@@ -487,7 +487,7 @@ fn block_solver_is_the_single_process_block_model() {
     let f = tmp("block_three_rows.svm");
     std::fs::write(&f, "1 1:1 2:0.5\n-1 1:-1 2:0.25\n1 1:0.5 2:-0.5\n").unwrap();
     let (want, _) = single(block(params(SvmType::CSvc), 1.0), &f);
-    let (_, got) = run("block_three_rows", 5, &["--solver", "block", "-m", "1"], &f);
+    let (_, got) = run("block_three_rows", 5, &["--solver", "block", "-h", "0", "-m", "1"], &f);
     assert_eq!(got, want);
 }
 

@@ -281,7 +281,55 @@ fn blocked_columns_equal_single_columns_bit_for_bit() {
             // Requested again: served from the cache, still the same.
             let again = a.column(idx[7], len).to_vec();
             assert_eq!(again, bufs[7]);
+            // Any rows of a column computed apart: the same bits again.
+            for (kk, &i) in idx.iter().enumerate().step_by(9) {
+                let lo = (i * 7) % len;
+                let mut part = vec![0.0f32; len - lo];
+                b.column_part(i, lo, &mut part);
+                assert!(
+                    part.iter()
+                        .zip(&bufs[kk][lo..])
+                        .all(|(u, v)| u.to_bits() == v.to_bits()),
+                    "{k:?} rows {lo}.. of column {i}"
+                );
+            }
         }
+    }
+    // Sparse rows, and the one-class matrix, through the same fill.
+    let (xd, y) = random_data(4, 120, 9);
+    let Features::Dense(m) = &xd else {
+        unreachable!("random_data is dense")
+    };
+    let (mut indptr, mut indices, mut values) = (vec![0], Vec::new(), Vec::new());
+    for i in 0..120 {
+        for (j, &v) in m.row(i).iter().enumerate() {
+            if (i + j) % 3 != 0 {
+                indices.push(j as u32);
+                values.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    let xs = Features::Sparse(marginkit::CsrMatrix::new(9, indptr, indices, values).unwrap());
+    let k = KernelSpec::Rbf { gamma: 0.4 };
+    let mut full = SvcQ::new(&xs, k, &y, 1 << 20).unwrap();
+    let mut apart = SvcQ::new(&xs, k, &y, 1 << 20).unwrap();
+    let mut one = marginkit::kernel::qmatrix::OneClassQ::new(&xd, k, 1 << 20).unwrap();
+    for i in [0, 17, 119] {
+        let col = full.column(i, 120).to_vec();
+        let mut part = vec![0.0f32; 120 - 40];
+        apart.column_part(i, 40, &mut part);
+        assert!(col[40..]
+            .iter()
+            .zip(&part)
+            .all(|(u, v)| u.to_bits() == v.to_bits()));
+        let col1 = one.column(i, 120).to_vec();
+        let mut part1 = vec![0.0f32; 120 - 40];
+        one.column_part(i, 40, &mut part1);
+        assert!(col1[40..]
+            .iter()
+            .zip(&part1)
+            .all(|(u, v)| u.to_bits() == v.to_bits()));
     }
 }
 
@@ -455,4 +503,82 @@ fn a_stop_returns_a_feasible_point_marked_interrupted() {
         &mut NoObserver,
     );
     assert!(bad.is_err());
+}
+
+/// The smallest active count the solver reported.
+struct MinActive(usize);
+impl Observer for MinActive {
+    fn on_iter(&mut self, s: &IterStats) -> ControlFlow<()> {
+        self.0 = self.0.min(s.active);
+        ControlFlow::Continue(())
+    }
+}
+
+#[test]
+fn shrinking_shrinks_and_reaches_the_optimum_of_the_full_problem() {
+    let (n, d, gamma) = (1200, 6, 0.8);
+    let (x, y) = random_data(21, n, d);
+    let Features::Dense(m) = &x else {
+        unreachable!("random_data is dense")
+    };
+    // The test's own Q (RBF from the rows, rounded to f32 as the solver's columns are).
+    let mut qd = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            let dist: f64 = m
+                .row(i)
+                .iter()
+                .zip(m.row(j))
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum();
+            qd[i * n + j] = f64::from(y[i]) * f64::from(y[j]) * (-gamma * dist).exp();
+        }
+    }
+    let q32 = round32(&qd);
+    let (p, upper) = (vec![-1.0; n], vec![4.0; n]);
+    for equality in [Equality::Sum { delta: 0.0 }, Equality::None] {
+        let qp = BoxQp {
+            p: &p,
+            y: &y,
+            upper: &upper,
+            equality,
+            fixed: None,
+        };
+        let solve = |shrinking: Shrinking| {
+            let mut q = SvcQ::new(&x, KernelSpec::Rbf { gamma }, &y, 1 << 20).unwrap();
+            let s = SolverSettings {
+                shrinking,
+                ..settings(1e-6)
+            };
+            let mut a = vec![0.0; n];
+            let mut obs = MinActive(usize::MAX);
+            let info = block::solve(&mut q, &qp, &mut a, &s, &block_with(32), &mut obs).unwrap();
+            (info, a, obs.0)
+        };
+        let (on, a_on, min_on) = solve(Shrinking::On);
+        let (off, _, min_off) = solve(Shrinking::Off);
+        assert_eq!(on.status, Status::Converged, "{equality:?}");
+        assert_eq!(off.status, Status::Converged, "{equality:?}");
+        assert!(
+            min_on < n / 2,
+            "{equality:?}: the active set never shrank ({min_on})"
+        );
+        assert_eq!(min_off, n, "{equality:?}");
+        // The shrunk solve's point, checked on every variable from scratch.
+        let k = kkt(&q32, &qp, &a_on);
+        let scale = 1.0 + on.objective.abs();
+        assert!(
+            k.violation <= 1e-6 * 1.01 + 1e-9,
+            "{equality:?}: {}",
+            k.violation
+        );
+        assert!(k.bound <= 1e-12 && k.equality <= 1e-9 * scale);
+        assert!((k.objective - on.objective).abs() <= 1e-9 * scale);
+        assert!(
+            (on.objective - off.objective).abs() <= 1e-6 * scale,
+            "{equality:?}: shrinking {} vs not {}",
+            on.objective,
+            off.objective
+        );
+    }
 }

@@ -57,6 +57,12 @@ pub trait QMatrix {
             o.copy_from_slice(self.column(i, len));
         }
     }
+    /// Rows `lo..lo + out.len()` of column `i` (current order) into `out`: a part of a column
+    /// needed once. The default reads them through [`QMatrix::column`]; [`SvcQ`] and
+    /// [`OneClassQ`] compute just those rows, with the same bits, and leave the cache alone.
+    fn column_part(&mut self, i: usize, lo: usize, out: &mut [f32]) {
+        out.copy_from_slice(&self.column(i, lo + out.len())[lo..]);
+    }
 }
 
 /// Row storage in the current order.
@@ -1294,6 +1300,9 @@ impl QMatrix for SvcQ<'_> {
     fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
     }
+    fn column_part(&mut self, i: usize, lo: usize, out: &mut [f32]) {
+        self.rows.fill(i, out, lo, self.y.as_deref());
+    }
     fn columns_into(&mut self, idx: &[usize], len: usize, out: &mut [&mut [f32]]) {
         let mut miss_idx = Vec::new();
         let mut miss_out: Vec<&mut [f32]> = Vec::new();
@@ -1361,6 +1370,9 @@ impl QMatrix for OneClassQ<'_> {
     }
     fn columns_into(&mut self, idx: &[usize], len: usize, out: &mut [&mut [f32]]) {
         self.0.columns_into(idx, len, out)
+    }
+    fn column_part(&mut self, i: usize, lo: usize, out: &mut [f32]) {
+        self.0.column_part(i, lo, out)
     }
 }
 

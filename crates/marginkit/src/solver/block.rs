@@ -26,25 +26,41 @@
 //! greedy coordinate descent by the largest `|PG|`) until its own violation is below
 //! `max(tol, diff0 / 10)` (`diff0` its violation on entry), as ThunderSVM does: solving the
 //! block to full accuracy would spend pair steps on directions the next working set changes
-//! anyway. The full gradient then takes all moves in one blocked pass, `g_j += sum_s Q_js
-//! d_s`, f64 accumulation over the f32 columns, the moves in working-set order for every `j`.
+//! anyway. The gradient of the active variables then takes all moves in one blocked pass,
+//! `g_j += sum_s Q_js d_s`, f64 accumulation over the f32 columns, the moves in working-set
+//! order for every `j`.
 //!
 //! **Stopping rule**: the same as [`super::smo`]: with the equality, `m(a) - M(a) <= tol`;
 //! without it, `max_t |PG_t| <= tol`, over every variable that is not fixed. `rho` is
 //! LIBSVM's (the mean of `y_i g_i` over free variables, else the midpoint of the bounds).
-//! There is no shrinking: the working set already confines the work to the violators.
+//!
+//! **Shrinking** ([`SolverSettings::shrinking`]): LIBSVM's, with the pair engine's own test
+//! and state, every [`SHRINK_EVERY`] outer iterations. Bounded variables whose gradient keeps
+//! them at their bound by more than the current violation leave the active set; selection,
+//! the columns of `Q` and the gradient pass then cover the active variables only, which is
+//! what makes a column cost `O(active)` instead of `O(l)` once most variables have settled at
+//! a bound (the bulk of a large data set). `g_bar`, the gradient part of the variables at their
+//! upper bound, is kept as the pair engine keeps it: its active rows from the working set's own
+//! columns, only its shrunk rows computed apart ([`QMatrix::column_part`]). The shrunk
+//! variables' gradients are so rebuilt exactly: once when the violation first falls below
+//! `10 tol` (as LIBSVM does) and whenever the active set meets the stopping rule, after which
+//! the rule is tested on every variable. A shrinking step reorders the positions: the working
+//! set's kept columns are reordered with them (a gather, no kernel work), and members that were
+//! shrunk leave the set; after a gradient rebuild the working set starts afresh.
 //!
 //! **Fixed variables** (`VarFix`, `u_i = 0`) are handled by the pair engine's state: permuted
 //! to the end and folded into `p`; the columns read here have only the free variables' rows.
 //!
-//! **Cost per outer iteration**: `q/2` new columns of `Q` (`O(q l nnz)` kernel work at worst),
-//! the local SMO (`O(q)` per pair step, at most [`INNER_STEPS_PER_VAR`] `q` steps), and one
-//! `O(q l)` gradient pass. The iteration count reported is the number of pair (or coordinate)
+//! **Cost per outer iteration**: `q/2` new columns of `Q` over the active variables
+//! (`O(q active nnz)` kernel work at worst), the local SMO (`O(q)` per pair step, at most
+//! [`INNER_STEPS_PER_VAR`] `q` steps), one `O(q active)` gradient pass, and the shrunk rows of
+//! the column of each variable that enters or leaves its upper bound. The iteration count reported is the number of pair (or coordinate)
 //! steps, comparable with the pair engine's.
 //!
-//! **Determinism**: selection is serial with ties broken by position; the only parallel section
-//! (the gradient pass) splits the positions, each of which adds its terms in the same order, and
-//! the column fills are bit-identical for any thread count. The result does not depend on the
+//! **Determinism**: selection and shrinking are serial with ties broken by position; the
+//! parallel sections (the gradient pass, the `g_bar` updates and the gradient rebuild) split
+//! the positions, each of which adds its terms in the same order, and the column fills are
+//! bit-identical for any thread count. The result does not depend on the
 //! number of threads.
 //!
 //! **Interruption**: the observer is consulted and the clock checked at every outer iteration;
@@ -61,8 +77,8 @@
 
 use rayon::prelude::*;
 
-use super::smo::{Limits, State, TAU};
-use super::{BoxQp, Equality, Observer, SolveInfo, SolverSettings, Status};
+use super::smo::{shrink_none, shrink_sum, Bound, Limits, State, TAU};
+use super::{BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status};
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
 
@@ -75,6 +91,10 @@ pub const MAX_WORKING_SET: usize = 1024;
 
 /// Local steps allowed per working-set variable and outer iteration.
 pub const INNER_STEPS_PER_VAR: usize = 50;
+
+/// Outer iterations between shrinking steps (an outer iteration takes up to hundreds of pair
+/// steps, so this is about as often as LIBSVM's every 1,000 steps).
+pub const SHRINK_EVERY: u64 = 8;
 
 /// Positions of the gradient pass per parallel task (whole tasks stay in L1/L2: 2,048 f64 of
 /// gradient and, per move, 8 KiB of column).
@@ -147,13 +167,16 @@ pub fn solve<Q: QMatrix>(
     Ok(info)
 }
 
-/// The working set and its columns: `buf[slot * l..][..l]` is column `ws[k]` of `Q` (first `l`
-/// rows) for `slot = slots[k]`. Members are named by their id in `0..ids` (one process: the
-/// position; a shard, [`shard`]: the global key, with its own rows as the `l` rows).
+/// The working set and its columns: `buf[slot * l..][..len]` is column `ws[k]` of `Q` (its
+/// first `len` rows: one process's active variables when it was filled) for `slot = slots[k]`.
+/// Members are named by their id in `0..ids` (one process: the position; a shard, [`shard`]:
+/// the global key, with its own rows as the `l` rows).
 struct Block {
     l: usize,
     /// Columns `buf` holds (the working-set size).
     cap: usize,
+    /// Rows of every column held (the active count they were computed for).
+    len: usize,
     ws: Vec<usize>,
     slots: Vec<usize>,
     /// Slot of each id, [`NO_SLOT`] when its column is not in `buf`.
@@ -168,11 +191,61 @@ impl Block {
         Self {
             l,
             cap: q,
+            len: l,
             ws: Vec::with_capacity(q),
             slots: Vec::with_capacity(q),
             slot_of: vec![NO_SLOT; ids],
             buf: vec![0.0; q * l],
         }
+    }
+
+    /// Drops the working set and its columns.
+    fn reset(&mut self) {
+        for &t in &self.ws {
+            self.slot_of[t] = NO_SLOT;
+        }
+        self.ws.clear();
+        self.slots.clear();
+    }
+
+    /// Follows a shrinking step that only moved positions within the first `len` and left the
+    /// first `active` of them active. `before` is the original index at each position before
+    /// the step, `now` after it; `pos_before` / `pos_now` their inverses (by original index).
+    /// Members still active keep their columns, reordered to the new positions; the others
+    /// leave the working set.
+    fn remap(
+        &mut self,
+        before: &[u32],
+        pos_before: &[u32],
+        now: &[u32],
+        pos_now: &[u32],
+        active: usize,
+    ) {
+        let l = self.l;
+        let ws = std::mem::take(&mut self.ws);
+        let slots = std::mem::take(&mut self.slots);
+        for &t in &ws {
+            self.slot_of[t] = NO_SLOT;
+        }
+        let mut tmp = Vec::with_capacity(active);
+        for (&t, &s) in ws.iter().zip(&slots) {
+            let p = pos_now[before[t] as usize] as usize;
+            if p >= active {
+                continue;
+            }
+            let col = &mut self.buf[s * l..s * l + self.len];
+            tmp.clear();
+            tmp.extend(
+                now[..active]
+                    .iter()
+                    .map(|&v| col[pos_before[v as usize] as usize]),
+            );
+            col[..active].copy_from_slice(&tmp);
+            self.slot_of[p] = s as u32;
+            self.ws.push(p);
+            self.slots.push(s);
+        }
+        self.len = active;
     }
 
     /// Makes `next` the working set: members kept from the current one keep their slots, the
@@ -213,8 +286,11 @@ impl Block {
         (new_idx, new_slots)
     }
 
-    /// [`Block::assign_slots`], the new members' columns from `q`.
-    fn assign<Q: QMatrix + ?Sized>(&mut self, next: Vec<usize>, q: &mut Q) {
+    /// [`Block::assign_slots`], the new members' first `len` rows from `q` (`len` must be the
+    /// length of the kept columns: [`Block::reset`] or [`Block::remap`] when it changes).
+    fn assign<Q: QMatrix + ?Sized>(&mut self, next: Vec<usize>, q: &mut Q, len: usize) {
+        debug_assert!(self.ws.is_empty() || len == self.len);
+        self.len = len;
         let l = self.l;
         let (new_idx, new_slots) = self.assign_slots(next);
         if !new_idx.is_empty() {
@@ -223,22 +299,24 @@ impl Block {
             let mut outs: Vec<&mut [f32]> = new_slots
                 .iter()
                 .filter_map(|&s| by_slot[s].take())
+                .map(|c| &mut c[..len])
                 .collect();
-            q.columns_into(&new_idx, l, &mut outs);
+            q.columns_into(&new_idx, len, &mut outs);
         }
     }
 
+    /// Column of member `k`, `len` long.
     #[inline]
     fn col(&self, k: usize) -> &[f32] {
         let s = self.slots[k];
-        &self.buf[s * self.l..(s + 1) * self.l]
+        &self.buf[s * self.l..s * self.l + self.len]
     }
 }
 
-/// Violation of the current point over the free variables (the stopping measure of
+/// Violation of the current point over the active variables (the stopping measure of
 /// [`super::smo`]).
 fn violation(st: &State, sum: bool) -> f64 {
-    let l = st.l;
+    let l = st.active;
     if sum {
         let (m, mm) = extrema(st);
         gap_of(m, mm)
@@ -253,7 +331,7 @@ fn violation(st: &State, sum: bool) -> f64 {
 /// `+inf` when empty).
 fn extrema(st: &State) -> (f64, f64) {
     let (mut m, mut mm) = (f64::NEG_INFINITY, f64::INFINITY);
-    for t in 0..st.l {
+    for t in 0..st.active {
         let v = -st.yf(t) * st.g[t];
         if st.in_up(t) && v > m {
             m = v;
@@ -307,7 +385,7 @@ fn sum_candidates(
 ) -> (Vec<(f64, u32)>, Vec<(f64, u32)>) {
     let mut up = Vec::new();
     let mut low = Vec::new();
-    for t in 0..st.l {
+    for t in 0..st.active {
         let v = -st.yf(t) * st.g[t];
         if st.in_up(t) {
             up.push((v, name(t)));
@@ -387,7 +465,7 @@ fn fill(
 /// The next working set of size `q`: `fresh` violators, then members of `prev` (free ones
 /// first) until `q`, then more violators if `prev` runs short.
 fn select(st: &State, sum: bool, q: usize, fresh: usize, prev: &[usize]) -> Vec<usize> {
-    let l = st.l;
+    let l = st.active;
     // Violators in order of preference, alternating up/low with the equality.
     let order: Vec<u32> = if sum {
         let (up, low) = sum_candidates(st, q, |t| t as u32);
@@ -651,8 +729,8 @@ fn local_round(
     Ok(steps.max(1) as u64)
 }
 
-/// `g_j += sum_k d_k Q_{j, ws_k}` over the moves `(k, d_k)` in their order, for every free
-/// position `j` (f64 accumulation of the f32 columns).
+/// `g_j += sum_k d_k Q_{j, ws_k}` over the moves `(k, d_k)` in their order, for every active
+/// position `j` (`g`: the active variables' gradient; f64 accumulation of the f32 columns).
 fn update_gradient(g: &mut [f64], blk: &Block, moves: &[(usize, f64)]) {
     let run = |lo: usize, gc: &mut [f64]| {
         for &(k, d) in moves {
@@ -674,6 +752,16 @@ fn update_gradient(g: &mut [f64], blk: &Block, moves: &[(usize, f64)]) {
     }
 }
 
+/// `pos[perm[k]] = k` (`pos` sized to the largest original index).
+fn inverse(perm: &[u32], pos: &mut Vec<u32>) {
+    let size = perm.iter().map(|&v| v as usize + 1).max().unwrap_or(0);
+    pos.clear();
+    pos.resize(size, u32::MAX);
+    for (k, &v) in perm.iter().enumerate() {
+        pos[v as usize] = k as u32;
+    }
+}
+
 /// The outer loop on a built state; leaves `st` permuted (fixed variables at the end).
 fn iterate<Q: QMatrix>(
     st: &mut State,
@@ -688,14 +776,28 @@ fn iterate<Q: QMatrix>(
     let qsz = working_set_of(block, st.n, l)?;
     let lim = Limits::new(settings, l);
     let tol = settings.tol;
+    let shrink = settings.shrinking == Shrinking::On;
     let mut status = Status::MaxIterations;
     let mut iter: u64 = 0;
     let mut outer: u64 = 0;
     let mut viol = violation(st, sum);
     let mut blk = Block::new(l, l, qsz);
     let mut moves: Vec<(usize, f64)> = Vec::with_capacity(qsz);
+    // Members that entered (+1) or left (-1) their upper bound in the current outer iteration,
+    // and the shrunk rows of one's column.
+    let mut at_upper: Vec<(usize, f64)> = Vec::new();
+    let mut tail: Vec<f32> = Vec::new();
     let mut loc = Local::new();
+    // The order before a shrinking step and the inverse orders (by original index).
+    let (mut perm0, mut pos0, mut pos1) = (Vec::new(), Vec::new(), Vec::new());
     loop {
+        if viol <= tol && st.active < l {
+            // The active set meets the rule: rebuild the shrunk variables' gradients and test
+            // every variable.
+            st.reconstruct_gradient(q);
+            blk.reset();
+            viol = violation(st, sum);
+        }
         if l == 0 || viol <= tol {
             status = Status::Converged;
             break;
@@ -704,27 +806,76 @@ fn iterate<Q: QMatrix>(
             break;
         }
         if outer > 0 {
-            if let Some(s) = lim.check(obs, iter, viol, l) {
+            if let Some(s) = lim.check(obs, iter, viol, st.active) {
                 status = s;
                 break;
             }
         }
         outer += 1;
+        if shrink && outer % SHRINK_EVERY == 0 {
+            let (act0, unshrunk0) = (st.active, st.unshrunk);
+            perm0.clear();
+            perm0.extend_from_slice(&st.perm[..l]);
+            if sum {
+                shrink_sum(st, q, tol);
+            } else {
+                shrink_none(st, q, tol);
+            }
+            if st.unshrunk != unshrunk0 {
+                // The gradients were rebuilt and every variable was active for a moment: the
+                // kept columns lack the rows that came back.
+                blk.reset();
+            } else if st.active != act0 {
+                inverse(&perm0, &mut pos0);
+                inverse(&st.perm[..l], &mut pos1);
+                blk.remap(&perm0, &pos0, &st.perm[..l], &pos1, st.active);
+            }
+            if (st.active, st.unshrunk) != (act0, unshrunk0) {
+                viol = violation(st, sum);
+                if viol <= tol {
+                    continue;
+                }
+            }
+        }
+        let act = st.active;
         let fresh = if outer == 1 { qsz } else { qsz / 2 };
-        let next = select(st, sum, qsz, fresh.max(2), &blk.ws);
-        blk.assign(next, q);
+        let next = select(st, sum, qsz.min(act), fresh.max(2), &blk.ws);
+        blk.assign(next, q, act);
         loc.load(st, &blk);
         iter += local_round(&mut loc, sum, tol, lim.max_iter - iter, qsz, &mut moves)?;
+        at_upper.clear();
         for &(s, _) in &moves {
             let t = blk.ws[s];
+            let was = st.status[t] == Bound::Upper;
             st.alpha[t] = loc.a[s];
             st.update_status(t);
+            let now = st.status[t] == Bound::Upper;
+            if shrink && was != now {
+                at_upper.push((s, if now { 1.0 } else { -1.0 }));
+            }
         }
-        update_gradient(&mut st.g[..l], &blk, &moves);
+        update_gradient(&mut st.g[..act], &blk, &moves);
+        for &(s, sign) in &at_upper {
+            let t = blk.ws[s];
+            let c = sign * st.upper[t];
+            // The active rows from the member's column; the shrunk rows computed apart.
+            st.add_to_g_bar(c, 0, blk.col(s));
+            if act < l {
+                tail.resize(l - act, 0.0);
+                q.column_part(t, act, &mut tail);
+                st.add_to_g_bar(c, act, &tail);
+            }
+        }
         viol = violation(st, sum);
         if !viol.is_finite() {
             return Err(SolveError::NonFinite { what: "gradient" });
         }
+    }
+    if st.active < l {
+        // Stopped early with variables shrunk: the objective and the reported violation need
+        // every gradient.
+        st.reconstruct_gradient(q);
+        viol = violation(st, sum);
     }
     debug_assert!(st.check_invariants());
     let objective = st.objective();

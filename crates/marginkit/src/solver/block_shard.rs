@@ -38,12 +38,14 @@
 //! columns and `O(q n/P)` for the gradient, plus the replicated `O((q/2) q d)` of `Q_BB` and the
 //! local SMO.
 //!
-//! **Exactness.** Each shard's positions are its variables in key order and there is no
-//! shrinking, so the merged candidates are the single process's, the working set the same,
-//! `Q_BB` the same bits, the local solve the same arithmetic and every gradient entry gets the
-//! same additions in the same order: alpha, the objective and rho have the bits of
-//! [`super::solve`] at any number of shards (given keys that number the variables as one
-//! process would, rows in the storage it would choose, and the same working-set size).
+//! **Exactness.** The shards do not shrink (whatever [`SolverSettings::shrinking`] says). Each
+//! shard's positions are its variables in key order, so the merged candidates are those of
+//! [`super::solve`] without shrinking, the working set the same, `Q_BB` the same bits, the local
+//! solve the same arithmetic and every gradient entry gets the same additions in the same order:
+//! alpha, the objective and rho have the bits of [`super::solve`] with shrinking off at any
+//! number of shards (given keys that number the variables as one process would, rows in the
+//! storage it would choose, and the same working-set size). With shrinking on, one process
+//! shrinks and reaches the same optimum to the tolerance.
 //!
 //! **Stopping rule**: `m(a) - M(a) <= tol` over all the variables, as in [`super`].
 //! **The end**: that of

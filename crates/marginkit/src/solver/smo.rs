@@ -462,9 +462,13 @@ impl State {
     /// Adds `sign * u_i * Q_i` to `g_bar` when variable `i` enters (+1) or leaves (-1) its
     /// upper bound.
     pub fn update_g_bar<Q: QMatrix + ?Sized>(&mut self, q: &mut Q, i: usize, sign: f64) {
-        let l = self.l;
         let c = sign * self.upper[i];
-        let col = q.column(i, l);
+        self.add_to_g_bar(c, 0, q.column(i, self.l));
+    }
+
+    /// `g_bar[lo..lo + part.len()] += c * part` (`part`: those rows of a column of `Q`).
+    pub fn add_to_g_bar(&mut self, c: f64, lo: usize, part: &[f32]) {
+        let l = part.len();
         let axpy = |gb: &mut [f64], col: &[f32]| {
             for (gb, &qv) in gb.iter_mut().zip(col) {
                 *gb += c * f64::from(qv);
@@ -474,12 +478,12 @@ impl State {
             // Element-wise: the same bits for any split.
             use rayon::prelude::*;
             let len = l.div_ceil(rayon::current_num_threads());
-            self.g_bar[..l]
+            self.g_bar[lo..lo + l]
                 .par_chunks_mut(len)
-                .zip(col.par_chunks(len))
+                .zip(part.par_chunks(len))
                 .for_each(|(gb, c)| axpy(gb, c));
         } else {
-            axpy(&mut self.g_bar[..l], col);
+            axpy(&mut self.g_bar[lo..lo + l], part);
         }
     }
 
@@ -1098,7 +1102,7 @@ fn select_single(st: &mut State, tol: f64, viol: &mut f64) -> Option<(usize, f64
 
 /// LIBSVM's shrinking test (equality case): bounded variables whose `-y g` is outside the
 /// band `[M, m]` on the side they cannot move to.
-fn shrink_sum<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
+pub(crate) fn shrink_sum<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
     let (mut gmax, mut gmin) = (f64::NEG_INFINITY, f64::INFINITY);
     for t in 0..st.active {
         let f = -st.yf(t) * st.g[t];
@@ -1126,7 +1130,7 @@ fn shrink_sum<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
 
 /// Shrinking without the equality: bounded variables whose gradient points out of the box
 /// by more than the current largest violation.
-fn shrink_none<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
+pub(crate) fn shrink_none<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
     let mut v = 0.0f64;
     for t in 0..st.active {
         let gt = st.g[t];
