@@ -470,7 +470,9 @@ fn block_solver_is_the_single_process_block_model() {
     same_model(
         "block_oneclass",
         &[2, 4],
-        &["--solver", "block", "-h", "0", "-m", "0.03", "-s", "2", "-n", "0.3"],
+        &[
+            "--solver", "block", "-h", "0", "-m", "0.03", "-s", "2", "-n", "0.3",
+        ],
         &heart,
         &want,
     );
@@ -479,7 +481,9 @@ fn block_solver_is_the_single_process_block_model() {
     same_model(
         "block_svr",
         &[1, 3],
-        &["--solver", "block", "-h", "0", "-m", "0.1", "-s", "3", "-c", "2"],
+        &[
+            "--solver", "block", "-h", "0", "-m", "0.1", "-s", "3", "-c", "2",
+        ],
         &boston,
         &want,
     );
@@ -487,7 +491,12 @@ fn block_solver_is_the_single_process_block_model() {
     let f = tmp("block_three_rows.svm");
     std::fs::write(&f, "1 1:1 2:0.5\n-1 1:-1 2:0.25\n1 1:0.5 2:-0.5\n").unwrap();
     let (want, _) = single(block(params(SvmType::CSvc), 1.0), &f);
-    let (_, got) = run("block_three_rows", 5, &["--solver", "block", "-h", "0", "-m", "1"], &f);
+    let (_, got) = run(
+        "block_three_rows",
+        5,
+        &["--solver", "block", "-h", "0", "-m", "1"],
+        &f,
+    );
     assert_eq!(got, want);
 }
 
