@@ -72,7 +72,8 @@ pub struct KernelShard<'a> {
 /// shrinking off (`-h 0`) the model is the one [`super::fit`] gives bit for bit; with shrinking
 /// on, the same optimum to the solver's tolerance (see [`crate::solver::smo::shard`]); with the
 /// block engine (`Block`, [`crate::solver::block::shard`], the working-set size that of the
-/// whole problem) the model is [`super::fit`]'s with the same engine bit for bit.
+/// whole problem; the shards do not shrink) the model is [`super::fit`]'s with the same engine
+/// and shrinking off bit for bit, and with shrinking on the same optimum to the tolerance.
 /// The observer and the time limit are consulted on every shard and their decisions agreed, so
 /// every shard stops at the same iteration; a fit stopped early returns the checkpoint of
 /// [`super::fit`] (the same on every shard: a stopped block solve is recorded as not started,
