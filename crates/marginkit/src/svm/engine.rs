@@ -3,9 +3,12 @@
 //!
 //! The block engine ([`crate::solver::block`]) fetches about `q/2` columns for hundreds of local
 //! steps, where the pair engine recomputes a whole column for most of its pair steps when the
-//! cache holds a small part of the kernel matrix. [`SvmSolver::Auto`] runs the pair engine: in
-//! `bench/results/block_smo.md` (RBF blobs, `-m` 200) it is the faster at 2 threads at every size
-//! measured. The block engine runs when asked for.
+//! cache holds a small part of the kernel matrix. [`SvmSolver::Auto`] runs the pair engine. The
+//! block engine runs when asked for: `bench/results/block_smo.md` (RBF blobs, `-m` 200, before the
+//! block engine shrank) has the pair engine faster at 20,000 and 50,000 rows;
+//! `bench/results/block_smo_100k.md` has the block engine, with shrinking, faster at 100,000 rows
+//! at 1 and 2 threads. A rule that chooses by size waits for both engines measured, with
+//! shrinking, at every size.
 //!
 //! Snapshots (resume) exist for the pair engine only: a subproblem resumed from one
 //! continues with the pair engine, and a block solve that stops early starts over on resume.
