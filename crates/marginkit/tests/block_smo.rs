@@ -293,6 +293,22 @@ fn blocked_columns_equal_single_columns_bit_for_bit() {
                     "{k:?} rows {lo}.. of column {i}"
                 );
             }
+            // Rows `lo..` of many columns computed together, from starts inside a panel and on
+            // its edge: the same bits again.
+            for lo in [0, 5, 8, 61] {
+                let mut parts = vec![vec![0.0f32; len - lo]; idx.len()];
+                let mut outs: Vec<&mut [f32]> = parts.iter_mut().map(|b| &mut b[..]).collect();
+                b.columns_part(&idx, lo, &mut outs);
+                for (kk, &i) in idx.iter().enumerate() {
+                    assert!(
+                        parts[kk]
+                            .iter()
+                            .zip(&bufs[kk][lo..])
+                            .all(|(u, v)| u.to_bits() == v.to_bits()),
+                        "{k:?} rows {lo}.. of column {i} among many"
+                    );
+                }
+            }
         }
     }
     // Sparse rows, and the one-class matrix, through the same fill.
@@ -317,10 +333,18 @@ fn blocked_columns_equal_single_columns_bit_for_bit() {
         let col = q.column(i, 120).to_vec();
         let mut part = vec![0.0f32; 120 - 40];
         q.column_part(i, 40, &mut part);
+        let mut many = vec![vec![0.0f32; 120 - 43]; 2];
+        let mut outs: Vec<&mut [f32]> = many.iter_mut().map(|b| &mut b[..]).collect();
+        q.columns_part(&[i, i], 43, &mut outs);
         col[40..]
             .iter()
             .zip(&part)
             .all(|(u, v)| u.to_bits() == v.to_bits())
+            && many.iter().all(|m| {
+                m.iter()
+                    .zip(&col[43..])
+                    .all(|(u, v)| u.to_bits() == v.to_bits())
+            })
     };
     let mut sparse = SvcQ::new(&xs, k, &y, 1 << 20).unwrap();
     let mut one = marginkit::kernel::qmatrix::OneClassQ::new(&xd, k, 1 << 20).unwrap();

@@ -63,6 +63,15 @@ pub trait QMatrix {
     fn column_part(&mut self, i: usize, lo: usize, out: &mut [f32]) {
         out.copy_from_slice(&self.column(i, lo + out.len())[lo..]);
     }
+    /// [`QMatrix::column_part`] of the columns `idx`, column `idx[k]` into `out[k]` (each as
+    /// long as the first): parts of columns needed once, such as the gradient rebuild's. The
+    /// default reads them one by one; [`SvcQ`] and [`OneClassQ`] compute them together as
+    /// [`QMatrix::columns_into`] does, with the same bits, and leave the cache alone.
+    fn columns_part(&mut self, idx: &[usize], lo: usize, out: &mut [&mut [f32]]) {
+        for (&i, o) in idx.iter().zip(out.iter_mut()) {
+            self.column_part(i, lo, o);
+        }
+    }
 }
 
 /// Row storage in the current order.
@@ -688,7 +697,8 @@ const MANY_GROUP: usize = 16;
 /// every column of the group passes over them.
 const MANY_ROWS: usize = 64 * PANEL;
 
-/// [`KernelRows::fill_many`] for dense rows with the outer function `outer`.
+/// [`KernelRows::fill_many`] for dense rows with the outer function `outer`: rows
+/// `start..start + len` of the columns `idx`.
 fn dense_many<O: Outer>(
     dd: &DenseDots<'_>,
     outer: &O,
@@ -696,18 +706,21 @@ fn dense_many<O: Outer>(
     signs: Option<&[i8]>,
     idx: &[usize],
     out: &mut [&mut [f32]],
+    start: usize,
 ) {
     let d = dd.d;
     let n = norms.len();
     let len = out.first().map_or(0, |o| o.len());
+    let end = start + len;
     let mut src = Vec::with_capacity(idx.len() * d);
     for &i in idx {
         src.extend((0..d).map(|k| dd.at(i, k)));
     }
+    // Rows `a..b` of panel `p` into `o` (which starts at row `start`).
     let write = |o: &mut [f32], i: usize, a: usize, b: usize, p: usize, v: &[f64; PANEL]| {
         // A full panel through fixed-size arrays, so that the conversion and the signs
         // vectorize; the same value for every entry as the general loop below.
-        if let Ok(dst) = <&mut [f32; PANEL]>::try_from(&mut o[a..b]) {
+        if let Ok(dst) = <&mut [f32; PANEL]>::try_from(&mut o[a - start..b - start]) {
             match signs {
                 Some(s) => {
                     let (si, sg) = (s[i], &s[a..a + PANEL]);
@@ -726,7 +739,7 @@ fn dense_many<O: Outer>(
         }
         for r in a..b {
             let f = v[r - p * PANEL] as f32;
-            o[r] = match signs {
+            o[r - start] = match signs {
                 Some(s) if s[r] != s[i] => -f,
                 _ => f,
             };
@@ -734,15 +747,16 @@ fn dense_many<O: Outer>(
     };
     let task = |g: usize, outs: &mut [&mut [f32]]| {
         let t0 = g * MANY_GROUP;
-        let mut lo = 0;
-        while lo < len {
-            let hi = (lo + MANY_ROWS).min(len);
+        let mut lo = start;
+        while lo < end {
+            // Blocks end on panel boundaries, so that no panel is computed twice.
+            let hi = (lo / PANEL * PANEL + MANY_ROWS).min(end);
             for p in lo / PANEL..hi.div_ceil(PANEL) {
-                let (a, b) = (p * PANEL, ((p + 1) * PANEL).min(hi));
+                let (a, b) = ((p * PANEL).max(lo), ((p + 1) * PANEL).min(hi));
                 // Lanes past the last row: zero norms (finite values, discarded).
                 let mut nj = [0.0f64; PANEL];
                 let e = ((p + 1) * PANEL).min(n);
-                nj[..e - a].copy_from_slice(&norms[a..e]);
+                nj[..e - p * PANEL].copy_from_slice(&norms[p * PANEL..e]);
                 let mut t = 0;
                 while t + TILE_ROWS <= outs.len() {
                     let mut acc = [[0.0f64; PANEL]; TILE_ROWS];
@@ -913,15 +927,21 @@ impl<'a> KernelRows<'a> {
         }
     }
 
-    /// Columns `idx` (entries `0..len`, `len` the length of every `out[k]`) into `out`. Dense
-    /// rows: micro-tiles of [`TILE_ROWS`] columns times one panel ([`DenseDots::tile`], the
-    /// same bits as [`Dots::block`]) over blocks of rows, so that a loaded panel serves all the
-    /// columns of a task; in parallel over groups of columns (independent outputs). Other row
-    /// storage: one column at a time ([`KernelRows::fill`]).
-    fn fill_many(&mut self, idx: &[usize], out: &mut [&mut [f32]], signs: Option<&[i8]>) {
+    /// Columns `idx` (entries `start..start + len`, `len` the length of every `out[k]`) into
+    /// `out`. Dense rows: micro-tiles of [`TILE_ROWS`] columns times one panel
+    /// ([`DenseDots::tile`], the same bits as [`Dots::block`]) over blocks of rows, so that a
+    /// loaded panel serves all the columns of a task; in parallel over groups of columns
+    /// (independent outputs). Other row storage: one column at a time ([`KernelRows::fill`]).
+    fn fill_many(
+        &mut self,
+        idx: &[usize],
+        out: &mut [&mut [f32]],
+        start: usize,
+        signs: Option<&[i8]>,
+    ) {
         let Rows::Dense { panels, d } = &self.rows else {
             for (&i, o) in idx.iter().zip(out.iter_mut()) {
-                self.fill(i, o, 0, signs);
+                self.fill(i, o, start, signs);
             }
             return;
         };
@@ -929,7 +949,7 @@ impl<'a> KernelRows<'a> {
         let nm = &self.norms;
         match self.spec {
             KernelSpec::Linear | KernelSpec::Precomputed => {
-                dense_many(&dd, &Identity, nm, signs, idx, out)
+                dense_many(&dd, &Identity, nm, signs, idx, out, start)
             }
             KernelSpec::Poly {
                 gamma,
@@ -946,11 +966,20 @@ impl<'a> KernelRows<'a> {
                 signs,
                 idx,
                 out,
+                start,
             ),
-            KernelSpec::Rbf { gamma } => dense_many(&dd, &RbfOuter { gamma }, nm, signs, idx, out),
-            KernelSpec::Sigmoid { gamma, coef0 } => {
-                dense_many(&dd, &SigmoidOuter { gamma, coef0 }, nm, signs, idx, out)
+            KernelSpec::Rbf { gamma } => {
+                dense_many(&dd, &RbfOuter { gamma }, nm, signs, idx, out, start)
             }
+            KernelSpec::Sigmoid { gamma, coef0 } => dense_many(
+                &dd,
+                &SigmoidOuter { gamma, coef0 },
+                nm,
+                signs,
+                idx,
+                out,
+                start,
+            ),
         }
     }
 
@@ -1303,6 +1332,9 @@ impl QMatrix for SvcQ<'_> {
     fn column_part(&mut self, i: usize, lo: usize, out: &mut [f32]) {
         self.rows.fill(i, out, lo, self.y.as_deref());
     }
+    fn columns_part(&mut self, idx: &[usize], lo: usize, out: &mut [&mut [f32]]) {
+        self.rows.fill_many(idx, out, lo, self.y.as_deref());
+    }
     fn columns_into(&mut self, idx: &[usize], len: usize, out: &mut [&mut [f32]]) {
         let mut miss_idx = Vec::new();
         let mut miss_out: Vec<&mut [f32]> = Vec::new();
@@ -1321,7 +1353,7 @@ impl QMatrix for SvcQ<'_> {
             return;
         }
         self.rows
-            .fill_many(&miss_idx, &mut miss_out, self.y.as_deref());
+            .fill_many(&miss_idx, &mut miss_out, 0, self.y.as_deref());
         // Into the cache as well while working sets come back to its columns.
         for (&i, o) in miss_idx.iter().zip(&miss_out) {
             if store {
@@ -1373,6 +1405,9 @@ impl QMatrix for OneClassQ<'_> {
     }
     fn column_part(&mut self, i: usize, lo: usize, out: &mut [f32]) {
         self.0.column_part(i, lo, out)
+    }
+    fn columns_part(&mut self, idx: &[usize], lo: usize, out: &mut [&mut [f32]]) {
+        self.0.columns_part(idx, lo, out)
     }
 }
 
