@@ -18,7 +18,7 @@ Medians of --repeats runs. Objectives, all in LIBSVM's min form: marginkit's rep
 line; oneDAL's 1/2 c'Kc - sum|c| recomputed from its dual coefficients and support vectors (untimed).
 
 --scaling: n = 10k, 20k, 50k, 100k, 200k (--sizes overrides), threads 1 and 2, series marginkit
-`--solver smo`, `block` (`auto` runs the pair engine `smo`), oneDAL, and LIBSVM. LIBSVM is single-threaded: it runs once per n and
+`--solver smo`, `block` (`auto`, the default, runs one of them by size and cache), oneDAL, and LIBSVM. LIBSVM is single-threaded: it runs once per n and
 its times stand in both thread columns; each of its fits runs in a child process that is stopped after
 --libsvm-limit seconds (default 600), and its series ends at the first n where that happens. The page
 gives time, ratio to oneDAL, objective agreement with oneDAL, and the growth exponent of time in n per

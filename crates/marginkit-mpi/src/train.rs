@@ -63,10 +63,12 @@ pub struct TrainCli {
     /// With --linear (LIBLINEAR's): 2 L2-loss primal SVC (default), 11 L2-loss primal SVR.
     #[arg(short = 's')]
     pub(crate) solver: Option<u32>,
-    /// QP engine of the kernel SVMs: smo (pair SMO), block (block working-set SMO; C-SVC,
-    /// one-class, epsilon-SVR) or auto (smo). Over MPI the block
-    /// engine needs about q/2 times fewer collectives (q the working-set size, that of one
-    /// process for the whole data set) and does not shrink.
+    /// QP engine of the kernel SVMs: smo (pair SMO, the default here), block (block
+    /// working-set SMO; C-SVC, one-class, epsilon-SVR) or auto (marginkit train's rule, on the
+    /// whole data set: block when the -m cache holds fewer than 1/64 of the kernel matrix's
+    /// columns). Over MPI the block engine needs about q/2 times fewer collectives (q the
+    /// working-set size, that of one process for the whole data set) but does not shrink,
+    /// which is why smo stays the default.
     #[arg(long = "solver", value_name = "SOLVER", value_enum, default_value_t = EngineArg::Smo)]
     pub(crate) engine: EngineArg,
     /// Kernel type (without --linear): 0 linear, 1 polynomial, 2 RBF (default), 3 sigmoid.
@@ -141,7 +143,8 @@ pub enum EngineArg {
     Smo,
     /// Block working-set SMO (C-SVC, one-class, epsilon-SVR).
     Block,
-    /// The engine measured faster: pair SMO on every size and cache measured.
+    /// The engine measured faster for the problem's size and cache (block when the cache
+    /// holds fewer than 1/64 of the kernel columns, smo otherwise).
     Auto,
 }
 

@@ -124,7 +124,8 @@ pub enum SolverArg {
     Smo,
     /// Block working-set SMO (C-SVC, one-class, epsilon-SVR).
     Block,
-    /// The engine measured faster: pair SMO on every size and cache measured.
+    /// The engine measured faster for the problem's size and cache (block when the cache
+    /// holds fewer than 1/64 of the kernel columns, smo otherwise).
     Auto,
 }
 

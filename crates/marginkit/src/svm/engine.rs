@@ -3,12 +3,13 @@
 //!
 //! The block engine ([`crate::solver::block`]) fetches about `q/2` columns for hundreds of local
 //! steps, where the pair engine recomputes a whole column for most of its pair steps when the
-//! cache holds a small part of the kernel matrix. [`SvmSolver::Auto`] runs the pair engine. The
-//! block engine runs when asked for: `bench/results/block_smo.md` (RBF blobs, `-m` 200, before the
-//! block engine shrank) has the pair engine faster at 20,000 and 50,000 rows;
-//! `bench/results/block_smo_100k.md` has the block engine, with shrinking, faster at 100,000 rows
-//! at 1 and 2 threads. A rule that chooses by size waits for both engines measured, with
-//! shrinking, at every size.
+//! cache holds a small part of the kernel matrix. [`SvmSolver::Auto`] chooses by that share:
+//! the block engine when the cache (`-m`) holds fewer than `n /` [`AUTO_BLOCK_SHARE`] columns of
+//! length `n`, the pair engine otherwise. With `-m 200` that is from about 58,000 samples.
+//! Measured (`bench/results/block_smo.md`, RBF blobs d = 20, `-m 200`, shrinking on): the
+//! engines are within 7% of each other at 50,000 samples (1 and 2 threads), the pair engine is
+//! 1.5-1.9x faster at 20,000, and the block engine is faster at 100,000 (1.8x at 1 thread, 1.2x
+//! at 2; `bench/results/block_smo_100k.md`).
 //!
 //! Snapshots (resume) exist for the pair engine only: a subproblem resumed from one
 //! continues with the pair engine, and a block solve that stops early starts over on resume.
@@ -19,6 +20,9 @@ use crate::kernel::qmatrix::QMatrix;
 use crate::solver::block::{self, BlockSettings, MAX_WORKING_SET};
 use crate::solver::smo::{Smo, SmoSolution};
 use crate::solver::{BoxQp, Observer};
+
+/// [`SvmSolver::Auto`] runs the block engine when the cache holds fewer than `n / 64` columns.
+pub(crate) const AUTO_BLOCK_SHARE: usize = 64;
 
 /// The engine and the memory of one solve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +41,8 @@ pub(crate) fn plan(params: &SvmValidParams, n: usize, resume: bool) -> Plan {
     let block = !resume
         && !nu
         && match params.engine {
-            SvmSolver::Smo | SvmSolver::Auto => false,
+            SvmSolver::Smo => false,
+            SvmSolver::Auto => (total / (4 * n.max(1))).saturating_mul(AUTO_BLOCK_SHARE) < n,
             SvmSolver::Block => true,
         };
     if !block {
@@ -87,12 +92,23 @@ mod tests {
     use crate::svm::SvmParams;
 
     #[test]
-    fn auto_runs_pairs_and_block_keeps_half_the_budget() {
+    fn auto_chooses_by_the_cache_share_and_block_keeps_half_the_budget() {
         let p = SvmParams::new().engine(SvmSolver::Auto).check().unwrap();
-        for n in [1_000, 100_000, 1_000_000] {
-            assert!(plan(&p, n, false).block.is_none());
+        for n in [1_000, 20_000, 50_000, 57_000] {
+            assert!(plan(&p, n, false).block.is_none(), "{n}");
             assert_eq!(plan(&p, n, false).cache_bytes, 200 << 20);
         }
+        for n in [60_000, 100_000, 1_000_000] {
+            assert!(plan(&p, n, false).block.is_some(), "{n}");
+        }
+        // A larger cache moves the switch up: 2,000 MB hold 1/64 of the columns to 183,000.
+        let big = SvmParams::new()
+            .engine(SvmSolver::Auto)
+            .cache_bytes(2000 << 20)
+            .check()
+            .unwrap();
+        assert!(plan(&big, 150_000, false).block.is_none());
+        assert!(plan(&big, 200_000, false).block.is_some());
         let b = SvmParams::new().engine(SvmSolver::Block).check().unwrap();
         // A resumed solve continues on the pair engine's snapshot.
         assert!(plan(&b, 100_000, true).block.is_none());

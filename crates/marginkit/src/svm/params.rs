@@ -246,12 +246,13 @@ pub enum PlattFit {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SvmSolver {
     /// Pair SMO with shrinking and the LRU column cache ([`crate::solver::smo`]).
-    #[default]
     Smo,
     /// Block working-set SMO ([`crate::solver::block`]): C-SVC, one-class and epsilon-SVR.
     Block,
-    /// The engine measured faster for the problem: the pair SMO on every size and cache
-    /// measured (`bench/results/block_smo.md`).
+    /// The engine measured faster for the problem's size and cache: the block engine when the
+    /// cache holds fewer than 1/64 of the kernel matrix's columns (with `-m 200`, from about
+    /// 58,000 samples), the pair SMO otherwise (`svm::engine`).
+    #[default]
     Auto,
 }
 

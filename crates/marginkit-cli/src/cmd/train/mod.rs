@@ -358,9 +358,10 @@ pub struct TrainArgs {
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot: Option<PathBuf>,
     /// QP engine of the kernel SVMs: smo (pair SMO), block (block working-set SMO; C-SVC,
-    /// one-class, epsilon-SVR) or auto (smo; block, which shrinks
-    /// with -h 1, was the faster at 100,000 rows: bench/results/block_smo_100k.md).
-    #[arg(long, value_enum, default_value_t = SolverArg::Smo, help_heading = "Solver and run")]
+    /// one-class, epsilon-SVR) or auto (block when the -m cache holds fewer than 1/64 of the
+    /// kernel matrix's columns, from about 58,000 samples with -m 200; smo otherwise: the
+    /// faster of the two in bench/results/block_smo.md and block_smo_100k.md).
+    #[arg(long, value_enum, default_value_t = SolverArg::Auto, help_heading = "Solver and run")]
     pub solver: SolverArg,
     /// How the sigmoids of a -b 1 classification model (C-SVC, nu-SVC) are fitted: origin
     /// (through the origin, B = 0, so the most probable class is always the predicted one) or
