@@ -422,57 +422,71 @@ impl State {
             .filter(|&j| self.status[j] == Bound::Free)
             .collect();
         let threads = rayon::current_num_threads();
+        // Tiles of REBUILD_COLS columns times REBUILD_ROWS rows, computed together.
         let mut buf = Vec::new();
         // Pick the loop order that reads fewer kernel entries.
         if free.len() * l > 2 * act * (l - act) {
-            // Row by row: `g_i += sum_j alpha_j Q_ij` over the free `j`, from rows `0..act`
-            // of each shrunk variable's column.
+            // Row by row: `g_i += sum_j alpha_j Q_ij` over the free `j` (in order), from rows
+            // `0..act` of each shrunk variable's column.
             let shrunk: Vec<usize> = (act..l).collect();
             let alpha = &self.alpha;
-            let dot = |col: &[f32]| {
-                let mut s = 0.0;
-                for &j in &free {
-                    s += alpha[j] * f64::from(col[j]);
-                }
-                s
-            };
-            for (k, idx) in shrunk.chunks(part_batch(act)).enumerate() {
-                let cols = column_parts(q, idx, 0, act, &mut buf);
-                let g = &mut self.g[act + k * part_batch(act)..][..idx.len()];
-                // One sum per column, each in the order of `free`: the same bits for any split.
-                if threads > 1 && free.len() * idx.len() >= PAR_SCAN {
-                    use rayon::prelude::*;
-                    g.par_iter_mut()
-                        .zip(cols.par_chunks(act))
-                        .for_each(|(gi, col)| *gi += dot(col));
-                } else {
-                    for (gi, col) in g.iter_mut().zip(cols.chunks(act)) {
-                        *gi += dot(col);
+            let mut sums = Vec::with_capacity(REBUILD_COLS);
+            for (b, idx) in shrunk.chunks(REBUILD_COLS).enumerate() {
+                sums.clear();
+                sums.resize(idx.len(), 0.0);
+                for r0 in (0..act).step_by(REBUILD_ROWS) {
+                    let rows = REBUILD_ROWS.min(act - r0);
+                    let fr = &free[free.partition_point(|&j| j < r0)..];
+                    let fr = &fr[..fr.partition_point(|&j| j < r0 + rows)];
+                    let cols = column_parts(q, idx, r0, rows, &mut buf);
+                    // Each column's sum runs over `free` in order: the same bits for any split.
+                    let add = |s: &mut f64, col: &[f32]| {
+                        for &j in fr {
+                            *s += alpha[j] * f64::from(col[j - r0]);
+                        }
+                    };
+                    if threads > 1 && fr.len() * idx.len() >= PAR_SCAN {
+                        use rayon::prelude::*;
+                        sums.par_iter_mut()
+                            .zip(cols.par_chunks(rows))
+                            .for_each(|(s, col)| add(s, col));
+                    } else {
+                        for (s, col) in sums.iter_mut().zip(cols.chunks(rows)) {
+                            add(s, col);
+                        }
                     }
+                }
+                let at = act + b * REBUILD_COLS;
+                for (gi, s) in self.g[at..at + idx.len()].iter_mut().zip(&sums) {
+                    *gi += s;
                 }
             }
         } else {
             // Column by column: `g[act..l] += alpha_i Q_i` over the free `i`, in order.
-            let len = l - act;
-            for idx in free.chunks(part_batch(len)) {
-                let cols = column_parts(q, idx, act, len, &mut buf);
-                for (&i, col) in idx.iter().zip(cols.chunks(len)) {
-                    let ai = self.alpha[i];
-                    let axpy = |g: &mut [f64], col: &[f32]| {
-                        for (gj, &qv) in g.iter_mut().zip(col) {
-                            *gj += ai * f64::from(qv);
+            for idx in free.chunks(REBUILD_COLS) {
+                for r0 in (act..l).step_by(REBUILD_ROWS) {
+                    let rows = REBUILD_ROWS.min(l - r0);
+                    let cols = column_parts(q, idx, r0, rows, &mut buf);
+                    let alpha = &self.alpha;
+                    // Every row takes the columns in the order of `free`: the same bits for any
+                    // split of the rows.
+                    let axpy = |lo: usize, g: &mut [f64]| {
+                        for (&i, col) in idx.iter().zip(cols.chunks(rows)) {
+                            let ai = alpha[i];
+                            for (gj, &qv) in g.iter_mut().zip(&col[lo..]) {
+                                *gj += ai * f64::from(qv);
+                            }
                         }
                     };
-                    let g = &mut self.g[act..l];
-                    if threads > 1 && g.len() >= PAR_SCAN {
-                        // Element-wise: the same bits for any split.
+                    let g = &mut self.g[r0..r0 + rows];
+                    if threads > 1 && rows * idx.len() >= PAR_SCAN {
                         use rayon::prelude::*;
-                        let len = par_len(g.len(), threads);
+                        let len = rows.div_ceil(threads).next_multiple_of(LANES);
                         g.par_chunks_mut(len)
-                            .zip(col.par_chunks(len))
-                            .for_each(|(g, c)| axpy(g, c));
+                            .enumerate()
+                            .for_each(|(c, g)| axpy(c * len, g));
                     } else {
-                        axpy(g, col);
+                        axpy(0, g);
                     }
                 }
             }
@@ -714,11 +728,11 @@ fn par_len(act: usize, threads: usize) -> usize {
     act.div_ceil(4 * threads).max(1024).next_multiple_of(LANES)
 }
 
-/// Columns per batch of [`column_parts`] for parts `len` long: about 16 MiB of f32, at least
-/// 32 columns (two parallel groups of the blocked fill), at most 1,024.
-fn part_batch(len: usize) -> usize {
-    ((4 << 20) / len.max(1)).clamp(32, 1024)
-}
+/// Columns per tile of the gradient rebuild (two parallel groups of the blocked fill).
+const REBUILD_COLS: usize = 32;
+/// Rows per tile of the gradient rebuild: a tile is 1 MiB of f32, so the rebuild adds next to
+/// nothing to the memory beyond the cache.
+const REBUILD_ROWS: usize = 8192;
 
 /// Rows `lo..lo + len` of the columns `idx` through [`QMatrix::columns_part`] (computed
 /// together, outside the cache), one after another in `buf`.
@@ -2589,6 +2603,93 @@ mod tests {
                     (st.g[t] - exact).abs() <= 1e-10,
                     "free every {free_every}, variable {o}: {} vs {exact}",
                     st.g[t]
+                );
+            }
+        }
+    }
+
+    /// The same on an RBF matrix of 9,000 points, so that the rebuild's tiles split both the
+    /// rows and the columns (one shrunk tail of 10 variables and one of 8,600), at one and two
+    /// threads (the same bits).
+    #[test]
+    fn gradient_rebuild_over_many_tiles() {
+        use crate::data::{DenseMatrix, Features};
+        use crate::kernel::qmatrix::SvcQ;
+        use crate::kernel::KernelSpec;
+        let n = 9_000;
+        let pt = |i: usize| {
+            [
+                ((i * 7919) % 1013) as f64 / 300.0,
+                ((i * 104_729) % 997) as f64 / 250.0,
+            ]
+        };
+        let v: Vec<f64> = (0..n).flat_map(pt).collect();
+        let x = Features::Dense(DenseMatrix::new(n, 2, v).unwrap());
+        let y: Vec<i8> = (0..n)
+            .map(|i| if (i * 31) % 5 < 2 { 1 } else { -1 })
+            .collect();
+        let gamma = 0.7;
+        let p = vec![-1.0; n];
+        let upper = vec![1.0; n];
+        for (act, free_every) in [(8_990, 3), (400, 4)] {
+            let alpha: Vec<f64> = (0..n)
+                .map(|i| match (i >= act, i % free_every, i % 5) {
+                    (true, _, r) => f64::from(u8::from(r == 0)),
+                    (false, 0, _) => 0.2 + 0.01 * (i % 7) as f64,
+                    (false, _, 0) => 1.0,
+                    _ => 0.0,
+                })
+                .collect();
+            let qp = BoxQp {
+                p: &p,
+                y: &y,
+                upper: &upper,
+                equality: Equality::None,
+                fixed: None,
+            };
+            let mut rebuilt = Vec::new();
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let g = pool.install(|| {
+                    let kernel = KernelSpec::Rbf { gamma };
+                    let mut q = SvcQ::new(&x, kernel, &y, 1 << 20).unwrap();
+                    let mut st = State::new(&mut q, &qp, &alpha).unwrap();
+                    st.active = act;
+                    st.g[act..].fill(f64::NAN);
+                    st.reconstruct_gradient(&mut q);
+                    let mut g = vec![0.0; n];
+                    for t in 0..n {
+                        g[st.perm[t] as usize] = st.g[t];
+                    }
+                    g
+                });
+                rebuilt.push(g);
+            }
+            assert!(rebuilt[0]
+                .iter()
+                .zip(&rebuilt[1])
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+            let g = &rebuilt[0];
+            // The kernel computed here in f64; Q's f32 entries are within 6e-8 of it.
+            let scale: f64 = alpha.iter().sum();
+            for o in (0..n).step_by(37).chain(act..n.min(act + 50)) {
+                let (xo, yo) = (pt(o), f64::from(y[o]));
+                let exact = p[o]
+                    + (0..n)
+                        .filter(|&j| alpha[j] > 0.0)
+                        .map(|j| {
+                            let xj = pt(j);
+                            let d2 = (xo[0] - xj[0]).powi(2) + (xo[1] - xj[1]).powi(2);
+                            yo * f64::from(y[j]) * (-gamma * d2).exp() * alpha[j]
+                        })
+                        .sum::<f64>();
+                assert!(
+                    (g[o] - exact).abs() <= 1e-6 * scale,
+                    "active {act}, variable {o}: {} vs {exact}",
+                    g[o]
                 );
             }
         }
