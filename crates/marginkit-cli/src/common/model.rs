@@ -117,15 +117,33 @@ pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
     svm_params_with(m, SvmSolver::default(), PlattFit::default())
 }
 
-/// `train --solver`: the QP engine of the kernel SVMs.
+/// `--solver`: the QP engine of the kernel duals (`train`, `train -s odm`, `path`, `robust`,
+/// `aid svm`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SolverArg {
     /// Pair SMO (LIBSVM's method).
     Smo,
-    /// Block working-set SMO (C-SVC, one-class, epsilon-SVR).
+    /// Block working-set SMO (not nu-SVC, nu-SVR or the DCD engines).
     Block,
     /// The engine measured faster: pair SMO on every size and cache measured.
     Auto,
+}
+
+/// The `--solver` flag, flattened into every subcommand whose method solves a kernel dual.
+#[derive(Debug, Args, Clone)]
+pub struct SolverFlag {
+    /// QP engine of the kernel duals: smo (pair SMO), block (block working-set SMO; not
+    /// nu-SVC/nu-SVR, nor with a dual coordinate descent engine) or auto (smo; block, which
+    /// shrinks as smo does, was the faster at 100,000 rows: bench/results/block_smo_100k.md).
+    #[arg(long, value_enum, default_value_t = SolverArg::Auto, help_heading = "Solver and run")]
+    pub solver: SolverArg,
+}
+
+impl SolverFlag {
+    /// The library's engine choice.
+    pub fn engine(&self) -> SvmSolver {
+        self.solver.into()
+    }
 }
 
 impl From<SolverArg> for SvmSolver {
@@ -290,13 +308,15 @@ impl OdmArgs {
     }
 }
 
-/// The ODM parameters of `-s odm` with the given lambda and kernel (`train` takes lambda from
-/// `--lambda` or `-c`; `grid` from its C range).
+/// The ODM parameters of `-s odm` with the given lambda, kernel and QP engine (`train` takes
+/// lambda from `--lambda` or `-c` and the engine from `--solver`; `grid` lambda from its C
+/// range and the pair engine).
 pub fn odm_params(
     m: &ModelArgs,
     o: &OdmArgs,
     lambda: Option<f64>,
     kernel: KernelParams,
+    qp_engine: SvmSolver,
 ) -> CliResult<OdmValidParams> {
     let mut p = OdmParams::new()
         .kernel(kernel)
@@ -310,6 +330,7 @@ pub fn odm_params(
             Some(OdmEngine::Dcd) => OdmSolver::Dcd,
             Some(OdmEngine::Smo) | None => OdmSolver::Smo,
         })
+        .qp_engine(qp_engine)
         .seed(m.seed);
     if let Some(lambda) = lambda {
         p = p.lambda(lambda);
