@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
+use crate::common::model::SolverFlag;
 use crate::common::output::default_model_path;
 use crate::common::progress::Progress;
 use crate::common::resume::{after_model, ResumeArgs};
@@ -136,6 +137,8 @@ pub struct AidSvmArgs {
     /// with a kernel.
     #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
+    #[command(flatten)]
+    pub qp: SolverFlag,
     /// Kernel only: aggregated problems by the paper's averaged Gram entries (`averaged`,
     /// n^2 kernel pair sums) or by linear AID on Nystrom features of --rank landmarks followed
     /// by an exact warm-started SMO on the full problem, certified by its duality gap (`nystrom`,
@@ -726,6 +729,7 @@ fn run_svm(a: AidSvmArgs) -> Exit {
             EngineArg::Dcd => AidLinearEngine::Dcd,
             EngineArg::Smo => AidLinearEngine::SmoUpTo(usize::MAX),
         })
+        .qp_engine(a.qp.engine())
         .kernel_steering(match a.steer {
             SteerArg::Averaged => KernelSteering::AveragedGram,
             SteerArg::Nystrom => KernelSteering::Nystrom {

@@ -7,7 +7,7 @@ use clap::{ArgAction, Args};
 
 use marginkit::plot::HeatMap;
 use marginkit::svm::grid::{grid_search, GridPoint};
-use marginkit::svm::{KernelKind, KernelParams};
+use marginkit::svm::{KernelKind, KernelParams, SvmSolver};
 use serde_json::json;
 
 use crate::common::input::read_data;
@@ -285,7 +285,7 @@ fn odm_grid(
                 gamma: marginkit::svm::Gamma::Value(gamma),
                 ..kernel
             };
-            let params = odm_params(&a.model, &a.odm, Some(lambda), k)?;
+            let params = odm_params(&a.model, &a.odm, Some(lambda), k, SvmSolver::Auto)?;
             let cv = marginkit::odm::cross_validation(
                 &params,
                 data,

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
 use crate::common::model::svm_params;
-use crate::common::model::ModelArgs;
+use crate::common::model::{ModelArgs, SolverFlag};
 use crate::common::report::choice;
 use crate::common::resume::{beside_name, ResumeArgs};
 use crate::common::run::init_threads;
@@ -46,6 +46,8 @@ pub struct PathArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub input: InputArgs,
+    #[command(flatten)]
+    pub qp: SolverFlag,
     /// Validation data: accuracy per C, and the best C for --best-model.
     #[arg(long)]
     pub valid: Option<PathBuf>,
@@ -140,6 +142,7 @@ fn params(a: &PathArgs, data: &Dataset) -> CliResult<PathParams> {
         })
         .bias((m.bias > 0.0).then_some(m.bias))
         .max_iter(m.max_iter)
+        .qp_engine(a.qp.engine())
         .seed(m.seed)
         .keep_solutions(a.save_models.is_some() || a.best_model.is_some());
     if let Some(t) = m.time_limit {

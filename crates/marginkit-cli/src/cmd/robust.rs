@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use crate::common::input::read_data;
 use crate::common::input::InputArgs;
+use crate::common::model::SolverFlag;
 use crate::common::report::choice;
 use crate::common::resume::{beside_name, ResumeArgs};
 use crate::common::run::init_threads;
@@ -92,6 +93,8 @@ pub struct RobustArgs {
         allow_negative_numbers = true
     )]
     pub grid: Vec<f64>,
+    #[command(flatten)]
+    pub qp: SolverFlag,
     /// Event limit per path (default max(10000, 50 n)); a path that hits it says so.
     #[arg(long)]
     pub max_events: Option<usize>,
@@ -138,6 +141,7 @@ fn params(a: &RobustArgs) -> CliResult<RobustParams> {
         .bias((a.bias != -1.0).then_some(a.bias))
         .s_end_fraction(a.s_end)
         .solver_tol(a.eps)
+        .qp_engine(a.qp.engine())
         .cache_bytes(
             usize::try_from(cache_bytes_from_mb("-m (cache size, MB)", a.cache_mb)?)
                 .unwrap_or(usize::MAX),

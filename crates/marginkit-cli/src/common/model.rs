@@ -117,16 +117,36 @@ pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
     svm_params_with(m, SvmSolver::default(), PlattFit::default())
 }
 
-/// `train --solver`: the QP engine of the kernel SVMs.
+/// `--solver`: the QP engine of the kernel duals (`train`, `train -s odm`, `path`, `robust`,
+/// `aid svm`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SolverArg {
     /// Pair SMO (LIBSVM's method).
     Smo,
-    /// Block working-set SMO (C-SVC, one-class, epsilon-SVR).
+    /// Block working-set SMO (not nu-SVC, nu-SVR or the DCD engines).
     Block,
     /// The engine measured faster for the problem's size and cache (block when the cache
     /// holds fewer than 1/64 of the kernel columns, smo otherwise).
     Auto,
+}
+
+/// The `--solver` flag, flattened into every subcommand whose method solves a kernel dual.
+#[derive(Debug, Args, Clone)]
+pub struct SolverFlag {
+    /// QP engine of the kernel duals: smo (pair SMO), block (block working-set SMO; not
+    /// nu-SVC/nu-SVR, nor with a dual coordinate descent engine) or auto (block when the -m
+    /// cache holds fewer than 1/64 of the kernel matrix's columns, from about 58,000 samples
+    /// with -m 200; smo otherwise: the faster of the two in bench/results/block_smo.md and
+    /// block_smo_100k.md).
+    #[arg(long, value_enum, default_value_t = SolverArg::Auto, help_heading = "Solver and run")]
+    pub solver: SolverArg,
+}
+
+impl SolverFlag {
+    /// The library's engine choice.
+    pub fn engine(&self) -> SvmSolver {
+        self.solver.into()
+    }
 }
 
 impl From<SolverArg> for SvmSolver {
@@ -291,13 +311,15 @@ impl OdmArgs {
     }
 }
 
-/// The ODM parameters of `-s odm` with the given lambda and kernel (`train` takes lambda from
-/// `--lambda` or `-c`; `grid` from its C range).
+/// The ODM parameters of `-s odm` with the given lambda, kernel and QP engine (`train` takes
+/// lambda from `--lambda` or `-c` and the engine from `--solver`; `grid` lambda from its C
+/// range and the pair engine).
 pub fn odm_params(
     m: &ModelArgs,
     o: &OdmArgs,
     lambda: Option<f64>,
     kernel: KernelParams,
+    qp_engine: SvmSolver,
 ) -> CliResult<OdmValidParams> {
     let mut p = OdmParams::new()
         .kernel(kernel)
@@ -311,6 +333,7 @@ pub fn odm_params(
             Some(OdmEngine::Dcd) => OdmSolver::Dcd,
             Some(OdmEngine::Smo) | None => OdmSolver::Smo,
         })
+        .qp_engine(qp_engine)
         .seed(m.seed);
     if let Some(lambda) = lambda {
         p = p.lambda(lambda);

@@ -36,6 +36,10 @@
 //! feasible `a` bounds `F^t` from below, and `F^t <= E*` (convexity of the hinge, Prop. 4), so the
 //! reported gap is valid even when the aggregated solve stops early (digest P7).
 //!
+//! Every problem solved by SMO above (and the initial sample fit and the Nystrom steering's
+//! exact finish) goes through [`crate::solver::engine`]: the pair SMO by default, the block
+//! working-set SMO with `qp_engine: SvmSolver::Block` / CLI `--solver block`.
+//!
 //! # Sides and declustering
 //!
 //! `s_i = 1 - y_i f(x_i)`; side code 1 if `s_i > eps`, else 0 (`eps = 1e-9`), the same predicate
@@ -165,8 +169,10 @@ use crate::fit::{Control, Fit, Report};
 use crate::kernel::qmatrix::{DenseQ, SvcQ};
 use crate::kernel::KernelSpec;
 use crate::solver::dcd::{self, LinearDesign, SvcDual};
+use crate::solver::engine as qp_engine;
+use crate::solver::smo::{self, Smo};
 use crate::solver::{
-    kkt, smo, BoxQp, Equality, IterStats, Observer, Shrinking, SolverSettings, Status,
+    kkt, BoxQp, Equality, IterStats, Observer, Shrinking, SolverSettings, Status, SvmSolver,
 };
 use crate::svm::linear::{LinearModel, LinearSolver};
 use crate::svm::model::SvmModel;
@@ -208,6 +214,7 @@ pub struct AidSvmValidParams {
     pub(crate) solver_tol: f64,
     pub(crate) settings: AidSettings,
     pub(crate) linear_engine: AidLinearEngine,
+    pub(crate) qp_engine: SvmSolver,
     pub(crate) kernel_steering: KernelSteering,
 }
 
@@ -240,6 +247,11 @@ impl AidSvmValidParams {
     /// Solver of the linear aggregated problems (ignored with a kernel).
     pub fn linear_engine(&self) -> AidLinearEngine {
         self.linear_engine
+    }
+    /// The QP engine of the problems SMO solves (the kernel aggregated problems, the linear
+    /// ones up to the SMO switch, the initial sample fit and the exact finish).
+    pub fn qp_engine(&self) -> SvmSolver {
+        self.qp_engine
     }
     /// Kernel only: how the aggregated problems are formed.
     pub fn kernel_steering(&self) -> KernelSteering {
@@ -275,6 +287,7 @@ impl Default for AidSvmParams {
             solver_tol: Self::DEFAULT_SOLVER_TOL,
             settings: AidSettings::default(),
             linear_engine: AidLinearEngine::Auto,
+            qp_engine: SvmSolver::Auto,
             kernel_steering: KernelSteering::AveragedGram,
         })
     }
@@ -351,6 +364,16 @@ impl AidSvmParams {
         self.0.linear_engine = e;
         self
     }
+    /// The QP engine of the problems SMO solves (default [`SvmSolver::Auto`], the pair SMO;
+    /// `--solver`): with [`SvmSolver::Block`] the block working-set SMO solves the kernel
+    /// aggregated problems, the linear ones up to the SMO switch, the initial sample fit and
+    /// the exact finish; the problems above the switch stay with dual coordinate descent. Not
+    /// with linear AID on [`AidLinearEngine::Dcd`], which gives SMO no problem at all.
+    #[must_use]
+    pub fn qp_engine(mut self, e: SvmSolver) -> Self {
+        self.0.qp_engine = e;
+        self
+    }
     /// Kernel only: how the aggregated problems are formed.
     #[must_use]
     pub fn kernel_steering(mut self, s: KernelSteering) -> Self {
@@ -364,8 +387,9 @@ impl AidSvmParams {
     /// # Errors
     /// [`ParamError`] naming the first invalid parameter: `C` or the solver tolerance not
     /// finite and positive, `r0` outside `(0, 1]`, a precomputed kernel or an invalid gamma or
-    /// coef0, a bad gap tolerance or iteration limit, and with a kernel and
-    /// [`KernelSteering::Nystrom`] a fixed rank of 0 or a negative steering gap.
+    /// coef0, a bad gap tolerance or iteration limit, with a kernel and
+    /// [`KernelSteering::Nystrom`] a fixed rank of 0 or a negative steering gap, and the block
+    /// engine on linear AID with [`AidLinearEngine::Dcd`].
     pub fn check(self) -> Result<AidSvmValidParams, ParamError> {
         let p = &self.0;
         crate::error::positive("C", p.c)?;
@@ -384,6 +408,14 @@ impl AidSvmParams {
             k.resolve(1).check()?;
         }
         p.settings.check()?;
+        if p.kernel.is_none()
+            && p.linear_engine == AidLinearEngine::Dcd
+            && p.qp_engine == SvmSolver::Block
+        {
+            return Err(ParamError::Incompatible(
+                "aid svm: --solver block (the block working-set SMO) needs a problem solved by SMO; linear AID with --engine dcd solves every aggregated problem by dual coordinate descent",
+            ));
+        }
         if let (Some(_), KernelSteering::Nystrom { rank, steer_gap }) =
             (p.kernel, p.kernel_steering)
         {
@@ -542,6 +574,8 @@ struct SvmProblem<'a> {
     al_gap: f64,
     seed: u64,
     engine: AidLinearEngine,
+    /// The QP engine of the problems SMO solves.
+    qp_engine: SvmSolver,
     /// Kernel only: the kernel row-sum primitive.
     ks: Option<KernelSums<'a>>,
     /// Kernel only: cluster-pair sums `S_kq` of the previous iteration (row-major `K x K`).
@@ -893,8 +927,10 @@ impl AidProblem for SvmProblem<'_> {
                     // SMO with a linear kernel on the centroids, its start's gradient from
                     // `w` (O(K d), not one column per nonzero warm dual).
                     let warm = linear_warm_gradient(&xc, &yk, &upper, &alpha);
-                    let mut q = SvcQ::new(&xc, KernelSpec::Linear, &yk, 256 << 20)?;
-                    let (info, _) = smo::solve_with_gradient(
+                    let plan = qp_engine::plan(self.qp_engine, AGGREGATED_CACHE_BYTES, k);
+                    let mut q = SvcQ::new(&xc, KernelSpec::Linear, &yk, plan.cache_bytes)?;
+                    let (info, _) = qp_engine::solve_with_gradient(
+                        &plan,
                         &mut q,
                         &qp,
                         &mut alpha,
@@ -949,7 +985,10 @@ impl AidProblem for SvmProblem<'_> {
                     }
                 }
                 let mut dq = DenseQ::new(k, &q)?;
-                let info = smo::solve(&mut dq, &qp, &mut alpha, &settings, obs)?;
+                // The dense matrix has no cache: the budget is the block engine's buffer.
+                let plan = qp_engine::plan(self.qp_engine, AGGREGATED_CACHE_BYTES, k);
+                let smo = Smo::new(&settings);
+                let info = qp_engine::solve(&plan, &smo, &mut dq, &qp, &mut alpha, obs)?.info;
                 if info.status == Status::Interrupted {
                     return Ok(None);
                 }
@@ -1356,6 +1395,8 @@ fn initial_clusters(
         fixed: None,
     };
     let mut alpha = vec![0.0; s];
+    let sample_plan = qp_engine::plan(params.qp_engine, SAMPLE_CACHE_BYTES, s);
+    let smo = Smo::new(&settings);
     let two_classes = ys.contains(&1) && ys.contains(&-1);
     let score: Vec<f64> = match kernel {
         None => {
@@ -1370,8 +1411,10 @@ fn initial_clusters(
                     diag_shift: &zero,
                 };
                 if sample_fit == SampleFit::Smo {
-                    let mut q = SvcQ::new(&sub.x, KernelSpec::Linear, &ys, 64 << 20)?;
-                    let info = smo::solve(&mut q, &qp, &mut alpha, &settings, obs)?;
+                    let mut q =
+                        SvcQ::new(&sub.x, KernelSpec::Linear, &ys, sample_plan.cache_bytes)?;
+                    let info =
+                        qp_engine::solve(&sample_plan, &smo, &mut q, &qp, &mut alpha, obs)?.info;
                     if info.status == Status::Interrupted {
                         return Ok(None);
                     }
@@ -1395,8 +1438,8 @@ fn initial_clusters(
         }
         Some(kern) => {
             let (coef, b) = if two_classes {
-                let mut q = SvcQ::new(&sub.x, kern, &ys, 64 << 20)?;
-                let info = smo::solve(&mut q, &qp, &mut alpha, &settings, obs)?;
+                let mut q = SvcQ::new(&sub.x, kern, &ys, sample_plan.cache_bytes)?;
+                let info = qp_engine::solve(&sample_plan, &smo, &mut q, &qp, &mut alpha, obs)?.info;
                 if info.status == Status::Interrupted {
                     return Ok(None);
                 }
@@ -1473,20 +1516,23 @@ fn svm_fingerprint(
                 AidLinearEngine::SmoUpTo(k) => format!("smo up to {k} clusters"),
             },
         );
-    checkpoint::fingerprint(
-        &format!(
-            "svm|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
-            p.c.to_bits(),
-            kernel,
-            p.r0.map(f64::to_bits),
-            p.seed,
-            p.solver_tol.to_bits(),
-            p.settings.gap_tol.to_bits(),
-            p.linear_engine
-        ),
-        settings,
-        data,
-    )
+    let mut desc = format!(
+        "svm|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
+        p.c.to_bits(),
+        kernel,
+        p.r0.map(f64::to_bits),
+        p.seed,
+        p.solver_tol.to_bits(),
+        p.settings.gap_tol.to_bits(),
+        p.linear_engine
+    );
+    // The block engine reaches the SMO problems to the tolerance, not the pair engine's bits;
+    // recorded for it only (`smo` and `auto` run the pair engine), so the text above stays.
+    if p.qp_engine == SvmSolver::Block {
+        settings.set("--solver", SvmSolver::Block.as_str());
+        desc.push_str("|block");
+    }
+    checkpoint::fingerprint(&desc, settings, data)
 }
 
 /// AID-SVM (see module docs).
@@ -1585,6 +1631,7 @@ fn fit_with(
         al_gap: AL_GAP_FRACTION * params.settings.gap_tol.max(CERT_GAP_RTOL),
         seed: params.seed,
         engine: params.linear_engine,
+        qp_engine: params.qp_engine,
         ks,
         gram: Vec::new(),
         sizes: Vec::new(),
@@ -1685,7 +1732,14 @@ const NYSTROM_PIVOT_RTOL: f64 = 1e-10;
 const SUBST_LANES: usize = 32;
 
 /// Kernel cache of the exact finish (LIBSVM's default `-m 200`).
-const FINISH_CACHE_BYTES: usize = 200 << 20;
+const FINISH_CACHE_BYTES: u64 = 200 << 20;
+
+/// Kernel cache of the linear aggregated problems solved by SMO, and the block engine's
+/// buffer for the kernel ones (their dense matrix has no cache).
+const AGGREGATED_CACHE_BYTES: u64 = 256 << 20;
+
+/// Kernel cache of the initial clustering's sample fit (at most 2,000 rows).
+const SAMPLE_CACHE_BYTES: u64 = 64 << 20;
 
 /// Nystrom features `z_i = R^{-1} k_L(x_i)` (row-major `n x rank'`) with `K_LL = R R'` the
 /// pivot-dropping Cholesky factor: `z_i'z_j = k_L(x_i)' K_LL^+ k_L(x_j)` on the kept landmarks.
@@ -2028,7 +2082,8 @@ fn fit_nystrom(
         qa: &qa,
         qa_upper: &qa_upper,
     });
-    let mut q = SvcQ::new(&data.x, kern, &y, FINISH_CACHE_BYTES)?;
+    let plan = qp_engine::plan(params.qp_engine, FINISH_CACHE_BYTES, n);
+    let mut q = SvcQ::new(&data.x, kern, &y, plan.cache_bytes)?;
     let target = params.settings.gap_tol.max(CERT_GAP_RTOL);
     let mut tol = 1e-3;
     let mut smo_iterations = 0;
@@ -2043,7 +2098,8 @@ fn fit_nystrom(
                 .time_limit
                 .map(|l| l.saturating_sub(start.elapsed())),
         };
-        let (info, g) = smo::solve_with_gradient(
+        let (info, g) = qp_engine::solve_with_gradient(
+            &plan,
             &mut q,
             &qp,
             &mut alpha,

@@ -33,8 +33,9 @@
 //! ```
 //! so it is solved exactly by the existing engines, not a fork: by default the SMO engine
 //! ([`crate::solver::smo`], single-variable clipped-Newton coordinate steps since there is no
-//! equality) through [`OdmQ`] (the SVR matrix over the cached kernel columns, with label signs
-//! and the diagonal shift); on request ([`OdmSolver::Dcd`]) the linear kernel by the dual
+//! equality; or the block working-set SMO, [`crate::solver::block`], with
+//! [`OdmParams::qp_engine`] / `--solver block`) through [`OdmQ`] (the SVR matrix over the
+//! cached kernel columns, with label signs and the diagonal shift); on request ([`OdmSolver::Dcd`]) the linear kernel by the dual
 //! coordinate-descent engine ([`crate::solver::dcd`]) on the stacked design `[X; X]`, whose L2-loss primal
 //! `1/2|w|^2 + sum_a (m_a - s_a w'x_a)_+^2 / (2 D_aa)` is exactly Eq. 1.
 //!
@@ -74,8 +75,10 @@ use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{QMatrix, SvrQ};
 use crate::kernel::KernelSpec;
 use crate::solver::dcd::{self, LinearDesign, SvcDual};
+use crate::solver::engine as qp_engine;
+use crate::solver::smo::Smo;
 use crate::solver::{
-    smo, BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status, VarFix,
+    BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status, SvmSolver, VarFix,
 };
 use crate::svm::model::SvmModel;
 use crate::svm::params::{KernelKind, KernelParams, SvmType};
@@ -116,6 +119,8 @@ pub struct OdmValidParams {
     pub(crate) solver: SolverSettings,
     /// Engine choice.
     pub(crate) engine: OdmSolver,
+    /// The QP engine of the SMO route (`--solver`): pair or block SMO.
+    pub(crate) qp_engine: SvmSolver,
     /// Kernel cache in bytes (SMO).
     pub(crate) cache_bytes: u64,
     /// Seed of DCD's permutations and of cross-validation folds.
@@ -146,6 +151,10 @@ impl OdmValidParams {
     /// Engine choice.
     pub fn engine(&self) -> OdmSolver {
         self.engine
+    }
+    /// The QP engine of the SMO route (pair or block SMO).
+    pub fn qp_engine(&self) -> SvmSolver {
+        self.qp_engine
     }
     /// Kernel cache in bytes (SMO).
     pub fn cache_bytes(&self) -> u64 {
@@ -181,6 +190,7 @@ impl OdmParams {
             kernel: KernelParams::default(),
             solver: SolverSettings::default(),
             engine: OdmSolver::Auto,
+            qp_engine: SvmSolver::Auto,
             cache_bytes: 200 << 20,
             seed: 0,
         })
@@ -230,6 +240,13 @@ impl OdmParams {
         self.0.engine = e;
         self
     }
+    /// The QP engine of the SMO route (default [`SvmSolver::Auto`], the pair SMO; `--solver`):
+    /// [`SvmSolver::Block`] runs the block working-set SMO on the same dual, with half of the
+    /// cache budget for its working set's columns. Not with [`OdmSolver::Dcd`].
+    pub fn qp_engine(mut self, e: SvmSolver) -> Self {
+        self.0.qp_engine = e;
+        self
+    }
     /// Cache size in bytes.
     pub fn cache_bytes(mut self, b: u64) -> Self {
         self.0.cache_bytes = b;
@@ -275,6 +292,11 @@ impl OdmParams {
         if p.engine == OdmSolver::Dcd && p.kernel.kind != KernelKind::Linear {
             return Err(ParamError::Incompatible(
                 "the DCD engine needs the linear kernel",
+            ));
+        }
+        if p.engine == OdmSolver::Dcd && p.qp_engine == SvmSolver::Block {
+            return Err(ParamError::Incompatible(
+                "-s odm: --solver block (the block working-set SMO) runs the SMO route; --engine dcd solves the dual by coordinate descent instead: give one of them",
             ));
         }
         Ok(self.0)
@@ -576,8 +598,10 @@ pub fn solve(
             dcd::solve_svc(&prob, &params.solver, params.seed, &mut alpha, &mut o)?.info
         }
         _ => {
-            let mut q = OdmQ::new(x, kernel, y, &shift, params.cache_bytes as usize)?;
-            smo::solve(&mut q, &qp, &mut alpha, &params.solver, obs)?
+            let plan = qp_engine::plan(params.qp_engine, params.cache_bytes, 2 * m);
+            let mut q = OdmQ::new(x, kernel, y, &shift, plan.cache_bytes)?;
+            let smo = Smo::new(&params.solver);
+            qp_engine::solve(&plan, &smo, &mut q, &qp, &mut alpha, obs)?.info
         }
     };
     let solve_seconds = start.elapsed().as_secs_f64();

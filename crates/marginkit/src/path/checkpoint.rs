@@ -27,7 +27,7 @@ use crate::solver::Status;
 
 use super::params::{Engine, Grid, LinearStart, PathValidParams};
 use super::result::PathPoint;
-use crate::solver::Shrinking;
+use crate::solver::{Shrinking, SvmSolver};
 
 const MAGIC: &str = "MKPATHC3";
 /// The previous form: no run record (still read and continued).
@@ -92,6 +92,11 @@ pub(crate) fn fingerprint(
     // option, so state files that do not record it stay valid.
     if params.linear_start != super::LinearStart::Auto {
         h.bytes(format!("|{:?}", params.linear_start).as_bytes());
+    }
+    // The block engine reaches the same points to the tolerance, not the pair engine's bits
+    // (`smo` and `auto` run the pair engine, so they share the fingerprint).
+    if params.qp_engine == SvmSolver::Block {
+        h.bytes(b"|block");
     }
     hash_dataset(&mut h, train);
     match valid {
@@ -169,6 +174,10 @@ pub(crate) fn record(
             },
         )
         .data("training data", train);
+    // Recorded for the block engine only, as in the fingerprint.
+    if params.qp_engine == SvmSolver::Block {
+        r.set("--solver", SvmSolver::Block.as_str());
+    }
     if let Some(v) = valid {
         r.data("validation data", v);
     }

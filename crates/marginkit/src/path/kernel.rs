@@ -1,4 +1,5 @@
-//! The path's kernel engine: SMO ([`smo`], `Equality::None`) on one [`SvcQ`] (or its bias
+//! The path's kernel engine: the planned QP engine (pair or block SMO, `Equality::None`,
+//! [`qp_engine::solve_permuted`]) on one [`crate::kernel::qmatrix::SvcQ`] (or its bias
 //! augmentation `K + B^2`) whose cache serves every point; the matrix stays in the solver's
 //! order between solves, only the permutation is tracked.
 
@@ -9,12 +10,14 @@ use crate::error::FitError;
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::QMatrix;
 use crate::screening::{self, KernelSketch, RuleInputs};
-use crate::solver::{smo, BoxQp, Equality, Observer, Status, VarFix};
+use crate::solver::engine::{self as qp_engine, Plan};
+use crate::solver::{BoxQp, Equality, Observer, Status, VarFix};
 
-/// SMO on a kernel matrix `q` kept in the solver's order: position `k` holds sample `perm[k]`,
-/// and `pos` is the inverse (sample -> position).
+/// The planned engine on a kernel matrix `q` kept in the solver's order: position `k` holds
+/// sample `perm[k]`, and `pos` is the inverse (sample -> position).
 pub(super) struct KernelEngine<Q> {
     pub q: Q,
+    plan: Plan,
     perm: Vec<usize>,
     pos: Vec<usize>,
     sketch: KernelSketch,
@@ -23,10 +26,12 @@ pub(super) struct KernelEngine<Q> {
 }
 
 impl<Q: QMatrix> KernelEngine<Q> {
-    pub fn new(q: Q) -> Self {
+    /// The engine over `q`, whose cache was sized by `plan`.
+    pub fn new(q: Q, plan: Plan) -> Self {
         let n = q.n();
         Self {
             q,
+            plan,
             perm: (0..n).collect(),
             pos: (0..n).collect(),
             sketch: KernelSketch::new(n),
@@ -203,7 +208,8 @@ impl<Q: QMatrix> PathEngine for KernelEngine<Q> {
                 fixed: Some(fix),
             };
             // `q` is left in the solver's order (perm updated, also on error).
-            let info = smo::solve_permuted(
+            let info = qp_engine::solve_permuted(
+                &self.plan,
                 &mut self.q,
                 &qp,
                 &mut alpha,

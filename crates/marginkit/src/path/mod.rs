@@ -7,8 +7,9 @@
 //! ```text
 //! min_a 1/2 a'Qa - 1'a   s.t. 0 <= a_i <= C,        Q_ij = y_i y_j K(x_i, x_j)
 //! ```
-//! solved by [`smo`](crate::solver::smo) (kernel, `Equality::None`, one [`SvcQ`] and its cache reused along the path)
-//! or [`dcd`](crate::solver::dcd) (linear). A bias is available only as the paper's augmentation: a constant feature
+//! solved by [`smo`](crate::solver::smo) (kernel, `Equality::None`, one [`SvcQ`] and its cache reused along the path;
+//! the block working-set SMO, [`block`](crate::solver::block), with [`PathParams::qp_engine`] /
+//! `--solver block`) or [`dcd`](crate::solver::dcd) (linear). A bias is available only as the paper's augmentation: a constant feature
 //! `B` (`K + B^2`), see [`PathParams::bias`].
 //!
 //! # Algorithm, per C
@@ -100,6 +101,7 @@ use crate::fit::{Control, Fit};
 use crate::kernel::cache::CacheStats;
 use crate::kernel::qmatrix::{QMatrix, SvcQ};
 use crate::persist;
+use crate::solver::engine as qp_engine;
 use crate::solver::{Observer, SolverSettings, Status};
 use engine::Ctx;
 use kernel::{Augmented, KernelEngine};
@@ -228,15 +230,16 @@ fn run(
     let io = (resume, &mut ck);
     match params.engine {
         Engine::Kernel(kernel) => {
-            let base = SvcQ::new(&train.x, kernel, &ctx.y, params.cache_bytes as usize)?;
+            let plan = qp_engine::plan(params.qp_engine, params.cache_bytes, train.len());
+            let base = SvcQ::new(&train.x, kernel, &ctx.y, plan.cache_bytes)?;
             match params.bias {
                 None => {
-                    let mut e = KernelEngine::new(base);
+                    let mut e = KernelEngine::new(base, plan);
                     engine::walk(&mut e, &ctx, &mut result, on_point, obs, io)?;
                     cache = Some(e.q.cache_stats());
                 }
                 Some(b) => {
-                    let mut e = KernelEngine::new(Augmented::new(base, &ctx.y, b * b));
+                    let mut e = KernelEngine::new(Augmented::new(base, &ctx.y, b * b), plan);
                     engine::walk(&mut e, &ctx, &mut result, on_point, obs, io)?;
                     cache = Some(e.q.cache_stats());
                 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::error::ParamError;
 use crate::kernel::KernelSpec;
 use crate::screening::Rule;
-use crate::solver::Shrinking;
+use crate::solver::{Shrinking, SvmSolver};
 
 /// The most values a [`Grid::Log`] may ask for (each is a solve; more is an error, not an
 /// allocation that fails).
@@ -73,6 +73,8 @@ pub enum LinearStart {
 pub struct PathValidParams {
     /// Kernel or linear engine.
     pub(crate) engine: Engine,
+    /// The QP engine of the kernel path's solves (`--solver`; the linear path runs DCD).
+    pub(crate) qp_engine: SvmSolver,
     /// Constant feature `B > 0` appended to every sample (kernel `K + B^2`; a regularized bias).
     pub(crate) bias: Option<f64>,
     /// The C values.
@@ -117,6 +119,7 @@ impl PathParams {
     pub fn kernel(kernel: KernelSpec) -> Self {
         Self(PathValidParams {
             engine: Engine::Kernel(kernel),
+            qp_engine: SvmSolver::Auto,
             bias: None,
             grid: Grid::Log {
                 c_min: Self::DEFAULT_C_MIN,
@@ -145,6 +148,12 @@ impl PathParams {
     /// Sets the grid.
     pub fn grid(mut self, g: Grid) -> Self {
         self.0.grid = g;
+        self
+    }
+    /// Sets the QP engine of the kernel path's solves (default [`SvmSolver::Auto`], the pair
+    /// SMO); the block engine is for kernel paths only.
+    pub fn qp_engine(mut self, e: SvmSolver) -> Self {
+        self.0.qp_engine = e;
         self
     }
     /// Sets the screening rule.
@@ -202,7 +211,7 @@ impl PathParams {
     ///
     /// # Errors
     /// [`ParamError`] for a non-positive or non-finite tolerance, bias, C or eps, an empty grid,
-    /// `c_min > c_max`, or an invalid kernel.
+    /// `c_min > c_max`, an invalid kernel, or the block engine on a linear path.
     pub fn check(self) -> Result<PathValidParams, ParamError> {
         crate::error::positive("tol", self.0.tol)?;
         if let Some(b) = self.0.bias {
@@ -210,6 +219,11 @@ impl PathParams {
         }
         if self.0.cache_bytes == 0 {
             return Err(ParamError::Incompatible("the cache size must be > 0"));
+        }
+        if self.0.engine == Engine::Linear && self.0.qp_engine == SvmSolver::Block {
+            return Err(ParamError::Incompatible(
+                "path: --solver block (the block working-set SMO) solves kernel paths; a linear path (--linear) is solved by dual coordinate descent",
+            ));
         }
         if let Engine::Kernel(k) = self.0.engine {
             k.check()?;
@@ -271,6 +285,10 @@ impl PathValidParams {
     /// Kernel or linear engine.
     pub fn engine(&self) -> Engine {
         self.engine
+    }
+    /// The QP engine of the kernel path's solves.
+    pub fn qp_engine(&self) -> SvmSolver {
+        self.qp_engine
     }
     /// The constant feature `B` appended to every sample, if any.
     pub fn bias(&self) -> Option<f64> {

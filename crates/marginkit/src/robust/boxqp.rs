@@ -6,8 +6,9 @@
 //!
 //! The no-bias C-SVC dual (`beta_i = y_i alpha_i`, box `y_i [0, C]`), the LAD-SVR dual (box
 //! `[-C, C]`) and every CCCP subproblem (shifted boxes) are of this form. It is handed to
-//! [`crate::solver::smo`] as a [`crate::solver::BoxQp`] over `2n` variables
-//! (`beta = beta+ - beta-`, see [`super::kern::BetaQ`]); the SMO answer is then **polished**:
+//! the planned QP engine ([`crate::solver::engine`]: the pair SMO, or the block working-set SMO
+//! with `--solver block`) as a [`crate::solver::BoxQp`] over `2n` variables
+//! (`beta = beta+ - beta-`, see [`super::kern::BetaQ`]); the engine's answer is then **polished**:
 //! samples strictly inside their box form the free set `F`, `K_FF beta_F = y_F - K_{F,rest} beta_rest`
 //! is solved exactly (Cholesky), and violators (a free coefficient outside its box, a bound one whose
 //! gradient `y_i - f_i` points inside) change side until none is left. This removes the solver's
@@ -16,21 +17,33 @@
 use super::chol::Chol;
 use super::kern::Kern;
 use crate::error::SolveError;
-use crate::solver::{smo, BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status};
+use crate::solver::engine::{self as qp_engine, Plan};
+use crate::solver::smo::Smo;
+use crate::solver::{BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status};
 
 /// Rounds of the polishing active-set loop before giving up.
 const POLISH_ROUNDS: usize = 200;
 
-/// Solves the box problem by SMO from the warm start `beta` (clipped into the box first). The
-/// solver polls `obs` every 1000 pair updates; when it stops, `beta` is left as it was and the
-/// status is [`crate::solver::Status::Interrupted`].
+/// How the box problems are solved: the planned QP engine and its stopping tolerance.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BoxSolver {
+    /// The engine (the kernel's cache was sized by it).
+    pub plan: Plan,
+    /// Stopping tolerance (the largest projected gradient).
+    pub tol: f64,
+}
+
+/// Solves the box problem by the planned engine from the warm start `beta` (clipped into the
+/// box first). The solver polls `obs` every 1000 pair updates (block engine: every outer
+/// iteration); when it stops, `beta` is left as it was and the status is
+/// [`crate::solver::Status::Interrupted`].
 pub(crate) fn solve_box(
     kern: &mut Kern<'_>,
+    solver: BoxSolver,
     y: &[f64],
     lo: &[f64],
     hi: &[f64],
     beta: &mut [f64],
-    tol: f64,
     obs: &mut dyn Observer,
 ) -> Result<SolveInfo, SolveError> {
     let n = y.len();
@@ -53,13 +66,13 @@ pub(crate) fn solve_box(
         fixed: None,
     };
     let settings = SolverSettings {
-        tol,
+        tol: solver.tol,
         shrinking: Shrinking::On,
         max_iter: None,
         time_limit: None,
     };
     let mut q = kern.beta_q();
-    let info = smo::solve(&mut q, &qp, &mut a, &settings, obs)?;
+    let info = qp_engine::solve(&solver.plan, &Smo::new(&settings), &mut q, &qp, &mut a, obs)?.info;
     if info.status == Status::Interrupted {
         return Ok(info);
     }

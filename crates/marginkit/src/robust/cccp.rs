@@ -245,6 +245,10 @@ pub(crate) fn cccp_from_standard(
     obs: &mut dyn Observer,
 ) -> Result<(CccpPath, Option<CccpResume>), FitError> {
     let (kern, y, yv, ridge) = (&mut su.kern, &su.y[..], &su.yv[..], su.ridge);
+    let solver = boxqp::BoxSolver {
+        plan: su.plan,
+        tol: params.solver_tol,
+    };
     let task = params.task;
     let kind = params.kind;
     let n = y.len();
@@ -333,7 +337,7 @@ pub(crate) fn cccp_from_standard(
             let shift = c * (1.0 - theta);
             let lo: Vec<f64> = (0..n).map(|i| lo0[i] - shift * sig[i] as f64).collect();
             let hi: Vec<f64> = (0..n).map(|i| hi0[i] - shift * sig[i] as f64).collect();
-            let info = boxqp::solve_box(kern, y, &lo, &hi, &mut beta, params.solver_tol, obs)?;
+            let info = boxqp::solve_box(kern, solver, y, &lo, &hi, &mut beta, obs)?;
             if info.status == crate::solver::Status::Interrupted {
                 return stop(sig, beta, f, nodes, rounds, best);
             }

@@ -120,7 +120,8 @@ use crate::data::Dataset;
 use crate::error::{DataError, FitError, ParamError};
 use crate::fit::{Control, Fit, Report};
 use crate::kernel::KernelSpec;
-use crate::solver::{Observer, Status};
+use crate::solver::engine::{self as qp_engine, Plan};
+use crate::solver::{Observer, Status, SvmSolver};
 use crate::svm::{Gamma, KernelKind, KernelParams, SvmModel, SvmType};
 pub use checkpoint::RobustCheckpoint;
 use homotopy::Engine;
@@ -169,6 +170,7 @@ pub struct RobustValidParams {
     pub(crate) bias: Option<f64>,
     pub(crate) max_events: Option<usize>,
     pub(crate) cache_bytes: usize,
+    pub(crate) qp_engine: SvmSolver,
     pub(crate) solver_tol: f64,
     pub(crate) ridge: f64,
     pub(crate) check_tol: f64,
@@ -223,6 +225,10 @@ impl RobustValidParams {
     /// Column cache budget in bytes.
     pub fn cache_bytes(&self) -> usize {
         self.cache_bytes
+    }
+    /// The QP engine of the standard SVM and the CCCP subproblems.
+    pub fn qp_engine(&self) -> SvmSolver {
+        self.qp_engine
     }
     /// SMO tolerance of the standard SVM and the CCCP subproblems.
     pub fn solver_tol(&self) -> f64 {
@@ -280,6 +286,7 @@ impl Default for RobustParams {
             bias: None,
             max_events: None,
             cache_bytes: Self::DEFAULT_CACHE_MB << 20,
+            qp_engine: SvmSolver::Auto,
             solver_tol: Self::DEFAULT_SOLVER_TOL,
             ridge: 1e-11,
             check_tol: 1e-6,
@@ -359,6 +366,14 @@ impl RobustParams {
     #[must_use]
     pub fn cache_bytes(mut self, b: usize) -> Self {
         self.0.cache_bytes = b;
+        self
+    }
+    /// The QP engine of the standard SVM and the CCCP subproblems (default
+    /// [`SvmSolver::Auto`], the pair SMO; `--solver`). With [`SvmSolver::Block`] the column
+    /// cache budget is shared with the working set's columns.
+    #[must_use]
+    pub fn qp_engine(mut self, e: SvmSolver) -> Self {
+        self.0.qp_engine = e;
         self
     }
     /// SMO tolerance of the standard SVM and the CCCP subproblems, polished afterwards
@@ -736,6 +751,8 @@ pub(crate) struct Setup<'a> {
     pub yv: Vec<f64>,
     pub kern: Kern<'a>,
     pub ridge: f64,
+    /// The QP engine of the box problems ([`boxqp::solve_box`]) and its share of the cache.
+    pub plan: Plan,
 }
 
 pub(crate) fn setup<'a>(
@@ -750,12 +767,14 @@ pub(crate) fn setup<'a>(
     }
     let coded = code_labels(params.task, train)?;
     let yv = valid.map_or_else(Vec::new, |v| code_valid(params.task, coded.labels, v));
+    // The box problems have two variables per sample (`beta = beta+ - beta-`).
+    let plan = qp_engine::plan(params.qp_engine, params.cache_bytes as u64, 2 * train.len());
     let kern = Kern::new(
         &train.x,
         valid.map(|v| &v.x),
         kernel,
         params.bias,
-        params.cache_bytes,
+        plan.cache_bytes,
     );
     let ridge = ridge_of(&kern, params.ridge);
     Ok(Setup {
@@ -764,6 +783,7 @@ pub(crate) fn setup<'a>(
         yv,
         kern,
         ridge,
+        plan,
     })
 }
 
@@ -1138,7 +1158,11 @@ pub(crate) fn standard_solution(
     let (lo, hi) = standard_box(params.task, y, params.c);
     let solver_tol = params.solver_tol;
     let mut beta = warm.map_or_else(|| vec![0.0; y.len()], |w| w.to_vec());
-    let info = boxqp::solve_box(kern, y, &lo, &hi, &mut beta, solver_tol, obs)?;
+    let solver = boxqp::BoxSolver {
+        plan: su.plan,
+        tol: solver_tol,
+    };
+    let info = boxqp::solve_box(kern, solver, y, &lo, &hi, &mut beta, obs)?;
     if info.status == crate::solver::Status::Interrupted {
         return Ok(None);
     }

@@ -22,7 +22,7 @@ use crate::error::{CheckpointError, FitError, ParamError};
 use crate::fit::{Control, Fit, Report};
 use crate::kernel::KernelSpec;
 use crate::persist::{hash_dataset, Fnv, RunRecord};
-use crate::solver::Status;
+use crate::solver::{Status, SvmSolver};
 use crate::svm::SvmModel;
 
 /// The values of `C` a selection runs by default: the paper's `0.01, 0.1, 1, 10, 100`.
@@ -514,6 +514,10 @@ pub(crate) fn record(
         .set("keep_solutions", p.keep_solutions)
         .set("c", p.c)
         .data("training data", train);
+    // Recorded for the block engine only, as in the fingerprint.
+    if p.qp_engine == SvmSolver::Block {
+        r.set("--solver", SvmSolver::Block.as_str());
+    }
     if let Some(v) = valid {
         r.data("validation data", v);
     }
@@ -553,6 +557,11 @@ pub(crate) fn fingerprint(
         p.c.to_bits(),
     );
     h.bytes(desc.as_bytes());
+    // The block engine reaches the standard SVMs and CCCP subproblems to the tolerance, not the
+    // pair engine's bits (`smo` and `auto` run the pair engine, so they share the fingerprint).
+    if p.qp_engine == SvmSolver::Block {
+        h.bytes(b"|block");
+    }
     hash_dataset(&mut h, train);
     match valid {
         Some(v) => {

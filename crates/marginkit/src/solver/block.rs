@@ -763,7 +763,7 @@ fn inverse(perm: &[u32], pos: &mut Vec<u32>) {
 }
 
 /// The outer loop on a built state; leaves `st` permuted (fixed variables at the end).
-fn iterate<Q: QMatrix>(
+pub(crate) fn iterate<Q: QMatrix>(
     st: &mut State,
     q: &mut Q,
     equality: Equality,

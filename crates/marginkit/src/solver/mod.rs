@@ -9,11 +9,14 @@
 
 pub mod block;
 pub mod dcd;
+pub mod engine;
 mod hot;
 pub mod kkt;
 pub(crate) mod lp;
 pub mod newton;
 pub mod smo;
+
+pub use engine::SvmSolver;
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -43,8 +43,9 @@
 //! **Fixed variables** (`VarFix`, and any `u_i = 0`) are permuted to the end before iterating
 //! (with the fewest swaps: those already in the tail stay); their columns are folded into `p`
 //! and only the first `l` variables are ever touched. [`solve`] puts `q` back in the caller's
-//! order on exit; the crate-internal `solve_permuted` (regularization path) leaves it permuted
-//! for the next solve, since every swap is replayed on the cached columns.
+//! order on exit; the crate-internal `engine::solve_permuted` (the regularization path, with
+//! either engine) leaves it permuted for the next solve, since every swap is replayed on the
+//! cached columns.
 //!
 //! **Selection without the equality** is a vectorized map of the clipped-Newton decreases
 //! (written by the previous iteration's gradient update in the same sweep) and lane-wise
@@ -1588,64 +1589,6 @@ pub fn solve<Q: QMatrix>(
         .map(|out| out.info)
 }
 
-/// [`solve`] on a `q` that is kept permuted between solves (the regularization path): position
-/// `k` of `q` holds original variable `perm[k]`; `qp` and `alpha` are in the original order.
-/// `q` is not restored on exit: it stays in the solver's last order and `perm` is updated to
-/// it (also on error), so the next solve starts with the fixed variables mostly in the tail
-/// already and the cached columns are not permuted back and forth.
-///
-/// # Errors
-/// As [`solve`]; [`SolveError::Dimensions`] when `perm` does not have `q.n()` entries.
-pub(crate) fn solve_permuted<Q: QMatrix>(
-    q: &mut Q,
-    qp: &BoxQp<'_>,
-    alpha: &mut [f64],
-    settings: &SolverSettings,
-    obs: &mut dyn Observer,
-    perm: &mut [usize],
-) -> Result<SolveInfo, SolveError> {
-    let n = q.n();
-    if perm.len() != n
-        || qp.p.len() != n
-        || qp.y.len() != n
-        || qp.upper.len() != n
-        || alpha.len() != n
-        || qp.fixed.is_some_and(|f| f.len() != n)
-    {
-        return Err(SolveError::Dimensions(
-            "perm, p, y, upper, fixed and alpha must all have q.n() entries",
-        ));
-    }
-    let p: Vec<f64> = perm.iter().map(|&o| qp.p[o]).collect();
-    let y: Vec<i8> = perm.iter().map(|&o| qp.y[o]).collect();
-    let upper: Vec<f64> = perm.iter().map(|&o| qp.upper[o]).collect();
-    let fixed: Option<Vec<VarFix>> = qp.fixed.map(|f| perm.iter().map(|&o| f[o]).collect());
-    let local = BoxQp {
-        p: &p,
-        y: &y,
-        upper: &upper,
-        equality: qp.equality,
-        fixed: fixed.as_deref(),
-    };
-    let a0: Vec<f64> = perm.iter().map(|&o| alpha[o]).collect();
-    let mode = match qp.equality {
-        Equality::Sum { .. } => Mode::Sum,
-        Equality::None => Mode::None,
-    };
-    let mut st = State::new(q, &local, &a0)?;
-    let out = iterate(&mut st, q, settings, obs, mode);
-    // `st.perm[k]` is the position (in the order on entry) now at `k`.
-    let old = perm.to_vec();
-    for (k, &s) in st.perm.iter().enumerate() {
-        perm[k] = old[s as usize];
-    }
-    let (info, _) = out?;
-    for (k, &o) in perm.iter().enumerate() {
-        alpha[o] = st.alpha[k];
-    }
-    Ok(info)
-}
-
 /// Which working-set rule, shrinking test and threshold the driver uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -1684,40 +1627,21 @@ fn select<Q: QMatrix + ?Sized>(
     }
 }
 
-/// [`solve`] (with the equality, [`Mode::Sum`]) that also returns the final gradient
-/// `Q alpha + p` in the original order (fully reconstructed after shrinking), so that a caller
-/// can certify the result with [`super::kkt::check_gradient`] without recomputing `Q alpha`
-/// (kernel AID's exact finish). Variables fixed by `qp.fixed` or `u_i = 0` get `p_i` plus their
-/// folded column only through the free part, so this is meant for problems without them: it
-/// returns [`SolveError::Dimensions`] if any variable is fixed.
-///
-/// With `warm`, the start's gradient terms come from the caller instead of one column of `Q`
-/// per nonzero `alpha_j` (kernel AID computes them with vectorized kernel sums).
-pub(crate) fn solve_with_gradient<Q: QMatrix>(
+/// The main loop of the one-equality or the no-equality problem (as `equality` says) on a
+/// built state, the pair engine's part of [`super::engine`]'s entry points; leaves `st` in its
+/// permuted order.
+pub(crate) fn iterate_plain<Q: QMatrix>(
+    st: &mut State,
     q: &mut Q,
-    qp: &BoxQp<'_>,
-    alpha: &mut [f64],
+    equality: Equality,
     settings: &SolverSettings,
     obs: &mut dyn Observer,
-    warm: Option<WarmGradient<'_>>,
-) -> Result<(SolveInfo, Vec<f64>), SolveError> {
-    let mode = match qp.equality {
+) -> Result<SolveInfo, SolveError> {
+    let mode = match equality {
         Equality::Sum { .. } => Mode::Sum,
         Equality::None => Mode::None,
     };
-    let mut st = State::new_with(q, qp, alpha, warm)?;
-    if st.l != st.n {
-        st.restore_order(q);
-        return Err(SolveError::Dimensions(
-            "solve_with_gradient takes no fixed variables",
-        ));
-    }
-    let out = iterate(&mut st, q, settings, obs, mode);
-    st.restore_order(q);
-    let (info, _) = out?;
-    st.scatter(alpha);
-    // `restore_order` leaves the permutation at the identity, so `g` is in the original order.
-    Ok((info, st.g.clone()))
+    iterate(st, q, settings, obs, mode).map(|(info, _)| info)
 }
 
 /// A warm start's gradient terms, computed by the caller in the original order:
@@ -2538,13 +2462,12 @@ fn rho_r(st: &State) -> (f64, f64) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::kernel::qmatrix::DenseQ;
-    use crate::solver::NoObserver;
 
     /// A kernel matrix of 1-d points (RBF), signed by the labels.
-    fn problem(n: usize) -> (Vec<f64>, Vec<i8>) {
+    pub(crate) fn problem(n: usize) -> (Vec<f64>, Vec<i8>) {
         let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 97) as f64 / 10.0).collect();
         let y: Vec<i8> = (0..n)
             .map(|i| if (i * 31) % 5 < 2 { 1 } else { -1 })
@@ -2691,79 +2614,6 @@ mod tests {
                     "active {act}, variable {o}: {} vs {exact}",
                     g[o]
                 );
-            }
-        }
-    }
-
-    /// Successive permuted solves (screened variables, warm starts, q never restored) give the
-    /// same solutions as solves on a fresh matrix in the original order, and `perm` tracks the
-    /// order of `q`.
-    #[test]
-    fn permuted_solves_match_ordered_ones() {
-        let n = 40;
-        let (qv, y) = problem(n);
-        let p = vec![-1.0; n];
-        let settings = SolverSettings {
-            tol: 1e-9,
-            shrinking: Shrinking::On,
-            max_iter: None,
-            time_limit: None,
-        };
-        let mut qp_perm = DenseQ::new(n, &qv).unwrap();
-        let mut perm: Vec<usize> = (0..n).collect();
-        let mut a_perm = vec![0.0; n];
-        let mut a_ref = vec![0.0; n];
-        for (step, c) in [0.5, 1.0, 4.0, 16.0].into_iter().enumerate() {
-            let upper = vec![c; n];
-            let fixed: Vec<VarFix> = (0..n)
-                .map(|i| match (i + step) % 9 {
-                    0 => VarFix::AtZero,
-                    1 => VarFix::AtUpper,
-                    _ => VarFix::Free,
-                })
-                .collect();
-            let qp = BoxQp {
-                p: &p,
-                y: &y,
-                upper: &upper,
-                equality: Equality::None,
-                fixed: Some(&fixed),
-            };
-            let mut fresh = DenseQ::new(n, &qv).unwrap();
-            let r1 = solve(&mut fresh, &qp, &mut a_ref, &settings, &mut NoObserver).unwrap();
-            let r2 = solve_permuted(
-                &mut qp_perm,
-                &qp,
-                &mut a_perm,
-                &settings,
-                &mut NoObserver,
-                &mut perm,
-            )
-            .unwrap();
-            assert_eq!(r1.status, Status::Converged);
-            assert_eq!(r2.status, Status::Converged);
-            assert!((r1.objective - r2.objective).abs() <= 1e-9 * r1.objective.abs().max(1.0));
-            for i in 0..n {
-                assert!(
-                    (a_ref[i] - a_perm[i]).abs() <= 1e-6 * c,
-                    "{i}: {a_ref:?} {a_perm:?}"
-                );
-            }
-            // perm is a permutation and q's entries follow it.
-            let mut seen = vec![false; n];
-            for &o in &perm {
-                seen[o] = true;
-            }
-            assert!(seen.iter().all(|&s| s));
-            assert!(
-                perm.iter().enumerate().any(|(k, &o)| k != o),
-                "q was permuted"
-            );
-            for k in 0..n {
-                let col = qp_perm.column(k, n).to_vec();
-                for (m, &v) in col.iter().enumerate() {
-                    assert_eq!(v, qv[perm[m] * n + perm[k]] as f32);
-                }
             }
         }
     }

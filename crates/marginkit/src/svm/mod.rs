@@ -5,7 +5,6 @@
 //! [`crate::solver::smo`]; multiclass classification is one-vs-one as in LIBSVM.
 
 pub mod checkpoint;
-mod engine;
 pub mod grid;
 pub mod linear;
 pub mod model;

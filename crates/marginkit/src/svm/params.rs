@@ -6,6 +6,7 @@ use std::time::Duration;
 pub use crate::data::memory::mem_available_bytes;
 use crate::error::{positive, ParamError};
 use crate::kernel::KernelSpec;
+use crate::solver::smo::SmoSnapshot;
 use crate::solver::{Shrinking, SolverSettings};
 
 /// The five LIBSVM formulations, with LIBSVM's numbering (`-s`).
@@ -242,19 +243,7 @@ pub enum PlattFit {
     WithIntercept,
 }
 
-/// The QP engine of the kernel SVMs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SvmSolver {
-    /// Pair SMO with shrinking and the LRU column cache ([`crate::solver::smo`]).
-    Smo,
-    /// Block working-set SMO ([`crate::solver::block`]): C-SVC, one-class and epsilon-SVR.
-    Block,
-    /// The engine measured faster for the problem's size and cache: the block engine when the
-    /// cache holds fewer than 1/64 of the kernel matrix's columns (with `-m 200`, from about
-    /// 58,000 samples), the pair SMO otherwise (`svm::engine`).
-    #[default]
-    Auto,
-}
+pub use crate::solver::engine::SvmSolver;
 
 /// Checked parameters of a kernel SVM, the only form [`super::fit`] accepts. Made by
 /// [`SvmParams::check`]; read through the getters. Inside the crate a copy may change a field
@@ -335,6 +324,16 @@ impl SvmValidParams {
     /// QP engine (`--solver`).
     pub fn engine(&self) -> SvmSolver {
         self.engine
+    }
+    /// The engine a solve of these parameters runs: the pair SMO for nu-SVC and nu-SVR (two
+    /// equality constraints) and for a solve that continues from a pair-engine snapshot
+    /// (`resume`), else [`SvmValidParams::engine`].
+    pub(crate) fn planned_engine(&self, resume: Option<&SmoSnapshot>) -> SvmSolver {
+        if resume.is_some() || matches!(self.svm_type, SvmType::NuSvc | SvmType::NuSvr) {
+            SvmSolver::Smo
+        } else {
+            self.engine
+        }
     }
     /// The same parameters without a probability model: valid, since only `-b 1` has a
     /// condition of its own (not with one-class), and the Platt fit, which needs `-b 1`, goes

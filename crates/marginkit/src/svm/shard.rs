@@ -45,6 +45,7 @@ use crate::kernel::qmatrix::ShardQ;
 use crate::kernel::KernelSpec;
 use crate::persist::{self, DataShape, Fnv, RunRecord};
 use crate::solver::block;
+use crate::solver::engine;
 use crate::solver::smo::shard::{self, Collective, ShardProblem};
 use crate::solver::smo::{Smo, SmoSnapshot};
 use crate::solver::{BoxQp, Equality, Observer, SolveInfo, Status};
@@ -297,7 +298,7 @@ impl Ctx<'_, '_, '_> {
     /// variables on local samples `sample` with signs, keys, `p`, bounds and start, the
     /// equality's right-hand side `delta` of the whole problem, continuing from `resume` when
     /// given. The engine and the memory are planned as one process plans them
-    /// ([`super::engine::plan`]): the block engine when asked for, except on a resumed solve.
+    /// ([`crate::solver::engine::plan`]): the block engine when asked for, except on a resumed solve.
     #[allow(clippy::too_many_arguments)] // the local box QP, one array per field
     fn solve(
         &mut self,
@@ -311,7 +312,11 @@ impl Ctx<'_, '_, '_> {
         delta: f64,
         resume: Option<&SmoSnapshot>,
     ) -> Result<Solved, FitError> {
-        let plan = super::engine::plan(self.params, samples, resume.is_some());
+        let plan = engine::plan(
+            self.params.planned_engine(resume),
+            self.params.cache_bytes,
+            samples,
+        );
         let q = ShardQ::new(
             &self.data.x,
             self.kernel,

@@ -37,6 +37,7 @@ pub(super) const DAMAGED_CHECKPOINT: CheckpointError = CheckpointError::Mismatch
 };
 use crate::kernel::qmatrix::{OneClassQ, QMatrix, SvcQ, SvrQ};
 use crate::kernel::KernelSpec;
+use crate::solver::engine;
 use crate::solver::smo::{Smo, SmoSnapshot};
 use crate::solver::{BoxQp, Equality, Observer, SolveInfo, SolverSettings, Status};
 
@@ -620,7 +621,7 @@ fn solve_one(
         x,
         rows,
         kernel,
-        plan: super::engine::plan(params, y.len(), resume.is_some()),
+        plan: engine::plan(params.planned_engine(resume), params.cache_bytes, y.len()),
         settings: &params.solver,
         obs,
         resume,
@@ -654,7 +655,7 @@ struct Subproblem<'a, 'o> {
     rows: Option<&'a [usize]>,
     kernel: KernelSpec,
     /// The QP engine and the bytes its Q matrix may hold.
-    plan: super::engine::Plan,
+    plan: engine::Plan,
     settings: &'a SolverSettings,
     obs: &'o mut dyn Observer,
     resume: Option<&'a SmoSnapshot>,
@@ -688,7 +689,7 @@ impl Subproblem<'_, '_> {
             .nu(nu)
             .resume(self.resume)
             .keep_snapshot(self.want_snapshot);
-        let out = super::engine::solve(&self.plan, &smo, &mut q, qp, alpha, self.obs)?;
+        let out = engine::solve(&self.plan, &smo, &mut q, qp, alpha, self.obs)?;
         let (info, r, snap) = (out.info, out.r, out.snapshot);
         let cache = q.cache_stats();
         drop(q);

@@ -3,7 +3,7 @@
 mod linear;
 mod odm;
 use crate::common::input::{with_weight_file, InputArgs};
-use crate::common::model::{svm_params_with, OdmArgs, PlattArg, SolverArg, SvmTypeArg};
+use crate::common::model::{svm_params_with, OdmArgs, PlattArg, SolverArg, SolverFlag, SvmTypeArg};
 use crate::common::output::{
     check_outputs, default_model_path, refuse_overwriting_input, refuse_same_file,
 };
@@ -115,10 +115,15 @@ pub fn run(a: TrainArgs) -> Exit {
     if odm {
         return odm::run(&a);
     }
+    if a.model.linear && a.qp.solver == SolverArg::Block {
+        return Err(CliError(
+            "train: --solver block (the block working-set SMO) solves kernel SVMs; --linear models are solved by LIBLINEAR's solvers".into(),
+        ));
+    }
     if a.model.linear {
         return linear::run(a);
     }
-    let params = svm_params_with(&a.model, a.solver.into(), a.platt.into())?;
+    let params = svm_params_with(&a.model, a.qp.engine(), a.platt.into())?;
     let precomputed = params.kernel().kind == KernelKind::Precomputed;
     let mut data = read_data(&a.train_file, &a.input, precomputed)?;
     if let Some(w) = &a.weights {
@@ -357,12 +362,8 @@ pub struct TrainArgs {
     /// fraction, with the zone [1 - theta, 1 + theta] in which the ODM's loss is zero).
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot: Option<PathBuf>,
-    /// QP engine of the kernel SVMs: smo (pair SMO), block (block working-set SMO; C-SVC,
-    /// one-class, epsilon-SVR) or auto (block when the -m cache holds fewer than 1/64 of the
-    /// kernel matrix's columns, from about 58,000 samples with -m 200; smo otherwise: the
-    /// faster of the two in bench/results/block_smo.md and block_smo_100k.md).
-    #[arg(long, value_enum, default_value_t = SolverArg::Auto, help_heading = "Solver and run")]
-    pub solver: SolverArg,
+    #[command(flatten)]
+    pub qp: SolverFlag,
     /// How the sigmoids of a -b 1 classification model (C-SVC, nu-SVC) are fitted: origin
     /// (through the origin, B = 0, so the most probable class is always the predicted one) or
     /// libsvm (with intercept B, LIBSVM's exact Platt fit: its probA/probB from the same

@@ -58,7 +58,7 @@ pub fn run(a: &TrainArgs) -> Exit {
     refuse_other_flags(a)?;
     let m = &a.model;
     let kernel = m.kernel()?;
-    let params = odm_params(m, &a.odm, a.odm.lambda.or(m.cost), kernel)?;
+    let params = odm_params(m, &a.odm, a.odm.lambda.or(m.cost), kernel, a.qp.engine())?;
     let (lambda, nu, theta) = (params.lambda(), params.nu(), params.theta());
     let data = read_data(
         &a.train_file,
@@ -121,6 +121,7 @@ pub fn run(a: &TrainArgs) -> Exit {
             "theta": theta,
             "kernel": model.kernel.libsvm_name(),
             "engine": format!("{:?}", report.engine).to_lowercase(),
+            "solver": params.qp_engine().as_str(),
             "n_samples": data.len(),
             "n_features": data.n_features(),
             "primal": report.primal,
