@@ -2412,9 +2412,10 @@ fn select_nu<Q: QMatrix + ?Sized>(
     Some((i, jbest, f64::from(qbest)))
 }
 
-/// Shrinking with per-class bands `[M_c, m_c]`.
-fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
-    // Index 0: y = +1, 1: y = -1.
+/// Per-class `m_c(a)`, the largest `-y_t g_t` over `I_up`, and `M_c(a)`, the smallest over
+/// `I_low`, over the active variables (index 0: `y = +1`, 1: `y = -1`; `-inf`, `+inf` when
+/// empty).
+pub(crate) fn nu_extrema(st: &State) -> ([f64; 2], [f64; 2]) {
     let mut m_up = [f64::NEG_INFINITY; 2];
     let mut m_low = [f64::INFINITY; 2];
     for t in 0..st.active {
@@ -2427,6 +2428,12 @@ fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
             m_low[c] = m_low[c].min(f);
         }
     }
+    (m_up, m_low)
+}
+
+/// Shrinking with per-class bands `[M_c, m_c]`.
+pub(crate) fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
+    let (m_up, m_low) = nu_extrema(st);
     if !st.unshrunk && (m_up[0] - m_low[0]).max(m_up[1] - m_low[1]) <= 10.0 * tol {
         st.unshrunk = true;
         st.reconstruct_gradient(q);
@@ -2445,7 +2452,7 @@ fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
 
 /// Per-class thresholds `r_c` (mean of `g` over free variables of the class, else the
 /// midpoint of its bounds); returns `(rho, r) = ((r_1 - r_2)/2, (r_1 + r_2)/2)`.
-fn rho_r(st: &State) -> (f64, f64) {
+pub(crate) fn rho_r(st: &State) -> (f64, f64) {
     let mut ub = [f64::INFINITY; 2];
     let mut lb = [f64::NEG_INFINITY; 2];
     let mut sum = [0.0; 2];
