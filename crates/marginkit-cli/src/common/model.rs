@@ -122,7 +122,7 @@ pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
 pub enum SolverArg {
     /// Pair SMO (LIBSVM's method).
     Smo,
-    /// Block working-set SMO (C-SVC, one-class, epsilon-SVR).
+    /// Block working-set SMO (every kernel SVM; nu-SVC and nu-SVR in its nu mode).
     Block,
     /// The engine measured faster: pair SMO on every size and cache measured.
     Auto,

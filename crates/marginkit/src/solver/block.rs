@@ -486,18 +486,18 @@ fn interleave(up: &[(f64, u32)], low: &[(f64, u32)]) -> Vec<u32> {
     let mut order = Vec::with_capacity(up.len() + low.len());
     let mut k = 0;
     while k < up.len() || k < low.len() {
-        push_pair(&(up, low), k, &mut order);
+        push_pair(up, low, k, &mut order);
         k += 1;
     }
     order
 }
 
-/// Appends the `k`-th pair of `sides`: the next of `up`, then of `low` (those that exist).
-fn push_pair(sides: &(&[(f64, u32)], &[(f64, u32)]), k: usize, order: &mut Vec<u32>) {
-    if let Some(&(_, t)) = sides.0.get(k) {
+/// Appends the `k`-th pair: the `k`-th of `up`, then of `low` (those that exist).
+fn push_pair(up: &[(f64, u32)], low: &[(f64, u32)], k: usize, order: &mut Vec<u32>) {
+    if let Some(&(_, t)) = up.get(k) {
         order.push(t);
     }
-    if let Some(&(_, t)) = sides.1.get(k) {
+    if let Some(&(_, t)) = low.get(k) {
         order.push(t);
     }
 }
@@ -509,7 +509,6 @@ fn push_pair(sides: &(&[(f64, u32)], &[(f64, u32)]), k: usize, order: &mut Vec<u
 /// that any working set of 4 holds both; the other pairs follow by decreasing gap, the two
 /// classes' sequences merged (ties to `y = +1`).
 fn nu_order(classes: &[Sides; 2]) -> Vec<u32> {
-    let sides = |c: usize| (&classes[c].0[..], &classes[c].1[..]);
     let len = |c: usize| classes[c].0.len().max(classes[c].1.len());
     let gap = |c: usize, k: usize| match (classes[c].0.get(k), classes[c].1.get(k)) {
         (Some(u), Some(w)) => u.0 + w.0,
@@ -518,7 +517,7 @@ fn nu_order(classes: &[Sides; 2]) -> Vec<u32> {
     let mut order = Vec::with_capacity(len(0) * 2 + len(1) * 2);
     let lead = usize::from(gap(1, 0) > gap(0, 0));
     for c in [lead, 1 - lead] {
-        push_pair(&sides(c), 0, &mut order);
+        push_pair(&classes[c].0, &classes[c].1, 0, &mut order);
     }
     let mut k = [1usize; 2];
     while k[0] < len(0) || k[1] < len(1) {
@@ -527,7 +526,7 @@ fn nu_order(classes: &[Sides; 2]) -> Vec<u32> {
         } else {
             0
         };
-        push_pair(&sides(c), k[c], &mut order);
+        push_pair(&classes[c].0, &classes[c].1, k[c], &mut order);
         k[c] += 1;
     }
     order

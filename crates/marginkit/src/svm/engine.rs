@@ -13,7 +13,7 @@
 //! Snapshots (resume) exist for the pair engine only: a subproblem resumed from one
 //! continues with the pair engine, and a block solve that stops early starts over on resume.
 
-use super::params::{SvmSolver, SvmType, SvmValidParams};
+use super::params::{SvmSolver, SvmValidParams};
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
 use crate::solver::block::{self, BlockSettings, MAX_WORKING_SET};
@@ -33,9 +33,7 @@ pub(crate) struct Plan {
 /// `n` samples); `resume`: the solve continues from a pair-engine snapshot.
 pub(crate) fn plan(params: &SvmValidParams, n: usize, resume: bool) -> Plan {
     let total = usize::try_from(params.cache_bytes).unwrap_or(usize::MAX);
-    let nu = matches!(params.svm_type, SvmType::NuSvc | SvmType::NuSvr);
     let block = !resume
-        && !nu
         && match params.engine {
             SvmSolver::Smo | SvmSolver::Auto => false,
             SvmSolver::Block => true,
@@ -59,8 +57,9 @@ pub(crate) fn plan(params: &SvmValidParams, n: usize, resume: bool) -> Plan {
     }
 }
 
-/// Runs the planned engine: the block engine for a plain one-equality solve, the pair engine
-/// `smo` otherwise (nu, resume).
+/// Runs the planned engine on the problem `smo` describes (one equality or none as `qp` says,
+/// or the nu problem): the block engine when planned and the solve does not continue a
+/// snapshot, the pair engine `smo` otherwise.
 pub(crate) fn solve<Q: QMatrix>(
     plan: &Plan,
     smo: &Smo<'_>,
@@ -69,22 +68,23 @@ pub(crate) fn solve<Q: QMatrix>(
     alpha: &mut [f64],
     obs: &mut dyn Observer,
 ) -> Result<SmoSolution, SolveError> {
-    match (&plan.block, smo.is_nu(), smo.resumes_from()) {
-        (Some(b), false, None) => {
-            block::solve(q, qp, alpha, smo.settings(), b, obs).map(|info| SmoSolution {
-                info,
-                r: 0.0,
-                snapshot: None,
-            })
-        }
-        _ => smo.solve(q, qp, alpha, obs),
-    }
+    let settings = smo.settings();
+    let (info, r) = match (&plan.block, smo.resumes_from()) {
+        (Some(b), None) if smo.is_nu() => block::solve_nu(q, qp, alpha, settings, b, obs)?,
+        (Some(b), None) => (block::solve(q, qp, alpha, settings, b, obs)?, 0.0),
+        _ => return smo.solve(q, qp, alpha, obs),
+    };
+    Ok(SmoSolution {
+        info,
+        r,
+        snapshot: None,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::svm::SvmParams;
+    use crate::svm::{SvmParams, SvmType};
 
     #[test]
     fn auto_runs_pairs_and_block_keeps_half_the_budget() {
@@ -99,16 +99,12 @@ mod tests {
         let pl = plan(&b, 1_000, false);
         let buf = pl.block.unwrap().buffer_bytes as usize;
         assert_eq!(buf + pl.cache_bytes, 200 << 20);
-        let nu = SvmParams::new()
-            .svm_type(SvmType::NuSvc)
-            .engine(SvmSolver::Auto)
-            .check()
-            .unwrap();
-        assert!(plan(&nu, 100_000, false).block.is_none());
-        assert!(SvmParams::new()
-            .svm_type(SvmType::NuSvr)
-            .engine(SvmSolver::Block)
-            .check()
-            .is_err());
+        // The nu formulations: auto runs pairs, block is planned as for the others.
+        for t in [SvmType::NuSvc, SvmType::NuSvr] {
+            let nu = |e: SvmSolver| SvmParams::new().svm_type(t).engine(e).check().unwrap();
+            assert!(plan(&nu(SvmSolver::Auto), 100_000, false).block.is_none());
+            assert_eq!(plan(&nu(SvmSolver::Block), 1_000, false), pl);
+            assert!(plan(&nu(SvmSolver::Block), 1_000, true).block.is_none());
+        }
     }
 }

@@ -248,7 +248,8 @@ pub enum SvmSolver {
     /// Pair SMO with shrinking and the LRU column cache ([`crate::solver::smo`]).
     #[default]
     Smo,
-    /// Block working-set SMO ([`crate::solver::block`]): C-SVC, one-class and epsilon-SVR.
+    /// Block working-set SMO ([`crate::solver::block`]), every formulation (nu-SVC and nu-SVR
+    /// with its nu mode).
     Block,
     /// The engine measured faster for the problem: the pair SMO on every size and cache
     /// measured (`bench/results/block_smo.md`).
@@ -527,11 +528,6 @@ impl SvmParams {
                     value: w,
                 });
             }
-        }
-        if p.engine == SvmSolver::Block && matches!(p.svm_type, SvmType::NuSvc | SvmType::NuSvr) {
-            return Err(ParamError::Incompatible(
-                "the block solver runs C-SVC, one-class and epsilon-SVR; nu-SVC and nu-SVR (two equality constraints) need the pair SMO solver",
-            ));
         }
         if p.probability == Probability::On && p.svm_type == SvmType::OneClass {
             // LIBSVM >= 3.3 estimates density marks; not offered here.

@@ -357,9 +357,9 @@ pub struct TrainArgs {
     /// fraction, with the zone [1 - theta, 1 + theta] in which the ODM's loss is zero).
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot: Option<PathBuf>,
-    /// QP engine of the kernel SVMs: smo (pair SMO), block (block working-set SMO; C-SVC,
-    /// one-class, epsilon-SVR) or auto (smo; block, which shrinks
-    /// with -h 1, was the faster at 100,000 rows: bench/results/block_smo_100k.md).
+    /// QP engine of the kernel SVMs: smo (pair SMO), block (block working-set SMO, every
+    /// -s 0-4) or auto (smo; block, which shrinks with -h 1, was the faster at 100,000 rows:
+    /// bench/results/block_smo_100k.md).
     #[arg(long, value_enum, default_value_t = SolverArg::Smo, help_heading = "Solver and run")]
     pub solver: SolverArg,
     /// How the sigmoids of a -b 1 classification model (C-SVC, nu-SVC) are fitted: origin
