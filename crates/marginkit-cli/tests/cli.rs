@@ -264,3 +264,83 @@ fn grid_reports_best_point() {
         .iter()
         .all(|p| p["score"].as_f64().unwrap() <= best));
 }
+
+/// The model lines of a LIBSVM model file: the header (without `rho`), `rho`'s values, and the
+/// support vectors as (coefficients, features).
+#[allow(clippy::type_complexity)] // the three parts of a model file
+fn model_parts(text: &str) -> (Vec<String>, Vec<f64>, Vec<(Vec<f64>, String)>) {
+    let mut lines = text.lines();
+    let (mut header, mut rho) = (Vec::new(), Vec::new());
+    for l in lines.by_ref() {
+        if l == "SV" {
+            break;
+        }
+        match l.strip_prefix("rho ") {
+            Some(v) => rho = v.split(' ').map(|t| t.parse().unwrap()).collect(),
+            None => header.push(l.to_owned()),
+        }
+    }
+    let svs = lines
+        .map(|l| {
+            let (coef, feats): (Vec<&str>, Vec<&str>) =
+                l.split_whitespace().partition(|t| !t.contains(':'));
+            (
+                coef.iter().map(|t| t.parse().unwrap()).collect(),
+                feats.join(" "),
+            )
+        })
+        .collect();
+    (header, rho, svs)
+}
+
+#[test]
+fn nu_svc_with_the_block_engine_is_the_pair_engines_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = data("heart_scale.train");
+    let fit = |solver: &str, model: &str| {
+        let o = run(
+            &[
+                "train",
+                "-s",
+                "1",
+                "-n",
+                "0.4",
+                "-e",
+                "1e-8",
+                "--solver",
+                solver,
+                "--json",
+                "-q",
+                train.to_str().unwrap(),
+                model,
+            ],
+            dir.path(),
+        );
+        let v = json(&o);
+        assert_eq!(v["status"], "converged", "{solver}: {v}");
+        let text = std::fs::read_to_string(dir.path().join(model)).unwrap();
+        (v, text)
+    };
+    let (pair, pair_model) = fit("smo", "pair.model");
+    let (block, block_model) = fit("block", "block.model");
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1e-3);
+    for key in ["objective", "rho"] {
+        let (a, b) = (pair[key].as_f64().unwrap(), block[key].as_f64().unwrap());
+        assert!(close(a, b), "{key}: smo {a} vs block {b}");
+    }
+    // The same model to the tolerance: header, support vectors, coefficients (y a / r) and rho.
+    let (h1, rho1, sv1) = model_parts(&pair_model);
+    let (h2, rho2, sv2) = model_parts(&block_model);
+    assert!(pair_model.starts_with("svm_type nu_svc\n"), "{pair_model}");
+    assert_eq!(h1, h2);
+    assert_eq!(rho1.len(), 1);
+    assert!(close(rho1[0], rho2[0]), "rho {rho1:?} vs {rho2:?}");
+    assert_eq!(sv1.len(), sv2.len());
+    for ((c1, x1), (c2, x2)) in sv1.iter().zip(&sv2) {
+        assert_eq!(x1, x2);
+        assert!(
+            c1.iter().zip(c2).all(|(&a, &b)| close(a, b)),
+            "{x1}: {c1:?} vs {c2:?}"
+        );
+    }
+}

@@ -153,9 +153,8 @@ fn option_parser_reads_libsvm_flags() {
     assert!(parse_libsvm_options("-c").is_err());
 }
 
-/// One LIBSVM configuration; mismatches go to `fails` under the config's name.
-/// One stored configuration, fitted with the QP engine `engine` (the nu formulations, which the
-/// block engine does not run, always with pair SMO).
+/// One stored LIBSVM configuration, fitted with the QP engine `engine`; mismatches go to
+/// `fails` under the config's name.
 fn check_libsvm_config(path: &Path, engine: SvmSolver, fails: &mut Failures) {
     let j = load_json(path);
     let name = format!(
@@ -168,11 +167,7 @@ fn check_libsvm_config(path: &Path, engine: SvmSolver, fails: &mut Failures) {
         Ok(p) => p,
         Err(e) => return fails.fail(ctx, e),
     };
-    let nu = matches!(
-        parse_libsvm_options(j["options"].as_str().unwrap()).map(|(p, _)| p.check()),
-        Ok(Ok(ref v)) if matches!(v.svm_type(), SvmType::NuSvc | SvmType::NuSvr)
-    );
-    let params = params.engine(if nu { SvmSolver::Smo } else { engine });
+    let params = params.engine(engine);
     let params = match params.check() {
         Ok(p) => p,
         Err(e) => return fails.fail(ctx, format!("params rejected: {e}")),
@@ -366,7 +361,7 @@ fn libsvm_golden_configs() {
     fails.assert_none();
 }
 
-/// The same configurations with the block working-set engine (C-SVC, one-class, epsilon-SVR).
+/// The same configurations with the block working-set engine (nu-SVC and nu-SVR in its nu mode).
 #[test]
 fn libsvm_golden_configs_block_engine() {
     let mut fails = Failures::default();

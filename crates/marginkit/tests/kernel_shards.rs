@@ -10,7 +10,8 @@
 //! shrinking off the model file is the single-process block engine's byte for byte (small
 //! working sets, so that the selection across shards is exercised), for any number of threads
 //! per shard; the sharded block engine does not shrink, so with shrinking on (where one process
-//! shrinks) it reaches the pair engine's optimum to 1e-6.
+//! shrinks) it reaches the pair engine's optimum to 1e-6. nu-SVC and nu-SVR are refused on every
+//! shard with either engine.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -779,4 +780,24 @@ fn block_engine_stopped_records_the_problem_as_not_started() {
     assert!(ck.to_bytes() == one.to_bytes(), "the state file differs");
     let fit = agreed(fit_shards(&params, &data, &[0, n / 3, n], Some(&ck), None));
     assert!(bytes(&fit.model) == want);
+}
+
+#[test]
+fn the_nu_formulations_are_refused_on_every_shard_with_either_engine() {
+    // The shards solve the one-equality problem (the pair engine's shards and the block
+    // engine's alike): nu-SVC and nu-SVR, which one process's block engine runs, are an error
+    // naming what a split data set is trained by, on every shard.
+    let heart = read("clf/heart_scale.train.svm", false);
+    let n = heart.len();
+    for t in [SvmType::NuSvc, SvmType::NuSvr] {
+        for engine in [SvmSolver::Block, SvmSolver::Smo] {
+            let params = rbf(t, Shrinking::Off).engine(engine);
+            for fit in fit_shards(&params, &heart, &[0, n / 2, n], None, None) {
+                let Err(e) = fit else {
+                    panic!("{t:?} {engine:?}: a shard fitted");
+                };
+                assert!(e.contains("C-SVC, one-class and epsilon-SVR"), "{e}");
+            }
+        }
+    }
 }

@@ -123,7 +123,8 @@ pub fn svm_params(m: &ModelArgs) -> CliResult<SvmValidParams> {
 pub enum SolverArg {
     /// Pair SMO (LIBSVM's method).
     Smo,
-    /// Block working-set SMO (not nu-SVC, nu-SVR or the DCD engines).
+    /// Block working-set SMO (every kernel SVM, nu-SVC and nu-SVR in its nu mode; not the DCD
+    /// engines).
     Block,
     /// The engine measured faster for the problem's size and cache (block when the cache
     /// holds fewer than 1/64 of the kernel columns, smo otherwise).
@@ -133,11 +134,11 @@ pub enum SolverArg {
 /// The `--solver` flag, flattened into every subcommand whose method solves a kernel dual.
 #[derive(Debug, Args, Clone)]
 pub struct SolverFlag {
-    /// QP engine of the kernel duals: smo (pair SMO), block (block working-set SMO; not
-    /// nu-SVC/nu-SVR, nor with a dual coordinate descent engine) or auto (block when the -m
-    /// cache holds fewer than 1/64 of the kernel matrix's columns, from about 58,000 samples
-    /// with -m 200; smo otherwise: the faster of the two in bench/results/block_smo.md and
-    /// block_smo_100k.md).
+    /// QP engine of the kernel duals: smo (pair SMO), block (block working-set SMO; every
+    /// kernel SVM -s 0-4, not with a dual coordinate descent engine) or auto (block when the
+    /// -m cache holds fewer than 1/64 of the kernel matrix's columns, from about 58,000 samples
+    /// with -m 200, smo otherwise: the faster of the two in bench/results/block_smo.md and
+    /// block_smo_100k.md; smo for nu-SVC and nu-SVR).
     #[arg(long, value_enum, default_value_t = SolverArg::Auto, help_heading = "Solver and run")]
     pub solver: SolverArg,
 }

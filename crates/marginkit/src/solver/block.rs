@@ -5,6 +5,10 @@
 //! ```text
 //! min_a  f(a) = 1/2 a'Qa + p'a   s.t.  y'a = delta (Equality::Sum only),  0 <= a_i <= u_i
 //! ```
+//! and, with [`solve_nu`], the nu problem of nu-SVC and nu-SVR (the pair engine's nu mode,
+//! [`super::smo::Smo::nu`]): one equality per sign of `y`,
+//! `sum_{y_i=+1} a_i = delta_+` and `sum_{y_i=-1} a_i = delta_-`, the two sums those of the
+//! feasible start.
 //!
 //! | paper (Wen et al. 2018)                 | code                                 |
 //! |-----------------------------------------|--------------------------------------|
@@ -13,7 +17,8 @@
 //! | working set `B`, its size `q`           | `ws`, `q`                            |
 //! | kernel rows `K_B`                       | `buf` (one column of `Q` per slot)   |
 //! | `I_up`, `I_low`                         | `State::in_up`, `State::in_low`      |
-//! | local SMO on `Q_BB`                     | [`local_sum`], [`local_none`]        |
+//! | local SMO on `Q_BB`                     | [`local_sum`], [`local_nu`], [`local_none`] |
+//! | per-class `m_c(a)`, `M_c(a)` (nu)       | `nu_extrema` (shared with the pair engine) |
 //! | `f <- f + K_B' (delta alpha_B)`         | [`update_gradient`]                  |
 //!
 //! **Outer iteration.** The working set takes the `q/2` (first iteration: `q`) most violating
@@ -30,32 +35,48 @@
 //! `g_j += sum_s Q_js d_s`, f64 accumulation over the f32 columns, the moves in working-set
 //! order for every `j`.
 //!
-//! **Stopping rule**: the same as [`super::smo`]: with the equality, `m(a) - M(a) <= tol`;
-//! without it, `max_t |PG_t| <= tol`, over every variable that is not fixed. `rho` is
-//! LIBSVM's (the mean of `y_i g_i` over free variables, else the midpoint of the bounds).
+//! **The nu mode** ([`solve_nu`]). Every move must keep both class sums, so only pairs of one class
+//! move, and the optimality conditions are those of each class apart: a class's `m_c` and `M_c` are
+//! taken over its own variables. The working set's violators are therefore drawn per class: each
+//! class's best of `I_up` and of `I_low`, paired in order (the `k`-th pair's gap is the class's
+//! `k`-th largest). Both classes' maximal violating pairs, the pair engine's two candidates, lead
+//! the order (the larger gap first), then the remaining pairs of both classes by decreasing gap, so
+//! that the `q/2` new members go to the class that violates more while neither class's worst pair
+//! is left out (at least 4 are drawn when `q >= 4`; a working set of 2 takes the pair with the
+//! larger gap). The local solve is WSS3 inside each class on `Q_BB`, the class pair with the better
+//! second-order score moving, as the pair engine chooses between its two candidates; its stopping
+//! test is the larger of the two local violations.
 //!
-//! **Shrinking** ([`SolverSettings::shrinking`]): LIBSVM's, with the pair engine's own test
-//! and state, every [`SHRINK_EVERY`] outer iterations. Bounded variables whose gradient keeps
-//! them at their bound by more than the current violation leave the active set; selection,
-//! the columns of `Q` and the gradient pass then cover the active variables only, which is
-//! what makes a column cost `O(active)` instead of `O(l)` once most variables have settled at
-//! a bound (the bulk of a large data set). `g_bar`, the gradient part of the variables at their
-//! upper bound, is kept as the pair engine keeps it: its active rows from the working set's own
-//! columns, only its shrunk rows computed apart ([`QMatrix::column_part`]). The shrunk
-//! variables' gradients are so rebuilt exactly: once when the violation first falls below
-//! `10 tol` (as LIBSVM does) and whenever the active set meets the stopping rule, after which
-//! the rule is tested on every variable. A shrinking step reorders the positions: the working
-//! set's kept columns are reordered with them (a gather, no kernel work), and members that were
-//! shrunk leave the set; after a gradient rebuild the working set starts afresh.
+//! **Stopping rule**: the same as [`super::smo`]: with the equality, `m(a) - M(a) <= tol`;
+//! in the nu mode, `max(m_+ - M_+, m_- - M_-) <= tol`; without an equality,
+//! `max_t |PG_t| <= tol`, over every variable that is not fixed. `rho` is LIBSVM's (the mean of
+//! `y_i g_i` over free variables, else the midpoint of the bounds); in the nu mode `rho` and `r`
+//! are the pair engine's (`rho_r`: the per-class thresholds `r_+`, `r_-`, `rho = (r_+ - r_-)/2`,
+//! `r = (r_+ + r_-)/2`).
+//!
+//! **Shrinking** ([`SolverSettings::shrinking`]): LIBSVM's, with the pair engine's own test (in the
+//! nu mode its per-class bands, `shrink_nu`) and state, every [`SHRINK_EVERY`] outer iterations.
+//! Bounded variables whose gradient keeps them at their bound by more than the current violation
+//! leave the active set; selection, the columns of `Q` and the gradient pass then cover the active
+//! variables only, which is what makes a column cost `O(active)` instead of `O(l)` once most
+//! variables have settled at a bound (the bulk of a large data set). `g_bar`, the gradient part of
+//! the variables at their upper bound, is kept as the pair engine keeps it: its active rows from
+//! the working set's own columns, only its shrunk rows computed apart ([`QMatrix::column_part`]).
+//! The shrunk variables' gradients are so rebuilt exactly: once when the violation first falls
+//! below `10 tol` (as LIBSVM does) and whenever the active set meets the stopping rule, after which
+//! the rule is tested on every variable. A shrinking step reorders the positions: the working set's
+//! kept columns are reordered with them (a gather, no kernel work), and members that were shrunk
+//! leave the set; after a gradient rebuild the working set starts afresh.
 //!
 //! **Fixed variables** (`VarFix`, `u_i = 0`) are handled by the pair engine's state: permuted
 //! to the end and folded into `p`; the columns read here have only the free variables' rows.
 //!
 //! **Cost per outer iteration**: `q/2` new columns of `Q` over the active variables
-//! (`O(q active nnz)` kernel work at worst), the local SMO (`O(q)` per pair step, at most
-//! [`INNER_STEPS_PER_VAR`] `q` steps), one `O(q active)` gradient pass, and the shrunk rows of
-//! the column of each variable that enters or leaves its upper bound. The iteration count reported is the number of pair (or coordinate)
-//! steps, comparable with the pair engine's.
+//! (`O(q active nnz)` kernel work at worst), the local SMO (`O(q)` per pair step, the nu mode's
+//! per-class scans included, at most [`INNER_STEPS_PER_VAR`] `q` steps), one `O(q active)`
+//! gradient pass, and the shrunk rows of the column of each variable that enters or leaves its
+//! upper bound. The iteration count reported is the number of pair (or coordinate) steps,
+//! comparable with the pair engine's.
 //!
 //! **Determinism**: selection and shrinking are serial with ties broken by position; the
 //! parallel sections (the gradient pass, the `g_bar` updates and the gradient rebuild) split
@@ -68,16 +89,21 @@
 //! an interrupted block solve starts over.
 //!
 //! **Split across processes**: [`shard`] runs the same iterations with the variables' rows
-//! split across shards (the selection a reduction, the working set's rows exchanged once).
+//! split across shards (the selection a reduction, the working set's rows exchanged once), for
+//! the one-equality problem only, as the pair engine's shards.
 //!
 //! Citation: Z. Wen, J. Shi, Q. Li, B. He, J. Chen, "ThunderSVM: a fast SVM library on GPUs
 //! and CPUs", JMLR 19 (2018), section 3 (working set of `q` violators, batched kernel rows,
 //! local SMO, `q/2` kept between iterations); R.-E. Fan, P.-H. Chen, C.-J. Lin, JMLR 6 (2005),
-//! WSS 3 for the local pair choice.
+//! WSS 3 for the local pair choice; C.-C. Chang, C.-J. Lin, "Training nu-support vector
+//! classifiers: theory and algorithms", Neural Computation 13 (2001), for the per-class
+//! conditions and pairs of the nu mode.
 
 use rayon::prelude::*;
 
-use super::smo::{shrink_none, shrink_sum, Bound, Limits, State, TAU};
+use super::smo::{
+    nu_extrema, rho_r, shrink_none, shrink_nu, shrink_sum, Bound, Limits, Mode, State, TAU,
+};
 use super::{BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status};
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
@@ -159,12 +185,49 @@ pub fn solve<Q: QMatrix>(
     block: &BlockSettings,
     obs: &mut dyn Observer,
 ) -> Result<SolveInfo, SolveError> {
+    run(q, qp, alpha, settings, block, obs, Mode::plain(qp.equality)).map(|(info, _)| info)
+}
+
+/// [`solve`] for the nu problem (the pair engine's nu mode, [`super::smo::Smo::nu`]): two
+/// equality constraints, one per sign of `y`, whose right-hand sides are the class sums of the
+/// feasible start `alpha`. Returns the solver's account and LIBSVM's `r = (r_1 + r_2) / 2`.
+///
+/// # Errors
+/// As [`solve`]; [`SolveError::Infeasible`] when `qp.equality` is `Equality::None` (the nu
+/// problem needs `Equality::Sum` with `delta = y'a` of the start).
+pub fn solve_nu<Q: QMatrix>(
+    q: &mut Q,
+    qp: &BoxQp<'_>,
+    alpha: &mut [f64],
+    settings: &SolverSettings,
+    block: &BlockSettings,
+    obs: &mut dyn Observer,
+) -> Result<(SolveInfo, f64), SolveError> {
+    if qp.equality == Equality::None {
+        return Err(SolveError::Infeasible(
+            "the nu solver needs the equality constraints (Equality::Sum)",
+        ));
+    }
+    run(q, qp, alpha, settings, block, obs, Mode::Nu)
+}
+
+/// Builds the state, iterates in `mode` and writes the solution back; `q` is left in the
+/// caller's order whatever happened.
+fn run<Q: QMatrix>(
+    q: &mut Q,
+    qp: &BoxQp<'_>,
+    alpha: &mut [f64],
+    settings: &SolverSettings,
+    block: &BlockSettings,
+    obs: &mut dyn Observer,
+    mode: Mode,
+) -> Result<(SolveInfo, f64), SolveError> {
     let mut st = State::new(q, qp, alpha)?;
-    let out = iterate(&mut st, q, qp.equality, settings, block, obs);
+    let out = iterate(&mut st, q, mode, settings, block, obs);
     st.restore_order(q);
-    let info = out?;
+    let out = out?;
     st.scatter(alpha);
-    Ok(info)
+    Ok(out)
 }
 
 /// The working set and its columns: `buf[slot * l..][..len]` is column `ws[k]` of `Q` (its
@@ -314,16 +377,21 @@ impl Block {
 }
 
 /// Violation of the current point over the active variables (the stopping measure of
-/// [`super::smo`]).
-fn violation(st: &State, sum: bool) -> f64 {
+/// [`super::smo`] in `mode`; the nu mode's is the larger of the two classes' `m_c - M_c`).
+fn violation(st: &State, mode: Mode) -> f64 {
     let l = st.active;
-    if sum {
-        let (m, mm) = extrema(st);
-        gap_of(m, mm)
-    } else {
-        (0..l)
+    match mode {
+        Mode::Sum => {
+            let (m, mm) = extrema(st);
+            gap_of(m, mm)
+        }
+        Mode::Nu => {
+            let (m, mm) = nu_extrema(st);
+            gap_of(m[0], mm[0]).max(gap_of(m[1], mm[1]))
+        }
+        Mode::None => (0..l)
             .map(|t| pg_abs(st.g[t], st.alpha[t], st.upper[t]))
-            .fold(0.0, f64::max)
+            .fold(0.0, f64::max),
     }
 }
 
@@ -375,18 +443,24 @@ fn top(mut cand: Vec<(f64, u32)>, k: usize) -> Vec<(f64, u32)> {
     cand
 }
 
-/// The `q` best of `I_up` by `-y_t g_t` and of `I_low` by `y_t g_t`, best first, each variable
-/// named by `name(t)` (the order of [`by_value_desc`] on the names).
-#[allow(clippy::type_complexity)] // the two candidate lists
-fn sum_candidates(
+/// Candidates of one side pair: the best of `I_up` by `-y_t g_t` and of `I_low` by `y_t g_t`,
+/// best first, as (value, name).
+type Sides = (Vec<(f64, u32)>, Vec<(f64, u32)>);
+
+/// For each of `K` groups of the active variables (`group(t)`: the group of `t`), the `q` best
+/// of `I_up` by `-y_t g_t` and of `I_low` by `y_t g_t`, best first, each variable named by
+/// `name(t)` (the order of [`by_value_desc`] on the names). One group: the one-equality
+/// problem; two (by class): the nu problem.
+fn candidates<const K: usize>(
     st: &State,
     q: usize,
     name: impl Fn(usize) -> u32,
-) -> (Vec<(f64, u32)>, Vec<(f64, u32)>) {
-    let mut up = Vec::new();
-    let mut low = Vec::new();
+    group: impl Fn(usize) -> usize,
+) -> [Sides; K] {
+    let mut out: [Sides; K] = std::array::from_fn(|_| (Vec::new(), Vec::new()));
     for t in 0..st.active {
         let v = -st.yf(t) * st.g[t];
+        let (up, low) = &mut out[group(t)];
         if st.in_up(t) {
             up.push((v, name(t)));
         }
@@ -394,7 +468,13 @@ fn sum_candidates(
             low.push((-v, name(t)));
         }
     }
-    (top(up, q), top(low, q))
+    out.map(|(up, low)| (top(up, q), top(low, q)))
+}
+
+/// The one-equality problem's candidates ([`candidates`] with one group).
+fn sum_candidates(st: &State, q: usize, name: impl Fn(usize) -> u32) -> Sides {
+    let [sides] = candidates(st, q, name, |_| 0);
+    sides
 }
 
 /// Violators in order of preference: alternately the next of `up` and of `low`.
@@ -402,13 +482,48 @@ fn interleave(up: &[(f64, u32)], low: &[(f64, u32)]) -> Vec<u32> {
     let mut order = Vec::with_capacity(up.len() + low.len());
     let mut k = 0;
     while k < up.len() || k < low.len() {
-        if let Some(&(_, t)) = up.get(k) {
-            order.push(t);
-        }
-        if let Some(&(_, t)) = low.get(k) {
-            order.push(t);
-        }
+        push_pair(up, low, k, &mut order);
         k += 1;
+    }
+    order
+}
+
+/// Appends the `k`-th pair: the `k`-th of `up`, then of `low` (those that exist).
+fn push_pair(up: &[(f64, u32)], low: &[(f64, u32)], k: usize, order: &mut Vec<u32>) {
+    if let Some(&(_, t)) = up.get(k) {
+        order.push(t);
+    }
+    if let Some(&(_, t)) = low.get(k) {
+        order.push(t);
+    }
+}
+
+/// The nu problem's violators in order of preference, from the two classes' candidates: each
+/// class's `k`-th pair is its `k`-th best of `I_up` and of `I_low`, whose gap
+/// `-y_u g_u - (-y_w g_w)` is its `k`-th largest. Both classes' first pairs (each class's
+/// maximal violating pair: the pair engine's two candidates) lead, the larger gap first, so
+/// that any working set of 4 holds both; the other pairs follow by decreasing gap, the two
+/// classes' sequences merged (ties to `y = +1`).
+fn nu_order(classes: &[Sides; 2]) -> Vec<u32> {
+    let len = |c: usize| classes[c].0.len().max(classes[c].1.len());
+    let gap = |c: usize, k: usize| match (classes[c].0.get(k), classes[c].1.get(k)) {
+        (Some(u), Some(w)) => u.0 + w.0,
+        _ => f64::NEG_INFINITY,
+    };
+    let mut order = Vec::with_capacity(len(0) * 2 + len(1) * 2);
+    let lead = usize::from(gap(1, 0) > gap(0, 0));
+    for c in [lead, 1 - lead] {
+        push_pair(&classes[c].0, &classes[c].1, 0, &mut order);
+    }
+    let mut k = [1usize; 2];
+    while k[0] < len(0) || k[1] < len(1) {
+        let c = if k[0] >= len(0) || (k[1] < len(1) && gap(1, k[1]) > gap(0, k[0])) {
+            1
+        } else {
+            0
+        };
+        push_pair(&classes[c].0, &classes[c].1, k[c], &mut order);
+        k[c] += 1;
     }
     order
 }
@@ -464,20 +579,30 @@ fn fill(
 
 /// The next working set of size `q`: `fresh` violators, then members of `prev` (free ones
 /// first) until `q`, then more violators if `prev` runs short.
-fn select(st: &State, sum: bool, q: usize, fresh: usize, prev: &[usize]) -> Vec<usize> {
+fn select(st: &State, mode: Mode, q: usize, fresh: usize, prev: &[usize]) -> Vec<usize> {
     let l = st.active;
-    // Violators in order of preference, alternating up/low with the equality.
-    let order: Vec<u32> = if sum {
-        let (up, low) = sum_candidates(st, q, |t| t as u32);
-        interleave(&up, &low)
-    } else {
-        let cand: Vec<(f64, u32)> = (0..l)
-            .filter_map(|t| {
-                let v = pg_abs(st.g[t], st.alpha[t], st.upper[t]);
-                (v > 0.0).then_some((v, t as u32))
-            })
-            .collect();
-        top(cand, q).into_iter().map(|(_, t)| t).collect()
+    // Violators in order of preference, alternating up/low with the equality (per class in
+    // the nu mode).
+    let order: Vec<u32> = match mode {
+        Mode::Sum => {
+            let (up, low) = sum_candidates(st, q, |t| t as u32);
+            interleave(&up, &low)
+        }
+        Mode::Nu => nu_order(&candidates(
+            st,
+            q,
+            |t| t as u32,
+            |t| usize::from(st.y[t] < 0),
+        )),
+        Mode::None => {
+            let cand: Vec<(f64, u32)> = (0..l)
+                .filter_map(|t| {
+                    let v = pg_abs(st.g[t], st.alpha[t], st.upper[t]);
+                    (v > 0.0).then_some((v, t as u32))
+                })
+                .collect();
+            top(cand, q).into_iter().map(|(_, t)| t).collect()
+        }
     };
     let free = |k: usize| {
         let t = prev[k];
@@ -570,96 +695,166 @@ impl Local {
     }
 }
 
+/// WSS3's first half on the members `keep` admits: `i`, the largest `-y g` over `I_up`, that
+/// value `m` and `M`, the smallest over `I_low`; `None` when a side is empty.
+#[inline]
+fn local_first(loc: &Local, keep: impl Fn(usize) -> bool) -> Option<(usize, f64, f64)> {
+    let (mut i, mut gmax) = (usize::MAX, f64::NEG_INFINITY);
+    let mut gmin = f64::INFINITY;
+    for s in 0..loc.m {
+        if !keep(s) {
+            continue;
+        }
+        let v = -loc.y[s] * loc.g[s];
+        if loc.up(s) && v > gmax {
+            gmax = v;
+            i = s;
+        }
+        if loc.low(s) && v < gmin {
+            gmin = v;
+        }
+    }
+    (i != usize::MAX && gmin != f64::INFINITY).then_some((i, gmax, gmin))
+}
+
+/// WSS3's second half: among the `I_low` violators with `i` that `keep` admits, the largest
+/// second-order decrease; returns `j` and its score `-b^2 / a` (`a <= 0` replaced by `TAU`).
+#[inline]
+fn local_second(
+    loc: &Local,
+    i: usize,
+    gmax: f64,
+    keep: impl Fn(usize) -> bool,
+) -> Option<(usize, f64)> {
+    let m = loc.m;
+    let qi = loc.row(i);
+    let (mut j, mut best) = (usize::MAX, f64::INFINITY);
+    let yi = loc.y[i];
+    for t in 0..m {
+        if !loc.low(t) || !keep(t) {
+            continue;
+        }
+        let v = -loc.y[t] * loc.g[t];
+        let b = gmax - v;
+        if b > 0.0 {
+            let a = qi[i] + loc.qbb[t * m + t] - 2.0 * yi * loc.y[t] * qi[t];
+            let a = if a > 0.0 { a } else { TAU };
+            let score = -(b * b) / a;
+            if score < best {
+                best = score;
+                j = t;
+            }
+        }
+    }
+    (j != usize::MAX).then_some((j, best))
+}
+
+/// The pair step on `(i, j)` (`gmax = -y_i g_i`): `a_i` moves by `y_i t` and `a_j` by
+/// `-y_j t`, `t` the clipped Newton step, which keeps `y'a` (and, for a pair of one class,
+/// the class sum); the local gradient follows.
+fn local_step(loc: &mut Local, i: usize, j: usize, gmax: f64) {
+    let m = loc.m;
+    let (yi, yj) = (loc.y[i], loc.y[j]);
+    let qij = loc.qbb[i * m + j];
+    let curv = loc.qbb[i * m + i] + loc.qbb[j * m + j] - 2.0 * yi * yj * qij;
+    let curv = if curv > 0.0 { curv } else { TAU };
+    let vj = -yj * loc.g[j];
+    let mut t = (gmax - vj) / curv;
+    let cap_i = if yi > 0.0 {
+        loc.u[i] - loc.a[i]
+    } else {
+        loc.a[i]
+    };
+    let cap_j = if yj > 0.0 {
+        loc.a[j]
+    } else {
+        loc.u[j] - loc.a[j]
+    };
+    let cap = cap_i.min(cap_j);
+    let clipped = t >= cap;
+    if clipped {
+        t = cap;
+    }
+    let at_i = clipped && cap_i <= cap_j;
+    let at_j = clipped && cap_j <= cap_i;
+    let (old_i, old_j) = (loc.a[i], loc.a[j]);
+    let mut ni = old_i + yi * t;
+    let mut nj = old_j - yj * t;
+    // Land exactly on the bound that clipped the step.
+    if at_i {
+        ni = if yi > 0.0 { loc.u[i] } else { 0.0 };
+    }
+    if at_j {
+        nj = if yj > 0.0 { 0.0 } else { loc.u[j] };
+    }
+    ni = ni.clamp(0.0, loc.u[i]);
+    nj = nj.clamp(0.0, loc.u[j]);
+    loc.a[i] = ni;
+    loc.a[j] = nj;
+    loc.add_col(i, ni - old_i);
+    loc.add_col(j, nj - old_j);
+}
+
 /// Local pair SMO with the equality: WSS3 on `Q_BB` until the local violation is below
 /// `max(tol, diff0 / 10)` or `max_steps` steps. Returns the steps taken.
 fn local_sum(loc: &mut Local, tol: f64, max_steps: usize) -> usize {
-    let m = loc.m;
     let mut eps = None;
     let mut steps = 0;
     while steps < max_steps {
-        // i: the largest -y g over I_up; M: the smallest over I_low.
-        let (mut i, mut gmax) = (usize::MAX, f64::NEG_INFINITY);
-        let mut gmin = f64::INFINITY;
-        for s in 0..m {
-            let v = -loc.y[s] * loc.g[s];
-            if loc.up(s) && v > gmax {
-                gmax = v;
-                i = s;
-            }
-            if loc.low(s) && v < gmin {
-                gmin = v;
-            }
-        }
-        if i == usize::MAX || gmin == f64::INFINITY {
+        let Some((i, gmax, gmin)) = local_first(loc, |_| true) else {
             break;
-        }
+        };
         let diff = gmax - gmin;
         let e = *eps.get_or_insert(tol.max(0.1 * diff));
         if diff <= e {
             break;
         }
-        // j: the largest second-order decrease among I_low violators with i.
-        let qi = loc.row(i);
-        let (mut j, mut best) = (usize::MAX, f64::INFINITY);
-        let yi = loc.y[i];
-        for t in 0..m {
-            if !loc.low(t) {
+        let Some((j, _)) = local_second(loc, i, gmax, |_| true) else {
+            break;
+        };
+        local_step(loc, i, j, gmax);
+        steps += 1;
+    }
+    steps
+}
+
+/// Local pair SMO of the nu problem: WSS3 inside each class on `Q_BB` (a pair of one class
+/// keeps both class sums), the pair with the smaller second-order score moving (ties to
+/// `y = +1`), until the larger of the classes' local violations is below `max(tol, diff0 / 10)`
+/// or `max_steps` steps. Returns the steps taken.
+fn local_nu(loc: &mut Local, tol: f64, max_steps: usize) -> usize {
+    const CLASSES: [f64; 2] = [1.0, -1.0];
+    let mut eps = None;
+    let mut steps = 0;
+    while steps < max_steps {
+        let firsts = CLASSES.map(|c| local_first(loc, |s| loc.y[s] == c));
+        let diff = firsts
+            .iter()
+            .flatten()
+            .map(|&(_, gmax, gmin)| gmax - gmin)
+            .fold(f64::NEG_INFINITY, f64::max);
+        if diff == f64::NEG_INFINITY {
+            break;
+        }
+        let e = *eps.get_or_insert(tol.max(0.1 * diff));
+        if diff <= e {
+            break;
+        }
+        let mut best: Option<(usize, usize, f64, f64)> = None;
+        for (&c, first) in CLASSES.iter().zip(firsts) {
+            let Some((i, gmax, _)) = first else {
                 continue;
-            }
-            let v = -loc.y[t] * loc.g[t];
-            let b = gmax - v;
-            if b > 0.0 {
-                let a = qi[i] + loc.qbb[t * m + t] - 2.0 * yi * loc.y[t] * qi[t];
-                let a = if a > 0.0 { a } else { TAU };
-                let score = -(b * b) / a;
-                if score < best {
-                    best = score;
-                    j = t;
+            };
+            if let Some((j, score)) = local_second(loc, i, gmax, |s| loc.y[s] == c) {
+                if best.is_none_or(|b| score < b.3) {
+                    best = Some((i, j, gmax, score));
                 }
             }
         }
-        if j == usize::MAX {
+        let Some((i, j, gmax, _)) = best else {
             break;
-        }
-        // Move a_i by y_i t and a_j by -y_j t (keeps y'a), t the clipped Newton step.
-        let (yj, qij) = (loc.y[j], qi[j]);
-        let curv = qi[i] + loc.qbb[j * m + j] - 2.0 * yi * yj * qij;
-        let curv = if curv > 0.0 { curv } else { TAU };
-        let vj = -yj * loc.g[j];
-        let mut t = (gmax - vj) / curv;
-        let cap_i = if yi > 0.0 {
-            loc.u[i] - loc.a[i]
-        } else {
-            loc.a[i]
         };
-        let cap_j = if yj > 0.0 {
-            loc.a[j]
-        } else {
-            loc.u[j] - loc.a[j]
-        };
-        let cap = cap_i.min(cap_j);
-        let clipped = t >= cap;
-        if clipped {
-            t = cap;
-        }
-        let at_i = clipped && cap_i <= cap_j;
-        let at_j = clipped && cap_j <= cap_i;
-        let (old_i, old_j) = (loc.a[i], loc.a[j]);
-        let mut ni = old_i + yi * t;
-        let mut nj = old_j - yj * t;
-        // Land exactly on the bound that clipped the step.
-        if at_i {
-            ni = if yi > 0.0 { loc.u[i] } else { 0.0 };
-        }
-        if at_j {
-            nj = if yj > 0.0 { 0.0 } else { loc.u[j] };
-        }
-        ni = ni.clamp(0.0, loc.u[i]);
-        nj = nj.clamp(0.0, loc.u[j]);
-        loc.a[i] = ni;
-        loc.a[j] = nj;
-        loc.add_col(i, ni - old_i);
-        loc.add_col(j, nj - old_j);
+        local_step(loc, i, j, gmax);
         steps += 1;
     }
     steps
@@ -698,23 +893,23 @@ fn local_none(loc: &mut Local, tol: f64, max_steps: usize) -> usize {
     steps
 }
 
-/// The local solve of one outer iteration on `loc` (with the equality or not), within `left`
+/// The local solve of one outer iteration on `loc` (in `mode`), within `left`
 /// iterations and [`INNER_STEPS_PER_VAR`] steps per working-set variable; `moves` receives the
 /// nonzero moves `(k, d_k)` in working-set order. Returns the iterations to count (at least one:
 /// a stalled block still moves the iteration limit).
 fn local_round(
     loc: &mut Local,
-    sum: bool,
+    mode: Mode,
     tol: f64,
     left: u64,
     qsz: usize,
     moves: &mut Vec<(usize, f64)>,
 ) -> Result<u64, SolveError> {
-    let budget = left.min((INNER_STEPS_PER_VAR * qsz) as u64) as usize;
-    let steps = if sum {
-        local_sum(loc, tol, budget.max(1))
-    } else {
-        local_none(loc, tol, budget.max(1))
+    let budget = (left.min((INNER_STEPS_PER_VAR * qsz) as u64) as usize).max(1);
+    let steps = match mode {
+        Mode::Sum => local_sum(loc, tol, budget),
+        Mode::Nu => local_nu(loc, tol, budget),
+        Mode::None => local_none(loc, tol, budget),
     };
     moves.clear();
     for s in 0..loc.m {
@@ -762,17 +957,17 @@ fn inverse(perm: &[u32], pos: &mut Vec<u32>) {
     }
 }
 
-/// The outer loop on a built state; leaves `st` permuted (fixed variables at the end).
+/// The outer loop on a built state in `mode`; leaves `st` permuted (fixed variables at the
+/// end). Returns the account and `r` (the nu mode's; 0 otherwise).
 pub(crate) fn iterate<Q: QMatrix>(
     st: &mut State,
     q: &mut Q,
-    equality: Equality,
+    mode: Mode,
     settings: &SolverSettings,
     block: &BlockSettings,
     obs: &mut dyn Observer,
-) -> Result<SolveInfo, SolveError> {
+) -> Result<(SolveInfo, f64), SolveError> {
     let l = st.l;
-    let sum = matches!(equality, Equality::Sum { .. });
     let qsz = working_set_of(block, st.n, l)?;
     let lim = Limits::new(settings, l);
     let tol = settings.tol;
@@ -780,7 +975,7 @@ pub(crate) fn iterate<Q: QMatrix>(
     let mut status = Status::MaxIterations;
     let mut iter: u64 = 0;
     let mut outer: u64 = 0;
-    let mut viol = violation(st, sum);
+    let mut viol = violation(st, mode);
     let mut blk = Block::new(l, l, qsz);
     let mut moves: Vec<(usize, f64)> = Vec::with_capacity(qsz);
     // Members that entered (+1) or left (-1) their upper bound in the current outer iteration,
@@ -796,7 +991,7 @@ pub(crate) fn iterate<Q: QMatrix>(
             // every variable.
             st.reconstruct_gradient(q);
             blk.reset();
-            viol = violation(st, sum);
+            viol = violation(st, mode);
         }
         if l == 0 || viol <= tol {
             status = Status::Converged;
@@ -816,10 +1011,10 @@ pub(crate) fn iterate<Q: QMatrix>(
             let (act0, unshrunk0) = (st.active, st.unshrunk);
             perm0.clear();
             perm0.extend_from_slice(&st.perm[..l]);
-            if sum {
-                shrink_sum(st, q, tol);
-            } else {
-                shrink_none(st, q, tol);
+            match mode {
+                Mode::Sum => shrink_sum(st, q, tol),
+                Mode::Nu => shrink_nu(st, q, tol),
+                Mode::None => shrink_none(st, q, tol),
             }
             if st.unshrunk != unshrunk0 {
                 // The gradients were rebuilt and every variable was active for a moment: the
@@ -831,7 +1026,7 @@ pub(crate) fn iterate<Q: QMatrix>(
                 blk.remap(&perm0, &pos0, &st.perm[..l], &pos1, st.active);
             }
             if (st.active, st.unshrunk) != (act0, unshrunk0) {
-                viol = violation(st, sum);
+                viol = violation(st, mode);
                 if viol <= tol {
                     continue;
                 }
@@ -839,10 +1034,12 @@ pub(crate) fn iterate<Q: QMatrix>(
         }
         let act = st.active;
         let fresh = if outer == 1 { qsz } else { qsz / 2 };
-        let next = select(st, sum, qsz.min(act), fresh.max(2), &blk.ws);
+        // At least a pair (the nu mode: a pair of each class).
+        let least = if mode == Mode::Nu { 4 } else { 2 };
+        let next = select(st, mode, qsz.min(act), fresh.max(least), &blk.ws);
         blk.assign(next, q, act);
         loc.load(st, &blk);
-        iter += local_round(&mut loc, sum, tol, lim.max_iter - iter, qsz, &mut moves)?;
+        iter += local_round(&mut loc, mode, tol, lim.max_iter - iter, qsz, &mut moves)?;
         at_upper.clear();
         for &(s, _) in &moves {
             let t = blk.ws[s];
@@ -866,7 +1063,7 @@ pub(crate) fn iterate<Q: QMatrix>(
                 st.add_to_g_bar(c, act, &tail);
             }
         }
-        viol = violation(st, sum);
+        viol = violation(st, mode);
         if !viol.is_finite() {
             return Err(SolveError::NonFinite { what: "gradient" });
         }
@@ -875,29 +1072,39 @@ pub(crate) fn iterate<Q: QMatrix>(
         // Stopped early with variables shrunk: the objective and the reported violation need
         // every gradient.
         st.reconstruct_gradient(q);
-        viol = violation(st, sum);
+        viol = violation(st, mode);
     }
     debug_assert!(st.check_invariants());
     let objective = st.objective();
     if !objective.is_finite() {
         return Err(SolveError::NonFinite { what: "objective" });
     }
-    let rho = if sum { st.rho() } else { 0.0 };
+    let (rho, r, groups) = match mode {
+        Mode::Sum => (st.rho(), 0.0, 1),
+        Mode::Nu => {
+            let (rho, r) = rho_r(st);
+            (rho, r, 2)
+        }
+        Mode::None => (0.0, 0.0, 0),
+    };
     let gap = super::kkt::gap_from_state(
         &st.g[..l],
         &st.alpha[..l],
         &st.upper[..l],
         &st.y[..l],
-        u8::from(sum),
+        groups,
     );
-    Ok(SolveInfo {
-        status,
-        iterations: iter,
-        objective,
-        rho,
-        max_violation: viol,
-        gap,
-    })
+    Ok((
+        SolveInfo {
+            status,
+            iterations: iter,
+            objective,
+            rho,
+            max_violation: viol,
+            gap,
+        },
+        r,
+    ))
 }
 
 #[cfg(test)]

@@ -67,7 +67,7 @@ use crate::kernel::qmatrix::{QMatrix, ShardQ, WireRow};
 use crate::solver::smo::shard::{
     finish, open, start_gradient, start_state, Collective, Net, ShardProblem, ShardSolution,
 };
-use crate::solver::smo::{Limits, Smo, State};
+use crate::solver::smo::{Limits, Mode, Smo, State};
 use crate::solver::{Observer, SolverSettings, Status};
 
 /// Doubles of a member's record before its row: `[key, g, y, alpha, u, Q_tt, norm, dense,
@@ -303,7 +303,14 @@ fn iterate(
             }
         }
         mem.load(&mut loc, &blk.slots);
-        iter += local_round(&mut loc, true, tol, lim.max_iter - iter, qsz, &mut moves)?;
+        iter += local_round(
+            &mut loc,
+            Mode::Sum,
+            tol,
+            lim.max_iter - iter,
+            qsz,
+            &mut moves,
+        )?;
         for &(s, _) in &moves {
             if let Ok(t) = net.keys.binary_search(&blk.ws[s]) {
                 st.alpha[t] = loc.a[s];

@@ -22,14 +22,15 @@
 //! (`bench/results/block_smo.md`, blobs d = 20, `-m 200`, shrinking on): the engines are within
 //! 7% of each other at 50,000 samples (1 and 2 threads), the pair engine is 1.5-1.9x faster at
 //! 20,000, and the block engine is faster at 100,000 (1.8x at 1 thread, 1.2x at 2;
-//! `bench/results/block_smo_100k.md`). The other methods' duals take the same rule.
+//! `bench/results/block_smo_100k.md`). The other methods' duals take the same rule; nu-SVC and
+//! nu-SVR run the block engine's nu mode when asked for (`--solver block`), and the pair engine
+//! with `auto`, as their block timings have not been measured.
 //!
-//! The pair engine alone has the nu mode (two equalities) and snapshots (resume): a nu problem,
-//! or a subproblem resumed from a snapshot, runs on the pair engine whatever the plan, and a
-//! block solve that stops early starts over on resume.
+//! The pair engine alone has snapshots (resume): a subproblem resumed from a snapshot runs on
+//! the pair engine whatever the plan, and a block solve that stops early starts over on resume.
 
 use super::block::{self, BlockSettings, MAX_WORKING_SET};
-use super::smo::{self, Smo, SmoSolution, State, WarmGradient};
+use super::smo::{self, Mode, Smo, SmoSolution, State, WarmGradient};
 use super::{BoxQp, Equality, Observer, SolveInfo, SolverSettings, VarFix};
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
@@ -43,7 +44,7 @@ pub enum SvmSolver {
     Smo,
     /// Block working-set SMO ([`crate::solver::block`]): the one-equality and no-equality
     /// problems (C-SVC, one-class, epsilon-SVR; the path's, robust SVM's, AID's and ODM's
-    /// duals), not the nu formulations.
+    /// duals) and the nu formulations.
     Block,
     /// The engine measured faster for the problem's size and cache: the block engine when the
     /// cache holds fewer than 1/64 of the kernel matrix's columns ([`AUTO_BLOCK_SHARE`]; with
@@ -118,18 +119,20 @@ impl Plan {
         obs: &mut dyn Observer,
     ) -> Result<SolveInfo, SolveError> {
         match &self.block {
-            Some(b) => block::iterate(st, q, equality, settings, b, obs),
+            Some(b) => block::iterate(st, q, Mode::plain(equality), settings, b, obs)
+                .map(|(info, _)| info),
             None => smo::iterate_plain(st, q, equality, settings, obs),
         }
     }
 }
 
-/// Runs the planned engine: the block engine for a plain one-equality or no-equality solve,
-/// the pair engine `smo` otherwise (nu, resume, or the pair plan). `alpha` holds the solution on
-/// exit and `q` is back in the caller's order.
+/// Runs the planned engine on the problem `smo` describes (one equality or none as `qp` says,
+/// or the nu problem): the block engine when planned and the solve does not continue a
+/// snapshot, the pair engine `smo` otherwise. `alpha` holds the solution on exit and `q` is
+/// back in the caller's order.
 ///
 /// # Errors
-/// As [`Smo::solve`] and [`block::solve`].
+/// As [`Smo::solve`], [`block::solve`] and [`block::solve_nu`].
 pub(crate) fn solve<Q: QMatrix>(
     plan: &Plan,
     smo: &Smo<'_>,
@@ -138,16 +141,17 @@ pub(crate) fn solve<Q: QMatrix>(
     alpha: &mut [f64],
     obs: &mut dyn Observer,
 ) -> Result<SmoSolution, SolveError> {
-    match (&plan.block, smo.is_nu(), smo.resumes_from()) {
-        (Some(b), false, None) => {
-            block::solve(q, qp, alpha, smo.settings(), b, obs).map(|info| SmoSolution {
-                info,
-                r: 0.0,
-                snapshot: None,
-            })
-        }
-        _ => smo.solve(q, qp, alpha, obs),
-    }
+    let settings = smo.settings();
+    let (info, r) = match (&plan.block, smo.resumes_from()) {
+        (Some(b), None) if smo.is_nu() => block::solve_nu(q, qp, alpha, settings, b, obs)?,
+        (Some(b), None) => (block::solve(q, qp, alpha, settings, b, obs)?, 0.0),
+        _ => return smo.solve(q, qp, alpha, obs),
+    };
+    Ok(SmoSolution {
+        info,
+        r,
+        snapshot: None,
+    })
 }
 
 /// [`solve`] on a `q` that is kept permuted between solves (the regularization path): position
@@ -247,6 +251,17 @@ mod tests {
     use crate::kernel::qmatrix::DenseQ;
     use crate::solver::smo::tests::problem;
     use crate::solver::{NoObserver, Shrinking, Status};
+
+    #[test]
+    fn nu_runs_the_block_engine_when_asked_and_the_pair_engine_with_auto() {
+        use crate::svm::{SvmParams, SvmType};
+        for t in [SvmType::NuSvc, SvmType::NuSvr] {
+            let nu = |e: SvmSolver| SvmParams::new().svm_type(t).engine(e).check().unwrap();
+            assert_eq!(nu(SvmSolver::Auto).planned_engine(None), SvmSolver::Smo);
+            assert_eq!(nu(SvmSolver::Block).planned_engine(None), SvmSolver::Block);
+            assert_eq!(nu(SvmSolver::Smo).planned_engine(None), SvmSolver::Smo);
+        }
+    }
 
     #[test]
     fn auto_chooses_by_the_cache_share_and_block_keeps_half_the_budget() {

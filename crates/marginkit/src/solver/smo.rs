@@ -1600,6 +1600,16 @@ pub(crate) enum Mode {
     Nu,
 }
 
+impl Mode {
+    /// The mode of a one-equality or no-equality problem.
+    pub(crate) fn plain(equality: Equality) -> Self {
+        match equality {
+            Equality::Sum { .. } => Mode::Sum,
+            Equality::None => Mode::None,
+        }
+    }
+}
+
 /// What a selection rule asks the driver to do.
 enum Step {
     Pair(usize, usize, f64),
@@ -1637,11 +1647,7 @@ pub(crate) fn iterate_plain<Q: QMatrix>(
     settings: &SolverSettings,
     obs: &mut dyn Observer,
 ) -> Result<SolveInfo, SolveError> {
-    let mode = match equality {
-        Equality::Sum { .. } => Mode::Sum,
-        Equality::None => Mode::None,
-    };
-    iterate(st, q, settings, obs, mode).map(|(info, _)| info)
+    iterate(st, q, settings, obs, Mode::plain(equality)).map(|(info, _)| info)
 }
 
 /// A warm start's gradient terms, computed by the caller in the original order:
@@ -2394,9 +2400,10 @@ fn select_nu<Q: QMatrix + ?Sized>(
     Some((i, jbest, f64::from(qbest)))
 }
 
-/// Shrinking with per-class bands `[M_c, m_c]`.
-fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
-    // Index 0: y = +1, 1: y = -1.
+/// Per-class `m_c(a)`, the largest `-y_t g_t` over `I_up`, and `M_c(a)`, the smallest over
+/// `I_low`, over the active variables (index 0: `y = +1`, 1: `y = -1`; `-inf`, `+inf` when
+/// empty).
+pub(crate) fn nu_extrema(st: &State) -> ([f64; 2], [f64; 2]) {
     let mut m_up = [f64::NEG_INFINITY; 2];
     let mut m_low = [f64::INFINITY; 2];
     for t in 0..st.active {
@@ -2409,6 +2416,12 @@ fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
             m_low[c] = m_low[c].min(f);
         }
     }
+    (m_up, m_low)
+}
+
+/// Shrinking with per-class bands `[M_c, m_c]`.
+pub(crate) fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
+    let (m_up, m_low) = nu_extrema(st);
     if !st.unshrunk && (m_up[0] - m_low[0]).max(m_up[1] - m_low[1]) <= 10.0 * tol {
         st.unshrunk = true;
         st.reconstruct_gradient(q);
@@ -2427,7 +2440,7 @@ fn shrink_nu<Q: QMatrix + ?Sized>(st: &mut State, q: &mut Q, tol: f64) {
 
 /// Per-class thresholds `r_c` (mean of `g` over free variables of the class, else the
 /// midpoint of its bounds); returns `(rho, r) = ((r_1 - r_2)/2, (r_1 + r_2)/2)`.
-fn rho_r(st: &State) -> (f64, f64) {
+pub(crate) fn rho_r(st: &State) -> (f64, f64) {
     let mut ub = [f64::INFINITY; 2];
     let mut lb = [f64::NEG_INFINITY; 2];
     let mut sum = [0.0; 2];

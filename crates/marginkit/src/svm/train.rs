@@ -673,7 +673,7 @@ struct Solved {
 }
 
 impl Subproblem<'_, '_> {
-    /// Runs the planned engine (pair or block SMO) on `qp` from `alpha` (`nu`: the nu engine,
+    /// Runs the planned engine (pair or block SMO) on `qp` from `alpha` (`nu`: the nu problem,
     /// two equalities); returns
     /// the solver's account, its `r` (nu engine) and the cache counters. The kernel cache is
     /// freed before the caller builds its result arrays: they would otherwise add to the fit's
