@@ -10,14 +10,15 @@
 //! at 1 and 2 threads. A rule that chooses by size waits for both engines measured, with
 //! shrinking, at every size.
 //!
-//! Snapshots (resume) exist for the pair engine only: a subproblem resumed from one
-//! continues with the pair engine, and a block solve that stops early starts over on resume.
+//! A subproblem resumed from a snapshot continues on the engine that wrote it
+//! ([`crate::solver::smo::SmoSnapshot::engine`]), whatever [`SvmSolver`] says, so that the continuation replays the
+//! iterations of the uninterrupted solve.
 
 use super::params::{SvmSolver, SvmType, SvmValidParams};
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
 use crate::solver::block::{self, BlockSettings, MAX_WORKING_SET};
-use crate::solver::smo::{Smo, SmoSolution};
+use crate::solver::smo::{Smo, SmoSolution, SnapshotEngine};
 use crate::solver::{BoxQp, Observer};
 
 /// The engine and the memory of one solve.
@@ -30,15 +31,14 @@ pub(crate) struct Plan {
 }
 
 /// The plan for a problem of `n` samples (the kernel matrix's size; SVR has `2n` variables over
-/// `n` samples); `resume`: the solve continues from a pair-engine snapshot.
-pub(crate) fn plan(params: &SvmValidParams, n: usize, resume: bool) -> Plan {
+/// `n` samples); `resume`: the engine of the snapshot the solve continues from.
+pub(crate) fn plan(params: &SvmValidParams, n: usize, resume: Option<SnapshotEngine>) -> Plan {
     let total = usize::try_from(params.cache_bytes).unwrap_or(usize::MAX);
     let nu = matches!(params.svm_type, SvmType::NuSvc | SvmType::NuSvr);
-    let block = !resume
-        && !nu
-        && match params.engine {
-            SvmSolver::Smo | SvmSolver::Auto => false,
-            SvmSolver::Block => true,
+    let block = !nu
+        && match (resume, params.engine) {
+            (Some(SnapshotEngine::Block), _) | (None, SvmSolver::Block) => true,
+            (Some(SnapshotEngine::Pair), _) | (None, SvmSolver::Smo | SvmSolver::Auto) => false,
         };
     if !block {
         return Plan {
@@ -59,8 +59,9 @@ pub(crate) fn plan(params: &SvmValidParams, n: usize, resume: bool) -> Plan {
     }
 }
 
-/// Runs the planned engine: the block engine for a plain one-equality solve, the pair engine
-/// `smo` otherwise (nu, resume).
+/// Runs the planned engine with `smo`'s options (resume, snapshot): the block engine for a
+/// one-equality solve planned on it, the pair engine `smo` otherwise (nu); a resumed solve
+/// runs the engine of its snapshot.
 pub(crate) fn solve<Q: QMatrix>(
     plan: &Plan,
     smo: &Smo<'_>,
@@ -69,14 +70,8 @@ pub(crate) fn solve<Q: QMatrix>(
     alpha: &mut [f64],
     obs: &mut dyn Observer,
 ) -> Result<SmoSolution, SolveError> {
-    match (&plan.block, smo.is_nu(), smo.resumes_from()) {
-        (Some(b), false, None) => {
-            block::solve(q, qp, alpha, smo.settings(), b, obs).map(|info| SmoSolution {
-                info,
-                r: 0.0,
-                snapshot: None,
-            })
-        }
+    match (&plan.block, smo.is_nu()) {
+        (Some(b), false) => block::run(q, qp, alpha, smo, b, obs),
         _ => smo.solve(q, qp, alpha, obs),
     }
 }
@@ -90,13 +85,18 @@ mod tests {
     fn auto_runs_pairs_and_block_keeps_half_the_budget() {
         let p = SvmParams::new().engine(SvmSolver::Auto).check().unwrap();
         for n in [1_000, 100_000, 1_000_000] {
-            assert!(plan(&p, n, false).block.is_none());
-            assert_eq!(plan(&p, n, false).cache_bytes, 200 << 20);
+            assert!(plan(&p, n, None).block.is_none());
+            assert_eq!(plan(&p, n, None).cache_bytes, 200 << 20);
         }
         let b = SvmParams::new().engine(SvmSolver::Block).check().unwrap();
-        // A resumed solve continues on the pair engine's snapshot.
-        assert!(plan(&b, 100_000, true).block.is_none());
-        let pl = plan(&b, 1_000, false);
+        // A resumed solve continues on its snapshot's engine.
+        assert!(plan(&b, 100_000, Some(SnapshotEngine::Pair))
+            .block
+            .is_none());
+        assert!(plan(&p, 100_000, Some(SnapshotEngine::Block))
+            .block
+            .is_some());
+        let pl = plan(&b, 1_000, None);
         let buf = pl.block.unwrap().buffer_bytes as usize;
         assert_eq!(buf + pl.cache_bytes, 200 << 20);
         let nu = SvmParams::new()
@@ -104,7 +104,7 @@ mod tests {
             .engine(SvmSolver::Auto)
             .check()
             .unwrap();
-        assert!(plan(&nu, 100_000, false).block.is_none());
+        assert!(plan(&nu, 100_000, None).block.is_none());
         assert!(SvmParams::new()
             .svm_type(SvmType::NuSvr)
             .engine(SvmSolver::Block)

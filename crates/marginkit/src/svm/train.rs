@@ -341,7 +341,7 @@ pub(super) fn sub_state(
             report: f.report.clone(),
             prob,
         }),
-        // Stopped without a snapshot (cannot happen with want_snapshot): start over.
+        // Stopped without a snapshot (the sharded block engine keeps none): start over.
         _ => SubState::NotStarted,
     }
 }
@@ -620,7 +620,7 @@ fn solve_one(
         x,
         rows,
         kernel,
-        plan: super::engine::plan(params, y.len(), resume.is_some()),
+        plan: super::engine::plan(params, y.len(), resume.map(SmoSnapshot::engine)),
         settings: &params.solver,
         obs,
         resume,
