@@ -66,7 +66,8 @@ pub struct TrainCli {
     /// QP engine of the kernel SVMs: smo (pair SMO), block (block working-set SMO; C-SVC,
     /// one-class, epsilon-SVR) or auto (smo). Over MPI the block
     /// engine needs about q/2 times fewer collectives (q the working-set size, that of one
-    /// process for the whole data set) and does not shrink.
+    /// process for the whole data set), does not shrink and keeps no state: --resume starts
+    /// a stopped block problem over.
     #[arg(long = "solver", value_name = "SOLVER", value_enum, default_value_t = EngineArg::Smo)]
     pub(crate) engine: EngineArg,
     /// Kernel type (without --linear): 0 linear, 1 polynomial, 2 RBF (default), 3 sigmoid.

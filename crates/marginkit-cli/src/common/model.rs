@@ -69,7 +69,8 @@ pub struct ModelArgs {
     #[arg(short = 'B', default_value_t = -1.0, allow_negative_numbers = true)]
     pub bias: f64,
     /// Iteration limit of the solver (passes with --linear; Newton iterations with --linear
-    /// -s 2/11); the run then ends with status max_iterations and a warning.
+    /// -s 2/11; --solver block tests it between outer iterations, so it may pass it by less
+    /// than one); the run then ends with status max_iterations and a warning.
     #[arg(long, help_heading = "Solver and run")]
     pub max_iter: Option<u64>,
     /// Time limit of each solve, in seconds (finite, > 0, at most ~1.8e19; larger is an error).

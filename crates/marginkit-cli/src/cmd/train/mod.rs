@@ -359,7 +359,8 @@ pub struct TrainArgs {
     pub plot: Option<PathBuf>,
     /// QP engine of the kernel SVMs: smo (pair SMO), block (block working-set SMO; C-SVC,
     /// one-class, epsilon-SVR) or auto (smo; block, which shrinks
-    /// with -h 1, was the faster at 100,000 rows: bench/results/block_smo_100k.md).
+    /// with -h 1, was the faster at 100,000 rows: bench/results/block_smo_100k.md). --resume
+    /// continues on the engine that wrote the state file.
     #[arg(long, value_enum, default_value_t = SolverArg::Smo, help_heading = "Solver and run")]
     pub solver: SolverArg,
     /// How the sigmoids of a -b 1 classification model (C-SVC, nu-SVC) are fitted: origin
