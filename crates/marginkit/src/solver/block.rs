@@ -85,7 +85,8 @@
 use rayon::prelude::*;
 
 use super::smo::{
-    shrink_none, shrink_sum, Bound, Driver, Limits, Mode, Smo, SmoSnapshot, SmoSolution, State, TAU,
+    shrink_none, shrink_sum, snapshot_mismatch, Bound, Driver, Limits, Mode, Smo, SmoSnapshot,
+    SmoSolution, State, TAU,
 };
 use super::{BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status};
 use crate::error::SolveError;
@@ -202,10 +203,7 @@ pub fn run<Q: QMatrix>(
         None => (State::new(q, qp, alpha)?, None),
         Some(snap) => {
             let Some(b) = &snap.block else {
-                return Err(SolveError::Checkpoint(CheckpointError::Mismatch {
-                    file: "SMO snapshot",
-                    reason: "a pair engine's snapshot",
-                }));
+                return Err(snapshot_mismatch("a pair engine's snapshot"));
             };
             (
                 Smo::state_from(q, qp, alpha, snap, mode)?,

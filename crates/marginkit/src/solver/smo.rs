@@ -2212,7 +2212,7 @@ impl State {
 }
 
 /// [`SolveError::Checkpoint`] for a snapshot that does not belong to the problem.
-fn snapshot_mismatch(reason: &'static str) -> SolveError {
+pub(crate) fn snapshot_mismatch(reason: &'static str) -> SolveError {
     SolveError::Checkpoint(CheckpointError::Mismatch {
         file: SNAP_FILE,
         reason,
