@@ -133,22 +133,109 @@ fn iteration_limit_is_reported_and_the_model_stays_a_libsvm_file() {
     assert!(!lin.contains("status"), "{lin}");
 }
 
+/// `train --solver block` stopped by `--max-iter` writes the block engine's state (its
+/// snapshot of each stopped problem: the working set and the outer-iteration count with the
+/// solver's arrays), and `--resume` gives the uninterrupted run's model file byte for byte: for
+/// C-SVC, multi-class C-SVC (stopped problems among finished ones), one-class and epsilon-SVR,
+/// with shrinking on (small working sets through `-m`: many outer iterations).
+#[test]
+fn block_engine_stop_and_resume_gives_the_same_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let heart = repo_data("clf/heart_scale.train.svm");
+    let iris = repo_data("multiclass/iris.scale.svm");
+    let boston = repo_data("reg/boston.train.svm");
+    let (heart, iris, boston) = (
+        heart.to_str().unwrap(),
+        iris.to_str().unwrap(),
+        boston.to_str().unwrap(),
+    );
+    let cases: [(&str, &[&str], &str, &[u64]); 4] = [
+        ("csvc", &["-c", "100", "-m", "0.03"], heart, &[1, 400, 3000]),
+        // Pairs of 26, 27 and 248 iterations: at 30 the last one stops after the others finish.
+        ("multi", &["-c", "100", "-m", "0.02"], iris, &[1, 30]),
+        (
+            "oneclass",
+            &["-s", "2", "-n", "0.3", "-m", "0.03"],
+            heart,
+            &[1, 60],
+        ),
+        (
+            "svr",
+            &["-s", "3", "-c", "2", "-m", "0.1"],
+            boston,
+            &[1, 200],
+        ),
+    ];
+    for (tag, flags, file, limits) in cases {
+        let mut full = vec!["train", "--json", "--solver", "block", "-e", "1e-5"];
+        full.extend(flags);
+        let want = format!("{tag}.full");
+        full.extend([file, &want]);
+        let j = json(&run(&full, dir.path()));
+        assert_eq!(j["status"], "converged", "{tag}");
+        for &limit in limits {
+            let model = format!("{tag}.{limit}");
+            let limit_s = limit.to_string();
+            let mut stop = full[..full.len() - 2].to_vec();
+            stop.extend(["--max-iter", &limit_s, file, &model]);
+            let j = json(&run(&stop, dir.path()));
+            assert_eq!(j["status"], "max_iterations", "{tag} {limit}");
+            let state = j["state_file"].as_str().unwrap().to_string();
+            let bytes = std::fs::read(dir.path().join(&state)).unwrap();
+            assert!(
+                bytes.windows(8).any(|w| w == b"MKSMOB01"),
+                "{tag} {limit}: no block snapshot in the state"
+            );
+            let mut res = full[..full.len() - 2].to_vec();
+            res.extend(["--resume", &state, file, &model]);
+            let j = json(&run(&res, dir.path()));
+            assert_eq!(j["status"], "converged", "{tag} {limit}");
+            assert_eq!(j["state_file"], Value::Null);
+            assert!(
+                std::fs::read(dir.path().join(&model)).unwrap()
+                    == std::fs::read(dir.path().join(&want)).unwrap(),
+                "{tag} {limit}: the resumed model differs"
+            );
+        }
+    }
+}
+
 /// Linux only: the wait for the signal reads the child's signal mask and CPU time from `/proc`.
 #[cfg(target_os = "linux")]
 #[test]
 fn ctrl_c_stops_train_and_resume_gives_the_same_model() {
+    ctrl_c_and_resume(8000, &["-c", "10000", "-g", "20", "-e", "1e-7", "-m", "1"]);
+}
+
+/// As [`ctrl_c_stops_train_and_resume_gives_the_same_model`] with the block engine (a working
+/// set of 16: half of `-m 1` over 8,000 rows): the state holds the block snapshot, continued on
+/// the block engine.
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_stops_block_train_and_resume_gives_the_same_model() {
+    ctrl_c_and_resume(
+        8000,
+        &[
+            "--solver", "block", "-c", "10000", "-g", "20", "-e", "1e-7", "-m", "1",
+        ],
+    );
+}
+
+/// `train ARGS` on `rows` rows of [`write_hard`]: uninterrupted, then interrupted by a real
+/// SIGINT after 300 ms of CPU time in the fit (a small part of it) and resumed: the same model
+/// file byte for byte.
+#[cfg(target_os = "linux")]
+fn ctrl_c_and_resume(rows: usize, args: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hard.svm");
-    write_hard(&file, 8000);
+    write_hard(&file, rows);
     let f = file.to_str().unwrap();
-    let args = ["-c", "10000", "-g", "20", "-e", "1e-7", "-m", "1"];
     // The uninterrupted reference (seconds of CPU time).
     let mut full = vec!["train", "-q"];
     full.extend(args);
     full.extend([f, "full.model"]);
     let o = run(&full, dir.path());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // Interrupted after 300 ms of CPU time in the fit, a small part of it.
     let mut part = vec!["train", "--json"];
     part.extend(args);
     part.extend([f, "part.model"]);

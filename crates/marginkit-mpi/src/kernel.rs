@@ -27,8 +27,9 @@
 //! of ranks, also when stopped and continued; with shrinking the same optimum to the solver's
 //! tolerance (and, continued at the same number of ranks, the uninterrupted run's model). With
 //! `--solver block` the model file is `marginkit train --solver block`'s byte for byte at any
-//! number of ranks; a stopped block solve is recorded in the state file as not started, as one
-//! process records it, and starts over on `--resume`.
+//! number of ranks; a stopped block solve is recorded in the state file as not started (the
+//! ranks keep no block snapshot, which one process keeps) and starts over on `--resume`, as does
+//! a block snapshot of `marginkit train --solver block`.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -68,7 +68,8 @@ pub struct TrainCli {
     /// whole data set: block when the -m cache holds fewer than 1/64 of the kernel matrix's
     /// columns). Over MPI the block engine needs about q/2 times fewer collectives (q the
     /// working-set size, that of one process for the whole data set) but does not shrink,
-    /// which is why smo stays the default.
+    /// which is why smo stays the default, and keeps no state: --resume starts a stopped
+    /// block problem over.
     #[arg(long = "solver", value_name = "SOLVER", value_enum, default_value_t = EngineArg::Smo)]
     pub(crate) engine: EngineArg,
     /// Kernel type (without --linear): 0 linear, 1 polynomial, 2 RBF (default), 3 sigmoid.

@@ -8,7 +8,7 @@
 //! of ranks (and `marginkit train --resume`, here the library's `svm::fit`, continues too). Needs `mpirun`
 //! With `--solver block -h 0` (the block working-set engine, small working sets through `-m`)
 //! the model file is `marginkit train --solver block -h 0`'s byte for byte at P = 1..4, and a
-//! stopped block run writes its state file. Needs `mpirun`
+//! stopped block run writes a state file that starts the stopped problems over. Needs `mpirun`
 //! (OpenMPI) on PATH; as root set OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 //! (the tests set them for the child).
 
@@ -500,10 +500,12 @@ fn block_solver_is_the_single_process_block_model() {
     assert_eq!(got, want);
 }
 
-/// A block run stopped by `--max-iter` writes `marginkit train --solver block`'s state file
-/// (the stopped problem recorded as not started), and `--resume` starts it over.
+/// A block run stopped by `--max-iter` writes a state file with the stopped problems recorded
+/// as not started (the ranks keep no block snapshot), and `--resume` starts them over; the
+/// state file of `marginkit train --solver block` (with its block snapshots) continued by the
+/// ranks also starts them over; both give the uninterrupted model.
 #[test]
-fn block_solver_stopped_writes_the_single_process_state() {
+fn block_solver_stopped_writes_a_state_that_starts_the_problem_over() {
     let iris = repo_data("multiclass/iris.scale.svm");
     let p = block(params(SvmType::CSvc).c(100.0), 0.02);
     let (want, _) = single(p.clone(), &iris);
@@ -514,12 +516,19 @@ fn block_solver_stopped_writes_the_single_process_state() {
     stop.extend(["--max-iter", "40"]);
     let (v, _) = run("block_iris_stop", 2, &stop, &iris);
     assert_eq!(v["status"], "max_iterations", "{v}");
-    let bytes = std::fs::read(&state).unwrap();
-    assert!(bytes == single_state(p.clone(), &iris, 40));
     let mut resume = flags.to_vec();
     resume.extend(["--resume", state.to_str().unwrap()]);
     let (_, got) = run("block_iris_resumed", 3, &resume, &iris);
     assert!(got == want, "continued at P = 3: the model differs");
+    let single_file = tmp("block_iris_single.state");
+    std::fs::write(&single_file, single_state(p.clone(), &iris, 40)).unwrap();
+    let mut resume = flags.to_vec();
+    resume.extend(["--resume", single_file.to_str().unwrap()]);
+    let (_, got) = run("block_iris_single_resumed", 2, &resume, &iris);
+    assert!(
+        got == want,
+        "one process's state at P = 2: the model differs"
+    );
 }
 
 #[test]

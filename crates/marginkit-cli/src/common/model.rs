@@ -69,7 +69,8 @@ pub struct ModelArgs {
     #[arg(short = 'B', default_value_t = -1.0, allow_negative_numbers = true)]
     pub bias: f64,
     /// Iteration limit of the solver (passes with --linear; Newton iterations with --linear
-    /// -s 2/11); the run then ends with status max_iterations and a warning.
+    /// -s 2/11; --solver block tests it between outer iterations, so it may pass it by less
+    /// than one); the run then ends with status max_iterations and a warning.
     #[arg(long, help_heading = "Solver and run")]
     pub max_iter: Option<u64>,
     /// Time limit of each solve, in seconds (finite, > 0, at most ~1.8e19; larger is an error).
@@ -138,7 +139,8 @@ pub struct SolverFlag {
     /// kernel SVM -s 0-4, not with a dual coordinate descent engine) or auto (block when the
     /// -m cache holds fewer than 1/64 of the kernel matrix's columns, from about 58,000 samples
     /// with -m 200, smo otherwise: the faster of the two in bench/results/block_smo.md and
-    /// block_smo_100k.md; smo for nu-SVC and nu-SVR).
+    /// block_smo_100k.md; smo for nu-SVC and nu-SVR). --resume continues on the engine
+    /// that wrote the state file.
     #[arg(long, value_enum, default_value_t = SolverArg::Auto, help_heading = "Solver and run")]
     pub solver: SolverArg,
 }

@@ -8,8 +8,9 @@
 //!
 //! File form shared by every state file:
 //! * an 8-byte ASCII magic naming the kind and the version of the form (`MKFITCK3`,
-//!   `MKPATHC3`, `MKAIDCK2`, `MKROBCK4`; `MKSMO001` for an SMO snapshot, which is embedded in a
-//!   fit checkpoint and has no checksum of its own);
+//!   `MKPATHC3`, `MKAIDCK2`, `MKROBCK4`; `MKSMO001` for an SMO snapshot of the pair engine and
+//!   `MKSMOB01` for one of the block engine, which are embedded in a fit checkpoint and have no
+//!   checksum of their own);
 //! * fields little-endian: integers and counts as `u64` (indices of clustered rows as `u32`),
 //!   text as its length and UTF-8 bytes,
 //!   floats as their IEEE-754 bits (`f64`, `f32`), so values round-trip bit-exactly; flags and

@@ -84,9 +84,16 @@
 //! bit-identical for any thread count. The result does not depend on the
 //! number of threads.
 //!
-//! **Interruption**: the observer is consulted and the clock checked at every outer iteration;
-//! the returned point is then feasible, with an exact gradient. There is no resume snapshot:
-//! an interrupted block solve starts over.
+//! **Interruption and resume**: the observer is consulted, the clock and the iteration limit
+//! checked, at the top of every outer iteration; the returned point is then feasible, with an
+//! exact gradient. The limit does not cut an outer iteration's local solve short (the count may
+//! pass it by less than [`INNER_STEPS_PER_VAR`] `q`), so the iterations before a stop are those
+//! of an uninterrupted solve. [`run`] returns, when asked ([`Smo::keep_snapshot`]), a
+//! [`SmoSnapshot`] of the stop: the pair engine's state arrays plus `BlockLoop`, the
+//! working-set size, the outer-iteration count (the shrinking period) and the working set's
+//! members with their slots (the shrinking flag and the active-set size are the state's). A
+//! resume ([`Smo::resume`]) fetches the members' columns again (the same bits) and replays the
+//! outer iterations of the uninterrupted solve: the same alpha, objective and iteration count.
 //!
 //! **Split across processes**: [`shard`] runs the same iterations with the variables' rows
 //! split across shards (the selection a reduction, the working set's rows exchanged once), for
@@ -102,11 +109,13 @@
 use rayon::prelude::*;
 
 use super::smo::{
-    nu_extrema, rho_r, shrink_none, shrink_nu, shrink_sum, Bound, Limits, Mode, State, TAU,
+    nu_extrema, rho_r, shrink_none, shrink_nu, shrink_sum, snapshot_mismatch, Bound, Driver,
+    Limits, Mode, Smo, SmoSnapshot, SmoSolution, State, TAU,
 };
 use super::{BoxQp, Equality, Observer, Shrinking, SolveInfo, SolverSettings, Status};
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
+use crate::persist::{CheckpointError, Dec, Enc};
 
 /// Block working-set SMO with the variables split across processes.
 #[path = "block_shard.rs"]
@@ -185,7 +194,7 @@ pub fn solve<Q: QMatrix>(
     block: &BlockSettings,
     obs: &mut dyn Observer,
 ) -> Result<SolveInfo, SolveError> {
-    run(q, qp, alpha, settings, block, obs, Mode::plain(qp.equality)).map(|(info, _)| info)
+    run(q, qp, alpha, &Smo::new(settings), block, obs).map(|out| out.info)
 }
 
 /// [`solve`] for the nu problem (the pair engine's nu mode, [`super::smo::Smo::nu`]): two
@@ -203,31 +212,127 @@ pub fn solve_nu<Q: QMatrix>(
     block: &BlockSettings,
     obs: &mut dyn Observer,
 ) -> Result<(SolveInfo, f64), SolveError> {
-    if qp.equality == Equality::None {
-        return Err(SolveError::Infeasible(
-            "the nu solver needs the equality constraints (Equality::Sum)",
-        ));
-    }
-    run(q, qp, alpha, settings, block, obs, Mode::Nu)
+    run(q, qp, alpha, &Smo::new(settings).nu(true), block, obs).map(|out| (out.info, out.r))
 }
 
-/// Builds the state, iterates in `mode` and writes the solution back; `q` is left in the
-/// caller's order whatever happened.
-fn run<Q: QMatrix>(
+/// [`solve`] with what [`Smo`] asks beyond a plain run: continue from its snapshot (one this
+/// engine wrote: the working-set size is the snapshot's, not `block`'s) and, with
+/// [`Smo::keep_snapshot`], return a snapshot when a limit or the observer stops the solve.
+/// Continuing replays the outer iterations of an uninterrupted solve: the same alpha, objective
+/// and iteration count, bit for bit.
+///
+/// The nu problem when [`Smo::nu`] asks for it ([`solve_nu`]).
+///
+/// # Errors
+/// As [`solve`] and [`solve_nu`]; [`SolveError::Checkpoint`] for a snapshot of the pair engine
+/// or of another problem.
+pub fn run<Q: QMatrix>(
     q: &mut Q,
     qp: &BoxQp<'_>,
     alpha: &mut [f64],
-    settings: &SolverSettings,
+    smo: &Smo<'_>,
     block: &BlockSettings,
     obs: &mut dyn Observer,
-    mode: Mode,
-) -> Result<(SolveInfo, f64), SolveError> {
-    let mut st = State::new(q, qp, alpha)?;
-    let out = iterate(&mut st, q, mode, settings, block, obs);
+) -> Result<SmoSolution, SolveError> {
+    let mode = match (smo.is_nu(), qp.equality) {
+        (true, Equality::None) => {
+            return Err(SolveError::Infeasible(
+                "the nu solver needs the equality constraints (Equality::Sum)",
+            ))
+        }
+        (true, Equality::Sum { .. }) => Mode::Nu,
+        (false, e) => Mode::plain(e),
+    };
+    let (mut st, resume) = match smo.resumes_from() {
+        None => (State::new(q, qp, alpha)?, None),
+        Some(snap) => {
+            let Some(b) = &snap.block else {
+                return Err(snapshot_mismatch("a pair engine's snapshot"));
+            };
+            (
+                Smo::state_from(q, qp, alpha, snap, mode)?,
+                Some((b, snap.driver)),
+            )
+        }
+    };
+    let qsz = match resume {
+        Some((b, _)) => Ok(b.q),
+        None => working_set_of(block, st.n, st.l),
+    };
+    let out = qsz.and_then(|qsz| {
+        let how = Run {
+            mode,
+            qsz,
+            resume,
+            keep_snapshot: smo.keeps_snapshot(),
+        };
+        iterate(&mut st, q, smo.settings(), &how, obs)
+    });
     st.restore_order(q);
-    let out = out?;
+    let (info, r, snapshot) = out?;
     st.scatter(alpha);
-    Ok(out)
+    Ok(SmoSolution { info, r, snapshot })
+}
+
+/// The block loop's state in a snapshot, beyond the pair engine's: what the outer loop needs to
+/// continue exactly where a limit or the observer stopped it. The members' columns are not
+/// kept: they are fetched again on resume (the same bits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BlockLoop {
+    /// The working-set size `q`.
+    pub q: usize,
+    /// Outer iterations done (shrinking runs every [`SHRINK_EVERY`] of them).
+    pub outer: u64,
+    /// The working set in member order: each member's position (in the snapshot's order) and
+    /// the slot of its column.
+    pub members: Vec<(usize, usize)>,
+}
+
+impl BlockLoop {
+    /// Writes the working-set size, the outer iterations and the members.
+    pub(crate) fn encode(&self, e: &mut Enc) {
+        e.usize(self.q);
+        e.u64(self.outer);
+        e.usize(self.members.len());
+        for &(t, s) in &self.members {
+            e.usize(t);
+            e.usize(s);
+        }
+    }
+
+    /// Reads [`BlockLoop::encode`]'s form for a snapshot of `l` free variables of which
+    /// `active` are active: members are distinct active positions in distinct slots below `q`.
+    pub(crate) fn decode(
+        d: &mut Dec<'_>,
+        l: usize,
+        active: usize,
+    ) -> Result<Self, CheckpointError> {
+        let q = d.usize()?;
+        // `working_set_of`'s range: 2 to l, or l itself below 2.
+        if q > l || (q < 2 && q != l) {
+            return Err(d.invalid("block working-set size", "out of range"));
+        }
+        let outer = d.u64()?;
+        let m = d.len(16)?;
+        if m > q {
+            return Err(d.invalid("block working set", "more members than its size"));
+        }
+        let mut members = Vec::with_capacity(m);
+        let (mut pos_seen, mut slot_seen) = (vec![false; active], vec![false; q]);
+        for _ in 0..m {
+            let (t, s) = (d.usize()?, d.usize()?);
+            if t >= active || s >= q || pos_seen[t] || slot_seen[s] {
+                return Err(d.invalid(
+                    "block working set",
+                    "not distinct active members in distinct slots",
+                ));
+            }
+            pos_seen[t] = true;
+            slot_seen[s] = true;
+            members.push((t, s));
+        }
+        Ok(Self { q, outer, members })
+    }
 }
 
 /// The working set and its columns: `buf[slot * l..][..len]` is column `ws[k]` of `Q` (its
@@ -354,18 +459,49 @@ impl Block {
     fn assign<Q: QMatrix + ?Sized>(&mut self, next: Vec<usize>, q: &mut Q, len: usize) {
         debug_assert!(self.ws.is_empty() || len == self.len);
         self.len = len;
-        let l = self.l;
         let (new_idx, new_slots) = self.assign_slots(next);
-        if !new_idx.is_empty() {
-            // The new members' slots (distinct) as one list of columns, in member order.
-            let mut by_slot: Vec<Option<&mut [f32]>> = self.buf.chunks_mut(l).map(Some).collect();
-            let mut outs: Vec<&mut [f32]> = new_slots
-                .iter()
-                .filter_map(|&s| by_slot[s].take())
-                .map(|c| &mut c[..len])
-                .collect();
-            q.columns_into(&new_idx, len, &mut outs);
+        self.fetch(&new_idx, &new_slots, q);
+    }
+
+    /// Makes `members` (position and slot of each, in member order: distinct positions below
+    /// `len`, distinct slots below the working-set size) the working set, its columns' first
+    /// `len` rows from `q`: the working set a snapshot recorded.
+    fn restore<Q: QMatrix + ?Sized>(&mut self, members: &[(usize, usize)], q: &mut Q, len: usize) {
+        self.reset();
+        self.len = len;
+        for &(t, s) in members {
+            self.ws.push(t);
+            self.slots.push(s);
+            self.slot_of[t] = s as u32;
         }
+        let (ws, slots) = (self.ws.clone(), self.slots.clone());
+        self.fetch(&ws, &slots, q);
+    }
+
+    /// Writes the first `len` rows of column `idx[k]` of `q` into slot `slots[k]` (distinct
+    /// slots).
+    fn fetch<Q: QMatrix + ?Sized>(&mut self, idx: &[usize], slots: &[usize], q: &mut Q) {
+        if idx.is_empty() {
+            return;
+        }
+        let (l, len) = (self.l, self.len);
+        // The slots as one list of columns, in the order of `idx`.
+        let mut by_slot: Vec<Option<&mut [f32]>> = self.buf.chunks_mut(l).map(Some).collect();
+        let mut outs: Vec<&mut [f32]> = slots
+            .iter()
+            .filter_map(|&s| by_slot[s].take())
+            .map(|c| &mut c[..len])
+            .collect();
+        q.columns_into(idx, len, &mut outs);
+    }
+
+    /// The working set as a snapshot records it: position and slot of each member.
+    fn members(&self) -> Vec<(usize, usize)> {
+        self.ws
+            .iter()
+            .copied()
+            .zip(self.slots.iter().copied())
+            .collect()
     }
 
     /// Column of member `k`, `len` long.
@@ -893,23 +1029,26 @@ fn local_none(loc: &mut Local, tol: f64, max_steps: usize) -> usize {
     steps
 }
 
-/// The local solve of one outer iteration on `loc` (in `mode`), within `left`
-/// iterations and [`INNER_STEPS_PER_VAR`] steps per working-set variable; `moves` receives the
-/// nonzero moves `(k, d_k)` in working-set order. Returns the iterations to count (at least one:
-/// a stalled block still moves the iteration limit).
+/// The local solve of one outer iteration on `loc` (in `mode`), within
+/// [`INNER_STEPS_PER_VAR`] steps per working-set variable; `moves` receives the nonzero moves
+/// `(k, d_k)` in working-set order. Returns the iterations to count (at least one: a stalled
+/// block still moves the iteration limit).
+///
+/// The iteration limit does not cut a local solve short: an outer iteration is the same whatever
+/// the limit, so a solve stopped by the limit continues ([`run`]) exactly as an uninterrupted
+/// solve goes on, and the count may pass the limit by less than one outer iteration's steps.
 fn local_round(
     loc: &mut Local,
     mode: Mode,
     tol: f64,
-    left: u64,
     qsz: usize,
     moves: &mut Vec<(usize, f64)>,
 ) -> Result<u64, SolveError> {
-    let budget = (left.min((INNER_STEPS_PER_VAR * qsz) as u64) as usize).max(1);
+    let budget = INNER_STEPS_PER_VAR * qsz;
     let steps = match mode {
-        Mode::Sum => local_sum(loc, tol, budget),
-        Mode::Nu => local_nu(loc, tol, budget),
-        Mode::None => local_none(loc, tol, budget),
+        Mode::Sum => local_sum(loc, tol, budget.max(1)),
+        Mode::Nu => local_nu(loc, tol, budget.max(1)),
+        Mode::None => local_none(loc, tol, budget.max(1)),
     };
     moves.clear();
     for s in 0..loc.m {
@@ -957,26 +1096,86 @@ fn inverse(perm: &[u32], pos: &mut Vec<u32>) {
     }
 }
 
-/// The outer loop on a built state in `mode`; leaves `st` permuted (fixed variables at the
-/// end). Returns the account and `r` (the nu mode's; 0 otherwise).
-pub(crate) fn iterate<Q: QMatrix>(
+/// How [`iterate`] runs besides the settings.
+struct Run<'a> {
+    /// With the equality ([`Mode::Sum`]), without it ([`Mode::None`]) or the nu problem.
+    mode: Mode,
+    /// The working-set size.
+    qsz: usize,
+    /// The block loop and the counters of the snapshot to continue from.
+    resume: Option<(&'a BlockLoop, Driver)>,
+    /// Return a snapshot when a limit or the observer stops the loop.
+    keep_snapshot: bool,
+}
+
+/// The outer loop on a built state, one-equality or no-equality as `equality` says, without
+/// snapshots (the entry of [`super::engine`]'s wrappers); leaves `st` permuted.
+pub(crate) fn iterate_plain<Q: QMatrix>(
     st: &mut State,
     q: &mut Q,
-    mode: Mode,
+    equality: Equality,
     settings: &SolverSettings,
     block: &BlockSettings,
     obs: &mut dyn Observer,
-) -> Result<(SolveInfo, f64), SolveError> {
+) -> Result<SolveInfo, SolveError> {
+    let how = Run {
+        mode: Mode::plain(equality),
+        qsz: working_set_of(block, st.n, st.l)?,
+        resume: None,
+        keep_snapshot: false,
+    };
+    iterate(st, q, settings, &how, obs).map(|(info, _, _)| info)
+}
+
+/// The outer loop on a built state (from a snapshot's loop state when `how` resumes); leaves
+/// `st` permuted (fixed variables at the end). Returns the account, `r` (the nu mode's; 0
+/// otherwise) and, when asked, the snapshot of the point where a limit or the observer stopped
+/// the loop.
+fn iterate<Q: QMatrix>(
+    st: &mut State,
+    q: &mut Q,
+    settings: &SolverSettings,
+    how: &Run<'_>,
+    obs: &mut dyn Observer,
+) -> Result<(SolveInfo, f64, Option<SmoSnapshot>), SolveError> {
     let l = st.l;
-    let qsz = working_set_of(block, st.n, l)?;
+    let mode = how.mode;
+    let qsz = how.qsz;
     let lim = Limits::new(settings, l);
     let tol = settings.tol;
     let shrink = settings.shrinking == Shrinking::On;
     let mut status = Status::MaxIterations;
-    let mut iter: u64 = 0;
-    let mut outer: u64 = 0;
-    let mut viol = violation(st, mode);
     let mut blk = Block::new(l, l, qsz);
+    let (mut iter, mut outer, mut viol) = match how.resume {
+        Some((b, d)) => {
+            // The loop stopped at the top of an outer iteration, where every kept column held
+            // the active rows.
+            blk.restore(&b.members, q, st.active);
+            (d.iter, b.outer, d.viol)
+        }
+        None => (0, 0, violation(st, mode)),
+    };
+    // A resumed loop does not consult the observer again at the point it stopped at (a stop
+    // asked there would stop it again at once).
+    let mut resumed_here = how.resume.is_some();
+    let mut snapshot = None;
+    let snap_of = |st: &State, blk: &Block, iter: u64, outer: u64, viol: f64| {
+        let mut s = SmoSnapshot::of(
+            st,
+            how.mode,
+            Driver {
+                iter,
+                counter: 0,
+                viol,
+            },
+        );
+        s.block = Some(BlockLoop {
+            q: qsz,
+            outer,
+            members: blk.members(),
+        });
+        s
+    };
     let mut moves: Vec<(usize, f64)> = Vec::with_capacity(qsz);
     // Members that entered (+1) or left (-1) their upper bound in the current outer iteration,
     // and the shrunk rows of one's column.
@@ -997,16 +1196,24 @@ pub(crate) fn iterate<Q: QMatrix>(
             status = Status::Converged;
             break;
         }
+        let first = std::mem::take(&mut resumed_here);
         if iter >= lim.max_iter {
+            if how.keep_snapshot {
+                snapshot = Some(snap_of(st, &blk, iter, outer, viol));
+            }
             break;
         }
-        if outer > 0 {
+        if outer > 0 && !first {
             if let Some(s) = lim.check(obs, iter, viol, st.active) {
                 status = s;
+                if how.keep_snapshot {
+                    snapshot = Some(snap_of(st, &blk, iter, outer, viol));
+                }
                 break;
             }
         }
-        outer += 1;
+        // Saturating: a crafted snapshot may hold any count.
+        outer = outer.saturating_add(1);
         if shrink && outer % SHRINK_EVERY == 0 {
             let (act0, unshrunk0) = (st.active, st.unshrunk);
             perm0.clear();
@@ -1039,7 +1246,7 @@ pub(crate) fn iterate<Q: QMatrix>(
         let next = select(st, mode, qsz.min(act), fresh.max(least), &blk.ws);
         blk.assign(next, q, act);
         loc.load(st, &blk);
-        iter += local_round(&mut loc, mode, tol, lim.max_iter - iter, qsz, &mut moves)?;
+        iter = iter.saturating_add(local_round(&mut loc, mode, tol, qsz, &mut moves)?);
         at_upper.clear();
         for &(s, _) in &moves {
             let t = blk.ws[s];
@@ -1104,8 +1311,14 @@ pub(crate) fn iterate<Q: QMatrix>(
             gap,
         },
         r,
+        snapshot,
     ))
 }
+
+/// Stop and resume, bit for bit.
+#[cfg(test)]
+#[path = "block_resume_tests.rs"]
+mod resume_tests;
 
 #[cfg(test)]
 mod tests {

@@ -51,8 +51,8 @@
 //! **The end**: that of
 //! [`crate::solver::smo::shard`] (the account computed as one process computes it, in key
 //! order). The observer and the clock are consulted at every outer iteration after the first,
-//! as in one process, and the decisions agreed. As in one process there is no resume snapshot:
-//! a stopped block solve starts over.
+//! as in one process, and the decisions agreed. Unlike one process's, the shards keep no
+//! snapshot: a stopped sharded block solve starts over on resume.
 //!
 //! Citation: Z. Wen, J. Shi, Q. Li, B. He, J. Chen, "ThunderSVM: a fast SVM library on GPUs
 //! and CPUs", JMLR 19 (2018), section 3; S. Brugger, W. Rosenstiel, M. Bogdan, "Parallel
@@ -303,14 +303,7 @@ fn iterate(
             }
         }
         mem.load(&mut loc, &blk.slots);
-        iter += local_round(
-            &mut loc,
-            Mode::Sum,
-            tol,
-            lim.max_iter - iter,
-            qsz,
-            &mut moves,
-        )?;
+        iter += local_round(&mut loc, Mode::Sum, tol, qsz, &mut moves)?;
         for &(s, _) in &moves {
             if let Ok(t) = net.keys.binary_search(&blk.ws[s]) {
                 st.alpha[t] = loc.a[s];

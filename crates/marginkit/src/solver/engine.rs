@@ -26,11 +26,12 @@
 //! nu-SVR run the block engine's nu mode when asked for (`--solver block`), and the pair engine
 //! with `auto`, as their block timings have not been measured.
 //!
-//! The pair engine alone has snapshots (resume): a subproblem resumed from a snapshot runs on
-//! the pair engine whatever the plan, and a block solve that stops early starts over on resume.
+//! A subproblem resumed from a snapshot continues on the engine that wrote it
+//! ([`super::smo::SmoSnapshot::engine`]), whatever [`SvmSolver`] says, so that the
+//! continuation replays the iterations of the uninterrupted solve.
 
 use super::block::{self, BlockSettings, MAX_WORKING_SET};
-use super::smo::{self, Mode, Smo, SmoSolution, State, WarmGradient};
+use super::smo::{self, Smo, SmoSolution, State, WarmGradient};
 use super::{BoxQp, Equality, Observer, SolveInfo, SolverSettings, VarFix};
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
@@ -119,20 +120,20 @@ impl Plan {
         obs: &mut dyn Observer,
     ) -> Result<SolveInfo, SolveError> {
         match &self.block {
-            Some(b) => block::iterate(st, q, Mode::plain(equality), settings, b, obs)
-                .map(|(info, _)| info),
+            Some(b) => block::iterate_plain(st, q, equality, settings, b, obs),
             None => smo::iterate_plain(st, q, equality, settings, obs),
         }
     }
 }
 
 /// Runs the planned engine on the problem `smo` describes (one equality or none as `qp` says,
-/// or the nu problem): the block engine when planned and the solve does not continue a
-/// snapshot, the pair engine `smo` otherwise. `alpha` holds the solution on exit and `q` is
-/// back in the caller's order.
+/// or the nu problem), with `smo`'s resume and snapshot options: the block engine when
+/// planned, the pair engine otherwise; a solve that continues a snapshot must be planned on
+/// the snapshot's engine ([`crate::svm::SvmValidParams`]' planned engine does so). `alpha` holds
+/// the solution on exit and `q` is back in the caller's order.
 ///
 /// # Errors
-/// As [`Smo::solve`], [`block::solve`] and [`block::solve_nu`].
+/// As [`Smo::solve`] and [`block::run`].
 pub(crate) fn solve<Q: QMatrix>(
     plan: &Plan,
     smo: &Smo<'_>,
@@ -141,17 +142,10 @@ pub(crate) fn solve<Q: QMatrix>(
     alpha: &mut [f64],
     obs: &mut dyn Observer,
 ) -> Result<SmoSolution, SolveError> {
-    let settings = smo.settings();
-    let (info, r) = match (&plan.block, smo.resumes_from()) {
-        (Some(b), None) if smo.is_nu() => block::solve_nu(q, qp, alpha, settings, b, obs)?,
-        (Some(b), None) => (block::solve(q, qp, alpha, settings, b, obs)?, 0.0),
-        _ => return smo.solve(q, qp, alpha, obs),
-    };
-    Ok(SmoSolution {
-        info,
-        r,
-        snapshot: None,
-    })
+    match &plan.block {
+        Some(b) => block::run(q, qp, alpha, smo, b, obs),
+        None => smo.solve(q, qp, alpha, obs),
+    }
 }
 
 /// [`solve`] on a `q` that is kept permuted between solves (the regularization path): position

@@ -77,7 +77,9 @@ pub struct SolverSettings {
     pub tol: f64,
     /// Shrinking heuristic.
     pub shrinking: Shrinking,
-    /// Iteration limit (`None`: the engine's default, LIBSVM's max(1e7, 100 n) for SMO).
+    /// Iteration limit (`None`: the engine's default, LIBSVM's max(1e7, 100 n) for SMO). The
+    /// block engine ([`block`]) tests it between outer iterations and may pass it by less than
+    /// one outer iteration's steps.
     pub max_iter: Option<u64>,
     /// Wall-clock limit.
     pub time_limit: Option<Duration>,

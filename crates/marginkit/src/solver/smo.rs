@@ -60,6 +60,7 @@
 
 use std::time::Instant;
 
+use super::block::{BlockLoop, BlockSettings};
 use super::{
     BoxQp, Equality, IterStats, Observer, Shrinking, SolveInfo, SolverSettings, Status, VarFix,
 };
@@ -1862,6 +1863,10 @@ fn iterate_body<Q: QMatrix>(
 /// loop counters. Continuing from it with [`Smo::resume`] replays the same iterations as an
 /// uninterrupted solve (same data, same `Q`, same settings), so the final iterate is the same.
 ///
+/// A snapshot of the block engine ([`super::block`]) also carries its loop state (the working
+/// set, the outer-iteration count, the working-set size): [`SmoSnapshot::engine`] says which
+/// engine wrote it, and a resume runs that engine.
+///
 /// Serialize with [`SmoSnapshot::to_bytes`], read back with [`SmoSnapshot::from_bytes`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct SmoSnapshot {
@@ -1880,15 +1885,29 @@ pub struct SmoSnapshot {
     pub(crate) delta: Option<f64>,
     pub(crate) unshrunk: bool,
     pub(crate) driver: Driver,
+    /// The block engine's loop state (`None`: the pair engine wrote the snapshot).
+    pub(crate) block: Option<BlockLoop>,
 }
 
-/// The magic of the snapshot form.
+/// The engine that wrote a [`SmoSnapshot`], and that continues it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotEngine {
+    /// The pair SMO ([`Smo`]).
+    Pair,
+    /// The block working-set SMO ([`super::block`]).
+    Block,
+}
+
+/// The magic of the pair engine's snapshot form.
 pub(crate) const SNAP_MAGIC: &str = "MKSMO001";
+/// The magic of the block engine's snapshot form: the pair form's fields, then the block loop's.
+pub(crate) const BLOCK_SNAP_MAGIC: &str = "MKSMOB01";
 /// The kind of state file, in messages.
 const SNAP_FILE: &str = "SMO snapshot";
 
 impl SmoSnapshot {
-    fn of(st: &State, mode: Mode, driver: Driver) -> Self {
+    /// The pair engine's snapshot of `st` (the block engine adds its loop state to it).
+    pub(crate) fn of(st: &State, mode: Mode, driver: Driver) -> Self {
         Self {
             mode: match mode {
                 Mode::Sum => 0,
@@ -1909,6 +1928,15 @@ impl SmoSnapshot {
             delta: st.delta,
             unshrunk: st.unshrunk,
             driver,
+            block: None,
+        }
+    }
+
+    /// The engine that wrote the snapshot (and continues it).
+    pub fn engine(&self) -> SnapshotEngine {
+        match self.block {
+            Some(_) => SnapshotEngine::Block,
+            None => SnapshotEngine::Pair,
         }
     }
 
@@ -1931,19 +1959,48 @@ impl SmoSnapshot {
         out
     }
 
-    /// A compact little-endian binary form (floats bit-exact): magic `MKSMO001`, the mode,
-    /// shrinking and equality bytes, `n`, `l`, the active-set size, the constant part of the
-    /// objective, `delta`, the violation and the two loop counters, the seven per-variable
-    /// arrays (`n` entries each, no length) and the permutation. It carries no checksum: it
-    /// is embedded in a sealed fit checkpoint.
+    /// A compact little-endian binary form (floats bit-exact): magic `MKSMO001` (pair engine)
+    /// or `MKSMOB01` (block engine), the mode, shrinking and equality bytes, `n`, `l`, the
+    /// active-set size, the constant part of the objective, `delta`, the violation and the two
+    /// loop counters, the seven per-variable arrays (`n` entries each, no length) and the
+    /// permutation; a block snapshot then has the block loop's state
+    /// ([`super::block`]: the working-set size, the outer iterations, the members with their
+    /// slots). It carries no checksum: it is embedded in a sealed fit checkpoint.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut e = Enc::new(SNAP_MAGIC);
+        let mut e = Enc::new(self.magic());
         self.encode_body(&mut e);
         e.finish()
     }
 
+    /// The magic of the snapshot's form (its engine's).
+    fn magic(&self) -> &'static str {
+        match self.engine() {
+            SnapshotEngine::Pair => SNAP_MAGIC,
+            SnapshotEngine::Block => BLOCK_SNAP_MAGIC,
+        }
+    }
+
+    /// Writes the snapshot, magic first, into a larger form (a fit checkpoint).
+    pub(crate) fn encode(&self, e: &mut Enc) {
+        e.raw(self.magic().as_bytes());
+        self.encode_body(e);
+    }
+
+    /// Reads [`SmoSnapshot::encode`]'s form at `d` (errors name `d`'s file).
+    pub(crate) fn decode(d: &mut Dec<'_>) -> Result<Self, CheckpointError> {
+        let magic = d.bytes(SNAP_MAGIC.len())?;
+        let block = if magic == BLOCK_SNAP_MAGIC.as_bytes() {
+            true
+        } else if magic == SNAP_MAGIC.as_bytes() {
+            false
+        } else {
+            return Err(d.invalid("SMO snapshot", "bad magic"));
+        };
+        Self::decode_body(d, block)
+    }
+
     /// Writes everything after the magic.
-    pub(crate) fn encode_body(&self, e: &mut Enc) {
+    fn encode_body(&self, e: &mut Enc) {
         let n = self.n();
         e.u8(self.mode);
         e.bool(self.unshrunk);
@@ -1968,6 +2025,9 @@ impl SmoSnapshot {
             arr.iter().for_each(|&v| e.f64(v));
         }
         self.perm.iter().for_each(|&v| e.usize(v));
+        if let Some(b) = &self.block {
+            b.encode(e);
+        }
     }
 
     /// Reads [`SmoSnapshot::to_bytes`]' form; returns the snapshot and the bytes consumed.
@@ -1976,16 +2036,18 @@ impl SmoSnapshot {
     /// A [`CheckpointError`] for a wrong magic, truncated data or inconsistent fields (never a
     /// panic).
     pub fn from_bytes(bytes: &[u8]) -> Result<(Self, usize), CheckpointError> {
-        if !bytes.starts_with(SNAP_MAGIC.as_bytes()) {
+        let block = bytes.starts_with(BLOCK_SNAP_MAGIC.as_bytes());
+        if !block && !bytes.starts_with(SNAP_MAGIC.as_bytes()) {
             return Err(crate::persist::bad_magic(bytes, SNAP_MAGIC, SNAP_FILE));
         }
         let mut d = Dec::at(bytes, SNAP_MAGIC.len(), SNAP_FILE);
-        let snap = Self::decode_body(&mut d)?;
+        let snap = Self::decode_body(&mut d, block)?;
         Ok((snap, d.pos()))
     }
 
-    /// Reads everything after the magic (errors name `d`'s file).
-    pub(crate) fn decode_body(d: &mut Dec<'_>) -> Result<Self, CheckpointError> {
+    /// Reads everything after the magic, the block loop's state too when `block` (errors name
+    /// `d`'s file).
+    fn decode_body(d: &mut Dec<'_>, block: bool) -> Result<Self, CheckpointError> {
         let (mode, unshrunk, has_delta) = (d.u8()?, d.u8()?, d.u8()?);
         if mode > 2 {
             return Err(d.bad_tag("SMO snapshot mode", mode));
@@ -2035,7 +2097,7 @@ impl SmoSnapshot {
         }
         let mut it = arrays.into_iter();
         let mut next = || it.next().unwrap_or_default();
-        let snap = Self {
+        let mut snap = Self {
             mode,
             l: l as usize,
             active: active as usize,
@@ -2055,7 +2117,11 @@ impl SmoSnapshot {
                 counter,
                 viol,
             },
+            block: None,
         };
+        if block {
+            snap.block = Some(BlockLoop::decode(d, snap.l, snap.active)?);
+        }
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
         if !(finite(&snap.alpha) && finite(&snap.g) && finite(&snap.g_bar) && finite(&snap.p))
             || snap.y.iter().any(|&v| v != 1.0 && v != -1.0)
@@ -2130,7 +2196,7 @@ impl State {
 }
 
 /// [`SolveError::Checkpoint`] for a snapshot that does not belong to the problem.
-fn snapshot_mismatch(reason: &'static str) -> SolveError {
+pub(crate) fn snapshot_mismatch(reason: &'static str) -> SolveError {
     SolveError::Checkpoint(CheckpointError::Mismatch {
         file: SNAP_FILE,
         reason,
@@ -2187,8 +2253,9 @@ impl<'a> Smo<'a> {
 
     /// With `Some(snapshot)`, the solve continues from the snapshot instead of `alpha` (which
     /// only receives the result) and replays the iterations an uninterrupted solve would have
-    /// made. The snapshot must come from the same `qp` and `Q` (its signs and bounds are
-    /// checked).
+    /// made, on the engine that wrote the snapshot ([`SmoSnapshot::engine`]: a block
+    /// snapshot continues on [`super::block`] with its own working-set size). The snapshot
+    /// must come from the same `qp` and `Q` (its signs and bounds are checked).
     pub fn resume(mut self, snapshot: Option<&'a SmoSnapshot>) -> Self {
         self.resume = snapshot;
         self
@@ -2216,6 +2283,11 @@ impl<'a> Smo<'a> {
         self.resume
     }
 
+    /// Whether a solve stopped by a limit or the observer returns a snapshot.
+    pub fn keeps_snapshot(&self) -> bool {
+        self.keep_snapshot
+    }
+
     /// Solves the box QP `qp` with `Q` from `q`, starting from the feasible `alpha` (or the
     /// snapshot); `alpha` holds the solution on exit, in the original order, and `q` is back
     /// in the caller's order.
@@ -2230,6 +2302,13 @@ impl<'a> Smo<'a> {
         alpha: &mut [f64],
         obs: &mut dyn Observer,
     ) -> Result<SmoSolution, SolveError> {
+        if self
+            .resume
+            .is_some_and(|s| s.engine() == SnapshotEngine::Block)
+        {
+            // The snapshot's own working-set size replaces the settings' buffer.
+            return super::block::run(q, qp, alpha, self, &BlockSettings::default(), obs);
+        }
         let settings = self.settings;
         let want_snapshot = self.keep_snapshot;
         let mode = match (self.nu, qp.equality) {
@@ -2259,7 +2338,7 @@ impl<'a> Smo<'a> {
     }
 
     /// The state of `snap`, checked against the problem.
-    fn state_from<Q: QMatrix>(
+    pub(crate) fn state_from<Q: QMatrix>(
         q: &mut Q,
         qp: &BoxQp<'_>,
         alpha: &[f64],

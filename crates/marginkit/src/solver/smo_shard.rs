@@ -599,6 +599,10 @@ fn resume_state(
     if snap.mode != 0 || n != n_global || snap.l != n {
         return Err(snapshot_mismatch("size or formulation"));
     }
+    if snap.block.is_some() {
+        // Its working set and outer iterations belong to the block engine's loop.
+        return Err(snapshot_mismatch("a block engine's snapshot"));
+    }
     if let Some(d) = snap.delta {
         if off_equality(snap.y.iter().copied().zip(snap.alpha.iter().copied()), d) {
             return Err(snapshot_mismatch(
@@ -623,6 +627,7 @@ fn resume_state(
         delta: None,
         unshrunk: snap.unshrunk,
         driver: snap.driver,
+        block: None,
     };
     for (k, &key) in snap.perm.iter().enumerate() {
         let Ok(o) = prob.keys.binary_search(&key) else {
@@ -866,6 +871,7 @@ fn gather_snapshot(net: &mut Net<'_>, st: &State, run: &Run<'_>, driver: Driver)
         delta: Some(run.delta),
         unshrunk: st.unshrunk,
         driver,
+        block: None,
     };
     for part in 0..2 {
         // (smallest key first, shard, position in the shard's list)

@@ -3,9 +3,10 @@
 //!
 //! A fit is a sequence of subproblems (one per class pair, or one). A checkpoint records, per
 //! subproblem: finished (its coefficients, threshold, report and Platt pair, bit-exact), stopped
-//! (the SMO solver's [`SmoSnapshot`]: its permuted arrays, gradient, `G_bar`, active set and
-//! loop counters, so the continuation replays the very iterations the uninterrupted solve
-//! would have made), or not started. It also records a fingerprint of the data and of every
+//! (the [`SmoSnapshot`] of the engine that ran it, pair or block: its permuted arrays,
+//! gradient, `G_bar`, active set and loop counters, and the block engine's working set, so the
+//! continuation replays the very iterations the uninterrupted solve would have made), or not
+//! started. It also records a fingerprint of the data and of every
 //! parameter that changes the result (not the cache size, the thread count or the limits), so a
 //! checkpoint is never continued on other data.
 //!
@@ -21,7 +22,7 @@
 
 use crate::data::Dataset;
 use crate::persist::{self, hash_dataset, CheckpointError, Dec, Enc, Fnv, RunRecord};
-use crate::solver::smo::{SmoSnapshot, SNAP_MAGIC};
+use crate::solver::smo::SmoSnapshot;
 use crate::solver::Status;
 
 use super::params::{PlattFit, Probability, SvmValidParams};
@@ -181,8 +182,7 @@ impl FitCheckpoint {
                 SubState::Stopped { snap, prob: p } => {
                     e.u8(1);
                     prob(&mut e, p);
-                    e.raw(SNAP_MAGIC.as_bytes());
-                    snap.encode_body(&mut e);
+                    snap.encode(&mut e);
                 }
                 SubState::Done(d) => {
                     e.u8(2);
@@ -251,10 +251,7 @@ impl FitCheckpoint {
                 0 => SubState::NotStarted,
                 1 => {
                     let p = pair(&mut d, "probability tag")?;
-                    if d.bytes(SNAP_MAGIC.len())? != SNAP_MAGIC.as_bytes() {
-                        return Err(d.invalid("SMO snapshot", "bad magic"));
-                    }
-                    let snap = SmoSnapshot::decode_body(&mut d)?;
+                    let snap = SmoSnapshot::decode(&mut d)?;
                     SubState::Stopped {
                         snap: Box::new(snap),
                         prob: p,
@@ -315,11 +312,11 @@ mod tests {
     use super::*;
     use crate::data::{DenseMatrix, Features};
     use crate::fit::Control;
-    use crate::svm::{fit, SvmParams};
+    use crate::svm::{fit, SvmParams, SvmSolver};
 
     /// A crafted state file (a body byte changed and the checksum recomputed, as an editor
     /// could) is refused or continued without a panic: three classes, so the file holds
-    /// finished, stopped and unstarted subproblems.
+    /// finished, stopped and unstarted subproblems; stopped by the pair and by the block engine.
     #[test]
     fn resealed_crafted_bodies_never_panic() {
         let n = 45;
@@ -328,20 +325,69 @@ mod tests {
             .collect();
         let y = (0..n).map(|i| (i % 3) as f64).collect();
         let d = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, v).unwrap()), y, None).unwrap();
-        let stop = SvmParams::new().c(1000.0).max_iter(20).check().unwrap();
-        let ck = fit(&stop, &d, &mut Control::default()).unwrap().checkpoint;
-        let bytes = ck.expect("max_iter stops the fit").to_bytes();
-        let mut tried = 0;
-        for b in crate::persist::resealed_variants(&bytes, 96, 3) {
-            let Ok(c) = FitCheckpoint::from_bytes(&b) else {
-                continue;
-            };
-            tried += 1;
-            // Ok or Err: either is fine, a panic is not (the iteration limit keeps a resume
-            // from a crafted, inconsistent gradient short).
-            let _ = fit(&stop, &d, &mut Control::default().resume_from(&c));
+        let pair = SvmParams::new().c(1000.0).max_iter(20);
+        // A working set of 4 of a pair's 30 variables: many outer iterations.
+        let block = pair
+            .clone()
+            .engine(SvmSolver::Block)
+            .cache_bytes(2 * 4 * 4 * 30);
+        for (params, stride) in [(pair, 3), (block, 5)] {
+            let stop = params.check().unwrap();
+            let ck = fit(&stop, &d, &mut Control::default()).unwrap().checkpoint;
+            let bytes = ck.expect("max_iter stops the fit").to_bytes();
+            let mut tried = 0;
+            for b in crate::persist::resealed_variants(&bytes, 96, stride) {
+                let Ok(c) = FitCheckpoint::from_bytes(&b) else {
+                    continue;
+                };
+                tried += 1;
+                assert_eq!(c.to_bytes(), b);
+                // Ok or Err: either is fine, a panic is not (the iteration limit keeps a resume
+                // from a crafted, inconsistent gradient short).
+                let _ = fit(&stop, &d, &mut Control::default().resume_from(&c));
+            }
+            assert!(tried > 50, "{tried}");
         }
-        assert!(tried > 50, "{tried}");
+    }
+
+    /// A fit stopped on the block engine records its subproblems' block snapshots and resumes
+    /// (through the file's bytes) to the uninterrupted fit's model, also when the fit is resumed
+    /// with the pair engine asked for: a snapshot continues on its own engine.
+    #[test]
+    fn block_engine_fits_resume_to_the_uninterrupted_model() {
+        let n = 60;
+        let v = (0..n)
+            .flat_map(|i| [(i as f64 * 1.3).sin(), (i as f64 * 0.7).cos()])
+            .collect();
+        let y = (0..n).map(|i| (i % 3) as f64).collect();
+        let d = Dataset::new(Features::Dense(DenseMatrix::new(n, 2, v).unwrap()), y, None).unwrap();
+        let full = SvmParams::new()
+            .c(1000.0)
+            .engine(SvmSolver::Block)
+            .cache_bytes(2 * 4 * 4 * 40);
+        let want = fit(&full.clone().check().unwrap(), &d, &mut Control::default())
+            .unwrap()
+            .model;
+        for limit in [1, 30, 200] {
+            let stop = full.clone().max_iter(limit).check().unwrap();
+            let ck = fit(&stop, &d, &mut Control::default())
+                .unwrap()
+                .checkpoint
+                .expect("the limit stops the fit");
+            let blocks = ck
+                .subs
+                .iter()
+                .filter(|s| matches!(s, SubState::Stopped { snap, .. } if snap.block.is_some()))
+                .count();
+            assert!(blocks > 0, "limit {limit}");
+            let back = FitCheckpoint::from_bytes(&ck.to_bytes()).unwrap();
+            assert_eq!(back, ck);
+            for engine in [SvmSolver::Block, SvmSolver::Smo] {
+                let p = full.clone().engine(engine).check().unwrap();
+                let got = fit(&p, &d, &mut Control::default().resume_from(&back)).unwrap();
+                assert_eq!(got.model, want, "limit {limit}, resumed with {engine:?}");
+            }
+        }
     }
 
     /// A state file of the previous version (no run record) still reads, writes back byte for

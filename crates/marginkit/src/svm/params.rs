@@ -6,7 +6,7 @@ use std::time::Duration;
 pub use crate::data::memory::mem_available_bytes;
 use crate::error::{positive, ParamError};
 use crate::kernel::KernelSpec;
-use crate::solver::smo::SmoSnapshot;
+use crate::solver::smo::{SmoSnapshot, SnapshotEngine};
 use crate::solver::{Shrinking, SolverSettings};
 
 /// The five LIBSVM formulations, with LIBSVM's numbering (`-s`).
@@ -325,16 +325,18 @@ impl SvmValidParams {
     pub fn engine(&self) -> SvmSolver {
         self.engine
     }
-    /// The engine a solve of these parameters runs: the pair SMO for a solve that continues
-    /// from a pair-engine snapshot (`resume`) and for nu-SVC and nu-SVR with
-    /// [`SvmSolver::Auto`] (the block engine's nu mode runs when asked for: its speed has not
-    /// been measured against the pair engine's), else [`SvmValidParams::engine`].
+    /// The engine a solve of these parameters runs: the engine of the snapshot it continues
+    /// from (`resume`), so that the continuation replays the uninterrupted solve whatever
+    /// `--solver` says; the pair SMO for nu-SVC and nu-SVR with [`SvmSolver::Auto`] (the block
+    /// engine's nu mode runs when asked for: its speed has not been measured against the pair
+    /// engine's); else [`SvmValidParams::engine`].
     pub(crate) fn planned_engine(&self, resume: Option<&SmoSnapshot>) -> SvmSolver {
         let nu = matches!(self.svm_type, SvmType::NuSvc | SvmType::NuSvr);
-        if resume.is_some() || (nu && self.engine == SvmSolver::Auto) {
-            SvmSolver::Smo
-        } else {
-            self.engine
+        match resume.map(SmoSnapshot::engine) {
+            Some(SnapshotEngine::Pair) => SvmSolver::Smo,
+            Some(SnapshotEngine::Block) => SvmSolver::Block,
+            None if nu && self.engine == SvmSolver::Auto => SvmSolver::Smo,
+            None => self.engine,
         }
     }
     /// The same parameters without a probability model: valid, since only `-b 1` has a

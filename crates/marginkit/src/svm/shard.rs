@@ -77,8 +77,9 @@ pub struct KernelShard<'a> {
 /// and shrinking off bit for bit, and with shrinking on the same optimum to the tolerance.
 /// The observer and the time limit are consulted on every shard and their decisions agreed, so
 /// every shard stops at the same iteration; a fit stopped early returns the checkpoint of
-/// [`super::fit`] (the same on every shard: a stopped block solve is recorded as not started,
-/// as one process records it), and [`Control::resume_from`] continues one, made
+/// [`super::fit`] (the same on every shard; a stopped block solve is recorded as not started,
+/// where one process keeps its block snapshot, and a block snapshot starts over on the shards),
+/// and [`Control::resume_from`] continues one, made
 /// by shards (at any number of them) or by one process (see the module documentation). Every
 /// shard must be given the same checkpoint.
 ///
@@ -298,7 +299,9 @@ impl Ctx<'_, '_, '_> {
     /// variables on local samples `sample` with signs, keys, `p`, bounds and start, the
     /// equality's right-hand side `delta` of the whole problem, continuing from `resume` when
     /// given. The engine and the memory are planned as one process plans them
-    /// ([`crate::solver::engine::plan`]): the block engine when asked for, except on a resumed solve.
+    /// ([`crate::solver::engine::plan`]): the block engine when asked for or when `resume` is
+    /// a block snapshot. The sharded block engine keeps no snapshot: it solves a block
+    /// snapshot's problem from the start.
     #[allow(clippy::too_many_arguments)] // the local box QP, one array per field
     fn solve(
         &mut self,

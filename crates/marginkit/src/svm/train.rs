@@ -342,7 +342,7 @@ pub(super) fn sub_state(
             report: f.report.clone(),
             prob,
         }),
-        // Stopped without a snapshot (cannot happen with want_snapshot): start over.
+        // Stopped without a snapshot (the sharded block engine keeps none): start over.
         _ => SubState::NotStarted,
     }
 }
