@@ -21,7 +21,7 @@
 //! otherwise; with `-m 200` that is from about 58,000 samples. Measured on RBF C-SVC
 //! (`bench/results/block_smo.md`, blobs d = 20, `-m 200`, shrinking on): the engines are within
 //! 7% of each other at 50,000 samples (1 and 2 threads), the pair engine is 1.5-1.9x faster at
-//! 20,000, and the block engine is faster at 100,000 (1.8x at 1 thread, 1.2x at 2;
+//! 20,000, and the block engine is faster at 100,000 (1.9x at 1 thread, 1.3x at 2;
 //! `bench/results/block_smo_100k.md`). The other methods' duals take the same rule; nu-SVC and
 //! nu-SVR run the block engine's nu mode when asked for (`--solver block`), and the pair engine
 //! with `auto`, as their block timings have not been measured.
