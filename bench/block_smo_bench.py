@@ -67,7 +67,8 @@ def parse_args():
     ap.add_argument("--no-onedal", action="store_true")
     ap.add_argument("--no-libsvm", action="store_true", help="--scaling without the LIBSVM series")
     ap.add_argument("--engines", default="smo,block",
-                    help="--scaling: comma-separated marginkit engines (smo, block; default both)")
+                    help="comma-separated marginkit engines (smo, block; default both); without --scaling, "
+                         "an engine left out shows as nan")
     ap.add_argument("--cache",
                     help="--scaling: JSON file of finished points, read and extended as each series ends "
                          "(default target/block-bench/scaling-cache.json; 'none' for no cache)")
@@ -224,7 +225,9 @@ def compare(a, binary, page):
         x, y, path = data(n, a.seed)
         for t in a.threads:
             label = f"n={n} threads={t}"
-            res = {s: marginkit_series(binary, s, t, path, a.repeats, label) for s in ("smo", "block")}
+            nan = (float("nan"), float("nan"))
+            res = {s: marginkit_series(binary, s, t, path, a.repeats, label) if s in a.engines else nan
+                   for s in ("smo", "block")}
             if not a.no_onedal:
                 res["onedal"] = onedal_series(x, y, t, a.repeats, label)
             rows.append((n, t, res))

@@ -548,11 +548,11 @@ fn an_unknown_solver_is_refused_once() {
         &model,
         "--solver",
     );
-    // A formulation the block engine does not run: marginkit train's refusal.
+    // nu-SVC, which neither engine runs over MPI: the -s refusal, with the block engine too.
     fails(
         2,
         &["-s", "1", "--solver", "block", h, m],
         &model,
-        "the block solver runs C-SVC",
+        "-s 1: over MPI the kernel SVMs are 0 (C-SVC), 2 (one-class) and 3 (epsilon-SVR)",
     );
 }
