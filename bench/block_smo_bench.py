@@ -337,15 +337,19 @@ def scaling(a, binary, page):
 
     lo, hi = a.fit_range
     lim = f"> {a.libsvm_limit:g} (stopped)"
+    libsvm_note = ("" if a.no_libsvm else
+                   " LIBSVM is single-threaded: one series, repeated in every table; a LIBSVM fit is stopped "
+                   f"after {a.libsvm_limit:g} s and its series ends there.")
     out = [f"RBF C-SVC training time against n: blobs d = 20 (seed {a.seed}), C = 1, gamma = {GAMMA}, "
-           f"eps {EPS}, 200 MB cache, shrinking on; {medians_of(a.repeats)} "
-           f"(LIBSVM: {medians_of(a.libsvm_repeats)}), seconds of training "
-           "(marginkit's `train_seconds`, oneDAL's and LIBSVM's fit call). Ratios are to oneDAL at the same "
-           "thread count (< 1: faster than oneDAL). LIBSVM is single-threaded: one series, repeated in both "
-           f"tables; a LIBSVM fit is stopped after {a.libsvm_limit:g} s and its series ends there. The growth "
+           f"eps {EPS}, 200 MB cache, shrinking on; {medians_of(a.repeats)}"
+           + ("" if a.no_libsvm else f" (LIBSVM: {medians_of(a.libsvm_repeats)})")
+           + ", seconds of training (marginkit's `train_seconds`, oneDAL's"
+           + ("" if a.no_libsvm else " and LIBSVM's") + " fit call). Ratios are to oneDAL at the same "
+           "thread count (< 1: faster than oneDAL)." + libsvm_note + " The growth "
            f"exponent is the least-squares slope of log time on log n over n = {lo:,}-{hi:,}; the objective "
            "columns give |objective - oneDAL's| / |oneDAL's| (LIBSVM's min form of the dual).", ""]
-    keys = [(s, None) for s in a.engines] + [("onedal", None), ("libsvm", None)]
+    keys = [(s, None) for s in a.engines] + [("onedal", None)] + ([] if a.no_libsvm else [("libsvm", None)])
+    obj_keys = a.engines + (() if a.no_libsvm else ("libsvm",))
     names = {"smo": "marginkit smo", "block": "marginkit block",
              "onedal": "oneDAL", "libsvm": "LIBSVM"}
 
@@ -357,7 +361,7 @@ def scaling(a, binary, page):
         out += [f"### {t} thread{'s' if t > 1 else ''}", "",
                 "| n | " + " | ".join(f"{names[k]} s" for k, _ in keys) + " | "
                 + " | ".join(f"{names[k]} / oneDAL" for k, _ in keys if k != "onedal")
-                + f" | objective rel. diff to oneDAL: {', '.join(a.engines)}, LIBSVM |",
+                + f" | objective rel. diff to oneDAL: {', '.join(names[k] for k in obj_keys)} |",
                 "|---" * (1 + len(keys) + len(keys) - 1 + 1) + "|"]
         for n in a.sizes:
             od = get(n, "onedal", t)
@@ -375,7 +379,7 @@ def scaling(a, binary, page):
                 v = get(n, k, t)
                 ratios.append(f"{v[0] / od[0]:.2f}" if v and od else "—")
             objs = ", ".join(fmt_rel(get(n, k, t)[1] if get(n, k, t) else None, od_obj[n])
-                             for k in a.engines + ("libsvm",))
+                             for k in obj_keys)
             out.append(f"| {n:,} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {objs} |")
         exps = []
         for k, _ in keys:
@@ -412,8 +416,12 @@ def scaling(a, binary, page):
         with open(a.svg, "w") as f:
             f.write(svg_loglog(series, title, "n (training rows)", "training time (s)"))
         print(f"wrote {a.svg}", file=sys.stderr)
-        out += ["", f"Plot: `{os.path.basename(a.svg)}` (log-log; solid: {max(a.threads)} threads, dashed: "
-                f"{min(a.threads)} thread{'s' if min(a.threads) > 1 else ''}, dotted: LIBSVM)."]
+        styles = [f"solid: {max(a.threads)} thread{'s' if max(a.threads) > 1 else ''}"]
+        if min(a.threads) != max(a.threads):
+            styles.append(f"dashed: {min(a.threads)} thread{'s' if min(a.threads) > 1 else ''}")
+        if not a.no_libsvm:
+            styles.append("dotted: LIBSVM")
+        out += ["", f"Plot: `{os.path.basename(a.svg)}` (log-log; {', '.join(styles)})."]
     smoke = None
     if a.quick:
         smoke = (f"n = {', '.join(f'{n:,}' for n in a.sizes)} smoke run",
@@ -508,7 +516,7 @@ def main():
     a = parse_args()
     binary = pages.find_marginkit(a.marginkit)
     if a.scaling:
-        page = pages.Page("RBF C-SVC training time against n: marginkit, oneDAL, LIBSVM")
+        page = pages.Page("RBF C-SVC training time against n: marginkit, oneDAL" + ("" if a.no_libsvm else ", LIBSVM"))
         scaling(a, binary, page)
     else:
         page = pages.Page("Block working-set SMO: marginkit smo and block against oneDAL SVC")
