@@ -579,6 +579,37 @@ fn top(mut cand: Vec<(f64, u32)>, k: usize) -> Vec<(f64, u32)> {
     cand
 }
 
+/// The `k` best of a stream of candidates by [`by_value_desc`] (every one when `k == 0`, as
+/// [`top`]), held in at most `2k` entries: the selection's memory is `O(q)`, not `O(n)`, and a
+/// push costs amortized `O(1)` (every `k` pushes, one `O(k)` partition). The order is total, so
+/// the result is [`top`]'s over the whole stream.
+struct Best {
+    k: usize,
+    held: Vec<(f64, u32)>,
+}
+
+impl Best {
+    fn new(k: usize) -> Self {
+        Self {
+            k,
+            held: Vec::with_capacity(2 * k),
+        }
+    }
+
+    fn push(&mut self, c: (f64, u32)) {
+        if self.k > 0 && self.held.len() == 2 * self.k {
+            self.held.select_nth_unstable_by(self.k - 1, by_value_desc);
+            self.held.truncate(self.k);
+        }
+        self.held.push(c);
+    }
+
+    /// The `k` best, best first.
+    fn finish(self) -> Vec<(f64, u32)> {
+        top(self.held, self.k)
+    }
+}
+
 /// Candidates of one side pair: the best of `I_up` by `-y_t g_t` and of `I_low` by `y_t g_t`,
 /// best first, as (value, name).
 type Sides = (Vec<(f64, u32)>, Vec<(f64, u32)>);
@@ -593,7 +624,7 @@ fn candidates<const K: usize>(
     name: impl Fn(usize) -> u32,
     group: impl Fn(usize) -> usize,
 ) -> [Sides; K] {
-    let mut out: [Sides; K] = std::array::from_fn(|_| (Vec::new(), Vec::new()));
+    let mut out: [(Best, Best); K] = std::array::from_fn(|_| (Best::new(q), Best::new(q)));
     for t in 0..st.active {
         let v = -st.yf(t) * st.g[t];
         let (up, low) = &mut out[group(t)];
@@ -604,7 +635,7 @@ fn candidates<const K: usize>(
             low.push((-v, name(t)));
         }
     }
-    out.map(|(up, low)| (top(up, q), top(low, q)))
+    out.map(|(up, low)| (up.finish(), low.finish()))
 }
 
 /// The one-equality problem's candidates ([`candidates`] with one group).
@@ -731,13 +762,14 @@ fn select(st: &State, mode: Mode, q: usize, fresh: usize, prev: &[usize]) -> Vec
             |t| usize::from(st.y[t] < 0),
         )),
         Mode::None => {
-            let cand: Vec<(f64, u32)> = (0..l)
-                .filter_map(|t| {
-                    let v = pg_abs(st.g[t], st.alpha[t], st.upper[t]);
-                    (v > 0.0).then_some((v, t as u32))
-                })
-                .collect();
-            top(cand, q).into_iter().map(|(_, t)| t).collect()
+            let mut best = Best::new(q);
+            for t in 0..l {
+                let v = pg_abs(st.g[t], st.alpha[t], st.upper[t]);
+                if v > 0.0 {
+                    best.push((v, t as u32));
+                }
+            }
+            best.finish().into_iter().map(|(_, t)| t).collect()
         }
     };
     let free = |k: usize| {
@@ -1323,6 +1355,30 @@ mod resume_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn best_keeps_the_k_best_of_a_stream() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        for len in [0usize, 1, 2, 5, 17, 64, 300] {
+            for k in [0usize, 1, 2, 3, 7, 50] {
+                // Few distinct values, so that ties are broken by the name.
+                let stream: Vec<(f64, u32)> = (0..len)
+                    .map(|i| (f64::from(rng.gen_range(0..6u8)) - 2.5, (len - i) as u32))
+                    .collect();
+                let mut best = Best::new(k);
+                for &c in &stream {
+                    best.push(c);
+                }
+                let mut want = stream.clone();
+                want.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(a.1.cmp(&b.1)));
+                if k > 0 {
+                    want.truncate(k);
+                }
+                assert_eq!(best.finish(), want, "len {len}, k {k}");
+            }
+        }
+    }
 
     #[test]
     fn working_set_size_fits_the_buffer() {
