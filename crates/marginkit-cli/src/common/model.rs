@@ -139,8 +139,7 @@ pub struct SolverFlag {
     /// kernel SVM -s 0-4, not with a dual coordinate descent engine) or auto (block when the
     /// -m cache holds fewer than 1/64 of the kernel matrix's columns, from about 58,000 samples
     /// with -m 200, smo otherwise: the faster of the two in bench/results/block_smo.md and
-    /// block_smo_100k.md; smo for nu-SVC and nu-SVR). --resume continues on the engine
-    /// that wrote the state file.
+    /// block_smo_100k.md). --resume continues on the engine that wrote the state file.
     #[arg(long, value_enum, default_value_t = SolverArg::Auto, help_heading = "Solver and run")]
     pub solver: SolverArg,
 }

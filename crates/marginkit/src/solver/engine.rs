@@ -247,11 +247,14 @@ mod tests {
     use crate::solver::{NoObserver, Shrinking, Status};
 
     #[test]
-    fn nu_runs_the_block_engine_when_asked_and_the_pair_engine_with_auto() {
+    fn nu_runs_the_engine_it_is_given_and_auto_chooses_by_size() {
         use crate::svm::{SvmParams, SvmType};
         for t in [SvmType::NuSvc, SvmType::NuSvr] {
             let nu = |e: SvmSolver| SvmParams::new().svm_type(t).engine(e).check().unwrap();
-            assert_eq!(nu(SvmSolver::Auto).planned_engine(None), SvmSolver::Smo);
+            let auto = nu(SvmSolver::Auto).planned_engine(None);
+            assert_eq!(auto, SvmSolver::Auto);
+            assert!(plan(auto, 200 << 20, 100_000).block.is_some());
+            assert!(plan(auto, 200 << 20, 20_000).block.is_none());
             assert_eq!(nu(SvmSolver::Block).planned_engine(None), SvmSolver::Block);
             assert_eq!(nu(SvmSolver::Smo).planned_engine(None), SvmSolver::Smo);
         }

@@ -327,15 +327,12 @@ impl SvmValidParams {
     }
     /// The engine a solve of these parameters runs: the engine of the snapshot it continues
     /// from (`resume`), so that the continuation replays the uninterrupted solve whatever
-    /// `--solver` says; the pair SMO for nu-SVC and nu-SVR with [`SvmSolver::Auto`] (the block
-    /// engine's nu mode runs when asked for: its speed has not been measured against the pair
-    /// engine's); else [`SvmValidParams::engine`].
+    /// `--solver` says; else [`SvmValidParams::engine`] (every formulation alike: with
+    /// [`SvmSolver::Auto`] the plan chooses by size and cache).
     pub(crate) fn planned_engine(&self, resume: Option<&SmoSnapshot>) -> SvmSolver {
-        let nu = matches!(self.svm_type, SvmType::NuSvc | SvmType::NuSvr);
         match resume.map(SmoSnapshot::engine) {
             Some(SnapshotEngine::Pair) => SvmSolver::Smo,
             Some(SnapshotEngine::Block) => SvmSolver::Block,
-            None if nu && self.engine == SvmSolver::Auto => SvmSolver::Smo,
             None => self.engine,
         }
     }
