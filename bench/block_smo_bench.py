@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""RBF C-SVC on large blobs: marginkit's pair SMO (`--solver smo`), its block working-set SMO
+"""RBF C-SVC on large data sets: marginkit's pair SMO (`--solver smo`), its block working-set SMO
 (`--solver block`) and Intel oneDAL's SVC (scikit-learn-intelex, CPU "thunder" method), side by side;
 with --scaling, training time against n for every engine, LIBSVM included, as a table and a log-log SVG.
 
@@ -9,9 +9,15 @@ with --scaling, training time against n for every engine, LIBSVM included, as a 
     python3 bench/block_smo_bench.py --scaling --out bench/results/scaling.md   # + scaling.svg
     python3 bench/block_smo_bench.py --quick [--scaling]  # smoke run: tiny sizes, 1 repeat
 
-Same data for everyone (bench/run.py's blobs generator, d = 20, seed 20261121, written as LIBSVM text
-with %.17g so marginkit reads the doubles the peers get), C = 1, gamma = 0.05, eps 1e-3, 200 MB cache,
-shrinking on. Times: marginkit's `train_seconds` (solver only, no reading); oneDAL's `SVC.fit` wall
+Same data for everyone, written as LIBSVM text with %.17g so marginkit reads the doubles the peers
+get. --data blobs (the default): bench/run.py's blobs generator, d = 20, seed 20261121, gamma = 0.05.
+--data fashion-mnist: the real Fashion-MNIST images (Xiao, Rasul & Vollgraf 2017; 70,000 rows of
+28 x 28 = 784 pixels, the 60,000 training rows then the 10,000 test rows, the first n of them), read
+from the Debian package dataset-fashion-mnist (`apt-get install dataset-fashion-mnist`, or
+--fashion-mnist-dir), pixels / 256 (exact binary fractions in [0, 1)), label +1 for the upper-body
+garments (classes 0 T-shirt/top, 2 pullover, 4 coat, 6 shirt: 40% of the rows) and -1 for the rest,
+gamma = 0.01 (scikit-learn's 'scale', 1 / (d var x) = 0.0103, rounded). C = 1, eps 1e-3, 200 MB
+cache, shrinking on. Times: marginkit's `train_seconds` (solver only, no reading); oneDAL's `SVC.fit` wall
 time on an in-memory float64 array (after an untimed warm-up fit on 2,000 rows), with
 `daal4py.daalinit(threads)`; LIBSVM's `svm_train` on a prebuilt problem (bench/run.py's run_libsvm).
 Medians of --repeats runs. Objectives, all in LIBSVM's min form: marginkit's report; LIBSVM's `obj =`
@@ -50,14 +56,26 @@ sys.path.insert(0, HERE)
 
 import pages  # noqa: E402
 
-GAMMA = 0.05
 EPS = 1e-3
 PACKAGES = ("scikit-learn-intelex", "daal", "scikit-learn", "numpy", "libsvm-official")
 ENGINES = ("smo", "block")
 
 
+# --data: name -> (description on the pages, RBF gamma, largest n the set has)
+DATASETS = {
+    "blobs": ("blobs d = 20", 0.05, None),
+    "fashion-mnist": ("Fashion-MNIST (d = 784, upper-body garments against the rest)", 0.01, 70000),
+}
+GAMMA = None  # the --data set's gamma, set by parse_args
+
+
 def parse_args():
+    global GAMMA
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="blobs", choices=sorted(DATASETS), help="the data set (default blobs)")
+    ap.add_argument("--fashion-mnist-dir", default=os.path.join("/usr", "share", "datasets", "fashion-mnist"),
+                    help="--data fashion-mnist: folder of the four *-ubyte.gz files (default: the Debian "
+                         "package's)")
     ap.add_argument("--scaling", action="store_true", help="time against n, every engine, table + SVG")
     ap.add_argument("--sizes", help="comma-separated n (default 20000,50000; --scaling 10000,...,200000)")
     ap.add_argument("--threads", help="comma-separated thread counts (default 2; --scaling 1,2)")
@@ -96,17 +114,53 @@ def parse_args():
         ap.error(f"--engines: each must be one of {', '.join(ENGINES)}, got {','.join(a.engines)!r}")
     if a.libsvm_repeats is None:
         a.libsvm_repeats = a.repeats
+    a.described, GAMMA, most = DATASETS[a.data]
+    a.described += f" (seed {a.seed})" if a.data == "blobs" else ", first n rows"
+    if most is not None and max(a.sizes) > most:
+        ap.error(f"--sizes: {a.data} has {most:,} rows, asked for {max(a.sizes):,}")
+    if a.data == "fashion-mnist":
+        missing = [f for f in FASHION_FILES if not os.path.exists(os.path.join(a.fashion_mnist_dir, f))]
+        if missing:
+            ap.error(f"--fashion-mnist-dir {a.fashion_mnist_dir}: no {', '.join(missing)} "
+                     "(apt-get install dataset-fashion-mnist)")
     if a.scaling and a.svg is None and a.out:
         a.svg = os.path.splitext(a.out)[0] + ".svg"
     return a
 
 
-def data(n, seed):
-    import run  # the blobs generator of the main harness
+FASHION_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                 "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+
+
+def fashion_mnist(folder):
+    """The 70,000 Fashion-MNIST rows (training set, then test set): pixels / 256, labels +1 for
+    classes 0, 2, 4, 6 and -1 otherwise."""
+    import gzip
+
+    import numpy as np
+
+    def idx(name, header):
+        with gzip.open(os.path.join(folder, name)) as f:
+            return np.frombuffer(f.read(), dtype=np.uint8, offset=header)
+
+    x = np.concatenate([idx(FASHION_FILES[0], 16), idx(FASHION_FILES[2], 16)]).reshape(-1, 784) / 256.0
+    classes = np.concatenate([idx(FASHION_FILES[1], 8), idx(FASHION_FILES[3], 8)])
+    if len(classes) != len(x):
+        sys.exit(f"{folder}: {len(x)} images but {len(classes)} labels")
+    return x, np.where(np.isin(classes, [0, 2, 4, 6]), 1.0, -1.0)
+
+
+def data(n, a):
+    import run  # the blobs generator and LIBSVM writer of the main harness
     cache = os.path.join(ROOT, "target", "block-bench")
     os.makedirs(cache, exist_ok=True)
-    x, y = run.blobs(n, 20, seed)
-    path = os.path.join(cache, f"blobs_n{n}_d20_seed{seed}.svm")
+    if a.data == "blobs":
+        x, y = run.blobs(n, 20, a.seed)
+        path = os.path.join(cache, f"blobs_n{n}_d20_seed{a.seed}.svm")
+    else:
+        x, y = fashion_mnist(a.fashion_mnist_dir)
+        x, y = x[:n], y[:n]
+        path = os.path.join(cache, f"fashion_mnist_n{n}.svm")
     if not os.path.exists(path):
         run.write_svm(path, x, y)
     return x, y, path
@@ -222,7 +276,7 @@ def exponent(points, lo, hi):
 def compare(a, binary, page):
     rows = []
     for n in a.sizes:
-        x, y, path = data(n, a.seed)
+        x, y, path = data(n, a)
         for t in a.threads:
             label = f"n={n} threads={t}"
             nan = (float("nan"), float("nan"))
@@ -231,7 +285,7 @@ def compare(a, binary, page):
             if not a.no_onedal:
                 res["onedal"] = onedal_series(x, y, t, a.repeats, label)
             rows.append((n, t, res))
-    out = [f"RBF C-SVC, blobs d = 20 (seed {a.seed}), C = 1, gamma = {GAMMA}, eps {EPS}, 200 MB cache, "
+    out = [f"RBF C-SVC, {a.described}, C = 1, gamma = {GAMMA}, eps {EPS}, 200 MB cache, "
            f"shrinking on; {medians_of(a.repeats)} (seconds of training).", "",
            "| n | threads | smo s | block s | oneDAL s | block/smo | smo/oneDAL | block/oneDAL "
            "| objective smo | objective block | objective oneDAL |",
@@ -258,7 +312,8 @@ class Cache:
 
     def __init__(self, path, binary, a):
         self.path = path
-        self.tag = f"seed={a.seed}|repeats={a.repeats}|libsvm_repeats={a.libsvm_repeats}|limit={a.libsvm_limit:g}"
+        data = "" if a.data == "blobs" else f"data={a.data}|"
+        self.tag = f"{data}seed={a.seed}|repeats={a.repeats}|libsvm_repeats={a.libsvm_repeats}|limit={a.libsvm_limit:g}"
         with open(binary, "rb") as f:
             self.binary = hashlib.sha256(f.read()).hexdigest()[:16]
         self.entries = {}
@@ -314,7 +369,7 @@ def scaling(a, binary, page):
         return [statistics.median(r[0] for r in runs), runs[0][1]]
 
     for n in a.sizes:
-        x, y, path = data(n, a.seed)
+        x, y, path = data(n, a)
         if not a.no_libsvm and libsvm_stopped is None:
             v = measured(n, "libsvm", 1, lambda: libsvm_series(x, y, n))
             if v is None:
@@ -340,7 +395,7 @@ def scaling(a, binary, page):
     libsvm_note = ("" if a.no_libsvm else
                    " LIBSVM is single-threaded: one series, repeated in every table; a LIBSVM fit is stopped "
                    f"after {a.libsvm_limit:g} s and its series ends there.")
-    out = [f"RBF C-SVC training time against n: blobs d = 20 (seed {a.seed}), C = 1, gamma = {GAMMA}, "
+    out = [f"RBF C-SVC training time against n: {a.described}, C = 1, gamma = {GAMMA}, "
            f"eps {EPS}, 200 MB cache, shrinking on; {medians_of(a.repeats)}"
            + ("" if a.no_libsvm else f" (LIBSVM: {medians_of(a.libsvm_repeats)})")
            + ", seconds of training (marginkit's `train_seconds`, oneDAL's"
@@ -410,7 +465,7 @@ def scaling(a, binary, page):
     if pts or libsvm_stopped:
         stop = (libsvm_stopped, a.libsvm_limit) if libsvm_stopped else None
         series.append(("LIBSVM, 1 thread", colors["libsvm"], "2,3", pts, stop))
-    title = (f"RBF C-SVC training time, blobs d = 20 (C = 1, gamma = {GAMMA}, eps {EPS}, 200 MB cache)"
+    title = (f"RBF C-SVC training time, {DATASETS[a.data][0]} (C = 1, gamma = {GAMMA}, eps {EPS}, 200 MB cache)"
              + (" — smoke run" if a.quick else ""))
     if a.svg:
         with open(a.svg, "w") as f:

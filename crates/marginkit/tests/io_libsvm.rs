@@ -90,7 +90,7 @@ fn heart_scale_matches_a_naive_parse() {
                 let nnz: usize = oracle.iter().map(|(_, f)| f.len()).sum();
                 assert_eq!(m.nnz(), nnz);
             }
-            // density 0.962 >= 0.5: the default storage is dense
+            // density 0.962 >= 0.25: the default storage is dense
             (Storage::Auto { .. }, Features::Dense(_)) => {}
             (s, x) => panic!("storage {s:?} gave {x:?}"),
         }
