@@ -855,6 +855,53 @@ fn the_nu_mode_needs_the_equality() {
     );
 }
 
+/// Wide rows (tasks of many columns, blocks of few panels) and few or many columns, split over
+/// 1, 2 and 3 threads by columns and by rows: every entry has the bits of the column computed
+/// alone on one thread.
+#[test]
+fn wide_blocked_columns_equal_single_columns_at_any_thread_count() {
+    for d in [100, 300] {
+        let (x, y) = random_data(11, 701, d);
+        let k = KernelSpec::Rbf {
+            gamma: 0.5 / d as f64,
+        };
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let single: Vec<Vec<f32>> = one.install(|| {
+            let mut q = SvcQ::new(&x, k, &y, 0).unwrap();
+            (0..701).map(|i| q.column(i, 701).to_vec()).collect()
+        });
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                for count in [1, 3, 20, 70, 150] {
+                    let idx: Vec<usize> = (0..count).map(|c| (c * 97 + 5) % 701).collect();
+                    for lo in [0, 5, 333] {
+                        let mut q = SvcQ::new(&x, k, &y, 0).unwrap();
+                        let mut parts = vec![vec![0.0f32; 701 - lo]; count];
+                        let mut outs: Vec<&mut [f32]> =
+                            parts.iter_mut().map(|b| &mut b[..]).collect();
+                        q.columns_part(&idx, lo, &mut outs);
+                        for (part, &i) in parts.iter().zip(&idx) {
+                            assert!(
+                                part.iter()
+                                    .zip(&single[i][lo..])
+                                    .all(|(u, v)| u.to_bits() == v.to_bits()),
+                                "d {d}, {threads} threads, {count} columns, rows {lo}.. of column {i}"
+                            );
+                        }
+                    }
+                }
+            });
+        }
+    }
+}
+
 /// A solve large enough for the parallel column blocks and gradient passes.
 fn threaded_solve(x: &Features, y: &[i8], threads: usize) -> (SolveInfo, Vec<f64>) {
     let n = y.len();

@@ -691,11 +691,22 @@ fn fill_blocks<D: Dots, O: Outer>(
     }
 }
 
-/// Columns per task of [`dense_many`] (a multiple of [`TILE_ROWS`]).
-const MANY_GROUP: usize = 16;
-/// Rows per block of [`dense_many`]: 64 panels, whose features stay in the L2 cache while
-/// every column of the group passes over them.
-const MANY_ROWS: usize = 64 * PANEL;
+/// Columns per task of [`dense_many`]: about `d / 4`, a multiple of [`TILE_ROWS`] between 16
+/// and 64. A task reads its rows' features once for all of its columns, so wide rows want many
+/// columns per pass (Fashion-MNIST, d = 784, where the rows do not fit in the caches); narrow
+/// rows stay in the caches anyway, and fewer columns keep fewer output streams (blobs, d = 20:
+/// 64 columns a task were slower than 16).
+fn many_group(d: usize) -> usize {
+    (d / 4).next_multiple_of(TILE_ROWS).clamp(16, 64)
+}
+/// Bytes of row features per block of [`dense_many`]: a block stays in the L2 cache while
+/// every column of a task passes over it.
+const MANY_BYTES: usize = 256 * 1024;
+/// Panels per block of [`dense_many`] for rows of `d` features: [`MANY_BYTES`] worth, between 1
+/// and 64.
+fn many_panels(d: usize) -> usize {
+    (MANY_BYTES / (8 * PANEL * d.max(1))).clamp(1, 64)
+}
 
 /// [`KernelRows::fill_many`] for dense rows with the outer function `outer`: rows
 /// `start..start + len` of the columns `idx`.
@@ -716,41 +727,44 @@ fn dense_many<O: Outer>(
     for &i in idx {
         src.extend((0..d).map(|k| dd.at(i, k)));
     }
-    // Rows `a..b` of panel `p` into `o` (which starts at row `start`).
-    let write = |o: &mut [f32], i: usize, a: usize, b: usize, p: usize, v: &[f64; PANEL]| {
-        // A full panel through fixed-size arrays, so that the conversion and the signs
-        // vectorize; the same value for every entry as the general loop below.
-        if let Ok(dst) = <&mut [f32; PANEL]>::try_from(&mut o[a - start..b - start]) {
-            match signs {
-                Some(s) => {
-                    let (si, sg) = (s[i], &s[a..a + PANEL]);
-                    for r in 0..PANEL {
-                        let f = v[r] as f32;
-                        dst[r] = if sg[r] == si { f } else { -f };
+    // Rows `a..b` of panel `p` into `o` (which starts at row `base`).
+    let write =
+        |o: &mut [f32], base: usize, i: usize, a: usize, b: usize, p: usize, v: &[f64; PANEL]| {
+            // A full panel through fixed-size arrays, so that the conversion and the signs
+            // vectorize; the same value for every entry as the general loop below.
+            if let Ok(dst) = <&mut [f32; PANEL]>::try_from(&mut o[a - base..b - base]) {
+                match signs {
+                    Some(s) => {
+                        let (si, sg) = (s[i], &s[a..a + PANEL]);
+                        for r in 0..PANEL {
+                            let f = v[r] as f32;
+                            dst[r] = if sg[r] == si { f } else { -f };
+                        }
+                    }
+                    None => {
+                        for r in 0..PANEL {
+                            dst[r] = v[r] as f32;
+                        }
                     }
                 }
-                None => {
-                    for r in 0..PANEL {
-                        dst[r] = v[r] as f32;
-                    }
-                }
+                return;
             }
-            return;
-        }
-        for r in a..b {
-            let f = v[r - p * PANEL] as f32;
-            o[r - start] = match signs {
-                Some(s) if s[r] != s[i] => -f,
-                _ => f,
-            };
-        }
-    };
-    let task = |g: usize, outs: &mut [&mut [f32]]| {
-        let t0 = g * MANY_GROUP;
-        let mut lo = start;
+            for r in a..b {
+                let f = v[r - p * PANEL] as f32;
+                o[r - base] = match signs {
+                    Some(s) if s[r] != s[i] => -f,
+                    _ => f,
+                };
+            }
+        };
+    let (group, many_rows) = (many_group(d), many_panels(d) * PANEL);
+    // Columns `t0..t0 + outs.len()` of `idx`, rows `base..base + outs[0].len()`.
+    let task = |t0: usize, base: usize, outs: &mut [&mut [f32]]| {
+        let end = base + outs.first().map_or(0, |o| o.len());
+        let mut lo = base;
         while lo < end {
             // Blocks end on panel boundaries, so that no panel is computed twice.
-            let hi = (lo / PANEL * PANEL + MANY_ROWS).min(end);
+            let hi = (lo / PANEL * PANEL + many_rows).min(end);
             for p in lo / PANEL..hi.div_ceil(PANEL) {
                 let (a, b) = ((p * PANEL).max(lo), ((p + 1) * PANEL).min(hi));
                 // Lanes past the last row: zero norms (finite values, discarded).
@@ -764,7 +778,7 @@ fn dense_many<O: Outer>(
                     for (r, v) in acc.iter_mut().enumerate() {
                         let i = idx[t0 + t + r];
                         outer.apply(v, norms[i], &nj);
-                        write(outs[t + r], i, a, b, p, v);
+                        write(outs[t + r], base, i, a, b, p, v);
                     }
                     t += TILE_ROWS;
                 }
@@ -773,7 +787,7 @@ fn dense_many<O: Outer>(
                     dd.tile1(&src[(t0 + t) * d..(t0 + t + 1) * d], p, &mut v);
                     let i = idx[t0 + t];
                     outer.apply(&mut v, norms[i], &nj);
-                    write(outs[t], i, a, b, p, &v);
+                    write(outs[t], base, i, a, b, p, &v);
                     t += 1;
                 }
             }
@@ -782,13 +796,41 @@ fn dense_many<O: Outer>(
     };
     let threads = rayon::current_num_threads();
     let work = len.saturating_mul(idx.len()).saturating_mul(d + O::COST);
-    if threads > 1 && work >= PAR_WORK && idx.len() > MANY_GROUP {
-        out.par_chunks_mut(MANY_GROUP)
-            .enumerate()
-            .for_each(|(g, outs)| task(g, outs));
+    if threads > 1 && work >= PAR_WORK {
+        // Tasks of `group` columns times a range of rows (cut on panel boundaries), enough of
+        // them to share the work however few columns are asked for.
+        let groups = idx.len().div_ceil(group);
+        let want = (work / PAR_TASK_WORK).clamp(2, 8 * threads);
+        let parts = want.div_ceil(groups).min(len.div_ceil(PANEL)).max(1);
+        let step = len.div_ceil(parts).next_multiple_of(PANEL);
+        let first = start / PANEL * PANEL;
+        let cut = |c: usize| (first + c * step).clamp(start, end);
+        let mut tasks: Vec<(usize, usize, Vec<&mut [f32]>)> = Vec::new();
+        for (g, outs) in out.chunks_mut(group).enumerate() {
+            let mut cols: Vec<Vec<&mut [f32]>> = (0..=parts)
+                .map(|_| Vec::with_capacity(outs.len()))
+                .collect();
+            for o in outs.iter_mut() {
+                let mut rest: &mut [f32] = o;
+                for (c, col) in cols.iter_mut().enumerate() {
+                    let (lo, hi) = (cut(c), cut(c + 1));
+                    let (head, tail) = std::mem::take(&mut rest).split_at_mut(hi - lo);
+                    col.push(head);
+                    rest = tail;
+                }
+            }
+            for (c, col) in cols.into_iter().enumerate() {
+                if cut(c) < cut(c + 1) {
+                    tasks.push((g * group, cut(c), col));
+                }
+            }
+        }
+        tasks
+            .into_par_iter()
+            .for_each(|(t0, base, mut outs)| task(t0, base, &mut outs));
     } else {
-        for (g, outs) in out.chunks_mut(MANY_GROUP).enumerate() {
-            task(g, outs);
+        for (g, outs) in out.chunks_mut(group).enumerate() {
+            task(g * group, start, outs);
         }
     }
 }

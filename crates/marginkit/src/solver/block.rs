@@ -61,7 +61,9 @@
 //! variables only, which is what makes a column cost `O(active)` instead of `O(l)` once most
 //! variables have settled at a bound (the bulk of a large data set). `g_bar`, the gradient part of
 //! the variables at their upper bound, is kept as the pair engine keeps it: its active rows from
-//! the working set's own columns, only its shrunk rows computed apart ([`QMatrix::column_part`]).
+//! the working set's own columns, only its shrunk rows computed apart, for every member that
+//! changed its upper-bound status in an outer iteration at once ([`QMatrix::columns_part`], into
+//! the spare rows of their column slots).
 //! The shrunk variables' gradients are so rebuilt exactly: once when the violation first falls
 //! below `10 tol` (as LIBSVM does) and whenever the active set meets the stopping rule, after which
 //! the rule is tested on every variable. A shrinking step reorders the positions: the working set's
@@ -509,6 +511,32 @@ impl Block {
     fn col(&self, k: usize) -> &[f32] {
         let s = self.slots[k];
         &self.buf[s * self.l..s * self.l + self.len]
+    }
+
+    /// Computes rows `len..l` (the shrunk rows) of the columns of the members `ks` (distinct)
+    /// into the spare rows of their slots, all at once ([`QMatrix::columns_part`]: the kernel
+    /// tiles of a working-set fetch instead of one column at a time); [`Block::tail`] reads
+    /// them until the next fetch or remap. Slots are `l` rows long, so this takes no memory.
+    fn fill_tails<Q: QMatrix + ?Sized>(&mut self, ks: &[usize], q: &mut Q) {
+        let (l, len) = (self.l, self.len);
+        if ks.is_empty() || len == l {
+            return;
+        }
+        let idx: Vec<usize> = ks.iter().map(|&k| self.ws[k]).collect();
+        let mut by_slot: Vec<Option<&mut [f32]>> = self.buf.chunks_mut(l).map(Some).collect();
+        let mut outs: Vec<&mut [f32]> = ks
+            .iter()
+            .filter_map(|&k| by_slot[self.slots[k]].take())
+            .map(|c| &mut c[len..])
+            .collect();
+        q.columns_part(&idx, len, &mut outs);
+    }
+
+    /// Rows `len..l` of member `k`'s column, as [`Block::fill_tails`] computed them.
+    #[inline]
+    fn tail(&self, k: usize) -> &[f32] {
+        let s = self.slots[k];
+        &self.buf[s * self.l + self.len..(s + 1) * self.l]
     }
 }
 
@@ -1209,10 +1237,9 @@ fn iterate<Q: QMatrix>(
         s
     };
     let mut moves: Vec<(usize, f64)> = Vec::with_capacity(qsz);
-    // Members that entered (+1) or left (-1) their upper bound in the current outer iteration,
-    // and the shrunk rows of one's column.
+    // Members that entered (+1) or left (-1) their upper bound in the current outer iteration.
     let mut at_upper: Vec<(usize, f64)> = Vec::new();
-    let mut tail: Vec<f32> = Vec::new();
+    let mut upper_members: Vec<usize> = Vec::new();
     let mut loc = Local::new();
     // The order before a shrinking step and the inverse orders (by original index).
     let (mut perm0, mut pos0, mut pos1) = (Vec::new(), Vec::new(), Vec::new());
@@ -1291,15 +1318,15 @@ fn iterate<Q: QMatrix>(
             }
         }
         update_gradient(&mut st.g[..act], &blk, &moves);
+        // The active rows from the members' columns; the shrunk rows computed apart, together.
+        upper_members.clear();
+        upper_members.extend(at_upper.iter().map(|&(s, _)| s));
+        blk.fill_tails(&upper_members, q);
         for &(s, sign) in &at_upper {
-            let t = blk.ws[s];
-            let c = sign * st.upper[t];
-            // The active rows from the member's column; the shrunk rows computed apart.
+            let c = sign * st.upper[blk.ws[s]];
             st.add_to_g_bar(c, 0, blk.col(s));
             if act < l {
-                tail.resize(l - act, 0.0);
-                q.column_part(t, act, &mut tail);
-                st.add_to_g_bar(c, act, &tail);
+                st.add_to_g_bar(c, act, blk.tail(s));
             }
         }
         viol = violation(st, mode);
