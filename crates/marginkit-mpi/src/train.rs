@@ -66,7 +66,7 @@ pub struct TrainCli {
     /// QP engine of the kernel SVMs: smo (pair SMO, the default here), block (block
     /// working-set SMO; C-SVC, one-class, epsilon-SVR) or auto (marginkit train's rule, on the
     /// whole data set: block when the -m cache holds fewer than 1/64 of the kernel matrix's
-    /// columns). Over MPI the block engine needs about q/2 times fewer collectives (q the
+    /// columns or the samples times the values per row reach 2,000,000). Over MPI the block engine needs about q/2 times fewer collectives (q the
     /// working-set size, that of one process for the whole data set) but does not shrink,
     /// which is why smo stays the default, and keeps no state: --resume starts a stopped
     /// block problem over.
@@ -144,8 +144,9 @@ pub enum EngineArg {
     Smo,
     /// Block working-set SMO (C-SVC, one-class, epsilon-SVR).
     Block,
-    /// The engine measured faster for the problem's size and cache (block when the cache
-    /// holds fewer than 1/64 of the kernel columns, smo otherwise).
+    /// The engine measured faster for the problem's size, rows and cache (block when the
+    /// cache holds fewer than 1/64 of the kernel columns or the samples times the values per
+    /// row reach 2,000,000, smo otherwise).
     Auto,
 }
 

@@ -127,8 +127,9 @@ pub enum SolverArg {
     /// Block working-set SMO (every kernel SVM, nu-SVC and nu-SVR in its nu mode; not the DCD
     /// engines).
     Block,
-    /// The engine measured faster for the problem's size and cache (block when the cache
-    /// holds fewer than 1/64 of the kernel columns, smo otherwise).
+    /// The engine measured faster for the problem's size, rows and cache (block when the
+    /// cache holds fewer than 1/64 of the kernel columns or the samples times the values per
+    /// row reach 2,000,000, smo otherwise).
     Auto,
 }
 
@@ -138,8 +139,11 @@ pub struct SolverFlag {
     /// QP engine of the kernel duals: smo (pair SMO), block (block working-set SMO; every
     /// kernel SVM -s 0-4, not with a dual coordinate descent engine) or auto (block when the
     /// -m cache holds fewer than 1/64 of the kernel matrix's columns, from about 58,000 samples
-    /// with -m 200, smo otherwise: the faster of the two in bench/results/block_smo.md and
-    /// block_smo_100k.md). --resume continues on the engine that wrote the state file.
+    /// with -m 200, or when the samples times the values per row (the features, or the mean
+    /// stored entries of sparse rows) reach 2,000,000, e.g. from 2,600 samples of 784
+    /// features; smo otherwise: the faster of the two in bench/results/block_smo.md,
+    /// block_smo_100k.md and fashion_mnist.md). --resume continues on the engine that wrote the
+    /// state file.
     #[arg(long, value_enum, default_value_t = SolverArg::Auto, help_heading = "Solver and run")]
     pub solver: SolverArg,
 }

@@ -364,7 +364,7 @@ impl AidSvmParams {
         self.0.linear_engine = e;
         self
     }
-    /// The QP engine of the problems SMO solves (default [`SvmSolver::Auto`], the pair SMO;
+    /// The QP engine of the problems SMO solves (default [`SvmSolver::Auto`];
     /// `--solver`): with [`SvmSolver::Block`] the block working-set SMO solves the kernel
     /// aggregated problems, the linear ones up to the SMO switch, the initial sample fit and
     /// the exact finish; the problems above the switch stay with dual coordinate descent. Not
@@ -927,7 +927,8 @@ impl AidProblem for SvmProblem<'_> {
                     // SMO with a linear kernel on the centroids, its start's gradient from
                     // `w` (O(K d), not one column per nonzero warm dual).
                     let warm = linear_warm_gradient(&xc, &yk, &upper, &alpha);
-                    let plan = qp_engine::plan(self.qp_engine, AGGREGATED_CACHE_BYTES, k);
+                    let cost = qp_engine::row_cost(&xc, KernelSpec::Linear);
+                    let plan = qp_engine::plan(self.qp_engine, AGGREGATED_CACHE_BYTES, k, cost);
                     let mut q = SvcQ::new(&xc, KernelSpec::Linear, &yk, plan.cache_bytes)?;
                     let (info, _) = qp_engine::solve_with_gradient(
                         &plan,
@@ -986,7 +987,7 @@ impl AidProblem for SvmProblem<'_> {
                 }
                 let mut dq = DenseQ::new(k, &q)?;
                 // The dense matrix has no cache: the budget is the block engine's buffer.
-                let plan = qp_engine::plan(self.qp_engine, AGGREGATED_CACHE_BYTES, k);
+                let plan = qp_engine::plan(self.qp_engine, AGGREGATED_CACHE_BYTES, k, 1);
                 let smo = Smo::new(&settings);
                 let info = qp_engine::solve(&plan, &smo, &mut dq, &qp, &mut alpha, obs)?.info;
                 if info.status == Status::Interrupted {
@@ -1395,7 +1396,8 @@ fn initial_clusters(
         fixed: None,
     };
     let mut alpha = vec![0.0; s];
-    let sample_plan = qp_engine::plan(params.qp_engine, SAMPLE_CACHE_BYTES, s);
+    let cost = qp_engine::row_cost(&sub.x, kernel.unwrap_or(KernelSpec::Linear));
+    let sample_plan = qp_engine::plan(params.qp_engine, SAMPLE_CACHE_BYTES, s, cost);
     let smo = Smo::new(&settings);
     let two_classes = ys.contains(&1) && ys.contains(&-1);
     let score: Vec<f64> = match kernel {
@@ -2082,7 +2084,8 @@ fn fit_nystrom(
         qa: &qa,
         qa_upper: &qa_upper,
     });
-    let plan = qp_engine::plan(params.qp_engine, FINISH_CACHE_BYTES, n);
+    let cost = qp_engine::row_cost(&data.x, kern);
+    let plan = qp_engine::plan(params.qp_engine, FINISH_CACHE_BYTES, n, cost);
     let mut q = SvcQ::new(&data.x, kern, &y, plan.cache_bytes)?;
     let target = params.settings.gap_tol.max(CERT_GAP_RTOL);
     let mut tol = 1e-3;

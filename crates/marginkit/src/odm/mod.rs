@@ -240,7 +240,7 @@ impl OdmParams {
         self.0.engine = e;
         self
     }
-    /// The QP engine of the SMO route (default [`SvmSolver::Auto`], the pair SMO; `--solver`):
+    /// The QP engine of the SMO route (default [`SvmSolver::Auto`]; `--solver`):
     /// [`SvmSolver::Block`] runs the block working-set SMO on the same dual, with half of the
     /// cache budget for its working set's columns. Not with [`OdmSolver::Dcd`].
     pub fn qp_engine(mut self, e: SvmSolver) -> Self {
@@ -598,7 +598,8 @@ pub fn solve(
             dcd::solve_svc(&prob, &params.solver, params.seed, &mut alpha, &mut o)?.info
         }
         _ => {
-            let plan = qp_engine::plan(params.qp_engine, params.cache_bytes, 2 * m);
+            let cost = qp_engine::row_cost(x, kernel);
+            let plan = qp_engine::plan(params.qp_engine, params.cache_bytes, 2 * m, cost);
             let mut q = OdmQ::new(x, kernel, y, &shift, plan.cache_bytes)?;
             let smo = Smo::new(&params.solver);
             qp_engine::solve(&plan, &smo, &mut q, &qp, &mut alpha, obs)?.info

@@ -230,7 +230,8 @@ fn run(
     let io = (resume, &mut ck);
     match params.engine {
         Engine::Kernel(kernel) => {
-            let plan = qp_engine::plan(params.qp_engine, params.cache_bytes, train.len());
+            let cost = qp_engine::row_cost(&train.x, kernel);
+            let plan = qp_engine::plan(params.qp_engine, params.cache_bytes, train.len(), cost);
             let base = SvcQ::new(&train.x, kernel, &ctx.y, plan.cache_bytes)?;
             match params.bias {
                 None => {

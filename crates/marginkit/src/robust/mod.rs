@@ -369,7 +369,7 @@ impl RobustParams {
         self
     }
     /// The QP engine of the standard SVM and the CCCP subproblems (default
-    /// [`SvmSolver::Auto`], the pair SMO; `--solver`). With [`SvmSolver::Block`] the column
+    /// [`SvmSolver::Auto`]; `--solver`). With [`SvmSolver::Block`] the column
     /// cache budget is shared with the working set's columns.
     #[must_use]
     pub fn qp_engine(mut self, e: SvmSolver) -> Self {
@@ -768,7 +768,13 @@ pub(crate) fn setup<'a>(
     let coded = code_labels(params.task, train)?;
     let yv = valid.map_or_else(Vec::new, |v| code_valid(params.task, coded.labels, v));
     // The box problems have two variables per sample (`beta = beta+ - beta-`).
-    let plan = qp_engine::plan(params.qp_engine, params.cache_bytes as u64, 2 * train.len());
+    let cost = qp_engine::row_cost(&train.x, kernel);
+    let plan = qp_engine::plan(
+        params.qp_engine,
+        params.cache_bytes as u64,
+        2 * train.len(),
+        cost,
+    );
     let kern = Kern::new(
         &train.x,
         valid.map(|v| &v.x),

@@ -16,15 +16,19 @@
 //!
 //! The block engine fetches about `q/2` columns for hundreds of local steps, where the pair
 //! engine recomputes a whole column for most of its pair steps when the cache holds a small
-//! part of the kernel matrix. [`SvmSolver::Auto`] chooses by that share: the block engine when
-//! the cache holds fewer than `n /` [`AUTO_BLOCK_SHARE`] columns of length `n`, the pair engine
-//! otherwise; with `-m 200` that is from about 58,000 samples. Measured on RBF C-SVC
-//! (`bench/results/block_smo.md`, blobs d = 20, `-m 200`, shrinking on): the engines are within
-//! 7% of each other at 50,000 samples (1 and 2 threads), the pair engine is 1.5-1.9x faster at
-//! 20,000, and the block engine is faster at 100,000 (1.9x at 1 thread, 1.3x at 2;
-//! `bench/results/block_smo_100k.md`). The other methods' duals take the same rule; nu-SVC and
-//! nu-SVR run the block engine's nu mode when asked for (`--solver block`), and the pair engine
-//! with `auto`, as their block timings have not been measured.
+//! part of the kernel matrix; and it computes its columns together, in register tiles that read
+//! each row's features once for many columns, where the pair engine computes one at a time.
+//! [`SvmSolver::Auto`] chooses by both: the block engine when the cache holds fewer than
+//! `n /` [`AUTO_BLOCK_SHARE`] columns of length `n` (with `-m 200`, from about 58,000 samples),
+//! or when `n` times the values a kernel entry reads per row ([`row_cost`]) is at least
+//! [`AUTO_BLOCK_WORK`]; the pair engine otherwise. Measured on RBF C-SVC, `-m 200`, shrinking
+//! on, 1 and 2 threads (`bench/results/block_smo.md`, `block_smo_100k.md`): on blobs d = 20 the
+//! engines are within 7% of each other at 50,000 samples, the pair engine is 1.5-1.9x faster
+//! at 20,000 and the block engine faster at 100,000 (1.9x at 1 thread, 1.3x at 2); on blobs of
+//! 20,000 samples the pair engine is 1.3x faster at d = 50 and the block engine 1.3-1.9x faster
+//! at d = 100; on Fashion-MNIST (d = 784) the pair engine is faster at 2,000 samples, the two
+//! are even at 3,000 and the block engine is 2.4-2.9x faster at 5,000. Every formulation takes
+//! the same rule, the nu ones included.
 //!
 //! A subproblem resumed from a snapshot continues on the engine that wrote it
 //! ([`super::smo::SmoSnapshot::engine`]), whatever [`SvmSolver`] says, so that the
@@ -33,8 +37,10 @@
 use super::block::{self, BlockSettings, MAX_WORKING_SET};
 use super::smo::{self, Smo, SmoSolution, State, WarmGradient};
 use super::{BoxQp, Equality, Observer, SolveInfo, SolverSettings, VarFix};
+use crate::data::Features;
 use crate::error::SolveError;
 use crate::kernel::qmatrix::QMatrix;
+use crate::kernel::KernelSpec;
 
 /// The QP engine of the kernel duals: SVM training (`SvmParams::engine`, `--solver`) and the
 /// subproblems of the regularization path, robust SVM, AID-SVM and ODM (their `qp_engine`,
@@ -47,15 +53,45 @@ pub enum SvmSolver {
     /// problems (C-SVC, one-class, epsilon-SVR; the path's, robust SVM's, AID's and ODM's
     /// duals) and the nu formulations.
     Block,
-    /// The engine measured faster for the problem's size and cache: the block engine when the
-    /// cache holds fewer than 1/64 of the kernel matrix's columns ([`AUTO_BLOCK_SHARE`]; with
-    /// `-m 200`, from about 58,000 samples), the pair SMO otherwise.
+    /// The engine measured faster for the problem's size, rows and cache: the block engine
+    /// when the cache holds fewer than 1/64 of the kernel matrix's columns
+    /// ([`AUTO_BLOCK_SHARE`]; with `-m 200`, from about 58,000 samples) or when the samples
+    /// times the values per row reach [`AUTO_BLOCK_WORK`] (e.g. from 2,600 samples of 784
+    /// features), the pair SMO otherwise.
     #[default]
     Auto,
 }
 
 /// [`SvmSolver::Auto`] runs the block engine when the cache holds fewer than `n / 64` columns.
 pub(crate) const AUTO_BLOCK_SHARE: usize = 64;
+/// [`SvmSolver::Auto`] runs the block engine when `n` times [`row_cost`] is at least this: a
+/// column is then costly enough that computing columns together pays for the block engine's
+/// gradient passes (blobs 20,000 x 100 and Fashion-MNIST from 3,000 rows are above it; blobs
+/// 20,000 x 50 and Fashion-MNIST 2,000 rows below).
+pub(crate) const AUTO_BLOCK_WORK: usize = 2_000_000;
+
+/// The values a kernel entry reads per row of `x`: the features of a dense row, the mean
+/// stored entries of sparse ones (rounded up); 1 for a precomputed kernel, whose entries are
+/// looked up.
+pub(crate) fn row_cost(x: &Features, kernel: KernelSpec) -> usize {
+    cost_of(kernel, stored_values(x), x.n_rows())
+}
+
+/// The values `x` stores: every cell of dense rows, the entries of sparse ones.
+pub(crate) fn stored_values(x: &Features) -> usize {
+    match x {
+        Features::Dense(m) => m.n_rows() * m.n_cols(),
+        Features::Sparse(m) => m.nnz(),
+    }
+}
+
+/// [`row_cost`] of rows that store `stored` values in all (a sharded data set's totals).
+pub(crate) fn cost_of(kernel: KernelSpec, stored: usize, rows: usize) -> usize {
+    match kernel {
+        KernelSpec::Precomputed => 1,
+        _ => stored.div_ceil(rows.max(1)),
+    }
+}
 
 impl SvmSolver {
     /// The name `--solver` takes (`smo`, `block`, `auto`).
@@ -77,16 +113,20 @@ pub(crate) struct Plan {
     pub block: Option<BlockSettings>,
 }
 
-/// The plan of `engine` for a budget of `cache_bytes` ([`SvmSolver::Auto`] resolved by the
-/// share of the columns the budget holds): the whole budget for the pair engine's cache; for
+/// The plan of `engine` for a budget of `cache_bytes` and `n` variables whose kernel entries
+/// read `row_cost` values a row ([`SvmSolver::Auto`] resolved by the share of the columns the
+/// budget holds and by the work of a column): the whole budget for the pair engine's cache; for
 /// the block engine, half of it, at most [`MAX_WORKING_SET`] f32 columns of `n` rows
 /// (SVM training passes its samples, the other methods their variables), for the working set's
 /// columns and the rest for the LRU cache, which serves columns re-entering the set.
-pub(crate) fn plan(engine: SvmSolver, cache_bytes: u64, n: usize) -> Plan {
+pub(crate) fn plan(engine: SvmSolver, cache_bytes: u64, n: usize, row_cost: usize) -> Plan {
     let total = usize::try_from(cache_bytes).unwrap_or(usize::MAX);
     let block = match engine {
         SvmSolver::Smo => false,
-        SvmSolver::Auto => (total / (4 * n.max(1))).saturating_mul(AUTO_BLOCK_SHARE) < n,
+        SvmSolver::Auto => {
+            (total / (4 * n.max(1))).saturating_mul(AUTO_BLOCK_SHARE) < n
+                || n.saturating_mul(row_cost) >= AUTO_BLOCK_WORK
+        }
         SvmSolver::Block => true,
     };
     match block {
@@ -253,8 +293,8 @@ mod tests {
             let nu = |e: SvmSolver| SvmParams::new().svm_type(t).engine(e).check().unwrap();
             let auto = nu(SvmSolver::Auto).planned_engine(None);
             assert_eq!(auto, SvmSolver::Auto);
-            assert!(plan(auto, 200 << 20, 100_000).block.is_some());
-            assert!(plan(auto, 200 << 20, 20_000).block.is_none());
+            assert!(plan(auto, 200 << 20, 100_000, 20).block.is_some());
+            assert!(plan(auto, 200 << 20, 20_000, 20).block.is_none());
             assert_eq!(nu(SvmSolver::Block).planned_engine(None), SvmSolver::Block);
             assert_eq!(nu(SvmSolver::Smo).planned_engine(None), SvmSolver::Smo);
         }
@@ -263,27 +303,55 @@ mod tests {
     #[test]
     fn auto_chooses_by_the_cache_share_and_block_keeps_half_the_budget() {
         for n in [1_000, 100_000, 1_000_000] {
-            let p = plan(SvmSolver::Smo, 200 << 20, n);
+            let p = plan(SvmSolver::Smo, 200 << 20, n, 784);
             assert!(p.block.is_none());
             assert_eq!(p.cache_bytes, 200 << 20);
         }
         for n in [1_000, 20_000, 50_000, 57_000] {
-            let p = plan(SvmSolver::Auto, 200 << 20, n);
+            let p = plan(SvmSolver::Auto, 200 << 20, n, 20);
             assert!(p.block.is_none(), "{n}");
             assert_eq!(p.cache_bytes, 200 << 20);
         }
         for n in [60_000, 100_000, 1_000_000] {
-            assert!(plan(SvmSolver::Auto, 200 << 20, n).block.is_some(), "{n}");
+            assert!(
+                plan(SvmSolver::Auto, 200 << 20, n, 20).block.is_some(),
+                "{n}"
+            );
         }
         // A larger cache moves the switch up: 2,000 MB hold 1/64 of the columns to 183,000.
-        assert!(plan(SvmSolver::Auto, 2000 << 20, 150_000).block.is_none());
-        assert!(plan(SvmSolver::Auto, 2000 << 20, 200_000).block.is_some());
-        let pl = plan(SvmSolver::Block, 200 << 20, 1_000);
+        assert!(plan(SvmSolver::Auto, 2000 << 20, 150_000, 10)
+            .block
+            .is_none());
+        assert!(plan(SvmSolver::Auto, 2000 << 20, 200_000, 10)
+            .block
+            .is_some());
+        let pl = plan(SvmSolver::Block, 200 << 20, 1_000, 20);
         let buf = pl.block.unwrap().buffer_bytes as usize;
         assert_eq!(buf + pl.cache_bytes, 200 << 20);
         assert_eq!(buf, 4 * 1_000 * MAX_WORKING_SET);
-        let pl = plan(SvmSolver::Block, 200 << 20, 1_000_000);
+        let pl = plan(SvmSolver::Block, 200 << 20, 1_000_000, 20);
         assert_eq!(pl.block.unwrap().buffer_bytes, 100 << 20);
+    }
+
+    #[test]
+    fn auto_chooses_the_block_engine_for_costly_columns() {
+        let auto = |n, cost| plan(SvmSolver::Auto, 200 << 20, n, cost).block.is_some();
+        // The measured cases: wide rows from a few thousand samples, narrow ones from more.
+        assert!(!auto(2_000, 784) && auto(3_000, 784) && auto(5_000, 784));
+        assert!(!auto(20_000, 50) && auto(20_000, 100));
+        // Whatever the cache, and not for a precomputed kernel's look-ups.
+        assert!(plan(SvmSolver::Auto, 64_000 << 20, 20_000, 100)
+            .block
+            .is_some());
+        assert!(!auto(20_000, 1));
+        // The cost of a row: its features, its mean stored entries, or one look-up.
+        let dense = Features::Dense(crate::DenseMatrix::new(2, 3, vec![1.0; 6]).unwrap());
+        assert_eq!(row_cost(&dense, KernelSpec::Linear), 3);
+        assert_eq!(row_cost(&dense, KernelSpec::Precomputed), 1);
+        let sparse = Features::Sparse(
+            crate::CsrMatrix::new(10, vec![0, 1, 4], vec![0, 2, 5, 9], vec![1.0; 4]).unwrap(),
+        );
+        assert_eq!(row_cost(&sparse, KernelSpec::Rbf { gamma: 1.0 }), 2);
     }
 
     /// Successive permuted solves (screened variables, warm starts, q never restored) by either
@@ -307,7 +375,7 @@ mod tests {
                 buffer_bytes: 1 << 20,
             }),
         };
-        for engine in [plan(SvmSolver::Smo, 1 << 20, n), block] {
+        for engine in [plan(SvmSolver::Smo, 1 << 20, n, 1), block] {
             let mut qp_perm = DenseQ::new(n, &qv).unwrap();
             let mut perm: Vec<usize> = (0..n).collect();
             let mut a_perm = vec![0.0; n];
@@ -391,7 +459,7 @@ mod tests {
         };
         let mut objectives = Vec::new();
         for engine in [SvmSolver::Smo, SvmSolver::Block] {
-            let pl = plan(engine, 1 << 20, n);
+            let pl = plan(engine, 1 << 20, n, 1);
             let mut q = DenseQ::new(n, &qv).unwrap();
             let mut a = vec![0.0; n];
             let (info, g) =

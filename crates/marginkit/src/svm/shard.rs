@@ -142,10 +142,14 @@ pub fn fit_shard(
     let resume = ctl.resume();
     same_resume(comm, resume)?;
     let kernel = params.kernel.resolve(data.n_features());
+    // The engine is planned from the whole data set's rows, the same on every process.
+    let totals = sum_counts(comm, &[engine::stored_values(&data.x), data.len()]);
+    let row_cost = engine::cost_of(kernel, totals[0], totals[1]);
     let mut ctx = Ctx {
         params,
         data,
         kernel,
+        row_cost,
         first,
         n_samples,
         comm,
@@ -260,6 +264,8 @@ struct Ctx<'a, 'o, 'r> {
     params: &'a SvmValidParams,
     data: &'a Dataset,
     kernel: KernelSpec,
+    /// [`engine::row_cost`] of the whole data set.
+    row_cost: usize,
     first: usize,
     n_samples: usize,
     comm: &'a mut dyn Collective,
@@ -319,6 +325,7 @@ impl Ctx<'_, '_, '_> {
             self.params.planned_engine(resume),
             self.params.cache_bytes,
             samples,
+            self.row_cost,
         );
         let q = ShardQ::new(
             &self.data.x,

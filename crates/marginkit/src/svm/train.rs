@@ -621,7 +621,12 @@ fn solve_one(
         x,
         rows,
         kernel,
-        plan: engine::plan(params.planned_engine(resume), params.cache_bytes, y.len()),
+        plan: engine::plan(
+            params.planned_engine(resume),
+            params.cache_bytes,
+            y.len(),
+            engine::row_cost(x, kernel),
+        ),
         settings: &params.solver,
         obs,
         resume,
