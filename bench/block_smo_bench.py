@@ -19,7 +19,8 @@ garments (classes 0 T-shirt/top, 2 pullover, 4 coat, 6 shirt: 40% of the rows) a
 gamma = 0.01 (scikit-learn's 'scale', 1 / (d var x) = 0.0103, rounded). C = 1, eps 1e-3, 200 MB
 cache, shrinking on. Times: marginkit's `train_seconds` (solver only, no reading); oneDAL's `SVC.fit` wall
 time on an in-memory float64 array (after an untimed warm-up fit on 2,000 rows), with
-`daal4py.daalinit(threads)`; LIBSVM's `svm_train` on a prebuilt problem (bench/run.py's run_libsvm).
+`daal4py.daalinit(threads)`, in a child process whose MKL and OpenMP pools have that many threads
+(bench/run.py pins them to one in this process); LIBSVM's `svm_train` on a prebuilt problem (bench/run.py's run_libsvm).
 Medians of --repeats runs. Objectives, all in LIBSVM's min form: marginkit's report; LIBSVM's `obj =`
 line; oneDAL's 1/2 c'Kc - sum|c| recomputed from its dual coefficients and support vectors (untimed).
 
@@ -208,15 +209,38 @@ def onedal(x, y, threads):
     return time.perf_counter() - t, svc
 
 
-def onedal_series(x, y, threads, repeats, label, objective=True):
-    """Median fit time at `threads` and, if `objective`, the dual objective of the last fit."""
-    onedal(x[:2000], y[:2000], threads)  # warm-up (library loading, thread pool)
+# The thread pools oneDAL's kernel products run on (MKL, OpenMP). bench/run.py, imported for the
+# data, pins them to one thread in this process for its single-threaded peers, so oneDAL runs in a
+# child process with them set to the thread count asked for.
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def onedal_series(a, n, threads, repeats, label, objective=True):
+    """Median fit time at `threads` and, if `objective`, the dual objective of the last fit, from a
+    child process (`--onedal-child`) with THREAD_VARS set to `threads`."""
+    spec = {"data": a.data, "dir": a.fashion_mnist_dir, "seed": a.seed, "n": n, "threads": threads,
+            "repeats": repeats, "objective": objective}
+    env = dict(os.environ, **{v: str(threads) for v in THREAD_VARS})
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--onedal-child", json.dumps(spec)],
+                         env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    print(f"{label} oneDAL: {[round(s, 3) for s in res['times']]}", file=sys.stderr, flush=True)
+    return statistics.median(res["times"]), res["objective"]
+
+
+def onedal_child(spec):
+    """The fits of one oneDAL series (after an untimed warm-up fit on 2,000 rows), printed as JSON."""
+    global GAMMA
+    GAMMA = DATASETS[spec["data"]][1]
+    ns = argparse.Namespace(data=spec["data"], fashion_mnist_dir=spec["dir"], seed=spec["seed"])
+    x, y, _ = data(spec["n"], ns)
+    t = spec["threads"]
+    onedal(x[:2000], y[:2000], t)
     times, svc = [], None
-    for _ in range(repeats):
-        s, svc = onedal(x, y, threads)
+    for _ in range(spec["repeats"]):
+        s, svc = onedal(x, y, t)
         times.append(s)
-    print(f"{label} oneDAL: {[round(s, 3) for s in times]}", file=sys.stderr, flush=True)
-    return statistics.median(times), (onedal_objective(svc) if objective else None)
+    print(json.dumps({"times": times, "objective": onedal_objective(svc) if spec["objective"] else None}))
 
 
 def libsvm_fit(x, y, limit):
@@ -276,14 +300,14 @@ def exponent(points, lo, hi):
 def compare(a, binary, page):
     rows = []
     for n in a.sizes:
-        x, y, path = data(n, a)
+        _, _, path = data(n, a)
         for t in a.threads:
             label = f"n={n} threads={t}"
             nan = (float("nan"), float("nan"))
             res = {s: marginkit_series(binary, s, t, path, a.repeats, label) if s in a.engines else nan
                    for s in ("smo", "block")}
             if not a.no_onedal:
-                res["onedal"] = onedal_series(x, y, t, a.repeats, label)
+                res["onedal"] = onedal_series(a, n, t, a.repeats, label)
             rows.append((n, t, res))
     out = [f"RBF C-SVC, {a.described}, C = 1, gamma = {GAMMA}, eps {EPS}, 200 MB cache, "
            f"shrinking on; {medians_of(a.repeats)} (seconds of training).", "",
@@ -386,7 +410,7 @@ def scaling(a, binary, page):
                 # per n (with the first thread count's fits).
                 res[n][("onedal", t)] = tuple(measured(
                     n, "onedal", t,
-                    lambda: list(onedal_series(x, y, t, a.repeats, label, objective=(i == 0)))))
+                    lambda: list(onedal_series(a, n, t, a.repeats, label, objective=(i == 0)))))
     od_obj = {n: next((v[1] for k, v in res[n].items() if k[0] == "onedal" and v[1] is not None), None)
               for n in a.sizes}
 
@@ -568,6 +592,9 @@ def svg_loglog(series, title, xlabel, ylabel):
 
 def main():
     pages.ensure_venv("venv-onedal", "requirements-onedal.txt")
+    if sys.argv[1:2] == ["--onedal-child"]:
+        onedal_child(json.loads(sys.argv[2]))
+        return
     a = parse_args()
     binary = pages.find_marginkit(a.marginkit)
     if a.scaling:
