@@ -17,7 +17,8 @@ Times (medians of --repeats, decision-value computation only, reading excluded):
 - marginkit: the `predict_seconds` of `marginkit predict --threads N --json` (decision values and
   votes; reading the model and the data and writing the predictions are not in it);
 - oneDAL: the wall time of `SVC.predict(X)` on an in-memory float64 array, after one untimed
-  warm-up call, with `daal4py.daalinit(N)` threads;
+  warm-up call, with `daal4py.daalinit(N)` threads, in a child process whose MKL and OpenMP pools
+  have N threads (bench/run.py pins them to one in this process);
 - LIBSVM: the wall time of `svm_predict_values` over the test rows, converted to LIBSVM's node
   arrays beforehand (untimed); LIBSVM is single-threaded, so its time is the same for every N.
 marginkit's and LIBSVM's labels from the same model are compared and the number of differing rows
@@ -152,14 +153,43 @@ def onedal_predict(svc, x, threads, repeats):
     return times
 
 
+# The thread pools oneDAL's kernel products run on (MKL, OpenMP). bench/run.py, imported for the
+# data, pins them to one thread in this process, so oneDAL runs in a child process with them set
+# to the thread count asked for.
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def onedal_series(args, threads):
+    """oneDAL's predict times at `threads` and its model's support vectors, from a child process
+    (`--onedal-child`) with THREAD_VARS set to `threads`, which fits (untimed) and predicts."""
+    spec = {"n_train": args.n_train, "n_test": args.n_test, "seed": args.seed, "threads": threads,
+            "repeats": args.repeats}
+    env = dict(os.environ, **{v: str(threads) for v in THREAD_VARS})
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--onedal-child", json.dumps(spec)],
+                         env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    return res["times"], res["n_sv"]
+
+
+def onedal_child(spec):
+    parts, _ = data(spec["n_train"], spec["n_test"], spec["seed"])
+    (xtr, ytr, _), (xte, _, _) = parts["train"], parts["test"]
+    svc = onedal_fit(xtr, ytr, spec["threads"])
+    times = onedal_predict(svc, xte, spec["threads"], spec["repeats"])
+    print(json.dumps({"times": times, "n_sv": len(svc.support_vectors_)}))
+
+
 def main():
     pages.ensure_venv("venv-onedal", "requirements-onedal.txt")
+    if sys.argv[1:2] == ["--onedal-child"]:
+        onedal_child(json.loads(sys.argv[2]))
+        return
     args = parse_args()
     args.marginkit = pages.find_marginkit(args.marginkit)
     threads = [int(t) for t in args.threads.split(",")]
     page = pages.Page("Prediction: marginkit predict against oneDAL SVC.predict and LIBSVM")
     parts, stem = data(args.n_train, args.n_test, args.seed)
-    (xtr, ytr, train_path), (xte, _, test_path) = parts["train"], parts["test"]
+    (_, _, train_path), (xte, _, test_path) = parts["train"], parts["test"]
     model_path = stem + ".model"
     marginkit_train(args.marginkit, train_path, model_path)
     n_sv = total_sv(model_path)
@@ -170,10 +200,7 @@ def main():
         times, lib_labels = libsvm_predict(model_path, xte, args.repeats)
         lib_med = statistics.median(times)
         print(f"LIBSVM: {[round(s, 3) for s in times]}", file=sys.stderr)
-    svc, onedal_sv = None, None
-    if not args.no_onedal:
-        svc = onedal_fit(xtr, ytr, max(threads))
-        onedal_sv = len(svc.support_vectors_)
+    onedal_sv = None
 
     rows = []
     for t in threads:
@@ -182,8 +209,8 @@ def main():
         wall = statistics.median(r[1] for r in runs)
         print(f"threads={t} marginkit predict_seconds: {[round(r[0], 3) for r in runs]}", file=sys.stderr)
         od = float("nan")
-        if svc is not None:
-            times = onedal_predict(svc, xte, t, args.repeats)
+        if not args.no_onedal:
+            times, onedal_sv = onedal_series(args, t)
             od = statistics.median(times)
             print(f"threads={t} oneDAL: {[round(s, 3) for s in times]}", file=sys.stderr)
         rows.append((t, mk, wall, od))
