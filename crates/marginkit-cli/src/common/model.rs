@@ -140,7 +140,7 @@ pub struct SolverFlag {
     /// kernel SVM -s 0-4, not with a dual coordinate descent engine) or auto (block when the
     /// -m cache holds fewer than 1/64 of the kernel matrix's columns, from about 58,000 samples
     /// with -m 200, or when the samples times the values per row (the features, or the mean
-    /// stored entries of sparse rows) reach 2,000,000, e.g. from 2,600 samples of 784
+    /// stored entries of sparse rows) reach 2,000,000, e.g. from about 2,550 samples of 784
     /// features; smo otherwise: the faster of the two in bench/results/block_smo.md,
     /// block_smo_100k.md and fashion_mnist.md). --resume continues on the engine that wrote the
     /// state file.

@@ -56,7 +56,7 @@ pub enum SvmSolver {
     /// The engine measured faster for the problem's size, rows and cache: the block engine
     /// when the cache holds fewer than 1/64 of the kernel matrix's columns
     /// ([`AUTO_BLOCK_SHARE`]; with `-m 200`, from about 58,000 samples) or when the samples
-    /// times the values per row reach [`AUTO_BLOCK_WORK`] (e.g. from 2,600 samples of 784
+    /// times the values per row reach [`AUTO_BLOCK_WORK`] (e.g. from about 2,550 samples of 784
     /// features), the pair SMO otherwise.
     #[default]
     Auto,
