@@ -209,21 +209,13 @@ def onedal(x, y, threads):
     return time.perf_counter() - t, svc
 
 
-# The thread pools oneDAL's kernel products run on (MKL, OpenMP). bench/run.py, imported for the
-# data, pins them to one thread in this process for its single-threaded peers, so oneDAL runs in a
-# child process with them set to the thread count asked for.
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-
-
 def onedal_series(a, n, threads, repeats, label, objective=True):
     """Median fit time at `threads` and, if `objective`, the dual objective of the last fit, from a
-    child process (`--onedal-child`) with THREAD_VARS set to `threads`."""
+    child process whose MKL and OpenMP pools have `threads` threads (`pages.run_child`: this process
+    has them pinned to one)."""
     spec = {"data": a.data, "dir": a.fashion_mnist_dir, "seed": a.seed, "n": n, "threads": threads,
             "repeats": repeats, "objective": objective}
-    env = dict(os.environ, **{v: str(threads) for v in THREAD_VARS})
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--onedal-child", json.dumps(spec)],
-                         env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
-    res = json.loads(out.strip().splitlines()[-1])
+    res = pages.run_child(spec, threads)
     print(f"{label} oneDAL: {[round(s, 3) for s in res['times']]}", file=sys.stderr, flush=True)
     return statistics.median(res["times"]), res["objective"]
 
@@ -592,8 +584,9 @@ def svg_loglog(series, title, xlabel, ylabel):
 
 def main():
     pages.ensure_venv("venv-onedal", "requirements-onedal.txt")
-    if sys.argv[1:2] == ["--onedal-child"]:
-        onedal_child(json.loads(sys.argv[2]))
+    spec = pages.child_spec()
+    if spec is not None:
+        onedal_child(spec)
         return
     a = parse_args()
     binary = pages.find_marginkit(a.marginkit)

@@ -1,10 +1,12 @@
 """What the benchmark scripts share: the pinned virtualenv each runs in (under target/), the marginkit
-(and marginkit-mpi) binary they measure, and the results page each writes with `--out` (the command
+(and marginkit-mpi) binary they measure, a peer's run in a child process with its own thread pools, and
+the results page each writes with `--out` (the command
 that regenerates it, the machine, the marginkit commit, the load average before and after, and a
 banner on smoke runs).
 """
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import shlex
@@ -37,6 +39,28 @@ def ensure_venv(name, requirements):
             f.write(want + "\n")
     if os.path.realpath(sys.prefix) != os.path.realpath(venv):
         os.execv(py, [py, os.path.abspath(sys.argv[0])] + sys.argv[1:])
+
+
+# The thread pools of the peers' numeric libraries (MKL, OpenMP, OpenBLAS). bench/run.py, imported for
+# its data, pins them to one thread in its process for its single-threaded peers.
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+CHILD_FLAG = "--peer-child"
+
+
+def run_child(spec, threads):
+    """Run the calling script again as `SCRIPT --peer-child JSON(spec)` with THREAD_VARS set to
+    `threads`, and return the JSON object its last output line holds. The script's main calls
+    `child_spec()` first and, when it returns a spec, does that one measurement and prints it."""
+    env = dict(os.environ, **{v: str(threads) for v in THREAD_VARS})
+    out = subprocess.run([sys.executable, os.path.abspath(sys.argv[0]), CHILD_FLAG, json.dumps(spec)],
+                         env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def child_spec():
+    """The spec `run_child` passed to this process, or None in the parent."""
+    return json.loads(sys.argv[2]) if sys.argv[1:2] == [CHILD_FLAG] else None
 
 
 def find_marginkit(path=None, mpi=False):

@@ -153,21 +153,13 @@ def onedal_predict(svc, x, threads, repeats):
     return times
 
 
-# The thread pools oneDAL's kernel products run on (MKL, OpenMP). bench/run.py, imported for the
-# data, pins them to one thread in this process, so oneDAL runs in a child process with them set
-# to the thread count asked for.
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-
-
 def onedal_series(args, threads):
     """oneDAL's predict times at `threads` and its model's support vectors, from a child process
-    (`--onedal-child`) with THREAD_VARS set to `threads`, which fits (untimed) and predicts."""
+    whose MKL and OpenMP pools have `threads` threads (`pages.run_child`: this process has them
+    pinned to one), which fits (untimed) and predicts."""
     spec = {"n_train": args.n_train, "n_test": args.n_test, "seed": args.seed, "threads": threads,
             "repeats": args.repeats}
-    env = dict(os.environ, **{v: str(threads) for v in THREAD_VARS})
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--onedal-child", json.dumps(spec)],
-                         env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
-    res = json.loads(out.strip().splitlines()[-1])
+    res = pages.run_child(spec, threads)
     return res["times"], res["n_sv"]
 
 
@@ -181,8 +173,9 @@ def onedal_child(spec):
 
 def main():
     pages.ensure_venv("venv-onedal", "requirements-onedal.txt")
-    if sys.argv[1:2] == ["--onedal-child"]:
-        onedal_child(json.loads(sys.argv[2]))
+    spec = pages.child_spec()
+    if spec is not None:
+        onedal_child(spec)
         return
     args = parse_args()
     args.marginkit = pages.find_marginkit(args.marginkit)
