@@ -61,6 +61,9 @@ pub(crate) trait DesignRows: Sync {
     fn for_each(&self, i: usize, f: &mut dyn FnMut(usize, f64));
 }
 
+/// `f64` values in a 64-byte cache line (twice as many `u32` indices).
+const LINE_F64: usize = 8;
+
 /// [`DesignRows`] with a cheap per-row handle (stored per variable by the dual coordinate
 /// descent, skipping the row-pointer lookup in its inner loop).
 pub(crate) trait KeyedRows: DesignRows {
@@ -74,8 +77,9 @@ pub(crate) trait KeyedRows: DesignRows {
     fn axpy_key(&self, k: Self::Key, s: f64, w: &mut [f64]);
     /// Sets the entries of `u` that the row touches (and the constant feature's) to zero.
     fn clear_key(&self, k: Self::Key, u: &mut [f64]);
-    /// Reads the first and last entries of a row so that the loads of a later step start
-    /// early (a portable stand-in for a prefetch; the result is only fed to `black_box`).
+    /// Reads one entry of every cache line of a row (values and, for sparse rows, indices) so
+    /// that the row is in the cache when a later step needs it: a portable stand-in for a
+    /// prefetch (the result is only fed to `black_box`).
     fn touch(&self, k: Self::Key) -> f64;
 }
 
@@ -317,7 +321,7 @@ impl KeyedRows for DenseRows<'_> {
     #[inline(always)]
     fn touch(&self, k: usize) -> f64 {
         let r = self.m.row(k);
-        r.first().copied().unwrap_or(0.0) + r.last().copied().unwrap_or(0.0)
+        r.iter().step_by(LINE_F64).sum::<f64>() + r.last().copied().unwrap_or(0.0)
     }
 }
 
@@ -366,7 +370,14 @@ impl KeyedRows for SparseRows<'_> {
     fn touch(&self, (a, b): (usize, usize)) -> f64 {
         let (_, indices, values) = self.m.parts();
         if a < b {
-            values[a] + values[b - 1] + f64::from(indices[a]) + f64::from(indices[b - 1])
+            let (ix, vals) = (&indices[a..b], &values[a..b]);
+            vals.iter().step_by(LINE_F64).sum::<f64>()
+                + values[b - 1]
+                + ix.iter()
+                    .step_by(2 * LINE_F64)
+                    .map(|&i| f64::from(i))
+                    .sum::<f64>()
+                + f64::from(indices[b - 1])
         } else {
             0.0
         }

@@ -56,6 +56,29 @@ const GATHER_BLOCK_ROWS: usize = 64;
 /// 12 bytes of CSR), so it never dominates the model's own memory.
 const DENSIFY_FACTOR: usize = 8;
 
+/// The sums of one group's panel held aside while consecutive sources add to them
+/// ([`KernelSums::add_panel`] with one weight row).
+struct Run {
+    /// The group whose sums `sums` holds (`usize::MAX`: none yet).
+    group: usize,
+    sums: [f64; PANEL],
+}
+
+impl Run {
+    const EMPTY: Run = Run {
+        group: usize::MAX,
+        sums: [0.0; PANEL],
+    };
+
+    /// Writes the held sums back to their place in `acc` (a panel's sums, one row per group).
+    #[inline(always)]
+    fn flush(&self, acc: &mut [f64]) {
+        if self.group != usize::MAX {
+            acc[self.group * PANEL..(self.group + 1) * PANEL].copy_from_slice(&self.sums);
+        }
+    }
+}
+
 /// How the sources are held for the product.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SvLayout {
@@ -254,10 +277,29 @@ impl<'a> KernelSums<'a> {
 
     /// Adds source `t`'s weighted kernel values `v` (one per lane) to the sums of a panel
     /// (`acc`: `[(g * R + r) * PANEL + lane]`).
+    ///
+    /// With one weight row (`R = 1`: two-class and one-class models) the sums of the group
+    /// being added to stay in `run` (registers) while consecutive sources share that group,
+    /// and go back to `acc` when the group changes and at [`Run::flush`]. Every lane still
+    /// adds its terms in source order, so the bits are those of adding to `acc` directly; what
+    /// it saves is a load and a store of the same lanes per source, whose round trip through
+    /// memory was one step of a dependency chain across the sources.
     #[inline(always)]
-    fn add_panel(&self, acc: &mut [f64], t: usize, v: &[f64; PANEL]) {
+    fn add_panel(&self, acc: &mut [f64], run: &mut Run, t: usize, v: &[f64; PANEL]) {
         let n_w = self.n_w;
         let g = self.group[t] as usize;
+        if n_w == 1 {
+            if g != run.group {
+                run.flush(acc);
+                run.group = g;
+                run.sums.copy_from_slice(&acc[g * PANEL..(g + 1) * PANEL]);
+            }
+            let w = self.w[t];
+            for (a, &k) in run.sums.iter_mut().zip(v) {
+                *a += w * k;
+            }
+            return;
+        }
         let wt = &self.w[t * n_w..(t + 1) * n_w];
         let sums = &mut acc[g * n_w * PANEL..(g + 1) * n_w * PANEL];
         for (lanes, &w) in sums.chunks_exact_mut(PANEL).zip(wt) {
@@ -313,13 +355,14 @@ impl<'a> KernelSums<'a> {
             for (p, accp) in acc.chunks_exact_mut(gr * PANEL).enumerate() {
                 let mut nj = [0.0f64; PANEL];
                 nj.copy_from_slice(&xn[p * PANEL..(p + 1) * PANEL]);
+                let mut run = Run::EMPTY;
                 let mut t = c0;
                 while t + TILE_ROWS <= c1 {
                     let mut v = [[0.0f64; PANEL]; TILE_ROWS];
                     dd.tile(&sv[t * d..(t + TILE_ROWS) * d], p, &mut v);
                     for (q, vq) in v.iter_mut().enumerate() {
                         outer.apply(vq, self.norms[t + q], &nj);
-                        self.add_panel(accp, t + q, vq);
+                        self.add_panel(accp, &mut run, t + q, vq);
                     }
                     t += TILE_ROWS;
                 }
@@ -327,9 +370,10 @@ impl<'a> KernelSums<'a> {
                     let mut v = [0.0f64; PANEL];
                     dd.tile1(&sv[t * d..(t + 1) * d], p, &mut v);
                     outer.apply(&mut v, self.norms[t], &nj);
-                    self.add_panel(accp, t, &v);
+                    self.add_panel(accp, &mut run, t, &v);
                     t += 1;
                 }
+                run.flush(accp);
             }
             c0 = c1;
         }

@@ -79,7 +79,8 @@
 //! costs `O(nnz(X))`; memory is `O(n + d)`. The step is bound by memory latency (rows are visited
 //! in random order), so the box loop keeps each variable's data in one struct of the shuffled
 //! active array (read in sequence), stores a direct handle to its row (no row-pointer lookup)
-//! and reads the row two steps ahead early so that its cache misses overlap the current step. With [`Equality::Sum`] a step pairs `i` with a maximal
+//! and both loops read the rows of the coming steps in groups ([`TOUCH_GROUP`]) so that their
+//! cache misses overlap. With [`Equality::Sum`] a step pairs `i` with a maximal
 //! violator `j` and costs five row operations. Nothing is allocated inside a pass. At the end, `w` is
 //! recomputed from the dual variables and one extra pass computes the primal objective, the
 //! duality gap and the final violation.
@@ -116,6 +117,14 @@ pub const DEFAULT_MAX_PASSES: u64 = 10_000;
 
 /// Steps whose projected gradient is below this are skipped (no progress possible).
 const PG_SKIP: f64 = 1e-12;
+
+/// Rows the coordinate loops read ahead at a time. A pass visits rows in random order, so on
+/// data larger than the cache every row is a cache miss (and a TLB miss), and a step is bound
+/// by that latency, not by its arithmetic. About once per `TOUCH_GROUP` steps the loops read
+/// the rows of the next `TOUCH_GROUP` steps together ([`KeyedRows::touch`]), so that their
+/// misses are in flight at the same time and the steps then find their rows in the cache.
+/// Groups of 8 to 24 rows ran alike on 200,000-row dense and TF-IDF-like sets.
+const TOUCH_GROUP: usize = 16;
 
 pub use crate::data::design::LinearDesign;
 
@@ -836,9 +845,15 @@ fn svc_box_loop<R: KeyedRows, O: Observer>(
         let (mut pg_max, mut pg_min) = (f64::NEG_INFINITY, f64::INFINITY);
         let mut s = 0;
         let mut sink = 0.0;
+        let mut ahead = 0;
         while s < active {
-            if s + 2 < active {
-                sink += rows.touch(coords[s + 2].key);
+            if ahead < active && ahead < s + TOUCH_GROUP {
+                let hi = (s + 2 * TOUCH_GROUP).min(active);
+                sink += coords[ahead.max(s)..hi]
+                    .iter()
+                    .map(|c| rows.touch(c.key))
+                    .sum::<f64>();
+                ahead = hi;
             }
             let c = &mut coords[s];
             let g = c.y * rows.dot_key(c.key, w) + c.p + c.d * c.a;
@@ -1330,7 +1345,16 @@ fn svr_impl<R: KeyedRows, O: Observer>(
         }
         let (mut vmax, mut norm1) = (0.0f64, 0.0f64);
         let mut s = 0;
+        let (mut sink, mut ahead) = (0.0, 0);
         while s < active {
+            if ahead < active && ahead < s + TOUCH_GROUP {
+                let hi = (s + 2 * TOUCH_GROUP).min(active);
+                sink += index[ahead.max(s)..hi]
+                    .iter()
+                    .map(|&i| rows.touch(rows.key(i)))
+                    .sum::<f64>();
+                ahead = hi;
+            }
             let i = index[s];
             let (bi, ui, h) = (beta[i], upper[i], qd[i]);
             let g = rows.dot(i, &w) - t[i] + shift[i] * bi;
@@ -1381,6 +1405,7 @@ fn svr_impl<R: KeyedRows, O: Observer>(
                 rows.axpy(i, step, &mut w);
             }
         }
+        std::hint::black_box(sink);
         passes += 1;
         if passes == 1 {
             norm1_init = norm1;
