@@ -825,8 +825,11 @@ fn dense_many<O: Outer>(
                 }
             }
         }
+        // One task per rayon job: left to rayon's adaptive splitting, a thread could be handed
+        // a quarter of the tasks in one piece and the other wait for it at the end of the call.
         tasks
             .into_par_iter()
+            .with_max_len(1)
             .for_each(|(t0, base, mut outs)| task(t0, base, &mut outs));
     } else {
         for (g, outs) in out.chunks_mut(group).enumerate() {
