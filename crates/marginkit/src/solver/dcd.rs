@@ -1283,6 +1283,26 @@ fn svr_violation(beta: f64, u: f64, gp: f64, gn: f64, m: f64) -> (f64, bool) {
     }
 }
 
+/// Per-variable state of the SVR loop, kept like [`Coord`] in one struct of the shuffled active
+/// array so that a step reads its variable's data in sequence and fetches only its row at random.
+#[derive(Debug, Clone, Copy)]
+struct SvrCoord<K> {
+    /// Original index of the variable.
+    i: usize,
+    /// Handle to its feature row.
+    key: K,
+    /// `beta_i`.
+    b: f64,
+    /// `u_i`.
+    u: f64,
+    /// `Q_ii = |xb_i|^2 + D_ii`.
+    h: f64,
+    /// The target `t_i`.
+    t: f64,
+    /// `D_ii`.
+    d: f64,
+}
+
 // One piece: the dual coordinate-descent main loop; pass, shrinking and stopping test share its
 // loop state.
 fn svr_impl<R: KeyedRows, O: Observer>(
@@ -1325,9 +1345,19 @@ fn svr_impl<R: KeyedRows, O: Observer>(
         }
     };
     rebuild(beta, &mut w);
-    let qd: Vec<f64> = (0..n).map(|i| rows.sq_norm(i) + shift[i]).collect();
-    let mut index: Vec<usize> = (0..n).filter(|&i| upper[i] > 0.0).collect();
-    let n_free = index.len();
+    let mut coords: Vec<SvrCoord<R::Key>> = (0..n)
+        .filter(|&i| upper[i] > 0.0)
+        .map(|i| SvrCoord {
+            i,
+            key: rows.key(i),
+            b: beta[i],
+            u: upper[i],
+            h: rows.sq_norm(i) + shift[i],
+            t: t[i],
+            d: shift[i],
+        })
+        .collect();
+    let n_free = coords.len();
     let mut active = n_free;
     let shrink = settings.shrinking == Shrinking::On;
     let budget = Budget::new(settings);
@@ -1335,13 +1365,13 @@ fn svr_impl<R: KeyedRows, O: Observer>(
     let mut m_old = f64::INFINITY;
     let mut norm1_init = f64::NAN;
     let mut passes = 0u64;
-    let status = loop {
+    let status = 'pass: loop {
         if active == 0 {
-            break Status::Converged;
+            break Ok(Status::Converged);
         }
         for k in 0..active {
             let j = rng.gen_range(k..active);
-            index.swap(k, j);
+            coords.swap(k, j);
         }
         let (mut vmax, mut norm1) = (0.0f64, 0.0f64);
         let mut s = 0;
@@ -1349,23 +1379,23 @@ fn svr_impl<R: KeyedRows, O: Observer>(
         while s < active {
             if ahead < active && ahead < s + TOUCH_GROUP {
                 let hi = (s + 2 * TOUCH_GROUP).min(active);
-                sink += index[ahead.max(s)..hi]
+                sink += coords[ahead.max(s)..hi]
                     .iter()
-                    .map(|&i| rows.touch(rows.key(i)))
+                    .map(|c| rows.touch(c.key))
                     .sum::<f64>();
                 ahead = hi;
             }
-            let i = index[s];
-            let (bi, ui, h) = (beta[i], upper[i], qd[i]);
-            let g = rows.dot(i, &w) - t[i] + shift[i] * bi;
+            let c = &mut coords[s];
+            let (bi, ui, h) = (c.b, c.u, c.h);
+            let g = rows.dot_key(c.key, &w) - c.t + c.d * bi;
             if !g.is_finite() {
-                return Err(SolveError::NonFinite { what: "gradient" });
+                break 'pass Err(SolveError::NonFinite { what: "gradient" });
             }
             let (gp, gn) = (g + eps, g - eps);
             let (v, can_shrink) = svr_violation(bi, ui, gp, gn, m_old);
             if shrink && can_shrink {
                 active -= 1;
-                index.swap(s, active);
+                coords.swap(s, active);
                 continue;
             }
             vmax = vmax.max(v);
@@ -1393,7 +1423,7 @@ fn svr_impl<R: KeyedRows, O: Observer>(
                     0.0
                 };
                 if !dir.is_finite() {
-                    return Err(SolveError::Infeasible(
+                    break 'pass Err(SolveError::Infeasible(
                         "zero row with an infinite bound (primal infeasible)",
                     ));
                 }
@@ -1401,8 +1431,8 @@ fn svr_impl<R: KeyedRows, O: Observer>(
             };
             let step = new - bi;
             if step != 0.0 {
-                beta[i] = new;
-                rows.axpy(i, step, &mut w);
+                c.b = new;
+                rows.axpy_key(c.key, step, &mut w);
             }
         }
         std::hint::black_box(sink);
@@ -1412,7 +1442,7 @@ fn svr_impl<R: KeyedRows, O: Observer>(
         }
         if norm1 <= settings.tol * norm1_init {
             if active == n_free {
-                break Status::Converged;
+                break Ok(Status::Converged);
             }
             active = n_free;
             m_old = f64::INFINITY;
@@ -1425,9 +1455,13 @@ fn svr_impl<R: KeyedRows, O: Observer>(
             active,
         };
         if let Some(st) = budget.after_pass(obs, stats) {
-            break st;
+            break Ok(st);
         }
     };
+    for c in &coords {
+        beta[c.i] = c.b;
+    }
+    let status = status?;
     rebuild(beta, &mut w);
     let ww = half_sq(&w);
     let (mut dual, mut primal, mut viol) = (ww, ww, 0.0f64);
