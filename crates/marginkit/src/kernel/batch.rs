@@ -233,8 +233,11 @@ impl<'a> KernelSums<'a> {
             Sources::Sparse(_) => GATHER_BLOCK_ROWS.min(per_thread),
         }
         .max(1);
+        // One block per rayon job (rayon's own splitting would hand out runs of blocks, and
+        // a thread could wait at the end for another's run).
         let blocks: Vec<Vec<T>> = (0..n.div_ceil(b))
             .into_par_iter()
+            .with_max_len(1)
             .map(|blk| {
                 let (i0, i1) = (blk * b, ((blk + 1) * b).min(n));
                 self.block(x, i0, i1).chunks_exact(gr).map(&f).collect()
