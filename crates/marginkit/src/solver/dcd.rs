@@ -126,6 +126,42 @@ const PG_SKIP: f64 = 1e-12;
 /// Groups of 8 to 24 rows ran alike on 200,000-row dense and TF-IDF-like sets.
 const TOUCH_GROUP: usize = 16;
 
+/// The read-ahead of a pass ([`TOUCH_GROUP`]): how far the rows of the shuffled active array
+/// have been read, and the sum of what was read (kept only so the reads are not optimized away).
+#[derive(Default)]
+struct ReadAhead {
+    /// Positions `..upto` of the pass have been read.
+    upto: usize,
+    sink: f64,
+}
+
+impl ReadAhead {
+    /// Before the step at position `s` of `active` (the pass's active variables): once fewer than
+    /// a group of the positions after `s` have been read, reads the rows up to `s + 2 TOUCH_GROUP`.
+    #[inline(always)]
+    fn rows<R: KeyedRows, T>(
+        &mut self,
+        rows: &R,
+        active: &[T],
+        s: usize,
+        key: impl Fn(&T) -> R::Key,
+    ) {
+        if self.upto < active.len() && self.upto < s + TOUCH_GROUP {
+            let hi = (s + 2 * TOUCH_GROUP).min(active.len());
+            self.sink += active[self.upto.max(s)..hi]
+                .iter()
+                .map(|c| rows.touch(key(c)))
+                .sum::<f64>();
+            self.upto = hi;
+        }
+    }
+
+    /// Ends the pass.
+    fn finish(self) {
+        std::hint::black_box(self.sink);
+    }
+}
+
 pub use crate::data::design::LinearDesign;
 
 /// A linear SVC dual (see the module docs).
@@ -844,17 +880,9 @@ fn svc_box_loop<R: KeyedRows, O: Observer>(
         }
         let (mut pg_max, mut pg_min) = (f64::NEG_INFINITY, f64::INFINITY);
         let mut s = 0;
-        let mut sink = 0.0;
-        let mut ahead = 0;
+        let mut ahead = ReadAhead::default();
         while s < active {
-            if ahead < active && ahead < s + TOUCH_GROUP {
-                let hi = (s + 2 * TOUCH_GROUP).min(active);
-                sink += coords[ahead.max(s)..hi]
-                    .iter()
-                    .map(|c| rows.touch(c.key))
-                    .sum::<f64>();
-                ahead = hi;
-            }
+            ahead.rows(rows, &coords[..active], s, |c| c.key);
             let c = &mut coords[s];
             let g = c.y * rows.dot_key(c.key, w) + c.p + c.d * c.a;
             if !g.is_finite() {
@@ -890,7 +918,7 @@ fn svc_box_loop<R: KeyedRows, O: Observer>(
             }
             s += 1;
         }
-        std::hint::black_box(sink);
+        ahead.finish();
         passes += 1;
         work += 2 * active;
         let gap = pg_max - pg_min;
@@ -1375,16 +1403,9 @@ fn svr_impl<R: KeyedRows, O: Observer>(
         }
         let (mut vmax, mut norm1) = (0.0f64, 0.0f64);
         let mut s = 0;
-        let (mut sink, mut ahead) = (0.0, 0);
+        let mut ahead = ReadAhead::default();
         while s < active {
-            if ahead < active && ahead < s + TOUCH_GROUP {
-                let hi = (s + 2 * TOUCH_GROUP).min(active);
-                sink += coords[ahead.max(s)..hi]
-                    .iter()
-                    .map(|c| rows.touch(c.key))
-                    .sum::<f64>();
-                ahead = hi;
-            }
+            ahead.rows(rows, &coords[..active], s, |c| c.key);
             let c = &mut coords[s];
             let (bi, ui, h) = (c.b, c.u, c.h);
             let g = rows.dot_key(c.key, &w) - c.t + c.d * bi;
@@ -1435,7 +1456,7 @@ fn svr_impl<R: KeyedRows, O: Observer>(
                 rows.axpy_key(c.key, step, &mut w);
             }
         }
-        std::hint::black_box(sink);
+        ahead.finish();
         passes += 1;
         if passes == 1 {
             norm1_init = norm1;
