@@ -285,8 +285,8 @@ impl<'a> KernelSums<'a> {
     /// being added to stay in `run` (registers) while consecutive sources share that group,
     /// and go back to `acc` when the group changes and at [`Run::flush`]. Every lane still
     /// adds its terms in source order, so the bits are those of adding to `acc` directly; what
-    /// it saves is a load and a store of the same lanes per source, whose round trip through
-    /// memory was one step of a dependency chain across the sources.
+    /// it saves is a load and a store of the same lanes per source, which would put every
+    /// source's addition on one dependency chain through memory.
     #[inline(always)]
     fn add_panel(&self, acc: &mut [f64], run: &mut Run, t: usize, v: &[f64; PANEL]) {
         let n_w = self.n_w;

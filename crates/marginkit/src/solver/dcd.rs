@@ -119,8 +119,8 @@ pub const DEFAULT_MAX_PASSES: u64 = 10_000;
 const PG_SKIP: f64 = 1e-12;
 
 /// Rows the coordinate loops read ahead at a time. A pass visits rows in random order, so on
-/// data larger than the cache every row is a cache miss (and a TLB miss), and a step is bound
-/// by that latency, not by its arithmetic. About once per `TOUCH_GROUP` steps the loops read
+/// data larger than the cache every row is a cache miss, and a step is bound by that latency,
+/// not by its arithmetic. About once per `TOUCH_GROUP` steps the loops read
 /// the rows of the next `TOUCH_GROUP` steps together ([`KeyedRows::touch`]), so that their
 /// misses are in flight at the same time and the steps then find their rows in the cache.
 /// Groups of 8 to 24 rows ran alike on 200,000-row dense and TF-IDF-like sets.
