@@ -20,6 +20,7 @@
 use rayon::prelude::*;
 
 use super::cache::{CacheFloat, CacheStats, ColumnCache};
+use super::quant::{QuantPanels, QPANEL};
 use super::{powi, KernelSpec};
 use crate::data::{ops, CsrMatrix, DenseMatrix, Features};
 use crate::error::DataError;
@@ -79,6 +80,9 @@ pub trait QMatrix {
 enum Rows<'a> {
     /// A private copy in panel layout (see [`DenseDots`]), permuted along with the solver.
     Dense { panels: Aligned, d: usize },
+    /// The same as exact integers on a common scale ([`QuantPanels`]), when the features allow
+    /// it: the same inner products to the bit, four times faster.
+    Quant(QuantPanels),
     /// Borrowed CSR rows through a permutation. `dense` is all zeros between column fills, or
     /// empty when a dense copy of one row would not pay for itself (see [`KernelRows::fill`]).
     Sparse {
@@ -105,7 +109,7 @@ struct KernelRows<'a> {
 }
 
 /// Source of inner products between rows `i` and `j` in the current order.
-trait Dots: Sync {
+pub(super) trait Dots: Sync {
     fn dot(&self, i: usize, j: usize) -> f64;
     /// Rough cost of one entry, in multiply-adds (for the parallel threshold).
     fn entry_cost(&self) -> usize;
@@ -301,6 +305,53 @@ impl DenseDots<'_> {
                 acc[c] += x * lane[c];
             }
         }
+    }
+}
+
+/// Dense row storage that computes inner products in micro-tiles of [`TILE_ROWS`] source rows
+/// times one panel of `W` stored rows ([`dense_many`]): the f64 panels ([`DenseDots`]) and the
+/// exact integer ones ([`QuantPanels`]), each with the bits of its [`Dots`].
+pub(super) trait Tiles<const W: usize>: Sync {
+    /// One element of a source row in the tiles' form (a feature, or a pair of them).
+    type Src: Copy + Send + Sync;
+    /// Features per row.
+    fn features(&self) -> usize;
+    /// Elements per source row.
+    fn src_len(&self) -> usize;
+    /// Appends row `i` in the source form to `out`.
+    fn push_src(&self, i: usize, out: &mut Vec<Self::Src>);
+    /// Bytes of one stored row (sizes the blocks of rows that stay in the L2 cache).
+    fn row_bytes(&self) -> usize;
+    /// `acc[t][c]`: the inner product of source row `t` (`TILE_ROWS` rows of [`Self::src_len`]
+    /// elements in `src`) with row `c` of panel `p`.
+    fn tile(&self, src: &[Self::Src], p: usize, acc: &mut [[f64; W]; TILE_ROWS]);
+    /// [`Self::tile`] for one source row.
+    fn tile1(&self, src: &[Self::Src], p: usize, acc: &mut [f64; W]);
+}
+
+impl Tiles<PANEL> for DenseDots<'_> {
+    type Src = f64;
+    fn features(&self) -> usize {
+        self.d
+    }
+    fn src_len(&self) -> usize {
+        self.d
+    }
+    fn push_src(&self, i: usize, out: &mut Vec<f64>) {
+        out.extend((0..self.d).map(|k| self.at(i, k)));
+    }
+    fn row_bytes(&self) -> usize {
+        8 * self.d
+    }
+    #[inline]
+    fn tile(&self, src: &[f64], p: usize, acc: &mut [[f64; PANEL]; TILE_ROWS]) {
+        *acc = [[0.0; PANEL]; TILE_ROWS];
+        DenseDots::tile(self, src, p, acc);
+    }
+    #[inline]
+    fn tile1(&self, src: &[f64], p: usize, acc: &mut [f64; PANEL]) {
+        *acc = [0.0; PANEL];
+        DenseDots::tile1(self, src, p, acc);
     }
 }
 
@@ -699,19 +750,19 @@ fn fill_blocks<D: Dots, O: Outer>(
 fn many_group(d: usize) -> usize {
     (d / 4).next_multiple_of(TILE_ROWS).clamp(16, 64)
 }
-/// Bytes of row features per block of [`dense_many`]: a block stays in the L2 cache while
+/// Bytes of stored rows per block of [`dense_many`]: a block stays in the L2 cache while
 /// every column of a task passes over it.
 const MANY_BYTES: usize = 256 * 1024;
-/// Panels per block of [`dense_many`] for rows of `d` features: [`MANY_BYTES`] worth, between 1
-/// and 64.
-fn many_panels(d: usize) -> usize {
-    (MANY_BYTES / (8 * PANEL * d.max(1))).clamp(1, 64)
+/// Rows per block of [`dense_many`] for panels of `w` rows of `row_bytes` each: [`MANY_BYTES`]
+/// worth, whole panels, between 1 and 512 rows' worth of panels.
+fn many_rows(w: usize, row_bytes: usize) -> usize {
+    (MANY_BYTES / (w * row_bytes.max(1))).clamp(1, 512 / w) * w
 }
 
 /// [`KernelRows::fill_many`] for dense rows with the outer function `outer`: rows
 /// `start..start + len` of the columns `idx`.
-fn dense_many<O: Outer>(
-    dd: &DenseDots<'_>,
+fn dense_many<const W: usize, D: Tiles<W>, O: Outer>(
+    dd: &D,
     outer: &O,
     norms: &[f64],
     signs: Option<&[i8]>,
@@ -719,30 +770,30 @@ fn dense_many<O: Outer>(
     out: &mut [&mut [f32]],
     start: usize,
 ) {
-    let d = dd.d;
+    let (d, m) = (dd.features(), dd.src_len());
     let n = norms.len();
     let len = out.first().map_or(0, |o| o.len());
     let end = start + len;
-    let mut src = Vec::with_capacity(idx.len() * d);
+    let mut src = Vec::with_capacity(idx.len() * m);
     for &i in idx {
-        src.extend((0..d).map(|k| dd.at(i, k)));
+        dd.push_src(i, &mut src);
     }
     // Rows `a..b` of panel `p` into `o` (which starts at row `base`).
     let write =
-        |o: &mut [f32], base: usize, i: usize, a: usize, b: usize, p: usize, v: &[f64; PANEL]| {
+        |o: &mut [f32], base: usize, i: usize, a: usize, b: usize, p: usize, v: &[f64; W]| {
             // A full panel through fixed-size arrays, so that the conversion and the signs
             // vectorize; the same value for every entry as the general loop below.
-            if let Ok(dst) = <&mut [f32; PANEL]>::try_from(&mut o[a - base..b - base]) {
+            if let Ok(dst) = <&mut [f32; W]>::try_from(&mut o[a - base..b - base]) {
                 match signs {
                     Some(s) => {
-                        let (si, sg) = (s[i], &s[a..a + PANEL]);
-                        for r in 0..PANEL {
+                        let (si, sg) = (s[i], &s[a..a + W]);
+                        for r in 0..W {
                             let f = v[r] as f32;
                             dst[r] = if sg[r] == si { f } else { -f };
                         }
                     }
                     None => {
-                        for r in 0..PANEL {
+                        for r in 0..W {
                             dst[r] = v[r] as f32;
                         }
                     }
@@ -750,31 +801,31 @@ fn dense_many<O: Outer>(
                 return;
             }
             for r in a..b {
-                let f = v[r - p * PANEL] as f32;
+                let f = v[r - p * W] as f32;
                 o[r - base] = match signs {
                     Some(s) if s[r] != s[i] => -f,
                     _ => f,
                 };
             }
         };
-    let (group, many_rows) = (many_group(d), many_panels(d) * PANEL);
+    let (group, many_rows) = (many_group(d), many_rows(W, dd.row_bytes()));
     // Columns `t0..t0 + outs.len()` of `idx`, rows `base..base + outs[0].len()`.
     let task = |t0: usize, base: usize, outs: &mut [&mut [f32]]| {
         let end = base + outs.first().map_or(0, |o| o.len());
         let mut lo = base;
         while lo < end {
             // Blocks end on panel boundaries, so that no panel is computed twice.
-            let hi = (lo / PANEL * PANEL + many_rows).min(end);
-            for p in lo / PANEL..hi.div_ceil(PANEL) {
-                let (a, b) = ((p * PANEL).max(lo), ((p + 1) * PANEL).min(hi));
+            let hi = (lo / W * W + many_rows).min(end);
+            for p in lo / W..hi.div_ceil(W) {
+                let (a, b) = ((p * W).max(lo), ((p + 1) * W).min(hi));
                 // Lanes past the last row: zero norms (finite values, discarded).
-                let mut nj = [0.0f64; PANEL];
-                let e = ((p + 1) * PANEL).min(n);
-                nj[..e - p * PANEL].copy_from_slice(&norms[p * PANEL..e]);
+                let mut nj = [0.0f64; W];
+                let e = ((p + 1) * W).min(n);
+                nj[..e - p * W].copy_from_slice(&norms[p * W..e]);
                 let mut t = 0;
                 while t + TILE_ROWS <= outs.len() {
-                    let mut acc = [[0.0f64; PANEL]; TILE_ROWS];
-                    dd.tile(&src[(t0 + t) * d..(t0 + t + TILE_ROWS) * d], p, &mut acc);
+                    let mut acc = [[0.0f64; W]; TILE_ROWS];
+                    dd.tile(&src[(t0 + t) * m..(t0 + t + TILE_ROWS) * m], p, &mut acc);
                     for (r, v) in acc.iter_mut().enumerate() {
                         let i = idx[t0 + t + r];
                         outer.apply(v, norms[i], &nj);
@@ -783,8 +834,8 @@ fn dense_many<O: Outer>(
                     t += TILE_ROWS;
                 }
                 while t < outs.len() {
-                    let mut v = [0.0f64; PANEL];
-                    dd.tile1(&src[(t0 + t) * d..(t0 + t + 1) * d], p, &mut v);
+                    let mut v = [0.0f64; W];
+                    dd.tile1(&src[(t0 + t) * m..(t0 + t + 1) * m], p, &mut v);
                     let i = idx[t0 + t];
                     outer.apply(&mut v, norms[i], &nj);
                     write(outs[t], base, i, a, b, p, &v);
@@ -801,9 +852,9 @@ fn dense_many<O: Outer>(
         // them to share the work however few columns are asked for.
         let groups = idx.len().div_ceil(group);
         let want = (work / PAR_TASK_WORK).clamp(2, 8 * threads);
-        let parts = want.div_ceil(groups).min(len.div_ceil(PANEL)).max(1);
-        let step = len.div_ceil(parts).next_multiple_of(PANEL);
-        let first = start / PANEL * PANEL;
+        let parts = want.div_ceil(groups).min(len.div_ceil(W)).max(1);
+        let step = len.div_ceil(parts).next_multiple_of(W);
+        let first = start / W * W;
         let cut = |c: usize| (first + c * step).clamp(start, end);
         let mut tasks: Vec<(usize, usize, Vec<&mut [f32]>)> = Vec::new();
         for (g, outs) in out.chunks_mut(group).enumerate() {
@@ -874,9 +925,12 @@ impl<'a> KernelRows<'a> {
                     perm: (0..n).map(|r| src(r) as u32).collect(),
                 }
             }
-            (_, Features::Dense(m)) => Rows::Dense {
-                panels: pack_panels(m.values(), n, m.n_cols(), src),
-                d: m.n_cols(),
+            (_, Features::Dense(m)) => match QuantPanels::new(m.values(), n, m.n_cols(), src) {
+                Some(q) => Rows::Quant(q),
+                None => Rows::Dense {
+                    panels: pack_panels(m.values(), n, m.n_cols(), src),
+                    d: m.n_cols(),
+                },
             },
             (_, Features::Sparse(m)) => Rows::Sparse {
                 x: m,
@@ -900,6 +954,7 @@ impl<'a> KernelRows<'a> {
         kr.norms = (0..n)
             .map(|r| match &kr.rows {
                 Rows::Dense { panels, d } => DenseDots { panels, d: *d }.dot(r, r),
+                Rows::Quant(q) => q.dot(r, r),
                 Rows::Sparse { x, perm, .. } => SparseDots { x, perm }.dot(r, r),
                 Rows::Pre { .. } => 0.0,
             })
@@ -916,6 +971,7 @@ impl<'a> KernelRows<'a> {
     fn heap_bytes(&self) -> u64 {
         let rows = match &self.rows {
             Rows::Dense { panels, .. } => 8 * panels.len(),
+            Rows::Quant(q) => q.heap_bytes(),
             Rows::Sparse { perm, dense, .. } => 4 * perm.len() + 8 * dense.len(),
             Rows::Pre { serial, perm, .. } => 4 * (serial.len() + perm.len()),
         };
@@ -957,6 +1013,7 @@ impl<'a> KernelRows<'a> {
             Rows::Dense { panels, d } => {
                 self.with_outer(&DenseDots { panels, d: *d }, i, out, start, signs)
             }
+            Rows::Quant(q) => self.with_outer(q, i, out, start, signs),
             Rows::Sparse { x, perm, .. } => {
                 self.with_outer(&SparseDots { x, perm }, i, out, start, signs)
             }
@@ -984,24 +1041,38 @@ impl<'a> KernelRows<'a> {
         start: usize,
         signs: Option<&[i8]>,
     ) {
-        let Rows::Dense { panels, d } = &self.rows else {
-            for (&i, o) in idx.iter().zip(out.iter_mut()) {
-                self.fill(i, o, start, signs);
+        match &self.rows {
+            Rows::Dense { panels, d } => {
+                return self.many_with(&DenseDots { panels, d: *d }, idx, out, start, signs);
             }
-            return;
-        };
-        let dd = DenseDots { panels, d: *d };
+            Rows::Quant(q) => return self.many_with(q, idx, out, start, signs),
+            Rows::Sparse { .. } | Rows::Pre { .. } => {}
+        }
+        for (&i, o) in idx.iter().zip(out.iter_mut()) {
+            self.fill(i, o, start, signs);
+        }
+    }
+
+    /// [`KernelRows::fill_many`] over the tiles `dd`, with this kernel's outer function.
+    fn many_with<const W: usize, D: Tiles<W>>(
+        &self,
+        dd: &D,
+        idx: &[usize],
+        out: &mut [&mut [f32]],
+        start: usize,
+        signs: Option<&[i8]>,
+    ) {
         let nm = &self.norms;
         match self.spec {
             KernelSpec::Linear | KernelSpec::Precomputed => {
-                dense_many(&dd, &Identity, nm, signs, idx, out, start)
+                dense_many(dd, &Identity, nm, signs, idx, out, start)
             }
             KernelSpec::Poly {
                 gamma,
                 coef0,
                 degree,
             } => dense_many(
-                &dd,
+                dd,
                 &PolyOuter {
                     gamma,
                     coef0,
@@ -1014,10 +1085,10 @@ impl<'a> KernelRows<'a> {
                 start,
             ),
             KernelSpec::Rbf { gamma } => {
-                dense_many(&dd, &RbfOuter { gamma }, nm, signs, idx, out, start)
+                dense_many(dd, &RbfOuter { gamma }, nm, signs, idx, out, start)
             }
             KernelSpec::Sigmoid { gamma, coef0 } => dense_many(
-                &dd,
+                dd,
                 &SigmoidOuter { gamma, coef0 },
                 nm,
                 signs,
@@ -1100,11 +1171,16 @@ impl<'a> KernelRows<'a> {
     fn wire_with<O: Outer>(&self, outer: &O, row: WireRow<'_>, out: &mut [f32], start: usize) {
         // The sent row in the local storage's form.
         let (mut dense, mut idx, mut val) = (Vec::new(), Vec::new(), Vec::new());
-        match &self.rows {
-            Rows::Dense { d, .. } => {
-                dense = vec![0.0; *d];
+        let d_dense = match &self.rows {
+            Rows::Dense { d, .. } => Some(*d),
+            Rows::Quant(q) => Some(q.d()),
+            Rows::Sparse { .. } | Rows::Pre { .. } => None,
+        };
+        match d_dense {
+            Some(d) => {
+                dense = vec![0.0; d];
                 if row.dense {
-                    let m = row.data.len().min(*d);
+                    let m = row.data.len().min(d);
                     dense[..m].copy_from_slice(&row.data[..m]);
                 } else {
                     let nnz = row.data.len() / 2;
@@ -1115,7 +1191,7 @@ impl<'a> KernelRows<'a> {
                     }
                 }
             }
-            _ => {
+            None => {
                 if row.dense {
                     for (c, &v) in row.data.iter().enumerate() {
                         if v != 0.0 {
@@ -1130,6 +1206,12 @@ impl<'a> KernelRows<'a> {
                 }
             }
         }
+        // On the integer rows, the sent row's integers on their scale (a row of the same data
+        // set is on it); otherwise the f64 sum over the rows' values, the same bits.
+        let pairs = match &self.rows {
+            Rows::Quant(q) => q.pairs_of(&dense),
+            _ => None,
+        };
         let norms = &self.norms;
         let run = |lo0: usize, chunk: &mut [f32]| {
             let mut buf = [0.0f64; BLOCK];
@@ -1146,6 +1228,22 @@ impl<'a> KernelRows<'a> {
                             store_panel(buf, lo, hi, p, &acc);
                         }
                     }
+                    Rows::Quant(q) => match &pairs {
+                        Some(pairs) => {
+                            for p in lo / QPANEL..hi.div_ceil(QPANEL) {
+                                let mut v = [0.0f64; QPANEL];
+                                q.tile1_pairs(pairs, p, &mut v);
+                                let (a, b) = ((p * QPANEL).max(lo), ((p + 1) * QPANEL).min(hi));
+                                buf[a - lo..b - lo]
+                                    .copy_from_slice(&v[a - p * QPANEL..b - p * QPANEL]);
+                            }
+                        }
+                        None => {
+                            for (o, r) in buf.iter_mut().zip(lo..hi) {
+                                *o = (0..q.d()).fold(0.0, |s, k| s + dense[k] * q.value(r, k));
+                            }
+                        }
+                    },
                     Rows::Sparse { x, perm, .. } => {
                         for (o, &r) in buf.iter_mut().zip(&perm[lo..hi]) {
                             let (ib, vb) = x.row(r as usize);
@@ -1163,6 +1261,7 @@ impl<'a> KernelRows<'a> {
         };
         let cost = match &self.rows {
             Rows::Dense { d, .. } => *d,
+            Rows::Quant(q) => q.entry_cost(),
             Rows::Sparse { x, .. } => 4 * x.nnz() / x.n_rows().max(1) + 4,
             Rows::Pre { .. } => 2,
         };
@@ -1183,6 +1282,7 @@ impl<'a> KernelRows<'a> {
     fn self_value(&self, i: usize) -> f64 {
         let mut v = [match &self.rows {
             Rows::Dense { panels, d } => DenseDots { panels, d: *d }.dot(i, i),
+            Rows::Quant(q) => q.dot(i, i),
             Rows::Sparse { x, perm, .. } => SparseDots { x, perm }.dot(i, i),
             Rows::Pre { x, serial, perm } => PreDots { x, serial, perm }.dot(i, i),
         }];
@@ -1223,6 +1323,7 @@ impl<'a> KernelRows<'a> {
                     }
                 }
             }
+            Rows::Quant(q) => q.swap(i, j),
             Rows::Sparse { perm, .. } => perm.swap(i, j),
             Rows::Pre { perm, serial, .. } => {
                 perm.swap(i, j);
@@ -1776,6 +1877,10 @@ impl<'a> ShardQ<'a> {
                 out.extend((0..*d).map(|c| dd.at(s, c)));
                 (true, norm)
             }
+            Rows::Quant(q) => {
+                out.extend((0..q.d()).map(|c| q.value(s, c)));
+                (true, norm)
+            }
             Rows::Sparse { x, perm, .. } => {
                 let (idx, val) = x.row(perm[s] as usize);
                 out.extend(idx.iter().map(|&c| f64::from(c)));
@@ -2185,6 +2290,97 @@ mod tests {
             }
             if let Rows::Sparse { dense, .. } = &q.rows.rows {
                 assert!(dense.iter().all(|v| v.to_bits() == 0), "buffer left dirty");
+            }
+        }
+    }
+
+    /// Rows of 37 features that are multiples of 1/8 (integers up to 40, of both signs, and
+    /// zeros): the integer layout holds them.
+    fn quantized_data() -> Features {
+        let (n, d) = (45usize, 37usize);
+        let v: Vec<f64> = (0..n * d)
+            .map(|t| match t % 11 {
+                0 => 0.0,
+                1 => -5.0,
+                _ => ((t * 29 % 81) as f64 - 40.0) / 8.0,
+            })
+            .collect();
+        Features::Dense(DenseMatrix::new(n, d, v).unwrap())
+    }
+
+    #[test]
+    fn integer_rows_give_the_f64_rows_columns_bit_for_bit() {
+        let x = quantized_data();
+        let Features::Dense(m) = &x else {
+            unreachable!()
+        };
+        let (n, d) = (m.n_rows(), m.n_cols());
+        let y: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { -1 } else { 1 }).collect();
+        let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for spec in [
+            KernelSpec::Linear,
+            KernelSpec::Rbf { gamma: 0.05 },
+            KernelSpec::Poly {
+                gamma: 0.01,
+                coef0: 1.0,
+                degree: 3,
+            },
+            KernelSpec::Sigmoid {
+                gamma: 0.003,
+                coef0: 0.1,
+            },
+        ] {
+            let mut q = SvcQ::new(&x, spec, &y, 0).unwrap();
+            assert_eq!(
+                matches!(q.rows.rows, Rows::Quant(_)),
+                super::super::quant::available()
+            );
+            let mut f = SvcQ::new(&x, spec, &y, 0).unwrap();
+            f.rows.rows = Rows::Dense {
+                panels: pack_panels(m.values(), n, d, |r| r),
+                d,
+            };
+            for &(a, b) in &[(0, 44), (5, 3), (1, 17), (0, 3), (20, 31)] {
+                q.swap_index(a, b);
+                f.swap_index(a, b);
+            }
+            assert_eq!(q.diag(), f.diag());
+            assert_eq!(q.rows.norms, f.rows.norms);
+            for i in 0..n {
+                let part = q.column(i, i % 19 + 1).to_vec();
+                let got = q.column(i, n).to_vec();
+                let want = f.column(i, n).to_vec();
+                assert_eq!(bits(&got), bits(&want), "{spec:?} column {i}");
+                assert_eq!(bits(&part), bits(&want[..part.len()]));
+            }
+            // Several columns at once (tiles of four and single rows), from rows inside a panel.
+            for (lo, idx) in [
+                (0, vec![3, 9, 1, 44, 20]),
+                (7, vec![2, 2, 40]),
+                (19, vec![11]),
+            ] {
+                let mut a = vec![vec![0.0f32; n - lo]; idx.len()];
+                let mut b = a.clone();
+                let mut oa: Vec<&mut [f32]> = a.iter_mut().map(|c| &mut c[..]).collect();
+                let mut ob: Vec<&mut [f32]> = b.iter_mut().map(|c| &mut c[..]).collect();
+                q.columns_part(&idx, lo, &mut oa);
+                f.columns_part(&idx, lo, &mut ob);
+                for (ca, cb) in a.iter().zip(&b) {
+                    assert_eq!(bits(ca), bits(cb), "{spec:?} columns from {lo}");
+                }
+            }
+            // A row of the same scale sent by another process, and one off it.
+            for scale in [1.0, 1.0 / 3.0] {
+                let sent: Vec<f64> = m.row(6).iter().map(|&v| v * scale).collect();
+                let row = WireRow {
+                    dense: true,
+                    data: &sent,
+                    norm: sent.iter().fold(0.0, |s, &v| s + v * v),
+                };
+                let (mut a, mut b) = (vec![0.0f32; n - 3], vec![0.0f32; n - 3]);
+                q.rows.fill_wire(row, &mut a, 3);
+                f.rows.fill_wire(row, &mut b, 3);
+                assert_eq!(bits(&a), bits(&b), "{spec:?} sent row, scale {scale}");
             }
         }
     }
