@@ -5,13 +5,17 @@ SVC.predict (scikit-learn-intelex) and LIBSVM's svm_predict_values, on the same 
     python3 bench/predict_bench.py                    # n = 20,000 train, 4,000 test; threads 1,2; 3 repeats
     python3 bench/predict_bench.py --quick            # tiny smoke run (2,000 / 400, 1 repeat)
     python3 bench/predict_bench.py --threads 2 --repeats 5
+    python3 bench/predict_bench.py --data fashion-mnist   # 20,000 train, 10,000 test Fashion-MNIST rows
 
-Data: bench/run.py's blobs generator, d = 20, seed 20261121: n_train + n_test rows, the first n_train
-train, the rest test, written as LIBSVM text with %.17g (marginkit reads the doubles the peers get).
-Model: `marginkit train -s 0 -t 2 -c 1 -g 0.05 -e 0.001 -m 200` (untimed); marginkit and LIBSVM
-predict with this very model file (LIBSVM's text format). oneDAL cannot load a LIBSVM model, so its
-SVC is fitted on the same rows with the same settings (C = 1, gamma = 0.05, tol 1e-3): the dual
-optimum is the same to the tolerance, and the table prints both models' numbers of support vectors.
+Data (--data): blobs, bench/run.py's blobs generator, d = 20, seed 20261121, gamma = 0.05 (the
+default); or fashion-mnist, the real Fashion-MNIST images as bench/block_smo_bench.py reads them
+(pixels / 256, upper-body garments against the rest, --fashion-mnist-dir), gamma = 0.01. n_train +
+n_test rows, the first n_train train, the rest test, written as LIBSVM text with %.17g (marginkit reads
+the doubles the peers get). Model: `marginkit train -s 0 -t 2 -c 1 -g GAMMA -e 0.001 -m 200` (untimed);
+marginkit and LIBSVM predict with this very model file (LIBSVM's text format). oneDAL cannot load a
+LIBSVM model, so its SVC is fitted on the same rows with the same settings (C = 1, the same gamma, tol
+1e-3): the dual optimum is the same to the tolerance, and the table prints both models' numbers of
+support vectors.
 
 Times (medians of --repeats, decision-value computation only, reading excluded):
 - marginkit: the `predict_seconds` of `marginkit predict --threads N --json` (decision values and
@@ -46,14 +50,24 @@ sys.path.insert(0, HERE)
 
 import pages  # noqa: E402
 
-GAMMA = 0.05
+# --data: name -> (description on the page, RBF gamma, default n_train, default n_test)
+DATASETS = {
+    "blobs": ("blobs d = 20", 0.05, 20000, 4000),
+    "fashion-mnist": ("Fashion-MNIST (d = 784, pixels / 256, upper-body garments against the rest)",
+                      0.01, 20000, 10000),
+}
+GAMMA = None  # the --data set's gamma, set by parse_args and onedal_child
 PACKAGES = ("scikit-learn-intelex", "daal", "scikit-learn", "numpy", "libsvm-official")
 
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n-train", type=int, default=20000)
-    ap.add_argument("--n-test", type=int, default=4000)
+    ap.add_argument("--data", default="blobs", choices=sorted(DATASETS), help="the data set (default blobs)")
+    ap.add_argument("--fashion-mnist-dir", default=os.path.join("/usr", "share", "datasets", "fashion-mnist"),
+                    help="--data fashion-mnist: folder of the four *-ubyte.gz files (default: the Debian "
+                         "package's)")
+    ap.add_argument("--n-train", type=int, help="training rows (default: 20,000)")
+    ap.add_argument("--n-test", type=int, help="test rows (default: 4,000 blobs, 10,000 Fashion-MNIST)")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=20261121)
@@ -63,17 +77,35 @@ def parse_args():
     ap.add_argument("--no-onedal", action="store_true")
     ap.add_argument("--no-libsvm", action="store_true")
     args = ap.parse_args()
+    global GAMMA
+    args.described, GAMMA, n_train, n_test = DATASETS[args.data]
+    args.n_train = args.n_train or n_train
+    args.n_test = args.n_test or n_test
     if args.quick:
         args.n_train, args.n_test, args.repeats = 2000, 400, 1
+    if args.data == "fashion-mnist":
+        import block_smo_bench
+        missing = [f for f in block_smo_bench.FASHION_FILES
+                   if not os.path.exists(os.path.join(args.fashion_mnist_dir, f))]
+        if missing:
+            ap.error(f"--fashion-mnist-dir {args.fashion_mnist_dir}: no {', '.join(missing)} "
+                     "(apt-get install dataset-fashion-mnist)")
+        if args.n_train + args.n_test > 70000:
+            ap.error(f"--n-train + --n-test: Fashion-MNIST has 70,000 rows, asked for {args.n_train + args.n_test:,}")
     return args
 
 
-def data(n_train, n_test, seed):
-    import run  # the blobs generator of the main harness
+def data(kind, folder, n_train, n_test, seed):
+    import run  # the blobs generator and LIBSVM writer of the main harness
     cache = os.path.join(ROOT, "target", "predict-bench")
     os.makedirs(cache, exist_ok=True)
-    x, y = run.blobs(n_train + n_test, 20, seed)
-    stem = os.path.join(cache, f"blobs_n{n_train}+{n_test}_d20_seed{seed}")
+    if kind == "blobs":
+        x, y = run.blobs(n_train + n_test, 20, seed)
+        stem = os.path.join(cache, f"blobs_n{n_train}+{n_test}_d20_seed{seed}")
+    else:
+        import block_smo_bench
+        x, y = block_smo_bench.fashion_mnist(folder)
+        stem = os.path.join(cache, f"fashion_mnist_n{n_train}+{n_test}")
     parts = {}
     for name, lo, hi in (("train", 0, n_train), ("test", n_train, n_train + n_test)):
         path = f"{stem}.{name}.svm"
@@ -157,14 +189,16 @@ def onedal_series(args, threads):
     """oneDAL's predict times at `threads` and its model's support vectors, from a child process
     whose MKL and OpenMP pools have `threads` threads (`pages.run_child`: this process has them
     pinned to one), which fits (untimed) and predicts."""
-    spec = {"n_train": args.n_train, "n_test": args.n_test, "seed": args.seed, "threads": threads,
-            "repeats": args.repeats}
+    spec = {"data": args.data, "dir": args.fashion_mnist_dir, "n_train": args.n_train, "n_test": args.n_test,
+            "seed": args.seed, "threads": threads, "repeats": args.repeats}
     res = pages.run_child(spec, threads)
     return res["times"], res["n_sv"]
 
 
 def onedal_child(spec):
-    parts, _ = data(spec["n_train"], spec["n_test"], spec["seed"])
+    global GAMMA
+    GAMMA = DATASETS[spec["data"]][1]
+    parts, _ = data(spec["data"], spec["dir"], spec["n_train"], spec["n_test"], spec["seed"])
     (xtr, ytr, _), (xte, _, _) = parts["train"], parts["test"]
     svc = onedal_fit(xtr, ytr, spec["threads"])
     times = onedal_predict(svc, xte, spec["threads"], spec["repeats"])
@@ -181,7 +215,7 @@ def main():
     args.marginkit = pages.find_marginkit(args.marginkit)
     threads = [int(t) for t in args.threads.split(",")]
     page = pages.Page("Prediction: marginkit predict against oneDAL SVC.predict and LIBSVM")
-    parts, stem = data(args.n_train, args.n_test, args.seed)
+    parts, stem = data(args.data, args.fashion_mnist_dir, args.n_train, args.n_test, args.seed)
     (_, _, train_path), (xte, _, test_path) = parts["train"], parts["test"]
     model_path = stem + ".model"
     marginkit_train(args.marginkit, train_path, model_path)
@@ -213,7 +247,8 @@ def main():
             ours = [float(line) for line in f]
         differ = sum(1 for a, b in zip(ours, lib_labels) if a != b)
 
-    out = [f"RBF C-SVC on blobs d = 20 (seed {args.seed}), {args.n_train:,} train / {args.n_test:,} test rows, "
+    seed = f" (seed {args.seed})" if args.data == "blobs" else ""
+    out = [f"RBF C-SVC on {args.described}{seed}, {args.n_train:,} train / {args.n_test:,} test rows, "
            f"C = 1, gamma = {GAMMA}, eps 0.001; {'one run' if args.repeats == 1 else f'medians of {args.repeats}'}, seconds of decision-value computation "
            "(marginkit's `predict_seconds`; the process wall time of `marginkit predict` beside it). "
            f"Support vectors: marginkit/LIBSVM model {n_sv}, oneDAL model {onedal_sv}; labels differing between "
@@ -226,8 +261,9 @@ def main():
         out.append(f"| {t} | {mk:.3g} | {wall:.3g} | {od:.3g} | {lib_med:.3g} | {mk / od:.2f} | {mk / lib_med:.2f} |")
     smoke = None
     if args.quick:
+        full = "" if args.data == "blobs" else f" --data {args.data}"
         smoke = (f"n = {args.n_train:,} train / {args.n_test:,} test smoke run",
-                 "python3 bench/predict_bench.py --out bench/results/predict.md")
+                 f"python3 bench/predict_bench.py{full} --out bench/results/predict.md")
     page.write(args.out, "\n".join(out), PACKAGES, smoke)
 
 

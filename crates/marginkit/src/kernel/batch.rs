@@ -34,9 +34,10 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use super::qmatrix::{
-    DenseDots, Identity, Outer, PolyOuter, RbfOuter, SigmoidOuter, BLOCK, PANEL,
-    SOURCE_CHUNK_VALUES, TILE_ROWS,
+    pack_panels, DenseDots, Identity, Outer, PolyOuter, RbfOuter, SigmoidOuter, Tiles, BLOCK,
+    PANEL, SOURCE_CHUNK_VALUES, TILE_ROWS,
 };
+use super::quant::{self, QuantPanels};
 use super::KernelSpec;
 use crate::data::{CsrMatrix, Features, Row};
 
@@ -56,25 +57,25 @@ const GATHER_BLOCK_ROWS: usize = 64;
 /// 12 bytes of CSR), so it never dominates the model's own memory.
 const DENSIFY_FACTOR: usize = 8;
 
-/// The sums of one group's panel held aside while consecutive sources add to them
+/// The sums of one group's panel (`W` rows) held aside while consecutive sources add to them
 /// ([`KernelSums::add_panel`] with one weight row).
-struct Run {
+struct Run<const W: usize> {
     /// The group whose sums `sums` holds (`usize::MAX`: none yet).
     group: usize,
-    sums: [f64; PANEL],
+    sums: [f64; W],
 }
 
-impl Run {
-    const EMPTY: Run = Run {
+impl<const W: usize> Run<W> {
+    const EMPTY: Self = Self {
         group: usize::MAX,
-        sums: [0.0; PANEL],
+        sums: [0.0; W],
     };
 
     /// Writes the held sums back to their place in `acc` (a panel's sums, one row per group).
     #[inline(always)]
     fn flush(&self, acc: &mut [f64]) {
         if self.group != usize::MAX {
-            acc[self.group * PANEL..(self.group + 1) * PANEL].copy_from_slice(&self.sums);
+            acc[self.group * W..(self.group + 1) * W].copy_from_slice(&self.sums);
         }
     }
 }
@@ -117,6 +118,9 @@ pub(crate) struct KernelSums<'a> {
     n_w: usize,
     /// Weights transposed: `w[t * R + r] = w_r[t]`.
     w: Vec<f64>,
+    /// Dense sources on one binary scale: its shift and their feature pairs, the sources of
+    /// the exact integer tiles ([`QuantPanels`]) for test blocks on that scale.
+    quant: Option<(u32, Vec<i32>)>,
 }
 
 /// Sequential sum of the squares of a row's stored values (dense and sparse storage of the same
@@ -179,6 +183,10 @@ impl<'a> KernelSums<'a> {
             group.extend(std::iter::repeat_n(g as u32, take));
         }
         group.resize(n_src, (n_groups - 1) as u32);
+        let quant = match &rows {
+            Sources::Dense(v) => quant::source_pairs(v, d),
+            Sources::Sparse(_) => None,
+        };
         let n_w = weights.len();
         let mut w = vec![0.0; n_src * n_w];
         for (r, wr) in weights.iter().enumerate() {
@@ -196,7 +204,14 @@ impl<'a> KernelSums<'a> {
             n_groups,
             n_w,
             w,
+            quant,
         }
+    }
+
+    /// Whether the sources are held for the exact integer tiles.
+    #[cfg(test)]
+    pub(crate) fn integer_sources(&self) -> bool {
+        self.quant.is_some()
     }
 
     /// Number of sums per row: groups times weight rows, laid out `[g * R + r]`.
@@ -288,14 +303,14 @@ impl<'a> KernelSums<'a> {
     /// it saves is a load and a store of the same lanes per source, which would put every
     /// source's addition on one dependency chain through memory.
     #[inline(always)]
-    fn add_panel(&self, acc: &mut [f64], run: &mut Run, t: usize, v: &[f64; PANEL]) {
+    fn add_panel<const W: usize>(&self, acc: &mut [f64], run: &mut Run<W>, t: usize, v: &[f64; W]) {
         let n_w = self.n_w;
         let g = self.group[t] as usize;
         if n_w == 1 {
             if g != run.group {
                 run.flush(acc);
                 run.group = g;
-                run.sums.copy_from_slice(&acc[g * PANEL..(g + 1) * PANEL]);
+                run.sums.copy_from_slice(&acc[g * W..(g + 1) * W]);
             }
             let w = self.w[t];
             for (a, &k) in run.sums.iter_mut().zip(v) {
@@ -304,15 +319,17 @@ impl<'a> KernelSums<'a> {
             return;
         }
         let wt = &self.w[t * n_w..(t + 1) * n_w];
-        let sums = &mut acc[g * n_w * PANEL..(g + 1) * n_w * PANEL];
-        for (lanes, &w) in sums.chunks_exact_mut(PANEL).zip(wt) {
+        let sums = &mut acc[g * n_w * W..(g + 1) * n_w * W];
+        for (lanes, &w) in sums.chunks_exact_mut(W).zip(wt) {
             for (a, &k) in lanes.iter_mut().zip(v) {
                 *a += w * k;
             }
         }
     }
 
-    /// Dense sources (row-major `sv`): the micro-tiled product over the packed block.
+    /// Dense sources (row-major `sv`): the micro-tiled product over the packed block, on exact
+    /// integers when the sources and the block are on one binary scale ([`QuantPanels`]: the
+    /// same inner products to the bit), on f64 panels otherwise.
     fn dense_block<O: Outer>(
         &self,
         outer: &O,
@@ -323,46 +340,67 @@ impl<'a> KernelSums<'a> {
     ) -> Vec<f64> {
         let d = self.d;
         let m = i1 - i0;
-        let np = m.div_ceil(PANEL);
-        let gr = self.sums_per_row();
-        // The block's rows in panels (zero rows past the last one: finite values, discarded),
-        // features `0..d` only, and their squared norms over all their features.
-        let mut panels = vec![0.0; np * PANEL * d];
-        let mut xn = vec![0.0; np * PANEL];
-        for (r, nr) in xn.iter_mut().take(m).enumerate() {
+        // The block's rows, features `0..d` only, and their squared norms over all their
+        // features.
+        let mut vals = vec![0.0; m * d];
+        let mut xn = vec![0.0; m];
+        for (r, nr) in xn.iter_mut().enumerate() {
             let row = x.row(i0 + r);
             *nr = sq_norm_seq(row);
-            let base = (r / PANEL) * PANEL * d + r % PANEL;
+            let dst = &mut vals[r * d..(r + 1) * d];
             match row {
                 Row::Dense(v) => {
-                    for (k, &val) in v.iter().take(d).enumerate() {
-                        panels[base + k * PANEL] = val;
-                    }
+                    let k = v.len().min(d);
+                    dst[..k].copy_from_slice(&v[..k]);
                 }
                 Row::Sparse { indices, values } => {
                     for (&k, &val) in indices.iter().zip(values) {
                         if k as usize >= d {
                             break;
                         }
-                        panels[base + k as usize * PANEL] = val;
+                        dst[k as usize] = val;
                     }
                 }
             }
         }
-        let dd = DenseDots { panels: &panels, d };
-        let mut acc = vec![-0.0; np * gr * PANEL];
-        let chunk = (SOURCE_CHUNK_VALUES / d.max(1)).max(TILE_ROWS);
+        if let Some((shift, pairs)) = &self.quant {
+            if let Some(q) = QuantPanels::on_scale(&vals, m, d, *shift) {
+                return self.tiled(outer, &q, pairs, &xn);
+            }
+        }
+        let panels = pack_panels(&vals, m, d, |r| r);
+        self.tiled(outer, &DenseDots { panels: &panels, d }, sv, &xn)
+    }
+
+    /// The sums of the block held by `dd` (its rows' squared norms `xn`) against the sources
+    /// `src` (row-major, [`Tiles::src_len`] each), in micro-tiles of [`TILE_ROWS`] sources
+    /// times one panel of `W` rows.
+    fn tiled<const W: usize, D: Tiles<W>, O: Outer>(
+        &self,
+        outer: &O,
+        dd: &D,
+        src: &[D::Src],
+        xn: &[f64],
+    ) -> Vec<f64> {
+        let (m, ms) = (xn.len(), dd.src_len());
+        let np = m.div_ceil(W);
+        let gr = self.sums_per_row();
+        // Rows past the last one: zero norms (finite values, discarded).
+        let mut norms = vec![0.0; np * W];
+        norms[..m].copy_from_slice(xn);
+        let mut acc = vec![-0.0; np * gr * W];
+        let chunk = (SOURCE_CHUNK_VALUES / self.d.max(1)).max(TILE_ROWS);
         let mut c0 = 0;
         while c0 < self.n_src {
             let c1 = (c0 + chunk).min(self.n_src);
-            for (p, accp) in acc.chunks_exact_mut(gr * PANEL).enumerate() {
-                let mut nj = [0.0f64; PANEL];
-                nj.copy_from_slice(&xn[p * PANEL..(p + 1) * PANEL]);
+            for (p, accp) in acc.chunks_exact_mut(gr * W).enumerate() {
+                let mut nj = [0.0f64; W];
+                nj.copy_from_slice(&norms[p * W..(p + 1) * W]);
                 let mut run = Run::EMPTY;
                 let mut t = c0;
                 while t + TILE_ROWS <= c1 {
-                    let mut v = [[0.0f64; PANEL]; TILE_ROWS];
-                    dd.tile(&sv[t * d..(t + TILE_ROWS) * d], p, &mut v);
+                    let mut v = [[0.0f64; W]; TILE_ROWS];
+                    dd.tile(&src[t * ms..(t + TILE_ROWS) * ms], p, &mut v);
                     for (q, vq) in v.iter_mut().enumerate() {
                         outer.apply(vq, self.norms[t + q], &nj);
                         self.add_panel(accp, &mut run, t + q, vq);
@@ -370,8 +408,8 @@ impl<'a> KernelSums<'a> {
                     t += TILE_ROWS;
                 }
                 while t < c1 {
-                    let mut v = [0.0f64; PANEL];
-                    dd.tile1(&sv[t * d..(t + 1) * d], p, &mut v);
+                    let mut v = [0.0f64; W];
+                    dd.tile1(&src[t * ms..(t + 1) * ms], p, &mut v);
                     outer.apply(&mut v, self.norms[t], &nj);
                     self.add_panel(accp, &mut run, t, &v);
                     t += 1;
@@ -382,9 +420,9 @@ impl<'a> KernelSums<'a> {
         }
         let mut out = vec![0.0; m * gr];
         for (r, o) in out.chunks_exact_mut(gr).enumerate() {
-            let (p, lane) = (r / PANEL, r % PANEL);
+            let (p, lane) = (r / W, r % W);
             for (j, oj) in o.iter_mut().enumerate() {
-                *oj = acc[(p * gr + j) * PANEL + lane];
+                *oj = acc[(p * gr + j) * W + lane];
             }
         }
         out

@@ -4,7 +4,7 @@
 pub(crate) mod batch;
 pub mod cache;
 pub mod qmatrix;
-mod quant;
+pub(crate) mod quant;
 
 use crate::data::{ops, Row};
 use crate::error::{positive, ParamError};

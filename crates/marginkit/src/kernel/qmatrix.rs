@@ -177,7 +177,12 @@ impl std::ops::DerefMut for Aligned {
 }
 
 /// Packs row-major values into the panel layout (rows padded with zeros).
-fn pack_panels(vals: &[f64], n: usize, d: usize, src: impl Fn(usize) -> usize) -> Aligned {
+pub(super) fn pack_panels(
+    vals: &[f64],
+    n: usize,
+    d: usize,
+    src: impl Fn(usize) -> usize,
+) -> Aligned {
     let np = n.div_ceil(PANEL);
     let mut out = Aligned::zeros(np * PANEL * d);
     for r in 0..n {

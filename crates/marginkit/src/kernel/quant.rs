@@ -25,7 +25,7 @@ pub(super) const QPANEL: usize = 16;
 
 /// Whether this build has the integer multiply-adds (AVX2): the only case where the integer
 /// layout is faster than the f64 one.
-pub(super) const fn available() -> bool {
+pub(crate) const fn available() -> bool {
     cfg!(all(target_arch = "x86_64", target_feature = "avx2"))
 }
 
@@ -88,20 +88,40 @@ impl QuantPanels {
         if !available() || n == 0 || d == 0 {
             return None;
         }
-        Self::pack(vals, n, d, src)
+        Self::pack(vals, n, d, src, None)
     }
 
-    /// [`Self::new`] on any target (the tests' entry).
-    fn pack(vals: &[f64], n: usize, d: usize, src: impl Fn(usize) -> usize) -> Option<Self> {
+    /// [`Self::new`] on the scale `2^-shift` (row-major rows `0..n`): rows to be multiplied
+    /// with rows of that scale ([`pairs_on`]).
+    pub(super) fn on_scale(vals: &[f64], n: usize, d: usize, shift: u32) -> Option<Self> {
+        if !available() || n == 0 || d == 0 {
+            return None;
+        }
+        Self::pack(vals, n, d, |r| r, Some(shift))
+    }
+
+    /// [`Self::new`] on any target (the tests' entry); the scale is the rows' own, or `shift`.
+    fn pack(
+        vals: &[f64],
+        n: usize,
+        d: usize,
+        src: impl Fn(usize) -> usize,
+        shift: Option<u32>,
+    ) -> Option<Self> {
         let row = |r: usize| &vals[src(r) * d..(src(r) + 1) * d];
-        let mut shift = 0;
+        let mut own = 0;
         let mut top = 0.0f64;
         for r in 0..n {
             for &v in row(r) {
-                shift = shift.max(fraction_bits(v)?);
+                own = own.max(fraction_bits(v)?);
                 top = top.max(v.abs());
             }
         }
+        let shift = match shift {
+            Some(s) if s >= own => s,
+            Some(_) => return None,
+            None => own,
+        };
         let unit = 0.5f64.powi(shift as i32);
         let limit = Self::limit_for(d);
         if top / unit > f64::from(limit) {
@@ -157,15 +177,7 @@ impl QuantPanels {
     /// A row given as f64 features (another process's, [`super::qmatrix::WireRow`]) as pairs
     /// on this scale, or `None` when it is not on it.
     pub(super) fn pairs_of(&self, row: &[f64]) -> Option<Vec<i32>> {
-        let mut ks = vec![0i16; 2 * self.pairs];
-        for (slot, &v) in ks.iter_mut().zip(row) {
-            let k = v / self.unit;
-            if !(k.fract() == 0.0 && k.abs() <= f64::from(self.limit)) {
-                return None;
-            }
-            *slot = k as i16;
-        }
-        Some(ks.chunks_exact(2).map(|p| pair(p[0], p[1])).collect())
+        pairs_with(row, self.pairs, self.unit, self.limit)
     }
 
     /// Swaps rows `i` and `j`.
@@ -200,6 +212,43 @@ impl QuantPanels {
             *o = f64::from(k) * self.unit2;
         }
     }
+}
+
+/// The first `pairs` feature pairs of `row` (zeros past its end) as integers of the scale
+/// `unit`, or `None` when one is not an integer multiple of `unit` within `limit`.
+fn pairs_with(row: &[f64], pairs: usize, unit: f64, limit: i32) -> Option<Vec<i32>> {
+    let mut ks = vec![0i16; 2 * pairs];
+    for (slot, &v) in ks.iter_mut().zip(row) {
+        let k = v / unit;
+        if !(k.fract() == 0.0 && k.abs() <= f64::from(limit)) {
+            return None;
+        }
+        *slot = k as i16;
+    }
+    Some(ks.chunks_exact(2).map(|p| pair(p[0], p[1])).collect())
+}
+
+/// Row-major rows (`d` features each) on one binary scale as the source rows of
+/// [`QuantPanels`]' tiles: the scale's `shift` and every row's feature pairs, or `None` as
+/// [`QuantPanels::new`] would refuse them.
+pub(super) fn source_pairs(vals: &[f64], d: usize) -> Option<(u32, Vec<i32>)> {
+    if !available() || d == 0 {
+        return None;
+    }
+    let mut shift = 0;
+    for &v in vals {
+        shift = shift.max(fraction_bits(v)?);
+    }
+    let (pairs, unit, limit) = (
+        d.div_ceil(2),
+        0.5f64.powi(shift as i32),
+        QuantPanels::limit_for(d),
+    );
+    let mut out = Vec::with_capacity(vals.len().div_ceil(d) * pairs);
+    for row in vals.chunks(d) {
+        out.extend(pairs_with(row, pairs, unit, limit)?);
+    }
+    Some((shift, out))
 }
 
 /// Two `i16` in one `i32`, the first in the low half (the lane order of a pair).
@@ -361,13 +410,13 @@ mod tests {
 
     #[test]
     fn values_off_the_scale_are_refused() {
-        assert!(QuantPanels::pack(&[0.5, 0.1], 1, 2, |r| r).is_none());
+        assert!(QuantPanels::pack(&[0.5, 0.1], 1, 2, |r| r, None).is_none());
         // 2000 > the limit for 784 features.
         let mut v = vec![0.0; 784];
         v[3] = 2000.0;
-        assert!(QuantPanels::pack(&v, 1, 784, |r| r).is_none());
+        assert!(QuantPanels::pack(&v, 1, 784, |r| r, None).is_none());
         v[3] = 1655.0;
-        assert!(QuantPanels::pack(&v, 1, 784, |r| r).is_some());
+        assert!(QuantPanels::pack(&v, 1, 784, |r| r, None).is_some());
     }
 
     /// Random rows on a scale, with values at the limit among them.
@@ -388,7 +437,7 @@ mod tests {
                 f64::from(k) * 0.5f64.powi(shift)
             })
             .collect();
-        let q = QuantPanels::pack(&vals, n, d, |r| r).unwrap();
+        let q = QuantPanels::pack(&vals, n, d, |r| r, None).unwrap();
         (vals, q)
     }
 

@@ -148,9 +148,24 @@ fn run_all(n_test: usize, d_sv: usize, d_test: usize, n_sv: &[usize], density: f
     let total: usize = n_sv.iter().sum();
     let sv_vals = values(total, d_sv, density, &mut rng);
     let x_vals = values(n_test, d_test, density, &mut rng);
+    run_on(n_test, d_sv, d_test, n_sv, &sv_vals, &x_vals, seed);
+}
+
+/// [`run_all`] on the given support vectors (`n_sv` summing to their rows, `d_sv` features)
+/// and test rows (`n_test` x `d_test`).
+fn run_on(
+    n_test: usize,
+    d_sv: usize,
+    d_test: usize,
+    n_sv: &[usize],
+    sv_vals: &[f64],
+    x_vals: &[f64],
+    seed: u64,
+) {
+    let total: usize = n_sv.iter().sum();
     let (xd, xs) = (
-        dense(n_test, d_test, &x_vals),
-        sparse(n_test, d_test, &x_vals),
+        dense(n_test, d_test, x_vals),
+        sparse(n_test, d_test, x_vals),
     );
     for kernel in kernels() {
         for svm_type in [
@@ -162,17 +177,11 @@ fn run_all(n_test: usize, d_sv: usize, d_test: usize, n_sv: &[usize], density: f
         ] {
             let mut r1 = Xoshiro256PlusPlus::seed_from_u64(seed + 1);
             let mut r2 = r1.clone();
-            let md = model(
-                svm_type,
-                kernel,
-                dense(total, d_sv, &sv_vals),
-                n_sv,
-                &mut r1,
-            );
+            let md = model(svm_type, kernel, dense(total, d_sv, sv_vals), n_sv, &mut r1);
             let ms = model(
                 svm_type,
                 kernel,
-                sparse(total, d_sv, &sv_vals),
+                sparse(total, d_sv, sv_vals),
                 n_sv,
                 &mut r2,
             );
@@ -213,6 +222,34 @@ fn multiclass_dense_and_sparse() {
 fn more_rows_than_a_block_and_sources_than_a_chunk() {
     // d = 3: 853 sources per chunk and 512 per gather step, 1024 rows per block.
     run_all(2100, 3, 3, &[700, 301, 99], 0.8, 3);
+}
+
+#[test]
+fn rows_on_one_binary_scale_take_the_integer_tiles_with_the_same_bits() {
+    // Multiples of 1/16 (and of 1/4 for the test rows): dense blocks of them run on exact
+    // integers, and must give the bits of the f64 and gather paths. One test set is off the
+    // scale (a third), so its blocks take the f64 panels.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let on = |n: usize, d: usize, step: f64, rng: &mut Xoshiro256PlusPlus| -> Vec<f64> {
+        values(n, d, 0.7, rng)
+            .iter()
+            .map(|v| (v * 8.0).round() * step)
+            .collect()
+    };
+    let sv = on(40, 21, 1.0 / 16.0, &mut rng);
+    for step in [1.0 / 4.0, 1.0 / 16.0, 1.0 / 3.0] {
+        let x = on(53, 21, step, &mut rng);
+        run_on(53, 21, 21, &[18, 22], &sv, &x, 12);
+    }
+    let svs = dense(40, 21, &sv);
+    let ks = KernelSums::new(
+        KernelSpec::Rbf { gamma: 0.1 },
+        &svs,
+        &[vec![1.0; 40]],
+        &[40],
+        SvLayout::Auto,
+    );
+    assert_eq!(ks.integer_sources(), crate::kernel::quant::available());
 }
 
 #[test]
