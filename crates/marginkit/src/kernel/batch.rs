@@ -12,7 +12,9 @@
 //! group, so a caller combines these sums exactly as a row-by-row evaluation would.
 //!
 //! Layout and blocking (dense sources): the batch is cut into blocks of test rows whose
-//! features, packed in the panel layout of the Q matrices (`PANEL` rows feature-major), stay
+//! features, packed in a panel layout of the Q matrices (the f64 panels of `PANEL` rows
+//! feature-major, or the exact integer panels of [`super::quant`] when the sources and the
+//! block are on one binary scale: the same inner products to the bit), stay
 //! in the L2 cache ([`BLOCK_BYTES`]); the sources pass over a block in chunks that stay in the
 //! L1 cache, and each chunk meets every panel of the block in micro-tiles of `TILE_ROWS`
 //! sources times one panel (the tiles of [`super::qmatrix`]: `TILE_ROWS x PANEL` inner products
