@@ -36,8 +36,8 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use super::qmatrix::{
-    pack_panels, DenseDots, Identity, Outer, PolyOuter, RbfOuter, SigmoidOuter, Tiles, BLOCK,
-    PANEL, SOURCE_CHUNK_VALUES, TILE_ROWS,
+    pack_panels, Aligned, DenseDots, Identity, Outer, PolyOuter, RbfOuter, SigmoidOuter, Tiles,
+    BLOCK, PANEL, SOURCE_CHUNK_VALUES, TILE_ROWS,
 };
 use super::quant::{self, QuantPanels};
 use super::KernelSpec;
@@ -123,6 +123,38 @@ pub(crate) struct KernelSums<'a> {
     /// Dense sources on one binary scale: its shift and their feature pairs, the sources of
     /// the exact integer tiles ([`QuantPanels`]) for test blocks on that scale.
     quant: Option<(u32, Vec<i32>)>,
+}
+
+/// The squared norms of rows `i0..i1` of `x` (over all their features), passing their features
+/// `0..d` to `put(row - i0, feature, value)`.
+fn block_rows(
+    x: &Features,
+    i0: usize,
+    i1: usize,
+    d: usize,
+    mut put: impl FnMut(usize, usize, f64),
+) -> Vec<f64> {
+    (i0..i1)
+        .map(|i| {
+            let row = x.row(i);
+            match row {
+                Row::Dense(v) => {
+                    for (k, &val) in v.iter().take(d).enumerate() {
+                        put(i - i0, k, val);
+                    }
+                }
+                Row::Sparse { indices, values } => {
+                    for (&k, &val) in indices.iter().zip(values) {
+                        if k as usize >= d {
+                            break;
+                        }
+                        put(i - i0, k as usize, val);
+                    }
+                }
+            }
+            sq_norm_seq(row)
+        })
+        .collect()
 }
 
 /// Sequential sum of the squares of a row's stored values (dense and sparse storage of the same
@@ -340,37 +372,20 @@ impl<'a> KernelSums<'a> {
         i0: usize,
         i1: usize,
     ) -> Vec<f64> {
-        let d = self.d;
-        let m = i1 - i0;
-        // The block's rows, features `0..d` only, and their squared norms over all their
-        // features.
-        let mut vals = vec![0.0; m * d];
-        let mut xn = vec![0.0; m];
-        for (r, nr) in xn.iter_mut().enumerate() {
-            let row = x.row(i0 + r);
-            *nr = sq_norm_seq(row);
-            let dst = &mut vals[r * d..(r + 1) * d];
-            match row {
-                Row::Dense(v) => {
-                    let k = v.len().min(d);
-                    dst[..k].copy_from_slice(&v[..k]);
-                }
-                Row::Sparse { indices, values } => {
-                    for (&k, &val) in indices.iter().zip(values) {
-                        if k as usize >= d {
-                            break;
-                        }
-                        dst[k as usize] = val;
-                    }
-                }
-            }
-        }
+        let (d, m) = (self.d, i1 - i0);
         if let Some((shift, pairs)) = &self.quant {
+            let mut vals = vec![0.0; m * d];
+            let xn = block_rows(x, i0, i1, d, |r, k, v| vals[r * d + k] = v);
             if let Some(q) = QuantPanels::on_scale(&vals, m, d, *shift) {
                 return self.tiled(outer, &q, pairs, &xn);
             }
+            let panels = pack_panels(&vals, m, d, |r| r);
+            return self.tiled(outer, &DenseDots { panels: &panels, d }, sv, &xn);
         }
-        let panels = pack_panels(&vals, m, d, |r| r);
+        let mut panels = Aligned::zeros(m.div_ceil(PANEL) * PANEL * d);
+        let xn = block_rows(x, i0, i1, d, |r, k, v| {
+            panels[(r / PANEL) * PANEL * d + k * PANEL + r % PANEL] = v;
+        });
         self.tiled(outer, &DenseDots { panels: &panels, d }, sv, &xn)
     }
 

@@ -81,7 +81,7 @@ enum Rows<'a> {
     /// A private copy in panel layout (see [`DenseDots`]), permuted along with the solver.
     Dense { panels: Aligned, d: usize },
     /// The same as exact integers on a common scale ([`QuantPanels`]), when the features allow
-    /// it: the same inner products to the bit, four times faster.
+    /// it: the same inner products to the bit, with 16-bit multiply-adds.
     Quant(QuantPanels),
     /// Borrowed CSR rows through a permutation. `dense` is all zeros between column fills, or
     /// empty when a dense copy of one row would not pay for itself (see [`KernelRows::fill`]).
@@ -764,8 +764,8 @@ fn many_rows(w: usize, row_bytes: usize) -> usize {
     (MANY_BYTES / (w * row_bytes.max(1))).clamp(1, 512 / w) * w
 }
 
-/// [`KernelRows::fill_many`] for dense rows with the outer function `outer`: rows
-/// `start..start + len` of the columns `idx`.
+/// [`KernelRows::fill_many`] for dense rows in panels of `W` rows (`dd`) with the outer
+/// function `outer`: rows `start..start + len` of the columns `idx`.
 fn dense_many<const W: usize, D: Tiles<W>, O: Outer>(
     dd: &D,
     outer: &O,
@@ -1035,9 +1035,9 @@ impl<'a> KernelRows<'a> {
     }
 
     /// Columns `idx` (entries `start..start + len`, `len` the length of every `out[k]`) into
-    /// `out`. Dense rows: micro-tiles of [`TILE_ROWS`] columns times one panel
-    /// ([`DenseDots::tile`], the same bits as [`Dots::block`]) over blocks of rows, so that a
-    /// loaded panel serves all the columns of a task; in parallel over groups of columns
+    /// `out`. Dense rows (f64 or integer panels): micro-tiles of [`TILE_ROWS`] columns times
+    /// one panel ([`Tiles::tile`], the same bits as [`Dots::block`]) over blocks of rows, so
+    /// that a loaded panel serves all the columns of a task; in parallel over groups of columns
     /// (independent outputs). Other row storage: one column at a time ([`KernelRows::fill`]).
     fn fill_many(
         &mut self,

@@ -14,9 +14,9 @@
 //! `(r / QPANEL) QPANEL F + m 2 QPANEL + 2 (r % QPANEL)` (`F` the features rounded up to even,
 //! the odd feature padded with a zero). One 32-byte lane then holds a pair for eight rows, and
 //! one multiply-add of 16-bit pairs into 32-bit sums (`vpmaddwd`, or `vpdpwssd` where AVX-512
-//! VNNI fuses it with the add) does 16 multiply-adds: four times the f64 lanes' rate, on a
-//! quarter of the memory. The layout is used when the target has AVX2 ([`available`]); without
-//! it the f64 panels are kept.
+//! VNNI fuses it with the add) does 16 multiply-adds, where a 256-bit f64 multiply and add do 4
+//! in two instructions, and the rows take a quarter of the memory. The layout is used when the
+//! target has AVX2 ([`available`]); without it the f64 panels are kept.
 
 use super::qmatrix::{Dots, Tiles, TILE_ROWS};
 
@@ -390,6 +390,8 @@ mod tests {
         assert_eq!(fraction_bits(255.0 / 256.0), Some(8));
         assert_eq!(fraction_bits(-3.0 / 1024.0), Some(10));
         assert_eq!(fraction_bits(0.1), None);
+        // Pixels scaled by 255 are not on a binary scale.
+        assert_eq!(fraction_bits(17.0 / 255.0), None);
         assert_eq!(fraction_bits(f64::NAN), None);
         assert_eq!(fraction_bits(f64::INFINITY), None);
         assert_eq!(fraction_bits(f64::MIN_POSITIVE / 2.0), None);
