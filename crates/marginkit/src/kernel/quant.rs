@@ -92,7 +92,7 @@ impl QuantPanels {
     }
 
     /// [`Self::new`] on the scale `2^-shift` (row-major rows `0..n`): rows to be multiplied
-    /// with rows of that scale ([`pairs_on`]).
+    /// with rows of that scale ([`source_pairs`]).
     pub(super) fn on_scale(vals: &[f64], n: usize, d: usize, shift: u32) -> Option<Self> {
         if !available() || n == 0 || d == 0 {
             return None;
