@@ -348,7 +348,7 @@ impl Tiles<PANEL> for DenseDots<'_> {
     fn row_bytes(&self) -> usize {
         8 * self.d
     }
-    #[inline]
+    #[inline(always)]
     fn tile(&self, src: &[f64], p: usize, acc: &mut [[f64; PANEL]; TILE_ROWS]) {
         *acc = [[0.0; PANEL]; TILE_ROWS];
         DenseDots::tile(self, src, p, acc);
@@ -764,6 +764,47 @@ fn many_rows(w: usize, row_bytes: usize) -> usize {
     (MANY_BYTES / (w * row_bytes.max(1))).clamp(1, 512 / w) * w
 }
 
+/// Rows `a..b` of panel `p` (kernel values `v` of column `i`) into `o`, which starts at row
+/// `base`: as f32, negated where `signs` differ from row `i`'s. Inlined into the column loop
+/// (a call per panel would cost about as much as the conversion at small `d`).
+#[inline(always)]
+fn write_panel<const W: usize>(
+    o: &mut [f32],
+    base: usize,
+    i: usize,
+    (a, b): (usize, usize),
+    p: usize,
+    v: &[f64; W],
+    signs: Option<&[i8]>,
+) {
+    // A full panel through fixed-size arrays, so that the conversion and the signs vectorize;
+    // the same value for every entry as the general loop below.
+    if let Ok(dst) = <&mut [f32; W]>::try_from(&mut o[a - base..b - base]) {
+        match signs {
+            Some(s) => {
+                let (si, sg) = (s[i], &s[a..a + W]);
+                for r in 0..W {
+                    let f = v[r] as f32;
+                    dst[r] = if sg[r] == si { f } else { -f };
+                }
+            }
+            None => {
+                for r in 0..W {
+                    dst[r] = v[r] as f32;
+                }
+            }
+        }
+        return;
+    }
+    for r in a..b {
+        let f = v[r - p * W] as f32;
+        o[r - base] = match signs {
+            Some(s) if s[r] != s[i] => -f,
+            _ => f,
+        };
+    }
+}
+
 /// [`KernelRows::fill_many`] for dense rows in panels of `W` rows (`dd`) with the outer
 /// function `outer`: rows `start..start + len` of the columns `idx`.
 fn dense_many<const W: usize, D: Tiles<W>, O: Outer>(
@@ -783,36 +824,6 @@ fn dense_many<const W: usize, D: Tiles<W>, O: Outer>(
     for &i in idx {
         dd.push_src(i, &mut src);
     }
-    // Rows `a..b` of panel `p` into `o` (which starts at row `base`).
-    let write =
-        |o: &mut [f32], base: usize, i: usize, a: usize, b: usize, p: usize, v: &[f64; W]| {
-            // A full panel through fixed-size arrays, so that the conversion and the signs
-            // vectorize; the same value for every entry as the general loop below.
-            if let Ok(dst) = <&mut [f32; W]>::try_from(&mut o[a - base..b - base]) {
-                match signs {
-                    Some(s) => {
-                        let (si, sg) = (s[i], &s[a..a + W]);
-                        for r in 0..W {
-                            let f = v[r] as f32;
-                            dst[r] = if sg[r] == si { f } else { -f };
-                        }
-                    }
-                    None => {
-                        for r in 0..W {
-                            dst[r] = v[r] as f32;
-                        }
-                    }
-                }
-                return;
-            }
-            for r in a..b {
-                let f = v[r - p * W] as f32;
-                o[r - base] = match signs {
-                    Some(s) if s[r] != s[i] => -f,
-                    _ => f,
-                };
-            }
-        };
     let (group, many_rows) = (many_group(d), many_rows(W, dd.row_bytes()));
     // Columns `t0..t0 + outs.len()` of `idx`, rows `base..base + outs[0].len()`.
     let task = |t0: usize, base: usize, outs: &mut [&mut [f32]]| {
@@ -834,7 +845,7 @@ fn dense_many<const W: usize, D: Tiles<W>, O: Outer>(
                     for (r, v) in acc.iter_mut().enumerate() {
                         let i = idx[t0 + t + r];
                         outer.apply(v, norms[i], &nj);
-                        write(outs[t + r], base, i, a, b, p, v);
+                        write_panel(outs[t + r], base, i, (a, b), p, v, signs);
                     }
                     t += TILE_ROWS;
                 }
@@ -843,7 +854,7 @@ fn dense_many<const W: usize, D: Tiles<W>, O: Outer>(
                     dd.tile1(&src[(t0 + t) * m..(t0 + t + 1) * m], p, &mut v);
                     let i = idx[t0 + t];
                     outer.apply(&mut v, norms[i], &nj);
-                    write(outs[t], base, i, a, b, p, &v);
+                    write_panel(outs[t], base, i, (a, b), p, &v, signs);
                     t += 1;
                 }
             }
