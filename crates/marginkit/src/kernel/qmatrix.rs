@@ -2312,7 +2312,7 @@ mod tests {
 
     /// Rows of 37 features that are multiples of 1/8 (integers up to 40, of both signs, and
     /// zeros): the integer layout holds them.
-    fn quantized_data() -> Features {
+    fn quantized_data() -> Result<Features, DataError> {
         let (n, d) = (45usize, 37usize);
         let v: Vec<f64> = (0..n * d)
             .map(|t| match t % 11 {
@@ -2321,12 +2321,12 @@ mod tests {
                 _ => ((t * 29 % 81) as f64 - 40.0) / 8.0,
             })
             .collect();
-        Features::Dense(DenseMatrix::new(n, d, v).unwrap())
+        Ok(Features::Dense(DenseMatrix::new(n, d, v)?))
     }
 
     #[test]
-    fn integer_rows_give_the_f64_rows_columns_bit_for_bit() {
-        let x = quantized_data();
+    fn integer_rows_give_the_f64_rows_columns_bit_for_bit() -> Result<(), DataError> {
+        let x = quantized_data()?;
         let Features::Dense(m) = &x else {
             unreachable!()
         };
@@ -2346,12 +2346,12 @@ mod tests {
                 coef0: 0.1,
             },
         ] {
-            let mut q = SvcQ::new(&x, spec, &y, 0).unwrap();
+            let mut q = SvcQ::new(&x, spec, &y, 0)?;
             assert_eq!(
                 matches!(q.rows.rows, Rows::Quant(_)),
                 super::super::quant::available()
             );
-            let mut f = SvcQ::new(&x, spec, &y, 0).unwrap();
+            let mut f = SvcQ::new(&x, spec, &y, 0)?;
             f.rows.rows = Rows::Dense {
                 panels: pack_panels(m.values(), n, d, |r| r),
                 d,
@@ -2399,6 +2399,7 @@ mod tests {
                 assert_eq!(bits(&a), bits(&b), "{spec:?} sent row, scale {scale}");
             }
         }
+        Ok(())
     }
 
     #[test]

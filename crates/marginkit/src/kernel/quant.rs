@@ -422,7 +422,7 @@ mod tests {
     }
 
     /// Random rows on a scale, with values at the limit among them.
-    fn rows(n: usize, d: usize, shift: i32, seed: u64) -> (Vec<f64>, QuantPanels) {
+    fn rows(n: usize, d: usize, shift: i32, seed: u64) -> Result<(Vec<f64>, QuantPanels), String> {
         let limit = QuantPanels::limit_for(d);
         let mut s = seed;
         let vals: Vec<f64> = (0..n * d)
@@ -439,8 +439,9 @@ mod tests {
                 f64::from(k) * 0.5f64.powi(shift)
             })
             .collect();
-        let q = QuantPanels::pack(&vals, n, d, |r| r, None).unwrap();
-        (vals, q)
+        let q = QuantPanels::pack(&vals, n, d, |r| r, None)
+            .ok_or_else(|| format!("{n} x {d} rows on 2^-{shift} refused"))?;
+        Ok((vals, q))
     }
 
     /// The f64 sequential sum over the features (the f64 panels' arithmetic).
@@ -453,7 +454,7 @@ mod tests {
     }
 
     #[test]
-    fn inner_products_are_the_f64_sums_to_the_bit() {
+    fn inner_products_are_the_f64_sums_to_the_bit() -> Result<(), String> {
         for (n, d, shift) in [
             (37, 784, 8),
             (21, 5, 0),
@@ -461,7 +462,7 @@ mod tests {
             (19, 64, 12),
             (33, 3, 1),
         ] {
-            let (vals, q) = rows(n, d, shift, (n * d) as u64);
+            let (vals, q) = rows(n, d, shift, (n * d) as u64)?;
             // Every pair, through dot and block.
             let mut out = vec![0.0; n];
             for i in 0..n {
@@ -494,11 +495,12 @@ mod tests {
                 }
             }
         }
+        Ok(())
     }
 
     #[test]
-    fn simd_tile_matches_the_scalar_reference() {
-        let (_, q) = rows(40, 131, 4, 7);
+    fn simd_tile_matches_the_scalar_reference() -> Result<(), String> {
+        let (_, q) = rows(40, 131, 4, 7)?;
         let mut src = Vec::new();
         for i in [3, 17, 39, 0] {
             q.push_src(i, &mut src);
@@ -511,21 +513,25 @@ mod tests {
             reference_tile(q.panel(p), rows, &mut b);
             assert_eq!(a, b);
         }
+        Ok(())
     }
 
     #[test]
-    fn swaps_and_sent_rows() {
-        let (vals, mut q) = rows(20, 9, 2, 3);
+    fn swaps_and_sent_rows() -> Result<(), String> {
+        let (vals, mut q) = rows(20, 9, 2, 3)?;
         q.swap(2, 17);
         let d = 9;
         for k in 0..d {
             assert_eq!(q.value(2, k), vals[17 * d + k]);
             assert_eq!(q.value(17, k), vals[2 * d + k]);
         }
-        let sent = q.pairs_of(&vals[5 * d..6 * d]).unwrap();
+        let sent = q
+            .pairs_of(&vals[5 * d..6 * d])
+            .ok_or("a row of the data refused as off its scale")?;
         let mut v = [0.0; QPANEL];
         q.tile1_pairs(&sent, 0, &mut v);
         assert_eq!(v[3].to_bits(), f64_dot(&vals, d, 5, 3).to_bits());
         assert!(q.pairs_of(&[0.3; 9]).is_none());
+        Ok(())
     }
 }
