@@ -36,8 +36,8 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use super::qmatrix::{
-    pack_panels, Aligned, DenseDots, Identity, Outer, PolyOuter, RbfOuter, SigmoidOuter, Tiles,
-    BLOCK, PANEL, SOURCE_CHUNK_VALUES, TILE_ROWS,
+    pack_panels, Aligned, DenseDots, Identity, Line, Outer, PolyOuter, RbfOuter, SigmoidOuter,
+    Tiles, BLOCK, PANEL, SOURCE_CHUNK_VALUES, TILE_ROWS,
 };
 use super::quant::{self, QuantPanels};
 use super::KernelSpec;
@@ -60,7 +60,8 @@ const GATHER_BLOCK_ROWS: usize = 64;
 const DENSIFY_FACTOR: usize = 8;
 
 /// The sums of one group's panel (`W` rows) held aside while consecutive sources add to them
-/// ([`KernelSums::add_panel`] with one weight row).
+/// ([`KernelSums::add_panel`] with one weight row), on a cache line as [`Line`].
+#[repr(align(64))]
 struct Run<const W: usize> {
     /// The group whose sums `sums` holds (`usize::MAX`: none yet).
     group: usize,
@@ -405,29 +406,30 @@ impl<'a> KernelSums<'a> {
         // Rows past the last one: zero norms (finite values, discarded).
         let mut norms = vec![0.0; np * W];
         norms[..m].copy_from_slice(xn);
-        let mut acc = vec![-0.0; np * gr * W];
+        let mut acc = Aligned::zeros(np * gr * W);
+        acc.fill(-0.0);
         let chunk = (SOURCE_CHUNK_VALUES / self.d.max(1)).max(TILE_ROWS);
         let mut c0 = 0;
         while c0 < self.n_src {
             let c1 = (c0 + chunk).min(self.n_src);
             for (p, accp) in acc.chunks_exact_mut(gr * W).enumerate() {
-                let mut nj = [0.0f64; W];
+                let mut nj = Line([0.0f64; W]);
                 nj.copy_from_slice(&norms[p * W..(p + 1) * W]);
                 let mut run = Run::EMPTY;
                 let mut t = c0;
                 while t + TILE_ROWS <= c1 {
-                    let mut v = [[0.0f64; W]; TILE_ROWS];
+                    let mut v = Line([[0.0f64; W]; TILE_ROWS]);
                     dd.tile(&src[t * ms..(t + TILE_ROWS) * ms], p, &mut v);
                     for (q, vq) in v.iter_mut().enumerate() {
-                        outer.apply(vq, self.norms[t + q], &nj);
+                        outer.apply(vq, self.norms[t + q], &nj[..]);
                         self.add_panel(accp, &mut run, t + q, vq);
                     }
                     t += TILE_ROWS;
                 }
                 while t < c1 {
-                    let mut v = [0.0f64; W];
+                    let mut v = Line([0.0f64; W]);
                     dd.tile1(&src[t * ms..(t + 1) * ms], p, &mut v);
-                    outer.apply(&mut v, self.norms[t], &nj);
+                    outer.apply(&mut v[..], self.norms[t], &nj[..]);
                     self.add_panel(accp, &mut run, t, &v);
                     t += 1;
                 }
@@ -459,7 +461,7 @@ impl<'a> KernelSums<'a> {
         let gr = self.sums_per_row();
         let mut out = vec![-0.0; (i1 - i0) * gr];
         let mut xd = vec![0.0; d];
-        let mut buf = [0.0f64; BLOCK];
+        let mut buf = Line([0.0f64; BLOCK]);
         for (i, o) in (i0..i1).zip(out.chunks_exact_mut(gr)) {
             let row = x.row(i);
             let ni = sq_norm_seq(row);

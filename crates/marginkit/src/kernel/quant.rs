@@ -18,7 +18,7 @@
 //! in two instructions, and the rows take a quarter of the memory. The layout is used when the
 //! target has AVX2 ([`available`]); without it the f64 panels are kept.
 
-use super::qmatrix::{Dots, Tiles, TILE_ROWS};
+use super::qmatrix::{Dots, Line, Tiles, TILE_ROWS};
 
 /// Rows per panel of the integer layout.
 pub(super) const QPANEL: usize = 16;
@@ -206,7 +206,7 @@ impl QuantPanels {
     /// Integer sums of one source row (pairs) against panel `p`, as the f64 values they are.
     #[inline]
     pub(super) fn tile1_pairs(&self, src: &[i32], p: usize, out: &mut [f64; QPANEL]) {
-        let mut acc = [[0i32; QPANEL]; 1];
+        let mut acc = Line([[0i32; QPANEL]; 1]);
         madd::tile::<1>(self.panel(p), [&src[..self.pairs]], &mut acc);
         for (o, &k) in out.iter_mut().zip(&acc[0]) {
             *o = f64::from(k) * self.unit2;
@@ -306,9 +306,9 @@ impl Tiles<QPANEL> for QuantPanels {
     fn tile(&self, src: &[i32], p: usize, acc: &mut [[f64; QPANEL]; TILE_ROWS]) {
         let m = self.pairs;
         let rows: [&[i32]; TILE_ROWS] = std::array::from_fn(|t| &src[t * m..(t + 1) * m]);
-        let mut sums = [[0i32; QPANEL]; TILE_ROWS];
+        let mut sums = Line([[0i32; QPANEL]; TILE_ROWS]);
         madd::tile(self.panel(p), rows, &mut sums);
-        for (a, s) in acc.iter_mut().zip(&sums) {
+        for (a, s) in acc.iter_mut().zip(sums.iter()) {
             for (o, &k) in a.iter_mut().zip(s) {
                 *o = f64::from(k) * self.unit2;
             }
