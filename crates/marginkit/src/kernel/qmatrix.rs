@@ -997,15 +997,18 @@ impl<'a> KernelRows<'a> {
                     d: m.n_cols(),
                 },
             },
-            (_, Features::Sparse(m)) => Rows::Sparse {
-                x: m,
-                perm: (0..n).map(|r| src(r) as u32).collect(),
-                // One dense row costs 8 bytes per feature: used when that is at most 8 bytes
-                // per stored nonzero (the CSR data itself holds 12), so it never dominates.
-                dense: if m.n_cols() <= m.nnz() {
-                    vec![0.0; m.n_cols()]
-                } else {
-                    Vec::new()
+            (_, Features::Sparse(m)) => match QuantPanels::from_sparse(m, n, src) {
+                Some(q) => Rows::Quant(q),
+                None => Rows::Sparse {
+                    x: m,
+                    perm: (0..n).map(|r| src(r) as u32).collect(),
+                    // One dense row costs 8 bytes per feature: used when that is at most 8 bytes
+                    // per stored nonzero (the CSR data itself holds 12), so it never dominates.
+                    dense: if m.n_cols() <= m.nnz() {
+                        vec![0.0; m.n_cols()]
+                    } else {
+                        Vec::new()
+                    },
                 },
             },
         };
@@ -2456,6 +2459,67 @@ mod tests {
                 assert_eq!(bits(&a), bits(&b), "{spec:?} sent row, scale {scale}");
             }
         }
+        Ok(())
+    }
+
+    #[test]
+    fn dense_enough_sparse_rows_take_the_integer_layout_bit_for_bit() -> Result<(), DataError> {
+        let x = quantized_data()?;
+        let Features::Dense(m) = &x else {
+            unreachable!()
+        };
+        let (n, d) = (m.n_rows(), m.n_cols());
+        // The same rows stored sparse, zeros left out.
+        let (mut ptr, mut idx, mut val) = (vec![0], Vec::new(), Vec::new());
+        for r in 0..n {
+            for (k, &v) in m.row(r).iter().enumerate() {
+                if v != 0.0 {
+                    idx.push(k as u32);
+                    val.push(v);
+                }
+            }
+            ptr.push(idx.len());
+        }
+        let csr = CsrMatrix::new(d, ptr, idx, val)?;
+        let s = Features::Sparse(csr.clone());
+        let y: Vec<i8> = (0..n).map(|i| if i % 4 == 0 { -1 } else { 1 }).collect();
+        let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for spec in [KernelSpec::Linear, KernelSpec::Rbf { gamma: 0.05 }] {
+            let mut q = SvcQ::new(&s, spec, &y, 0)?;
+            assert_eq!(
+                matches!(q.rows.rows, Rows::Quant(_)),
+                super::super::quant::available()
+            );
+            let mut merge = SvcQ::new(&s, spec, &y, 0)?;
+            merge.rows.rows = Rows::Sparse {
+                x: &csr,
+                perm: (0..n as u32).collect(),
+                dense: Vec::new(),
+            };
+            for &(a, b) in &[(0, 44), (5, 3), (1, 17)] {
+                q.swap_index(a, b);
+                merge.swap_index(a, b);
+            }
+            assert_eq!(q.diag(), merge.diag());
+            for i in 0..n {
+                let got = q.column(i, n).to_vec();
+                let want = merge.column(i, n).to_vec();
+                assert_eq!(bits(&got), bits(&want), "{spec:?} column {i}");
+            }
+        }
+        // Fewer than a sixth of the features stored: the panels would outgrow the rows, so the
+        // sparse rows stay.
+        let (rows, width) = (40usize, 200usize);
+        let thin = CsrMatrix::new(
+            width,
+            (0..=rows).collect(),
+            (0..rows as u32).map(|r| r * 5).collect(),
+            vec![0.5; rows],
+        )?;
+        let thin = Features::Sparse(thin);
+        let yt = vec![1i8; rows];
+        let q = SvcQ::new(&thin, KernelSpec::Rbf { gamma: 0.5 }, &yt, 0)?;
+        assert!(matches!(q.rows.rows, Rows::Sparse { .. }));
         Ok(())
     }
 

@@ -19,6 +19,7 @@
 //! target has AVX2 ([`available`]); without it the f64 panels are kept.
 
 use super::qmatrix::{Dots, Line, Tiles, TILE_ROWS};
+use crate::data::CsrMatrix;
 
 /// Rows per panel of the integer layout.
 pub(super) const QPANEL: usize = 16;
@@ -64,6 +65,43 @@ fn fraction_bits(v: f64) -> Option<u32> {
         .filter(|&s| s <= MAX_SHIFT)
 }
 
+/// Rows whose (feature, value) entries [`QuantPanels::pack_rows`] reads; features not visited
+/// are zeros.
+trait SourceRows {
+    fn visit(&self, r: usize, f: impl FnMut(usize, f64));
+}
+
+/// Row-major dense rows, row `r` at `src(r)`.
+struct DenseSource<'v, S> {
+    vals: &'v [f64],
+    d: usize,
+    src: S,
+}
+
+impl<S: Fn(usize) -> usize> SourceRows for DenseSource<'_, S> {
+    fn visit(&self, r: usize, mut f: impl FnMut(usize, f64)) {
+        let at = (self.src)(r) * self.d;
+        for (k, &v) in self.vals[at..at + self.d].iter().enumerate() {
+            f(k, v);
+        }
+    }
+}
+
+/// Sparse rows, row `r` at `src(r)`.
+struct SparseSource<'x, S> {
+    x: &'x CsrMatrix,
+    src: S,
+}
+
+impl<S: Fn(usize) -> usize> SourceRows for SparseSource<'_, S> {
+    fn visit(&self, r: usize, mut f: impl FnMut(usize, f64)) {
+        let (idx, vals) = self.x.row((self.src)(r));
+        for (&k, &v) in idx.iter().zip(vals) {
+            f(k as usize, v);
+        }
+    }
+}
+
 /// Finer scales than this are refused (their integers would be far above any limit anyway).
 const MAX_SHIFT: u32 = 40;
 
@@ -100,6 +138,23 @@ impl QuantPanels {
         Self::pack(vals, n, d, |r| r, Some(shift))
     }
 
+    /// Rows `src(0..n)` of the sparse `x` as integers, as [`Self::new`] does for dense rows,
+    /// or `None` also when the panels would take more memory than `x` itself (2 bytes a
+    /// feature against 12 a stored nonzero: data at least a sixth dense, such as images).
+    /// Missing entries are zeros, so the inner products are the sparse path's to the bit too.
+    pub(super) fn from_sparse(
+        x: &CsrMatrix,
+        n: usize,
+        src: impl Fn(usize) -> usize,
+    ) -> Option<Self> {
+        let d = x.n_cols();
+        let panel_bytes = 2 * x.n_rows() as u128 * (2 * d.div_ceil(2)) as u128;
+        if !available() || n == 0 || d == 0 || panel_bytes > 12 * x.nnz() as u128 {
+            return None;
+        }
+        Self::pack_rows(&SparseSource { x, src }, n, d, None)
+    }
+
     /// [`Self::new`] on any target (the tests' entry); the scale is the rows' own, or `shift`.
     fn pack(
         vals: &[f64],
@@ -108,13 +163,24 @@ impl QuantPanels {
         src: impl Fn(usize) -> usize,
         shift: Option<u32>,
     ) -> Option<Self> {
-        let row = |r: usize| &vals[src(r) * d..(src(r) + 1) * d];
+        Self::pack_rows(&DenseSource { vals, d, src }, n, d, shift)
+    }
+
+    /// The panels of rows `0..n` of `rows` (`d` features each).
+    fn pack_rows(rows: &impl SourceRows, n: usize, d: usize, shift: Option<u32>) -> Option<Self> {
         let mut own = 0;
         let mut top = 0.0f64;
+        let mut exact = true;
         for r in 0..n {
-            for &v in row(r) {
-                own = own.max(fraction_bits(v)?);
-                top = top.max(v.abs());
+            rows.visit(r, |_, v| match fraction_bits(v) {
+                Some(bits) => {
+                    own = own.max(bits);
+                    top = top.max(v.abs());
+                }
+                None => exact = false,
+            });
+            if !exact {
+                return None;
             }
         }
         let shift = match shift {
@@ -132,10 +198,10 @@ impl QuantPanels {
         let mut packed = vec![0i16; n.div_ceil(QPANEL) * QPANEL * width];
         for r in 0..n {
             let base = (r / QPANEL) * QPANEL * width + 2 * (r % QPANEL);
-            for (k, &v) in row(r).iter().enumerate() {
+            rows.visit(r, |k, v| {
                 // Exact: v / unit is an integer of magnitude at most `limit`.
                 packed[base + (k / 2) * 2 * QPANEL + k % 2] = (v / unit) as i16;
-            }
+            });
         }
         Some(Self {
             vals: packed,
