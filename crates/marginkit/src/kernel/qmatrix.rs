@@ -205,15 +205,56 @@ pub(super) fn pack_panels(
     d: usize,
     src: impl Fn(usize) -> usize,
 ) -> Aligned {
+    pack_panels_from(&DenseSource { vals, d, src }, n, d)
+}
+
+/// [`pack_panels`] of rows `0..n` of `rows` (`d` features each; the features a row does not
+/// visit are zeros).
+fn pack_panels_from(rows: &impl SourceRows, n: usize, d: usize) -> Aligned {
     let np = n.div_ceil(PANEL);
     let mut out = Aligned::zeros(np * PANEL * d);
     for r in 0..n {
-        let from = src(r) * d;
-        for k in 0..d {
-            out[(r / PANEL) * PANEL * d + k * PANEL + r % PANEL] = vals[from + k];
-        }
+        let at = (r / PANEL) * PANEL * d + r % PANEL;
+        rows.visit(r, |k, v| out[at + k * PANEL] = v);
     }
     out
+}
+
+/// Rows whose (feature, value) entries the packers ([`pack_panels_from`], the integer panels)
+/// read; features not visited are zeros.
+pub(super) trait SourceRows {
+    fn visit(&self, r: usize, f: impl FnMut(usize, f64));
+}
+
+/// Row-major dense rows, row `r` at `src(r)`.
+pub(super) struct DenseSource<'v, S> {
+    pub(super) vals: &'v [f64],
+    pub(super) d: usize,
+    pub(super) src: S,
+}
+
+impl<S: Fn(usize) -> usize> SourceRows for DenseSource<'_, S> {
+    fn visit(&self, r: usize, mut f: impl FnMut(usize, f64)) {
+        let at = (self.src)(r) * self.d;
+        for (k, &v) in self.vals[at..at + self.d].iter().enumerate() {
+            f(k, v);
+        }
+    }
+}
+
+/// Sparse rows, row `r` at `src(r)`.
+pub(super) struct SparseSource<'x, S> {
+    pub(super) x: &'x CsrMatrix,
+    pub(super) src: S,
+}
+
+impl<S: Fn(usize) -> usize> SourceRows for SparseSource<'_, S> {
+    fn visit(&self, r: usize, mut f: impl FnMut(usize, f64)) {
+        let (idx, vals) = self.x.row((self.src)(r));
+        for (&k, &v) in idx.iter().zip(vals) {
+            f(k as usize, v);
+        }
+    }
 }
 
 impl Dots for DenseDots<'_> {
@@ -999,6 +1040,15 @@ impl<'a> KernelRows<'a> {
             },
             (_, Features::Sparse(m)) => match QuantPanels::from_sparse(m, n, src) {
                 Some(q) => Rows::Quant(q),
+                // The f64 panels where they take at most twice the memory of the sparse rows
+                // (8 bytes a feature against 12 a stored value: at least a third stored); the
+                // sparse products are the same bits, but one column at a time.
+                None if 8 * (m.n_rows() as u128) * (m.n_cols() as u128) <= 24 * m.nnz() as u128 => {
+                    Rows::Dense {
+                        panels: pack_panels_from(&SparseSource { x: m, src }, n, m.n_cols()),
+                        d: m.n_cols(),
+                    }
+                }
                 None => Rows::Sparse {
                     x: m,
                     perm: (0..n).map(|r| src(r) as u32).collect(),
@@ -2325,12 +2375,19 @@ mod tests {
     }
 
     #[test]
-    fn sparse_gather_columns_equal_the_merge_bit_for_bit() {
+    fn sparse_rows_columns_equal_the_merge_bit_for_bit() {
+        // The rows are over a third dense and not on one binary scale, so `new` packs them into
+        // f64 panels; the gather (a dense buffer) and the merge are forced below.
         let x = sparse_data();
         let Features::Sparse(m) = &x else {
             unreachable!()
         };
         let n = m.n_rows();
+        let sparse = |dense: Vec<f64>| Rows::Sparse {
+            x: m,
+            perm: (0..n as u32).collect(),
+            dense,
+        };
         let y: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { -1 } else { 1 }).collect();
         for spec in [
             KernelSpec::Linear,
@@ -2345,26 +2402,36 @@ mod tests {
                 coef0: 0.1,
             },
         ] {
-            let mut q = SvcQ::new(&x, spec, &y, 0).unwrap();
-            assert!(matches!(&q.rows.rows, Rows::Sparse { dense, .. } if dense.len() == 9));
+            let mut panels = SvcQ::new(&x, spec, &y, 0).unwrap();
+            assert!(matches!(&panels.rows.rows, Rows::Dense { d: 9, .. }));
+            let merge_norms: Vec<f64> = (0..n)
+                .map(|r| {
+                    let perm: Vec<u32> = (0..n as u32).collect();
+                    SparseDots { x: m, perm: &perm }.dot(r, r)
+                })
+                .collect();
+            assert_eq!(panels.rows.norms, merge_norms);
+            let mut gather = SvcQ::new(&x, spec, &y, 0).unwrap();
+            gather.rows.rows = sparse(vec![0.0; 9]);
             let mut merge = SvcQ::new(&x, spec, &y, 0).unwrap();
-            if let Rows::Sparse { dense, .. } = &mut merge.rows.rows {
-                *dense = Vec::new();
-            }
+            merge.rows.rows = sparse(Vec::new());
             for &(a, b) in &[(0, 22), (5, 3), (1, 17), (0, 3)] {
-                q.swap_index(a, b);
+                panels.swap_index(a, b);
+                gather.swap_index(a, b);
                 merge.swap_index(a, b);
             }
+            let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             for i in 0..n {
-                // Partial columns too: the fill starts at the cached length.
-                let part = q.column(i, i % 11 + 1).to_vec();
-                let got = q.column(i, n).to_vec();
                 let want = merge.column(i, n).to_vec();
-                let bits = |c: &[f32]| c.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&got), bits(&want), "{spec:?} column {i}");
-                assert_eq!(bits(&part), bits(&want[..part.len()]));
+                for (path, q) in [("panels", &mut panels), ("gather", &mut gather)] {
+                    // Partial columns too: the fill starts at the cached length.
+                    let part = q.column(i, i % 11 + 1).to_vec();
+                    let got = q.column(i, n).to_vec();
+                    assert_eq!(bits(&got), bits(&want), "{spec:?} {path} column {i}");
+                    assert_eq!(bits(&part), bits(&want[..part.len()]));
+                }
             }
-            if let Rows::Sparse { dense, .. } = &q.rows.rows {
+            if let Rows::Sparse { dense, .. } = &gather.rows.rows {
                 assert!(dense.iter().all(|v| v.to_bits() == 0), "buffer left dirty");
             }
         }

@@ -18,7 +18,7 @@
 //! in two instructions, and the rows take a quarter of the memory. The layout is used when the
 //! target has AVX2 ([`available`]); without it the f64 panels are kept.
 
-use super::qmatrix::{Dots, Line, Tiles, TILE_ROWS};
+use super::qmatrix::{DenseSource, Dots, Line, SourceRows, SparseSource, Tiles, TILE_ROWS};
 use crate::data::CsrMatrix;
 
 /// Rows per panel of the integer layout.
@@ -63,43 +63,6 @@ fn fraction_bits(v: f64) -> Option<u32> {
     u32::try_from((-low).max(0))
         .ok()
         .filter(|&s| s <= MAX_SHIFT)
-}
-
-/// Rows whose (feature, value) entries [`QuantPanels::pack_rows`] reads; features not visited
-/// are zeros.
-trait SourceRows {
-    fn visit(&self, r: usize, f: impl FnMut(usize, f64));
-}
-
-/// Row-major dense rows, row `r` at `src(r)`.
-struct DenseSource<'v, S> {
-    vals: &'v [f64],
-    d: usize,
-    src: S,
-}
-
-impl<S: Fn(usize) -> usize> SourceRows for DenseSource<'_, S> {
-    fn visit(&self, r: usize, mut f: impl FnMut(usize, f64)) {
-        let at = (self.src)(r) * self.d;
-        for (k, &v) in self.vals[at..at + self.d].iter().enumerate() {
-            f(k, v);
-        }
-    }
-}
-
-/// Sparse rows, row `r` at `src(r)`.
-struct SparseSource<'x, S> {
-    x: &'x CsrMatrix,
-    src: S,
-}
-
-impl<S: Fn(usize) -> usize> SourceRows for SparseSource<'_, S> {
-    fn visit(&self, r: usize, mut f: impl FnMut(usize, f64)) {
-        let (idx, vals) = self.x.row((self.src)(r));
-        for (&k, &v) in idx.iter().zip(vals) {
-            f(k as usize, v);
-        }
-    }
 }
 
 /// Finer scales than this are refused (their integers would be far above any limit anyway).
