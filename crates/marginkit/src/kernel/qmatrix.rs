@@ -78,13 +78,15 @@ pub trait QMatrix {
 /// Row storage in the current order.
 #[derive(Debug)]
 enum Rows<'a> {
-    /// A private copy in panel layout (see [`DenseDots`]), permuted along with the solver.
+    /// A private copy in panel layout (see [`DenseDots`]), permuted along with the solver: of
+    /// dense rows, or of sparse rows at least a third dense (see [`KernelRows::new`]).
     Dense { panels: Aligned, d: usize },
     /// The same as exact integers on a common scale ([`QuantPanels`]), when the features allow
     /// it: the same inner products to the bit, with 16-bit multiply-adds.
     Quant(QuantPanels),
-    /// Borrowed CSR rows through a permutation. `dense` is all zeros between column fills, or
-    /// empty when a dense copy of one row would not pay for itself (see [`KernelRows::fill`]).
+    /// Borrowed CSR rows through a permutation (sparse rows that neither panel layout takes).
+    /// `dense` is all zeros between column fills, or empty when a dense copy of one row would
+    /// not pay for itself (see [`KernelRows::fill`]).
     Sparse {
         x: &'a CsrMatrix,
         perm: Vec<u32>,
