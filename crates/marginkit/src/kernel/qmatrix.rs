@@ -2377,7 +2377,7 @@ mod tests {
     }
 
     #[test]
-    fn sparse_rows_columns_equal_the_merge_bit_for_bit() {
+    fn sparse_rows_columns_equal_the_merge_bit_for_bit() -> Result<(), DataError> {
         // The rows are over a third dense and not on one binary scale, so `new` packs them into
         // f64 panels; the gather (a dense buffer) and the merge are forced below.
         let x = sparse_data();
@@ -2404,18 +2404,16 @@ mod tests {
                 coef0: 0.1,
             },
         ] {
-            let mut panels = SvcQ::new(&x, spec, &y, 0).unwrap();
+            let mut panels = SvcQ::new(&x, spec, &y, 0)?;
             assert!(matches!(&panels.rows.rows, Rows::Dense { d: 9, .. }));
+            let perm: Vec<u32> = (0..n as u32).collect();
             let merge_norms: Vec<f64> = (0..n)
-                .map(|r| {
-                    let perm: Vec<u32> = (0..n as u32).collect();
-                    SparseDots { x: m, perm: &perm }.dot(r, r)
-                })
+                .map(|r| SparseDots { x: m, perm: &perm }.dot(r, r))
                 .collect();
             assert_eq!(panels.rows.norms, merge_norms);
-            let mut gather = SvcQ::new(&x, spec, &y, 0).unwrap();
+            let mut gather = SvcQ::new(&x, spec, &y, 0)?;
             gather.rows.rows = sparse(vec![0.0; 9]);
-            let mut merge = SvcQ::new(&x, spec, &y, 0).unwrap();
+            let mut merge = SvcQ::new(&x, spec, &y, 0)?;
             merge.rows.rows = sparse(Vec::new());
             for &(a, b) in &[(0, 22), (5, 3), (1, 17), (0, 3)] {
                 panels.swap_index(a, b);
@@ -2437,6 +2435,7 @@ mod tests {
                 assert!(dense.iter().all(|v| v.to_bits() == 0), "buffer left dirty");
             }
         }
+        Ok(())
     }
 
     /// Rows of 37 features that are multiples of 1/8 (integers up to 40, of both signs, and
