@@ -59,11 +59,14 @@
 //! On data of low rank at large `C` the passes converge linearly at a rate set by the
 //! conditioning of the free variables' block of `Q` (breast_cancer, 569 x 30, C = 512: over
 //! 10,000 passes). Between passes, once the coordinate work since the last one is at least
-//! `FACE_WORK_RATIO` (8) times the estimated cost of one, the loop takes a Newton step on the face of the free variables
+//! `FACE_WORK_RATIO` (8) times the cost of one, the loop takes a Newton step on the face of the free variables
 //! (`0 < a_i < u_i`, the others held at their bounds): `H delta = -g` on that face by conjugate
 //! gradients (products with `H` through `w`-space, `2 nnz` per iteration), then the better of
-//! the projected full step and the exact line minimum along `delta` up to the first bound, and
-//! only if the (exactly computed) objective decreases. The stopping rule is untouched: it is
+//! the projected full step `clip(a + delta)` and the first local minimum along the projection
+//! arc `clip(a + t delta)`, and only if the (exactly computed) objective decreases. Along the
+//! arc the objective is a piecewise quadratic with a piece per bound the arc meets, so the
+//! search walks the breakpoints in order and can drop thousands of variables onto their bounds
+//! in one step (a Newton direction on a face that is not yet the final one clips many). The stopping rule is untouched: it is
 //! still checked by the passes, so a face step can only shorten the solve, never change what
 //! "converged" means. See `face_step`.
 //!
@@ -105,6 +108,8 @@ use crate::data::design::{DenseRows, KeyedRows, SparseRows};
 use crate::data::{ops, Features};
 use crate::error::SolveError;
 
+#[cfg(test)]
+mod arc_tests;
 mod blocks;
 pub use blocks::{solve_svc_blocks, DEFAULT_BLOCKS};
 
@@ -599,13 +604,28 @@ impl<K> Coord<K> {
 /// `d + 1`, so on low-dimensional data CG ends well before this in exact arithmetic).
 const FACE_CG_MAX: usize = 50;
 
-/// A face step is taken once the coordinate work since the last one (in row operations, two per
-/// visited coordinate) reaches this multiple of the face step's own estimated cost: the face
-/// steps then cost at most about 1/8 of the solve, whatever they achieve. (At 1 they cost as
-/// much as the passes: a linear SVC on 100,000 x 20 blobs at C = 10 took 2.9x the CPU of the
-/// solve without face steps, for the same number of passes; at 8 it is within timing noise of
-/// it, and the breast_cancer path keeps its 4x saving.)
+/// Face steps are taken once the coordinate work since the last ones (in row operations, two per
+/// visited coordinate) reaches this multiple of the cost of one: the mean actual cost of the last
+/// group's steps, or [`face_cost`]'s estimate before the first. They then cost at most about 1/8
+/// of the solve, whatever they achieve. A smaller ratio takes them sooner but does not save
+/// passes, because the passes must first find the face: on the 200,000 x 20 dense set of
+/// `bench/par_linear_bench.py` (`-s 1`, C = 1) a ratio of 2 took 187 passes, 8 took 199 and 16
+/// took 308.
 const FACE_WORK_RATIO: usize = 8;
+
+/// Row operations per face variable of a face step besides its conjugate-gradient iterations:
+/// the gradient, the two trial moves' products with `H` and the update of `w` (the arc search
+/// counts its own).
+const FACE_FIXED_OPS: usize = 6;
+
+/// The estimated cost of a face step on `n_face` variables with a `dim`-vector `w`, in row
+/// operations: two per variable and conjugate-gradient iteration, the fixed ones, and one for
+/// the arc search's `Wq`. The iterations are taken as at most `dim + 1`: the face matrix is
+/// `Y Xb Xb' Y + D`, whose distinct eigenvalues number at most `dim + 1` when `D` is a multiple
+/// of the identity (one `C` for all samples), and CG ends within that many in exact arithmetic.
+fn face_cost(n_face: usize, dim: usize) -> usize {
+    (2 * FACE_CG_MAX.min(n_face).min(dim + 1) + FACE_FIXED_OPS + 1) * n_face
+}
 
 /// Most face steps in a row (while the budget of [`FACE_WORK_RATIO`] lasts).
 const FACE_REPEAT: usize = 20;
@@ -623,6 +643,13 @@ struct FaceScratch {
     trial: Vec<f64>,
     /// A `d + 1` vector that is all zeros between uses (cleared row by row).
     u: Vec<f64>,
+    /// `Wq` and `Wp` of [`arc_search`] (`d + 1` each).
+    wq: Vec<f64>,
+    wp: Vec<f64>,
+    /// The arc's breakpoints `(t_k, k)`.
+    breaks: Vec<(f64, usize)>,
+    /// Row operations of the last [`arc_search`].
+    arc_ops: usize,
 }
 
 /// `hv = H v` on the face, `H_kl = y_k y_l xb_k'xb_l + D_kk [k = l]`, through the `d + 1`
@@ -657,10 +684,10 @@ fn face_matvec<R: KeyedRows>(
 /// the others held at their bounds: the face system `H delta = -g` is solved approximately by
 /// conjugate gradients (at most [`FACE_CG_MAX`] iterations, every iterate a descent direction
 /// of the quadratic), then the better of two feasible moves is taken: the projected full step
-/// `clip(a + delta)` and the exact line minimum along `delta` up to the first bound. Both
-/// objective changes are computed exactly (`g'D + 1/2 D'HD`, `f` is quadratic); nothing moves
-/// unless the objective decreases. Returns the work done in row operations when `alpha`
-/// changed, 0 when it did not.
+/// `clip(a + delta)` and the first local minimum along the projection arc `clip(a + t delta)`
+/// ([`arc_search`]). Both objective changes are computed exactly (`g'x + 1/2 x'Hx`, `f` is
+/// quadratic); nothing moves unless the objective decreases. Returns the work done in row
+/// operations and whether `alpha` changed.
 ///
 /// Why: on data of low rank and large `C`, coordinate descent converges linearly with a rate set
 /// by the conditioning of the free variables' block of `Q` and needed up to 10,000 passes per
@@ -673,7 +700,7 @@ fn face_step<R: KeyedRows>(
     w: &mut [f64],
     sc: &mut FaceScratch,
     tol: f64,
-) -> Result<usize, SolveError> {
+) -> Result<(usize, bool), SolveError> {
     sc.pos.clear();
     for (s, c) in coords[..active].iter().enumerate() {
         if c.a > 0.0 && c.a < c.u {
@@ -682,7 +709,7 @@ fn face_step<R: KeyedRows>(
     }
     let m = sc.pos.len();
     if m < 2 {
-        return Ok(0);
+        return Ok((0, false));
     }
     if sc.u.len() != w.len() {
         sc.u = vec![0.0; w.len()];
@@ -735,66 +762,125 @@ fn face_step<R: KeyedRows>(
             sc.p[k] = sc.r[k] + beta * sc.p[k];
         }
     }
+    let cg_ops = (2 * cg_iters + 1) * m;
     let gd = ops::dense_dot(&sc.g, &sc.delta);
     if gd.is_nan() || gd >= 0.0 {
-        return Ok(0);
+        return Ok((cg_ops, false));
     }
-    // Move B: exact minimum along delta, stopped at the first bound.
-    let dhd = face_matvec(rows, coords, &sc.pos, &sc.delta, &mut sc.hp, &mut sc.u);
-    let (mut t_max, mut hit) = (f64::INFINITY, usize::MAX);
-    for (k, &s) in sc.pos.iter().enumerate() {
-        let (a, u, dk) = (coords[s].a, coords[s].u, sc.delta[k]);
-        let room = if dk > 0.0 {
-            (u - a) / dk
-        } else if dk < 0.0 {
-            -a / dk
-        } else {
-            f64::INFINITY
-        };
-        if room < t_max {
-            t_max = room;
-            hit = k;
-        }
-    }
-    let t_star = if dhd > 0.0 { -gd / dhd } else { f64::INFINITY };
-    let t_b = t_star.min(t_max);
-    let m_b = if t_b.is_finite() && t_b > 0.0 {
-        t_b * gd + 0.5 * t_b * t_b * dhd.max(0.0)
-    } else {
-        0.0
-    };
+    // Move B: the first local minimum along the projection arc.
+    let t_arc = arc_search(rows, coords, sc);
+    let m_b = trial_change(rows, coords, sc, t_arc);
     // Move A: the projected full step.
-    for (k, &s) in sc.pos.iter().enumerate() {
-        let c = &coords[s];
-        sc.trial[k] = (c.a + sc.delta[k]).clamp(0.0, c.u) - c.a;
+    let m_a = trial_change(rows, coords, sc, 1.0);
+    let ops_done = (2 * cg_iters + FACE_FIXED_OPS) * m + sc.arc_ops;
+    if !(m_a < 0.0 || m_b < 0.0) || !m_a.is_finite() || !m_b.is_finite() {
+        return Ok((ops_done, false));
     }
-    let q_a = face_matvec(rows, coords, &sc.pos, &sc.trial, &mut sc.hp, &mut sc.u);
-    let m_a = ops::dense_dot(&sc.g, &sc.trial) + 0.5 * q_a;
-    if !(m_a < 0.0 || m_b < 0.0) || !m_a.is_finite() {
-        return Ok(0);
-    }
-    let use_a = m_a <= m_b;
+    let t = if m_a <= m_b { 1.0 } else { t_arc };
     for (k, &s) in sc.pos.iter().enumerate() {
         let c = &mut coords[s];
-        let new = if use_a {
-            (c.a + sc.delta[k]).clamp(0.0, c.u)
-        } else if k == hit && t_b >= t_max {
-            // Land exactly on the bound that stopped the move.
-            if sc.delta[k] > 0.0 {
-                c.u
-            } else {
-                0.0
-            }
-        } else {
-            (c.a + t_b * sc.delta[k]).clamp(0.0, c.u)
-        };
+        let new = (c.a + t * sc.delta[k]).clamp(0.0, c.u);
         let step = new - c.a;
         if step != 0.0 {
             c.a = new;
             rows.axpy_key(c.key, step * c.y, w);
         }
     }
-    Ok((2 * cg_iters + 6) * m)
+    Ok((ops_done, true))
+}
+
+/// The exact change of the objective, `g'x + x'Hx / 2`, for the move `x = clip(a + t delta) - a`
+/// on the face (left in `sc.trial`).
+fn trial_change<R: KeyedRows>(
+    rows: &R,
+    coords: &[Coord<R::Key>],
+    sc: &mut FaceScratch,
+    t: f64,
+) -> f64 {
+    for (k, &s) in sc.pos.iter().enumerate() {
+        let c = &coords[s];
+        sc.trial[k] = (c.a + t * sc.delta[k]).clamp(0.0, c.u) - c.a;
+    }
+    let xhx = face_matvec(rows, coords, &sc.pos, &sc.trial, &mut sc.hp, &mut sc.u);
+    ops::dense_dot(&sc.g, &sc.trial) + 0.5 * xhx
+}
+
+/// The first local minimizer over `t >= 0` of `phi(t) = f(clip(a + t delta)) - f(a)` on the face
+/// `sc.pos` (the other variables held). Variable `k` moves until `t_k`, where it meets its
+/// bound, and then stays there, so `phi` is a quadratic on each interval between consecutive
+/// `t_k`: with `q` the direction of the variables still moving and `p` the moves of those
+/// already stopped,
+/// ```text
+/// phi(t) = g'p + t g'q + |Wp + t Wq|^2 / 2 + sum D_kk (p_k^2 + t^2 q_k^2) / 2,
+/// W v = sum_k v_k y_k xb_k  (a d + 1 vector).
+/// ```
+/// The walk visits the breakpoints in increasing order and stops on the first piece whose
+/// minimum lies inside it (or where `phi` starts to rise); at each breakpoint it moves one
+/// variable from `q` to `p`, updating `Wq`, `Wp` and the scalars with two dot products and
+/// two row updates. Sets `sc.arc_ops` to the row operations spent.
+fn arc_search<R: KeyedRows>(rows: &R, coords: &[Coord<R::Key>], sc: &mut FaceScratch) -> f64 {
+    for v in [&mut sc.wq, &mut sc.wp] {
+        v.clear();
+        v.resize(sc.u.len(), 0.0);
+    }
+    sc.breaks.clear();
+    // g'q and sum D_kk q_k^2 over the moving variables.
+    let (mut gq, mut dqq) = (0.0, 0.0);
+    for (k, &s) in sc.pos.iter().enumerate() {
+        let (c, dk) = (&coords[s], sc.delta[k]);
+        if dk == 0.0 {
+            continue;
+        }
+        rows.axpy_key(c.key, dk * c.y, &mut sc.wq);
+        gq += sc.g[k] * dk;
+        dqq += c.d * dk * dk;
+        let room = if dk > 0.0 {
+            (c.u - c.a) / dk
+        } else {
+            -c.a / dk
+        };
+        if room.is_finite() {
+            sc.breaks.push((room.max(0.0), k));
+        }
+    }
+    sc.arc_ops = sc.pos.len();
+    sc.breaks.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
+    // |Wq|^2 and Wp'Wq.
+    let mut qq = ops::dense_dot(&sc.wq, &sc.wq);
+    let mut pq = 0.0;
+    let mut t_lo = 0.0;
+    for &(t_k, k) in &sc.breaks {
+        // On [t_lo, t_k]: phi'(t) = gq + pq + t (qq + dqq).
+        let curv = qq + dqq;
+        if gq + pq + t_lo * curv >= 0.0 {
+            return t_lo;
+        }
+        if curv > 0.0 {
+            let t = -(gq + pq) / curv;
+            if t <= t_k {
+                return t;
+            }
+        }
+        // Variable k stops at t_k: Wq -= dk r, Wp += t_k dk r with r = y_k xb_k.
+        let (c, dk) = (&coords[sc.pos[k]], sc.delta[k]);
+        let rq = c.y * rows.dot_key(c.key, &sc.wq);
+        let rp = c.y * rows.dot_key(c.key, &sc.wp);
+        let rr = c.qd - c.d;
+        pq += -dk * rp + t_k * dk * rq - t_k * dk * dk * rr;
+        qq += -2.0 * dk * rq + dk * dk * rr;
+        rows.axpy_key(c.key, -dk * c.y, &mut sc.wq);
+        rows.axpy_key(c.key, t_k * dk * c.y, &mut sc.wp);
+        gq -= sc.g[k] * dk;
+        dqq -= c.d * dk * dk;
+        t_lo = t_k;
+        sc.arc_ops += 4;
+    }
+    let curv = qq + dqq;
+    if curv > 0.0 {
+        (-(gq + pq) / curv).max(t_lo)
+    } else {
+        t_lo
+    }
 }
 
 /// The no-equality SVC loop (Hsieh et al. 2008, Algorithm 3 with shrinking).
@@ -871,8 +957,9 @@ fn svc_box_loop<R: KeyedRows, O: Observer>(
     }
     let mut face = FaceScratch::default();
 
-    // Row operations since the last face step.
+    // Row operations since the last face steps, and what those cost.
     let mut work = 0usize;
+    let mut face_spent = None;
     loop {
         for k in 0..active {
             let j = rng.gen_range(k..active);
@@ -968,24 +1055,28 @@ fn svc_box_loop<R: KeyedRows, O: Observer>(
                     pg_min
                 };
             }
-            // Face step when the passes since the last one did FACE_WORK_RATIO times its estimated cost
-            // (`2 CG_MAX + 6` row operations per free variable, as counted in `face_step`).
+            // Face steps when the passes since the last ones did FACE_WORK_RATIO times their
+            // cost: the last group's actual cost, or `face_cost`'s estimate before the first.
             let n_face = coords[..active]
                 .iter()
                 .filter(|c| c.a > 0.0 && c.a < c.u)
                 .count();
             // Further face steps follow while the work budget lasts (each one's actual cost
             // is charged), up to FACE_REPEAT: on a well-posed face they converge in a few.
-            let cost = (2 * FACE_CG_MAX.min(n_face) + 6) * n_face;
+            let cost = face_spent.unwrap_or_else(|| face_cost(n_face, w.len()));
             if passes >= 2 && n_face >= 2 && work >= FACE_WORK_RATIO * cost {
-                let mut budget_left = work / FACE_WORK_RATIO;
+                let budget = work / FACE_WORK_RATIO;
+                let (mut spent, mut steps) = (0, 0);
                 for _ in 0..FACE_REPEAT {
-                    let used = face_step(rows, coords, active, w, &mut face, settings.tol)?;
-                    if used == 0 || used >= budget_left {
+                    let (used, moved) =
+                        face_step(rows, coords, active, w, &mut face, settings.tol)?;
+                    spent += used;
+                    steps += 1;
+                    if !moved || spent >= budget {
                         break;
                     }
-                    budget_left -= used;
                 }
+                face_spent = Some(spent / steps);
                 work = 0;
             }
         }
