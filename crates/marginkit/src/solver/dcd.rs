@@ -56,19 +56,19 @@
 //!
 //! # Face steps (SVC without equality; an addition to Hsieh et al.)
 //!
-//! On data of low rank at large `C` the passes converge linearly at a rate set by the
-//! conditioning of the free variables' block of `Q` (breast_cancer, 569 x 30, C = 512: over
-//! 10,000 passes). Between passes, once the coordinate work since the last one is at least
-//! `FACE_WORK_RATIO` (8) times the cost of one, the loop takes a Newton step on the face of the free variables
+//! On data of low rank at large `C` the passes converge linearly at a rate set by the conditioning
+//! of the free variables' block of `Q` (breast_cancer, 569 x 30, C = 512: over 10,000 passes).
+//! Between passes, once the coordinate work since the last one is at least `FACE_WORK_RATIO` (8)
+//! times the cost of one, the loop takes a Newton step on the face of the free variables
 //! (`0 < a_i < u_i`, the others held at their bounds): `H delta = -g` on that face by conjugate
-//! gradients (products with `H` through `w`-space, `2 nnz` per iteration), then the better of
-//! the projected full step `clip(a + delta)` and the first local minimum along the projection
-//! arc `clip(a + t delta)`, and only if the (exactly computed) objective decreases. Along the
-//! arc the objective is a piecewise quadratic with a piece per bound the arc meets, so the
-//! search walks the breakpoints in order and can drop thousands of variables onto their bounds
-//! in one step (a Newton direction on a face that is not yet the final one clips many). The stopping rule is untouched: it is
-//! still checked by the passes, so a face step can only shorten the solve, never change what
-//! "converged" means. See `face_step`.
+//! gradients (products with `H` through `w`-space, `2 nnz` per iteration), then the better of the
+//! projected full step `clip(a + delta)` and the first local minimum along the projection arc
+//! `clip(a + t delta)`, and only if the (exactly computed) objective decreases. Along the arc the
+//! objective is a piecewise quadratic with a piece per bound the arc meets, so the search walks
+//! the breakpoints in order and can drop thousands of variables onto their bounds in one step (a
+//! Newton direction on a face that is not yet the final one clips many). The stopping rule is
+//! untouched: it is still checked by the passes, so a face step can only shorten the solve, never
+//! change what "converged" means. See `face_step`.
 //!
 //! # Parallel passes
 //!
