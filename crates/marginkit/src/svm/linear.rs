@@ -7,11 +7,12 @@
 //! use marginkit::fit::Control;
 //! use marginkit::svm::linear::{fit, LinearParams, LinearSolver};
 //! use marginkit::{Dataset, DenseMatrix, Features};
-//! let x = DenseMatrix::new(4, 1, vec![-2.0, -1.0, 1.0, 2.0]).unwrap();
-//! let data = Dataset::new(Features::Dense(x), vec![-1.0, -1.0, 1.0, 1.0], None).unwrap();
-//! let params = LinearParams::new(LinearSolver::L2LossSvcDual).c(1.0).bias(1.0).check().unwrap();
-//! let fit = fit(&params, &data, &mut Control::default()).unwrap();
+//! let x = DenseMatrix::new(4, 1, vec![-2.0, -1.0, 1.0, 2.0])?;
+//! let data = Dataset::new(Features::Dense(x), vec![-1.0, -1.0, 1.0, 1.0], None)?;
+//! let params = LinearParams::new(LinearSolver::L2LossSvcDual).c(1.0).bias(1.0).check()?;
+//! let fit = fit(&params, &data, &mut Control::default())?;
 //! assert_eq!(fit.model.predict(&data.x), vec![-1.0, -1.0, 1.0, 1.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! Conventions follow LIBLINEAR: labels are ordered by first appearance, except that a binary
